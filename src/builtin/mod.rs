@@ -1,0 +1,184 @@
+//! The ten built-in tools (SPEC §4A): declarations, the on/off toggle, and
+//! dispatch to one module per tool.
+
+use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Every builtin name, sorted by code point.
+pub const NAMES: [&str; 10] = [
+    "apply_patch",
+    "bash",
+    "edit",
+    "glob",
+    "grep",
+    "question",
+    "read",
+    "todowrite",
+    "webfetch",
+    "write",
+];
+
+/// Description and input schema of one builtin, exactly as every port
+/// declares them.
+pub fn declaration(name: &str) -> Option<(&'static str, Value)> {
+    let d = match name {
+        "apply_patch" => (
+            "Apply an add/update/delete patch.",
+            json!({"type": "object",
+                   "properties": {"patchText": {"type": "string", "description": "The patch to apply"}},
+                   "required": ["patchText"]}),
+        ),
+        "bash" => (
+            "Run a shell command.",
+            json!({"type": "object",
+                   "properties": {
+                       "command": {"type": "string", "description": "The shell command to run"},
+                       "timeout": {"type": "number", "description": "Timeout in milliseconds", "default": 60000},
+                       "workdir": {"type": "string", "description": "Working directory (default: process cwd)"},
+                       "description": {"type": "string", "description": "What this command does"}},
+                   "required": ["command"]}),
+        ),
+        "edit" => (
+            "Exact-string replace in a file.",
+            json!({"type": "object",
+                   "properties": {
+                       "path": {"type": "string", "description": "Path to the file to edit"},
+                       "oldString": {"type": "string", "description": "Exact text to replace"},
+                       "newString": {"type": "string", "description": "Replacement text"},
+                       "replaceAll": {"type": "boolean", "description": "Replace every occurrence"}},
+                   "required": ["path", "oldString", "newString"]}),
+        ),
+        "glob" => (
+            "List files matching a glob.",
+            json!({"type": "object",
+                   "properties": {
+                       "pattern": {"type": "string", "description": "Glob pattern to match"},
+                       "path": {"type": "string", "description": "Directory to search (default: cwd)"},
+                       "limit": {"type": "number", "description": "Maximum results", "default": 100}},
+                   "required": ["pattern"]}),
+        ),
+        "grep" => (
+            "Search file contents by regex.",
+            json!({"type": "object",
+                   "properties": {
+                       "pattern": {"type": "string", "description": "Regular expression to search for"},
+                       "path": {"type": "string", "description": "Directory to search (default: cwd)"},
+                       "include": {"type": "string", "description": "Glob filter on file paths"},
+                       "limit": {"type": "number", "description": "Maximum matches", "default": 100}},
+                   "required": ["pattern"]}),
+        ),
+        "question" => (
+            "Ask the human one or more questions.",
+            json!({"type": "object",
+                   "properties": {
+                       "questions": {
+                           "type": "array",
+                           "description": "Questions to ask the human",
+                           "items": {"type": "object",
+                                     "properties": {
+                                         "question": {"type": "string"},
+                                         "header": {"type": "string"},
+                                         "options": {"type": "array", "items": {"type": "string"}},
+                                         "multiple": {"type": "boolean"}},
+                                     "required": ["question"]}}},
+                   "required": ["questions"]}),
+        ),
+        "read" => (
+            "Read a UTF-8 text file.",
+            json!({"type": "object",
+                   "properties": {
+                       "path": {"type": "string", "description": "Path to the file to read"},
+                       "offset": {"type": "number", "description": "1-based line to start from"},
+                       "limit": {"type": "number", "description": "Number of lines to read"}},
+                   "required": ["path"]}),
+        ),
+        "todowrite" => (
+            "Replace the session todo list.",
+            json!({"type": "object",
+                   "properties": {
+                       "todos": {
+                           "type": "array",
+                           "description": "The full todo list, replacing the current one",
+                           "items": {"type": "object",
+                                     "properties": {
+                                         "id": {"type": "string"},
+                                         "text": {"type": "string"},
+                                         "completed": {"type": "boolean"}},
+                                     "required": ["id", "text", "completed"]}}},
+                   "required": ["todos"]}),
+        ),
+        "webfetch" => (
+            "HTTP GET a URL and return its body.",
+            json!({"type": "object",
+                   "properties": {
+                       "url": {"type": "string", "description": "URL to fetch"},
+                       "format": {"type": "string", "enum": ["text", "markdown", "html"],
+                                  "description": "Output format", "default": "markdown"},
+                       "timeout": {"type": "number", "description": "Timeout in seconds", "default": 30}},
+                   "required": ["url"]}),
+        ),
+        "write" => (
+            "Write a file, creating parent dirs.",
+            json!({"type": "object",
+                   "properties": {
+                       "path": {"type": "string", "description": "Path to write to"},
+                       "content": {"type": "string", "description": "Content to write"}},
+                   "required": ["path", "content"]}),
+        ),
+        _ => return None,
+    };
+    Some(d)
+}
+
+/// Which builtins a toolkit carries, from the `builtins` option (SPEC §0.11):
+/// the whole source off, or the all-on baseline minus every `false` entry of
+/// the per-tool map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    pub source_on: bool,
+    pub off: Vec<String>,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection {
+            source_on: true,
+            off: Vec::new(),
+        }
+    }
+}
+
+/// The builtin tools a selection keeps.
+pub fn tools(sel: &Selection) -> Vec<Tool> {
+    if !sel.source_on {
+        return Vec::new();
+    }
+    NAMES
+        .iter()
+        .filter(|n| !sel.off.iter().any(|o| o == *n))
+        .filter_map(|n| {
+            let (desc, schema) = declaration(n)?;
+            Some(Tool::new(
+                *n,
+                desc,
+                Some(schema),
+                Source::Builtin,
+                Arc::new(Builtin(n)) as Arc<dyn Execute>,
+            ))
+        })
+        .collect()
+}
+
+struct Builtin(&'static str);
+
+impl Execute for Builtin {
+    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+        run(self.0, args, ctx)
+    }
+}
+
+/// Runs one builtin by name.
+pub fn run(name: &str, _args: &Value, _ctx: &ExecContext) -> ToolResult {
+    ToolResult::error(format!("{name}: this builtin is not executable in this build"))
+}

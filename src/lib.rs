@@ -1,0 +1,19 @@
+//! toolnexus: one toolkit of uniform tools gathered from agent skills, the ten
+//! built-in tools, MCP servers, declared HTTP endpoints and host functions,
+//! rendered for OpenAI, Anthropic or Gemini and executed by name.
+//!
+//! The pure core lives in the modules below; `ffi` is the C boundary and the
+//! only module allowed to use `unsafe`.
+#![deny(unsafe_code)]
+
+pub mod adapter;
+pub mod builtin;
+pub mod config;
+pub mod error;
+#[allow(unsafe_code)]
+pub mod ffi;
+pub mod json;
+pub mod runtime;
+pub mod skill;
+pub mod tool;
+pub mod toolkit;
