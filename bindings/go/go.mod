@@ -1,0 +1,3 @@
+module github.com/toolnexus/toolnexus-rs/bindings/go
+
+go 1.24

@@ -1,0 +1,159 @@
+package toolnexus
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "toolnexus.h"
+
+tn_status tngo_register(const tn_toolkit *toolkit, const char *name, const char *description,
+                        const char *schema, uintptr_t handle, char **out_error);
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/cgo"
+	"sync"
+	"unsafe"
+)
+
+// ToolFunc is a Go function served as a tool. args is the arguments JSON
+// object. Returning an error makes an isError result whose output is the
+// error's text; a panic is recovered into an isError result too.
+type ToolFunc func(ctx context.Context, args json.RawMessage) (string, error)
+
+type goTool struct {
+	name string
+	fn   ToolFunc
+}
+
+// liveHandles tracks every cgo.Handle handed to the library, so a handle is
+// deleted exactly once (by the library's user_data_free, or here when the
+// registration failed) and tests can see the table drain after Close.
+var liveHandles = struct {
+	sync.Mutex
+	m map[cgo.Handle]struct{}
+}{m: map[cgo.Handle]struct{}{}}
+
+func newToolHandle(t *goTool) cgo.Handle {
+	h := cgo.NewHandle(t)
+	liveHandles.Lock()
+	liveHandles.m[h] = struct{}{}
+	liveHandles.Unlock()
+	return h
+}
+
+func releaseToolHandle(h cgo.Handle) {
+	liveHandles.Lock()
+	_, ok := liveHandles.m[h]
+	delete(liveHandles.m, h)
+	liveHandles.Unlock()
+	if ok {
+		h.Delete()
+	}
+}
+
+// lookupTool returns the tool behind a live handle, or nil: Value on a deleted
+// handle would panic, and that panic must not cross into C.
+func lookupTool(h cgo.Handle) *goTool {
+	liveHandles.Lock()
+	_, ok := liveHandles.m[h]
+	liveHandles.Unlock()
+	if !ok {
+		return nil
+	}
+	t, _ := h.Value().(*goTool)
+	return t
+}
+
+// LiveHandles reports how many Go tool functions the library still holds. It
+// returns to zero once every toolkit they were registered on is closed.
+func LiveHandles() int {
+	liveHandles.Lock()
+	defer liveHandles.Unlock()
+	return len(liveHandles.m)
+}
+
+// Register adds a Go function as a tool (source "native"). schema is the
+// input JSON schema: JSON text, a value to marshal, or nil for
+// {"type":"object"}. fn may be called from many goroutines at once, and may
+// itself call Execute or Render on the same toolkit.
+func (tk *Toolkit) Register(name, description string, schema any, fn ToolFunc) error {
+	if fn == nil {
+		return &Error{Code: "null_argument", Status: StatusNullArgument, Message: "Register " + name + ": fn is nil"}
+	}
+	cname, err := cString("name", name)
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(cname))
+	cdesc, err := cString("description", description)
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(cdesc))
+	var cschema *C.char
+	if schema != nil {
+		text, err := jsonText(schema)
+		if err != nil {
+			return fmt.Errorf("toolnexus: schema of %s: %w", name, err)
+		}
+		if cschema, err = cString("schema", text); err != nil {
+			return err
+		}
+		defer C.free(unsafe.Pointer(cschema))
+	}
+	return tk.with(func(p *C.tn_toolkit) error {
+		h := newToolHandle(&goTool{name: name, fn: fn})
+		var cerr *C.char
+		status := C.tngo_register(p, cname, cdesc, cschema, C.uintptr_t(h), &cerr)
+		body := takeString(cerr)
+		if status != C.TN_OK {
+			// Whether or not the library already ran user_data_free, the
+			// handle is gone after this (release is idempotent).
+			releaseToolHandle(h)
+			return statusError(status, body)
+		}
+		return nil
+	})
+}
+
+// invoke runs the tool function, turning an error or a panic into an isError
+// result: a Go panic must never unwind into the Rust frames below us.
+func (t *goTool) invoke(args []byte) (out string, isError bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, isError = fmt.Sprintf("tool %s panicked: %v", t.name, r), true
+		}
+	}()
+	res, err := t.fn(context.Background(), json.RawMessage(args))
+	if err != nil {
+		return err.Error(), true
+	}
+	return res, false
+}
+
+//export goToolCall
+func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
+	var argBytes []byte
+	if args != nil {
+		argBytes = C.GoBytes(unsafe.Pointer(args), C.int(C.strlen(args)))
+	}
+	out, isError := "", true
+	if t := lookupTool(cgo.Handle(handle)); t != nil {
+		out, isError = t.invoke(argBytes)
+	} else {
+		out = "toolnexus: stale Go tool handle"
+	}
+	cout := C.CString(out)
+	defer C.free(unsafe.Pointer(cout))
+	C.tn_call_set_output(call, cout, C.bool(isError))
+}
+
+//export goToolRelease
+func goToolRelease(handle C.uintptr_t) {
+	releaseToolHandle(cgo.Handle(handle))
+}

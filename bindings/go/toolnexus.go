@@ -1,0 +1,392 @@
+// Package toolnexus is the Go binding of libtoolnexus: one toolkit of uniform
+// tools gathered from agent skills, the built-in tools, MCP servers, declared
+// HTTP endpoints and Go functions, rendered for OpenAI, Anthropic or Gemini and
+// executed by name, plus a one-call OpenAI-to-provider translator.
+//
+// The library is linked statically from target/release/libtoolnexus.a, so run
+// `cargo build --release` at the repository root before `go build` or
+// `go test`.
+//
+// Every value crossing the boundary is JSON. A *Toolkit is safe for concurrent
+// use by many goroutines; Close waits for calls in flight and is idempotent.
+package toolnexus
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#cgo LDFLAGS: ${SRCDIR}/../../target/release/libtoolnexus.a -ldl -lm -lpthread
+#include <stdlib.h>
+#include <string.h>
+#include "toolnexus.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// ABIVersion is the C ABI revision this package was written against.
+const ABIVersion = 1
+
+// HeaderVersion is the library version named by the header this package was
+// compiled with.
+const HeaderVersion = C.TOOLNEXUS_VERSION
+
+func init() {
+	if err := checkVersion(); err != nil {
+		panic(err)
+	}
+}
+
+// checkVersion refuses to run against a library whose ABI differs from the one
+// this package was written for: a mismatch would corrupt memory, not fail.
+func checkVersion() error {
+	if hdr := uint32(C.TN_ABI_VERSION); hdr != ABIVersion {
+		return fmt.Errorf("toolnexus: header ABI version %d, this Go package needs %d", hdr, ABIVersion)
+	}
+	if got := uint32(C.tn_abi_version()); got != ABIVersion {
+		return fmt.Errorf("toolnexus: library ABI version %d, this Go package needs %d", got, ABIVersion)
+	}
+	lib := Version()
+	if major(lib) != major(HeaderVersion) {
+		return fmt.Errorf("toolnexus: library version %s does not match header version %s", lib, HeaderVersion)
+	}
+	return nil
+}
+
+func major(v string) string {
+	if i := strings.IndexByte(v, '.'); i >= 0 {
+		return v[:i]
+	}
+	return v
+}
+
+// Version returns the version of the linked library, e.g. "0.1.0".
+func Version() string {
+	return C.GoString(C.tn_version())
+}
+
+// Status codes of the C ABI (never renumbered).
+const (
+	StatusOK              = 0
+	StatusNullArgument    = 1
+	StatusInvalidUTF8     = 2
+	StatusInvalidJSON     = 3
+	StatusInvalidConfig   = 4
+	StatusInvalidArgument = 5
+	StatusUnknownFormat   = 6
+	StatusProviderError   = 7
+	StatusTimeout         = 8
+	StatusCancelled       = 9
+	StatusInternal        = 10
+)
+
+// Error is a failure reported by the library: the numeric status, its
+// snake_case code ("invalid_config", "provider_error", ...) and a sentence.
+type Error struct {
+	Code    string
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("toolnexus: %s: %s", e.Code, e.Message)
+}
+
+// Is lets errors.Is match on the code: errors.Is(err, &Error{Code: "timeout"}).
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if !errors.As(target, &t) {
+		return false
+	}
+	return t.Code == e.Code && (t.Status == 0 || t.Status == e.Status)
+}
+
+// ToolResult is what executing a tool gives: its text, whether it failed, and
+// any metadata (for example metadata["pending"] for a suspended tool).
+type ToolResult struct {
+	Output   string         `json:"output"`
+	IsError  bool           `json:"isError"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// takeString copies a library-owned string into Go memory and frees it.
+func takeString(s *C.char) []byte {
+	if s == nil {
+		return nil
+	}
+	defer C.tn_string_free(s)
+	return C.GoBytes(unsafe.Pointer(s), C.int(C.strlen(s)))
+}
+
+// statusError turns a failed status and its error JSON into an *Error.
+func statusError(status C.tn_status, body []byte) error {
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	e := &Error{Status: int(status)}
+	if err := json.Unmarshal(body, &env); err == nil && env.Error.Code != "" {
+		e.Code, e.Message = env.Error.Code, env.Error.Message
+	} else {
+		e.Code = codeOf(int(status))
+		e.Message = string(body)
+	}
+	return e
+}
+
+func codeOf(status int) string {
+	codes := []string{"ok", "null_argument", "invalid_utf8", "invalid_json", "invalid_config",
+		"invalid_argument", "unknown_format", "provider_error", "timeout", "cancelled", "internal"}
+	if status >= 0 && status < len(codes) {
+		return codes[status]
+	}
+	return fmt.Sprintf("status_%d", status)
+}
+
+// jsonText turns a caller's value into JSON text: a string, []byte or
+// json.RawMessage is taken as JSON text already; anything else is marshalled.
+func jsonText(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	case json.RawMessage:
+		return string(x), nil
+	case nil:
+		return "{}", nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// cString copies s into C memory; a NUL inside s is reported rather than
+// silently truncating the text.
+func cString(field, s string) (*C.char, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, &Error{Code: "invalid_argument", Status: StatusInvalidArgument,
+			Message: field + " contains a NUL byte"}
+	}
+	return C.CString(s), nil
+}
+
+// Toolkit is a built toolkit. Use it from any number of goroutines; call
+// Close when done (a finalizer frees a forgotten toolkit, but only eventually).
+type Toolkit struct {
+	state   *toolkitState
+	cleanup runtime.Cleanup
+}
+
+// toolkitState is kept apart from Toolkit so the GC cleanup can free the C
+// toolkit without resurrecting the Toolkit itself.
+type toolkitState struct {
+	mu  sync.RWMutex
+	ptr *C.tn_toolkit
+}
+
+func (s *toolkitState) free() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ptr != nil {
+		C.tn_toolkit_free(s.ptr)
+		s.ptr = nil
+	}
+}
+
+var errClosed = &Error{Code: "invalid_argument", Status: StatusInvalidArgument, Message: "toolkit is closed"}
+
+// Build builds a toolkit from its config (CONTRACT §3): a JSON string or
+// []byte, or any value encoding/json can marshal (a map, a struct).
+func Build(config any) (*Toolkit, error) {
+	text, err := jsonText(config)
+	if err != nil {
+		return nil, fmt.Errorf("toolnexus: config: %w", err)
+	}
+	cconf, err := cString("config", text)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cconf))
+	var ptr *C.tn_toolkit
+	var cerr *C.char
+	status := C.tn_toolkit_build(cconf, &ptr, &cerr)
+	body := takeString(cerr)
+	if status != C.TN_OK {
+		return nil, statusError(status, body)
+	}
+	if ptr == nil {
+		return nil, &Error{Code: "internal", Status: StatusInternal, Message: "tn_toolkit_build returned ok without a toolkit"}
+	}
+	st := &toolkitState{ptr: ptr}
+	tk := &Toolkit{state: st}
+	tk.cleanup = runtime.AddCleanup(tk, func(s *toolkitState) { s.free() }, st)
+	return tk, nil
+}
+
+// Close frees the toolkit: it ends MCP child processes and releases the Go
+// functions registered on it. It waits for calls in flight; calling it again
+// does nothing.
+func (tk *Toolkit) Close() error {
+	if tk == nil || tk.state == nil {
+		return nil
+	}
+	tk.cleanup.Stop()
+	tk.state.free()
+	return nil
+}
+
+// with runs f with the toolkit pointer held against a concurrent Close.
+func (tk *Toolkit) with(f func(p *C.tn_toolkit) error) error {
+	if tk == nil || tk.state == nil {
+		return errClosed
+	}
+	tk.state.mu.RLock()
+	defer tk.state.mu.RUnlock()
+	if tk.state.ptr == nil {
+		return errClosed
+	}
+	err := f(tk.state.ptr)
+	runtime.KeepAlive(tk)
+	return err
+}
+
+// Render renders the toolkit in a format: "openai", "anthropic", "gemini",
+// "toolNames", "skillsPrompt", "tools", "status", "skills",
+// "skillsInventory"; or a JSON object text such as
+// {"format":"openai","tools":["write","bash"]} for an explicit subset.
+func (tk *Toolkit) Render(format string) (json.RawMessage, error) {
+	cfmt, err := cString("format", format)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cfmt))
+	var out json.RawMessage
+	err = tk.with(func(p *C.tn_toolkit) error {
+		var cout *C.char
+		status := C.tn_render(p, cfmt, &cout)
+		body := takeString(cout)
+		if status != C.TN_OK {
+			return statusError(status, body)
+		}
+		out = body
+		return nil
+	})
+	return out, err
+}
+
+// RenderTools renders exactly the named tools, in the given order.
+func (tk *Toolkit) RenderTools(format string, names []string) (json.RawMessage, error) {
+	if names == nil {
+		names = []string{}
+	}
+	spec, err := json.Marshal(struct {
+		Format string   `json:"format"`
+		Tools  []string `json:"tools"`
+	}{format, names})
+	if err != nil {
+		return nil, err
+	}
+	return tk.Render(string(spec))
+}
+
+// ExecuteJSON runs a tool and returns the ToolResult JSON as the library wrote
+// it. args is JSON text (string, []byte) or a value to marshal; ctx is the
+// optional execution context JSON ({"timeoutMs":n,"answer":{...}}) or nil.
+func (tk *Toolkit) ExecuteJSON(name string, args any, ctx any) ([]byte, error) {
+	argText, err := jsonText(args)
+	if err != nil {
+		return nil, fmt.Errorf("toolnexus: args of %s: %w", name, err)
+	}
+	cname, err := cString("name", name)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cname))
+	cargs, err := cString("args", argText)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cargs))
+	var cctx *C.char
+	if ctx != nil {
+		ctxText, err := jsonText(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("toolnexus: context of %s: %w", name, err)
+		}
+		if cctx, err = cString("context", ctxText); err != nil {
+			return nil, err
+		}
+		defer C.free(unsafe.Pointer(cctx))
+	}
+	var out []byte
+	err = tk.with(func(p *C.tn_toolkit) error {
+		var cout *C.char
+		status := C.tn_execute(p, cname, cargs, cctx, &cout)
+		body := takeString(cout)
+		if status != C.TN_OK {
+			return statusError(status, body)
+		}
+		out = body
+		return nil
+	})
+	return out, err
+}
+
+// Execute runs a tool by name. A tool that fails is not an error here: it is
+// a ToolResult with IsError set (an unknown name too). The error is for a call
+// the library refused (closed toolkit, malformed args JSON, ...).
+func (tk *Toolkit) Execute(name string, args any) (*ToolResult, error) {
+	return tk.ExecuteWithContext(name, args, nil)
+}
+
+// ExecuteWithContext is Execute with the optional context JSON of CONTRACT §5.
+func (tk *Toolkit) ExecuteWithContext(name string, args any, ctx any) (*ToolResult, error) {
+	body, err := tk.ExecuteJSON(name, args, ctx)
+	if err != nil {
+		return nil, err
+	}
+	var r ToolResult
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, &Error{Code: "internal", Status: StatusInternal,
+			Message: fmt.Sprintf("ToolResult of %s is not valid JSON: %v", name, err)}
+	}
+	return &r, nil
+}
+
+// Helper calls one of the pure translate helpers by name (argsObject,
+// argsString, contentText, finishReasonFor, openaiMessagesToAnthropic, ...)
+// with its positional arguments as a JSON array (or a []any to marshal).
+func Helper(name string, args any) (json.RawMessage, error) {
+	argText, err := jsonText(args)
+	if err != nil {
+		return nil, fmt.Errorf("toolnexus: args of helper %s: %w", name, err)
+	}
+	cname, err := cString("name", name)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cname))
+	cargs, err := cString("args", argText)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cargs))
+	var cout *C.char
+	status := C.tn_helper(cname, cargs, &cout)
+	body := takeString(cout)
+	if status != C.TN_OK {
+		return nil, statusError(status, body)
+	}
+	return body, nil
+}
