@@ -1,0 +1,402 @@
+/* The C ABI as a C host sees it, using nothing but include/toolnexus.h:
+ * statuses and error JSON for bad input, ownership of strings, NULL no-ops,
+ * one toolkit shared by many threads, and a host function as a tool.
+ *
+ * Exits non-zero on the first failed check; prints "N passed, 0 failed". */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "toolnexus.h"
+
+static int passed;
+
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (cond) {                                                           \
+            passed++;                                                         \
+        } else {                                                              \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
+                    #cond);                                                   \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n1 failed (after %d passed)\n", passed);        \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static int contains(const char *haystack, const char *needle) {
+    return haystack != NULL && strstr(haystack, needle) != NULL;
+}
+
+/* An error JSON has the shape {"error":{"code":"<code>","message":"..."}}. */
+static void check_error_json(const char *json, const char *code) {
+    char want[128];
+    snprintf(want, sizeof want, "\"code\":\"%s\"", code);
+    CHECK(json != NULL, "no error JSON for %s", code);
+    CHECK(strncmp(json, "{\"error\":{", 10) == 0, "error JSON shape: %s", json);
+    CHECK(contains(json, want), "want code %s in %s", code, json);
+    CHECK(contains(json, "\"message\":\""), "no message in %s", json);
+}
+
+static int iterations(void) {
+    const char *s = getenv("TN_TEST_ITERATIONS");
+    int n = s ? atoi(s) : 200;
+    return n > 0 ? n : 1;
+}
+
+static void test_version(void) {
+    CHECK(strcmp(tn_version(), TOOLNEXUS_VERSION) == 0, "tn_version %s vs header %s", tn_version(),
+          TOOLNEXUS_VERSION);
+    CHECK(tn_abi_version() == TN_ABI_VERSION, "abi %u", (unsigned)tn_abi_version());
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d.%d", TOOLNEXUS_VERSION_MAJOR, TOOLNEXUS_VERSION_MINOR,
+             TOOLNEXUS_VERSION_PATCH);
+    CHECK(strcmp(v, TOOLNEXUS_VERSION) == 0, "version macros %s vs %s", v, TOOLNEXUS_VERSION);
+}
+
+static void test_build_errors(void) {
+    tn_toolkit *tk = (tn_toolkit *)(uintptr_t)1; /* must be overwritten with NULL */
+    char *err = (char *)(uintptr_t)1;
+    tn_status st = tn_toolkit_build(NULL, &tk, &err);
+    CHECK(st == TN_NULL_ARGUMENT, "NULL config: status %d", st);
+    CHECK(tk == NULL, "NULL config: toolkit not NULL");
+    check_error_json(err, "null_argument");
+    tn_string_free(err);
+
+    err = NULL;
+    st = tn_toolkit_build("{}", NULL, &err);
+    CHECK(st == TN_NULL_ARGUMENT, "NULL out_toolkit: status %d", st);
+    check_error_json(err, "null_argument");
+    tn_string_free(err);
+
+    st = tn_toolkit_build("{\"skills\":[{\"name\":\"\xff\xfe\"}]}", &tk, &err);
+    CHECK(st == TN_INVALID_UTF8, "invalid UTF-8: status %d", st);
+    CHECK(tk == NULL, "invalid UTF-8: toolkit not NULL");
+    check_error_json(err, "invalid_utf8");
+    tn_string_free(err);
+
+    st = tn_toolkit_build("{\"skills\": [", &tk, &err);
+    CHECK(st == TN_INVALID_JSON, "malformed JSON: status %d", st);
+    CHECK(tk == NULL, "malformed JSON: toolkit not NULL");
+    check_error_json(err, "invalid_json");
+    tn_string_free(err);
+
+    st = tn_toolkit_build("{\"noSuchOption\": true}", &tk, &err);
+    CHECK(st == TN_INVALID_CONFIG, "unknown key: status %d", st);
+    check_error_json(err, "invalid_config");
+    CHECK(contains(err, "noSuchOption"), "error must name the key: %s", err);
+    tn_string_free(err);
+
+    st = tn_toolkit_build("{\"skillSampleLimit\": \"ten\"}", &tk, &err);
+    CHECK(st == TN_INVALID_CONFIG, "wrong type: status %d", st);
+    CHECK(contains(err, "skillSampleLimit"), "error must name the key: %s", err);
+    tn_string_free(err);
+
+    st = tn_toolkit_build("[1,2]", &tk, &err);
+    CHECK(st == TN_INVALID_CONFIG || st == TN_INVALID_JSON, "array config: status %d", st);
+    CHECK(tk == NULL, "array config: toolkit not NULL");
+    tn_string_free(err);
+}
+
+static tn_toolkit *build_ok(const char *config) {
+    tn_toolkit *tk = NULL;
+    char *err = (char *)(uintptr_t)1;
+    tn_status st = tn_toolkit_build(config, &tk, &err);
+    CHECK(st == TN_OK, "build %s: status %d: %s", config, st, st == TN_OK ? "" : err);
+    CHECK(tk != NULL, "build ok without toolkit");
+    CHECK(err == NULL, "build ok must set out_error to NULL");
+    return tk;
+}
+
+static void test_render_errors(tn_toolkit *tk) {
+    char *out = (char *)(uintptr_t)1;
+    tn_status st = tn_render(NULL, "openai", &out);
+    CHECK(st == TN_NULL_ARGUMENT, "render NULL toolkit: %d", st);
+    check_error_json(out, "null_argument");
+    tn_string_free(out);
+
+    st = tn_render(tk, NULL, &out);
+    CHECK(st == TN_NULL_ARGUMENT, "render NULL format: %d", st);
+    check_error_json(out, "null_argument");
+    tn_string_free(out);
+
+    st = tn_render(tk, NULL, NULL);
+    CHECK(st == TN_NULL_ARGUMENT, "render NULL out: %d", st);
+
+    st = tn_render(tk, "cobol", &out);
+    CHECK(st == TN_UNKNOWN_FORMAT, "unknown format: %d", st);
+    check_error_json(out, "unknown_format");
+    CHECK(contains(out, "cobol"), "error must name the format: %s", out);
+    tn_string_free(out);
+
+    st = tn_render(tk, "open\xc3", &out);
+    CHECK(st == TN_INVALID_UTF8, "invalid UTF-8 format: %d", st);
+    check_error_json(out, "invalid_utf8");
+    tn_string_free(out);
+
+    st = tn_render(tk, "{\"format\":\"openai\",\"tools\":[\"no_such_tool\"]}", &out);
+    CHECK(st == TN_INVALID_ARGUMENT, "subset with unknown tool: %d", st);
+    check_error_json(out, "invalid_argument");
+    CHECK(contains(out, "no_such_tool"), "error must name the tool: %s", out);
+    tn_string_free(out);
+}
+
+static void test_render(tn_toolkit *tk) {
+    char *out = NULL;
+    tn_status st = tn_render(tk, "toolNames", &out);
+    CHECK(st == TN_OK, "toolNames: %d %s", st, out);
+    /* The ten builtins, sorted by name, plus the skill tool (render.json). */
+    CHECK(strcmp(out,
+                 "[\"apply_patch\",\"bash\",\"edit\",\"glob\",\"grep\",\"question\",\"read\","
+                 "\"skill\",\"todowrite\",\"webfetch\",\"write\"]") == 0,
+          "toolNames: %s", out);
+    tn_string_free(out);
+
+    st = tn_render(tk, "{\"format\":\"anthropic\",\"tools\":[\"write\",\"bash\"]}", &out);
+    CHECK(st == TN_OK, "subset: %d %s", st, out);
+    CHECK(strncmp(out, "[{\"name\":\"write\"", 16) == 0, "subset order: %s", out);
+    CHECK(contains(out, "},{\"name\":\"bash\""), "subset order: %s", out);
+    tn_string_free(out);
+
+    st = tn_render(tk, "gemini", &out);
+    CHECK(st == TN_OK, "gemini: %d", st);
+    CHECK(strncmp(out, "[{\"functionDeclarations\":[", 26) == 0, "gemini: %.80s", out);
+    tn_string_free(out);
+}
+
+static void test_execute(tn_toolkit *tk) {
+    char *out = (char *)(uintptr_t)1;
+    tn_status st = tn_execute(tk, "no_such_tool", "{}", NULL, &out);
+    CHECK(st == TN_OK, "unknown tool is a ToolResult: %d", st);
+    CHECK(contains(out, "unknown tool: no_such_tool"), "unknown tool: %s", out);
+    CHECK(contains(out, "\"isError\":true"), "unknown tool isError: %s", out);
+    tn_string_free(out);
+
+    st = tn_execute(tk, "skill", "{\"name\":\"greet\"}", NULL, &out);
+    CHECK(st == TN_OK, "skill: %d", st);
+    CHECK(contains(out, "Say hello politely."), "skill output: %s", out);
+    CHECK(contains(out, "\"isError\":false"), "skill isError: %s", out);
+    tn_string_free(out);
+
+    /* Args as a JSON string holding the object: the OpenAI wire form. */
+    st = tn_execute(tk, "skill", "\"{\\\"name\\\":\\\"greet\\\"}\"", NULL, &out);
+    CHECK(st == TN_OK, "skill string args: %d", st);
+    CHECK(contains(out, "Say hello politely."), "skill output (string args): %s", out);
+    tn_string_free(out);
+
+    st = tn_execute(tk, NULL, "{}", NULL, &out);
+    CHECK(st == TN_NULL_ARGUMENT, "NULL name: %d", st);
+    check_error_json(out, "null_argument");
+    tn_string_free(out);
+
+    st = tn_execute(tk, "skill", NULL, NULL, &out);
+    CHECK(st == TN_NULL_ARGUMENT, "NULL args: %d", st);
+    check_error_json(out, "null_argument");
+    tn_string_free(out);
+
+    st = tn_execute(tk, "skill", "{\"name\":", NULL, &out);
+    CHECK(st == TN_INVALID_JSON, "malformed args: %d", st);
+    check_error_json(out, "invalid_json");
+    tn_string_free(out);
+
+    st = tn_execute(tk, "sk\xe9ll", "{}", NULL, &out);
+    CHECK(st == TN_INVALID_UTF8, "invalid UTF-8 name: %d", st);
+    check_error_json(out, "invalid_utf8");
+    tn_string_free(out);
+
+    st = tn_execute(tk, "skill", "{}", "{\"timeoutMs\":", &out);
+    CHECK(st == TN_INVALID_JSON, "malformed context: %d", st);
+    check_error_json(out, "invalid_json");
+    tn_string_free(out);
+}
+
+/* ---- a host function as a tool ---- */
+
+struct counter {
+    pthread_mutex_t mu;
+    int calls;
+    int freed;
+};
+
+static void echo_tool(void *user_data, const char *args_json, tn_call *call) {
+    struct counter *c = user_data;
+    pthread_mutex_lock(&c->mu);
+    c->calls++;
+    pthread_mutex_unlock(&c->mu);
+    char buf[512];
+    snprintf(buf, sizeof buf, "echo:%s", args_json);
+    tn_call_set_output(call, buf, false);
+}
+
+static void meta_tool(void *user_data, const char *args_json, tn_call *call) {
+    (void)user_data;
+    (void)args_json;
+    tn_call_set_result_json(call, "{\"output\":\"with meta\",\"isError\":true,\"metadata\":{\"k\":7}}");
+}
+
+static void free_counter(void *user_data) {
+    struct counter *c = user_data;
+    c->freed++;
+}
+
+static void test_host_tools(void) {
+    struct counter c = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    tn_toolkit *tk = build_ok("{\"builtins\":false}");
+    char *err = (char *)(uintptr_t)1;
+    tn_status st = tn_toolkit_register(tk, "echo", "Echo the args.",
+                                       "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\"}}}",
+                                       echo_tool, &c, free_counter, &err);
+    CHECK(st == TN_OK, "register echo: %d %s", st, st == TN_OK ? "" : err);
+    CHECK(err == NULL, "register ok must set out_error NULL");
+    st = tn_toolkit_register(tk, "meta", "Metadata.", NULL, meta_tool, NULL, NULL, &err);
+    CHECK(st == TN_OK, "register meta: %d", st);
+
+    st = tn_toolkit_register(tk, NULL, "x", NULL, echo_tool, NULL, NULL, &err);
+    CHECK(st == TN_NULL_ARGUMENT, "register NULL name: %d", st);
+    check_error_json(err, "null_argument");
+    tn_string_free(err);
+    st = tn_toolkit_register(tk, "bad", "x", "{not json", echo_tool, NULL, NULL, &err);
+    CHECK(st == TN_INVALID_JSON, "register bad schema: %d", st);
+    check_error_json(err, "invalid_json");
+    tn_string_free(err);
+
+    char *out = NULL;
+    st = tn_render(tk, "tools", &out);
+    CHECK(st == TN_OK, "render tools: %d", st);
+    CHECK(contains(out, "\"name\":\"echo\""), "echo listed: %s", out);
+    CHECK(contains(out, "\"source\":\"native\""), "native source: %s", out);
+    tn_string_free(out);
+
+    st = tn_execute(tk, "echo", "{\"x\":1}", NULL, &out);
+    CHECK(st == TN_OK, "execute echo: %d", st);
+    CHECK(contains(out, "echo:{\\\"x\\\":1}"), "echo output: %s", out);
+    CHECK(contains(out, "\"isError\":false"), "echo isError: %s", out);
+    tn_string_free(out);
+
+    st = tn_execute(tk, "meta", "{}", NULL, &out);
+    CHECK(st == TN_OK, "execute meta: %d", st);
+    CHECK(contains(out, "\"output\":\"with meta\""), "meta output: %s", out);
+    CHECK(contains(out, "\"metadata\":{\"k\":7}"), "meta metadata: %s", out);
+    tn_string_free(out);
+
+    CHECK(c.calls == 1, "echo called %d times", c.calls);
+    CHECK(c.freed == 0, "user_data freed too early");
+    tn_toolkit_free(tk);
+    CHECK(c.freed == 1, "user_data_free ran %d times, want 1", c.freed);
+}
+
+/* ---- many threads on one toolkit ---- */
+
+struct shared {
+    tn_toolkit *tk;
+    const char *want_render;
+    const char *want_skill;
+    struct counter *counter;
+    int failures;
+    pthread_mutex_t mu;
+};
+
+static void *worker(void *arg) {
+    struct shared *s = arg;
+    int n = iterations();
+    for (int i = 0; i < n; i++) {
+        char *out = NULL;
+        int bad = 0;
+        if (tn_render(s->tk, "openai", &out) != TN_OK || strcmp(out, s->want_render) != 0) bad = 1;
+        tn_string_free(out);
+        if (tn_execute(s->tk, "skill", "{\"name\":\"greet\"}", NULL, &out) != TN_OK ||
+            strcmp(out, s->want_skill) != 0)
+            bad = 1;
+        tn_string_free(out);
+        if (tn_execute(s->tk, "echo", "{}", NULL, &out) != TN_OK || !contains(out, "echo:{}")) bad = 1;
+        tn_string_free(out);
+        if (bad) {
+            pthread_mutex_lock(&s->mu);
+            s->failures++;
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+    return NULL;
+}
+
+static void test_threads(const char *config) {
+    enum { THREADS = 8 };
+    struct counter c = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    struct shared s = {0};
+    pthread_mutex_init(&s.mu, NULL);
+    s.tk = build_ok(config);
+    s.counter = &c;
+    char *err = NULL;
+    CHECK(tn_toolkit_register(s.tk, "echo", "Echo.", NULL, echo_tool, &c, free_counter, &err) == TN_OK,
+          "register: %s", err);
+    char *render = NULL, *skill = NULL;
+    CHECK(tn_render(s.tk, "openai", &render) == TN_OK, "render");
+    CHECK(tn_execute(s.tk, "skill", "{\"name\":\"greet\"}", NULL, &skill) == TN_OK, "skill");
+    s.want_render = render;
+    s.want_skill = skill;
+
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) CHECK(pthread_create(&th[i], NULL, worker, &s) == 0, "thread");
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    CHECK(s.failures == 0, "%d thread iterations saw a wrong result", s.failures);
+    CHECK(c.calls == THREADS * iterations(), "host tool calls %d, want %d", c.calls, THREADS * iterations());
+
+    tn_string_free(render);
+    tn_string_free(skill);
+    tn_toolkit_free(s.tk);
+    CHECK(c.freed == 1, "user_data_free ran %d times", c.freed);
+    pthread_mutex_destroy(&s.mu);
+}
+
+static void test_null_noops(void) {
+    tn_string_free(NULL);
+    tn_toolkit_free(NULL);
+    tn_cancel_free(NULL);
+    tn_cancel_trigger(NULL);
+    passed++;
+}
+
+static void test_helper_and_translate_errors(void) {
+    char *out = NULL;
+    tn_status st = tn_helper(NULL, "[]", &out);
+    CHECK(st == TN_NULL_ARGUMENT, "helper NULL name: %d", st);
+    check_error_json(out, "null_argument");
+    tn_string_free(out);
+
+    st = tn_translate(NULL, "{}", NULL, NULL, &out);
+    CHECK(st == TN_NULL_ARGUMENT, "translate NULL client: %d", st);
+    check_error_json(out, "null_argument");
+    tn_string_free(out);
+
+    st = tn_translate("{\"baseUrl\":", "{\"messages\":[]}", NULL, NULL, &out);
+    CHECK(st == TN_INVALID_JSON, "translate malformed client: %d", st);
+    check_error_json(out, "invalid_json");
+    tn_string_free(out);
+
+    tn_cancel *c = tn_cancel_new();
+    CHECK(c != NULL, "tn_cancel_new");
+    tn_cancel_trigger(c);
+    tn_cancel_trigger(c); /* idempotent */
+    tn_cancel_free(c);
+}
+
+int main(void) {
+    const char *config =
+        "{\"skills\":[{\"name\":\"greet\",\"description\":\"Greets people.\","
+        "\"content\":\"Say hello politely.\"}]}";
+    test_version();
+    test_null_noops();
+    test_build_errors();
+    tn_toolkit *tk = build_ok(config);
+    test_render_errors(tk);
+    test_render(tk);
+    test_execute(tk);
+    tn_toolkit_free(tk);
+    test_host_tools();
+    test_threads(config);
+    test_helper_and_translate_errors();
+    printf("test_abi: %d passed, 0 failed\n", passed);
+    return 0;
+}
