@@ -1,1 +1,351 @@
-//! placeholder
+//! The toolkit: every source assembled into one name-sorted set of tools,
+//! rendered and executed by name (CONTRACT.md §3–§5).
+
+use crate::adapter::{self, Provider};
+use crate::builtin;
+use crate::config::{self, ToolkitConfig};
+use crate::error::{Error, ErrorCode, Result};
+use crate::json::{normalize_args, type_name};
+use crate::skill;
+use crate::tool::{ExecContext, Tool, ToolResult};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+/// The tools of each source, lowest precedence first.
+#[derive(Default)]
+struct Layers {
+    builtin: Vec<Tool>,
+    skill: Vec<Tool>,
+    http: Vec<Tool>,
+    mcp: Vec<Tool>,
+}
+
+/// What `tn_render(tk, "status")` reports.
+#[derive(Debug, Default, Clone)]
+pub struct Status {
+    pub statuses: Vec<(String, String)>,
+    pub errors: Vec<(String, String)>,
+    pub warnings: Vec<String>,
+}
+
+/// A built toolkit. Every method takes `&self` and is safe to call from many
+/// threads at once; no lock is held while a tool runs.
+pub struct Toolkit {
+    layers: Layers,
+    native: Mutex<Vec<Tool>>,
+    tools: RwLock<Arc<BTreeMap<String, Tool>>>,
+    disable_tools: Vec<String>,
+    catalog: Option<Arc<skill::Catalog>>,
+    status: Status,
+}
+
+impl std::fmt::Debug for Toolkit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Toolkit")
+            .field("tools", &self.tool_names())
+            .finish()
+    }
+}
+
+impl Toolkit {
+    /// Builds a toolkit from config JSON text.
+    pub fn build_from_json(text: &str) -> Result<Toolkit> {
+        Toolkit::build(&ToolkitConfig::from_json_text(text)?)
+    }
+
+    /// Builds a toolkit. A failing source never fails the build: it shows up
+    /// in the status.
+    pub fn build(cfg: &ToolkitConfig) -> Result<Toolkit> {
+        let mut status = Status::default();
+        let mut layers = Layers::default();
+
+        let selection = match &cfg.builtins {
+            Some(v) => config::builtin_selection(v)?,
+            None => builtin::Selection::default(),
+        };
+        layers.builtin = builtin::tools(&selection);
+        status.statuses.push((
+            "builtin".into(),
+            if selection.source_on {
+                "connected"
+            } else {
+                "disabled"
+            }
+            .into(),
+        ));
+
+        let catalog = cfg.skills.as_ref().map(|opts| Arc::new(skill::load(opts)));
+        if let Some(cat) = &catalog {
+            for name in &cat.filter_unmatched {
+                status
+                    .warnings
+                    .push(format!("skill filter name \"{name}\" matched no skill"));
+            }
+            layers.skill.push(skill::tool(Arc::clone(cat)));
+        }
+
+        let tk = Toolkit {
+            layers,
+            native: Mutex::new(Vec::new()),
+            tools: RwLock::new(Arc::new(BTreeMap::new())),
+            disable_tools: cfg.disable_tools.clone(),
+            catalog,
+            status,
+        };
+        tk.rebuild();
+        Ok(tk)
+    }
+
+    /// Recomputes the merged, name-sorted tool map: builtin < skill < http <
+    /// native < mcp, then `disableTools` removed.
+    fn rebuild(&self) {
+        let native = self.native.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = BTreeMap::new();
+        for t in self
+            .layers
+            .builtin
+            .iter()
+            .chain(&self.layers.skill)
+            .chain(&self.layers.http)
+            .chain(native.iter())
+            .chain(&self.layers.mcp)
+        {
+            map.insert(t.name.clone(), t.clone());
+        }
+        for name in &self.disable_tools {
+            map.remove(name);
+        }
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(map);
+    }
+
+    /// Adds (or replaces) a host-registered tool.
+    pub fn register(&self, tool: Tool) {
+        {
+            let mut native = self.native.lock().unwrap_or_else(PoisonError::into_inner);
+            native.retain(|t| t.name != tool.name);
+            native.push(tool);
+        }
+        self.rebuild();
+    }
+
+    fn snapshot(&self) -> Arc<BTreeMap<String, Tool>> {
+        Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Tool names in code-point order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.snapshot().keys().cloned().collect()
+    }
+
+    /// The skills prompt (SPEC §3).
+    pub fn skills_prompt(&self) -> String {
+        match &self.catalog {
+            Some(c) => c.prompt(),
+            None => skill::NO_SKILLS.to_string(),
+        }
+    }
+
+    /// The OpenAI declarations of every tool, for translate.
+    pub fn openai_declarations(&self) -> Vec<Value> {
+        let snap = self.snapshot();
+        let tools: Vec<&Tool> = snap.values().collect();
+        adapter::openai_values(&tools)
+    }
+
+    /// `tn_render`: a format name, or JSON text `{"format": F, "tools": [names]}`
+    /// rendering exactly those tools in that order.
+    pub fn render(&self, format: &str) -> Result<String> {
+        if format.trim_start().starts_with('{') {
+            return self.render_subset(format);
+        }
+        let snap = self.snapshot();
+        if let Some(p) = Provider::from_name(format) {
+            let tools: Vec<&Tool> = snap.values().collect();
+            return Ok(adapter::render(p, &tools));
+        }
+        let v = match format {
+            "toolNames" => json!(snap.keys().collect::<Vec<_>>()),
+            "skillsPrompt" => json!(self.skills_prompt()),
+            "tools" => Value::Array(snap.values().map(Tool::declaration).collect()),
+            "status" => self.status_json(),
+            "skills" => match &self.catalog {
+                Some(c) => c.loaded_json(),
+                None => skill::Catalog::default().loaded_json(),
+            },
+            "skillsInventory" => match &self.catalog {
+                Some(c) => c.inventory_json(),
+                None => skill::Catalog::default().inventory_json(),
+            },
+            other => {
+                return Err(Error::new(
+                    ErrorCode::UnknownFormat,
+                    format!(
+                        "unknown render format '{other}' (expected openai, anthropic, gemini, \
+                         toolNames, skillsPrompt, tools, status, skills or skillsInventory)"
+                    ),
+                ))
+            }
+        };
+        Ok(v.to_string())
+    }
+
+    fn render_subset(&self, spec: &str) -> Result<String> {
+        let v: Value =
+            serde_json::from_str(spec).map_err(|e| Error::invalid_json("render format", &e))?;
+        let format = match v.get("format") {
+            Some(Value::String(s)) => s.as_str(),
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "format: expected a string, got {}",
+                    type_name(other)
+                )))
+            }
+            None => return Err(Error::invalid_argument("format: missing")),
+        };
+        if let Some(k) = v
+            .as_object()
+            .and_then(|o| o.keys().find(|k| *k != "format" && *k != "tools"))
+        {
+            return Err(Error::invalid_argument(format!(
+                "unknown key '{k}' in render format (expected format, tools)"
+            )));
+        }
+        let Some(provider) = Provider::from_name(format) else {
+            if v.get("tools").is_none() {
+                return self.render(format);
+            }
+            return Err(Error::new(
+                ErrorCode::UnknownFormat,
+                format!(
+                    "an explicit tool list renders as openai, anthropic or gemini, not '{format}'"
+                ),
+            ));
+        };
+        let snap = self.snapshot();
+        let tools: Vec<&Tool> = match v.get("tools") {
+            None | Some(Value::Null) => snap.values().collect(),
+            Some(Value::Array(names)) => names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let name = n.as_str().ok_or_else(|| {
+                        Error::invalid_argument(format!(
+                            "tools[{i}]: expected a tool name, got {}",
+                            type_name(n)
+                        ))
+                    })?;
+                    snap.get(name).ok_or_else(|| {
+                        Error::invalid_argument(format!("tools[{i}]: no tool named '{name}'"))
+                    })
+                })
+                .collect::<Result<_>>()?,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "tools: expected an array of tool names, got {}",
+                    type_name(other)
+                )))
+            }
+        };
+        Ok(adapter::render(provider, &tools))
+    }
+
+    fn status_json(&self) -> Value {
+        let pairs = |v: &[(String, String)]| {
+            Value::Object(
+                v.iter()
+                    .map(|(k, s)| (k.clone(), Value::String(s.clone())))
+                    .collect::<Map<_, _>>(),
+            )
+        };
+        let skipped: Vec<Value> = self
+            .catalog
+            .as_ref()
+            .map(|c| c.skipped.iter().map(skill::Skip::to_json).collect())
+            .unwrap_or_default();
+        json!({
+            "statuses": pairs(&self.status.statuses),
+            "errors": pairs(&self.status.errors),
+            "skipped": skipped,
+            "warnings": self.status.warnings,
+        })
+    }
+
+    /// Runs the tool `name`. An unknown name, and a tool that panics, are
+    /// isError results.
+    pub fn execute(&self, name: &str, args: Value, ctx: &ExecContext) -> ToolResult {
+        let Some(tool) = self.snapshot().get(name).cloned() else {
+            return ToolResult::error(format!("unknown tool: {name}"));
+        };
+        let args = normalize_args(args);
+        match catch_unwind(AssertUnwindSafe(|| tool.exec.execute(&args, ctx))) {
+            Ok(r) => r,
+            Err(panic) => ToolResult::error(format!(
+                "{name}: the tool failed unexpectedly: {}",
+                panic_message(&panic)
+            )),
+        }
+    }
+}
+
+/// The text of a caught panic payload.
+pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Parses the optional execute context `{"timeoutMs": n, "answer": {...}}`.
+pub fn parse_context(text: Option<&str>) -> Result<ExecContext> {
+    let Some(text) = text else {
+        return Ok(ExecContext::default());
+    };
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| Error::invalid_json("execute context", &e))?;
+    let obj = match &v {
+        Value::Null => return Ok(ExecContext::default()),
+        Value::Object(o) => o,
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "execute context: expected an object, got {}",
+                type_name(other)
+            )))
+        }
+    };
+    let mut ctx = ExecContext::default();
+    for (k, val) in obj {
+        match k.as_str() {
+            "timeoutMs" => match val {
+                Value::Null => {}
+                v => {
+                    ctx.timeout_ms = Some(v.as_u64().ok_or_else(|| {
+                        Error::invalid_argument(format!(
+                            "timeoutMs: expected a non-negative integer, got {v}"
+                        ))
+                    })?)
+                }
+            },
+            "answer" => match val {
+                Value::Null => {}
+                a @ Value::Object(_) => ctx.answer = Some(a.clone()),
+                other => {
+                    return Err(Error::invalid_argument(format!(
+                        "answer: expected an object {{id, ok, data?, reason?}}, got {}",
+                        type_name(other)
+                    )))
+                }
+            },
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "unknown key '{other}' in execute context (expected timeoutMs, answer)"
+                )))
+            }
+        }
+    }
+    Ok(ctx)
+}

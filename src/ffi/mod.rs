@@ -1,1 +1,241 @@
-//! placeholder
+//! The C boundary: every `unsafe` line of the crate lives under this module.
+//!
+//! Every exported function runs its body through [`boundary`]: NULL checks,
+//! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
+//! single write of the out-parameter. Business logic lives elsewhere.
+
+mod host;
+mod strings;
+
+pub use host::*;
+pub use strings::*;
+
+use crate::error::{Error, ErrorCode};
+use crate::toolkit::{panic_message, parse_context, Toolkit};
+use std::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A status code. `TN_OK` (0) is success; every other value names the error
+/// code carried in the error JSON. Numbers are never reassigned.
+#[allow(non_camel_case_types)]
+pub type tn_status = i32;
+
+/// Success.
+pub const TN_OK: tn_status = 0;
+/// A required pointer argument was NULL.
+pub const TN_NULL_ARGUMENT: tn_status = 1;
+/// A string argument was not valid UTF-8.
+pub const TN_INVALID_UTF8: tn_status = 2;
+/// A JSON argument did not parse.
+pub const TN_INVALID_JSON: tn_status = 3;
+/// The toolkit or client config is wrong (the message names the key).
+pub const TN_INVALID_CONFIG: tn_status = 4;
+/// An argument is well-formed JSON but not what the call accepts.
+pub const TN_INVALID_ARGUMENT: tn_status = 5;
+/// `tn_render` was asked for a format it does not know.
+pub const TN_UNKNOWN_FORMAT: tn_status = 6;
+/// The provider answered with an error, or not at all.
+pub const TN_PROVIDER_ERROR: tn_status = 7;
+/// The call ran out of time.
+pub const TN_TIMEOUT: tn_status = 8;
+/// The host cancelled the call.
+pub const TN_CANCELLED: tn_status = 9;
+/// A bug in the library (a caught panic); the message says what happened.
+pub const TN_INTERNAL: tn_status = 10;
+
+/// The status number of an error code.
+pub(crate) fn status_of(code: ErrorCode) -> tn_status {
+    match code {
+        ErrorCode::NullArgument => TN_NULL_ARGUMENT,
+        ErrorCode::InvalidUtf8 => TN_INVALID_UTF8,
+        ErrorCode::InvalidJson => TN_INVALID_JSON,
+        ErrorCode::InvalidConfig => TN_INVALID_CONFIG,
+        ErrorCode::InvalidArgument => TN_INVALID_ARGUMENT,
+        ErrorCode::UnknownFormat => TN_UNKNOWN_FORMAT,
+        ErrorCode::ProviderError => TN_PROVIDER_ERROR,
+        ErrorCode::Timeout => TN_TIMEOUT,
+        ErrorCode::Cancelled => TN_CANCELLED,
+        ErrorCode::Internal => TN_INTERNAL,
+    }
+}
+
+/// An opaque toolkit built by `tn_toolkit_build` and released by
+/// `tn_toolkit_free`.
+#[allow(non_camel_case_types)]
+pub struct tn_toolkit {
+    pub(crate) inner: Toolkit,
+}
+
+/// Runs `body` inside the boundary and writes its outcome to `out` exactly
+/// once: the JSON text on success, the error JSON on failure. A NULL `out`
+/// is `TN_NULL_ARGUMENT` and nothing is written.
+pub(crate) fn boundary<F>(out: *mut *mut c_char, body: F) -> tn_status
+where
+    F: FnOnce() -> Result<String, Error>,
+{
+    if out.is_null() {
+        return TN_NULL_ARGUMENT;
+    }
+    let (status, text) = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(text)) => (TN_OK, text),
+        Ok(Err(e)) => (status_of(e.code), e.to_json().to_string()),
+        Err(panic) => {
+            let e = Error::new(
+                ErrorCode::Internal,
+                format!("internal error: {}", panic_message(&panic)),
+            );
+            (TN_INTERNAL, e.to_json().to_string())
+        }
+    };
+    // SAFETY: `out` is non-NULL and, by the documented contract, points to a
+    // writable `char *`.
+    unsafe { *out = into_c_string(text) };
+    status
+}
+
+/// Builds a toolkit from a toolkit config (CONTRACT.md §3).
+///
+/// On success `*out_toolkit` receives the toolkit and `*out_error` NULL; on
+/// failure `*out_toolkit` receives NULL and `*out_error` the error JSON, which
+/// the caller frees with `tn_string_free`. The toolkit is freed with
+/// `tn_toolkit_free`. `config_json` is borrowed for the call only.
+/// MCP servers are connected during the build; a failing source never fails
+/// it (see `tn_render(tk, "status")`).
+///
+/// # Safety
+/// `config_json` is NULL or a NUL-terminated string; `out_toolkit` and
+/// `out_error` are NULL or point to writable pointers.
+#[no_mangle]
+pub unsafe extern "C" fn tn_toolkit_build(
+    config_json: *const c_char,
+    out_toolkit: *mut *mut tn_toolkit,
+    out_error: *mut *mut c_char,
+) -> tn_status {
+    if out_toolkit.is_null() || out_error.is_null() {
+        return TN_NULL_ARGUMENT;
+    }
+    let mut built: Option<Box<tn_toolkit>> = None;
+    let status = boundary(out_error, || {
+        // SAFETY: forwarded from this function's contract.
+        let text = unsafe { read_str(config_json, "config_json") }?;
+        let tk = Toolkit::build_from_json(text)?;
+        built = Some(Box::new(tn_toolkit { inner: tk }));
+        Ok(String::new())
+    });
+    // SAFETY: both out-pointers were checked non-NULL above.
+    unsafe {
+        match built {
+            Some(tk) if status == TN_OK => {
+                tn_string_free(*out_error);
+                *out_error = std::ptr::null_mut();
+                *out_toolkit = Box::into_raw(tk);
+            }
+            _ => *out_toolkit = std::ptr::null_mut(),
+        }
+    }
+    status
+}
+
+/// Frees a toolkit: closes its MCP sessions, ends the child processes it
+/// started, and runs the `user_data_free` of every host tool. NULL is a
+/// no-op. Must not race with other calls on the same toolkit; not twice.
+///
+/// # Safety
+/// `toolkit` is NULL or a pointer returned by `tn_toolkit_build` that has not
+/// been freed.
+#[no_mangle]
+pub unsafe extern "C" fn tn_toolkit_free(toolkit: *mut tn_toolkit) {
+    if toolkit.is_null() {
+        return;
+    }
+    // SAFETY: by contract the pointer came from Box::into_raw in
+    // tn_toolkit_build and is freed once.
+    let boxed = unsafe { Box::from_raw(toolkit) };
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+}
+
+/// Renders the toolkit (CONTRACT.md §4): `format` is `openai`, `anthropic`,
+/// `gemini`, `toolNames`, `skillsPrompt`, `tools`, `status`, `skills`,
+/// `skillsInventory`, or JSON text `{"format": "openai", "tools": [names]}`
+/// for exactly those tools in that order. `*out_json` receives the JSON (or
+/// the error JSON); free it with `tn_string_free`.
+///
+/// Safe to call concurrently with `tn_render`, `tn_execute` and
+/// `tn_translate` on the same toolkit.
+///
+/// # Safety
+/// `toolkit` is NULL or a live toolkit; `format` is NULL or a NUL-terminated
+/// string; `out_json` is NULL or points to a writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tn_render(
+    toolkit: *const tn_toolkit,
+    format: *const c_char,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_json, || {
+        // SAFETY: forwarded from this function's contract.
+        let tk = unsafe { read_toolkit(toolkit) }?;
+        // SAFETY: as above.
+        let format = unsafe { read_str(format, "format") }?;
+        tk.render(format)
+    })
+}
+
+/// Executes the tool `name` with `args_json` (a JSON object, or a JSON string
+/// holding one; NULL means `{}`) and the optional `context_json`
+/// (`{"timeoutMs": n, "answer": {...}}`, NULL for none). `*out_json` receives
+/// the ToolResult JSON `{"output","isError","metadata"?}`. A tool that fails,
+/// and an unknown name, are results with `isError: true` and status `TN_OK`.
+///
+/// Safe to call concurrently on the same toolkit; no lock is held while the
+/// tool runs, so a host tool may call back into the library.
+///
+/// # Safety
+/// `toolkit` is NULL or a live toolkit; the strings are NULL or
+/// NUL-terminated; `out_json` is NULL or points to a writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tn_execute(
+    toolkit: *const tn_toolkit,
+    name: *const c_char,
+    args_json: *const c_char,
+    context_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_json, || {
+        // SAFETY: forwarded from this function's contract.
+        let (tk, name, args, ctx) = unsafe {
+            (
+                read_toolkit(toolkit)?,
+                read_str(name, "name")?,
+                read_opt_str(args_json, "args_json")?,
+                read_opt_str(context_json, "context_json")?,
+            )
+        };
+        let args = match args {
+            None => serde_json::Value::Object(Default::default()),
+            Some(text) => {
+                serde_json::from_str(text).map_err(|e| Error::invalid_json("args_json", &e))?
+            }
+        };
+        let ctx = parse_context(ctx)?;
+        Ok(tk.execute(name, args, &ctx).to_json().to_string())
+    })
+}
+
+/// The library version, e.g. "0.1.0". Static: never freed.
+#[no_mangle]
+pub extern "C" fn tn_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The ABI version (`TN_ABI_VERSION` of the header this library was built
+/// with). A wrapper checks it at start-up.
+#[no_mangle]
+pub extern "C" fn tn_abi_version() -> u32 {
+    TN_ABI_VERSION
+}
+
+/// The ABI version of this header. Must equal `tn_abi_version()` of the
+/// library linked at run time; bumped whenever an exported signature or a
+/// status number changes.
+pub const TN_ABI_VERSION: u32 = 1;

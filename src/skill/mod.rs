@@ -1,1 +1,437 @@
-//! placeholder
+//! Agent skills (SPEC §3): discovery of `**/SKILL.md`, skills given as data,
+//! the filter, the `skill` tool and the skills prompt.
+
+pub mod frontmatter;
+mod sampler;
+
+use crate::json::display_string;
+use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
+use frontmatter::FrontMatter;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The fixed instruction preamble of the skills prompt.
+pub const PROMPT_PREAMBLE: &str = "Skills provide specialized instructions and workflows for specific tasks.\nUse the skill tool to load a skill when a task matches its description.";
+
+/// The skills prompt when no described skill is loaded.
+pub const NO_SKILLS: &str = "No skills are currently available.";
+
+/// The `skill` tool's description (opencode's skill.txt).
+pub const TOOL_DESCRIPTION: &str = "Load a specialized skill when the task at hand matches one of the skills listed in the system prompt.\n\nUse this tool to inject the skill's instructions and resources into current conversation. The output may contain detailed workflow guidance as well as references to scripts, files, etc in the same directory as the skill.\n\nThe skill name must match one of the skills listed in your system prompt.";
+
+/// Sibling files listed when `skillSampleLimit` is 0.
+pub const DEFAULT_SAMPLE_LIMIT: usize = 10;
+
+/// Where a skill came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A SKILL.md on disk.
+    Fs,
+    /// Given as data in the toolkit config.
+    Logical,
+}
+
+/// One loaded skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skill {
+    pub name: String,
+    pub description: Option<String>,
+    pub location: String,
+    pub content: String,
+    pub dir: String,
+    pub base: String,
+    pub origin: Origin,
+    /// Supplied resources of a data skill, in the order given.
+    pub resources: Vec<String>,
+}
+
+impl Skill {
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("name".into(), json!(self.name));
+        m.insert("description".into(), json!(self.description));
+        m.insert("location".into(), json!(self.location));
+        m.insert("content".into(), json!(self.content));
+        m.insert("dir".into(), json!(self.dir));
+        m.insert("base".into(), json!(self.base));
+        match self.origin {
+            Origin::Fs => {
+                m.insert("origin".into(), json!("fs"));
+            }
+            Origin::Logical => {
+                m.insert("origin".into(), json!("logical"));
+                m.insert("resources".into(), json!(self.resources));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+/// A skill that was not loaded, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    pub location: String,
+    /// `missing-name`, `malformed-frontmatter`, `duplicate-name` or `unreadable`.
+    pub reason: &'static str,
+}
+
+impl Skip {
+    pub fn to_json(&self) -> Value {
+        json!({"location": self.location, "reason": self.reason})
+    }
+}
+
+/// What the skills options ask for (CONTRACT.md §3).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub dirs: Vec<String>,
+    pub defs: Vec<Value>,
+    /// `skillsFilter` with `disableSkills` folded in first (as `false`).
+    pub filter: Vec<(String, bool)>,
+    pub sample_limit: i64,
+}
+
+/// The skill catalog of a toolkit.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// Every skill discovered, before the filter (the inventory).
+    pub all: Vec<Skill>,
+    /// The skills the filter keeps, in discovery order.
+    pub loaded: Vec<Skill>,
+    pub skipped: Vec<Skip>,
+    /// Filter names that matched no skill, sorted.
+    pub filter_unmatched: Vec<String>,
+    pub sample_limit: i64,
+    by_name: HashMap<String, usize>,
+}
+
+enum Candidate {
+    Skill(Skill),
+    Skip(Skip),
+}
+
+/// Discovers and filters the skills of `opts`.
+pub fn load(opts: &Options) -> Catalog {
+    let mut cands: Vec<Candidate> = Vec::new();
+    for dir in &opts.dirs {
+        for path in discover(Path::new(dir)) {
+            cands.push(parse_file(&path));
+        }
+    }
+    for def in &opts.defs {
+        cands.push(from_def(def));
+    }
+
+    let mut all: Vec<Skill> = Vec::new();
+    let mut skipped = Vec::new();
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    for c in cands {
+        match c {
+            Candidate::Skip(s) => skipped.push(s),
+            Candidate::Skill(s) => {
+                if seen.insert(s.name.clone(), ()).is_some() {
+                    skipped.push(Skip {
+                        location: s.location,
+                        reason: "duplicate-name",
+                    });
+                } else {
+                    all.push(s);
+                }
+            }
+        }
+    }
+
+    let (loaded, filter_unmatched) = apply_filter(&all, &opts.filter);
+    let by_name = loaded
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.clone(), i))
+        .collect();
+    Catalog {
+        all,
+        loaded,
+        skipped,
+        filter_unmatched,
+        sample_limit: opts.sample_limit,
+        by_name,
+    }
+}
+
+/// SPEC §3 S2: empty ⇒ every skill; any `true` ⇒ an allow-list of the true
+/// names; only `false` ⇒ a drop-list. Later entries override earlier ones.
+fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<String>) {
+    if filter.is_empty() {
+        return (all.to_vec(), Vec::new());
+    }
+    let mut m: BTreeMap<&str, bool> = BTreeMap::new();
+    for (k, v) in filter {
+        m.insert(k.as_str(), *v);
+    }
+    let allow_list = m.values().any(|v| *v);
+    let keep = |name: &str| match m.get(name) {
+        Some(v) => *v,
+        None => !allow_list,
+    };
+    let unmatched = m
+        .keys()
+        .filter(|k| !all.iter().any(|s| s.name == **k))
+        .map(|k| k.to_string())
+        .collect();
+    let loaded = all.iter().filter(|s| keep(&s.name)).cloned().collect();
+    (loaded, unmatched)
+}
+
+/// Every `SKILL.md` below `root`, following symlinked directories (a link
+/// back to an ancestor is not followed twice), skipping `node_modules` and
+/// `.git`, sorted by path in code-point order. A missing root yields none.
+fn discover(root: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = walk(root)
+        .filter(|p| p.file_name().is_some_and(|n| n == "SKILL.md"))
+        .collect();
+    found.sort_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
+    found
+}
+
+/// Regular files under `root` (symlinks followed, loops cut, ignored
+/// directories pruned), in no particular order.
+pub(crate) fn walk(root: &Path) -> impl Iterator<Item = PathBuf> {
+    walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .into_iter()
+        .filter_entry(|e| {
+            e.depth() == 0 || !(e.file_type().is_dir() && is_ignored_dir(e.file_name()))
+        })
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+}
+
+fn is_ignored_dir(name: &std::ffi::OsStr) -> bool {
+    name == "node_modules" || name == ".git"
+}
+
+fn parse_file(path: &Path) -> Candidate {
+    let location = path.to_string_lossy().into_owned();
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(_) => {
+            return Candidate::Skip(Skip {
+                location,
+                reason: "unreadable",
+            })
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let (name, description, body) = match frontmatter::parse(&text) {
+        FrontMatter::Malformed => {
+            return Candidate::Skip(Skip {
+                location,
+                reason: "malformed-frontmatter",
+            })
+        }
+        FrontMatter::Absent => (None, None, String::new()),
+        FrontMatter::Parsed {
+            name,
+            description,
+            body,
+        } => (name, description, body),
+    };
+    let Some(name) = name else {
+        return Candidate::Skip(Skip {
+            location,
+            reason: "missing-name",
+        });
+    };
+    let dir = match location.rfind('/') {
+        Some(i) => location[..i].to_string(),
+        None => ".".to_string(),
+    };
+    Candidate::Skill(Skill {
+        name,
+        description,
+        base: format!("file://{dir}"),
+        location,
+        content: body,
+        dir,
+        origin: Origin::Fs,
+        resources: Vec::new(),
+    })
+}
+
+/// One skill given as data: `{name, description?, content?, resources?, base?}`.
+fn from_def(def: &Value) -> Candidate {
+    let field = |k: &str| def.get(k).map(display_string).unwrap_or_default();
+    let name = field("name");
+    let given_base = field("base");
+    if name.trim().is_empty() {
+        let location = if given_base.trim().is_empty() {
+            "skill://".to_string()
+        } else {
+            given_base
+        };
+        return Candidate::Skip(Skip {
+            location,
+            reason: "missing-name",
+        });
+    }
+    let base = if given_base.trim().is_empty() {
+        format!("skill://{name}/")
+    } else {
+        given_base
+    };
+    let description = match def.get("description") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(display_string(v)),
+    };
+    let resources = match def.get("resources") {
+        Some(Value::Array(a)) => a.iter().map(display_string).collect(),
+        _ => Vec::new(),
+    };
+    Candidate::Skill(Skill {
+        name,
+        description,
+        location: base.clone(),
+        content: field("content"),
+        dir: base.clone(),
+        base,
+        origin: Origin::Logical,
+        resources,
+    })
+}
+
+impl Catalog {
+    /// The loaded skill called `name`, if the filter kept one.
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.by_name.get(name).map(|i| &self.loaded[*i])
+    }
+
+    /// The skills prompt: the preamble and one line per described skill,
+    /// sorted by name; the no-skills sentence when none is described.
+    pub fn prompt(&self) -> String {
+        let mut described: Vec<&Skill> = self
+            .loaded
+            .iter()
+            .filter(|s| s.description.is_some())
+            .collect();
+        if described.is_empty() {
+            return NO_SKILLS.to_string();
+        }
+        described.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut out = String::with_capacity(256 + described.len() * 64);
+        out.push_str(PROMPT_PREAMBLE);
+        out.push_str("\n\n## Available Skills");
+        for s in described {
+            out.push_str("\n- **");
+            out.push_str(&s.name);
+            out.push_str("**: ");
+            out.push_str(s.description.as_deref().unwrap_or_default());
+        }
+        out
+    }
+
+    /// The `skills` render format.
+    pub fn loaded_json(&self) -> Value {
+        json!({
+            "skills": self.loaded.iter().map(Skill::to_json).collect::<Vec<_>>(),
+            "skipped": self.skipped.iter().map(Skip::to_json).collect::<Vec<_>>(),
+            "filterUnmatched": self.filter_unmatched,
+            "sampleLimit": self.sample_limit,
+        })
+    }
+
+    /// The `skillsInventory` render format: every skill before the filter.
+    pub fn inventory_json(&self) -> Value {
+        json!({
+            "skills": self.all.iter().map(Skill::to_json).collect::<Vec<_>>(),
+            "skipped": self.skipped.iter().map(Skip::to_json).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Runs the `skill` tool for `name`.
+    pub fn execute(&self, name: &str) -> ToolResult {
+        let Some(skill) = self.get(name) else {
+            let mut names: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            let avail = if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            };
+            return ToolResult::error(format!(
+                "Skill \"{name}\" not found. Available skills: {avail}"
+            ));
+        };
+        let files = self.files(skill);
+        let mut md = Map::new();
+        md.insert("name".into(), json!(skill.name));
+        md.insert("dir".into(), json!(skill.dir));
+        ToolResult::ok(render_output(skill, files.as_deref())).with_metadata(md)
+    }
+
+    /// The `<skill_files>` list, or None when the block is left out.
+    fn files(&self, skill: &Skill) -> Option<Vec<String>> {
+        let limit = match self.sample_limit {
+            n if n < 0 => return None,
+            0 => DEFAULT_SAMPLE_LIMIT,
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        };
+        match skill.origin {
+            Origin::Logical if skill.resources.is_empty() => None,
+            Origin::Logical => Some(skill.resources.iter().take(limit).cloned().collect()),
+            Origin::Fs => Some(sampler::sample(Path::new(&skill.dir), limit)),
+        }
+    }
+}
+
+/// SPEC §0.6, byte for byte; no trailing newline.
+fn render_output(skill: &Skill, files: Option<&[String]>) -> String {
+    let mut out = String::with_capacity(skill.content.len() + 512);
+    out.push_str("<skill_content name=\"");
+    out.push_str(&skill.name);
+    out.push_str("\">\n# Skill: ");
+    out.push_str(&skill.name);
+    out.push_str("\n\n");
+    out.push_str(skill.content.trim());
+    out.push_str("\n\nBase directory for this skill: ");
+    out.push_str(&skill.base);
+    out.push_str("\nRelative paths in this skill (e.g., scripts/, reference/) are relative to this base directory.\n");
+    if let Some(files) = files {
+        out.push_str("Note: file list is sampled.\n\n<skill_files>\n");
+        let lines: Vec<String> = files.iter().map(|f| format!("<file>{f}</file>")).collect();
+        out.push_str(&lines.join("\n"));
+        out.push_str("\n</skill_files>\n");
+    }
+    out.push_str("</skill_content>");
+    out
+}
+
+/// The `skill` tool over a catalog.
+pub fn tool(catalog: Arc<Catalog>) -> Tool {
+    Tool::new(
+        "skill",
+        TOOL_DESCRIPTION,
+        Some(json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "The name of the skill to load"}},
+            "required": ["name"],
+            "additionalProperties": false
+        })),
+        Source::Skill,
+        Arc::new(SkillTool(catalog)),
+    )
+}
+
+struct SkillTool(Arc<Catalog>);
+
+impl Execute for SkillTool {
+    fn execute(&self, args: &Value, _ctx: &ExecContext) -> ToolResult {
+        let name = args.get("name").map(display_string).unwrap_or_default();
+        self.0.execute(&name)
+    }
+}

@@ -1,0 +1,16 @@
+//! The sibling-file sample of a skill's `<skill_files>` block.
+
+use std::path::Path;
+
+/// Up to `limit` regular files under `dir` (recursively, `node_modules` and
+/// `.git` pruned, every `SKILL.md` left out), sorted by path in code-point
+/// order so two hosts always agree.
+pub fn sample(dir: &Path, limit: usize) -> Vec<String> {
+    let mut files: Vec<String> = super::walk(dir)
+        .filter(|p| p.file_name().is_none_or(|n| n != "SKILL.md"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    files.sort_unstable();
+    files.truncate(limit);
+    files
+}

@@ -1,0 +1,117 @@
+//! Rust-side parity for the toolkit core: every `render` and `loadSkills`
+//! case, and the `execute` cases of the skill tool and tool routing, through
+//! the same API the C boundary calls. (The Go and C harnesses run every case
+//! through the ABI itself.)
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use toolnexus::tool::ExecContext;
+use toolnexus::toolkit::Toolkit;
+
+fn build(cfg: &Value) -> Toolkit {
+    Toolkit::build_from_json(&cfg.to_string()).unwrap_or_else(|e| panic!("build {cfg}: {e}"))
+}
+
+/// Cases about routing (unknown, disabled or absent tools) rather than a
+/// builtin's own behaviour.
+const ROUTING: [&str; 5] = [
+    "execute/unknown-tool",
+    "execute/disabled-builtin-is-unknown",
+    "execute/builtins-off-read-unknown",
+    "execute/disable-tools-is-unknown",
+    "execute/skill-tool-absent-without-skills",
+];
+
+/// True when the case needs a source this test does not cover.
+fn out_of_scope(case: &Value) -> bool {
+    let tk = &case["toolkit"];
+    let op = case["op"].as_str().unwrap_or("");
+    if op == "execute" {
+        let id = case["id"].as_str().unwrap_or("");
+        return !(case["name"] == "skill" || ROUTING.contains(&id));
+    }
+    tk.get("mcpConfig").is_some()
+        || tk.get("httpTools").is_some()
+        || !matches!(op, "render" | "loadSkills")
+}
+
+fn run_case(case: &Value, root: &str) -> Result<(), String> {
+    let case = substitute(case, root, "http://127.0.0.1:9");
+    let op = case["op"].as_str().unwrap_or("");
+    match op {
+        "render" => {
+            let tk = build(&case["toolkit"]);
+            let fmt = case["format"].as_str().unwrap_or("");
+            let spec = match case.get("toolOrder") {
+                Some(order) => serde_json::json!({"format": fmt, "tools": order}).to_string(),
+                None => fmt.to_string(),
+            };
+            let got: Value = serde_json::from_str(&tk.render(&spec).map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?;
+            diff("", &case["expect"], &got).map_or(Ok(()), Err)
+        }
+        "loadSkills" => {
+            let tk = build(&case["toolkit"]);
+            let loaded: Value =
+                serde_json::from_str(&tk.render("skills").map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
+            if let Some(d) = diff("loaded", &map_loaded(&case["expect"]["loaded"]), &loaded) {
+                return Err(d);
+            }
+            let inv: Value =
+                serde_json::from_str(&tk.render("skillsInventory").map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
+            diff("inventory", &case["expect"]["inventory"], &inv).map_or(Ok(()), Err)
+        }
+        "execute" => {
+            let tk = build(&case["toolkit"]);
+            let name = case["name"].as_str().unwrap_or("");
+            let r = tk.execute(name, case["args"].clone(), &ExecContext::default());
+            diff("", &case["expect"], &r.to_json()).map_or(Ok(()), Err)
+        }
+        other => Err(format!("unsupported op {other}")),
+    }
+}
+
+#[test]
+fn core_vectors() {
+    let divs = divergences();
+    let (mut pass, mut fail, mut div, mut skip) = (0, 0, 0, 0);
+    let mut failures = Vec::new();
+    let cwd = std::env::current_dir().expect("cwd");
+    for (_file, case) in cases() {
+        let id = case["id"].as_str().unwrap_or("?").to_string();
+        if out_of_scope(&case) {
+            skip += 1;
+            continue;
+        }
+        if divs.contains_key(&id) {
+            div += 1;
+            continue;
+        }
+        let dir = lay_out(&case);
+        let root = root_of(&dir);
+        std::env::set_current_dir(&root).expect("chdir");
+        let r = std::panic::catch_unwind(|| run_case(&case, &root));
+        std::env::set_current_dir(&cwd).expect("chdir back");
+        match r {
+            Ok(Ok(())) => pass += 1,
+            Ok(Err(e)) => {
+                fail += 1;
+                failures.push(format!("{id}: {e}"));
+            }
+            Err(_) => {
+                fail += 1;
+                failures.push(format!("{id}: panicked"));
+            }
+        }
+    }
+    for f in &failures {
+        eprintln!("FAIL {f}");
+    }
+    eprintln!("core parity: {pass} passed, {fail} failed, {div} divergences, {skip} skipped");
+    assert!(fail == 0, "{fail} core vector cases failed");
+    assert!(pass > 100, "too few core cases ran: {pass}");
+}
