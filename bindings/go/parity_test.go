@@ -41,14 +41,12 @@ import (
 // supported lists what the library on this branch implements; a case needing
 // anything else counts S. TN_PARITY_SUPPORTED (comma-separated) overrides it.
 var supported = map[string]bool{
-	"render":      true,
-	"loadSkills":  true,
-	"execute":     true,
-	"builtinExec": true,
-	"helper":      true,
-	"translate":   true,
-	"mcp":         true,
-	"httpTools":   true,
+	"render":     true,
+	"loadSkills": true,
+	"execute":    true, // the skill tool and routing; builtins need builtinExec
+	"helper":     true, // S while the library lacks tn_helper
+	"translate":  true, // S while the library lacks tn_translate
+	// not on main yet: "builtinExec", "mcp", "httpTools"
 }
 
 var builtinNames = map[string]bool{

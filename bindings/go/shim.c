@@ -5,6 +5,8 @@
 #include "toolnexus.h"
 #include "_cgo_export.h"
 
+struct tn_cancel;
+
 static void tngo_tool_trampoline(void *user_data, const char *args_json, tn_call *call) {
     goToolCall((uintptr_t)user_data, (char *)args_json, call);
 }
@@ -20,9 +22,10 @@ tn_status tngo_register(const tn_toolkit *toolkit, const char *name, const char 
 }
 
 /* tn_translate, tn_helper and the cancel token arrive in the library after
- * the toolkit calls. They are referenced weakly (and the archive is linked
- * whole, so a present definition is always found): a library that lacks one
- * makes the wrapper report TNGO_MISSING instead of failing to link. */
+ * the toolkit calls. They are referenced weakly: a library that lacks one
+ * makes the wrapper report TNGO_MISSING instead of failing to link. (The
+ * archive member holding every tn_ function is pulled in by the strong
+ * references to the others, so a present definition is found.) */
 tn_status tn_translate(const char *client_json, const char *request_json, const tn_toolkit *toolkit,
                        const struct tn_cancel *cancel, char **out_json) __attribute__((weak));
 tn_status tn_helper(const char *name, const char *args_json, char **out_json) __attribute__((weak));

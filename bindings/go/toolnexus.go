@@ -13,7 +13,7 @@ package toolnexus
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: -Wl,--whole-archive ${SRCDIR}/../../target/release/libtoolnexus.a -Wl,--no-whole-archive -ldl -lm -lpthread
+#cgo LDFLAGS: ${SRCDIR}/../../target/release/libtoolnexus.a -ldl -lm -lpthread
 #include <stdlib.h>
 #include <string.h>
 #include "toolnexus.h"

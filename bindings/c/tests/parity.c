@@ -42,16 +42,17 @@
 
 #include "toolnexus.h"
 
-/* Referenced weakly (the Makefile links the archive whole): while the library
+/* Referenced weakly: while the library
  * lacks them, their ops count as skipped rather than failing to link. */
+struct tn_cancel;
 tn_status tn_translate(const char *client_json, const char *request_json, const tn_toolkit *toolkit,
                        const struct tn_cancel *cancel, char **out_json) __attribute__((weak));
 tn_status tn_helper(const char *name, const char *args_json, char **out_json) __attribute__((weak));
 
 /* What the library on this branch implements; TN_PARITY_SUPPORTED
  * (comma-separated) overrides it. */
-static const char *SUPPORTED[] = {"render", "loadSkills", "execute", "builtinExec", "helper",
-                                  "translate", "mcp", "httpTools", NULL};
+static const char *SUPPORTED[] = {"render", "loadSkills", "execute", "helper", "translate",
+                                  /* not on main yet: "builtinExec", "mcp", "httpTools" */ NULL};
 
 static const char *BUILTINS[] = {"apply_patch", "bash", "edit", "glob", "grep", "question",
                                  "read", "todowrite", "webfetch", "write", NULL};
