@@ -3,6 +3,9 @@
 //! tests/conformance/README.md says.
 #![allow(dead_code)]
 
+mod mock;
+pub use mock::*;
+
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
