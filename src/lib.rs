@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;
+pub mod http_tool;
 pub mod json;
 pub mod runtime;
 pub mod skill;
