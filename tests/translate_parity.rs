@@ -19,7 +19,9 @@ const KEY_VARS: [&str; 3] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_
 fn vectors_dir() -> PathBuf {
     std::env::var_os("TN_CONFORMANCE_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/vectors"))
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/vectors")
+        })
 }
 
 fn load(path: PathBuf) -> Value {
@@ -59,7 +61,9 @@ fn as_values(v: &Value) -> Value {
             _ => v.clone(),
         },
         Value::Array(a) => Value::Array(a.iter().map(as_values).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), as_values(x))).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, x)| (k.clone(), as_values(x))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -97,7 +101,11 @@ fn every_translate_helpers_case_matches_the_recording() {
         }
     }
     println!("translate helpers parity: {passed} passed, {failed} failed, {diverged} divergences");
-    assert!(passed > 0, "no helper vectors were found in {}", vectors_dir().display());
+    assert!(
+        passed > 0,
+        "no helper vectors were found in {}",
+        vectors_dir().display()
+    );
     assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
 }
 
@@ -137,7 +145,9 @@ fn declared_for(toolkit: &Value) -> Option<Vec<Value>> {
         None | Some(Value::Bool(true)) => {}
         Some(Value::Bool(false)) => sel.source_on = false,
         Some(Value::Object(b)) => {
-            if b.get("disabled") == Some(&Value::Bool(true)) || b.get("enabled") == Some(&Value::Bool(false)) {
+            if b.get("disabled") == Some(&Value::Bool(true))
+                || b.get("enabled") == Some(&Value::Bool(false))
+            {
                 sel.source_on = false;
             }
             if let Some(tools) = b.get("tools").and_then(Value::as_object) {
@@ -164,7 +174,11 @@ fn declared_for(toolkit: &Value) -> Option<Vec<Value>> {
 /// Differences between what the mock received and what the case recorded.
 fn compare_requests(expected: &[Value], got: &[Recorded], problems: &mut Vec<String>) {
     if expected.len() != got.len() {
-        problems.push(format!("{} provider requests, expected {}", got.len(), expected.len()));
+        problems.push(format!(
+            "{} provider requests, expected {}",
+            got.len(),
+            expected.len()
+        ));
         return;
     }
     for (i, (e, g)) in expected.iter().zip(got).enumerate() {
@@ -246,12 +260,17 @@ fn run_case(case: &Value) -> Result<Vec<String>, String> {
             }
             if let Some((status, body)) = recorded_status_and_body(recorded) {
                 if !e.message.contains(&status) || !e.message.contains(&body) {
-                    problems.push(format!("message '{}' lacks '{status}' or '{body}'", e.message));
+                    problems.push(format!(
+                        "message '{}' lacks '{status}' or '{body}'",
+                        e.message
+                    ));
                 }
             }
         }
         (Err(e), None) => problems.push(format!("failed: {e}")),
-        (Ok(got), Some(recorded)) => problems.push(format!("succeeded ({got}) where the recording failed: {recorded}")),
+        (Ok(got), Some(recorded)) => problems.push(format!(
+            "succeeded ({got}) where the recording failed: {recorded}"
+        )),
         (Ok(got), None) => {
             let mut got = got.clone();
             let raw = got.as_object_mut().and_then(|o| o.remove("raw"));
@@ -268,7 +287,10 @@ fn run_case(case: &Value) -> Result<Vec<String>, String> {
             }
         }
     }
-    let expected_requests: Vec<Value> = match (expect.get("providerRequests"), expect.get("providerRequest")) {
+    let expected_requests: Vec<Value> = match (
+        expect.get("providerRequests"),
+        expect.get("providerRequest"),
+    ) {
         (Some(Value::Array(list)), _) => list.clone(),
         (_, Some(Value::Null)) | (_, None) => Vec::new(),
         (_, Some(one)) => vec![one.clone()],
@@ -308,6 +330,10 @@ fn every_translate_case_matches_the_recording() {
         }
     }
     println!("translate parity: {passed} passed, {failed} failed, {diverged} divergences, {skipped} skipped");
-    assert!(passed > 0, "no translate vectors were found in {}", vectors_dir().display());
+    assert!(
+        passed > 0,
+        "no translate vectors were found in {}",
+        vectors_dir().display()
+    );
     assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
 }

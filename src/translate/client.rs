@@ -48,7 +48,12 @@ fn http() -> Result<&'static reqwest::Client, Error> {
                 .map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(|e| Error::new(ErrorCode::Internal, format!("cannot start the HTTP client: {e}")))
+        .map_err(|e| {
+            Error::new(
+                ErrorCode::Internal,
+                format!("cannot start the HTTP client: {e}"),
+            )
+        })
 }
 
 /// Builds a header map, the later entries replacing earlier ones of the same
@@ -58,7 +63,9 @@ pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, Error> {
     let mut map = HeaderMap::new();
     for (name, value) in pairs {
         let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-            Error::invalid_config(format!("client.headers: '{name}' is not a valid HTTP header name"))
+            Error::invalid_config(format!(
+                "client.headers: '{name}' is not a valid HTTP header name"
+            ))
         })?;
         let v = HeaderValue::from_str(value).map_err(|_| {
             Error::invalid_config(format!(
@@ -98,7 +105,10 @@ pub async fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Value, Er
                 .unwrap_or_else(|_| {
                     Err(Error::new(
                         ErrorCode::Timeout,
-                        format!("the provider call to {} did not finish within timeoutMs ({ms} ms)", call.url),
+                        format!(
+                            "the provider call to {} did not finish within timeoutMs ({ms} ms)",
+                            call.url
+                        ),
                     ))
                 }),
             None => work.await,
@@ -169,7 +179,10 @@ async fn attempt_once(client: &reqwest::Client, call: &Call) -> Attempt {
             Ok(v) => Attempt::Ok(v),
             Err(e) => Attempt::Malformed {
                 status,
-                reason: format!("{e}; the body was: {}", quote(&String::from_utf8_lossy(&bytes))),
+                reason: format!(
+                    "{e}; the body was: {}",
+                    quote(&String::from_utf8_lossy(&bytes))
+                ),
             },
         }
     } else {

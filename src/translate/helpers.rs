@@ -91,10 +91,7 @@ pub fn tool_calls_of(message: &Value) -> Vec<Value> {
             let function = tc.get("function").filter(|f| f.is_object())?;
             let mut m = Map::new();
             m.insert("id".into(), Value::String(text_of(tc.get("id"))));
-            m.insert(
-                "name".into(),
-                Value::String(text_of(function.get("name"))),
-            );
+            m.insert("name".into(), Value::String(text_of(function.get("name"))));
             m.insert(
                 "arguments".into(),
                 Value::String(args_string(function.get("arguments"))),

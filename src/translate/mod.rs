@@ -136,9 +136,15 @@ impl ClientConfig {
     /// wrong type are `invalid_config` errors naming the key.
     pub fn from_json(v: &Value) -> Result<ClientConfig> {
         let obj = v.as_object().ok_or_else(|| {
-            Error::invalid_config(format!("client must be a JSON object, got {}", type_name(v)))
+            Error::invalid_config(format!(
+                "client must be a JSON object, got {}",
+                type_name(v)
+            ))
         })?;
-        if let Some(k) = obj.keys().find(|k| !CLIENT_KEYS.split(", ").any(|c| c == k.as_str())) {
+        if let Some(k) = obj
+            .keys()
+            .find(|k| !CLIENT_KEYS.split(", ").any(|c| c == k.as_str()))
+        {
             return Err(Error::invalid_config(format!(
                 "client: unknown key '{k}' (known keys: {CLIENT_KEYS})"
             )));
@@ -193,7 +199,11 @@ impl ClientConfig {
         };
         let timeout_ms = match present(obj, "timeoutMs") {
             Some(t) => match expect_count("client.timeoutMs", t)? {
-                0 => return Err(Error::invalid_config("client.timeoutMs must be more than 0")),
+                0 => {
+                    return Err(Error::invalid_config(
+                        "client.timeoutMs must be more than 0",
+                    ))
+                }
                 ms => Some(ms),
             },
             None => None,
@@ -295,9 +305,15 @@ impl<'a> Request<'a> {
     /// is not an object is an `invalid_argument` error naming its index.
     pub fn from_json(v: &'a Value) -> Result<Request<'a>> {
         let obj = v.as_object().ok_or_else(|| {
-            Error::invalid_config(format!("request must be a JSON object, got {}", type_name(v)))
+            Error::invalid_config(format!(
+                "request must be a JSON object, got {}",
+                type_name(v)
+            ))
         })?;
-        if let Some(k) = obj.keys().find(|k| !REQUEST_KEYS.split(", ").any(|c| c == k.as_str())) {
+        if let Some(k) = obj
+            .keys()
+            .find(|k| !REQUEST_KEYS.split(", ").any(|c| c == k.as_str()))
+        {
             let hint = if k == "toolkit" {
                 " (a toolkit is passed as its own argument to tn_translate)"
             } else {
@@ -514,9 +530,22 @@ fn usage_of(style: Style, raw: &Value) -> Value {
 
 /// The finish reasons an OpenAI client understands, kept as the provider
 /// sent them.
-const OPENAI_FINISH: [&str; 5] = ["stop", "length", "tool_calls", "content_filter", "function_call"];
+const OPENAI_FINISH: [&str; 5] = [
+    "stop",
+    "length",
+    "tool_calls",
+    "content_filter",
+    "function_call",
+];
 
-fn result_json(text: String, calls: Vec<Value>, finish: &str, usage: Value, model: &str, raw: Value) -> Value {
+fn result_json(
+    text: String,
+    calls: Vec<Value>,
+    finish: &str,
+    usage: Value,
+    model: &str,
+    raw: Value,
+) -> Value {
     let mut m = Map::new();
     m.insert("text".into(), Value::String(text));
     m.insert("toolCalls".into(), Value::Array(calls));
@@ -577,8 +606,14 @@ fn read_anthropic(model: &str, raw: Value) -> Value {
                 .filter(|i| !i.is_null())
                 .map_or_else(|| "{}".to_string(), Value::to_string);
             let mut m = Map::new();
-            m.insert("id".into(), Value::String(b.get("id").map(display_string).unwrap_or_default()));
-            m.insert("name".into(), Value::String(b.get("name").map(display_string).unwrap_or_default()));
+            m.insert(
+                "id".into(),
+                Value::String(b.get("id").map(display_string).unwrap_or_default()),
+            );
+            m.insert(
+                "name".into(),
+                Value::String(b.get("name").map(display_string).unwrap_or_default()),
+            );
             m.insert("arguments".into(), Value::String(input));
             Value::Object(m)
         })
@@ -596,8 +631,12 @@ fn read_anthropic(model: &str, raw: Value) -> Value {
 fn prepare(config: &ClientConfig, body: &Value) -> Result<client::Call> {
     let api_key = config.resolve_api_key();
     let headers = client::header_map(&config.request_headers(api_key.as_deref()))?;
-    let body = serde_json::to_vec(body)
-        .map_err(|e| Error::new(ErrorCode::Internal, format!("cannot encode the provider body: {e}")))?;
+    let body = serde_json::to_vec(body).map_err(|e| {
+        Error::new(
+            ErrorCode::Internal,
+            format!("cannot encode the provider body: {e}"),
+        )
+    })?;
     Ok(client::Call {
         url: config.endpoint()?,
         headers,
@@ -622,7 +661,12 @@ where
     std::thread::scope(|s| {
         s.spawn(|| crate::runtime::block_on(fut))
             .join()
-            .unwrap_or_else(|_| Err(Error::new(ErrorCode::Internal, "the translate call panicked")))
+            .unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorCode::Internal,
+                    "the translate call panicked",
+                ))
+            })
     })
 }
 
@@ -644,7 +688,10 @@ pub fn translate(
     let call = prepare(&config, &body)?;
     drop(body);
     if cancel.is_some_and(CancelToken::is_cancelled) {
-        return Err(Error::new(ErrorCode::Cancelled, "the translate call was cancelled"));
+        return Err(Error::new(
+            ErrorCode::Cancelled,
+            "the translate call was cancelled",
+        ));
     }
     let raw = run_blocking(client::send(&call, cancel))?;
     Ok(read_response(config.style, &model, raw))
@@ -662,10 +709,21 @@ pub fn translate(
 pub fn call_helper(name: &str, args: &[Value]) -> Result<Value> {
     let arity = match name {
         "finishReasonFor" => 2,
-        "sanitize" | "contentText" | "argsObject" | "argsString" | "toolCallsOf"
-        | "hasSystemMessage" | "openaiToolChoiceToAnthropic" | "openaiToolsToAnthropic"
-        | "toolCallsJson" | "openaiMessagesToAnthropic" => 1,
-        other => return Err(Error::invalid_argument(format!("unknown translate helper '{other}'"))),
+        "sanitize"
+        | "contentText"
+        | "argsObject"
+        | "argsString"
+        | "toolCallsOf"
+        | "hasSystemMessage"
+        | "openaiToolChoiceToAnthropic"
+        | "openaiToolsToAnthropic"
+        | "toolCallsJson"
+        | "openaiMessagesToAnthropic" => 1,
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "unknown translate helper '{other}'"
+            )))
+        }
     };
     if args.len() != arity {
         return Err(Error::invalid_argument(format!(

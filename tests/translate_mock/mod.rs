@@ -158,7 +158,10 @@ impl MockProvider {
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
-        self.state.lock().map(|s| s.requests.clone()).unwrap_or_default()
+        self.state
+            .lock()
+            .map(|s| s.requests.clone())
+            .unwrap_or_default()
     }
 }
 
