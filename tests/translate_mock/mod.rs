@@ -23,6 +23,8 @@ pub struct Canned {
     pub delay_ms: u64,
     /// Answer this same response to every request instead of once.
     pub repeat: bool,
+    /// Close the connection without answering.
+    pub hangup: bool,
 }
 
 impl Canned {
@@ -35,6 +37,7 @@ impl Canned {
             headers: Vec::new(),
             delay_ms: 0,
             repeat: false,
+            hangup: false,
         }
     }
 
@@ -47,6 +50,7 @@ impl Canned {
             headers: Vec::new(),
             delay_ms: 0,
             repeat: false,
+            hangup: false,
         }
     }
 
@@ -58,6 +62,13 @@ impl Canned {
     pub fn delay(mut self, ms: u64) -> Canned {
         self.delay_ms = ms;
         self
+    }
+
+    /// A connection closed without an answer (a network error).
+    pub fn hangup() -> Canned {
+        let mut c = Canned::text(0, "");
+        c.hangup = true;
+        c
     }
 
     pub fn repeating(mut self) -> Canned {
@@ -187,6 +198,10 @@ fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
         let canned = canned.unwrap_or_else(|| Canned::text(404, "no more canned responses"));
         if canned.delay_ms > 0 {
             thread::sleep(Duration::from_millis(canned.delay_ms));
+        }
+        if canned.hangup {
+            let _ = writer.shutdown(std::net::Shutdown::Both);
+            return;
         }
         let mut head = format!(
             "HTTP/1.1 {} {}\r\ncontent-length: {}\r\n",
