@@ -18,3 +18,4 @@ pub mod runtime;
 pub mod skill;
 pub mod tool;
 pub mod toolkit;
+pub mod translate;
