@@ -6,9 +6,11 @@
 
 mod host;
 mod strings;
+mod translate;
 
 pub use host::*;
 pub use strings::*;
+pub use translate::*;
 
 use crate::error::{Error, ErrorCode};
 use crate::toolkit::{panic_message, parse_context, Toolkit};
