@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 mod mock;
+#[allow(unused_imports)]
 pub use mock::*;
 
 use serde_json::{Map, Value};
