@@ -41,6 +41,13 @@
 typedef struct tn_call tn_call;
 
 /*
+ A cancel token for `tn_translate`: trigger it from any thread to abort
+ the call that was given it (status `TN_CANCELLED`). Freed with
+ `tn_cancel_free`.
+ */
+typedef struct tn_cancel tn_cancel;
+
+/*
  An opaque toolkit built by `tn_toolkit_build` and released by
  `tn_toolkit_free`.
  */
@@ -260,6 +267,64 @@ tn_status tn_toolkit_register(const tn_toolkit *toolkit,
  `s` is NULL or a pointer returned by this library that was not freed yet.
  */
 void tn_string_free(char *s);
+
+/*
+ A new, untriggered cancel token. Never NULL.
+ */
+tn_cancel *tn_cancel_new(void);
+
+/*
+ Triggers the token: a `tn_translate` running with it returns
+ `TN_CANCELLED` promptly. Safe from any thread, any number of times. NULL
+ is a no-op.
+
+ # Safety
+ `cancel` is NULL or a live token.
+ */
+void tn_cancel_trigger(const tn_cancel *cancel);
+
+/*
+ Frees a token. NULL is a no-op. Not while a call still uses it; not twice.
+
+ # Safety
+ `cancel` is NULL or a token from `tn_cancel_new` not yet freed.
+ */
+void tn_cancel_free(tn_cancel *cancel);
+
+/*
+ One OpenAI-shaped chat request in, one provider call (plus retries), one
+ OpenAI-shaped result out (CONTRACT.md §6). `toolkit` (nullable) is
+ declared before `request.tools` and never executed; `cancel` (nullable)
+ aborts the call from another thread. `*out_json` receives
+ `{text, toolCalls, finishReason, usage, model, raw}` or the error JSON
+ (`provider_error`, `timeout`, `cancelled`, `invalid_config`, ...).
+
+ Safe to call concurrently from many threads; connections are pooled.
+
+ # Safety
+ Strings are NULL or NUL-terminated; `toolkit` and `cancel` are NULL or
+ live; `out_json` is NULL or points to a writable pointer.
+ */
+tn_status tn_translate(const char *client_json,
+                       const char *request_json,
+                       const tn_toolkit *toolkit,
+                       const tn_cancel *cancel,
+                       char **out_json);
+
+/*
+ Calls one of the pure translate helpers by its conformance name
+ (`sanitize`, `finishReasonFor`, `contentText`, `argsObject`,
+ `argsString`, `toolCallsOf`, `hasSystemMessage`,
+ `openaiToolChoiceToAnthropic`, `openaiToolsToAnthropic`,
+ `toolCallsJson`, `openaiMessagesToAnthropic`) with a JSON array of
+ positional arguments (NULL means none). For conformance runs.
+
+ # Safety
+ Strings are NULL or NUL-terminated; `out_json` is NULL or writable.
+ */
+tn_status tn_helper(const char *name,
+                    const char *args_json,
+                    char **out_json);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -12,8 +12,10 @@ pub mod config;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;
+pub mod http_tool;
 pub mod json;
 pub mod runtime;
 pub mod skill;
 pub mod tool;
 pub mod toolkit;
+pub mod translate;

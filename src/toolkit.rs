@@ -86,6 +86,13 @@ impl Toolkit {
             layers.skill.push(skill::tool(Arc::clone(cat)));
         }
 
+        for (i, decl) in cfg.http_tools.iter().enumerate() {
+            match crate::http_tool::http_tool(i, decl) {
+                Ok(t) => layers.http.push(t),
+                Err(e) => status.errors.push((format!("httpTools[{i}]"), e.message)),
+            }
+        }
+
         let tk = Toolkit {
             layers,
             native: Mutex::new(Vec::new()),

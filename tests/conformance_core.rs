@@ -32,9 +32,7 @@ fn out_of_scope(case: &Value) -> bool {
         let id = case["id"].as_str().unwrap_or("");
         return !(case["name"] == "skill" || ROUTING.contains(&id));
     }
-    tk.get("mcpConfig").is_some()
-        || tk.get("httpTools").is_some()
-        || !matches!(op, "render" | "loadSkills")
+    tk.get("mcpConfig").is_some() || !matches!(op, "render" | "loadSkills")
 }
 
 fn run_case(case: &Value, root: &str) -> Result<(), String> {

@@ -5,6 +5,21 @@ use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+mod apply_patch;
+mod args;
+mod bash;
+mod edit;
+mod fsx;
+mod glob;
+mod grep;
+mod question;
+mod read;
+mod text;
+mod todowrite;
+mod walk;
+mod webfetch;
+mod write;
+
 /// Every builtin name, sorted by code point.
 pub const NAMES: [&str; 10] = [
     "apply_patch",
@@ -178,9 +193,21 @@ impl Execute for Builtin {
     }
 }
 
-/// Runs one builtin by name.
-pub fn run(name: &str, _args: &Value, _ctx: &ExecContext) -> ToolResult {
-    ToolResult::error(format!(
-        "{name}: this builtin is not executable in this build"
-    ))
+/// Runs one builtin by name. `args` may be any JSON value: a non-object
+/// reads as every field missing. A failure is an `is_error` result, never a
+/// panic; every builtin is safe to call from many threads at once.
+pub fn run(name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
+    match name {
+        "apply_patch" => apply_patch::run(args),
+        "bash" => bash::run(args, ctx),
+        "edit" => edit::run(args),
+        "glob" => glob::run(args),
+        "grep" => grep::run(args),
+        "question" => question::run(args, ctx),
+        "read" => read::run(args),
+        "todowrite" => todowrite::run(args),
+        "webfetch" => webfetch::run(args, ctx),
+        "write" => write::run(args),
+        _ => ToolResult::error(format!("unknown tool: {name}")),
+    }
 }

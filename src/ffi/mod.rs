@@ -6,9 +6,11 @@
 
 mod host;
 mod strings;
+mod translate;
 
 pub use host::*;
 pub use strings::*;
+pub use translate::*;
 
 use crate::error::{Error, ErrorCode};
 use crate::toolkit::{panic_message, parse_context, Toolkit};
@@ -239,3 +241,127 @@ pub extern "C" fn tn_abi_version() -> u32 {
 /// library linked at run time; bumped whenever an exported signature or a
 /// status number changes.
 pub const TN_ABI_VERSION: u32 = 1;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::{CStr, CString};
+    use std::ptr;
+
+    fn take(s: *mut c_char) -> String {
+        assert!(!s.is_null());
+        // SAFETY: a string this library just handed out.
+        let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+        // SAFETY: freed once.
+        unsafe { tn_string_free(s) };
+        text
+    }
+
+    fn error_code(text: &str) -> String {
+        let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+        v["error"]["code"].as_str().unwrap_or_default().to_string()
+    }
+
+    #[test]
+    fn a_panic_becomes_the_internal_status() {
+        let mut out = ptr::null_mut();
+        let status = boundary(&mut out, || -> Result<String, Error> { panic!("boom") });
+        assert_eq!(status, TN_INTERNAL);
+        let text = take(out);
+        assert_eq!(error_code(&text), "internal");
+        assert!(text.contains("boom"), "{text}");
+    }
+
+    #[test]
+    fn null_out_parameter_is_refused_without_running() {
+        let mut ran = false;
+        let status = boundary(ptr::null_mut(), || {
+            ran = true;
+            Ok(String::new())
+        });
+        assert_eq!(status, TN_NULL_ARGUMENT);
+        assert!(!ran);
+    }
+
+    #[test]
+    fn build_reports_null_utf8_json_and_config_errors() {
+        let bad_utf8 = [b'{', 0xff, b'}', 0];
+        let cases: [(*const c_char, tn_status, &str); 4] = [
+            (ptr::null(), TN_NULL_ARGUMENT, "null_argument"),
+            (bad_utf8.as_ptr().cast(), TN_INVALID_UTF8, "invalid_utf8"),
+            (c"{not json".as_ptr(), TN_INVALID_JSON, "invalid_json"),
+            (
+                c"{\"nope\":1}".as_ptr(),
+                TN_INVALID_CONFIG,
+                "invalid_config",
+            ),
+        ];
+        for (input, want, code) in cases {
+            let mut tk = ptr::null_mut();
+            let mut err = ptr::null_mut();
+            // SAFETY: valid pointers to locals; input NULL or NUL-terminated.
+            let status = unsafe { tn_toolkit_build(input, &mut tk, &mut err) };
+            assert_eq!(status, want);
+            assert!(tk.is_null());
+            assert_eq!(error_code(&take(err)), code);
+        }
+    }
+
+    #[test]
+    fn build_render_execute_free_round_trip() {
+        let mut tk = ptr::null_mut();
+        let mut err = ptr::null_mut();
+        let cfg = CString::new(r#"{"skills":[{"name":"s","description":"d","content":"c"}]}"#)
+            .unwrap_or_default();
+        // SAFETY: valid pointers to locals.
+        assert_eq!(
+            unsafe { tn_toolkit_build(cfg.as_ptr(), &mut tk, &mut err) },
+            TN_OK
+        );
+        assert!(err.is_null());
+        let mut out = ptr::null_mut();
+        // SAFETY: live toolkit, NUL-terminated strings.
+        assert_eq!(
+            unsafe { tn_render(tk, c"toolNames".as_ptr(), &mut out) },
+            TN_OK
+        );
+        assert!(take(out).contains("\"skill\""));
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { tn_render(tk, c"yaml".as_ptr(), &mut out) },
+            TN_UNKNOWN_FORMAT
+        );
+        assert_eq!(error_code(&take(out)), "unknown_format");
+        // SAFETY: as above; args given as a JSON string holding an object.
+        let status = unsafe {
+            tn_execute(
+                tk,
+                c"skill".as_ptr(),
+                c"\"{\\\"name\\\":\\\"s\\\"}\"".as_ptr(),
+                ptr::null(),
+                &mut out,
+            )
+        };
+        assert_eq!(status, TN_OK);
+        assert!(take(out).contains("<skill_content name=\\\"s\\\">"));
+        // SAFETY: as above.
+        let status =
+            unsafe { tn_execute(tk, c"skill".as_ptr(), c"{".as_ptr(), ptr::null(), &mut out) };
+        assert_eq!(status, TN_INVALID_JSON);
+        assert_eq!(error_code(&take(out)), "invalid_json");
+        // SAFETY: toolkit freed once; NULL free is a no-op.
+        unsafe {
+            tn_toolkit_free(tk);
+            tn_toolkit_free(ptr::null_mut());
+            tn_string_free(ptr::null_mut());
+        }
+    }
+
+    #[test]
+    fn version_matches_the_crate() {
+        // SAFETY: a static NUL-terminated string.
+        let v = unsafe { CStr::from_ptr(tn_version()) };
+        assert_eq!(v.to_str().ok(), Some(env!("CARGO_PKG_VERSION")));
+        assert_eq!(tn_abi_version(), TN_ABI_VERSION);
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Every test of the project: Rust (unit, integration, conformance), the Go
+# package with its parity harness (-race, and once with GOGC=1), and the C
+# layer (warnings as errors, valgrind, ASan+UBSan, C++ header compile, the C
+# parity harness). Needs what .ci/run installs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo test"
+cargo test --all-targets -- --nocapture 2>&1 | grep -E '^(test result|FAIL|.*parity:)|panicked|^error' ; test "${PIPESTATUS[0]}" -eq 0
+
+echo "== release library"
+cargo build --release --quiet
+
+if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
+  echo "== go test -race"
+  (cd bindings/go && go test -race -count=1 ./...)
+  echo "== go test GOGC=1"
+  (cd bindings/go && GOGC=1 go test -count=1 ./...)
+fi
+
+if [ -f bindings/c/Makefile ]; then
+  echo "== C layer"
+  make -C bindings/c ci
+fi
+echo "all tests passed"

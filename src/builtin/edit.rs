@@ -1,0 +1,45 @@
+//! `edit` (SPEC §4A): exact-string replace in a file, unique unless
+//! `replaceAll` is `true`.
+
+use super::{args, fsx};
+use crate::tool::ToolResult;
+use serde_json::Value;
+
+pub fn run(args: &Value) -> ToolResult {
+    let path = args::string(args, "path");
+    let old = args::string(args, "oldString");
+    let new = args::string(args, "newString");
+    let replace_all = args::is_true(args, "replaceAll");
+    let bytes = match fsx::read_file("edit", &path) {
+        Ok(b) => b,
+        Err(e) => return e,
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return ToolResult::error(format!("edit: {path} is not valid UTF-8 text"));
+    };
+    // Only the empty string is "missing": any other oldString, whitespace
+    // included, is matched exactly (divergences.json,
+    // execute/edit/whitespace-old-string).
+    let hits = if old.is_empty() {
+        0
+    } else {
+        text.matches(old.as_str()).count()
+    };
+    if hits == 0 {
+        return ToolResult::error(format!("edit: oldString not found in {path}"));
+    }
+    if hits > 1 && !replace_all {
+        return ToolResult::error(format!(
+            "edit: oldString is not unique in {path} ({hits} occurrences)"
+        ));
+    }
+    let updated = if replace_all {
+        text.replace(old.as_str(), &new)
+    } else {
+        text.replacen(old.as_str(), &new, 1)
+    };
+    if let Err(e) = fsx::write_file("edit", &path, updated.as_bytes()) {
+        return e;
+    }
+    ToolResult::ok(format!("Replaced {hits} occurrence(s) in {path}"))
+}

@@ -1,0 +1,40 @@
+//! `read` (SPEC §4A): a UTF-8 text file, whole or as a window of lines.
+
+use super::args;
+use super::text::lines;
+use crate::tool::ToolResult;
+use serde_json::Value;
+
+pub fn run(args: &Value) -> ToolResult {
+    let path = args::string(args, "path");
+    let offset = match args::number("read", args, "offset") {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let limit = match args::number("read", args, "limit") {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let bytes = match super::fsx::read_file("read", &path) {
+        Ok(b) => b,
+        Err(e) => return e,
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(_) => return ToolResult::error(format!("read: {path} is not valid UTF-8 text")),
+    };
+    if offset.is_none() && limit.is_none() {
+        return ToolResult::ok(text);
+    }
+    // `offset` is 1-based; 0 and negatives mean the first line.
+    let start = offset.map_or(0, |o| (o.trunc() as i64).saturating_sub(1).max(0));
+    let start = usize::try_from(start).unwrap_or(usize::MAX);
+    let window = lines(&text).skip(start);
+    let out: Vec<&str> = match limit {
+        Some(l) => window
+            .take(usize::try_from(l.trunc() as i64).unwrap_or(0))
+            .collect(),
+        None => window.collect(),
+    };
+    ToolResult::ok(out.join("\n"))
+}

@@ -1,0 +1,133 @@
+//! `tn_translate`, its cancel token, and the pure helpers by name.
+
+use super::{boundary, read_opt_str, read_str, tn_status, tn_toolkit};
+use crate::error::Error;
+use crate::translate::{self, CancelToken};
+use serde_json::Value;
+use std::ffi::c_char;
+
+/// A cancel token for `tn_translate`: trigger it from any thread to abort
+/// the call that was given it (status `TN_CANCELLED`). Freed with
+/// `tn_cancel_free`.
+#[allow(non_camel_case_types)]
+pub struct tn_cancel {
+    token: CancelToken,
+}
+
+/// A new, untriggered cancel token. Never NULL.
+#[no_mangle]
+pub extern "C" fn tn_cancel_new() -> *mut tn_cancel {
+    Box::into_raw(Box::new(tn_cancel {
+        token: CancelToken::new(),
+    }))
+}
+
+/// Triggers the token: a `tn_translate` running with it returns
+/// `TN_CANCELLED` promptly. Safe from any thread, any number of times. NULL
+/// is a no-op.
+///
+/// # Safety
+/// `cancel` is NULL or a live token.
+#[no_mangle]
+pub unsafe extern "C" fn tn_cancel_trigger(cancel: *const tn_cancel) {
+    if !cancel.is_null() {
+        // SAFETY: non-NULL and live by contract.
+        unsafe { (*cancel).token.cancel() };
+    }
+}
+
+/// Frees a token. NULL is a no-op. Not while a call still uses it; not twice.
+///
+/// # Safety
+/// `cancel` is NULL or a token from `tn_cancel_new` not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn tn_cancel_free(cancel: *mut tn_cancel) {
+    if !cancel.is_null() {
+        // SAFETY: from Box::into_raw in tn_cancel_new, freed once.
+        drop(unsafe { Box::from_raw(cancel) });
+    }
+}
+
+fn parse(text: &str, what: &str) -> Result<Value, Error> {
+    serde_json::from_str(text).map_err(|e| Error::invalid_json(what, &e))
+}
+
+/// One OpenAI-shaped chat request in, one provider call (plus retries), one
+/// OpenAI-shaped result out (CONTRACT.md §6). `toolkit` (nullable) is
+/// declared before `request.tools` and never executed; `cancel` (nullable)
+/// aborts the call from another thread. `*out_json` receives
+/// `{text, toolCalls, finishReason, usage, model, raw}` or the error JSON
+/// (`provider_error`, `timeout`, `cancelled`, `invalid_config`, ...).
+///
+/// Safe to call concurrently from many threads; connections are pooled.
+///
+/// # Safety
+/// Strings are NULL or NUL-terminated; `toolkit` and `cancel` are NULL or
+/// live; `out_json` is NULL or points to a writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tn_translate(
+    client_json: *const c_char,
+    request_json: *const c_char,
+    toolkit: *const tn_toolkit,
+    cancel: *const tn_cancel,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_json, || {
+        // SAFETY: forwarded from this function's contract.
+        let (client, request) = unsafe {
+            (
+                read_str(client_json, "client_json")?,
+                read_str(request_json, "request_json")?,
+            )
+        };
+        let client = parse(client, "client_json")?;
+        let request = parse(request, "request_json")?;
+        let declared = if toolkit.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: non-NULL and live by contract.
+            unsafe { &(*toolkit).inner }.openai_declarations()
+        };
+        // SAFETY: NULL or live by contract.
+        let token = unsafe { cancel.as_ref() }.map(|c| &c.token);
+        translate::translate(&client, &request, &declared, token).map(|v| v.to_string())
+    })
+}
+
+/// Calls one of the pure translate helpers by its conformance name
+/// (`sanitize`, `finishReasonFor`, `contentText`, `argsObject`,
+/// `argsString`, `toolCallsOf`, `hasSystemMessage`,
+/// `openaiToolChoiceToAnthropic`, `openaiToolsToAnthropic`,
+/// `toolCallsJson`, `openaiMessagesToAnthropic`) with a JSON array of
+/// positional arguments (NULL means none). For conformance runs.
+///
+/// # Safety
+/// Strings are NULL or NUL-terminated; `out_json` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tn_helper(
+    name: *const c_char,
+    args_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_json, || {
+        // SAFETY: forwarded from this function's contract.
+        let (name, args) = unsafe {
+            (
+                read_str(name, "name")?,
+                read_opt_str(args_json, "args_json")?,
+            )
+        };
+        let args = match args {
+            None => Vec::new(),
+            Some(text) => match parse(text, "args_json")? {
+                Value::Array(a) => a,
+                _ => {
+                    return Err(Error::invalid_argument(
+                        "args_json: expected a JSON array of positional arguments",
+                    ))
+                }
+            },
+        };
+        translate::call_helper(name, &args).map(|v| v.to_string())
+    })
+}

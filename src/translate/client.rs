@@ -1,0 +1,275 @@
+//! The provider call: one POST through a shared connection pool, retried on
+//! 429/500/502/503/504 and network errors with exponential backoff and jitter,
+//! bounded by a whole-call timeout, and abortable through a [`CancelToken`].
+
+use super::CancelToken;
+use crate::error::{Error, ErrorCode};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The statuses worth another attempt.
+const RETRYABLE: [u16; 5] = [429, 500, 502, 503, 504];
+
+/// The widest Retry-After (in seconds) that is honoured; larger values fall
+/// back to the backoff.
+const RETRY_AFTER_MAX_SECONDS: u64 = 2_147_483_647;
+
+/// How much of a provider's error body an error message quotes.
+const BODY_QUOTE_LIMIT: usize = 4096;
+
+/// One prepared provider request.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub url: String,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// Extra attempts after the first.
+    pub retries: u32,
+    pub retry_base_ms: u64,
+    pub timeout_ms: Option<u64>,
+    /// The API key, only so that it can be kept out of error messages.
+    pub secret: Option<String>,
+}
+
+/// The one HTTP client every translate call shares, so connections to a
+/// provider are pooled and reused across calls and threads.
+fn http() -> Result<&'static reqwest::Client, Error> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                // A redirect would carry the API key to wherever it points.
+                .redirect(reqwest::redirect::Policy::none())
+                .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")))
+                .tcp_nodelay(true)
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| {
+            Error::new(
+                ErrorCode::Internal,
+                format!("cannot start the HTTP client: {e}"),
+            )
+        })
+}
+
+/// Builds a header map, the later entries replacing earlier ones of the same
+/// (case-insensitive) name. Values are never echoed in errors: they may be
+/// credentials.
+pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, Error> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            Error::invalid_config(format!(
+                "client.headers: '{name}' is not a valid HTTP header name"
+            ))
+        })?;
+        let v = HeaderValue::from_str(value).map_err(|_| {
+            Error::invalid_config(format!(
+                "client: the value for header '{name}' is not a valid HTTP header value"
+            ))
+        })?;
+        map.insert(n, v);
+    }
+    Ok(map)
+}
+
+/// What one attempt came to.
+enum Attempt {
+    /// A 2xx answer, decoded.
+    Ok(Value),
+    /// A non-2xx answer.
+    Status {
+        status: u16,
+        body: String,
+        retry_after_ms: Option<u64>,
+    },
+    /// The request never got an answer.
+    Transport(String),
+    /// A 2xx answer that is not JSON.
+    Malformed { status: u16, reason: String },
+}
+
+/// Sends the call, retrying as configured, and returns the provider's decoded
+/// JSON answer.
+pub async fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Value, Error> {
+    let client = http()?;
+    let work = retrying(client, call);
+    let timed = async {
+        match call.timeout_ms {
+            Some(ms) => tokio::time::timeout(Duration::from_millis(ms), work)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::new(
+                        ErrorCode::Timeout,
+                        format!(
+                            "the provider call to {} did not finish within timeoutMs ({ms} ms)",
+                            call.url
+                        ),
+                    ))
+                }),
+            None => work.await,
+        }
+    };
+    match cancel {
+        Some(token) => {
+            tokio::select! {
+                biased;
+                _ = token.cancelled() => Err(cancelled()),
+                r = timed => r,
+            }
+        }
+        None => timed.await,
+    }
+}
+
+fn cancelled() -> Error {
+    Error::new(ErrorCode::Cancelled, "the translate call was cancelled")
+}
+
+async fn retrying(client: &reqwest::Client, call: &Call) -> Result<Value, Error> {
+    let mut attempt: u32 = 0;
+    loop {
+        let outcome = attempt_once(client, call).await;
+        let (retryable, retry_after_ms) = match &outcome {
+            Attempt::Ok(v) => return Ok(v.clone()),
+            Attempt::Status {
+                status,
+                retry_after_ms,
+                ..
+            } => (RETRYABLE.contains(status), *retry_after_ms),
+            Attempt::Transport(_) => (true, None),
+            Attempt::Malformed { .. } => (false, None),
+        };
+        if !retryable || attempt >= call.retries {
+            return Err(failure(call, outcome, attempt + 1));
+        }
+        let wait = retry_after_ms.unwrap_or_else(|| backoff_ms(call.retry_base_ms, attempt));
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        attempt += 1;
+    }
+}
+
+async fn attempt_once(client: &reqwest::Client, call: &Call) -> Attempt {
+    let sent = client
+        .post(&call.url)
+        .headers(call.headers.clone())
+        .body(call.body.clone())
+        .send()
+        .await;
+    let response = match sent {
+        Ok(r) => r,
+        Err(e) => return Attempt::Transport(transport_reason(&e)),
+    };
+    let status = response.status().as_u16();
+    let retry_after_ms = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(retry_after_ms);
+    let bytes = match response.bytes().await {
+        Ok(b) => b,
+        Err(e) => return Attempt::Transport(transport_reason(&e)),
+    };
+    if (200..300).contains(&status) {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => Attempt::Ok(v),
+            Err(e) => Attempt::Malformed {
+                status,
+                reason: format!(
+                    "{e}; the body was: {}",
+                    quote(&String::from_utf8_lossy(&bytes))
+                ),
+            },
+        }
+    } else {
+        Attempt::Status {
+            status,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+            retry_after_ms,
+        }
+    }
+}
+
+/// `Retry-After` in its delay-seconds form (digits only, 0 included) as
+/// milliseconds; the HTTP-date form and anything else give `None`, so the
+/// caller falls back to its backoff.
+pub fn retry_after_ms(value: &str) -> Option<u64> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let secs: u64 = v.parse().ok()?;
+    (secs <= RETRY_AFTER_MAX_SECONDS).then(|| secs * 1000)
+}
+
+/// `base * 2^attempt` plus a uniform 0–99 ms of jitter, so many callers
+/// retrying one upstream do not collide in lockstep.
+pub fn backoff_ms(base_ms: u64, attempt: u32) -> u64 {
+    let factor = 1u64.checked_shl(attempt.min(62)).unwrap_or(u64::MAX);
+    base_ms
+        .saturating_mul(factor)
+        .saturating_add(fastrand::u64(0..100))
+}
+
+/// The innermost cause of a transport error, without the URL (which the
+/// message names separately).
+fn transport_reason(e: &reqwest::Error) -> String {
+    let mut reason = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        reason = s.to_string();
+        source = s.source();
+    }
+    if e.is_connect() {
+        format!("could not connect ({reason})")
+    } else {
+        reason
+    }
+}
+
+fn quote(body: &str) -> String {
+    if body.len() <= BODY_QUOTE_LIMIT {
+        return body.to_string();
+    }
+    let mut end = BODY_QUOTE_LIMIT;
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &body[..end], body.len())
+}
+
+/// The error a failed call ends with, naming the endpoint, the HTTP status and
+/// the provider's own words, with the API key blotted out should the provider
+/// have echoed it.
+fn failure(call: &Call, outcome: Attempt, attempts: u32) -> Error {
+    let tries = if attempts > 1 {
+        format!(" after {attempts} attempts")
+    } else {
+        String::new()
+    };
+    let message = match outcome {
+        Attempt::Ok(_) => String::new(),
+        Attempt::Status { status, body, .. } => format!(
+            "the provider at {} answered HTTP {status}{tries}: {}",
+            call.url,
+            quote(&body)
+        ),
+        Attempt::Transport(reason) => format!(
+            "the provider at {} could not be reached{tries}: {reason}",
+            call.url
+        ),
+        Attempt::Malformed { status, reason } => format!(
+            "the provider at {} answered HTTP {status} with a body that is not JSON: {reason}",
+            call.url
+        ),
+    };
+    let message = match call.secret.as_deref() {
+        Some(key) if !key.is_empty() => message.replace(key, "[redacted]"),
+        _ => message,
+    };
+    Error::new(ErrorCode::ProviderError, message)
+}
