@@ -41,12 +41,14 @@ import (
 // supported lists what the library on this branch implements; a case needing
 // anything else counts S. TN_PARITY_SUPPORTED (comma-separated) overrides it.
 var supported = map[string]bool{
-	"render":     true,
-	"loadSkills": true,
-	"execute":    true, // the skill tool and routing; builtins need builtinExec
-	"helper":     true, // S while the library lacks tn_helper
-	"translate":  true, // S while the library lacks tn_translate
-	// not on main yet: "builtinExec", "mcp", "httpTools"
+	"render":      true,
+	"loadSkills":  true,
+	"execute":     true, // the skill tool and routing
+	"builtinExec": true, // executing the ten builtins
+	"httpTools":   true,
+	"helper":      true,
+	"translate":   true,
+	// not on main yet: "mcp"
 }
 
 var builtinNames = map[string]bool{
@@ -778,7 +780,20 @@ func runTranslate(c *vectorCase, srv *mockServer) ([]string, error) {
 	}
 	em, _ := exp.(map[string]any)
 	result, _ := em["result"].(map[string]any)
-	out, callErr := Translate(context.Background(), c.Client, c.Request, nil)
+	// A toolkit recorded inside the request is, for us, tn_translate's own
+	// toolkit argument.
+	request, tkConfig, err := splitToolkit(c.Request)
+	if err != nil {
+		return nil, err
+	}
+	var tk *Toolkit
+	if tkConfig != nil {
+		if tk, err = Build(tkConfig); err != nil {
+			return nil, err
+		}
+		defer tk.Close()
+	}
+	out, callErr := Translate(context.Background(), c.Client, request, tk)
 
 	var diffs []string
 	if wantErr, isErr := result["error"]; isErr && len(result) == 1 {
@@ -836,6 +851,18 @@ func runTranslate(c *vectorCase, srv *mockServer) ([]string, error) {
 		}
 	}
 	return diffs, nil
+}
+
+// splitToolkit takes a "toolkit" key out of a translate request.
+func splitToolkit(request json.RawMessage) (json.RawMessage, json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(request, &fields); err != nil || fields["toolkit"] == nil {
+		return request, nil, nil
+	}
+	tk := fields["toolkit"]
+	delete(fields, "toolkit")
+	rest, err := json.Marshal(fields)
+	return rest, tk, err
 }
 
 func compareProviderRequest(where string, exp any, got recordedRequest) []string {

@@ -17,8 +17,6 @@ package toolnexus
 #include <stdlib.h>
 #include <string.h>
 #include "toolnexus.h"
-
-tn_status tngo_helper(const char *name, const char *args_json, char **out_json);
 */
 import "C"
 
@@ -115,14 +113,6 @@ type ToolResult struct {
 	Output   string         `json:"output"`
 	IsError  bool           `json:"isError"`
 	Metadata map[string]any `json:"metadata,omitempty"`
-}
-
-// tngoMissing is the shim's status for an entry point the linked library
-// does not have yet (see shim.c).
-const tngoMissing = -1
-
-func missing(fn string) error {
-	return &Error{Code: "internal", Status: StatusInternal, Message: fn + " is not implemented in the linked library"}
 }
 
 // takeString copies a library-owned string into Go memory and frees it.
@@ -393,10 +383,7 @@ func Helper(name string, args any) (json.RawMessage, error) {
 	}
 	defer C.free(unsafe.Pointer(cargs))
 	var cout *C.char
-	status := C.tngo_helper(cname, cargs, &cout)
-	if status == tngoMissing {
-		return nil, missing("tn_helper")
-	}
+	status := C.tn_helper(cname, cargs, &cout)
 	body := takeString(cout)
 	if status != C.TN_OK {
 		return nil, statusError(status, body)

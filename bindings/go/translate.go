@@ -3,13 +3,6 @@ package toolnexus
 /*
 #include <stdlib.h>
 #include "toolnexus.h"
-
-struct tn_cancel;
-tn_status tngo_translate(const char *client_json, const char *request_json, const tn_toolkit *toolkit,
-                         const struct tn_cancel *cancel, char **out_json);
-struct tn_cancel *tngo_cancel_new(void);
-void tngo_cancel_trigger(const struct tn_cancel *cancel);
-void tngo_cancel_free(struct tn_cancel *cancel);
 */
 import "C"
 
@@ -51,7 +44,10 @@ func Translate(ctx context.Context, client, request any, tk *Toolkit) (json.RawM
 	defer C.free(unsafe.Pointer(crequest))
 
 	call := func(p *C.tn_toolkit) (json.RawMessage, error) {
-		token := C.tngo_cancel_new() // NULL only when the library has no cancel token
+		token := C.tn_cancel_new()
+		if token == nil {
+			return nil, &Error{Code: "internal", Status: StatusInternal, Message: "tn_cancel_new returned NULL"}
+		}
 		// The watcher triggers the token from another goroutine (another OS
 		// thread, while this one is blocked in C). The token is freed only
 		// after the watcher has exited, so a late trigger never touches freed
@@ -62,18 +58,15 @@ func Translate(ctx context.Context, client, request any, tk *Toolkit) (json.RawM
 			defer close(exited)
 			select {
 			case <-ctx.Done():
-				C.tngo_cancel_trigger(token)
+				C.tn_cancel_trigger(token)
 			case <-done:
 			}
 		}()
 		var cout *C.char
-		status := C.tngo_translate(cclient, crequest, p, token, &cout)
+		status := C.tn_translate(cclient, crequest, p, token, &cout)
 		close(done)
 		<-exited
-		C.tngo_cancel_free(token)
-		if status == tngoMissing {
-			return nil, missing("tn_translate")
-		}
+		C.tn_cancel_free(token)
 		body := takeString(cout)
 		if status != C.TN_OK {
 			return nil, statusError(status, body)

@@ -12,14 +12,6 @@ const openaiAnswer = `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt
  "choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hello there"}}],
  "usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`
 
-// skipWithoutTranslate skips while the linked library has no tn_translate.
-func skipWithoutTranslate(t *testing.T) {
-	t.Helper()
-	if _, err := Translate(context.Background(), "{}", "{}", nil); err != nil && strings.Contains(err.Error(), "not implemented in the linked library") {
-		t.Skip(err.Error())
-	}
-}
-
 func mockProvider(t *testing.T, responses ...cannedResponse) *mockServer {
 	t.Helper()
 	srv, err := startMockServer()
@@ -32,7 +24,6 @@ func mockProvider(t *testing.T, responses ...cannedResponse) *mockServer {
 }
 
 func TestTranslateOpenAIStyle(t *testing.T) {
-	skipWithoutTranslate(t)
 	srv := mockProvider(t, cannedResponse{Status: 200, Body: json.RawMessage(openaiAnswer)})
 	tk := mustBuild(t, `{"builtins":false,"skills":[{"name":"greet","description":"Greets.","content":"Say hello."}]}`)
 	client := map[string]any{"baseUrl": srv.base(), "style": "openai", "model": "gpt-test", "apiKey": "test-key"}
@@ -67,7 +58,6 @@ func TestTranslateOpenAIStyle(t *testing.T) {
 }
 
 func TestTranslateProviderErrorIsTyped(t *testing.T) {
-	skipWithoutTranslate(t)
 	body := "no such model"
 	srv := mockProvider(t, cannedResponse{Status: 400, BodyText: &body})
 	client := map[string]any{"baseUrl": srv.base(), "style": "openai", "model": "m", "apiKey": "k", "retries": 0}
@@ -81,7 +71,6 @@ func TestTranslateProviderErrorIsTyped(t *testing.T) {
 // Cancelling the context aborts the call in flight: the provider here would
 // answer only after a minute.
 func TestTranslateCancelledByContext(t *testing.T) {
-	skipWithoutTranslate(t)
 	srv := mockProvider(t, cannedResponse{Status: 200, Body: json.RawMessage(openaiAnswer), DelayMs: 60_000})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -97,7 +86,6 @@ func TestTranslateCancelledByContext(t *testing.T) {
 }
 
 func TestTranslateWithCancelledContextSendsNothing(t *testing.T) {
-	skipWithoutTranslate(t)
 	srv := mockProvider(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -42,17 +42,11 @@
 
 #include "toolnexus.h"
 
-/* Referenced weakly: while the library
- * lacks them, their ops count as skipped rather than failing to link. */
-struct tn_cancel;
-tn_status tn_translate(const char *client_json, const char *request_json, const tn_toolkit *toolkit,
-                       const struct tn_cancel *cancel, char **out_json) __attribute__((weak));
-tn_status tn_helper(const char *name, const char *args_json, char **out_json) __attribute__((weak));
 
 /* What the library on this branch implements; TN_PARITY_SUPPORTED
  * (comma-separated) overrides it. */
-static const char *SUPPORTED[] = {"render", "loadSkills", "execute", "helper", "translate",
-                                  /* not on main yet: "builtinExec", "mcp", "httpTools" */ NULL};
+static const char *SUPPORTED[] = {"render", "loadSkills", "execute", "builtinExec", "httpTools",
+                                  "helper", "translate", /* not on main yet: "mcp" */ NULL};
 
 static const char *BUILTINS[] = {"apply_patch", "bash", "edit", "glob", "grep", "question",
                                  "read", "todowrite", "webfetch", "write", NULL};
@@ -1022,10 +1016,6 @@ static void op_execute(struct run *r) {
 }
 
 static void op_helper(struct run *r) {
-    if (!tn_helper) {
-        r->skip_reason = strdup("tn_helper is not implemented in the linked library");
-        return;
-    }
     const char *fn = cJSON_GetStringValue(get(r->c, "fn"));
     const cJSON *args = get(r->c, "args");
     char *args_text = args ? cJSON_PrintUnformatted(args) : strdup("[]");
@@ -1068,17 +1058,32 @@ static void compare_provider_request(struct run *r, const char *where, const cJS
 }
 
 static void op_translate(struct run *r) {
-    if (!tn_translate) {
-        r->skip_reason = strdup("tn_translate is not implemented in the linked library");
-        return;
-    }
     const cJSON *client = get(r->c, "client"), *request = get(r->c, "request");
     cJSON *exp = cJSON_GetObjectItemCaseSensitive(r->c, "expect");
     cJSON *result = cJSON_GetObjectItemCaseSensitive(exp, "result");
+    /* A toolkit recorded inside the request is, for us, tn_translate's own
+     * toolkit argument. */
+    cJSON *req = request ? cJSON_Duplicate(request, 1) : cJSON_CreateObject();
+    cJSON *tk_config = cJSON_DetachItemFromObjectCaseSensitive(req, "toolkit");
+    tn_toolkit *tk = NULL;
+    if (tk_config) {
+        char *cfg = cJSON_PrintUnformatted(tk_config);
+        char *err = NULL;
+        tn_status bs = tn_toolkit_build(cfg, &tk, &err);
+        free(cfg);
+        cJSON_Delete(tk_config);
+        if (bs != TN_OK) {
+            cJSON_Delete(req);
+            call_failed(r, "tn_toolkit_build", bs, err);
+            return;
+        }
+    }
     char *ct = client ? cJSON_PrintUnformatted(client) : strdup("{}");
-    char *rt = request ? cJSON_PrintUnformatted(request) : strdup("{}");
+    char *rt = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
     char *out = NULL;
-    tn_status st = tn_translate(ct, rt, NULL, NULL, &out);
+    tn_status st = tn_translate(ct, rt, tk, NULL, &out);
+    tn_toolkit_free(tk);
     free(ct);
     free(rt);
     const cJSON *want_err = get(result, "error");

@@ -3,7 +3,12 @@
  * one toolkit shared by many threads, and a host function as a tool.
  *
  * Exits non-zero on the first failed check; prints "N passed, 0 failed". */
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,17 +16,6 @@
 
 #include "toolnexus.h"
 
-/* tn_translate, tn_helper and the cancel token come to the library after the
- * toolkit calls: referenced weakly, so
- * this program still links against a library without them and skips their
- * checks. */
-struct tn_cancel;
-tn_status tn_translate(const char *client_json, const char *request_json, const tn_toolkit *toolkit,
-                       const struct tn_cancel *cancel, char **out_json) __attribute__((weak));
-tn_status tn_helper(const char *name, const char *args_json, char **out_json) __attribute__((weak));
-struct tn_cancel *tn_cancel_new(void) __attribute__((weak));
-void tn_cancel_trigger(const struct tn_cancel *cancel) __attribute__((weak));
-void tn_cancel_free(struct tn_cancel *cancel) __attribute__((weak));
 
 static int passed;
 
@@ -366,16 +360,12 @@ static void test_threads(const char *config) {
 static void test_null_noops(void) {
     tn_string_free(NULL);
     tn_toolkit_free(NULL);
-    if (tn_cancel_free) tn_cancel_free(NULL);
-    if (tn_cancel_trigger) tn_cancel_trigger(NULL);
+    tn_cancel_free(NULL);
+    tn_cancel_trigger(NULL);
     passed++;
 }
 
 static void test_helper_and_translate_errors(void) {
-    if (!tn_helper || !tn_translate || !tn_cancel_new) {
-        printf("test_abi: tn_translate/tn_helper/tn_cancel_* not in this library yet, their checks skipped\n");
-        return;
-    }
     char *out = NULL;
     tn_status st = tn_helper(NULL, "[]", &out);
     CHECK(st == TN_NULL_ARGUMENT, "helper NULL name: %d", st);
@@ -392,11 +382,60 @@ static void test_helper_and_translate_errors(void) {
     check_error_json(out, "invalid_json");
     tn_string_free(out);
 
-    struct tn_cancel *c = tn_cancel_new();
+    tn_cancel *c = tn_cancel_new();
     CHECK(c != NULL, "tn_cancel_new");
     tn_cancel_trigger(c);
     tn_cancel_trigger(c); /* idempotent */
     tn_cancel_free(c);
+}
+
+/* ---- tn_translate cancelled from another thread ---- */
+
+struct translate_job {
+    char client[128];
+    tn_cancel *cancel;
+    tn_status status;
+    char *out;
+};
+
+static void *run_translate(void *arg) {
+    struct translate_job *job = arg;
+    job->status = tn_translate(job->client, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}", NULL,
+                               job->cancel, &job->out);
+    return NULL;
+}
+
+/* A provider on 127.0.0.1 that accepts the connection and never answers: only
+ * the cancel token can end the call. */
+static void test_translate_cancel(void) {
+    int srv = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    CHECK(bind(srv, (struct sockaddr *)&a, sizeof a) == 0 && listen(srv, 4) == 0 &&
+              getsockname(srv, (struct sockaddr *)&a, &al) == 0,
+          "mock provider socket");
+    struct translate_job job;
+    memset(&job, 0, sizeof job);
+    snprintf(job.client, sizeof job.client,
+             "{\"baseUrl\":\"http://127.0.0.1:%d\",\"style\":\"openai\",\"model\":\"m\",\"apiKey\":\"k\"}",
+             ntohs(a.sin_port));
+    job.cancel = tn_cancel_new();
+    CHECK(job.cancel != NULL, "tn_cancel_new");
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, run_translate, &job) == 0, "thread");
+    int conn = accept(srv, NULL, NULL); /* the request is in flight */
+    CHECK(conn >= 0, "accept");
+    tn_cancel_trigger(job.cancel);
+    pthread_join(th, NULL);
+    CHECK(job.status == TN_CANCELLED, "cancelled translate: status %d: %s", job.status, job.out);
+    check_error_json(job.out, "cancelled");
+    tn_string_free(job.out);
+    tn_cancel_free(job.cancel);
+    close(conn);
+    close(srv);
 }
 
 int main(void) {
@@ -414,6 +453,7 @@ int main(void) {
     test_host_tools();
     test_threads(config);
     test_helper_and_translate_errors();
+    test_translate_cancel();
     printf("test_abi: %d passed, 0 failed\n", passed);
     return 0;
 }
