@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -172,5 +173,56 @@ func TestRegisteredToolsConcurrently(t *testing.T) {
 	tk.Close()
 	if LiveHandles() != before {
 		t.Fatalf("live handles after Close: %d, want %d", LiveHandles(), before)
+	}
+}
+
+// Close waits for a Go tool still running; a call that tool makes back into
+// the toolkit meanwhile is refused instead of deadlocking.
+func TestCloseWaitsForARunningToolAndRefusesItsCallbacks(t *testing.T) {
+	tk, err := Build(`{"builtins":false}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, proceed := make(chan struct{}), make(chan struct{})
+	if err := tk.Register("slow", "", nil, func(context.Context, json.RawMessage) (string, error) {
+		close(started)
+		<-proceed
+		if _, err := tk.Render("toolNames"); err != nil {
+			return "callback refused: " + err.Error(), nil
+		}
+		return "callback ran", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	result := make(chan *ToolResult, 1)
+	go func() {
+		r, _ := tk.Execute("slow", nil)
+		result <- r
+	}()
+	<-started
+	closed := make(chan struct{})
+	go func() {
+		tk.Close()
+		close(closed)
+	}()
+	for {
+		tk.state.mu.Lock()
+		closing := tk.state.closing
+		tk.state.mu.Unlock()
+		if closing {
+			break
+		}
+		runtime.Gosched()
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a tool was still running")
+	default:
+	}
+	close(proceed)
+	r := <-result
+	<-closed
+	if r == nil || !strings.Contains(r.Output, "callback refused") || !strings.Contains(r.Output, "closed") {
+		t.Fatalf("result %+v", r)
 	}
 }

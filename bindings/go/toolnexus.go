@@ -189,18 +189,56 @@ type Toolkit struct {
 }
 
 // toolkitState is kept apart from Toolkit so the GC cleanup can free the C
-// toolkit without resurrecting the Toolkit itself.
+// toolkit without resurrecting the Toolkit itself. Calls in flight are
+// counted rather than read-locked: a Go tool that calls back into its own
+// toolkit while Close is waiting gets "toolkit is closed" instead of a
+// deadlock.
 type toolkitState struct {
-	mu  sync.RWMutex
-	ptr *C.tn_toolkit
+	mu       sync.Mutex
+	idle     sync.Cond
+	ptr      *C.tn_toolkit
+	closing  bool
+	inFlight int
 }
 
-func (s *toolkitState) free() {
+func newToolkitState(ptr *C.tn_toolkit) *toolkitState {
+	s := &toolkitState{ptr: ptr}
+	s.idle.L = &s.mu
+	return s
+}
+
+// acquire registers a call in flight; nil when the toolkit is closed.
+func (s *toolkitState) acquire() *C.tn_toolkit {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ptr != nil {
-		C.tn_toolkit_free(s.ptr)
-		s.ptr = nil
+	if s.closing || s.ptr == nil {
+		return nil
+	}
+	s.inFlight++
+	return s.ptr
+}
+
+func (s *toolkitState) release() {
+	s.mu.Lock()
+	s.inFlight--
+	if s.inFlight == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+// free refuses new calls, waits for those in flight, then frees the toolkit.
+func (s *toolkitState) free() {
+	s.mu.Lock()
+	s.closing = true
+	for s.inFlight > 0 {
+		s.idle.Wait()
+	}
+	ptr := s.ptr
+	s.ptr = nil
+	s.mu.Unlock()
+	if ptr != nil {
+		C.tn_toolkit_free(ptr)
 	}
 }
 
@@ -228,15 +266,16 @@ func Build(config any) (*Toolkit, error) {
 	if ptr == nil {
 		return nil, &Error{Code: "internal", Status: StatusInternal, Message: "tn_toolkit_build returned ok without a toolkit"}
 	}
-	st := &toolkitState{ptr: ptr}
+	st := newToolkitState(ptr)
 	tk := &Toolkit{state: st}
 	tk.cleanup = runtime.AddCleanup(tk, func(s *toolkitState) { s.free() }, st)
 	return tk, nil
 }
 
 // Close frees the toolkit: it ends MCP child processes and releases the Go
-// functions registered on it. It waits for calls in flight; calling it again
-// does nothing.
+// functions registered on it. It refuses new calls, waits for calls in
+// flight, and calling it again does nothing. A Go tool must not Close its own
+// toolkit (it would wait for itself).
 func (tk *Toolkit) Close() error {
 	if tk == nil || tk.state == nil {
 		return nil
@@ -246,17 +285,18 @@ func (tk *Toolkit) Close() error {
 	return nil
 }
 
-// with runs f with the toolkit pointer held against a concurrent Close.
+// with runs f with the toolkit pointer, counted as a call in flight so a
+// concurrent Close waits for it.
 func (tk *Toolkit) with(f func(p *C.tn_toolkit) error) error {
 	if tk == nil || tk.state == nil {
 		return errClosed
 	}
-	tk.state.mu.RLock()
-	defer tk.state.mu.RUnlock()
-	if tk.state.ptr == nil {
+	p := tk.state.acquire()
+	if p == nil {
 		return errClosed
 	}
-	err := f(tk.state.ptr)
+	defer tk.state.release()
+	err := f(p)
 	runtime.KeepAlive(tk)
 	return err
 }
