@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/cgo"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -25,9 +26,12 @@ import (
 // error's text; a panic is recovered into an isError result too.
 type ToolFunc func(ctx context.Context, args json.RawMessage) (string, error)
 
+// ResultFunc is a Go tool that returns a whole ToolResult, metadata included.
+type ResultFunc func(ctx context.Context, args json.RawMessage) (*ToolResult, error)
+
 type goTool struct {
 	name string
-	fn   ToolFunc
+	fn   ResultFunc
 }
 
 // liveHandles tracks every cgo.Handle handed to the library, so a handle is
@@ -85,6 +89,22 @@ func (tk *Toolkit) Register(name, description string, schema any, fn ToolFunc) e
 	if fn == nil {
 		return &Error{Code: "null_argument", Status: StatusNullArgument, Message: "Register " + name + ": fn is nil"}
 	}
+	return tk.RegisterResult(name, description, schema, func(ctx context.Context, args json.RawMessage) (*ToolResult, error) {
+		out, err := fn(ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		return &ToolResult{Output: out}, nil
+	})
+}
+
+// RegisterResult is Register for a function that returns a whole ToolResult
+// (isError and metadata of its own choosing). A nil result with a nil error
+// is an empty successful output.
+func (tk *Toolkit) RegisterResult(name, description string, schema any, fn ResultFunc) error {
+	if fn == nil {
+		return &Error{Code: "null_argument", Status: StatusNullArgument, Message: "Register " + name + ": fn is nil"}
+	}
 	cname, err := cString("name", name)
 	if err != nil {
 		return err
@@ -121,19 +141,35 @@ func (tk *Toolkit) Register(name, description string, schema any, fn ToolFunc) e
 	})
 }
 
-// invoke runs the tool function, turning an error or a panic into an isError
-// result: a Go panic must never unwind into the Rust frames below us.
-func (t *goTool) invoke(args []byte) (out string, isError bool) {
+// invoke runs the tool function and encodes its ToolResult, turning an error
+// or a panic into an isError result: a Go panic must never unwind into the
+// Rust frames below us.
+func (t *goTool) invoke(args []byte) (result []byte) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, isError = fmt.Sprintf("tool %s panicked: %v", t.name, r), true
+			result = encodeResult(&ToolResult{Output: fmt.Sprintf("tool %s panicked: %v", t.name, r), IsError: true})
 		}
 	}()
 	res, err := t.fn(context.Background(), json.RawMessage(args))
-	if err != nil {
-		return err.Error(), true
+	switch {
+	case err != nil:
+		res = &ToolResult{Output: err.Error(), IsError: true}
+	case res == nil:
+		res = &ToolResult{}
 	}
-	return res, false
+	return encodeResult(res)
+}
+
+// encodeResult writes a ToolResult as the library reads it. Output text that
+// is not valid UTF-8 is repaired (JSON cannot carry it); metadata that does
+// not marshal becomes an isError result saying so.
+func encodeResult(r *ToolResult) []byte {
+	r.Output = strings.ToValidUTF8(r.Output, "\uFFFD")
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(&ToolResult{Output: "tool result does not encode as JSON: " + err.Error(), IsError: true})
+	}
+	return b
 }
 
 //export goToolCall
@@ -142,15 +178,15 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 	if args != nil {
 		argBytes = C.GoBytes(unsafe.Pointer(args), C.int(C.strlen(args)))
 	}
-	out, isError := "", true
+	var result []byte
 	if t := lookupTool(cgo.Handle(handle)); t != nil {
-		out, isError = t.invoke(argBytes)
+		result = t.invoke(argBytes)
 	} else {
-		out = "toolnexus: stale Go tool handle"
+		result = encodeResult(&ToolResult{Output: "toolnexus: stale Go tool handle", IsError: true})
 	}
-	cout := C.CString(out)
-	defer C.free(unsafe.Pointer(cout))
-	C.tn_call_set_output(call, cout, C.bool(isError))
+	cresult := C.CString(string(result)) // JSON text: no NUL inside
+	defer C.free(unsafe.Pointer(cresult))
+	C.tn_call_set_result_json(call, cresult)
 }
 
 //export goToolRelease

@@ -226,3 +226,20 @@ func TestCloseWaitsForARunningToolAndRefusesItsCallbacks(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 }
+
+func TestRegisterResultCarriesMetadata(t *testing.T) {
+	tk := mustBuild(t, `{"builtins":false}`)
+	err := tk.RegisterResult("lookup", "", nil, func(_ context.Context, args json.RawMessage) (*ToolResult, error) {
+		return &ToolResult{Output: "not found\x00here \xff", IsError: true, Metadata: map[string]any{"status": 404}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tk.Execute("lookup", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || res.Output != "not found\x00here \uFFFD" || res.Metadata["status"] != float64(404) {
+		t.Fatalf("result %+v", res)
+	}
+}
