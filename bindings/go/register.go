@@ -30,15 +30,16 @@ type ToolFunc func(ctx context.Context, args json.RawMessage) (string, error)
 type ResultFunc func(ctx context.Context, args json.RawMessage) (*ToolResult, error)
 
 type goTool struct {
-	name string
-	fn   ResultFunc
+	name   string
+	text   ToolFunc   // set by Register: the result crosses as output text
+	result ResultFunc // set by RegisterResult: the result crosses as JSON
 }
 
 // liveHandles tracks every cgo.Handle handed to the library, so a handle is
 // deleted exactly once (by the library's user_data_free, or here when the
 // registration failed) and tests can see the table drain after Close.
 var liveHandles = struct {
-	sync.Mutex
+	sync.RWMutex
 	m map[cgo.Handle]struct{}
 }{m: map[cgo.Handle]struct{}{}}
 
@@ -63,9 +64,9 @@ func releaseToolHandle(h cgo.Handle) {
 // lookupTool returns the tool behind a live handle, or nil: Value on a deleted
 // handle would panic, and that panic must not cross into C.
 func lookupTool(h cgo.Handle) *goTool {
-	liveHandles.Lock()
+	liveHandles.RLock()
 	_, ok := liveHandles.m[h]
-	liveHandles.Unlock()
+	liveHandles.RUnlock()
 	if !ok {
 		return nil
 	}
@@ -89,13 +90,7 @@ func (tk *Toolkit) Register(name, description string, schema any, fn ToolFunc) e
 	if fn == nil {
 		return &Error{Code: "null_argument", Status: StatusNullArgument, Message: "Register " + name + ": fn is nil"}
 	}
-	return tk.RegisterResult(name, description, schema, func(ctx context.Context, args json.RawMessage) (*ToolResult, error) {
-		out, err := fn(ctx, args)
-		if err != nil {
-			return nil, err
-		}
-		return &ToolResult{Output: out}, nil
-	})
+	return tk.register(&goTool{name: name, text: fn}, description, schema)
 }
 
 // RegisterResult is Register for a function that returns a whole ToolResult
@@ -105,6 +100,11 @@ func (tk *Toolkit) RegisterResult(name, description string, schema any, fn Resul
 	if fn == nil {
 		return &Error{Code: "null_argument", Status: StatusNullArgument, Message: "Register " + name + ": fn is nil"}
 	}
+	return tk.register(&goTool{name: name, result: fn}, description, schema)
+}
+
+func (tk *Toolkit) register(tool *goTool, description string, schema any) error {
+	name := tool.name
 	cname, err := cString("name", name)
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (tk *Toolkit) RegisterResult(name, description string, schema any, fn Resul
 		defer C.free(unsafe.Pointer(cschema))
 	}
 	return tk.with(func(p *C.tn_toolkit) error {
-		h := newToolHandle(&goTool{name: name, fn: fn})
+		h := newToolHandle(tool)
 		var cerr *C.char
 		status := C.tngo_register(p, cname, cdesc, cschema, C.uintptr_t(h), &cerr)
 		body := takeString(cerr)
@@ -141,23 +141,30 @@ func (tk *Toolkit) RegisterResult(name, description string, schema any, fn Resul
 	})
 }
 
-// invoke runs the tool function and encodes its ToolResult, turning an error
-// or a panic into an isError result: a Go panic must never unwind into the
-// Rust frames below us.
-func (t *goTool) invoke(args []byte) (result []byte) {
+// invoke runs the tool function, turning an error or a panic into an isError
+// result: a Go panic must never unwind into the Rust frames below us.
+func (t *goTool) invoke(args []byte) (res *ToolResult) {
 	defer func() {
 		if r := recover(); r != nil {
-			result = encodeResult(&ToolResult{Output: fmt.Sprintf("tool %s panicked: %v", t.name, r), IsError: true})
+			res = &ToolResult{Output: fmt.Sprintf("tool %s panicked: %v", t.name, r), IsError: true}
 		}
 	}()
-	res, err := t.fn(context.Background(), json.RawMessage(args))
+	ctx := context.Background()
+	if t.text != nil {
+		out, err := t.text(ctx, json.RawMessage(args))
+		if err != nil {
+			return &ToolResult{Output: err.Error(), IsError: true}
+		}
+		return &ToolResult{Output: out}
+	}
+	res, err := t.result(ctx, json.RawMessage(args))
 	switch {
 	case err != nil:
-		res = &ToolResult{Output: err.Error(), IsError: true}
+		return &ToolResult{Output: err.Error(), IsError: true}
 	case res == nil:
-		res = &ToolResult{}
+		return &ToolResult{}
 	}
-	return encodeResult(res)
+	return res
 }
 
 // encodeResult writes a ToolResult as the library reads it. Output text that
@@ -178,13 +185,21 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 	if args != nil {
 		argBytes = C.GoBytes(unsafe.Pointer(args), C.int(C.strlen(args)))
 	}
-	var result []byte
+	var res *ToolResult
 	if t := lookupTool(cgo.Handle(handle)); t != nil {
-		result = t.invoke(argBytes)
+		res = t.invoke(argBytes)
 	} else {
-		result = encodeResult(&ToolResult{Output: "toolnexus: stale Go tool handle", IsError: true})
+		res = &ToolResult{Output: "toolnexus: stale Go tool handle", IsError: true}
 	}
-	cresult := C.CString(string(result)) // JSON text: no NUL inside
+	res.Output = strings.ToValidUTF8(res.Output, "\uFFFD")
+	if res.Metadata == nil && strings.IndexByte(res.Output, 0) < 0 {
+		// The common case: plain text, no JSON on either side.
+		cout := C.CString(res.Output)
+		defer C.free(unsafe.Pointer(cout))
+		C.tn_call_set_output(call, cout, C.bool(res.IsError))
+		return
+	}
+	cresult := C.CString(string(encodeResult(res))) // JSON text: no NUL inside
 	defer C.free(unsafe.Pointer(cresult))
 	C.tn_call_set_result_json(call, cresult)
 }
