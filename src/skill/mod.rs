@@ -3,6 +3,7 @@
 
 pub mod frontmatter;
 mod sampler;
+mod walk;
 
 use crate::json::display_string;
 use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
@@ -114,12 +115,12 @@ enum Candidate {
 
 /// Discovers and filters the skills of `opts`.
 pub fn load(opts: &Options) -> Catalog {
-    let mut cands: Vec<Candidate> = Vec::new();
-    for dir in &opts.dirs {
-        for path in discover(Path::new(dir)) {
-            cands.push(parse_file(&path));
-        }
-    }
+    let paths: Vec<PathBuf> = opts
+        .dirs
+        .iter()
+        .flat_map(|dir| discover(Path::new(dir)))
+        .collect();
+    let mut cands = parse_files(&paths);
     for def in &opts.defs {
         cands.push(from_def(def));
     }
@@ -187,9 +188,7 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<St
 /// back to an ancestor is not followed twice), skipping `node_modules` and
 /// `.git`, sorted by path in code-point order. A missing root yields none.
 fn discover(root: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = walk(root)
-        .filter(|p| p.file_name().is_some_and(|n| n == "SKILL.md"))
-        .collect();
+    let mut found = walk::files(root, &|name| name == "SKILL.md");
     found.sort_by(|a, b| {
         a.as_os_str()
             .as_encoded_bytes()
@@ -198,22 +197,27 @@ fn discover(root: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// Regular files under `root` (symlinks followed, loops cut, ignored
-/// directories pruned), in no particular order.
-pub(crate) fn walk(root: &Path) -> impl Iterator<Item = PathBuf> {
-    walkdir::WalkDir::new(root)
-        .follow_links(true)
-        .into_iter()
-        .filter_entry(|e| {
-            e.depth() == 0 || !(e.file_type().is_dir() && is_ignored_dir(e.file_name()))
-        })
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
-        .map(|e| e.into_path())
-}
-
-fn is_ignored_dir(name: &std::ffi::OsStr) -> bool {
-    name == "node_modules" || name == ".git"
+/// Reads and parses every file, in order, spreading the work over the
+/// available cores when there is enough of it.
+fn parse_files(paths: &[PathBuf]) -> Vec<Candidate> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads < 2 || paths.len() < 64 {
+        return paths.iter().map(|p| parse_file(p)).collect();
+    }
+    let chunk = paths.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = paths
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|p| parse_file(p)).collect::<Vec<_>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| match w.join() {
+                Ok(c) => c,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
 }
 
 fn parse_file(path: &Path) -> Candidate {

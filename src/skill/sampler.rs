@@ -6,8 +6,8 @@ use std::path::Path;
 /// `.git` pruned, every `SKILL.md` left out), sorted by path in code-point
 /// order so two hosts always agree.
 pub fn sample(dir: &Path, limit: usize) -> Vec<String> {
-    let mut files: Vec<String> = super::walk(dir)
-        .filter(|p| p.file_name().is_none_or(|n| n != "SKILL.md"))
+    let mut files: Vec<String> = super::walk::files(dir, &|name| name != "SKILL.md")
+        .into_iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
     files.sort_unstable();
