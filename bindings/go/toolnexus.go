@@ -158,8 +158,14 @@ func jsonText(v any) (string, error) {
 	case string:
 		return x, nil
 	case []byte:
+		if x == nil {
+			return "{}", nil
+		}
 		return string(x), nil
 	case json.RawMessage:
+		if x == nil {
+			return "{}", nil
+		}
 		return string(x), nil
 	case nil:
 		return "{}", nil
