@@ -13,6 +13,7 @@ pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod json;
+pub mod mcp;
 pub mod runtime;
 pub mod skill;
 pub mod tool;
