@@ -38,7 +38,12 @@ fn a_five_megabyte_single_line_answer_is_read_whole() {
 fn a_server_exiting_mid_call_is_an_error_naming_the_server_and_its_status() {
     // A one-minute timeout: the answer must come from the exit, not the clock.
     let source = connect(json!({"mcpServers": {"quitter": stdio("exit_mid_call.py", &[], 60000)}}));
-    assert_eq!(status(&source, "quitter"), "connected", "{:?}", source.errors);
+    assert_eq!(
+        status(&source, "quitter"),
+        "connected",
+        "{:?}",
+        source.errors
+    );
     let r = call(&source, "quitter_ping", json!({}));
     assert!(r.is_error);
     assert_eq!(
@@ -129,11 +134,20 @@ fn no_process_survives_closing_even_one_ignoring_eof_and_sigterm() {
     assert!(pids.iter().all(|p| alive(*p)));
 
     source.sessions.close();
-    assert!(all_dead_soon(&pids), "still alive: {:?}", pids.iter().filter(|p| alive(**p)).collect::<Vec<_>>());
+    assert!(
+        all_dead_soon(&pids),
+        "still alive: {:?}",
+        pids.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
+    );
     // Tools of a closed session answer at once with an error.
     let r = call(&source, "plain_ping", json!({}));
     assert!(r.is_error);
-    assert!(r.output.starts_with("mcp server \"plain\" failed at tools/call: closed"), "{}", r.output);
+    assert!(
+        r.output
+            .starts_with("mcp server \"plain\" failed at tools/call: closed"),
+        "{}",
+        r.output
+    );
 }
 
 #[test]
@@ -157,7 +171,9 @@ fn a_failed_connect_leaves_no_process_behind() {
         "import os,sys,time; f=open({:?},'w'); f.write(str(os.getpid())); f.close(); sys.stdin.read(); time.sleep(600)",
         marker.to_string_lossy()
     );
-    let source = connect(json!({"mcpServers": {"mute": {"command": ["python3", "-c", script], "timeout": 3000}}}));
+    let source = connect(
+        json!({"mcpServers": {"mute": {"command": ["python3", "-c", script], "timeout": 3000}}}),
+    );
     assert_eq!(status(&source, "mute"), "failed", "{:?}", source.errors);
     let pid: u32 = std::fs::read_to_string(&marker)
         .ok()
@@ -218,11 +234,16 @@ fn header_values_never_appear_in_errors() {
     assert_eq!(status(&source, "notfound"), "failed");
     assert_eq!(status(&source, "nothing"), "failed");
     assert!(
-        error(&source, "nothing").starts_with("mcp server \"nothing\" failed at initialize: transport (connect-failed)"),
+        error(&source, "nothing")
+            .starts_with("mcp server \"nothing\" failed at initialize: transport (connect-failed)"),
         "{}",
         error(&source, "nothing")
     );
-    assert!(error(&source, "notfound").contains("404"), "{}", error(&source, "notfound"));
+    assert!(
+        error(&source, "notfound").contains("404"),
+        "{}",
+        error(&source, "notfound")
+    );
     for (_, e) in &source.errors {
         assert!(!e.contains("s3cr3t"), "{e}");
     }

@@ -180,5 +180,7 @@ impl Execute for Builtin {
 
 /// Runs one builtin by name.
 pub fn run(name: &str, _args: &Value, _ctx: &ExecContext) -> ToolResult {
-    ToolResult::error(format!("{name}: this builtin is not executable in this build"))
+    ToolResult::error(format!(
+        "{name}: this builtin is not executable in this build"
+    ))
 }

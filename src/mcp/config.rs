@@ -171,7 +171,11 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         None | Some(Value::Null) => DEFAULT_TIMEOUT_MS,
         Some(v) => match v.as_u64() {
             Some(ms) if ms > 0 => ms,
-            _ => return invalid(format!("timeout: expected a positive number of milliseconds, got {v}")),
+            _ => {
+                return invalid(format!(
+                    "timeout: expected a positive number of milliseconds, got {v}"
+                ))
+            }
         },
     };
     let tools_filter = match m.get("tools") {
@@ -241,7 +245,10 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
                 .map(|(k, v)| (k.clone(), expand_env(&crate::json::display_string(v))))
                 .collect(),
             Some(other) => {
-                return Err(format!("headers: expected an object, got {}", type_name(other)))
+                return Err(format!(
+                    "headers: expected an object, got {}",
+                    type_name(other)
+                ))
             }
         };
         return Ok(Transport::Remote {
@@ -283,13 +290,19 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
                 match item {
                     Value::String(s) => command.push(s.clone()),
                     other => {
-                        return Err(format!("args[{i}]: expected a string, got {}", type_name(other)))
+                        return Err(format!(
+                            "args[{i}]: expected a string, got {}",
+                            type_name(other)
+                        ))
                     }
                 }
             }
         }
         Some(other) => {
-            return Err(format!("args: expected an array of strings, got {}", type_name(other)))
+            return Err(format!(
+                "args: expected an array of strings, got {}",
+                type_name(other)
+            ))
         }
     }
     let env_value = m

@@ -111,7 +111,7 @@ impl Execute for McpTool {
 
 enum Outcome {
     Disabled,
-    Connected(Session, Vec<session::RemoteTool>),
+    Connected(Box<Session>, Vec<session::RemoteTool>),
     Failed(String),
 }
 
@@ -152,7 +152,7 @@ async fn connect_all(config: &McpConfig) -> McpSource {
             }
             Outcome::Connected(session, remote_tools) => {
                 source.statuses.push((cfg.name.clone(), "connected".into()));
-                let session = Arc::new(session);
+                let session: Arc<Session> = Arc::from(session);
                 let prefix = sanitize(&cfg.name);
                 for rt in remote_tools.into_iter().filter(|t| cfg.keeps_tool(&t.name)) {
                     let name = format!("{prefix}_{}", sanitize(&rt.name));
@@ -184,7 +184,7 @@ async fn connect_one(cfg: &ServerConfig) -> Outcome {
     }
     let phase = PhaseCell::new();
     match tokio::time::timeout(cfg.timeout + SERVER_SLACK, session::connect(cfg, &phase)).await {
-        Ok(Ok((session, tools))) => Outcome::Connected(session, tools),
+        Ok(Ok((session, tools))) => Outcome::Connected(Box::new(session), tools),
         Ok(Err(msg)) => Outcome::Failed(msg),
         Err(_) => Outcome::Failed(session::failure(
             &cfg.name,
@@ -206,7 +206,9 @@ mod tests {
             {"type": "image", "data": "x", "mimeType": "image/png"},
             {"type": "text", "text": "second"}]}));
         assert_eq!((r.output.as_str(), r.is_error), ("first\nsecond", false));
-        let r = shape_call_result(&json!({"isError": true, "content": [{"type": "text", "text": "bad"}]}));
+        let r = shape_call_result(
+            &json!({"isError": true, "content": [{"type": "text", "text": "bad"}]}),
+        );
         assert_eq!((r.output.as_str(), r.is_error), ("bad", true));
         let r = shape_call_result(&json!({"content": [], "structuredContent": {"z": 1, "a": 2}}));
         assert_eq!(r.output, r#"{"z":1,"a":2}"#);

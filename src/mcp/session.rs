@@ -10,12 +10,12 @@
 use super::config::{ServerConfig, Transport as ServerTransport};
 use super::known_ids::KnownIds;
 use super::{sse, stdio};
-use rmcp::transport::async_rw::AsyncRwTransport;
 use crate::tool::{default_schema, ToolResult};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, Implementation, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
@@ -98,7 +98,8 @@ pub async fn connect(
         }
         ServerTransport::Stdio { command, env, cwd } => {
             phase.set("connect");
-            let spawned = stdio::spawn(command, env, cwd.as_deref()).map_err(|d| fail("connect", &d))?;
+            let spawned =
+                stdio::spawn(command, env, cwd.as_deref()).map_err(|d| fail("connect", &d))?;
             phase.set("initialize");
             let init = tokio::time::timeout(
                 cfg.timeout,
@@ -177,9 +178,11 @@ async fn connect_remote(
     let streamable_err = if sse_only {
         None
     } else {
-        let transport = streamable_transport(url, headers, cfg.timeout)
-            .map_err(|d| fail("connect", &d))?;
-        match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport))).await {
+        let transport =
+            streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
+        match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport)))
+            .await
+        {
             Ok(Ok(service)) => return Ok(service),
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
@@ -202,7 +205,9 @@ async fn connect_remote(
         ),
         None => fail("connect", &detail),
     };
-    let transport = sse::connect(url, headers, cfg.timeout).await.map_err(report)?;
+    let transport = sse::connect(url, headers, cfg.timeout)
+        .await
+        .map_err(report)?;
     phase.set("initialize");
     match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport))).await {
         Ok(Ok(service)) => Ok(service),
@@ -220,8 +225,9 @@ fn streamable_transport(
     for (k, v) in headers {
         let name = reqwest_mcp::header::HeaderName::from_bytes(k.as_bytes())
             .map_err(|_| format!("invalid config (headers: '{k}' is not a valid header name)"))?;
-        let value = reqwest_mcp::header::HeaderValue::from_str(v)
-            .map_err(|_| format!("invalid config (headers.{k}: the value is not a valid header value)"))?;
+        let value = reqwest_mcp::header::HeaderValue::from_str(v).map_err(|_| {
+            format!("invalid config (headers.{k}: the value is not a valid header value)")
+        })?;
         map.insert(name, value);
     }
     let client = http_client(timeout)?;
@@ -321,7 +327,10 @@ fn describe_service_error(e: &ServiceError) -> String {
         ServiceError::McpError(data) => format!("rpc-error (code {})", data.code.0),
         ServiceError::TransportClosed => "peer-eof (the connection is closed)".into(),
         ServiceError::Timeout { timeout } => timeout_detail(*timeout),
-        ServiceError::TransportSend(_) => "transport (send failed)".into(),
+        ServiceError::TransportSend(e) => match e.error.downcast_ref::<HttpError>() {
+            Some(http) => describe_http_error(http),
+            None => format!("transport (send failed: {})", e.error),
+        },
         ServiceError::UnexpectedResponse => "malformed-result".into(),
         other => format!("transport ({other})"),
     }
@@ -425,7 +434,12 @@ impl Session {
 
     /// tools/call. Never waits out the timeout on a transport that is
     /// already gone: a dead child or a closed session ends the wait at once.
-    pub async fn call_tool(&self, tool: &str, args: Map<String, Value>, timeout: Duration) -> ToolResult {
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+    ) -> ToolResult {
         let fail = |detail: &str| ToolResult::error(failure(&self.name, "tools/call", detail));
         if self.closed.load(Ordering::SeqCst) {
             return fail("closed (the toolkit was closed)");

@@ -56,7 +56,9 @@ pub async fn connect(
         .connect_timeout(timeout)
         .build()
         .map_err(|e| format!("transport (client: {e})"))?;
-    let mut req = client.get(base.clone()).header("accept", "text/event-stream");
+    let mut req = client
+        .get(base.clone())
+        .header("accept", "text/event-stream");
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
     }
@@ -194,7 +196,10 @@ impl Transport<RoleClient> for SseTransport {
             if resp.status().is_success() {
                 Ok(())
             } else {
-                Err(SseError(format!("http-status ({})", resp.status().as_u16())))
+                Err(SseError(format!(
+                    "http-status ({})",
+                    resp.status().as_u16()
+                )))
             }
         }
     }

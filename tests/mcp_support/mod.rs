@@ -37,7 +37,9 @@ pub fn names(source: &McpSource) -> Vec<String> {
 }
 
 pub fn call(source: &McpSource, name: &str, args: Value) -> ToolResult {
-    tool(source, name).exec.execute(&args, &ExecContext::default())
+    tool(source, name)
+        .exec
+        .execute(&args, &ExecContext::default())
 }
 
 pub fn status<'a>(source: &'a McpSource, server: &str) -> &'a str {
@@ -64,7 +66,10 @@ pub fn alive(pid: u32) -> bool {
         Err(_) => false,
         Ok(stat) => {
             // "pid (comm) S ..." — the state follows the last ')'.
-            let state = stat.rsplit(')').next().and_then(|r| r.split_whitespace().next());
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next());
             !matches!(state, Some("Z") | Some("X") | None)
         }
     }
@@ -114,7 +119,10 @@ impl HttpServer {
         let server = HttpServer { child, port };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the SDK {mode} server did not start");
+            assert!(
+                Instant::now() < deadline,
+                "the SDK {mode} server did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         server
