@@ -248,3 +248,17 @@ fn header_values_never_appear_in_errors() {
         assert!(!e.contains("s3cr3t"), "{e}");
     }
 }
+
+#[test]
+fn tools_work_and_close_from_inside_the_runtime_too() {
+    let source = connect(json!({"mcpServers": {"junk": stdio("garbage_stdout.py", &[], 20000)}}));
+    let pids = source.sessions.pids();
+    // A host (or the toolkit) that is itself inside the shared runtime.
+    let output = toolnexus::runtime::block_on(async {
+        let r = call(&source, "junk_ping", json!({}));
+        drop(source);
+        r
+    });
+    assert_eq!((output.output.as_str(), output.is_error), ("pong", false));
+    assert!(all_dead_soon(&pids));
+}

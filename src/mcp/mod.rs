@@ -66,13 +66,7 @@ impl McpSessions {
                 let _ = c.await;
             }
         };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            // Dropped on a runtime thread: block_on would panic there, so
-            // close from a plain thread and wait for it.
-            let _ = std::thread::spawn(move || runtime::block_on(work)).join();
-        } else {
-            runtime::block_on(work);
-        }
+        block_on_anywhere(work);
     }
 }
 
@@ -105,7 +99,7 @@ impl Execute for McpTool {
             .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(self.session.timeout);
-        runtime::block_on(self.session.call_tool(&self.remote, args, timeout))
+        block_on_anywhere(self.session.call_tool(&self.remote, args, timeout))
     }
 }
 
@@ -118,7 +112,24 @@ enum Outcome {
 /// Connects every enabled server in parallel (each bounded by its timeout per
 /// phase and timeout + 500 ms overall) and never fails.
 pub fn connect(config: &McpConfig) -> McpSource {
-    runtime::block_on(connect_all(config))
+    block_on_anywhere(connect_all(config))
+}
+
+/// `runtime::block_on`, also from a thread that is inside the runtime (where
+/// block_on would panic): there the future runs to completion on a scoped
+/// plain thread while the caller waits.
+fn block_on_anywhere<F>(fut: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return runtime::block_on(fut);
+    }
+    std::thread::scope(|s| match s.spawn(|| runtime::block_on(fut)).join() {
+        Ok(out) => out,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
 }
 
 async fn connect_all(config: &McpConfig) -> McpSource {
