@@ -1,0 +1,229 @@
+//! MCP servers as tools (SPEC §2): stdio children and remote servers
+//! (streamable HTTP, falling back to legacy HTTP+SSE), connected in
+//! parallel, each bounded, each isolated: a server that fails shows up in
+//! the status and never fails the build.
+//!
+//! `parse_config` reads `mcpConfig`; `connect` turns it into an `McpSource`
+//! of tools named `sanitize(server)_sanitize(tool)` plus statuses, errors and
+//! the live sessions, which close (ending every child process tree) on drop.
+
+pub mod config;
+mod known_ids;
+mod session;
+mod sse;
+mod stdio;
+
+pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
+
+use crate::json::normalize_args;
+use crate::runtime;
+use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolResult};
+use serde_json::Value;
+use session::{PhaseCell, Session, SERVER_SLACK};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What connecting the configured servers produced.
+pub struct McpSource {
+    /// Source `Mcp`, named `sanitize(server)_sanitize(tool)`, in server order
+    /// then list order; when two tools get the same name the later one wins.
+    pub tools: Vec<Tool>,
+    /// server → `connected` | `failed` | `disabled`, in config order.
+    pub statuses: Vec<(String, String)>,
+    /// server → message (never containing header values).
+    pub errors: Vec<(String, String)>,
+    /// Owns every live session.
+    pub sessions: McpSessions,
+}
+
+/// The live sessions of one toolkit. Closing (explicitly or on drop) closes
+/// every session and ends every child process tree: stdin closed, a grace
+/// period, SIGTERM, SIGKILL. Tools of a closed session answer with an error.
+#[derive(Default)]
+pub struct McpSessions {
+    sessions: Vec<Arc<Session>>,
+}
+
+impl McpSessions {
+    /// The process ids of the stdio servers still owned (for diagnostics and
+    /// tests that check nothing survives).
+    pub fn pids(&self) -> Vec<u32> {
+        self.sessions.iter().filter_map(|s| s.pid()).collect()
+    }
+
+    /// Closes every session in parallel. Idempotent.
+    pub fn close(&mut self) {
+        let sessions = std::mem::take(&mut self.sessions);
+        if sessions.is_empty() {
+            return;
+        }
+        let work = async move {
+            let closing: Vec<_> = sessions
+                .into_iter()
+                .map(|s| tokio::spawn(async move { s.close().await }))
+                .collect();
+            for c in closing {
+                let _ = c.await;
+            }
+        };
+        block_on_anywhere(work);
+    }
+}
+
+impl Drop for McpSessions {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A tool that routes to tools/call on its server.
+struct McpTool {
+    session: Arc<Session>,
+    remote: String,
+}
+
+impl Execute for McpTool {
+    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+        let args = match normalize_args(args.clone()) {
+            Value::Object(m) => m,
+            other => {
+                return ToolResult::error(format!(
+                    "mcp tool \"{}\" of server \"{}\": arguments must be a JSON object, got {}",
+                    self.remote,
+                    self.session.name,
+                    crate::json::type_name(&other)
+                ))
+            }
+        };
+        let timeout = ctx
+            .timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(self.session.timeout);
+        block_on_anywhere(self.session.call_tool(&self.remote, args, timeout))
+    }
+}
+
+enum Outcome {
+    Disabled,
+    Connected(Box<Session>, Vec<session::RemoteTool>),
+    Failed(String),
+}
+
+/// Connects every enabled server in parallel (each bounded by its timeout per
+/// phase and timeout + 500 ms overall) and never fails.
+pub fn connect(config: &McpConfig) -> McpSource {
+    block_on_anywhere(connect_all(config))
+}
+
+/// `runtime::block_on`, also from a thread that is inside the runtime (where
+/// block_on would panic): there the future runs to completion on a scoped
+/// plain thread while the caller waits.
+fn block_on_anywhere<F>(fut: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return runtime::block_on(fut);
+    }
+    std::thread::scope(|s| match s.spawn(|| runtime::block_on(fut)).join() {
+        Ok(out) => out,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+async fn connect_all(config: &McpConfig) -> McpSource {
+    let attempts: Vec<_> = config
+        .servers
+        .iter()
+        .map(|cfg| {
+            let cfg = cfg.clone();
+            tokio::spawn(async move { connect_one(&cfg).await })
+        })
+        .collect();
+    let mut source = McpSource {
+        tools: Vec::new(),
+        statuses: Vec::new(),
+        errors: Vec::new(),
+        sessions: McpSessions::default(),
+    };
+    for (cfg, attempt) in config.servers.iter().zip(attempts) {
+        let outcome = attempt.await.unwrap_or_else(|e| {
+            Outcome::Failed(session::failure(
+                &cfg.name,
+                "connect",
+                &format!("internal ({e})"),
+            ))
+        });
+        match outcome {
+            Outcome::Disabled => source.statuses.push((cfg.name.clone(), "disabled".into())),
+            Outcome::Failed(msg) => {
+                source.statuses.push((cfg.name.clone(), "failed".into()));
+                source.errors.push((cfg.name.clone(), msg));
+            }
+            Outcome::Connected(session, remote_tools) => {
+                source.statuses.push((cfg.name.clone(), "connected".into()));
+                let session: Arc<Session> = Arc::from(session);
+                let prefix = sanitize(&cfg.name);
+                for rt in remote_tools.into_iter().filter(|t| cfg.keeps_tool(&t.name)) {
+                    let name = format!("{prefix}_{}", sanitize(&rt.name));
+                    // SPEC §4 as recorded: a later server's tool replaces an
+                    // earlier one of the same final name.
+                    source.tools.retain(|t| t.name != name);
+                    let exec = Arc::new(McpTool {
+                        session: Arc::clone(&session),
+                        remote: rt.name,
+                    });
+                    source.tools.push(Tool::new(
+                        name,
+                        rt.description,
+                        Some(rt.input_schema),
+                        Source::Mcp,
+                        exec,
+                    ));
+                }
+                source.sessions.sessions.push(session);
+            }
+        }
+    }
+    source
+}
+
+async fn connect_one(cfg: &ServerConfig) -> Outcome {
+    if !cfg.enabled {
+        return Outcome::Disabled;
+    }
+    let phase = PhaseCell::new();
+    match tokio::time::timeout(cfg.timeout + SERVER_SLACK, session::connect(cfg, &phase)).await {
+        Ok(Ok((session, tools))) => Outcome::Connected(Box::new(session), tools),
+        Ok(Err(msg)) => Outcome::Failed(msg),
+        Err(_) => Outcome::Failed(session::failure(
+            &cfg.name,
+            phase.get(),
+            &format!("timeout (no answer within {} ms)", cfg.timeout.as_millis()),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session::shape_call_result;
+    use serde_json::json;
+
+    #[test]
+    fn call_results_are_shaped_as_spec_section_2_says() {
+        let r = shape_call_result(&json!({"content": [
+            {"type": "text", "text": "first"},
+            {"type": "image", "data": "x", "mimeType": "image/png"},
+            {"type": "text", "text": "second"}]}));
+        assert_eq!((r.output.as_str(), r.is_error), ("first\nsecond", false));
+        let r = shape_call_result(
+            &json!({"isError": true, "content": [{"type": "text", "text": "bad"}]}),
+        );
+        assert_eq!((r.output.as_str(), r.is_error), ("bad", true));
+        let r = shape_call_result(&json!({"content": [], "structuredContent": {"z": 1, "a": 2}}));
+        assert_eq!(r.output, r#"{"z":1,"a":2}"#);
+        let r = shape_call_result(&json!({"content": []}));
+        assert_eq!((r.output.as_str(), r.is_error), ("", false));
+    }
+}

@@ -1,0 +1,495 @@
+//! One live MCP session: connect (each phase bounded), list every page of
+//! tools, call a tool, close.
+//!
+//! Every failure is a sentence `mcp server "NAME" failed at PHASE: DETAIL`,
+//! where DETAIL starts with a stable name (`transport (...)`, `timeout`,
+//! `peer-exited (status N)`, `peer-eof`, `rpc-error (code N)`,
+//! `http-status (N)`, `malformed-result`, `closed`). Header values never
+//! appear in it.
+
+use super::config::{ServerConfig, Transport as ServerTransport};
+use super::known_ids::KnownIds;
+use super::{sse, stdio};
+use crate::tool::{default_schema, ToolResult};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, Implementation, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The extra time a whole server may take beyond its per-phase timeout.
+pub const SERVER_SLACK: Duration = Duration::from_millis(500);
+
+type Service = RunningService<RoleClient, ClientConfig>;
+
+/// A tool as the server listed it (original name).
+#[derive(Debug, Clone)]
+pub struct RemoteTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// A connected server.
+pub struct Session {
+    pub name: String,
+    pub timeout: Duration,
+    peer: Peer<RoleClient>,
+    service: Mutex<Option<Service>>,
+    child: Option<stdio::ChildProc>,
+    closed: AtomicBool,
+    closing: Notify,
+}
+
+/// Where a connect attempt is, so a deadline can name the phase it hit.
+#[derive(Clone)]
+pub struct PhaseCell(Arc<Mutex<&'static str>>);
+
+impl PhaseCell {
+    pub fn new() -> Self {
+        PhaseCell(Arc::new(Mutex::new("connect")))
+    }
+    fn set(&self, phase: &'static str) {
+        if let Ok(mut p) = self.0.lock() {
+            *p = phase;
+        }
+    }
+    pub fn get(&self) -> &'static str {
+        self.0.lock().map(|p| *p).unwrap_or("connect")
+    }
+}
+
+/// `mcp server "NAME" failed at PHASE: DETAIL`.
+pub fn failure(server: &str, phase: &str, detail: &str) -> String {
+    format!("mcp server \"{server}\" failed at {phase}: {detail}")
+}
+
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("toolnexus", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+fn timeout_detail(t: Duration) -> String {
+    format!("timeout (no answer within {} ms)", t.as_millis())
+}
+
+/// Connects one server and lists its tools. The caller bounds the whole
+/// attempt by `timeout + SERVER_SLACK`; each phase here is bounded by
+/// `timeout`. Errors are complete status messages.
+pub async fn connect(
+    cfg: &ServerConfig,
+    phase: &PhaseCell,
+) -> Result<(Session, Vec<RemoteTool>), String> {
+    let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
+    let (service, child) = match &cfg.transport {
+        ServerTransport::Invalid(msg) => {
+            return Err(fail("connect", &format!("invalid config ({msg})")));
+        }
+        ServerTransport::Stdio { command, env, cwd } => {
+            phase.set("connect");
+            let spawned =
+                stdio::spawn(command, env, cwd.as_deref()).map_err(|d| fail("connect", &d))?;
+            phase.set("initialize");
+            let init = tokio::time::timeout(
+                cfg.timeout,
+                client_config().serve(KnownIds::new(AsyncRwTransport::new_client(
+                    spawned.stdout,
+                    spawned.stdin,
+                ))),
+            )
+            .await;
+            match init {
+                Ok(Ok(service)) => (service, Some(spawned.child)),
+                Ok(Err(e)) => {
+                    let mut detail = describe_init_error(&e);
+                    if detail.starts_with("peer-eof") {
+                        if let Some(status) = spawned
+                            .child
+                            .exit_status_within(Duration::from_millis(250))
+                            .await
+                        {
+                            detail = stdio::describe_exit(status);
+                        }
+                    }
+                    return Err(fail("initialize", &detail));
+                }
+                Err(_) => return Err(fail("initialize", &timeout_detail(cfg.timeout))),
+            }
+        }
+        ServerTransport::Remote {
+            url,
+            headers,
+            sse_only,
+        } => {
+            phase.set("initialize");
+            let service = connect_remote(cfg, url, headers, *sse_only, phase).await?;
+            (service, None)
+        }
+    };
+    let peer = service.peer().clone();
+    phase.set("tools/list");
+    let tools = match tokio::time::timeout(cfg.timeout, list_tools(&peer)).await {
+        Ok(Ok(tools)) => tools,
+        Ok(Err(detail)) => {
+            let detail = match &child {
+                Some(c) => match c.exit_status_within(Duration::from_millis(250)).await {
+                    Some(status) if detail.starts_with("peer-eof") => stdio::describe_exit(status),
+                    _ => detail,
+                },
+                None => detail,
+            };
+            return Err(fail("tools/list", &detail));
+        }
+        Err(_) => return Err(fail("tools/list", &timeout_detail(cfg.timeout))),
+    };
+    Ok((
+        Session {
+            name: cfg.name.clone(),
+            timeout: cfg.timeout,
+            peer,
+            service: Mutex::new(Some(service)),
+            child,
+            closed: AtomicBool::new(false),
+            closing: Notify::new(),
+        },
+        tools,
+    ))
+}
+
+async fn connect_remote(
+    cfg: &ServerConfig,
+    url: &str,
+    headers: &[(String, String)],
+    sse_only: bool,
+    phase: &PhaseCell,
+) -> Result<Service, String> {
+    let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
+    let streamable_err = if sse_only {
+        None
+    } else {
+        let transport =
+            streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
+        match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport)))
+            .await
+        {
+            Ok(Ok(service)) => return Ok(service),
+            Ok(Err(e)) => {
+                let detail = describe_init_error(&e);
+                // Nothing listening: the legacy transport cannot help.
+                if detail.starts_with("transport (connect-failed)") {
+                    return Err(fail("initialize", &detail));
+                }
+                Some(detail)
+            }
+            Err(_) => return Err(fail("initialize", &timeout_detail(cfg.timeout))),
+        }
+    };
+    // The MCP backwards-compatibility rule: a server that rejects the
+    // streamable POST may be a legacy HTTP+SSE server.
+    phase.set("connect");
+    let report = |detail: String| match &streamable_err {
+        Some(first) => fail(
+            "initialize",
+            &format!("{first}; the legacy SSE fallback also failed: {detail}"),
+        ),
+        None => fail("connect", &detail),
+    };
+    let transport = sse::connect(url, headers, cfg.timeout)
+        .await
+        .map_err(report)?;
+    phase.set("initialize");
+    match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport))).await {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(e)) => Err(fail("initialize", &describe_init_error(&e))),
+        Err(_) => Err(fail("initialize", &timeout_detail(cfg.timeout))),
+    }
+}
+
+fn streamable_transport(
+    url: &str,
+    headers: &[(String, String)],
+    timeout: Duration,
+) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
+    let mut map = HashMap::new();
+    for (k, v) in headers {
+        let name = reqwest_mcp::header::HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("invalid config (headers: '{k}' is not a valid header name)"))?;
+        let value = reqwest_mcp::header::HeaderValue::from_str(v).map_err(|_| {
+            format!("invalid config (headers.{k}: the value is not a valid header value)")
+        })?;
+        map.insert(name, value);
+    }
+    let client = http_client(timeout)?;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+        .custom_headers(map)
+        .max_json_response_size(64 * 1024 * 1024)
+        .max_sse_event_size(64 * 1024 * 1024);
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// A reqwest 0.13 client with rustls on the ring provider and the webpki roots.
+fn http_client(timeout: Duration) -> Result<reqwest_mcp::Client, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("transport (tls: {e})"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    reqwest_mcp::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| format!("transport (client: {e})"))
+}
+
+/// The detail of a failed initialize, classified by the error's root cause.
+fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::ConnectionClosed(_) => return "peer-eof (the server closed the connection)".into(),
+        E::JsonRpcError(data) => return format!("rpc-error (code {})", data.code.0),
+        E::TransportError { error, .. } => {
+            if let Some(http) = error.error.downcast_ref::<HttpError>() {
+                return describe_http_error(http);
+            }
+        }
+        _ => {}
+    }
+    let mut src: Option<&dyn std::error::Error> = Some(e);
+    let mut deepest = e.to_string();
+    while let Some(s) = src {
+        if let Some(re) = s.downcast_ref::<reqwest_mcp::Error>() {
+            if re.is_connect() {
+                return "transport (connect-failed)".into();
+            }
+            if re.is_timeout() {
+                return "timeout".into();
+            }
+            if let Some(status) = re.status() {
+                return format!("http-status ({})", status.as_u16());
+            }
+        }
+        deepest = s.to_string();
+        src = s.source();
+    }
+    format!("transport ({deepest})")
+}
+
+type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest_mcp::Error>;
+
+fn describe_http_error(e: &HttpError) -> String {
+    match e {
+        HttpError::Client(re) => {
+            if re.is_connect() {
+                "transport (connect-failed)".into()
+            } else if re.is_timeout() {
+                "timeout".into()
+            } else if let Some(status) = re.status() {
+                format!("http-status ({})", status.as_u16())
+            } else {
+                format!("transport ({})", innermost(re))
+            }
+        }
+        HttpError::HttpStatus(h) => format!("http-status ({})", h.status),
+        other => format!("transport ({other})"),
+    }
+}
+
+/// The innermost cause of an error: a reqwest error's own text carries the
+/// URL, its causes do not.
+fn innermost(e: &dyn std::error::Error) -> String {
+    let mut text = String::from("request failed");
+    let mut src = e.source();
+    while let Some(s) = src {
+        text = s.to_string();
+        src = s.source();
+    }
+    text
+}
+
+/// The detail of a failed request after initialize.
+fn describe_service_error(e: &ServiceError) -> String {
+    match e {
+        ServiceError::McpError(data) => format!("rpc-error (code {})", data.code.0),
+        ServiceError::TransportClosed => "peer-eof (the connection is closed)".into(),
+        ServiceError::Timeout { timeout } => timeout_detail(*timeout),
+        ServiceError::TransportSend(e) => match e.error.downcast_ref::<HttpError>() {
+            Some(http) => describe_http_error(http),
+            None => format!("transport (send failed: {})", e.error),
+        },
+        ServiceError::UnexpectedResponse => "malformed-result".into(),
+        other => format!("transport ({other})"),
+    }
+}
+
+/// One raw request: `method` with `params`, the result as plain JSON.
+async fn request(
+    peer: &Peer<RoleClient>,
+    method: &str,
+    params: Option<Value>,
+    timeout: Option<Duration>,
+) -> Result<Value, String> {
+    let mut options = PeerRequestOptions::no_options();
+    options.timeout = timeout;
+    let req = ClientRequest::CustomRequest(CustomRequest::new(method, params));
+    let handle = peer
+        .send_request_with_option(req, options)
+        .await
+        .map_err(|e| describe_service_error(&e))?;
+    let result: ServerResult = handle
+        .await_response()
+        .await
+        .map_err(|e| describe_service_error(&e))?;
+    serde_json::to_value(&result).map_err(|e| format!("malformed-result ({e})"))
+}
+
+/// tools/list through every page. A cursor seen before is an error, not a loop.
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
+    let mut tools = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+        let page = request(peer, "tools/list", params, None).await?;
+        let Some(list) = page.get("tools").and_then(Value::as_array) else {
+            return Err("malformed-result (the tools/list result has no tools array)".into());
+        };
+        tools.extend(list.iter().filter_map(remote_tool));
+        match page.get("nextCursor") {
+            Some(Value::String(next)) if !next.is_empty() => {
+                if !seen.insert(next.clone()) {
+                    return Err(format!(
+                        "malformed-result (tools/list repeated the cursor \"{next}\")"
+                    ));
+                }
+                cursor = Some(next.clone());
+            }
+            _ => return Ok(tools),
+        }
+    }
+}
+
+fn remote_tool(v: &Value) -> Option<RemoteTool> {
+    let name = v.get("name")?.as_str()?.to_string();
+    let description = v
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let input_schema = match v.get("inputSchema") {
+        Some(s @ Value::Object(_)) => s.clone(),
+        _ => default_schema(),
+    };
+    Some(RemoteTool {
+        name,
+        description,
+        input_schema,
+    })
+}
+
+/// SPEC §2 result shaping: isError ⇒ the joined text as an error;
+/// structuredContent ⇒ its JSON in the server's key order; else the text
+/// parts joined with "\n" (non-text parts contribute nothing).
+pub fn shape_call_result(result: &Value) -> ToolResult {
+    let text = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        return ToolResult::error(text);
+    }
+    match result.get("structuredContent") {
+        Some(Value::Null) | None => ToolResult::ok(text),
+        Some(structured) => ToolResult::ok(structured.to_string()),
+    }
+}
+
+impl Session {
+    /// The process id of a stdio server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(stdio::ChildProc::pid)
+    }
+
+    /// tools/call. Never waits out the timeout on a transport that is
+    /// already gone: a dead child or a closed session ends the wait at once.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+    ) -> ToolResult {
+        let fail = |detail: &str| ToolResult::error(failure(&self.name, "tools/call", detail));
+        if self.closed.load(Ordering::SeqCst) {
+            return fail("closed (the toolkit was closed)");
+        }
+        if let Some(status) = self.child.as_ref().and_then(stdio::ChildProc::exit_status) {
+            return fail(&stdio::describe_exit(status));
+        }
+        let params = json!({"name": tool, "arguments": Value::Object(args)});
+        let call = request(&self.peer, "tools/call", Some(params), Some(timeout));
+        let child_exit = async {
+            match &self.child {
+                Some(c) => c.exited().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            res = call => match res {
+                Ok(result) => shape_call_result(&result),
+                Err(detail) => {
+                    let detail = match &self.child {
+                        Some(c) if detail.starts_with("peer-eof") => {
+                            match c.exit_status_within(Duration::from_millis(250)).await {
+                                Some(status) => stdio::describe_exit(status),
+                                None => detail,
+                            }
+                        }
+                        _ => detail,
+                    };
+                    fail(&detail)
+                }
+            },
+            status = child_exit => fail(&stdio::describe_exit(status)),
+            _ = self.closing.notified() => fail("closed (the toolkit was closed)"),
+            _ = tokio::time::sleep(timeout + SERVER_SLACK) => fail(&timeout_detail(timeout)),
+        }
+    }
+
+    /// Closes the session: the transport first (stdin EOF for a child), then
+    /// the child's process tree. Idempotent.
+    pub async fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.closing.notify_waiters();
+        let service = self.service.lock().ok().and_then(|mut s| s.take());
+        if let Some(service) = service {
+            let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;
+        }
+        if let Some(child) = &self.child {
+            child.terminate().await;
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The legacy HTTP+SSE transport (MCP 2024-11-05), which rmcp no longer
+//! ships, written behind rmcp's `Transport` trait so the session code is the
+//! same for every transport.
+//!
+//! A GET opens an event stream; its first `endpoint` event names the URL to
+//! POST client messages to; server messages arrive as `message` events.
+
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::RoleClient;
+use rmcp::transport::Transport;
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// The largest single event accepted; a hostile server cannot make us
+/// buffer without bound.
+const MAX_EVENT_BYTES: usize = 64 * 1024 * 1024;
+
+/// A send failure on the SSE transport.
+#[derive(Debug)]
+pub struct SseError(String);
+
+impl fmt::Display for SseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SseError {}
+
+pub struct SseTransport {
+    client: reqwest::Client,
+    post_url: String,
+    headers: Vec<(String, String)>,
+    inbox: mpsc::Receiver<ServerJsonRpcMessage>,
+    reader: JoinHandle<()>,
+}
+
+impl Drop for SseTransport {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Opens the event stream and waits (up to `timeout`) for the endpoint event.
+/// Errors are the detail part of a status message.
+pub async fn connect(
+    url: &str,
+    headers: &[(String, String)],
+    timeout: Duration,
+) -> Result<SseTransport, String> {
+    let base = url::Url::parse(url).map_err(|e| format!("transport (bad url: {e})"))?;
+    let client = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| format!("transport (client: {e})"))?;
+    let mut req = client
+        .get(base.clone())
+        .header("accept", "text/event-stream");
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let resp = req.send().await.map_err(|e| describe_reqwest(&e))?;
+    if !resp.status().is_success() {
+        return Err(format!("http-status ({})", resp.status().as_u16()));
+    }
+    let (endpoint_tx, endpoint_rx) = oneshot::channel();
+    let (tx, inbox) = mpsc::channel(64);
+    let reader = tokio::spawn(read_events(resp, endpoint_tx, tx));
+    let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
+        Ok(Ok(e)) => e,
+        Ok(Err(_)) => {
+            reader.abort();
+            return Err("peer-eof (the event stream ended before the endpoint event)".into());
+        }
+        Err(_) => {
+            reader.abort();
+            return Err(format!(
+                "timeout (no endpoint event within {} ms)",
+                timeout.as_millis()
+            ));
+        }
+    };
+    let post_url = base
+        .join(&endpoint)
+        .map_err(|e| format!("transport (bad endpoint '{endpoint}': {e})"))?;
+    Ok(SseTransport {
+        client,
+        post_url: post_url.to_string(),
+        headers: headers.to_vec(),
+        inbox,
+        reader,
+    })
+}
+
+/// Parses the event stream: the first `endpoint` event goes to `endpoint`,
+/// every `message` event that is valid JSON-RPC goes to `tx`. Anything else
+/// is ignored.
+async fn read_events(
+    mut resp: reqwest::Response,
+    endpoint: oneshot::Sender<String>,
+    tx: mpsc::Sender<ServerJsonRpcMessage>,
+) {
+    let mut endpoint = Some(endpoint);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut event = String::new();
+    let mut data = String::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        buf.extend_from_slice(&chunk);
+        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=pos).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                let name = if event.is_empty() { "message" } else { &event };
+                if name == "endpoint" {
+                    if let Some(e) = endpoint.take() {
+                        let _ = e.send(data.trim().to_string());
+                    }
+                } else if name == "message" {
+                    if let Ok(msg) = serde_json::from_str::<ServerJsonRpcMessage>(&data) {
+                        if tx.send(msg).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                event.clear();
+                data.clear();
+            } else if let Some(v) = line.strip_prefix("event:") {
+                event = v.trim_start().to_string();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(v.strip_prefix(' ').unwrap_or(v));
+            }
+            if data.len() > MAX_EVENT_BYTES {
+                return;
+            }
+        }
+        if buf.len() > MAX_EVENT_BYTES {
+            return;
+        }
+    }
+}
+
+fn describe_reqwest(e: &reqwest::Error) -> String {
+    if e.is_connect() {
+        "transport (connect-failed)".into()
+    } else if e.is_timeout() {
+        "timeout".into()
+    } else {
+        format!("transport ({})", without_url(e))
+    }
+}
+
+/// A reqwest error's text without the URL (it may carry credentials).
+fn without_url(e: &reqwest::Error) -> String {
+    let mut shown = String::new();
+    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(e);
+    while let Some(s) = src {
+        shown = s.to_string();
+        src = s.source();
+    }
+    if shown.is_empty() {
+        "request failed".into()
+    } else {
+        shown
+    }
+}
+
+impl Transport<RoleClient> for SseTransport {
+    type Error = SseError;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let mut req = self
+            .client
+            .post(self.post_url.clone())
+            .header("content-type", "application/json");
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let body = serde_json::to_vec(&item);
+        async move {
+            let body = body.map_err(|e| SseError(format!("cannot encode the message: {e}")))?;
+            let resp = req
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| SseError(describe_reqwest(&e)))?;
+            if resp.status().is_success() {
+                Ok(())
+            } else {
+                Err(SseError(format!(
+                    "http-status ({})",
+                    resp.status().as_u16()
+                )))
+            }
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
+        self.inbox.recv()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.reader.abort();
+        Ok(())
+    }
+}

@@ -1,0 +1,167 @@
+//! The child process behind a stdio MCP server.
+//!
+//! We spawn the child ourselves (rather than through rmcp's child-process
+//! transport) because the contract needs three things that transport does not
+//! give: the child leads its own process group, so closing ends the whole
+//! tree and not just the direct child; its exit status is observable, so a
+//! server that dies is reported as `peer-exited (status N)` at once; and
+//! stderr is drained continuously, so a chatty server cannot fill the pipe
+//! and deadlock. stdin/stdout are handed to rmcp's line transport.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+/// How long a child gets to exit on its own after stdin closes, and again
+/// after SIGTERM, before the next step.
+const GRACE: Duration = Duration::from_millis(500);
+
+/// A spawned server process (the leader of its own process group).
+pub struct ChildProc {
+    pgid: Pid,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    ended: AtomicBool,
+}
+
+/// What `spawn` hands back: the process, and the pipes for the transport.
+pub struct Spawned {
+    pub child: ChildProc,
+    pub stdout: ChildStdout,
+    pub stdin: ChildStdin,
+}
+
+/// Starts `command` with piped stdio in a new process group. Must run inside
+/// the runtime (it starts the exit watcher and the stderr drain).
+pub fn spawn(
+    command: &[String],
+    env: &[(String, String)],
+    cwd: Option<&str>,
+) -> Result<Spawned, String> {
+    let Some((program, args)) = command.split_first() else {
+        return Err("transport (spawn-failed): the server has no command".into());
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("transport (spawn-failed): cannot start '{program}': {e}"))?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err("transport (spawn-failed): the child's pipes are missing".into());
+    };
+    let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
+        return Err("transport (spawn-failed): the child exited at once".into());
+    };
+    tokio::spawn(drain(stderr));
+    let (tx, rx) = watch::channel(None);
+    tokio::spawn(async move {
+        // The watcher owns the child: it reaps it (no zombie) and publishes
+        // the status. If the runtime shuts down first, kill_on_drop fires.
+        if let Ok(status) = child.wait().await {
+            let _ = tx.send(Some(status));
+        }
+    });
+    Ok(Spawned {
+        child: ChildProc {
+            pgid: Pid::from_raw(pid),
+            exit: rx,
+            ended: AtomicBool::new(false),
+        },
+        stdout,
+        stdin,
+    })
+}
+
+/// Reads and discards the child's stderr so it can never block on a full pipe.
+async fn drain(mut stderr: tokio::process::ChildStderr) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+impl ChildProc {
+    /// The process id of the server (also its process group id).
+    pub fn pid(&self) -> u32 {
+        self.pgid.as_raw().unsigned_abs()
+    }
+
+    /// The exit status, once the process has exited.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        *self.exit.borrow()
+    }
+
+    /// Waits until the process has exited; pending forever if it never does
+    /// (callers race it against something else).
+    pub async fn exited(&self) -> ExitStatus {
+        let mut rx = self.exit.clone();
+        loop {
+            if let Some(status) = *rx.borrow_and_update() {
+                return status;
+            }
+            if rx.changed().await.is_err() {
+                // The watcher is gone without a status: never resolves.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Waits up to `limit` for the exit status (the reaper can trail the
+    /// closing of stdout by a few milliseconds).
+    pub async fn exit_status_within(&self, limit: Duration) -> Option<ExitStatus> {
+        tokio::time::timeout(limit, self.exited()).await.ok()
+    }
+
+    /// Ends the process tree after stdin has been closed by the transport:
+    /// a grace period, SIGTERM to the group, another grace period, SIGKILL
+    /// to the group. Anything the server left in its group is ended too.
+    pub async fn terminate(&self) {
+        if self.ended.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let _ = self.exit_status_within(GRACE).await;
+        let _ = killpg(self.pgid, Signal::SIGTERM);
+        if self.exit_status().is_none() {
+            let _ = self.exit_status_within(GRACE).await;
+        }
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+        let _ = self.exit_status_within(GRACE).await;
+    }
+}
+
+impl Drop for ChildProc {
+    fn drop(&mut self) {
+        // Safety net for a session dropped without `terminate` (a connect
+        // abandoned at its deadline): end the whole group now.
+        if !self.ended.swap(true, Ordering::SeqCst) {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// `peer-exited (status N)` / `peer-exited (signal N)` for an exit status.
+pub fn describe_exit(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("peer-exited (status {code})"),
+        (None, Some(sig)) => format!("peer-exited (signal {sig})"),
+        (None, None) => "peer-exited".to_string(),
+    }
+}

@@ -1,0 +1,126 @@
+//! Real servers built on the official MCP Python SDK (`pip install mcp`),
+//! over stdio, streamable HTTP on 127.0.0.1, and the legacy HTTP+SSE transport.
+
+mod mcp_support;
+
+use mcp_support::*;
+use serde_json::json;
+use toolnexus::mcp::McpSource;
+
+/// What every transport must show for the same server.
+fn assert_sdk_server_works(source: &McpSource, server: &str) {
+    assert_eq!(status(source, server), "connected", "{:?}", source.errors);
+    let mut got = names(source);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            format!("{server}_add"),
+            format!("{server}_echo"),
+            format!("{server}_explode")
+        ]
+    );
+    let echo = tool(source, &format!("{server}_echo"));
+    assert_eq!(echo.description, "Echo the text argument.");
+    assert_eq!(
+        echo.input_schema["properties"]["text"]["type"],
+        json!("string")
+    );
+    assert_eq!(echo.input_schema["required"], json!(["text"]));
+
+    // The SDK returns structuredContent {"result": ...} for typed returns;
+    // SPEC §2: structuredContent ⇒ its JSON.
+    let sum = call(source, &format!("{server}_add"), json!({"a": 2, "b": 40}));
+    assert!(!sum.is_error, "{}", sum.output);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&sum.output).ok(),
+        Some(json!({"result": 42}))
+    );
+
+    // The OpenAI wire form: arguments as a JSON string.
+    let echoed = call(
+        source,
+        &format!("{server}_echo"),
+        json!("{\"text\":\"héllo\"}"),
+    );
+    assert!(!echoed.is_error, "{}", echoed.output);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&echoed.output).ok(),
+        Some(json!({"result": "héllo"}))
+    );
+
+    let failed = call(
+        source,
+        &format!("{server}_explode"),
+        json!({"reason": "kaboom"}),
+    );
+    assert!(failed.is_error);
+    // SDK 1.x reports the exception text, 2.x only the tool's name.
+    assert!(
+        failed.output.contains("kaboom") || failed.output.contains("explode"),
+        "{}",
+        failed.output
+    );
+}
+
+#[test]
+fn sdk_server_over_stdio() {
+    let source = connect(json!({"mcpServers": {"py": {
+        "command": ["python3", server_script("sdk_server.py"), "stdio"],
+        "timeout": 20000
+    }}}));
+    assert_sdk_server_works(&source, "py");
+}
+
+#[test]
+fn sdk_server_over_streamable_http() {
+    let server = HttpServer::start("streamable-http");
+    let source = connect(json!({"mcpServers": {"web": {
+        "url": format!("http://127.0.0.1:{}/mcp", server.port),
+        "headers": {"x-trace": "${HOME}"},
+        "timeout": 20000
+    }}}));
+    assert_sdk_server_works(&source, "web");
+}
+
+#[test]
+fn sdk_server_over_legacy_sse_by_fallback() {
+    let server = HttpServer::start("sse");
+    let source = connect(json!({"mcpServers": {"old": {
+        "url": format!("http://127.0.0.1:{}/sse", server.port),
+        "timeout": 20000
+    }}}));
+    assert_sdk_server_works(&source, "old");
+}
+
+#[test]
+fn sdk_server_over_legacy_sse_by_type() {
+    let server = HttpServer::start("sse");
+    let source = connect(json!({"mcpServers": {"old": {
+        "type": "sse",
+        "url": format!("http://127.0.0.1:{}/sse", server.port),
+        "timeout": 20000
+    }}}));
+    assert_sdk_server_works(&source, "old");
+}
+
+#[test]
+fn a_dead_http_server_fails_calls_fast_with_the_server_named() {
+    let server = HttpServer::start("streamable-http");
+    let source = connect(json!({"mcpServers": {"web": {
+        "url": format!("http://127.0.0.1:{}/mcp", server.port),
+        "timeout": 60000
+    }}}));
+    assert_eq!(status(&source, "web"), "connected", "{:?}", source.errors);
+    drop(server);
+    let r = call(&source, "web_add", json!({"a": 1, "b": 2}));
+    assert!(r.is_error);
+    assert!(
+        r.output
+            .starts_with("mcp server \"web\" failed at tools/call: "),
+        "{}",
+        r.output
+    );
+    assert!(!r.output.contains("timeout"), "{}", r.output);
+    assert!(r.output.contains("connect-failed"), "{}", r.output);
+}
