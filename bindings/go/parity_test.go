@@ -17,7 +17,9 @@ package toolnexus
 //     compared as usual.
 //   - A case's required capability (its op, plus "mcp" / "httpTools" when the
 //     toolkit declares them, plus "builtinExec" for executing one of the ten
-//     builtins) must be in supported, else the case counts S. A call that
+//     builtins) must be in supported, else the case counts S ("mcp" is
+//     supported as soon as the library lists an MCP server in its status, see
+//     mcpWired). A call that
 //     fails with a message saying "not implemented" or "not supported" also
 //     counts S.
 //   - Divergences (divergences.json) count D; proposed ones
@@ -48,7 +50,25 @@ var supported = map[string]bool{
 	"httpTools":   true,
 	"helper":      true,
 	"translate":   true,
-	// not on main yet: "mcp"
+	// "mcp" is added when the library reports MCP servers (mcpWired)
+}
+
+// mcpWired asks the library whether it connects MCP servers yet: a toolkit
+// with one unspawnable server must list that server in its status.
+func mcpWired() bool {
+	tk, err := Build(`{"builtins":false,"mcpConfig":{"mcpServers":{"tn-probe":{"command":["/nonexistent/tn-probe"]}}}}`)
+	if err != nil {
+		return false
+	}
+	defer tk.Close()
+	out, err := tk.Render("status")
+	if err != nil {
+		return false
+	}
+	var st struct {
+		Statuses map[string]string `json:"statuses"`
+	}
+	return json.Unmarshal(out, &st) == nil && st.Statuses["tn-probe"] != ""
 }
 
 var builtinNames = map[string]bool{
@@ -227,7 +247,11 @@ func TestParity(t *testing.T) {
 			proposed[id] = true
 		}
 	}
-	supp := supported
+	supp := map[string]bool{}
+	for k, v := range supported {
+		supp[k] = v
+	}
+	supp["mcp"] = mcpWired()
 	if s := os.Getenv("TN_PARITY_SUPPORTED"); s != "" {
 		supp = map[string]bool{}
 		for _, f := range strings.Split(s, ",") {

@@ -12,7 +12,8 @@
  *     the failure status. Everything else of the case is compared as usual.
  *   - A case needs its op, plus "mcp"/"httpTools" when the toolkit declares
  *     them, plus "builtinExec" to execute one of the ten builtins; anything
- *     not in SUPPORTED counts S, as does a call failing with a message saying
+ *     not in SUPPORTED counts S ("mcp" is supported as soon as the library
+ *     lists an MCP server in its status, see mcp_wired), as does a call failing with a message saying
  *     "not implemented" or "not supported".
  *   - divergences.json cases count D, proposed-divergences.json ones count
  *     separately; neither runs.
@@ -46,7 +47,9 @@
 /* What the library on this branch implements; TN_PARITY_SUPPORTED
  * (comma-separated) overrides it. */
 static const char *SUPPORTED[] = {"render", "loadSkills", "execute", "builtinExec", "httpTools",
-                                  "helper", "translate", /* not on main yet: "mcp" */ NULL};
+                                  "helper", "translate", NULL};
+/* "mcp" is supported when the library reports MCP servers (mcp_wired). */
+static int mcp_supported;
 
 static const char *BUILTINS[] = {"apply_patch", "bash", "edit", "glob", "grep", "question",
                                  "read", "todowrite", "webfetch", "write", NULL};
@@ -1156,9 +1159,31 @@ static void op_translate(struct run *r) {
     }
 }
 
+/* Does the library connect MCP servers yet? A toolkit with one unspawnable
+ * server must list that server in its status. */
+static int mcp_wired(void) {
+    tn_toolkit *tk = NULL;
+    char *err = NULL, *out = NULL;
+    if (tn_toolkit_build("{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"tn-probe\":"
+                         "{\"command\":[\"/nonexistent/tn-probe\"]}}}}",
+                         &tk, &err) != TN_OK) {
+        tn_string_free(err);
+        return 0;
+    }
+    int wired = 0;
+    if (tn_render(tk, "status", &out) == TN_OK) {
+        cJSON *st = cJSON_Parse(out);
+        wired = get(get(st, "statuses"), "tn-probe") != NULL;
+        cJSON_Delete(st);
+    }
+    tn_string_free(out);
+    tn_toolkit_free(tk);
+    return wired;
+}
+
 static int supported_feature(const char *feature) {
     const char *env = getenv("TN_PARITY_SUPPORTED");
-    if (!env || !*env) return in_list(SUPPORTED, feature);
+    if (!env || !*env) return in_list(SUPPORTED, feature) || (mcp_supported && !strcmp(feature, "mcp"));
     char *copy = strdup(env), *save = NULL;
     int found = 0;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -1340,6 +1365,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
+    mcp_supported = mcp_wired();
     const char *repo = getenv("TN_REPO_ROOT");
     char cwd[PATH_MAX];
     if (!repo) repo = getcwd(cwd, sizeof cwd);
