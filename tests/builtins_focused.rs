@@ -3,9 +3,9 @@
 //! are clear errors that write nothing, and every tool runs concurrently.
 //! Every path here is absolute: no test depends on the process cwd.
 
-mod common;
+mod builtins_support;
 
-use common::{snapshot, Canned, MockServer};
+use builtins_support::{snapshot, Canned, MockServer};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
