@@ -57,10 +57,12 @@ fn bash_timeout_kills_the_whole_process_group() {
     let cmd = "echo $$ > shell.pid; sleep 30 & echo $! > child.pid; sleep 30";
     let r = call(
         "bash",
-        json!({"command": cmd, "timeout": 300, "workdir": root}),
+        // Long enough for a loaded machine to reach `sleep` and write both
+        // pid files before the deadline.
+        json!({"command": cmd, "timeout": 3000, "workdir": root}),
     );
     assert!(r.is_error);
-    assert_eq!(r.output, "command timed out after 300ms");
+    assert_eq!(r.output, "command timed out after 3000ms");
     let shell = read_pid(&format!("{root}/shell.pid"));
     let grandchild = read_pid(&format!("{root}/child.pid"));
     // The shell was our child: it is reaped, not even a zombie.
