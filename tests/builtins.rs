@@ -5,9 +5,9 @@
 //! own harness. Cases listed in divergences.json are counted, not compared;
 //! tests/builtins_divergences.rs asserts each decision.
 
-mod common;
+mod builtins_support;
 
-use common::{snapshot_json, Canned, MockServer};
+use builtins_support::{snapshot_json, Canned, MockServer};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
