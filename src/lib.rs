@@ -14,6 +14,7 @@ pub mod error;
 pub mod ffi;
 pub mod http_tool;
 pub mod json;
+pub mod native;
 pub mod runtime;
 pub mod skill;
 pub mod tool;
