@@ -326,6 +326,23 @@ fn a_refused_connection_is_connect_failed() {
 }
 
 #[test]
+fn a_kept_alive_connection_the_server_dropped_is_replaced() {
+    let server = MockServer::with_replies(vec![
+        Reply::text(200, "one").hang_up(),
+        Reply::text(200, "two").hang_up(),
+        Reply::text(200, "three").header("connection", "close"),
+        Reply::text(200, "four"),
+        Reply::text(200, "five"),
+    ]);
+    let t = tool(json!({"name": "t", "url": format!("{}/k", server.base())}));
+    let outputs: Vec<String> = (0..5).map(|_| call(&t, json!({})).output).collect();
+    assert_eq!(outputs, vec!["one", "two", "three", "four", "five"]);
+    // two hang-ups and one announced close: a fourth connection serves the
+    // last two calls
+    assert_eq!(server.connections(), 4);
+}
+
+#[test]
 fn a_tool_can_be_called_from_inside_an_async_runtime() {
     let server = MockServer::with_replies(vec![Reply::text(200, "from async")]);
     let t = tool(json!({"name": "t", "url": format!("{}/a", server.base())}));
