@@ -343,6 +343,24 @@ fn a_kept_alive_connection_the_server_dropped_is_replaced() {
 }
 
 #[test]
+fn a_failed_tls_handshake_is_connect_failed() {
+    // A peer that accepts and hangs up at once: the TLS handshake cannot
+    // complete.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().map(|a| a.port()).expect("port");
+    let closer = thread::spawn(move || {
+        if let Ok((stream, _)) = listener.accept() {
+            drop(stream);
+        }
+    });
+    let t = tool(json!({"name": "t", "url": format!("https://127.0.0.1:{port}/x")}));
+    let r = call(&t, json!({}));
+    assert_eq!(r.output, "HTTP transport failure: connect-failed");
+    assert!(r.is_error);
+    let _ = closer.join();
+}
+
+#[test]
 fn a_tool_can_be_called_from_inside_an_async_runtime() {
     let server = MockServer::with_replies(vec![Reply::text(200, "from async")]);
     let t = tool(json!({"name": "t", "url": format!("{}/a", server.base())}));
