@@ -2,9 +2,12 @@
 //! as the host makes it (`execute` from a host thread), including URL
 //! assembly, the round trip on the shared runtime and the ToolResult.
 //!
-//! When bench/.venv holds the Python port (toolnexus 0.21.0), the same work
-//! is measured there too, by bench/http_python.py against this same server,
-//! and both medians are printed at the end.
+//! A second function measures the floor: the same GET written by hand on one
+//! blocking socket to the same server. When bench/.venv holds the Python port
+//! (toolnexus 0.21.0), the same work is measured there too, by
+//! bench/http_python.py against this same server, and its median is printed
+//! at the end. Criterion's medians are in
+//! target/criterion/<function>/new/estimates.json (`median.point_estimate`, ns).
 
 #[path = "../tests/http_tool_mock/mod.rs"]
 mod http_tool_mock;
