@@ -372,6 +372,34 @@ fn a_tool_can_be_called_from_inside_an_async_runtime() {
     assert_eq!(r.output, "from async");
 }
 
+#[test]
+fn tasks_on_the_shared_runtime_may_call_tools_without_stalling_it() {
+    // More concurrent callers than the runtime has workers: each one blocks
+    // its worker for the whole call, so the runtime must keep driving I/O.
+    let server = MockServer::with_responder(|req| Reply::text(200, &req.path));
+    let t = Arc::new(tool(
+        json!({"name": "t", "url": format!("{}/w/{{i}}", server.base())}),
+    ));
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..6 {
+        let t = Arc::clone(&t);
+        let tx = tx.clone();
+        toolnexus::runtime::get().spawn(async move {
+            let r = t.exec.execute(&json!({"i": i}), &ExecContext::default());
+            let _ = tx.send((i, r.output));
+        });
+    }
+    let mut outputs: Vec<(i32, String)> = (0..6)
+        .map(|_| {
+            rx.recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("a call on the shared runtime never finished"))
+        })
+        .collect();
+    outputs.sort();
+    let want: Vec<(i32, String)> = (0..6).map(|i| (i, format!("/w/{i}"))).collect();
+    assert_eq!(outputs, want);
+}
+
 // ---------------------------------------------------------------------------
 // ${ENV} expansion
 // ---------------------------------------------------------------------------

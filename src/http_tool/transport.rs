@@ -27,6 +27,7 @@ use std::pin::{pin, Pin};
 use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+use tokio::runtime::RuntimeFlavor;
 use tower_service::Service;
 use url::Url;
 
@@ -76,15 +77,23 @@ pub(super) fn run(prepared: Prepared, timeout: Duration) -> Outcome {
     })
 }
 
-/// `runtime::block_on` from a host thread. A caller that is itself running
-/// inside a tokio runtime cannot block on another one in place, so the wait
-/// moves to a short-lived thread of its own.
+/// `runtime::block_on` from a host thread. Two callers need more care:
+/// - a task on the shared runtime itself (a worker thread) hands its worker
+///   duties over first (`block_in_place`), so the runtime keeps driving I/O;
+///   blocking all its workers would otherwise stall every call for good;
+/// - a caller inside some other tokio runtime cannot block on ours in place,
+///   so the wait moves to a short-lived thread of its own.
 fn block_on<F>(fut: F) -> Outcome
 where
     F: Future<Output = Outcome> + Send,
 {
-    if tokio::runtime::Handle::try_current().is_err() {
+    let Ok(current) = tokio::runtime::Handle::try_current() else {
         return runtime::block_on(fut);
+    };
+    let on_shared_worker = current.runtime_flavor() == RuntimeFlavor::MultiThread
+        && std::thread::current().name() == Some(runtime::THREAD_NAME);
+    if on_shared_worker {
+        return tokio::task::block_in_place(|| runtime::block_on(fut));
     }
     std::thread::scope(|scope| {
         match std::thread::Builder::new()
