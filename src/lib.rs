@@ -15,6 +15,7 @@ pub mod ffi;
 pub mod http_tool;
 pub mod json;
 pub mod mcp;
+pub mod native;
 pub mod runtime;
 pub mod skill;
 pub mod tool;

@@ -7,12 +7,15 @@ use tokio::runtime::{Builder, Runtime};
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
+/// The name of the runtime's threads (workers and blocking pool).
+pub const THREAD_NAME: &str = "toolnexus-io";
+
 /// The shared multi-threaded runtime.
 pub fn get() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name("toolnexus-io")
+            .thread_name(THREAD_NAME)
             .enable_all()
             .build()
             .unwrap_or_else(|e| panic!("toolnexus: cannot start the I/O runtime: {e}"))

@@ -39,6 +39,9 @@ pub struct Toolkit {
     disable_tools: Vec<String>,
     catalog: Option<Arc<skill::Catalog>>,
     status: Status,
+    /// The MCP sessions; dropping the toolkit closes them and ends every
+    /// child process tree.
+    sessions: Mutex<crate::mcp::McpSessions>,
 }
 
 impl std::fmt::Debug for Toolkit {
@@ -61,7 +64,23 @@ impl Toolkit {
         let mut status = Status::default();
         let mut layers = Layers::default();
 
-        let selection = match &cfg.builtins {
+        let mcp = match &cfg.mcp_config {
+            None => None,
+            Some(v) => match crate::mcp::parse_config(v) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    status.errors.push(("mcpConfig".into(), e.message));
+                    None
+                }
+            },
+        };
+        // A top-level `builtins` key of the MCP config applies when the
+        // toolkit config has none (divergences.json).
+        let builtins = cfg
+            .builtins
+            .as_ref()
+            .or_else(|| mcp.as_ref().and_then(|m| m.builtins()));
+        let selection = match builtins {
             Some(v) => config::builtin_selection(v)?,
             None => builtin::Selection::default(),
         };
@@ -93,6 +112,15 @@ impl Toolkit {
             }
         }
 
+        let mut sessions = crate::mcp::McpSessions::default();
+        if let Some(m) = &mcp {
+            let src = crate::mcp::connect(m);
+            layers.mcp = src.tools;
+            status.statuses.extend(src.statuses);
+            status.errors.extend(src.errors);
+            sessions = src.sessions;
+        }
+
         let tk = Toolkit {
             layers,
             native: Mutex::new(Vec::new()),
@@ -100,6 +128,7 @@ impl Toolkit {
             disable_tools: cfg.disable_tools.clone(),
             catalog,
             status,
+            sessions: Mutex::new(sessions),
         };
         tk.rebuild();
         Ok(tk)
@@ -125,6 +154,22 @@ impl Toolkit {
             map.remove(name);
         }
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(map);
+    }
+
+    /// Closes every MCP session now (also done on drop). Idempotent.
+    pub fn close(&self) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .close();
+    }
+
+    /// The process ids of the MCP servers this toolkit started and still owns.
+    pub fn mcp_pids(&self) -> Vec<u32> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pids()
     }
 
     /// Adds (or replaces) a host-registered tool.

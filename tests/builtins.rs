@@ -5,19 +5,14 @@
 //! own harness. Cases listed in divergences.json are counted, not compared;
 //! tests/builtins_divergences.rs asserts each decision.
 
-mod common;
+mod builtins_support;
 
-use common::{snapshot_json, Canned, MockServer};
+use builtins_support::{snapshot_json, Canned, MockServer};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use toolnexus::builtin::{self, NAMES};
 use toolnexus::tool::ExecContext;
-
-/// Vector cases whose recorded bytes we deliberately do not reproduce and
-/// that are proposed to the lead for divergences.json (see the report); each
-/// has its own test in tests/builtins_divergences.rs.
-const PROPOSED: &[&str] = &["execute/webfetch/markdown-default"];
 
 fn conformance_dir() -> PathBuf {
     std::env::var_os("TN_CONFORMANCE_DIR")
@@ -31,15 +26,16 @@ fn load(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
-fn divergence_ids() -> BTreeSet<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+/// The case ids of one divergence file (decided, or proposed and pending
+/// review); each decision has its own test in tests/builtins_divergences.rs.
+fn divergence_ids(file: &str) -> BTreeSet<String> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance")
+        .join(file);
     let mut ids = BTreeSet::new();
-    for f in ["divergences.json", "proposed-divergences.json"] {
-        let p = dir.join(f);
-        if p.exists() {
-            if let Some(m) = load(&p)["divergences"].as_object() {
-                ids.extend(m.keys().cloned());
-            }
+    if p.exists() {
+        if let Some(m) = load(&p)["divergences"].as_object() {
+            ids.extend(m.keys().cloned());
         }
     }
     ids
@@ -193,7 +189,8 @@ fn check(case: &Value) -> Result<(), String> {
 #[test]
 fn builtins_parity_with_recorded_vectors() {
     let vectors = load(&conformance_dir().join("execute.json"));
-    let divergences = divergence_ids();
+    let divergences = divergence_ids("divergences.json");
+    let proposals = divergence_ids("proposed-divergences.json");
     let (mut passed, mut diverged, mut proposed) = (0, 0, 0);
     let mut failures = Vec::new();
     for case in vectors["cases"].as_array().expect("cases array") {
@@ -210,7 +207,7 @@ fn builtins_parity_with_recorded_vectors() {
             diverged += 1;
             continue;
         }
-        if PROPOSED.contains(&id) {
+        if proposals.contains(id) {
             proposed += 1;
             continue;
         }

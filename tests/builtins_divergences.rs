@@ -2,9 +2,9 @@
 //! recorded vectors (tests/conformance/divergences.json), one test each,
 //! plus the one proposed for review (webfetch markdown).
 
-mod common;
+mod builtins_support;
 
-use common::{Canned, MockServer};
+use builtins_support::{Canned, MockServer};
 use serde_json::json;
 use std::path::Path;
 use toolnexus::builtin::run;

@@ -3,9 +3,9 @@
 //! are clear errors that write nothing, and every tool runs concurrently.
 //! Every path here is absolute: no test depends on the process cwd.
 
-mod common;
+mod builtins_support;
 
-use common::{snapshot, Canned, MockServer};
+use builtins_support::{snapshot, Canned, MockServer};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -57,10 +57,12 @@ fn bash_timeout_kills_the_whole_process_group() {
     let cmd = "echo $$ > shell.pid; sleep 30 & echo $! > child.pid; sleep 30";
     let r = call(
         "bash",
-        json!({"command": cmd, "timeout": 300, "workdir": root}),
+        // Long enough for a loaded machine to reach `sleep` and write both
+        // pid files before the deadline.
+        json!({"command": cmd, "timeout": 3000, "workdir": root}),
     );
     assert!(r.is_error);
-    assert_eq!(r.output, "command timed out after 300ms");
+    assert_eq!(r.output, "command timed out after 3000ms");
     let shell = read_pid(&format!("{root}/shell.pid"));
     let grandchild = read_pid(&format!("{root}/child.pid"));
     // The shell was our child: it is reaped, not even a zombie.
@@ -385,4 +387,75 @@ fn every_builtin_runs_concurrently() {
             });
         }
     });
+}
+
+/// Random, deterministic inputs assembled from the grammar's own pieces:
+/// whatever they are, every call returns a result (no panic) and nothing
+/// lands outside the scratch directory.
+#[test]
+fn malformed_inputs_never_panic() {
+    let (_d, root) = root();
+    let fragments = [
+        "*** Begin Patch",
+        "*** End Patch",
+        "*** Add File: a.txt",
+        "*** Update File: a.txt",
+        "*** Delete File: a.txt",
+        "*** Add File: ",
+        "*** Move to: b.txt",
+        "*** End of File",
+        "@@",
+        "@@ x",
+        "+x",
+        "-x",
+        " x",
+        "",
+        "+",
+        "-",
+        "é",
+        "😀😀",
+        "\r",
+    ];
+    let mut rng = fastrand::Rng::with_seed(20261129);
+    std::fs::write(format!("{root}/a.txt"), "x\ny\nx\n").expect("write");
+    for _ in 0..400 {
+        let n = rng.usize(0..8);
+        let lines: Vec<String> = (0..n)
+            .map(|_| {
+                let f = fragments[rng.usize(0..fragments.len())];
+                f.replace("a.txt", &format!("{root}/a.txt"))
+                    .replace("b.txt", &format!("{root}/b.txt"))
+            })
+            .collect();
+        let patch = lines.join(if rng.bool() { "\n" } else { "\r\n" });
+        let _ = call("apply_patch", json!({"patchText": patch}));
+        let num = |rng: &mut fastrand::Rng| match rng.usize(0..5) {
+            0 => json!(rng.i64(-5..10)),
+            1 => json!(rng.f64() * 10.0 - 3.0),
+            2 => json!(i64::MAX),
+            3 => json!(-1e300),
+            _ => Value::Null,
+        };
+        let _ = call(
+            "read",
+            json!({"path": format!("{root}/a.txt"), "offset": num(&mut rng), "limit": num(&mut rng)}),
+        );
+        let old = fragments[rng.usize(0..fragments.len())];
+        let _ = call(
+            "edit",
+            json!({"path": format!("{root}/a.txt"), "oldString": old, "newString": "x", "replaceAll": rng.bool()}),
+        );
+        let pat = fragments[rng.usize(0..fragments.len())];
+        let _ = call(
+            "grep",
+            json!({"pattern": pat, "path": root, "include": pat, "limit": num(&mut rng)}),
+        );
+        let _ = call(
+            "glob",
+            json!({"pattern": pat, "path": root, "limit": num(&mut rng)}),
+        );
+    }
+    for (rel, _) in snapshot(Path::new(&root)) {
+        assert!(rel == "a.txt" || rel == "b.txt", "unexpected file {rel}");
+    }
 }

@@ -24,15 +24,23 @@ const ROUTING: [&str; 5] = [
     "execute/skill-tool-absent-without-skills",
 ];
 
-/// True when the case needs a source this test does not cover.
+/// True when the case needs something this test does not provide (a mock
+/// HTTP server, a provider): those run in their own test binaries and in the
+/// Go and C harnesses.
 fn out_of_scope(case: &Value) -> bool {
-    let tk = &case["toolkit"];
     let op = case["op"].as_str().unwrap_or("");
-    if op == "execute" {
-        let id = case["id"].as_str().unwrap_or("");
-        return !(case["name"] == "skill" || ROUTING.contains(&id));
+    let needs_server =
+        case.get("serverResponse").is_some() || case.get("serverResponses").is_some();
+    match op {
+        "render" | "loadSkills" => false,
+        "execute" => {
+            needs_server
+                || !(case["name"] == "skill"
+                    || ROUTING.contains(&case["id"].as_str().unwrap_or(""))
+                    || case["toolkit"].get("mcpConfig").is_some())
+        }
+        _ => true,
     }
-    tk.get("mcpConfig").is_some() || !matches!(op, "render" | "loadSkills")
 }
 
 fn run_case(case: &Value, root: &str) -> Result<(), String> {
@@ -42,6 +50,25 @@ fn run_case(case: &Value, root: &str) -> Result<(), String> {
         "render" => {
             let tk = build(&case["toolkit"]);
             let fmt = case["format"].as_str().unwrap_or("");
+            if fmt == "mcpStatus" {
+                let got: Value =
+                    serde_json::from_str(&tk.render("status").map_err(|e| e.to_string())?)
+                        .map_err(|e| e.to_string())?;
+                if let Some(d) = diff("statuses", &case["expect"]["statuses"], &got["statuses"]) {
+                    return Err(d);
+                }
+                let keys = |v: &Value| {
+                    v.as_object()
+                        .map(|m| m.keys().cloned().collect::<Vec<_>>())
+                        .unwrap_or_default()
+                };
+                let (want, have) = (keys(&case["expect"]["errors"]), keys(&got["errors"]));
+                return if want == have {
+                    Ok(())
+                } else {
+                    Err(format!("error keys: want {want:?} got {have:?}"))
+                };
+            }
             let spec = match case.get("toolOrder") {
                 Some(order) => serde_json::json!({"format": fmt, "tools": order}).to_string(),
                 None => fmt.to_string(),

@@ -326,6 +326,41 @@ fn a_refused_connection_is_connect_failed() {
 }
 
 #[test]
+fn a_kept_alive_connection_the_server_dropped_is_replaced() {
+    let server = MockServer::with_replies(vec![
+        Reply::text(200, "one").hang_up(),
+        Reply::text(200, "two").hang_up(),
+        Reply::text(200, "three").header("connection", "close"),
+        Reply::text(200, "four"),
+        Reply::text(200, "five"),
+    ]);
+    let t = tool(json!({"name": "t", "url": format!("{}/k", server.base())}));
+    let outputs: Vec<String> = (0..5).map(|_| call(&t, json!({})).output).collect();
+    assert_eq!(outputs, vec!["one", "two", "three", "four", "five"]);
+    // two hang-ups and one announced close: a fourth connection serves the
+    // last two calls
+    assert_eq!(server.connections(), 4);
+}
+
+#[test]
+fn a_failed_tls_handshake_is_connect_failed() {
+    // A peer that accepts and hangs up at once: the TLS handshake cannot
+    // complete.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().map(|a| a.port()).expect("port");
+    let closer = thread::spawn(move || {
+        if let Ok((stream, _)) = listener.accept() {
+            drop(stream);
+        }
+    });
+    let t = tool(json!({"name": "t", "url": format!("https://127.0.0.1:{port}/x")}));
+    let r = call(&t, json!({}));
+    assert_eq!(r.output, "HTTP transport failure: connect-failed");
+    assert!(r.is_error);
+    let _ = closer.join();
+}
+
+#[test]
 fn a_tool_can_be_called_from_inside_an_async_runtime() {
     let server = MockServer::with_replies(vec![Reply::text(200, "from async")]);
     let t = tool(json!({"name": "t", "url": format!("{}/a", server.base())}));
@@ -335,6 +370,34 @@ fn a_tool_can_be_called_from_inside_an_async_runtime() {
     };
     let r = rt.block_on(async { t.exec.execute(&json!({}), &ExecContext::default()) });
     assert_eq!(r.output, "from async");
+}
+
+#[test]
+fn tasks_on_the_shared_runtime_may_call_tools_without_stalling_it() {
+    // More concurrent callers than the runtime has workers: each one blocks
+    // its worker for the whole call, so the runtime must keep driving I/O.
+    let server = MockServer::with_responder(|req| Reply::text(200, &req.path));
+    let t = Arc::new(tool(
+        json!({"name": "t", "url": format!("{}/w/{{i}}", server.base())}),
+    ));
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..6 {
+        let t = Arc::clone(&t);
+        let tx = tx.clone();
+        toolnexus::runtime::get().spawn(async move {
+            let r = t.exec.execute(&json!({"i": i}), &ExecContext::default());
+            let _ = tx.send((i, r.output));
+        });
+    }
+    let mut outputs: Vec<(i32, String)> = (0..6)
+        .map(|_| {
+            rx.recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("a call on the shared runtime never finished"))
+        })
+        .collect();
+    outputs.sort();
+    let want: Vec<(i32, String)> = (0..6).map(|i| (i, format!("/w/{i}"))).collect();
+    assert_eq!(outputs, want);
 }
 
 // ---------------------------------------------------------------------------

@@ -66,7 +66,11 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
 
-    let exited = wait_for_exit(pid);
+    let Some(exited) = wait_for_exit(pid) else {
+        let _ = killpg(pid, Signal::SIGKILL);
+        let _ = child.wait();
+        return ToolResult::error("bash: cannot start a thread to wait for sh");
+    };
     let limit = Duration::from_millis(u64::try_from(timeout).unwrap_or(0));
     let timed_out = matches!(exited.recv_timeout(limit), Err(RecvTimeoutError::Timeout));
 
@@ -97,18 +101,21 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
 
 /// Signals once `pid` has exited, without reaping it (WNOWAIT), so the caller
 /// can still signal its process group safely.
-fn wait_for_exit(pid: Pid) -> Receiver<()> {
+fn wait_for_exit(pid: Pid) -> Option<Receiver<()>> {
     let (tx, rx) = mpsc::channel();
-    thread::spawn(move || loop {
-        match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
-            Err(Errno::EINTR) => continue,
-            _ => {
-                let _ = tx.send(());
-                return;
+    thread::Builder::new()
+        .name("tn-bash-wait".into())
+        .spawn(move || loop {
+            match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+                Err(Errno::EINTR) => continue,
+                _ => {
+                    let _ = tx.send(());
+                    return;
+                }
             }
-        }
-    });
-    rx
+        })
+        .ok()?;
+    Some(rx)
 }
 
 /// One pipe read to its end on its own thread, so a command filling both
@@ -123,21 +130,25 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drain {
     let (tx, done) = mpsc::channel();
     if let Some(mut pipe) = pipe {
         let sink = Arc::clone(&buf);
-        thread::spawn(move || {
-            let mut chunk = [0u8; 64 * 1024];
-            loop {
-                match pipe.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => match sink.lock() {
-                        Ok(mut b) => b.extend_from_slice(&chunk[..n]),
+        // Should the thread not start, the pipe is dropped with the closure
+        // and the output of that stream is lost, never the call.
+        let _ = thread::Builder::new()
+            .name("tn-bash-pipe".into())
+            .spawn(move || {
+                let mut chunk = [0u8; 64 * 1024];
+                loop {
+                    match pipe.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(n) => match sink.lock() {
+                            Ok(mut b) => b.extend_from_slice(&chunk[..n]),
+                            Err(_) => break,
+                        },
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                         Err(_) => break,
-                    },
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break,
+                    }
                 }
-            }
-            let _ = tx.send(());
-        });
+                let _ = tx.send(());
+            });
     }
     Drain { buf, done }
 }

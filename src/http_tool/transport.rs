@@ -1,23 +1,34 @@
-//! The network half of HTTP tools: one shared keep-alive client, redirects,
-//! the timeout, and the classification of transport failures.
+//! The network half of HTTP tools: one shared keep-alive connection pool,
+//! redirects, the timeout, and the classification of transport failures.
 //!
-//! hyper's pooled client is driven directly rather than through reqwest
-//! because reqwest adds `accept: */*` to every request and offers no way to
-//! leave it out, while the recorded requests (http.json) carry no Accept.
+//! hyper is driven directly rather than through reqwest because reqwest adds
+//! `accept: */*` to every request and offers no way to leave it out, while the
+//! recorded requests (http.json) carry no Accept.
+//!
+//! A call runs on the calling thread inside `runtime::block_on` of the shared
+//! runtime, and it drives its own connection there: the connection is taken
+//! out of the pool, polled together with the request until the response body
+//! is read, and put back. No connection task is spawned, which saves two
+//! thread hand-offs per call; no lock is held while a request is in flight.
 
 use crate::runtime;
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, LOCATION};
+use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, LOCATION};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper::client::conn::http1::{self, Connection, SendRequest};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder, MaybeHttpsStream};
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::future::Future;
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
+use std::sync::{Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+use tokio::runtime::RuntimeFlavor;
+use tower_service::Service;
 use url::Url;
 
 /// Redirects followed before the last response is taken as the answer.
@@ -26,7 +37,10 @@ const MAX_REDIRECTS: usize = 10;
 /// How long an idle pooled connection is kept for the next call.
 const POOL_IDLE: Duration = Duration::from_secs(90);
 
-type HttpsClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+/// Idle connections kept per origin.
+const POOL_MAX_IDLE_PER_ORIGIN: usize = 64;
+
+type Io = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
 
 /// A request ready to send. `headers` hold the expanded (sensitive) values.
 pub(super) struct Prepared {
@@ -63,15 +77,23 @@ pub(super) fn run(prepared: Prepared, timeout: Duration) -> Outcome {
     })
 }
 
-/// `runtime::block_on` from a host thread. A caller that is itself running
-/// inside a tokio runtime cannot block on another one in place, so the wait
-/// moves to a short-lived thread of its own.
+/// `runtime::block_on` from a host thread. Two callers need more care:
+/// - a task on the shared runtime itself (a worker thread) hands its worker
+///   duties over first (`block_in_place`), so the runtime keeps driving I/O;
+///   blocking all its workers would otherwise stall every call for good;
+/// - a caller inside some other tokio runtime cannot block on ours in place,
+///   so the wait moves to a short-lived thread of its own.
 fn block_on<F>(fut: F) -> Outcome
 where
     F: Future<Output = Outcome> + Send,
 {
-    if tokio::runtime::Handle::try_current().is_err() {
+    let Ok(current) = tokio::runtime::Handle::try_current() else {
         return runtime::block_on(fut);
+    };
+    let on_shared_worker = current.runtime_flavor() == RuntimeFlavor::MultiThread
+        && std::thread::current().name() == Some(runtime::THREAD_NAME);
+    if on_shared_worker {
+        return tokio::task::block_in_place(|| runtime::block_on(fut));
     }
     std::thread::scope(|scope| {
         match std::thread::Builder::new()
@@ -84,11 +106,11 @@ where
     })
 }
 
-/// The one client every HTTP tool shares, so connections are kept alive and
-/// reused across calls and threads. `None` when TLS could not be set up.
-fn shared_client() -> Option<&'static HttpsClient> {
-    static CLIENT: OnceLock<Option<HttpsClient>> = OnceLock::new();
-    CLIENT
+/// The TLS-capable connector every HTTP tool shares. `None` when TLS could
+/// not be set up (then every call is a transport failure).
+fn connector() -> Option<&'static HttpsConnector<HttpConnector>> {
+    static CONNECTOR: OnceLock<Option<HttpsConnector<HttpConnector>>> = OnceLock::new();
+    CONNECTOR
         .get_or_init(|| {
             let mut http = HttpConnector::new();
             http.enforce_http(false);
@@ -99,20 +121,139 @@ fn shared_client() -> Option<&'static HttpsClient> {
                 .https_or_http()
                 .enable_http1()
                 .wrap_connector(http);
-            Some(
-                Client::builder(TokioExecutor::new())
-                    .pool_timer(TokioTimer::new())
-                    .pool_idle_timeout(POOL_IDLE)
-                    .build(https),
-            )
+            Some(https)
         })
         .as_ref()
 }
 
-async fn send(prepared: Prepared) -> Outcome {
-    let Some(client) = shared_client() else {
-        return Outcome::Failed(Failure::Transport);
+/// An open HTTP/1.1 connection. `io` does the reading and writing and is
+/// polled only by the call that holds the connection.
+struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    io: Connection<Io, Full<Bytes>>,
+    /// Whether `io` has finished (it must not be polled again).
+    closed: bool,
+    /// Whether it came out of the pool (then a failure before the request
+    /// went out is worth one retry on a fresh connection).
+    reused: bool,
+}
+
+struct Idle {
+    conn: Conn,
+    since: Instant,
+}
+
+type Pool = Mutex<HashMap<String, Vec<Idle>>>;
+
+/// Idle keep-alive connections by origin (`scheme://host:port`).
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<Pool> = OnceLock::new();
+    POOL.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn origin_key(url: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default().unwrap_or(0)
+    )
+}
+
+impl Conn {
+    /// Polls the connection once without waiting: `true` if it has closed
+    /// (the server hung up, or the last response asked to close).
+    fn has_closed(&mut self) -> bool {
+        if !self.closed {
+            let mut cx = Context::from_waker(Waker::noop());
+            self.closed = Pin::new(&mut self.io).poll(&mut cx).is_ready();
+        }
+        self.closed
+    }
+}
+
+/// A live idle connection to `key`, if the pool has one.
+fn checkout(key: &str) -> Option<Conn> {
+    loop {
+        let idle = {
+            let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
+            pool.get_mut(key)?.pop()?
+        };
+        let mut conn = idle.conn;
+        if idle.since.elapsed() < POOL_IDLE && !conn.has_closed() && conn.sender.is_ready() {
+            conn.reused = true;
+            return Some(conn);
+        }
+    }
+}
+
+fn checkin(key: String, mut conn: Conn) {
+    if conn.has_closed() || !conn.sender.is_ready() {
+        return;
+    }
+    let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
+    let idle = pool.entry(key).or_default();
+    idle.retain(|i| i.since.elapsed() < POOL_IDLE);
+    if idle.len() < POOL_MAX_IDLE_PER_ORIGIN {
+        idle.push(Idle {
+            conn,
+            since: Instant::now(),
+        });
+    }
+}
+
+async fn connect(url: &Url) -> Result<Conn, Failure> {
+    let Some(connector) = connector() else {
+        return Err(Failure::Transport);
     };
+    let uri: Uri = url.as_str().parse().map_err(|_| Failure::Transport)?;
+    let mut connector = connector.clone();
+    poll_fn(|cx| connector.poll_ready(cx))
+        .await
+        .map_err(|e| classify_connect(e.as_ref()))?;
+    let stream = connector
+        .call(uri)
+        .await
+        .map_err(|e| classify_connect(e.as_ref()))?;
+    let (sender, io) = http1::handshake(stream)
+        .await
+        .map_err(|_| Failure::ConnectFailed)?;
+    Ok(Conn {
+        sender,
+        io,
+        closed: false,
+        reused: false,
+    })
+}
+
+type Exchanged = (StatusCode, HeaderMap, Bytes);
+
+/// One request on `conn`, driving the connection until the whole response
+/// body has arrived.
+async fn exchange(conn: &mut Conn, request: Request<Full<Bytes>>) -> hyper::Result<Exchanged> {
+    let Conn {
+        sender, io, closed, ..
+    } = conn;
+    let mut work = pin!(async move {
+        let response = sender.send_request(request).await?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await?.to_bytes();
+        Ok((parts.status, parts.headers, body))
+    });
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = work.as_mut().poll(cx) {
+            return Poll::Ready(r);
+        }
+        if !*closed && Pin::new(&mut *io).poll(cx).is_ready() {
+            *closed = true;
+        }
+        // The connection may just have handed the request its response.
+        work.as_mut().poll(cx)
+    })
+    .await
+}
+
+async fn send(prepared: Prepared) -> Outcome {
     let Prepared {
         mut method,
         url,
@@ -125,32 +266,20 @@ async fn send(prepared: Prepared) -> Outcome {
     let mut body = body.map(Bytes::from);
     let mut redirects = 0;
     loop {
-        let Ok(uri) = url.as_str().parse::<Uri>() else {
-            return Outcome::Failed(Failure::Transport);
-        };
-        let mut request = Request::new(Full::new(body.clone().unwrap_or_default()));
-        *request.method_mut() = method.clone();
-        *request.uri_mut() = uri;
-        *request.headers_mut() = headers.clone();
-
-        let response = match client.request(request).await {
-            Ok(r) => r,
-            Err(e) => return Outcome::Failed(classify(&e)),
-        };
-        let status = response.status();
+        let (status, response_headers, response_body) =
+            match round_trip(&method, &url, &headers, body.clone()).await {
+                Ok(r) => r,
+                Err(failure) => return Outcome::Failed(failure),
+            };
         let next = if status.is_redirection() && redirects < MAX_REDIRECTS {
-            redirect_target(&url, response.headers().get(LOCATION))
+            redirect_target(&url, response_headers.get(LOCATION))
         } else {
             None
         };
-        let collected = response.into_body().collect().await;
         let Some(next) = next else {
-            return match collected {
-                Ok(c) => Outcome::Response {
-                    status: status.as_u16(),
-                    body: String::from_utf8_lossy(&c.to_bytes()).into_owned(),
-                },
-                Err(_) => Outcome::Failed(Failure::Transport),
+            return Outcome::Response {
+                status: status.as_u16(),
+                body: String::from_utf8_lossy(&response_body).into_owned(),
             };
         };
 
@@ -179,6 +308,95 @@ async fn send(prepared: Prepared) -> Outcome {
     }
 }
 
+/// One request and its response on a pooled (or new) connection to `url`'s
+/// origin. A pooled connection found closed when the request went out is
+/// replaced once.
+async fn round_trip(
+    method: &Method,
+    url: &Url,
+    headers: &HeaderMap,
+    body: Option<Bytes>,
+) -> Result<Exchanged, Failure> {
+    let key = origin_key(url);
+    let outgoing = Outgoing::new(method, url, headers, body)?;
+    let mut conn = match checkout(&key) {
+        Some(c) => c,
+        None => connect(url).await?,
+    };
+    match exchange(&mut conn, outgoing.request()).await {
+        Ok(r) => {
+            checkin(key, conn);
+            Ok(r)
+        }
+        Err(e)
+            if conn.reused
+                && (e.is_canceled() || (e.is_incomplete_message() && is_idempotent(method))) =>
+        {
+            let mut fresh = connect(url).await?;
+            let r = exchange(&mut fresh, outgoing.request())
+                .await
+                .map_err(|_| Failure::Transport)?;
+            checkin(key, fresh);
+            Ok(r)
+        }
+        Err(_) => Err(Failure::Transport),
+    }
+}
+
+fn is_idempotent(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::PUT | Method::DELETE | Method::OPTIONS | Method::TRACE
+    )
+}
+
+/// A request as HTTP/1.1 sends it: origin-form target (`/path?query`) plus
+/// the Host header. Kept whole so it can be sent a second time.
+struct Outgoing {
+    method: Method,
+    target: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Outgoing {
+    fn new(
+        method: &Method,
+        url: &Url,
+        headers: &HeaderMap,
+        body: Option<Bytes>,
+    ) -> Result<Outgoing, Failure> {
+        let target = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_string(),
+        };
+        let host = match (url.host_str(), url.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_string(),
+            (None, _) => return Err(Failure::Transport),
+        };
+        let mut headers = headers.clone();
+        headers.insert(
+            HOST,
+            HeaderValue::from_str(&host).map_err(|_| Failure::Transport)?,
+        );
+        Ok(Outgoing {
+            method: method.clone(),
+            target: target.parse().map_err(|_| Failure::Transport)?,
+            headers,
+            body: body.unwrap_or_default(),
+        })
+    }
+
+    fn request(&self) -> Request<Full<Bytes>> {
+        let mut request = Request::new(Full::new(self.body.clone()));
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.target.clone();
+        *request.headers_mut() = self.headers.clone();
+        request
+    }
+}
+
 /// The absolute http(s) URL a redirect points to, if it points anywhere.
 fn redirect_target(current: &Url, location: Option<&HeaderValue>) -> Option<Url> {
     let location = location?.to_str().ok()?;
@@ -186,12 +404,9 @@ fn redirect_target(current: &Url, location: Option<&HeaderValue>) -> Option<Url>
     matches!(next.scheme(), "http" | "https").then_some(next)
 }
 
-fn classify(err: &hyper_util::client::legacy::Error) -> Failure {
-    if !err.is_connect() {
-        return Failure::Transport;
-    }
+fn classify_connect(err: &(dyn StdError + Send + Sync + 'static)) -> Failure {
     // hyper-util's connector reports a failed name lookup as "dns error".
-    let mut source: Option<&(dyn StdError + 'static)> = err.source();
+    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
     while let Some(e) = source {
         if e.to_string().starts_with("dns error") {
             return Failure::Dns;

@@ -3,10 +3,6 @@
 //! tests/conformance/README.md says.
 #![allow(dead_code)]
 
-mod mock;
-#[allow(unused_imports)]
-pub use mock::*;
-
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -20,6 +20,8 @@ pub struct Reply {
     pub body: Vec<u8>,
     pub headers: Vec<(String, String)>,
     pub delay: Duration,
+    /// Hang up after answering, without saying so in a header.
+    pub hang_up: bool,
 }
 
 impl Reply {
@@ -30,6 +32,7 @@ impl Reply {
             body: body.as_bytes().to_vec(),
             headers: Vec::new(),
             delay: Duration::ZERO,
+            hang_up: false,
         }
     }
 
@@ -40,6 +43,7 @@ impl Reply {
             body: body.to_string().into_bytes(),
             headers: vec![("content-type".into(), "application/json".into())],
             delay: Duration::ZERO,
+            hang_up: false,
         }
     }
 
@@ -50,6 +54,11 @@ impl Reply {
 
     pub fn delayed(mut self, delay: Duration) -> Reply {
         self.delay = delay;
+        self
+    }
+
+    pub fn hang_up(mut self) -> Reply {
+        self.hang_up = true;
         self
     }
 }
@@ -193,7 +202,8 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
         if !reply.delay.is_zero() {
             thread::sleep(reply.delay);
         }
-        if writer.write_all(&encode_reply(&reply)).is_err() || close {
+        if writer.write_all(&encode_reply(&reply)).is_err() || close || reply.hang_up {
+            let _ = writer.shutdown(std::net::Shutdown::Both);
             return;
         }
     }

@@ -1,5 +1,6 @@
 //! Test helpers shared by the builtin test binaries: a canned HTTP server on
 //! 127.0.0.1 and a file-tree snapshot.
+#![allow(dead_code)]
 
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;

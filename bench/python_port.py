@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""In-process medians of the Python port's read/grep/glob builtins on the
+benchmark tree, for the side-by-side table (needs `pip install
+toolnexus==0.21.0`; prints a note and exits 0 when it is not installed).
+
+    python3 bench/python_port.py OUT_DIR [RUNS]
+"""
+import asyncio
+import statistics
+import sys
+import time
+
+try:
+    from toolnexus.builtin import create_builtin_tools
+except ImportError:
+    print("python port: toolnexus not installed, skipped")
+    sys.exit(0)
+
+
+def main():
+    out = sys.argv[1]
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    tools = {t.name: t for t in create_builtin_tools()}
+    cases = [
+        ("read 1 MiB", "read", {"path": f"{out}/read-1mib.txt"}),
+        ("grep regex", "grep", {"pattern": "TNX_NEEDLE_[0-9]+_ZQ", "path": f"{out}/tree"}),
+        ("glob **/*.txt", "glob", {"pattern": "**/*.txt", "path": f"{out}/tree"}),
+    ]
+    loop = asyncio.new_event_loop()
+    for label, name, args in cases:
+        times = []
+        for _ in range(runs + 2):
+            t0 = time.perf_counter()
+            loop.run_until_complete(tools[name].execute(args))
+            times.append(time.perf_counter() - t0)
+        med = statistics.median(times[2:]) * 1000
+        print(f"python port {label}: median {med:.2f} ms over {runs} runs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+//! SPEC §11 translate benchmarks: an OpenAI-shaped request of 20 messages
+//! (with tool calls and results) and 20 tools, for an Anthropic-style provider
+//! that answers at once with 2 tool_use blocks.
+//!
+//! - `translate/conversion`: the pure work with JSON text in and out — parse
+//!   the request, build and encode the provider body; parse the provider's
+//!   answer, build and encode the OpenAI-shaped result.
+//! - `translate/whole_call`: `translate()` against a mock provider on
+//!   127.0.0.1 (keep-alive), result encoded to JSON text.
+
+#[path = "../tests/translate_mock/mod.rs"]
+mod translate_mock;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::{json, Value};
+use std::hint::black_box;
+use std::time::Duration;
+use toolnexus::translate::{provider_body, read_response, translate, ClientConfig, Request};
+use translate_mock::{Canned, MockProvider};
+
+/// 20 tools and 20 messages: system, then rounds of user question, assistant
+/// tool call(s), tool result(s) and assistant answer.
+pub fn workload() -> Value {
+    let tools: Vec<Value> = (0..20)
+        .map(|i| {
+            json!({"type": "function", "function": {
+                "name": format!("tool_{i}"),
+                "description": format!("Tool number {i}: looks something up."),
+                "parameters": {"type": "object",
+                               "properties": {"city": {"type": "string", "description": "City name"},
+                                              "days": {"type": "integer", "minimum": 1}},
+                               "required": ["city"]}}})
+        })
+        .collect();
+    let mut messages = vec![json!({"role": "system", "content": "You are a terse assistant."})];
+    let mut round = 0;
+    while messages.len() < 20 {
+        messages
+            .push(json!({"role": "user", "content": format!("Weather and time in city {round}?")}));
+        messages.push(json!({"role": "assistant", "content": "Checking.", "tool_calls": [
+            {"id": format!("call_{round}_a"), "type": "function",
+             "function": {"name": "tool_1", "arguments": format!("{{\"city\":\"C{round}\",\"days\":2}}")}},
+            {"id": format!("call_{round}_b"), "type": "function",
+             "function": {"name": "tool_2", "arguments": format!("{{\"city\":\"C{round}\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("call_{round}_a"), "content": "18C sunny"}));
+        messages.push(
+            json!({"role": "tool", "tool_call_id": format!("call_{round}_b"), "content": "14:00"}),
+        );
+        messages
+            .push(json!({"role": "assistant", "content": format!("City {round}: 18C, 14:00.")}));
+        round += 1;
+    }
+    messages.truncate(20);
+    json!({"messages": messages, "tools": tools, "toolChoice": "auto", "maxTokens": 1024})
+}
+
+/// The provider's answer: some text and 2 tool_use blocks.
+pub fn anthropic_reply() -> Value {
+    json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+           "content": [{"type": "text", "text": "Let me check both."},
+                       {"type": "tool_use", "id": "toolu_1", "name": "tool_1", "input": {"city": "Paris", "days": 2}},
+                       {"type": "tool_use", "id": "toolu_2", "name": "tool_2", "input": {"city": "Paris"}}],
+           "stop_reason": "tool_use", "usage": {"input_tokens": 812, "output_tokens": 64}})
+}
+
+/// The pure conversion, JSON text in and out, both directions.
+fn convert(config: &ClientConfig, request_text: &str, reply_text: &str) -> (Vec<u8>, String) {
+    let request: Value = serde_json::from_str(request_text).expect("request JSON");
+    let parsed = Request::from_json(&request).expect("valid request");
+    let body = serde_json::to_vec(&provider_body(config, &parsed, &[])).expect("body");
+    let raw: Value = serde_json::from_str(reply_text).expect("reply JSON");
+    let result = read_response(config.style, "claude-test", raw).to_string();
+    (body, result)
+}
+
+fn benches(c: &mut Criterion) {
+    let request_text = workload().to_string();
+    let reply_text = anthropic_reply().to_string();
+    let mock = MockProvider::start(vec![Canned::json(200, &anthropic_reply()).repeating()]);
+    let client = json!({"baseUrl": mock.base(), "style": "anthropic", "model": "claude-test", "apiKey": "bench-key"});
+    let config = ClientConfig::from_json(&client).expect("valid client");
+
+    // TN_TRANSLATE_ITERS=N runs the conversion N times and exits, so that
+    // `perf stat` can count CPU time and instructions per conversion on a
+    // machine too busy for wall-clock figures.
+    if let Some(n) = std::env::var("TN_TRANSLATE_ITERS")
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        for _ in 0..n {
+            black_box(convert(&config, &request_text, &reply_text));
+        }
+        return;
+    }
+
+    let mut group = c.benchmark_group("translate");
+    group.measurement_time(Duration::from_secs(4));
+    group.bench_function("conversion", |b| {
+        b.iter(|| {
+            let request: Value =
+                serde_json::from_str(black_box(&request_text)).expect("request JSON");
+            let parsed = Request::from_json(&request).expect("valid request");
+            let body = serde_json::to_vec(&provider_body(&config, &parsed, &[])).expect("body");
+            let raw: Value = serde_json::from_str(black_box(&reply_text)).expect("reply JSON");
+            let result = read_response(config.style, "claude-test", raw).to_string();
+            (body, result)
+        })
+    });
+    let request = workload();
+    // Warm the connection pool once.
+    translate(&client, &request, &[], None).expect("translate succeeds");
+    group.bench_function("whole_call", |b| {
+        b.iter(|| {
+            translate(black_box(&client), black_box(&request), &[], None)
+                .expect("translate succeeds")
+                .to_string()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(translate_benches, benches);
+criterion_main!(translate_benches);

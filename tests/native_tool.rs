@@ -1,0 +1,214 @@
+//! Host functions as tools (CONTRACT.md §7): the Tool they become, panics,
+//! re-entrant calls, and a 16-thread stress run mixing native and HTTP tools.
+
+#[path = "http_tool_mock/mod.rs"]
+mod http_tool_mock;
+
+use http_tool_mock::{MockServer, Reply};
+use serde_json::{json, Map, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use toolnexus::http_tool::http_tool;
+use toolnexus::native::native_tool;
+use toolnexus::tool::{ExecContext, Source, Tool, ToolResult};
+
+fn add() -> Tool {
+    native_tool(
+        "add",
+        "Adds a and b.",
+        Some(
+            json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+        ),
+        Arc::new(
+            |args: &Value, _: &ExecContext| match (args["a"].as_i64(), args["b"].as_i64()) {
+                (Some(a), Some(b)) => ToolResult::ok((a + b).to_string()),
+                _ => ToolResult::error("a and b must be integers"),
+            },
+        ),
+    )
+}
+
+#[test]
+fn a_host_function_becomes_a_native_tool() {
+    let t = add();
+    assert_eq!(t.name, "add");
+    assert_eq!(t.source, Source::Native);
+    assert_eq!(
+        t.declaration(),
+        json!({
+            "name": "add", "description": "Adds a and b.",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
+            "source": "native"
+        })
+    );
+    let ctx = ExecContext::default();
+    assert_eq!(
+        t.exec.execute(&json!({"a": 2, "b": 3}), &ctx),
+        ToolResult::ok("5")
+    );
+    assert_eq!(
+        t.exec.execute(&json!({"a": "x"}), &ctx),
+        ToolResult::error("a and b must be integers")
+    );
+
+    let bare = native_tool(
+        "bare name.v1",
+        "",
+        None,
+        Arc::new(|_: &Value, _: &ExecContext| ToolResult::ok("")),
+    );
+    assert_eq!(bare.name, "bare name.v1");
+    assert_eq!(bare.input_schema, json!({"type": "object"}));
+}
+
+#[test]
+fn the_result_and_context_pass_through_untouched() {
+    let t = native_tool(
+        "ctx",
+        "",
+        None,
+        Arc::new(|args: &Value, ctx: &ExecContext| {
+            let mut md = Map::new();
+            md.insert("timeoutMs".into(), json!(ctx.timeout_ms));
+            md.insert("answer".into(), ctx.answer.clone().unwrap_or(Value::Null));
+            ToolResult::ok(args.to_string()).with_metadata(md)
+        }),
+    );
+    let ctx = ExecContext {
+        timeout_ms: Some(1234),
+        answer: Some(json!({"id": "sus-1", "ok": true})),
+    };
+    let r = t.exec.execute(&json!({"k": [1, "two"]}), &ctx);
+    assert_eq!(
+        r.to_json(),
+        json!({"output": "{\"k\":[1,\"two\"]}", "isError": false,
+               "metadata": {"timeoutMs": 1234, "answer": {"id": "sus-1", "ok": true}}})
+    );
+}
+
+#[test]
+fn a_panicking_host_function_is_an_error_result() {
+    let t = native_tool(
+        "boom",
+        "",
+        None,
+        Arc::new(|args: &Value, _: &ExecContext| {
+            if args["owned"].as_bool() == Some(true) {
+                panic!("{} went wrong", "something");
+            }
+            panic!("static message")
+        }),
+    );
+    let ctx = ExecContext::default();
+    assert_eq!(
+        t.exec.execute(&json!({}), &ctx),
+        ToolResult::error("native tool 'boom' panicked: static message")
+    );
+    assert_eq!(
+        t.exec.execute(&json!({"owned": true}), &ctx),
+        ToolResult::error("native tool 'boom' panicked: something went wrong")
+    );
+}
+
+#[test]
+fn a_host_function_may_call_other_tools_while_it_runs() {
+    let server = MockServer::with_responder(|req| Reply::text(200, &req.path));
+    let fetch = Arc::new(
+        http_tool(
+            0,
+            &json!({"name": "fetch", "url": format!("{}/{{p}}", server.base())}),
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let inner = Arc::clone(&fetch);
+    let outer = native_tool(
+        "outer",
+        "",
+        None,
+        Arc::new(move |args: &Value, ctx: &ExecContext| {
+            let r = inner.exec.execute(args, ctx);
+            ToolResult::ok(format!("inner said {}", r.output))
+        }),
+    );
+    let r = outer
+        .exec
+        .execute(&json!({"p": "deep"}), &ExecContext::default());
+    assert_eq!(r.output, "inner said /deep");
+}
+
+/// 16 threads × 10,000 executions over shared tools: a native tool, a native
+/// tool that calls the HTTP tool, and the HTTP tool itself. Every result is
+/// checked against what that call must return.
+#[test]
+fn sixteen_threads_mix_native_and_http_tools_and_every_result_is_right() {
+    const THREADS: usize = 16;
+    const CALLS: usize = 10_000;
+    let server = MockServer::with_responder(|req| {
+        Reply::text(
+            200,
+            &format!("{}?{}", req.path, req.query.clone().unwrap_or_default()),
+        )
+    });
+    let http = Arc::new(
+        http_tool(
+            0,
+            &json!({"name": "get", "url": format!("{}/n/{{n}}", server.base()), "query": ["t"]}),
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let via_http = {
+        let http = Arc::clone(&http);
+        native_tool(
+            "via_http",
+            "",
+            None,
+            Arc::new(move |args: &Value, ctx: &ExecContext| {
+                let r = http.exec.execute(args, ctx);
+                ToolResult {
+                    output: format!("native<{}>", r.output),
+                    ..r
+                }
+            }),
+        )
+    };
+    let tools: Arc<Vec<Tool>> = Arc::new(vec![add(), (*http).clone(), via_http]);
+    let executed = Arc::new(AtomicUsize::new(0));
+
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let tools = Arc::clone(&tools);
+            let executed = Arc::clone(&executed);
+            thread::spawn(move || {
+                let ctx = ExecContext::default();
+                for n in 0..CALLS {
+                    // Mostly native calls; every 8th goes over HTTP, every
+                    // 16th through a native tool that calls HTTP.
+                    let (tool, want) = match n % 16 {
+                        0 => (&tools[2], format!("native</n/{n}?t={t}>")),
+                        8 => (&tools[1], format!("/n/{n}?t={t}")),
+                        _ => (&tools[0], (n + t).to_string()),
+                    };
+                    let args = json!({"a": n, "b": t, "n": n, "t": t});
+                    let r = tool.exec.execute(&args, &ctx);
+                    assert!(
+                        !r.is_error,
+                        "{} on thread {t} call {n}: {}",
+                        tool.name, r.output
+                    );
+                    assert_eq!(r.output, want, "{} on thread {t} call {n}", tool.name);
+                    if tool.source == Source::Http || tool.name == "via_http" {
+                        assert_eq!(r.metadata, json!({"status": 200}).as_object().cloned());
+                    }
+                    executed.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        if let Err(panic) = w.join() {
+            std::panic::resume_unwind(panic);
+        }
+    }
+    assert_eq!(executed.load(Ordering::Relaxed), THREADS * CALLS);
+}
