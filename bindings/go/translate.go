@@ -54,14 +54,18 @@ func Translate(ctx context.Context, client, request any, tk *Toolkit) (json.RawM
 		// memory.
 		done := make(chan struct{})
 		exited := make(chan struct{})
-		go func() {
-			defer close(exited)
-			select {
-			case <-ctx.Done():
-				C.tn_cancel_trigger(token)
-			case <-done:
-			}
-		}()
+		if ctx.Done() == nil { // a context that is never cancelled needs no watcher
+			close(exited)
+		} else {
+			go func() {
+				defer close(exited)
+				select {
+				case <-ctx.Done():
+					C.tn_cancel_trigger(token)
+				case <-done:
+				}
+			}()
+		}
 		var cout *C.char
 		status := C.tn_translate(cclient, crequest, p, token, &cout)
 		close(done)
