@@ -2,9 +2,11 @@
 # Every test of the project: Rust (unit, integration, conformance), the Go
 # package with its parity harness (-race, and once with GOGC=1), and the C
 # layer (warnings as errors, valgrind, ASan+UBSan, C++ header compile, the C
-# parity harness). Needs what .ci/run installs.
+# parity harness). scripts/setup.sh installs what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+scripts/setup.sh
 
 echo "== cargo test"
 # Benchmarks and examples are compiled, not run, here (timing belongs to
@@ -17,7 +19,7 @@ cargo build --release --quiet
 
 if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
   echo "== go test -race"
-  (cd bindings/go && go test -race -count=1 ./...)
+  (cd bindings/go && go test -race -count=1 -v ./... 2>&1 | grep -E '^(parity|--- FAIL|FAIL|ok|PASS)' ; test "${PIPESTATUS[0]}" -eq 0)
   echo "== go test GOGC=1"
   (cd bindings/go && GOGC=1 go test -count=1 ./...)
 fi

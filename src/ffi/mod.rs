@@ -113,7 +113,15 @@ pub unsafe extern "C" fn tn_toolkit_build(
     out_toolkit: *mut *mut tn_toolkit,
     out_error: *mut *mut c_char,
 ) -> tn_status {
-    if out_toolkit.is_null() || out_error.is_null() {
+    if out_toolkit.is_null() {
+        // Nowhere to put a toolkit: report it through out_error when we can.
+        return boundary(out_error, || {
+            Err(Error::new(ErrorCode::NullArgument, "out_toolkit is NULL"))
+        });
+    }
+    if out_error.is_null() {
+        // SAFETY: checked non-NULL just above.
+        unsafe { *out_toolkit = std::ptr::null_mut() };
         return TN_NULL_ARGUMENT;
     }
     let mut built: Option<Box<tn_toolkit>> = None;

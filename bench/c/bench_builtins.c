@@ -1,0 +1,66 @@
+/* The issue-3 builtin benchmark through the C ABI, JSON in and out:
+ * `read` of a 1 MiB file, `grep` for a regex over the bench/gen_tree.py tree,
+ * `glob **\/*.txt` over it. Prints "name median_seconds" lines.
+ *
+ * usage: bench_builtins TREE_OUT_DIR     (the directory gen_tree.py wrote)
+ */
+#include "toolnexus.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double run(tn_toolkit *tk, const char *tool, const char *args, int n) {
+    double *t = malloc(sizeof(double) * (size_t)n);
+    if (!t) exit(1);
+    for (int i = 0; i < n; i++) {
+        char *out = NULL;
+        double t0 = now();
+        tn_status st = tn_execute(tk, tool, args, NULL, &out);
+        t[i] = now() - t0;
+        if (st != TN_OK || !out || strstr(out, "\"isError\":true")) {
+            fprintf(stderr, "%s failed: %.300s\n", tool, out ? out : "?");
+            exit(1);
+        }
+        tn_string_free(out);
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    double m = t[n / 2];
+    free(t);
+    return m;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s TREE_OUT_DIR\n", argv[0]);
+        return 2;
+    }
+    const char *dir = argv[1];
+    tn_toolkit *tk = NULL;
+    char *err = NULL;
+    if (tn_toolkit_build("{}", &tk, &err) != TN_OK) {
+        fprintf(stderr, "build: %s\n", err);
+        return 1;
+    }
+    char args[4096];
+    snprintf(args, sizeof args, "{\"path\":\"%s/read-1mib.txt\"}", dir);
+    printf("read_1mib %.9f\n", run(tk, "read", args, 201));
+    snprintf(args, sizeof args, "{\"pattern\":\"TNX_NEEDLE_[0-9]+_ZQ\",\"path\":\"%s/tree\"}", dir);
+    printf("grep_tree %.9f\n", run(tk, "grep", args, 31));
+    snprintf(args, sizeof args, "{\"pattern\":\"**/*.txt\",\"path\":\"%s/tree\"}", dir);
+    printf("glob_tree %.9f\n", run(tk, "glob", args, 51));
+    tn_toolkit_free(tk);
+    return 0;
+}
