@@ -9,6 +9,7 @@
 pub mod adapter;
 pub mod builtin;
 pub mod config;
+pub mod env;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;

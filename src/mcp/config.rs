@@ -331,30 +331,9 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
 }
 
 /// SPEC §0.3: `${NAME}` in a header value is replaced by the environment
-/// variable's value (empty when unset). Anything else is kept verbatim.
+/// variable's value (empty when unset); see [`crate::env::expand`].
 pub fn expand_env(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after.find('}') {
-            Some(end) if is_env_name(&after[..end]) => {
-                out.push_str(&std::env::var(&after[..end]).unwrap_or_default());
-                rest = &after[end + 1..];
-            }
-            _ => {
-                out.push_str("${");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn is_env_name(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    crate::env::expand(s)
 }
 
 #[cfg(test)]
