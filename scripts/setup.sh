@@ -15,6 +15,6 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-if ! python3 -c 'import mcp.server.fastmcp' 2>/dev/null; then
+if ! python3 -c 'import mcp.server' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check mcp
 fi
