@@ -69,7 +69,7 @@ impl Toolkit {
             Some(v) => match crate::mcp::parse_config(v) {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    status.errors.push(("mcpConfig".into(), e.message));
+                    status.errors.push(("<config>".into(), e.message));
                     None
                 }
             },
