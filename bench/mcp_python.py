@@ -68,6 +68,8 @@ def free_port():
 async def main():
     print(f"toolnexus {getattr(toolnexus, '__version__', '0.21.0')} (Python {sys.version.split()[0]})")
     report("connect 1 stdio server", await time_connect(stdio_config(1), 10))
+    minimal = {"mcpServers": {"m": {"command": [PYTHON, os.path.join(ROOT, "tests", "mcp_servers", "hang_call.py")]}}}
+    report("connect 1 minimal stdio server", await time_connect(minimal, 20))
     report("connect 10 stdio servers", await time_connect(stdio_config(10), 5))
 
     tk = await build(stdio_config(1))

@@ -2,7 +2,8 @@
 //! (tests/mcp_servers/sdk_server.py): connect with one stdio server (spawn +
 //! initialize + tools/list), with ten in parallel, and a tools/call round
 //! trip over stdio and over streamable HTTP. `TN_BENCH_PYTHON` picks the
-//! interpreter (default python3); bench/mcp_python.py measures the Python
+//! interpreter (default python3). A plain-Python server without the SDK
+//! (tests/mcp_servers/hang_call.py) shows the client's own connect overhead; bench/mcp_python.py measures the Python
 //! toolnexus port on the same servers.
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -91,6 +92,11 @@ fn benches(c: &mut Criterion) {
     let one = stdio_config(1);
     c.bench_function("mcp/connect 1 stdio server", |b| {
         b.iter_with_large_drop(|| connect(&one))
+    });
+    // A plain-Python server (no SDK import): the client's own overhead.
+    let minimal = json!({"mcpServers": {"m": {"command": [python(), format!("{}/tests/mcp_servers/hang_call.py", env!("CARGO_MANIFEST_DIR"))]}}});
+    c.bench_function("mcp/connect 1 minimal stdio server", |b| {
+        b.iter_with_large_drop(|| connect(&minimal))
     });
     let ten = stdio_config(10);
     c.bench_function("mcp/connect 10 stdio servers", |b| {

@@ -211,6 +211,13 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_source_can_live_in_a_shared_toolkit() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::McpSource>();
+        shared::<super::McpConfig>();
+    }
+
+    #[test]
     fn call_results_are_shaped_as_spec_section_2_says() {
         let r = shape_call_result(&json!({"content": [
             {"type": "text", "text": "first"},
