@@ -9,9 +9,8 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 
 echo "== cargo test"
-# Benchmarks and examples are compiled, not run, here (timing belongs to
-# bench/, not to tests).
-cargo build --benches --examples --quiet
+# Benchmarks are not run here (timing belongs to bench/); CI's clippy
+# --all-targets compiles them.
 cargo test --lib --bins --tests -- --nocapture 2>&1 | grep -E '^(test result|FAIL|.*parity:)|panicked|^error' ; test "${PIPESTATUS[0]}" -eq 0
 
 echo "== release library"
