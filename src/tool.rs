@@ -69,6 +69,28 @@ impl ToolResult {
         Value::Object(m)
     }
 
+    /// The text of [`ToolResult::to_json`], written directly (no `Value`
+    /// built, no copy of the output). One spare byte of capacity is left
+    /// for the NUL a C string needs.
+    pub fn to_json_string(&self) -> String {
+        let mut buf: Vec<u8> = Vec::with_capacity(self.output.len() + 48);
+        buf.extend_from_slice(b"{\"output\":");
+        // Writing a str or a Map into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut buf, &self.output);
+        buf.extend_from_slice(if self.is_error {
+            b",\"isError\":true"
+        } else {
+            b",\"isError\":false"
+        });
+        if let Some(md) = &self.metadata {
+            buf.extend_from_slice(b",\"metadata\":");
+            let _ = serde_json::to_writer(&mut buf, md);
+        }
+        buf.push(b'}');
+        // serde_json writes UTF-8 only.
+        String::from_utf8(buf).unwrap_or_else(|_| self.to_json().to_string())
+    }
+
     /// Reads a full ToolResult JSON (as a host function may hand back).
     pub fn from_json(v: &Value) -> Option<ToolResult> {
         let obj = v.as_object()?;
@@ -184,4 +206,29 @@ pub fn sanitize(s: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_direct_result_text_is_the_value_text() {
+        let mut md = Map::new();
+        md.insert("status".into(), Value::from(200));
+        md.insert("note".into(), Value::from("a \"q\"\n\u{1}é"));
+        let cases = [
+            ToolResult::ok("ok"),
+            ToolResult::error("line\n\"quoted\" \\ tab\t nul\u{0} ✓ 😀"),
+            ToolResult::ok("").with_metadata(md.clone()),
+            ToolResult::error("x").with_metadata(Map::new()),
+        ];
+        for r in &cases {
+            assert_eq!(r.to_json_string(), r.to_json().to_string());
+        }
+        assert_eq!(
+            cases[2].to_json_string(),
+            r#"{"output":"","isError":false,"metadata":{"status":200,"note":"a \"q\"\n\u0001é"}}"#
+        );
+    }
 }

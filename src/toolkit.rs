@@ -327,7 +327,10 @@ impl Toolkit {
     /// Runs the tool `name`. An unknown name, and a tool that panics, are
     /// isError results.
     pub fn execute(&self, name: &str, args: Value, ctx: &ExecContext) -> ToolResult {
-        let Some(tool) = self.snapshot().get(name).cloned() else {
+        // Hold the snapshot (not the lock) for the call and borrow the tool
+        // from it: no lock across the call, and no copy of the declaration.
+        let tools = self.snapshot();
+        let Some(tool) = tools.get(name) else {
             return ToolResult::error(format!("unknown tool: {name}"));
         };
         let args = normalize_args(args);

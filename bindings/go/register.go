@@ -194,14 +194,14 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 	res.Output = strings.ToValidUTF8(res.Output, "\uFFFD")
 	if res.Metadata == nil && strings.IndexByte(res.Output, 0) < 0 {
 		// The common case: plain text, no JSON on either side.
-		cout := C.CString(res.Output)
-		defer C.free(unsafe.Pointer(cout))
-		C.tn_call_set_output(call, cout, C.bool(res.IsError))
+		// Borrowed Go memory (the library copies it): no C malloc, no free.
+		out := make([]byte, len(res.Output)+1)
+		copy(out, res.Output)
+		C.tn_call_set_output(call, (*C.char)(unsafe.Pointer(&out[0])), C.bool(res.IsError))
 		return
 	}
-	cresult := C.CString(string(encodeResult(res))) // JSON text: no NUL inside
-	defer C.free(unsafe.Pointer(cresult))
-	C.tn_call_set_result_json(call, cresult)
+	result := append(encodeResult(res), 0) // JSON text: no NUL inside
+	C.tn_call_set_result_json(call, (*C.char)(unsafe.Pointer(&result[0])))
 }
 
 //export goToolRelease

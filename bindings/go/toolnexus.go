@@ -189,6 +189,20 @@ func cString(field, s string) (*C.char, error) {
 
 // Toolkit is a built toolkit. Use it from any number of goroutines; call
 // Close when done (a finalizer frees a forgotten toolkit, but only eventually).
+// cBorrowed is s, NUL-terminated, in Go memory, for a C call that only
+// borrows it for the call (cgo pins it meanwhile): no C malloc, no free.
+func cBorrowed(field, s string) ([]byte, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, &Error{Code: "invalid_argument", Status: StatusInvalidArgument,
+			Message: field + " contains a NUL byte"}
+	}
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return b, nil
+}
+
+func cPtr(b []byte) *C.char { return (*C.char)(unsafe.Pointer(&b[0])) }
+
 type Toolkit struct {
 	state   *toolkitState
 	cleanup runtime.Cleanup
@@ -354,26 +368,26 @@ func (tk *Toolkit) ExecuteJSON(name string, args any, ctx any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("toolnexus: args of %s: %w", name, err)
 	}
-	cname, err := cString("name", name)
+	bname, err := cBorrowed("name", name)
 	if err != nil {
 		return nil, err
 	}
-	defer C.free(unsafe.Pointer(cname))
-	cargs, err := cString("args", argText)
+	bargs, err := cBorrowed("args", argText)
 	if err != nil {
 		return nil, err
 	}
-	defer C.free(unsafe.Pointer(cargs))
+	cname, cargs := cPtr(bname), cPtr(bargs)
 	var cctx *C.char
 	if ctx != nil {
 		ctxText, err := jsonText(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("toolnexus: context of %s: %w", name, err)
 		}
-		if cctx, err = cString("context", ctxText); err != nil {
+		bctx, err := cBorrowed("context", ctxText)
+		if err != nil {
 			return nil, err
 		}
-		defer C.free(unsafe.Pointer(cctx))
+		cctx = cPtr(bctx)
 	}
 	var out []byte
 	err = tk.with(func(p *C.tn_toolkit) error {

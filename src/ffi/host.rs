@@ -55,7 +55,10 @@ impl Drop for HostFn {
 
 impl Execute for HostFn {
     fn execute(&self, args: &Value, _ctx: &ExecContext) -> ToolResult {
-        let text = CString::new(args.to_string()).unwrap_or_default();
+        let mut buf = Vec::with_capacity(64);
+        // Writing a Value into a Vec cannot fail; JSON text holds no NUL byte.
+        let _ = serde_json::to_writer(&mut buf, args);
+        let text = CString::new(buf).unwrap_or_default();
         let mut call = tn_call { result: None };
         // SAFETY: the callback is the host's registered function; the args
         // string and `call` outlive the call.

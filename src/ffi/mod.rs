@@ -228,7 +228,7 @@ pub unsafe extern "C" fn tn_execute(
             }
         };
         let ctx = parse_context(ctx)?;
-        Ok(tk.execute(name, args, &ctx).to_json().to_string())
+        Ok(tk.execute(name, args, &ctx).to_json_string())
     })
 }
 

@@ -1,0 +1,5 @@
+//go:build race
+
+package toolnexus
+
+const raceEnabled = true
