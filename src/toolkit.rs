@@ -11,7 +11,7 @@ use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 /// The tools of each source, lowest precedence first.
 #[derive(Default)]
@@ -20,6 +20,38 @@ struct Layers {
     skill: Vec<Tool>,
     http: Vec<Tool>,
     mcp: Vec<Tool>,
+}
+
+/// The merged tools at one moment, with their provider renderings computed
+/// on first use: the tool set only changes when a host tool is registered,
+/// which makes a new snapshot, so a rendering never goes stale.
+#[derive(Default)]
+struct Snapshot {
+    tools: BTreeMap<String, Tool>,
+    rendered: [OnceLock<String>; 3],
+}
+
+impl std::ops::Deref for Snapshot {
+    type Target = BTreeMap<String, Tool>;
+    fn deref(&self) -> &Self::Target {
+        &self.tools
+    }
+}
+
+impl Snapshot {
+    fn render(&self, p: Provider) -> String {
+        let slot = match p {
+            Provider::OpenAi => 0,
+            Provider::Anthropic => 1,
+            Provider::Gemini => 2,
+        };
+        self.rendered[slot]
+            .get_or_init(|| {
+                let tools: Vec<&Tool> = self.tools.values().collect();
+                adapter::render(p, &tools)
+            })
+            .clone()
+    }
 }
 
 /// What `tn_render(tk, "status")` reports.
@@ -35,7 +67,7 @@ pub struct Status {
 pub struct Toolkit {
     layers: Layers,
     native: Mutex<Vec<Tool>>,
-    tools: RwLock<Arc<BTreeMap<String, Tool>>>,
+    tools: RwLock<Arc<Snapshot>>,
     disable_tools: Vec<String>,
     catalog: Option<Arc<skill::Catalog>>,
     status: Status,
@@ -124,7 +156,7 @@ impl Toolkit {
         let tk = Toolkit {
             layers,
             native: Mutex::new(Vec::new()),
-            tools: RwLock::new(Arc::new(BTreeMap::new())),
+            tools: RwLock::new(Arc::new(Snapshot::default())),
             disable_tools: cfg.disable_tools.clone(),
             catalog,
             status,
@@ -153,7 +185,10 @@ impl Toolkit {
         for name in &self.disable_tools {
             map.remove(name);
         }
-        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(map);
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(Snapshot {
+            tools: map,
+            rendered: Default::default(),
+        });
     }
 
     /// Closes every MCP session now (also done on drop). Idempotent.
@@ -182,7 +217,7 @@ impl Toolkit {
         self.rebuild();
     }
 
-    fn snapshot(&self) -> Arc<BTreeMap<String, Tool>> {
+    fn snapshot(&self) -> Arc<Snapshot> {
         Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
     }
 
@@ -214,8 +249,7 @@ impl Toolkit {
         }
         let snap = self.snapshot();
         if let Some(p) = Provider::from_name(format) {
-            let tools: Vec<&Tool> = snap.values().collect();
-            return Ok(adapter::render(p, &tools));
+            return Ok(snap.render(p));
         }
         let v = match format {
             "toolNames" => json!(snap.keys().collect::<Vec<_>>()),

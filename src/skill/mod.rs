@@ -188,7 +188,8 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<St
 /// back to an ancestor is not followed twice), skipping `node_modules` and
 /// `.git`, sorted by path in code-point order. A missing root yields none.
 fn discover(root: &Path) -> Vec<PathBuf> {
-    let mut found = walk::files(root, &|name| name == "SKILL.md");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let mut found = walk::files_parallel(root, &|name| name == "SKILL.md", threads);
     found.sort_by(|a, b| {
         a.as_os_str()
             .as_encoded_bytes()

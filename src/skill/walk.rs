@@ -18,45 +18,119 @@ fn is_ignored_dir(name: &OsStr) -> bool {
 /// symlinked directories and files (a link back to an ancestor is not
 /// followed), pruning `node_modules` and `.git`. Unordered. A missing or
 /// unreadable root yields nothing.
-pub fn files(root: &Path, keep: &dyn Fn(&OsStr) -> bool) -> Vec<PathBuf> {
+pub fn files(root: &Path, keep: &(dyn Fn(&OsStr) -> bool + Sync)) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let Ok(real) = fs::canonicalize(root) else {
-        return out;
-    };
-    if real.is_dir() {
-        walk(root, &real, keep, &mut out);
-    } else if real.is_file() && root.file_name().is_some_and(keep) {
-        out.push(root.to_path_buf());
-    }
+    walk(root, keep, &mut out, &mut Vec::new());
     out
 }
 
-fn walk(dir: &Path, real: &Path, keep: &dyn Fn(&OsStr) -> bool, out: &mut Vec<PathBuf>) {
+/// Like [`files`], with the subdirectories of `root` walked on up to
+/// `threads` threads (the order of the result is unspecified either way).
+pub fn files_parallel(
+    root: &Path,
+    keep: &(dyn Fn(&OsStr) -> bool + Sync),
+    threads: usize,
+) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut dirs = Vec::new();
+    for entry in entries.flatten() {
+        match entry.file_type() {
+            Ok(ft) if ft.is_dir() => {
+                if !is_ignored_dir(&entry.file_name()) {
+                    dirs.push(entry.path());
+                }
+            }
+            Ok(_) => visit(root, &entry, keep, &mut out, &mut Vec::new()),
+            Err(_) => {}
+        }
+    }
+    if threads < 2 || dirs.len() < 2 {
+        for d in &dirs {
+            walk(d, keep, &mut out, &mut Vec::new());
+        }
+        return out;
+    }
+    let chunk = dirs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = dirs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut found = Vec::new();
+                    for d in part {
+                        walk(d, keep, &mut found, &mut Vec::new());
+                    }
+                    found
+                })
+            })
+            .collect();
+        for w in workers {
+            match w.join() {
+                Ok(found) => out.extend(found),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    out
+}
+
+/// Real paths of the symlinked directories entered on the way down.
+type Chain = Vec<PathBuf>;
+
+fn walk(
+    dir: &Path,
+    keep: &(dyn Fn(&OsStr) -> bool + Sync),
+    out: &mut Vec<PathBuf>,
+    chain: &mut Chain,
+) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        let Ok(ft) = entry.file_type() else { continue };
-        let name = entry.file_name();
+        visit(dir, &entry, keep, out, chain);
+    }
+}
+
+/// One directory entry: a file is kept or not, a directory is walked, a
+/// symlink is resolved (only then are real paths computed, to refuse a link
+/// back to an ancestor or to a directory already entered through a link).
+fn visit(
+    dir: &Path,
+    entry: &fs::DirEntry,
+    keep: &(dyn Fn(&OsStr) -> bool + Sync),
+    out: &mut Vec<PathBuf>,
+    chain: &mut Chain,
+) {
+    let Ok(ft) = entry.file_type() else { return };
+    let name = entry.file_name();
+    if ft.is_file() {
+        if keep(&name) {
+            out.push(entry.path());
+        }
+    } else if ft.is_dir() {
+        if !is_ignored_dir(&name) {
+            walk(&entry.path(), keep, out, chain);
+        }
+    } else if ft.is_symlink() {
         let path = entry.path();
-        if ft.is_file() {
+        let Ok(meta) = fs::metadata(&path) else {
+            return;
+        };
+        if meta.is_file() {
             if keep(&name) {
                 out.push(path);
             }
-        } else if ft.is_dir() {
-            if !is_ignored_dir(&name) {
-                walk(&path, &real.join(&name), keep, out);
-            }
-        } else if ft.is_symlink() {
-            let Ok(target) = fs::canonicalize(&path) else {
-                continue;
+        } else if meta.is_dir() && !is_ignored_dir(&name) {
+            let (Ok(target), Ok(here)) = (fs::canonicalize(&path), fs::canonicalize(dir)) else {
+                return;
             };
-            if target.is_file() {
-                if keep(&name) {
-                    out.push(path);
-                }
-            } else if target.is_dir() && !is_ignored_dir(&name) && !real.starts_with(&target) {
-                walk(&path, &target, keep, out);
+            if !here.starts_with(&target) && !chain.contains(&target) {
+                chain.push(target);
+                walk(&path, keep, out, chain);
+                chain.pop();
             }
         }
     }
@@ -89,6 +163,22 @@ mod tests {
         got.sort();
         let _ = fs::remove_dir_all(&tmp);
         assert_eq!(got, vec!["root/a/x.txt", "root/link/o.txt"]);
+    }
+
+    #[test]
+    fn mutual_links_do_not_loop() {
+        let tmp = std::env::temp_dir().join(format!("tn-walk-mutual-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(tmp.join("root/a")).unwrap_or_default();
+        fs::create_dir_all(tmp.join("root/b")).unwrap_or_default();
+        fs::write(tmp.join("root/b/f.txt"), "f").unwrap_or_default();
+        let _ = std::os::unix::fs::symlink(tmp.join("root/b"), tmp.join("root/a/l1"));
+        let _ = std::os::unix::fs::symlink(tmp.join("root/a"), tmp.join("root/b/l2"));
+        let found = files(&tmp.join("root"), &|_| true);
+        let parallel = files_parallel(&tmp.join("root"), &|_| true, 2);
+        let _ = fs::remove_dir_all(&tmp);
+        assert!(!found.is_empty() && found.len() < 10, "{found:?}");
+        assert_eq!(found.len(), parallel.len());
     }
 
     #[test]
