@@ -73,7 +73,9 @@ impl ToolResult {
     /// built, no copy of the output). One spare byte of capacity is left
     /// for the NUL a C string needs.
     pub fn to_json_string(&self) -> String {
-        let mut buf: Vec<u8> = Vec::with_capacity(self.output.len() + 48);
+        // Room for some escapes and for the NUL the C string appends, so a
+        // large output is neither grown nor copied on its way out.
+        let mut buf: Vec<u8> = Vec::with_capacity(self.output.len() + self.output.len() / 16 + 64);
         buf.extend_from_slice(b"{\"output\":");
         // Writing a str or a Map into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut buf, &self.output);

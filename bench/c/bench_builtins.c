@@ -1,6 +1,6 @@
 /* The issue-3 builtin benchmark through the C ABI, JSON in and out:
  * `read` of a 1 MiB file, `grep` for a regex over the bench/gen_tree.py tree,
- * `glob **\/*.txt` over it. Prints "name median_seconds" lines.
+ * `glob` of every .txt file over it. Prints "name median_seconds" lines.
  *
  * usage: bench_builtins TREE_OUT_DIR     (the directory gen_tree.py wrote)
  */
