@@ -78,7 +78,7 @@ impl ToolResult {
         let mut buf: Vec<u8> = Vec::with_capacity(self.output.len() + self.output.len() / 16 + 64);
         buf.extend_from_slice(b"{\"output\":");
         // Writing a str or a Map into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut buf, &self.output);
+        crate::json::write_escaped(&mut buf, &self.output);
         buf.extend_from_slice(if self.is_error {
             b",\"isError\":true"
         } else {
