@@ -31,21 +31,7 @@ static atomic_long failures;
 
 #include "../../bindings/c/tests/mini_http.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
+#include "bench_util.h"
 
 static void ok_tool(void *user_data, const char *args_json, tn_call *call) {
     (void)user_data;
