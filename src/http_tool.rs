@@ -145,11 +145,6 @@ pub fn http_tool(index: usize, decl: &Value) -> Result<Tool, Error> {
     ))
 }
 
-/// Expands `${NAME}` from the environment (see [`crate::env::expand`]).
-pub fn expand_env(template: &str) -> String {
-    crate::env::expand(template)
-}
-
 /// `s` percent-encoded as UTF-8, RFC 3986 unreserved characters kept.
 fn encode(s: &str) -> String {
     utf8_percent_encode(s, ENCODE).to_string()
@@ -460,7 +455,7 @@ impl HttpTool {
 
         let mut headers = HeaderMap::with_capacity(self.headers.len() + 1);
         for (name, template) in &self.headers {
-            let mut value = HeaderValue::from_str(&expand_env(template)).map_err(|_| {
+            let mut value = HeaderValue::from_str(&crate::env::expand(template)).map_err(|_| {
                 ToolResult::error(format!(
                     "header '{name}' is not a valid HTTP header value after ${{ENV}} expansion \
                      (an environment variable it names holds a control character)"

@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+use toolnexus::env::expand as expand_env;
 use toolnexus::error::ErrorCode;
-use toolnexus::http_tool::{expand_env, http_tool};
+use toolnexus::http_tool::http_tool;
 use toolnexus::tool::{ExecContext, Source, Tool, ToolResult};
 
 fn tool(decl: Value) -> Tool {

@@ -242,7 +242,12 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Object(h)) => h
                 .iter()
-                .map(|(k, v)| (k.clone(), expand_env(&crate::json::display_string(v))))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        crate::env::expand(&crate::json::display_string(v)),
+                    )
+                })
                 .collect(),
             Some(other) => {
                 return Err(format!(
@@ -330,12 +335,6 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
     Ok(Transport::Stdio { command, env, cwd })
 }
 
-/// SPEC §0.3: `${NAME}` in a header value is replaced by the environment
-/// variable's value (empty when unset); see [`crate::env::expand`].
-pub fn expand_env(s: &str) -> String {
-    crate::env::expand(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,9 +355,12 @@ mod tests {
     #[test]
     fn expand_env_replaces_set_and_unset_variables() {
         std::env::set_var("TN_MCP_CFG_TEST", "v1");
-        assert_eq!(expand_env("Bearer ${TN_MCP_CFG_TEST}!"), "Bearer v1!");
-        assert_eq!(expand_env("${TN_MCP_CFG_UNSET_XYZ}"), "");
-        assert_eq!(expand_env("${not closed"), "${not closed");
+        assert_eq!(
+            crate::env::expand("Bearer ${TN_MCP_CFG_TEST}!"),
+            "Bearer v1!"
+        );
+        assert_eq!(crate::env::expand("${TN_MCP_CFG_UNSET_XYZ}"), "");
+        assert_eq!(crate::env::expand("${not closed"), "${not closed");
     }
 
     #[test]
