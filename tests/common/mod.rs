@@ -39,17 +39,18 @@ pub fn cases() -> Vec<(String, Value)> {
     out
 }
 
-/// Case ids listed in divergences.json and proposed-divergences.json.
-pub fn divergences() -> BTreeMap<String, String> {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+/// Case ids and decisions of one divergence file: `divergences.json`
+/// (decided) or `proposed-divergences.json` (pending review).
+pub fn divergences_in(file: &str) -> BTreeMap<String, String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance")
+        .join(file);
     let mut out = BTreeMap::new();
-    for f in ["divergences.json", "proposed-divergences.json"] {
-        if let Ok(bytes) = std::fs::read(base.join(f)) {
-            let v: Value = serde_json::from_slice(&bytes).expect("divergences JSON");
-            if let Some(m) = v["divergences"].as_object() {
-                for (k, d) in m {
-                    out.insert(k.clone(), d["decision"].as_str().unwrap_or("").to_string());
-                }
+    if let Ok(bytes) = std::fs::read(path) {
+        let v: Value = serde_json::from_slice(&bytes).expect("divergences JSON");
+        if let Some(m) = v["divergences"].as_object() {
+            for (k, d) in m {
+                out.insert(k.clone(), d["decision"].as_str().unwrap_or("").to_string());
             }
         }
     }
