@@ -15,7 +15,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::time::Duration;
-use toolnexus::translate::{provider_body, read_response, translate, ClientConfig, Request};
+use toolnexus::translate::node;
+use toolnexus::translate::{provider_body, read_response, translate_json, ClientConfig, Request};
 use translate_mock::{Canned, MockProvider};
 
 /// 20 tools and 20 messages: system, then rounds of user question, assistant
@@ -63,14 +64,29 @@ pub fn anthropic_reply() -> Value {
            "stop_reason": "tool_use", "usage": {"input_tokens": 812, "output_tokens": 64}})
 }
 
-/// The pure conversion, JSON text in and out, both directions.
-fn convert(config: &ClientConfig, request_text: &str, reply_text: &str) -> (Vec<u8>, String) {
-    let request: Value = serde_json::from_str(request_text).expect("request JSON");
-    let parsed = Request::from_json(&request).expect("valid request");
-    let body = serde_json::to_vec(&provider_body(config, &parsed, &[])).expect("body");
-    let raw: Value = serde_json::from_str(reply_text).expect("reply JSON");
-    let result = read_response(config.style, "claude-test", raw).to_string();
+/// The pure conversion, JSON text in and out, both directions, as
+/// `translate_json` does it: one arena per call, the request parsed into it,
+/// the provider body encoded from it; the provider's answer parsed into it and
+/// the OpenAI-shaped result encoded from it.
+fn convert(config: &ClientConfig, request_text: &str, reply_text: &str) -> (Vec<u8>, Vec<u8>) {
+    let bump = bumpalo::Bump::with_capacity(3 * request_text.len());
+    let request = node::parse(&bump, request_text).expect("request JSON");
+    let parsed = Request::from_node(request).expect("valid request");
+    let body = provider_body(&bump, config, &parsed, &[])
+        .to_vec_from(&[request_text], request_text.len() + 1024);
+    let raw = node::parse(&bump, reply_text).expect("reply JSON");
+    let result = read_response(&bump, config.style, "claude-test", raw)
+        .to_vec_from(&[reply_text], 2 * reply_text.len() + 256);
     (body, result)
+}
+
+/// The same conversion through `serde_json::Value` trees, for comparison:
+/// what it costs to parse and encode this JSON with the usual tool.
+fn convert_via_value(request_text: &str, reply_text: &str) -> (Vec<u8>, String) {
+    let request: Value = serde_json::from_str(request_text).expect("request JSON");
+    let body = serde_json::to_vec(&request).expect("body");
+    let raw: Value = serde_json::from_str(reply_text).expect("reply JSON");
+    (body, raw.to_string())
 }
 
 fn benches(c: &mut Criterion) {
@@ -96,24 +112,39 @@ fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("translate");
     group.measurement_time(Duration::from_secs(4));
     group.bench_function("conversion", |b| {
+        b.iter(|| convert(&config, black_box(&request_text), black_box(&reply_text)))
+    });
+    group.bench_function("part_parse_request", |b| {
         b.iter(|| {
-            let request: Value =
-                serde_json::from_str(black_box(&request_text)).expect("request JSON");
-            let parsed = Request::from_json(&request).expect("valid request");
-            let body = serde_json::to_vec(&provider_body(&config, &parsed, &[])).expect("body");
-            let raw: Value = serde_json::from_str(black_box(&reply_text)).expect("reply JSON");
-            let result = read_response(config.style, "claude-test", raw).to_string();
-            (body, result)
+            let bump = bumpalo::Bump::with_capacity(3 * request_text.len());
+            let n = node::parse(&bump, black_box(&request_text)).expect("request JSON");
+            black_box(n.is_object())
         })
     });
-    let request = workload();
+    {
+        let bump = bumpalo::Bump::new();
+        let request = node::parse(&bump, &request_text).expect("request JSON");
+        let parsed = Request::from_node(request).expect("valid request");
+        let body = provider_body(&bump, &config, &parsed, &[]);
+        group.bench_function("part_encode_body", |b| {
+            b.iter(|| black_box(body).to_vec_from(&[&request_text], request_text.len() + 1024))
+        });
+        group.bench_function("part_build_body", |b| {
+            b.iter(|| {
+                let bump2 = bumpalo::Bump::with_capacity(3 * request_text.len());
+                black_box(provider_body(&bump2, &config, &parsed, &[]).is_object())
+            })
+        });
+    }
+    group.bench_function("value_parse_encode_only", |b| {
+        b.iter(|| convert_via_value(black_box(&request_text), black_box(&reply_text)))
+    });
     // Warm the connection pool once.
-    translate(&client, &request, &[], None).expect("translate succeeds");
+    translate_json(&client, &request_text, &[], None).expect("translate succeeds");
     group.bench_function("whole_call", |b| {
         b.iter(|| {
-            translate(black_box(&client), black_box(&request), &[], None)
+            translate_json(black_box(&client), black_box(&request_text), &[], None)
                 .expect("translate succeeds")
-                .to_string()
         })
     });
     group.finish();

@@ -81,7 +81,6 @@ pub unsafe extern "C" fn tn_translate(
             )
         };
         let client = parse(client, "client_json")?;
-        let request = parse(request, "request_json")?;
         let declared = if toolkit.is_null() {
             Vec::new()
         } else {
@@ -90,7 +89,7 @@ pub unsafe extern "C" fn tn_translate(
         };
         // SAFETY: NULL or live by contract.
         let token = unsafe { cancel.as_ref() }.map(|c| &c.token);
-        translate::translate(&client, &request, &declared, token).map(|v| v.to_string())
+        translate::translate_json(&client, request, &declared, token)
     })
 }
 

@@ -5,7 +5,6 @@
 use super::CancelToken;
 use crate::error::{Error, ErrorCode};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -24,7 +23,7 @@ const BODY_QUOTE_LIMIT: usize = 4096;
 pub struct Call {
     pub url: String,
     pub headers: HeaderMap,
-    pub body: Vec<u8>,
+    pub body: bytes::Bytes,
     /// Extra attempts after the first.
     pub retries: u32,
     pub retry_base_ms: u64,
@@ -77,10 +76,17 @@ pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, Error> {
     Ok(map)
 }
 
+/// A 2xx answer, not yet decoded.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: bytes::Bytes,
+}
+
 /// What one attempt came to.
 enum Attempt {
-    /// A 2xx answer, decoded.
-    Ok(Value),
+    /// A 2xx answer.
+    Ok(Reply),
     /// A non-2xx answer.
     Status {
         status: u16,
@@ -93,9 +99,10 @@ enum Attempt {
     Malformed { status: u16, reason: String },
 }
 
-/// Sends the call, retrying as configured, and returns the provider's decoded
-/// JSON answer.
-pub async fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Value, Error> {
+/// Sends the call, retrying as configured, and returns the provider's 2xx
+/// answer (which the caller decodes, reporting a body that is not JSON with
+/// [`malformed`]).
+pub async fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
     let client = http()?;
     let work = retrying(client, call);
     let timed = async {
@@ -130,12 +137,12 @@ fn cancelled() -> Error {
     Error::new(ErrorCode::Cancelled, "the translate call was cancelled")
 }
 
-async fn retrying(client: &reqwest::Client, call: &Call) -> Result<Value, Error> {
+async fn retrying(client: &reqwest::Client, call: &Call) -> Result<Reply, Error> {
     let mut attempt: u32 = 0;
     loop {
         let outcome = attempt_once(client, call).await;
         let (retryable, retry_after_ms) = match &outcome {
-            Attempt::Ok(v) => return Ok(v.clone()),
+            Attempt::Ok(_) => (false, None),
             Attempt::Status {
                 status,
                 retry_after_ms,
@@ -144,6 +151,9 @@ async fn retrying(client: &reqwest::Client, call: &Call) -> Result<Value, Error>
             Attempt::Transport(_) => (true, None),
             Attempt::Malformed { .. } => (false, None),
         };
+        if let Attempt::Ok(reply) = outcome {
+            return Ok(reply);
+        }
         if !retryable || attempt >= call.retries {
             return Err(failure(call, outcome, attempt + 1));
         }
@@ -175,16 +185,10 @@ async fn attempt_once(client: &reqwest::Client, call: &Call) -> Attempt {
         Err(e) => return Attempt::Transport(transport_reason(&e)),
     };
     if (200..300).contains(&status) {
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => Attempt::Ok(v),
-            Err(e) => Attempt::Malformed {
-                status,
-                reason: format!(
-                    "{e}; the body was: {}",
-                    quote(&String::from_utf8_lossy(&bytes))
-                ),
-            },
-        }
+        Attempt::Ok(Reply {
+            status,
+            body: bytes,
+        })
     } else {
         Attempt::Status {
             status,
@@ -192,6 +196,16 @@ async fn attempt_once(client: &reqwest::Client, call: &Call) -> Attempt {
             retry_after_ms,
         }
     }
+}
+
+/// The error for a 2xx answer whose body is not JSON (`e` says why); such an
+/// answer is never retried.
+pub fn malformed(call: &Call, status: u16, e: &serde_json::Error, body: &[u8]) -> Error {
+    let reason = format!(
+        "{e}; the body was: {}",
+        quote(&String::from_utf8_lossy(body))
+    );
+    failure(call, Attempt::Malformed { status, reason }, 1)
 }
 
 /// `Retry-After` in its delay-seconds form (digits only, 0 included) as

@@ -1,20 +1,35 @@
 //! The pure SPEC §11 helpers: reading OpenAI-shaped messages, tools and tool
-//! choices, and writing them in Anthropic's shape. Nothing here does I/O; every
-//! function takes JSON values and gives JSON values, and none of them fails:
-//! input of the wrong shape is read the way every toolnexus port reads it
-//! (skipped, or taken as empty), which the translate_helpers vectors pin.
+//! choices, and writing them in Anthropic's shape. Nothing here does I/O;
+//! every function reads [`Node`]s and builds its answer in the call's arena,
+//! and none of them fails: input of the wrong shape is read the way every
+//! toolnexus port reads it (skipped, or taken as empty), which the
+//! translate_helpers vectors pin.
 
-use crate::json::display_string;
-use serde_json::{Map, Value};
+use super::node::{self, array, object, Node, ObjectBuilder, EMPTY_OBJECT};
+use bumpalo::collections::{String as BString, Vec as BVec};
+use bumpalo::Bump;
 
 /// A value Clojure would treat as true: anything but `null` and `false`.
-fn truthy(v: Option<&Value>) -> bool {
-    !matches!(v, None | Some(Value::Null) | Some(Value::Bool(false)))
+fn truthy(v: Option<Node>) -> bool {
+    !matches!(v, None | Some(Node::Null) | Some(Node::Bool(false)))
 }
 
-/// `display_string` of a value that may be missing (missing reads as "").
-fn text_of(v: Option<&Value>) -> String {
-    v.map(display_string).unwrap_or_default()
+/// The display text of a value that may be missing (missing reads as "").
+fn text_of<'a>(bump: &'a Bump, v: Option<Node<'a>>) -> &'a str {
+    v.map_or("", |v| v.display(bump))
+}
+
+/// Whether a value displays as "": missing, null or the empty string (any
+/// other value displays as its non-empty JSON spelling).
+fn displays_empty(v: Option<Node>) -> bool {
+    matches!(v, None | Some(Node::Null) | Some(Node::Str("")))
+}
+
+/// `v` when it is a string. Comparing a value's display text with a
+/// keyword is the same as comparing the string itself, since no other
+/// value displays as a bare word.
+fn str_of<'a>(v: Option<Node<'a>>) -> &'a str {
+    v.and_then(Node::as_str).unwrap_or("")
 }
 
 /// Whether a string is empty or only whitespace.
@@ -26,11 +41,11 @@ pub fn is_blank(s: &str) -> bool {
 /// emitted any tool call is always "tool_calls"; otherwise max_tokens/length
 /// give "length", refusal/content_filter give "content_filter", and anything
 /// else (including nothing) gives "stop".
-pub fn finish_reason_for(has_tool_calls: bool, provider_stop: Option<&Value>) -> &'static str {
+pub fn finish_reason_for(has_tool_calls: bool, provider_stop: Option<Node>) -> &'static str {
     if has_tool_calls {
         return "tool_calls";
     }
-    match text_of(provider_stop).as_str() {
+    match str_of(provider_stop) {
         "max_tokens" | "length" => "length",
         "refusal" | "content_filter" => "content_filter",
         _ => "stop",
@@ -39,277 +54,305 @@ pub fn finish_reason_for(has_tool_calls: bool, provider_stop: Option<&Value>) ->
 
 /// The text of an OpenAI `content` value: a string as it is, a parts array as
 /// the concatenation of its parts' string `text` fields, anything else "".
-pub fn content_text(content: Option<&Value>) -> String {
+pub fn content_text<'a>(bump: &'a Bump, content: Option<Node<'a>>) -> &'a str {
     match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        _ => String::new(),
+        Some(Node::Str(s)) => s,
+        Some(Node::Array(parts)) => {
+            let mut texts = parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Node::as_str));
+            let Some(first) = texts.next() else {
+                return "";
+            };
+            let Some(second) = texts.next() else {
+                return first;
+            };
+            let mut joined = BString::from_str_in(first, bump);
+            joined.push_str(second);
+            texts.for_each(|t| joined.push_str(t));
+            joined.into_bump_str()
+        }
+        _ => "",
     }
 }
 
 /// Tool-call arguments as an object, from either wire form. A string that is
 /// not JSON text of an object (malformed, blank, an array, trailing garbage)
 /// gives `{}`, as does any other non-object value.
-pub fn args_object(args: Option<&Value>) -> Value {
+pub fn args_object<'a>(bump: &'a Bump, args: Option<Node<'a>>) -> Node<'a> {
     match args {
-        Some(v @ Value::Object(_)) => v.clone(),
-        Some(Value::String(s)) if !is_blank(s) => match serde_json::from_str::<Value>(s.trim()) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => Value::Object(Map::new()),
+        Some(v @ Node::Object(_)) => v,
+        Some(Node::Str(s)) if !is_blank(s) => match node::parse(bump, s.trim()) {
+            Ok(v @ Node::Object(_)) => v,
+            _ => EMPTY_OBJECT,
         },
-        _ => Value::Object(Map::new()),
+        _ => EMPTY_OBJECT,
     }
 }
 
 /// Tool-call arguments as the JSON string the OpenAI wire carries: a string
 /// verbatim (even a malformed one), an object encoded, anything else "{}".
-pub fn args_string(args: Option<&Value>) -> String {
+pub fn args_string<'a>(bump: &'a Bump, args: Option<Node<'a>>) -> &'a str {
     match args {
-        Some(Value::String(s)) => s.clone(),
-        Some(v @ Value::Object(_)) => v.to_string(),
-        _ => "{}".to_string(),
+        Some(Node::Str(s)) => s,
+        Some(v @ Node::Object(_)) => v.encode_in(bump),
+        _ => "{}",
     }
 }
 
-/// A message's role as text ("" when absent).
-fn role_of(message: &Value) -> String {
-    text_of(message.get("role"))
+/// One tool call of an assistant message, as read from the OpenAI wire.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    /// `function.arguments` as given (a string, an object, or anything).
+    pub arguments: Option<Node<'a>>,
 }
 
-/// The tool calls of an assistant message as `[{id, name, arguments}]`, with
-/// `arguments` a JSON string. Entries without a `function` object are skipped.
-pub fn tool_calls_of(message: &Value) -> Vec<Value> {
-    let Some(calls) = message.get("tool_calls").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    calls
-        .iter()
-        .filter_map(|tc| {
-            let function = tc.get("function").filter(|f| f.is_object())?;
-            let mut m = Map::new();
-            m.insert("id".into(), Value::String(text_of(tc.get("id"))));
-            m.insert("name".into(), Value::String(text_of(function.get("name"))));
-            m.insert(
-                "arguments".into(),
-                Value::String(args_string(function.get("arguments"))),
-            );
-            Some(Value::Object(m))
+impl<'a> ToolCall<'a> {
+    /// `{id, name, arguments}` with `arguments` a JSON string.
+    pub fn to_node(self, bump: &'a Bump) -> Node<'a> {
+        object(
+            bump,
+            &[
+                ("id", Node::Str(self.id)),
+                ("name", Node::Str(self.name)),
+                ("arguments", Node::Str(args_string(bump, self.arguments))),
+            ],
+        )
+    }
+}
+
+/// The tool calls of an assistant message. Entries without a `function`
+/// object are skipped.
+pub fn tool_calls_of<'a>(
+    bump: &'a Bump,
+    message: Node<'a>,
+) -> impl Iterator<Item = ToolCall<'a>> + 'a {
+    let calls = message
+        .get("tool_calls")
+        .and_then(Node::as_array)
+        .unwrap_or(&[]);
+    calls.iter().filter_map(move |tc| {
+        let function = tc.get("function").filter(|f| f.is_object())?;
+        Some(ToolCall {
+            id: text_of(bump, tc.get("id")),
+            name: text_of(bump, function.get("name")),
+            arguments: function.get("arguments"),
         })
-        .collect()
+    })
 }
 
 /// Whether any message has the role "system" or "developer" (case-sensitive).
-pub fn has_system_message(messages: &[Value]) -> bool {
+pub fn has_system_message(messages: &[Node]) -> bool {
     messages
         .iter()
-        .any(|m| matches!(role_of(m).as_str(), "system" | "developer"))
+        .any(|m| matches!(str_of(m.get("role")), "system" | "developer"))
 }
 
 /// OpenAI `tool_choice` in Anthropic's shape, or `None` when nothing should be
 /// sent ("auto", absent, empty function name, anything unrecognised).
-pub fn openai_tool_choice_to_anthropic(choice: Option<&Value>) -> Option<Value> {
-    let mut m = Map::new();
+pub fn openai_tool_choice_to_anthropic<'a>(
+    bump: &'a Bump,
+    choice: Option<Node<'a>>,
+) -> Option<Node<'a>> {
     match choice? {
-        Value::String(s) => match s.as_str() {
-            "required" | "any" => {
-                m.insert("type".into(), Value::String("any".into()));
-            }
-            "none" => {
-                m.insert("type".into(), Value::String("none".into()));
-            }
-            _ => return None,
-        },
-        Value::Object(obj) => {
+        Node::Str("required" | "any") => Some(object(bump, &[("type", Node::Str("any"))])),
+        Node::Str("none") => Some(object(bump, &[("type", Node::Str("none"))])),
+        obj @ Node::Object(_) => {
             let name = obj.get("function").and_then(|f| f.get("name"));
-            if text_of(name).is_empty() {
+            if displays_empty(name) {
                 return None;
             }
-            m.insert("type".into(), Value::String("tool".into()));
-            m.insert("name".into(), name.cloned().unwrap_or(Value::Null));
+            Some(object(
+                bump,
+                &[
+                    ("type", Node::Str("tool")),
+                    ("name", name.unwrap_or(Node::Null)),
+                ],
+            ))
         }
-        _ => return None,
+        _ => None,
     }
-    Some(Value::Object(m))
 }
 
 /// `{"type":"object","properties":{}}`, the schema of a tool that gave none.
-fn empty_object_schema() -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::String("object".into()));
-    m.insert("properties".into(), Value::Object(Map::new()));
-    Value::Object(m)
-}
+const EMPTY_OBJECT_SCHEMA: Node<'static> =
+    Node::Object(&[("type", Node::Str("object")), ("properties", EMPTY_OBJECT)]);
 
 /// OpenAI `tools` as Anthropic declarations. An entry that is already
 /// Anthropic-shaped (a `name`, no `function`) passes through; entries with an
 /// empty name or of no recognisable shape are skipped; an empty description
 /// is left out; missing or non-object `parameters` become an empty object
 /// schema.
-pub fn openai_tools_to_anthropic(tools: &[Value]) -> Vec<Value> {
-    tools
-        .iter()
-        .filter_map(|t| {
-            let obj = t.as_object()?;
-            let Some(function) = obj.get("function").filter(|f| f.is_object()) else {
-                return truthy(obj.get("name")).then(|| t.clone());
-            };
-            let name = function.get("name");
-            if text_of(name).is_empty() {
-                return None;
+pub fn openai_tools_to_anthropic<'a>(
+    bump: &'a Bump,
+    tools: &[Node<'a>],
+    out: &mut BVec<'a, Node<'a>>,
+) {
+    for t in tools.iter().filter(|t| t.is_object()) {
+        let Some(function) = t.get("function").filter(|f| f.is_object()) else {
+            if truthy(t.get("name")) {
+                out.push(*t);
             }
-            let mut m = Map::new();
-            m.insert("name".into(), name.cloned().unwrap_or(Value::Null));
-            let description = function.get("description");
-            if !text_of(description).is_empty() {
-                m.insert(
-                    "description".into(),
-                    description.cloned().unwrap_or(Value::Null),
-                );
-            }
-            let schema = match function.get("parameters") {
-                Some(p @ Value::Object(_)) => p.clone(),
-                _ => empty_object_schema(),
-            };
-            m.insert("input_schema".into(), schema);
-            Some(Value::Object(m))
-        })
-        .collect()
+            continue;
+        };
+        let name = function.get("name");
+        if displays_empty(name) {
+            continue;
+        }
+        let mut m = ObjectBuilder::with_capacity(bump, 3);
+        m.push("name", name.unwrap_or(Node::Null));
+        let description = function.get("description");
+        if !displays_empty(description) {
+            m.push("description", description.unwrap_or(Node::Null));
+        }
+        let schema = match function.get("parameters") {
+            Some(p @ Node::Object(_)) => p,
+            _ => EMPTY_OBJECT_SCHEMA,
+        };
+        m.push("input_schema", schema);
+        out.push(m.build());
+    }
 }
 
 /// A translate result's tool calls as an OpenAI `tool_calls` array, ready to
 /// put on an assistant message. Missing fields come out as `null`.
-pub fn tool_calls_json(result: &Value) -> Vec<Value> {
-    let Some(calls) = result.get("toolCalls").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    calls
-        .iter()
-        .map(|tc| {
-            let field = |k: &str| tc.get(k).cloned().unwrap_or(Value::Null);
-            let mut function = Map::new();
-            function.insert("name".into(), field("name"));
-            function.insert("arguments".into(), field("arguments"));
-            let mut m = Map::new();
-            m.insert("id".into(), field("id"));
-            m.insert("type".into(), Value::String("function".into()));
-            m.insert("function".into(), Value::Object(function));
-            Value::Object(m)
-        })
-        .collect()
+pub fn tool_calls_json<'a>(bump: &'a Bump, result: Node<'a>) -> Node<'a> {
+    let calls = result
+        .get("toolCalls")
+        .and_then(Node::as_array)
+        .unwrap_or(&[]);
+    let mut out = BVec::with_capacity_in(calls.len(), bump);
+    for tc in calls {
+        let field = |k: &str| tc.get(k).unwrap_or(Node::Null);
+        let function = object(
+            bump,
+            &[("name", field("name")), ("arguments", field("arguments"))],
+        );
+        out.push(object(
+            bump,
+            &[
+                ("id", field("id")),
+                ("type", Node::Str("function")),
+                ("function", function),
+            ],
+        ));
+    }
+    array(out)
 }
 
 /// One message of the Anthropic conversation: `{role, content}`.
-fn turn(role: &str, content: Value) -> Value {
-    let mut m = Map::new();
-    m.insert("role".into(), Value::String(role.into()));
-    m.insert("content".into(), content);
-    Value::Object(m)
-}
-
-/// `{type, text}`.
-fn text_block(text: String) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), Value::String("text".into()));
-    m.insert("text".into(), Value::String(text));
-    Value::Object(m)
+fn turn<'a>(bump: &'a Bump, role: &'static str, content: Node<'a>) -> Node<'a> {
+    object(bump, &[("role", Node::Str(role)), ("content", content)])
 }
 
 /// An OpenAI conversation converted for Anthropic.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Converted {
-    pub messages: Vec<Value>,
+#[derive(Debug, Clone, Copy)]
+pub struct Converted<'a> {
+    pub messages: &'a [Node<'a>],
     /// The hoisted system/developer texts, joined with a blank line.
-    pub system: String,
+    pub system: &'a str,
 }
 
-impl Converted {
+impl<'a> Converted<'a> {
     /// `{"messages": [...], "system": "..."}`.
-    pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        m.insert("messages".into(), Value::Array(self.messages.clone()));
-        m.insert("system".into(), Value::String(self.system.clone()));
-        Value::Object(m)
+    pub fn to_node(self, bump: &'a Bump) -> Node<'a> {
+        object(
+            bump,
+            &[
+                ("messages", Node::Array(self.messages)),
+                ("system", Node::Str(self.system)),
+            ],
+        )
     }
 }
 
 /// Builds the Anthropic conversation turn by turn.
-#[derive(Default)]
-struct Conversation {
-    out: Vec<Value>,
-    system: Vec<String>,
+struct Conversation<'a> {
+    bump: &'a Bump,
+    out: BVec<'a, Node<'a>>,
+    system: BVec<'a, &'a str>,
     /// Tool results waiting to be closed off as one user turn.
-    pending: Vec<Value>,
+    pending: BVec<'a, Node<'a>>,
 }
 
-impl Conversation {
+impl<'a> Conversation<'a> {
     /// Closes the pending tool results as ONE user turn: providers expect one
     /// result-bearing turn answering the assistant turn before it.
     fn drain(&mut self) {
         if !self.pending.is_empty() {
-            let results = std::mem::take(&mut self.pending);
-            self.out.push(turn("user", Value::Array(results)));
+            let results = std::mem::replace(&mut self.pending, BVec::new_in(self.bump));
+            let t = turn(self.bump, "user", array(results));
+            self.out.push(t);
         }
     }
 
-    fn add_system(&mut self, m: &Value) {
+    fn add_system(&mut self, m: Node<'a>) {
         self.drain();
-        let text = content_text(m.get("content"));
+        let text = content_text(self.bump, m.get("content"));
         if !text.is_empty() {
             self.system.push(text);
         }
     }
 
-    fn add_tool_result(&mut self, m: &Value) {
-        let mut block = Map::new();
-        block.insert("type".into(), Value::String("tool_result".into()));
+    fn add_tool_result(&mut self, m: Node<'a>) {
+        let bump = self.bump;
+        let mut block = ObjectBuilder::with_capacity(bump, 3);
+        block.push("type", Node::Str("tool_result"));
         let id = m.get("tool_call_id");
         if truthy(id) {
-            let id = text_of(id);
+            let id = text_of(bump, id);
             if !id.is_empty() {
-                block.insert("tool_use_id".into(), Value::String(id));
+                block.push("tool_use_id", Node::Str(id));
             }
         }
-        block.insert(
-            "content".into(),
-            Value::String(content_text(m.get("content"))),
-        );
-        self.pending.push(Value::Object(block));
+        block.push("content", Node::Str(content_text(bump, m.get("content"))));
+        self.pending.push(block.build());
     }
 
-    fn add_assistant(&mut self, m: &Value) {
+    fn add_assistant(&mut self, m: Node<'a>) {
         self.drain();
-        let text = content_text(m.get("content"));
-        let mut blocks = Vec::new();
+        let bump = self.bump;
+        let text = content_text(bump, m.get("content"));
+        let mut blocks = BVec::new_in(bump);
         if !text.is_empty() {
-            blocks.push(text_block(text));
+            blocks.push(object(
+                bump,
+                &[("type", Node::Str("text")), ("text", Node::Str(text))],
+            ));
         }
-        for call in tool_calls_of(m) {
-            let mut b = Map::new();
-            b.insert("type".into(), Value::String("tool_use".into()));
-            b.insert("id".into(), call["id"].clone());
-            b.insert("name".into(), call["name"].clone());
-            b.insert("input".into(), args_object(call.get("arguments")));
-            blocks.push(Value::Object(b));
+        for call in tool_calls_of(bump, m) {
+            // The arguments as args_object reads args_string's text: a
+            // string as given, an object as itself, anything else `{}`.
+            blocks.push(object(
+                bump,
+                &[
+                    ("type", Node::Str("tool_use")),
+                    ("id", Node::Str(call.id)),
+                    ("name", Node::Str(call.name)),
+                    ("input", args_object(bump, call.arguments)),
+                ],
+            ));
         }
         // An assistant turn with neither text nor tool calls would be rejected.
         if !blocks.is_empty() {
-            self.out.push(turn("assistant", Value::Array(blocks)));
+            let t = turn(bump, "assistant", array(blocks));
+            self.out.push(t);
         }
     }
 
-    fn add_user(&mut self, m: &Value) {
+    fn add_user(&mut self, m: Node<'a>) {
         self.drain();
         let content = m.get("content");
-        let text = content_text(content);
+        let text = content_text(self.bump, content);
         if !text.is_empty() {
-            self.out.push(turn("user", Value::String(text)));
-        } else if let Some(parts) = content.filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
-        {
+            let t = turn(self.bump, "user", Node::Str(text));
+            self.out.push(t);
+        } else if let Some(parts @ Node::Array([_, ..])) = content {
             // A parts array with no text (an image alone) goes through as given.
-            self.out.push(turn("user", parts.clone()));
+            let t = turn(self.bump, "user", parts);
+            self.out.push(t);
         }
     }
 }
@@ -319,19 +362,36 @@ impl Conversation {
 /// `tool` results merge into one user turn of `tool_result` blocks;
 /// system/developer messages are hoisted out and joined with a blank line;
 /// any other role is a user turn. Entries that are not objects are skipped.
-pub fn openai_messages_to_anthropic(messages: &[Value]) -> Converted {
-    let mut conv = Conversation::default();
+pub fn openai_messages_to_anthropic<'a>(bump: &'a Bump, messages: &[Node<'a>]) -> Converted<'a> {
+    let mut conv = Conversation {
+        bump,
+        out: BVec::with_capacity_in(messages.len(), bump),
+        system: BVec::new_in(bump),
+        pending: BVec::new_in(bump),
+    };
     for m in messages.iter().filter(|m| m.is_object()) {
-        match role_of(m).as_str() {
-            "system" | "developer" => conv.add_system(m),
-            "tool" | "function" => conv.add_tool_result(m),
-            "assistant" => conv.add_assistant(m),
-            _ => conv.add_user(m),
+        match str_of(m.get("role")) {
+            "system" | "developer" => conv.add_system(*m),
+            "tool" | "function" => conv.add_tool_result(*m),
+            "assistant" => conv.add_assistant(*m),
+            _ => conv.add_user(*m),
         }
     }
     conv.drain();
+    let system = match conv.system.as_slice() {
+        [] => "",
+        [one] => one,
+        parts => {
+            let mut joined = BString::from_str_in(parts[0], bump);
+            for p in &parts[1..] {
+                joined.push_str("\n\n");
+                joined.push_str(p);
+            }
+            joined.into_bump_str()
+        }
+    };
     Converted {
-        messages: conv.out,
-        system: conv.system.join("\n\n"),
+        messages: conv.out.into_bump_slice(),
+        system,
     }
 }

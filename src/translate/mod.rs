@@ -10,10 +10,14 @@
 
 pub mod client;
 pub mod helpers;
+pub mod node;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::{display_string, type_name};
-use serde_json::{Map, Number, Value};
+use bumpalo::collections::Vec as BVec;
+use bumpalo::Bump;
+use node::{Node, Num, ObjectBuilder};
+use serde_json::{Map, Value};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -289,32 +293,37 @@ impl ClientConfig {
 // the request
 // ---------------------------------------------------------------------------
 
+/// `obj[key]`, with `null` read as absent.
+fn present_in<'a>(obj: Node<'a>, key: &str) -> Option<Node<'a>> {
+    obj.get(key).filter(|v| !v.is_null())
+}
+
 /// A validated translate request, borrowing from its JSON.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
-    pub messages: &'a [Value],
-    pub tools: &'a [Value],
-    pub tool_choice: Option<&'a Value>,
+    pub messages: &'a [Node<'a>],
+    pub tools: &'a [Node<'a>],
+    pub tool_choice: Option<Node<'a>>,
     pub system: Option<&'a str>,
-    pub max_tokens: Option<&'a Number>,
+    pub max_tokens: Option<Num>,
 }
 
 impl<'a> Request<'a> {
     /// Reads and validates a request JSON object. Unknown keys and values of
     /// the wrong type are `invalid_config` errors naming the key; a message that
     /// is not an object is an `invalid_argument` error naming its index.
-    pub fn from_json(v: &'a Value) -> Result<Request<'a>> {
-        let obj = v.as_object().ok_or_else(|| {
-            Error::invalid_config(format!(
+    pub fn from_node(v: Node<'a>) -> Result<Request<'a>> {
+        let Node::Object(entries) = v else {
+            return Err(Error::invalid_config(format!(
                 "request must be a JSON object, got {}",
-                type_name(v)
-            ))
-        })?;
-        if let Some(k) = obj
-            .keys()
-            .find(|k| !REQUEST_KEYS.split(", ").any(|c| c == k.as_str()))
+                v.type_name()
+            )));
+        };
+        if let Some((k, _)) = entries
+            .iter()
+            .find(|(k, _)| !REQUEST_KEYS.split(", ").any(|c| c == *k))
         {
-            let hint = if k == "toolkit" {
+            let hint = if *k == "toolkit" {
                 " (a toolkit is passed as its own argument to tn_translate)"
             } else {
                 ""
@@ -323,12 +332,12 @@ impl<'a> Request<'a> {
                 "request: unknown key '{k}'{hint} (known keys: {REQUEST_KEYS})"
             )));
         }
-        let messages = match present(obj, "messages") {
-            Some(Value::Array(m)) => m.as_slice(),
+        let messages = match present_in(v, "messages") {
+            Some(Node::Array(m)) => m,
             Some(other) => {
                 return Err(Error::invalid_config(format!(
                     "request.messages must be an array, got {}",
-                    type_name(other)
+                    other.type_name()
                 )))
             }
             None => return Err(Error::invalid_config("request.messages is required")),
@@ -336,28 +345,35 @@ impl<'a> Request<'a> {
         if let Some((i, m)) = messages.iter().enumerate().find(|(_, m)| !m.is_object()) {
             return Err(Error::invalid_argument(format!(
                 "messages[{i}] must be an object, got {}",
-                type_name(m)
+                m.type_name()
             )));
         }
-        let tools = match present(obj, "tools") {
-            Some(Value::Array(t)) => t.as_slice(),
+        let tools = match present_in(v, "tools") {
+            Some(Node::Array(t)) => t,
             Some(other) => {
                 return Err(Error::invalid_config(format!(
                     "request.tools must be an array, got {}",
-                    type_name(other)
+                    other.type_name()
                 )))
             }
             None => &[],
         };
-        let system = present(obj, "system")
-            .map(|s| expect_string("request.system", s))
-            .transpose()?;
-        let max_tokens = match present(obj, "maxTokens") {
-            Some(Value::Number(n)) => Some(n),
+        let system = match present_in(v, "system") {
+            Some(Node::Str(s)) => Some(s),
+            Some(other) => {
+                return Err(Error::invalid_config(format!(
+                    "request.system must be a string, got {}",
+                    other.type_name()
+                )))
+            }
+            None => None,
+        };
+        let max_tokens = match present_in(v, "maxTokens") {
+            Some(Node::Number(n)) => Some(n),
             Some(other) => {
                 return Err(Error::invalid_config(format!(
                     "request.maxTokens must be a number, got {}",
-                    type_name(other)
+                    other.type_name()
                 )))
             }
             None => None,
@@ -365,16 +381,16 @@ impl<'a> Request<'a> {
         Ok(Request {
             messages,
             tools,
-            tool_choice: present(obj, "toolChoice"),
+            tool_choice: present_in(v, "toolChoice"),
             system,
             max_tokens,
         })
     }
 
     /// `maxTokens` when it is a positive number (0 and below mean "default").
-    fn positive_max_tokens(&self) -> Option<Value> {
+    fn positive_max_tokens(&self) -> Option<Node<'static>> {
         let n = self.max_tokens?;
-        (n.as_f64()? > 0.0).then(|| Value::Number(n.clone()))
+        (n.as_f64() > 0.0).then_some(Node::Number(n))
     }
 }
 
@@ -382,105 +398,122 @@ impl<'a> Request<'a> {
 // the provider body (pure)
 // ---------------------------------------------------------------------------
 
+/// The schema a toolkit tool declared without one gets
+/// ([`crate::tool::default_schema`]).
+const DEFAULT_SCHEMA: Node<'static> = Node::Object(&[("type", Node::Str("object"))]);
+
 /// An OpenAI-shaped declaration (`{type, function:{name, description,
 /// parameters}}`) as the Anthropic adapter renders a toolkit tool.
-fn declared_to_anthropic(t: &Value) -> Value {
+fn declared_to_anthropic<'a>(bump: &'a Bump, t: Node<'a>) -> Node<'a> {
     let f = t.get("function").unwrap_or(t);
-    let mut m = Map::new();
-    m.insert("name".into(), f.get("name").cloned().unwrap_or(Value::Null));
-    m.insert(
-        "description".into(),
-        f.get("description")
-            .cloned()
-            .unwrap_or_else(|| Value::String(String::new())),
-    );
-    m.insert(
-        "input_schema".into(),
-        f.get("parameters")
-            .cloned()
-            .unwrap_or_else(crate::tool::default_schema),
-    );
-    Value::Object(m)
+    node::object(
+        bump,
+        &[
+            ("name", f.get("name").unwrap_or(Node::Null)),
+            ("description", f.get("description").unwrap_or(Node::Str(""))),
+            (
+                "input_schema",
+                f.get("parameters").unwrap_or(DEFAULT_SCHEMA),
+            ),
+        ],
+    )
 }
 
 /// The JSON body of the provider call, before it is serialised. `declared` are
 /// the toolkit's tools in OpenAI shape; they come before `request.tools`.
-pub fn provider_body(client: &ClientConfig, request: &Request, declared: &[Value]) -> Value {
+pub fn provider_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
     let mut body = match client.style {
-        Style::OpenAi => openai_body(client, request, declared),
-        Style::Anthropic => anthropic_body(client, request, declared),
+        Style::OpenAi => openai_body(bump, client, request, declared),
+        Style::Anthropic => anthropic_body(bump, client, request, declared),
     };
     for (k, v) in &client.request_params {
         if !RESERVED_PARAMS.contains(&k.as_str()) {
-            body.insert(k.clone(), v.clone());
+            body.insert(k, node::from_value(bump, v));
         }
     }
-    Value::Object(body)
+    body.build()
 }
 
-fn openai_body(client: &ClientConfig, request: &Request, declared: &[Value]) -> Map<String, Value> {
+fn openai_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> ObjectBuilder<'a> {
     // A request's `system` (even "") wins over the client's prompt; either is
     // prepended only when the messages carry no system/developer message.
     let system = request
         .system
         .or(client.system_prompt.as_deref())
         .unwrap_or("");
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    let mut messages = BVec::with_capacity_in(request.messages.len() + 1, bump);
     if !helpers::is_blank(system) && !helpers::has_system_message(request.messages) {
-        let mut m = Map::new();
-        m.insert("role".into(), Value::String("system".into()));
-        m.insert("content".into(), Value::String(system.into()));
-        messages.push(Value::Object(m));
+        messages.push(node::object(
+            bump,
+            &[
+                ("role", Node::Str("system")),
+                ("content", Node::Str(system)),
+            ],
+        ));
     }
-    messages.extend(request.messages.iter().cloned());
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(client.model.clone()));
-    body.insert("messages".into(), Value::Array(messages));
-    let tools: Vec<Value> = declared.iter().chain(request.tools).cloned().collect();
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
+    messages.extend_from_slice(request.messages);
+    let mut body = ObjectBuilder::with_capacity(bump, 5 + client.request_params.len());
+    body.push("model", Node::Str(&client.model));
+    body.push("messages", node::array(messages));
+    if !declared.is_empty() || !request.tools.is_empty() {
+        let mut tools = BVec::with_capacity_in(declared.len() + request.tools.len(), bump);
+        tools.extend_from_slice(declared);
+        tools.extend_from_slice(request.tools);
+        body.push("tools", node::array(tools));
     }
     if let Some(choice) = request.tool_choice {
-        body.insert("tool_choice".into(), choice.clone());
+        body.push("tool_choice", choice);
     }
     if let Some(n) = request.positive_max_tokens() {
-        body.insert("max_tokens".into(), n);
+        body.push("max_tokens", n);
     }
     body
 }
 
-fn anthropic_body(
-    client: &ClientConfig,
-    request: &Request,
-    declared: &[Value],
-) -> Map<String, Value> {
-    let converted = helpers::openai_messages_to_anthropic(request.messages);
+fn anthropic_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> ObjectBuilder<'a> {
+    let converted = helpers::openai_messages_to_anthropic(bump, request.messages);
     // request.system (even "") > a non-blank client systemPrompt > the
     // system/developer messages hoisted out of the conversation.
     let system = match (request.system, client.system_prompt.as_deref()) {
-        (Some(s), _) => s.to_string(),
-        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
+        (Some(s), _) => s,
+        (None, Some(p)) if !helpers::is_blank(p) => p,
         _ => converted.system,
     };
-    let mut tools: Vec<Value> = declared.iter().map(declared_to_anthropic).collect();
-    tools.extend(helpers::openai_tools_to_anthropic(request.tools));
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(client.model.clone()));
-    body.insert(
-        "max_tokens".into(),
+    let mut tools = BVec::with_capacity_in(declared.len() + request.tools.len(), bump);
+    tools.extend(declared.iter().map(|t| declared_to_anthropic(bump, *t)));
+    helpers::openai_tools_to_anthropic(bump, request.tools, &mut tools);
+    let mut body = ObjectBuilder::with_capacity(bump, 6 + client.request_params.len());
+    body.push("model", Node::Str(&client.model));
+    body.push(
+        "max_tokens",
         request
             .positive_max_tokens()
-            .unwrap_or_else(|| Value::from(4096)),
+            .unwrap_or(Node::Number(Num::Pos(4096))),
     );
-    body.insert("messages".into(), Value::Array(converted.messages));
-    if !helpers::is_blank(&system) {
-        body.insert("system".into(), Value::String(system));
+    body.push("messages", Node::Array(converted.messages));
+    if !helpers::is_blank(system) {
+        body.push("system", Node::Str(system));
     }
     if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
+        body.push("tools", node::array(tools));
     }
-    if let Some(choice) = helpers::openai_tool_choice_to_anthropic(request.tool_choice) {
-        body.insert("tool_choice".into(), choice);
+    if let Some(choice) = helpers::openai_tool_choice_to_anthropic(bump, request.tool_choice) {
+        body.push("tool_choice", choice);
     }
     body
 }
@@ -491,28 +524,30 @@ fn anthropic_body(
 
 /// A token count as a whole number (fractions are dropped; anything else is
 /// absent).
-fn token_count(v: Option<&Value>) -> Option<u64> {
-    let v = v?;
-    v.as_u64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.is_finite() && *f >= 0.0)
-            .map(|f| f as u64)
-    })
+fn token_count(v: Option<Node>) -> Option<u64> {
+    match v? {
+        Node::Number(Num::Pos(n)) => Some(n),
+        Node::Number(Num::Float(f)) if f.is_finite() && f >= 0.0 => Some(f as u64),
+        _ => None,
+    }
 }
 
-fn usage_json(prompt: u64, completion: u64, total: u64) -> Value {
-    let mut m = Map::new();
-    m.insert("promptTokens".into(), Value::from(prompt));
-    m.insert("completionTokens".into(), Value::from(completion));
-    m.insert("totalTokens".into(), Value::from(total));
-    Value::Object(m)
+fn usage_node(bump: &Bump, prompt: u64, completion: u64, total: u64) -> Node<'_> {
+    node::object(
+        bump,
+        &[
+            ("promptTokens", Node::Number(Num::Pos(prompt))),
+            ("completionTokens", Node::Number(Num::Pos(completion))),
+            ("totalTokens", Node::Number(Num::Pos(total))),
+        ],
+    )
 }
 
 /// OpenAI prompt/completion/total_tokens; Anthropic input/output_tokens, the
 /// total being their sum. An absent usage is all zeros.
-fn usage_of(style: Style, raw: &Value) -> Value {
+fn usage_of<'a>(bump: &'a Bump, style: Style, raw: Node<'a>) -> Node<'a> {
     let Some(u) = raw.get("usage").filter(|u| u.is_object()) else {
-        return usage_json(0, 0, 0);
+        return usage_node(bump, 0, 0, 0);
     };
     let (p_key, c_key) = match style {
         Style::OpenAi => ("prompt_tokens", "completion_tokens"),
@@ -525,7 +560,7 @@ fn usage_of(style: Style, raw: &Value) -> Value {
         Style::OpenAi => token_count(u.get("total_tokens")).unwrap_or(sum),
         Style::Anthropic => sum,
     };
-    usage_json(p, c, total)
+    usage_node(bump, p, c, total)
 }
 
 /// The finish reasons an OpenAI client understands, kept as the provider
@@ -538,42 +573,43 @@ const OPENAI_FINISH: [&str; 5] = [
     "function_call",
 ];
 
-fn result_json(
-    text: String,
-    calls: Vec<Value>,
-    finish: &str,
-    usage: Value,
-    model: &str,
-    raw: Value,
-) -> Value {
-    let mut m = Map::new();
-    m.insert("text".into(), Value::String(text));
-    m.insert("toolCalls".into(), Value::Array(calls));
-    m.insert("finishReason".into(), Value::String(finish.into()));
-    m.insert("usage".into(), usage);
-    m.insert("model".into(), Value::String(model.into()));
-    m.insert("raw".into(), raw);
-    Value::Object(m)
-}
-
 /// The provider's decoded answer in OpenAI shape: `{text, toolCalls,
 /// finishReason, usage, model, raw}`. `model` is the model the call asked for.
-pub fn read_response(style: Style, model: &str, raw: Value) -> Value {
-    match style {
-        Style::OpenAi => read_openai(model, raw),
-        Style::Anthropic => read_anthropic(model, raw),
-    }
+pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node<'a>) -> Node<'a> {
+    let (text, calls, finish) = match style {
+        Style::OpenAi => read_openai(bump, raw),
+        Style::Anthropic => read_anthropic(bump, raw),
+    };
+    node::object(
+        bump,
+        &[
+            ("text", Node::Str(text)),
+            ("toolCalls", calls),
+            ("finishReason", Node::Str(finish)),
+            ("usage", usage_of(bump, style, raw)),
+            ("model", Node::Str(model)),
+            ("raw", raw),
+        ],
+    )
 }
 
-fn read_openai(model: &str, raw: Value) -> Value {
-    let choice = raw.get("choices").and_then(|c| c.get(0));
+/// The text, the tool calls and the finish reason of an OpenAI answer.
+fn read_openai<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
+    let choice = raw
+        .get("choices")
+        .and_then(Node::as_array)
+        .and_then(<[Node]>::first)
+        .copied();
     let message = choice.and_then(|c| c.get("message"));
-    let text = helpers::content_text(message.and_then(|m| m.get("content")));
-    let calls = message.map(helpers::tool_calls_of).unwrap_or_default();
+    let text = helpers::content_text(bump, message.and_then(|m| m.get("content")));
+    let mut calls = BVec::new_in(bump);
+    if let Some(m) = message {
+        calls.extend(helpers::tool_calls_of(bump, m).map(|c| c.to_node(bump)));
+    }
     // Any tool call means "tool_calls"; otherwise the provider's own reason is
     // kept when it is one of OpenAI's, and mapped by SPEC §11 when it is not.
     let stated = choice.and_then(|c| c.get("finish_reason"));
-    let finish = match stated.and_then(Value::as_str) {
+    let finish = match stated.and_then(Node::as_str) {
         _ if !calls.is_empty() => "tool_calls",
         Some(s) => OPENAI_FINISH
             .iter()
@@ -582,65 +618,55 @@ fn read_openai(model: &str, raw: Value) -> Value {
             .unwrap_or_else(|| helpers::finish_reason_for(false, stated)),
         None => helpers::finish_reason_for(false, stated),
     };
-    let usage = usage_of(Style::OpenAi, &raw);
-    result_json(text, calls, finish, usage, model, raw)
+    (text, node::array(calls), finish)
 }
 
-fn read_anthropic(model: &str, raw: Value) -> Value {
-    let blocks: &[Value] = raw
-        .get("content")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice);
+/// The text, the tool calls and the finish reason of an Anthropic answer.
+fn read_anthropic<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
+    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
     let of_type = |t: &'static str| {
         blocks
             .iter()
-            .filter(move |b| b.get("type").and_then(Value::as_str) == Some(t))
+            .filter(move |b| b.get("type").and_then(Node::as_str) == Some(t))
     };
-    let text: String = of_type("text")
-        .map(|b| b.get("text").map(display_string).unwrap_or_default())
-        .collect();
-    let calls: Vec<Value> = of_type("tool_use")
-        .map(|b| {
-            let input = b
-                .get("input")
-                .filter(|i| !i.is_null())
-                .map_or_else(|| "{}".to_string(), Value::to_string);
-            let mut m = Map::new();
-            m.insert(
-                "id".into(),
-                Value::String(b.get("id").map(display_string).unwrap_or_default()),
-            );
-            m.insert(
-                "name".into(),
-                Value::String(b.get("name").map(display_string).unwrap_or_default()),
-            );
-            m.insert("arguments".into(), Value::String(input));
-            Value::Object(m)
-        })
-        .collect();
+    let mut text = bumpalo::collections::String::new_in(bump);
+    for b in of_type("text") {
+        text.push_str(b.get("text").map_or("", |t| t.display(bump)));
+    }
+    let mut calls = BVec::new_in(bump);
+    for b in of_type("tool_use") {
+        let input = match b.get("input") {
+            None | Some(Node::Null) => "{}",
+            Some(i) => i.encode_in(bump),
+        };
+        calls.push(node::object(
+            bump,
+            &[
+                ("id", Node::Str(b.get("id").map_or("", |v| v.display(bump)))),
+                (
+                    "name",
+                    Node::Str(b.get("name").map_or("", |v| v.display(bump))),
+                ),
+                ("arguments", Node::Str(input)),
+            ],
+        ));
+    }
     let finish = helpers::finish_reason_for(!calls.is_empty(), raw.get("stop_reason"));
-    let usage = usage_of(Style::Anthropic, &raw);
-    result_json(text, calls, finish, usage, model, raw)
+    (text.into_bump_str(), node::array(calls), finish)
 }
 
 // ---------------------------------------------------------------------------
-// the entry point
+// the entry points
 // ---------------------------------------------------------------------------
 
-/// Prepares the HTTP call for a client and a provider body.
-fn prepare(config: &ClientConfig, body: &Value) -> Result<client::Call> {
+/// Prepares the HTTP call for a client and an encoded provider body.
+fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
     let api_key = config.resolve_api_key();
     let headers = client::header_map(&config.request_headers(api_key.as_deref()))?;
-    let body = serde_json::to_vec(body).map_err(|e| {
-        Error::new(
-            ErrorCode::Internal,
-            format!("cannot encode the provider body: {e}"),
-        )
-    })?;
     Ok(client::Call {
         url: config.endpoint()?,
         headers,
-        body,
+        body: body.into(),
         retries: config.retries,
         retry_base_ms: config.retry_base_ms,
         timeout_ms: config.timeout_ms,
@@ -651,9 +677,10 @@ fn prepare(config: &ClientConfig, body: &Value) -> Result<client::Call> {
 /// Runs a future on the shared runtime from a host thread. Called from inside
 /// an async runtime (which must not block on another), the wait happens on a
 /// short-lived helper thread instead.
-fn run_blocking<F>(fut: F) -> Result<Value>
+fn run_blocking<F, T>(fut: F) -> Result<T>
 where
-    F: Future<Output = Result<Value>> + Send,
+    F: Future<Output = Result<T>> + Send,
+    T: Send,
 {
     if tokio::runtime::Handle::try_current().is_err() {
         return crate::runtime::block_on(fut);
@@ -670,6 +697,47 @@ where
     })
 }
 
+/// The arena for one call, sized so that a request of `len` bytes rarely
+/// needs a second chunk.
+fn arena_for(len: usize) -> Bump {
+    Bump::with_capacity(len.saturating_mul(3).clamp(4096, 1 << 24))
+}
+
+/// One exchange: validates the request, makes the provider call and reads
+/// the answer, all in `bump`. `source` is the text `request` was parsed
+/// from, if any. Gives the answer and the provider's reply text.
+fn exchange<'a>(
+    bump: &'a Bump,
+    config: &'a ClientConfig,
+    request: Node<'a>,
+    source: Option<&'a str>,
+    declared: &'a [Value],
+    cancel: Option<&CancelToken>,
+) -> Result<(Node<'a>, Option<&'a str>)> {
+    let request = Request::from_node(request)?;
+    let declared: Vec<Node<'a>> = declared.iter().map(|d| node::from_value(bump, d)).collect();
+    let body = provider_body(bump, config, &request, &declared);
+    let model = body.get("model").map_or("", |m| m.display(bump));
+    let sources: &[&str] = match &source {
+        Some(text) => std::slice::from_ref(text),
+        None => &[],
+    };
+    let encoded = body.to_vec_from(sources, source.map_or(4096, |t| t.len() + 1024));
+    let call = prepare(config, encoded)?;
+    if cancel.is_some_and(CancelToken::is_cancelled) {
+        return Err(Error::new(
+            ErrorCode::Cancelled,
+            "the translate call was cancelled",
+        ));
+    }
+    let reply = run_blocking(client::send(&call, cancel))?;
+    let bytes: &'a [u8] = bump.alloc_slice_copy(&reply.body);
+    let raw = node::parse_slice(bump, bytes)
+        .map_err(|e| client::malformed(&call, reply.status, &e, bytes))?;
+    let answer = read_response(bump, config.style, model, raw);
+    Ok((answer, std::str::from_utf8(bytes).ok()))
+}
+
 /// SPEC §11: translates one OpenAI-shaped `request` for the `client`'s
 /// provider, makes exactly one provider call (plus retries) and returns the
 /// answer in OpenAI shape. `declared` = the toolkit's tools already rendered
@@ -682,19 +750,38 @@ pub fn translate(
     cancel: Option<&CancelToken>,
 ) -> Result<Value> {
     let config = ClientConfig::from_json(client)?;
-    let request = Request::from_json(request)?;
-    let body = provider_body(&config, &request, declared);
-    let model = body.get("model").map(display_string).unwrap_or_default();
-    let call = prepare(&config, &body)?;
-    drop(body);
-    if cancel.is_some_and(CancelToken::is_cancelled) {
-        return Err(Error::new(
-            ErrorCode::Cancelled,
-            "the translate call was cancelled",
-        ));
-    }
-    let raw = run_blocking(client::send(&call, cancel))?;
-    Ok(read_response(config.style, &model, raw))
+    let bump = arena_for(0);
+    let request = node::from_value(&bump, request);
+    exchange(&bump, &config, request, None, declared, cancel).map(|(answer, _)| answer.to_value())
+}
+
+/// [`translate`] with the request and the answer as JSON text, which is how
+/// `tn_translate` calls it: the request is parsed straight into the call's
+/// arena and the answer written straight from it.
+pub fn translate_json(
+    client: &Value,
+    request_json: &str,
+    declared: &[Value],
+    cancel: Option<&CancelToken>,
+) -> Result<String> {
+    let bump = arena_for(request_json.len());
+    let request =
+        node::parse(&bump, request_json).map_err(|e| Error::invalid_json("request_json", &e))?;
+    let config = ClientConfig::from_json(client)?;
+    let (answer, reply) = exchange(
+        &bump,
+        &config,
+        request,
+        Some(request_json),
+        declared,
+        cancel,
+    )?;
+    let sources: &[&str] = match &reply {
+        Some(text) => std::slice::from_ref(text),
+        None => &[],
+    };
+    let capacity = reply.map_or(1024, |r| 2 * r.len() + 256);
+    Ok(node::into_string(answer.to_vec_from(sources, capacity)))
 }
 
 // ---------------------------------------------------------------------------
@@ -731,26 +818,36 @@ pub fn call_helper(name: &str, args: &[Value]) -> Result<Value> {
             args.len()
         )));
     }
-    let a = &args[0];
-    fn list(v: &Value) -> &[Value] {
-        v.as_array().map_or(&[], Vec::as_slice)
-    }
+    let bump = Bump::new();
+    let a = node::from_value(&bump, &args[0]);
+    let list = a.as_array().unwrap_or(&[]);
+    let string = |s: &str| Value::String(s.to_string());
     Ok(match name {
-        "sanitize" => Value::String(crate::tool::sanitize(&display_string(a))),
+        "sanitize" => Value::String(crate::tool::sanitize(&display_string(&args[0]))),
         "finishReasonFor" => {
-            let has_calls = !matches!(a, Value::Null | Value::Bool(false));
-            Value::String(helpers::finish_reason_for(has_calls, args.get(1)).into())
+            let has_calls = !matches!(a, Node::Null | Node::Bool(false));
+            let stop = node::from_value(&bump, &args[1]);
+            string(helpers::finish_reason_for(has_calls, Some(stop)))
         }
-        "contentText" => Value::String(helpers::content_text(Some(a))),
-        "argsObject" => helpers::args_object(Some(a)),
-        "argsString" => Value::String(helpers::args_string(Some(a))),
-        "toolCallsOf" => Value::Array(helpers::tool_calls_of(a)),
-        "hasSystemMessage" => Value::Bool(helpers::has_system_message(list(a))),
-        "openaiToolChoiceToAnthropic" => {
-            helpers::openai_tool_choice_to_anthropic(Some(a)).unwrap_or(Value::Null)
+        "contentText" => string(helpers::content_text(&bump, Some(a))),
+        "argsObject" => helpers::args_object(&bump, Some(a)).to_value(),
+        "argsString" => string(helpers::args_string(&bump, Some(a))),
+        "toolCallsOf" => Value::Array(
+            helpers::tool_calls_of(&bump, a)
+                .map(|c| c.to_node(&bump).to_value())
+                .collect(),
+        ),
+        "hasSystemMessage" => Value::Bool(helpers::has_system_message(list)),
+        "openaiToolChoiceToAnthropic" => helpers::openai_tool_choice_to_anthropic(&bump, Some(a))
+            .map_or(Value::Null, Node::to_value),
+        "openaiToolsToAnthropic" => {
+            let mut out = BVec::new_in(&bump);
+            helpers::openai_tools_to_anthropic(&bump, list, &mut out);
+            node::array(out).to_value()
         }
-        "openaiToolsToAnthropic" => Value::Array(helpers::openai_tools_to_anthropic(list(a))),
-        "toolCallsJson" => Value::Array(helpers::tool_calls_json(a)),
-        _ => helpers::openai_messages_to_anthropic(list(a)).to_json(),
+        "toolCallsJson" => helpers::tool_calls_json(&bump, a).to_value(),
+        _ => helpers::openai_messages_to_anthropic(&bump, list)
+            .to_node(&bump)
+            .to_value(),
     })
 }

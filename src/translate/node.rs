@@ -1,0 +1,991 @@
+//! The JSON tree the translator works on: parsed straight from JSON text into
+//! one arena per call ([`bumpalo::Bump`]), strings borrowed from the text
+//! wherever they hold no escape. Nodes are `Copy` and need no drop, so
+//! passing a subtree through (a tool's schema, a message) copies a reference,
+//! not the subtree, and a whole call frees its JSON in one go.
+//!
+//! It reads and writes exactly what `serde_json::Value` with `preserve_order`
+//! does: numbers go through the same parser and printer, objects keep their
+//! key order, and a key given twice keeps its first position and its last
+//! value. Parse errors are serde_json's own.
+
+use bumpalo::collections::Vec as BVec;
+use bumpalo::Bump;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Number, Value};
+use std::collections::HashMap;
+use std::fmt;
+
+/// A JSON number as serde_json reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Num {
+    /// 0 and above.
+    Pos(u64),
+    /// Below 0.
+    Neg(i64),
+    Float(f64),
+}
+
+impl Num {
+    pub fn as_u64(self) -> Option<u64> {
+        match self {
+            Num::Pos(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Num::Pos(n) => n as f64,
+            Num::Neg(n) => n as f64,
+            Num::Float(f) => f,
+        }
+    }
+
+    fn of(n: &Number) -> Num {
+        if let Some(u) = n.as_u64() {
+            Num::Pos(u)
+        } else if let Some(i) = n.as_i64() {
+            Num::Neg(i)
+        } else {
+            Num::Float(n.as_f64().unwrap_or(0.0))
+        }
+    }
+
+    fn to_number(self) -> Number {
+        match self {
+            Num::Pos(n) => Number::from(n),
+            Num::Neg(n) => Number::from(n),
+            // Parsed floats are finite; 0 stands in for the impossible.
+            Num::Float(f) => Number::from_f64(f).unwrap_or_else(|| Number::from(0)),
+        }
+    }
+}
+
+/// One JSON value in an arena.
+#[derive(Debug, Clone, Copy)]
+pub enum Node<'a> {
+    Null,
+    Bool(bool),
+    Number(Num),
+    Str(&'a str),
+    Array(&'a [Node<'a>]),
+    Object(&'a [(&'a str, Node<'a>)]),
+}
+
+/// `{}`.
+pub const EMPTY_OBJECT: Node<'static> = Node::Object(&[]);
+
+impl<'a> Node<'a> {
+    /// `self[key]` of an object; `None` for a missing key or a non-object.
+    pub fn get(self, key: &str) -> Option<Node<'a>> {
+        match self {
+            Node::Object(entries) => entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> Option<&'a str> {
+        match self {
+            Node::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(self) -> Option<&'a [Node<'a>]> {
+        match self {
+            Node::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn is_object(self) -> bool {
+        matches!(self, Node::Object(_))
+    }
+
+    pub fn is_null(self) -> bool {
+        matches!(self, Node::Null)
+    }
+
+    /// What a validation message calls this kind of value (as
+    /// [`crate::json::type_name`]).
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Node::Null => "null",
+            Node::Bool(_) => "a boolean",
+            Node::Number(_) => "a number",
+            Node::Str(_) => "a string",
+            Node::Array(_) => "an array",
+            Node::Object(_) => "an object",
+        }
+    }
+
+    /// The value as the host language's `str` prints it (as
+    /// [`crate::json::display_string`]): a string verbatim, null as "",
+    /// anything else as compact JSON.
+    pub fn display(self, bump: &'a Bump) -> &'a str {
+        match self {
+            Node::Null => "",
+            Node::Str(s) => s,
+            other => other.encode_in(bump),
+        }
+    }
+
+    /// Compact JSON text of the value, kept in the arena.
+    pub fn encode_in(self, bump: &'a Bump) -> &'a str {
+        let text = self.to_vec();
+        // Always UTF-8: encoding valid strings gives valid UTF-8.
+        bump.alloc_str(std::str::from_utf8(&text).unwrap_or(""))
+    }
+
+    /// Compact JSON text of the value, byte for byte what serde_json writes
+    /// for the same `Value`.
+    pub fn to_vec(self) -> Vec<u8> {
+        self.to_vec_from(&[], 256)
+    }
+
+    /// [`Node::to_vec`] for a tree parsed (in part) from `sources`: their
+    /// strings are copied without an escape scan. `capacity` is a guess at
+    /// the size of the output.
+    pub fn to_vec_from(self, sources: &[&str], capacity: usize) -> Vec<u8> {
+        let mut w = Writer {
+            out: Vec::with_capacity(capacity),
+            sources,
+        };
+        w.node(self);
+        w.out
+    }
+
+    /// The same value as a `serde_json::Value`.
+    pub fn to_value(self) -> Value {
+        match self {
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(b),
+            Node::Number(n) => Value::Number(n.to_number()),
+            Node::Str(s) => Value::String(s.to_string()),
+            Node::Array(items) => Value::Array(items.iter().map(|v| v.to_value()).collect()),
+            Node::Object(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// Writes nodes as compact JSON: strings escaped as serde_json escapes them
+/// ([`crate::json::write_escaped`]), numbers through the printers serde_json
+/// uses (itoa, and serde_json's own for floats).
+struct Writer<'s> {
+    out: Vec<u8>,
+    /// Texts the nodes were parsed from. A string lying inside one was
+    /// borrowed from it, so it holds no escape and no control character
+    /// (JSON text cannot) and is copied as it is.
+    sources: &'s [&'s str],
+}
+
+impl Writer<'_> {
+    fn plain(&self, s: &str) -> bool {
+        let (start, end) = (s.as_ptr() as usize, s.as_ptr() as usize + s.len());
+        self.sources.iter().any(|src| {
+            let base = src.as_ptr() as usize;
+            start >= base && end <= base + src.len()
+        })
+    }
+
+    fn string(&mut self, s: &str) {
+        if self.plain(s) || needs_no_escape(s.as_bytes()) {
+            self.out.reserve(s.len() + 2);
+            self.out.push(b'"');
+            self.out.extend_from_slice(s.as_bytes());
+            self.out.push(b'"');
+        } else {
+            crate::json::write_escaped(&mut self.out, s);
+        }
+    }
+
+    fn node(&mut self, v: Node) {
+        match v {
+            Node::Null => self.out.extend_from_slice(b"null"),
+            Node::Bool(true) => self.out.extend_from_slice(b"true"),
+            Node::Bool(false) => self.out.extend_from_slice(b"false"),
+            Node::Number(Num::Pos(n)) => self
+                .out
+                .extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+            Node::Number(Num::Neg(n)) => self
+                .out
+                .extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+            Node::Number(n @ Num::Float(_)) => self
+                .out
+                .extend_from_slice(n.to_number().to_string().as_bytes()),
+            Node::Str(s) => self.string(s),
+            Node::Array(items) => {
+                self.out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.node(*item);
+                }
+                self.out.push(b']');
+            }
+            Node::Object(entries) => {
+                self.out.push(b'{');
+                for (i, (k, item)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.string(k);
+                    self.out.push(b':');
+                    self.node(*item);
+                }
+                self.out.push(b'}');
+            }
+        }
+    }
+}
+
+impl Serialize for Node<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Node::Null => s.serialize_unit(),
+            Node::Bool(b) => s.serialize_bool(b),
+            Node::Number(n) => n.to_number().serialize(s),
+            Node::Str(t) => s.serialize_str(t),
+            Node::Array(items) => s.collect_seq(items),
+            Node::Object(entries) => {
+                let mut m = s.serialize_map(Some(entries.len()))?;
+                for (k, v) in entries {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
+        }
+    }
+}
+
+/// Parses JSON text into the arena; errors are serde_json's, trailing
+/// characters included.
+///
+/// Text the fast reader below takes in full is read by it alone; anything
+/// else (an error of any kind, a number other than a plain integer, a string
+/// with escapes, nesting deeper than [`FAST_DEPTH`]) goes back to serde_json,
+/// so what is accepted, what each value reads as and every error message
+/// stay serde_json's.
+pub fn parse<'a>(bump: &'a Bump, text: &'a str) -> Result<Node<'a>, serde_json::Error> {
+    if let Some(node) = Fast::new(bump, text).document() {
+        return Ok(node);
+    }
+    parse_serde(bump, text)
+}
+
+/// [`parse`] through serde_json's deserializer alone.
+pub fn parse_serde<'a>(bump: &'a Bump, text: &'a str) -> Result<Node<'a>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let node = Seed(bump).deserialize(&mut de)?;
+    de.end()?;
+    Ok(node)
+}
+
+/// [`parse`] for bytes, which must be UTF-8 inside strings (serde_json's
+/// check and message).
+pub fn parse_slice<'a>(bump: &'a Bump, bytes: &'a [u8]) -> Result<Node<'a>, serde_json::Error> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return parse(bump, text);
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let node = Seed(bump).deserialize(&mut de)?;
+    de.end()?;
+    Ok(node)
+}
+
+/// Encoded JSON as a `String`; encoding valid strings always gives UTF-8.
+pub fn into_string(json: Vec<u8>) -> String {
+    String::from_utf8(json).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The arena copy of a `Value`, borrowing its strings.
+pub fn from_value<'a>(bump: &'a Bump, v: &'a Value) -> Node<'a> {
+    match v {
+        Value::Null => Node::Null,
+        Value::Bool(b) => Node::Bool(*b),
+        Value::Number(n) => Node::Number(Num::of(n)),
+        Value::String(s) => Node::Str(s),
+        Value::Array(items) => {
+            Node::Array(bump.alloc_slice_fill_iter(items.iter().map(|item| from_value(bump, item))))
+        }
+        Value::Object(map) => Node::Object(
+            bump.alloc_slice_fill_iter(
+                map.iter()
+                    .map(|(k, item)| (k.as_str(), from_value(bump, item))),
+            ),
+        ),
+    }
+}
+
+/// An object under construction: `insert` replaces the value of a key
+/// already present in place, as a `preserve_order` map does.
+pub struct ObjectBuilder<'a> {
+    entries: BVec<'a, (&'a str, Node<'a>)>,
+    /// Key positions, built once the object grows past a linear scan.
+    index: Option<HashMap<&'a str, usize>>,
+}
+
+/// Past this many keys, repeated keys are found through a hash index.
+const LINEAR_KEYS: usize = 16;
+
+impl<'a> ObjectBuilder<'a> {
+    pub fn new(bump: &'a Bump) -> Self {
+        Self::with_capacity(bump, 4)
+    }
+
+    pub fn with_capacity(bump: &'a Bump, n: usize) -> Self {
+        ObjectBuilder {
+            entries: BVec::with_capacity_in(n, bump),
+            index: None,
+        }
+    }
+
+    /// Adds a key known not to be present yet (the builder's own keys).
+    pub fn push(&mut self, key: &'a str, value: Node<'a>) {
+        if let Some(index) = &mut self.index {
+            index.insert(key, self.entries.len());
+        }
+        self.entries.push((key, value));
+    }
+
+    /// Adds or replaces `key`.
+    pub fn insert(&mut self, key: &'a str, value: Node<'a>) {
+        let at = match &mut self.index {
+            Some(index) => index.get(key).copied(),
+            None => self.entries.iter().position(|(k, _)| *k == key),
+        };
+        match at {
+            Some(i) => self.entries[i].1 = value,
+            None => {
+                self.push(key, value);
+                if self.index.is_none() && self.entries.len() > LINEAR_KEYS {
+                    self.index = Some(
+                        self.entries
+                            .iter()
+                            .enumerate()
+                            .map(|(i, (k, _))| (*k, i))
+                            .collect(),
+                    );
+                }
+            }
+        }
+    }
+
+    pub fn build(self) -> Node<'a> {
+        Node::Object(self.entries.into_bump_slice())
+    }
+}
+
+/// An object of the given entries (their keys distinct).
+pub fn object<'a>(bump: &'a Bump, entries: &[(&'a str, Node<'a>)]) -> Node<'a> {
+    Node::Object(bump.alloc_slice_copy(entries))
+}
+
+/// An array of the given items.
+pub fn array<'a>(items: BVec<'a, Node<'a>>) -> Node<'a> {
+    Node::Array(items.into_bump_slice())
+}
+
+// ---------------------------------------------------------------------------
+// parsing
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy)]
+struct Seed<'a>(&'a Bump);
+
+impl<'a> DeserializeSeed<'a> for Seed<'a> {
+    type Value = Node<'a>;
+
+    fn deserialize<D: Deserializer<'a>>(self, d: D) -> Result<Node<'a>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'a> Visitor<'a> for Seed<'a> {
+    type Value = Node<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Node<'a>, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Node<'a>, E> {
+        Ok(Node::Bool(b))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Node<'a>, E> {
+        Ok(Node::Number(Num::Pos(n)))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Node<'a>, E> {
+        Ok(Node::Number(if n >= 0 {
+            Num::Pos(n as u64)
+        } else {
+            Num::Neg(n)
+        }))
+    }
+
+    fn visit_f64<E>(self, f: f64) -> Result<Node<'a>, E> {
+        Ok(Node::Number(Num::Float(f)))
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'a str) -> Result<Node<'a>, E> {
+        Ok(Node::Str(s))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Node<'a>, E> {
+        Ok(Node::Str(self.0.alloc_str(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'a>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
+        let mut items = BVec::new_in(self.0);
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(Node::Array(items.into_bump_slice()))
+    }
+
+    fn visit_map<A: MapAccess<'a>>(self, mut map: A) -> Result<Node<'a>, A::Error> {
+        let mut obj = ObjectBuilder::new(self.0);
+        while let Some(key) = map.next_key_seed(KeySeed(self.0))? {
+            let value = map.next_value_seed(self)?;
+            obj.insert(key, value);
+        }
+        Ok(obj.build())
+    }
+}
+
+/// An object key, borrowed from the text when it holds no escape.
+struct KeySeed<'a>(&'a Bump);
+
+impl<'a> DeserializeSeed<'a> for KeySeed<'a> {
+    type Value = &'a str;
+
+    fn deserialize<D: Deserializer<'a>>(self, d: D) -> Result<&'a str, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'a> Visitor<'a> for KeySeed<'a> {
+    type Value = &'a str;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string key")
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'a str) -> Result<&'a str, E> {
+        Ok(s)
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<&'a str, E> {
+        Ok(self.0.alloc_str(s))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// the fast reader
+// ---------------------------------------------------------------------------
+
+/// Nesting past this depth is left to serde_json (whose own limit is 128).
+const FAST_DEPTH: u32 = 100;
+
+/// A flag (the byte's top bit) for each of the eight bytes of `w` that is
+/// below 0x20, a quote or a backslash: the bytes that end a run of plain
+/// string text. Flags above the lowest may be spurious; the lowest is exact.
+#[inline]
+fn special_mask(w: u64) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let zero_in = |x: u64| x.wrapping_sub(LO) & !x & HI;
+    (w.wrapping_sub(LO * 0x20) & !w & HI) | zero_in(w ^ (LO * 0x22)) | zero_in(w ^ (LO * 0x5c))
+}
+
+/// The eight bytes at `b[i..]`, little-endian.
+#[inline]
+fn word_at(b: &[u8], i: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// Whether `s` can be written between quotes as it is: no byte below 0x20,
+/// no quote, no backslash.
+#[inline]
+fn needs_no_escape(s: &[u8]) -> bool {
+    let mut chunks = s.chunks_exact(8);
+    for chunk in chunks.by_ref() {
+        if special_mask(word_at(chunk, 0)) != 0 {
+            return false;
+        }
+    }
+    // The tail, padded with spaces (which need no escape).
+    let tail = chunks.remainder();
+    let mut word = [b' '; 8];
+    word[..tail.len()].copy_from_slice(tail);
+    special_mask(u64::from_le_bytes(word)) == 0
+}
+
+/// A single-pass reader for the JSON this library mostly sees: it builds the
+/// tree straight into the arena and answers `None` for anything it does not
+/// read exactly as serde_json would, which then reads the text instead.
+struct Fast<'a> {
+    bump: &'a Bump,
+    text: &'a str,
+    b: &'a [u8],
+    i: usize,
+    depth: u32,
+}
+
+impl<'a> Fast<'a> {
+    fn new(bump: &'a Bump, text: &'a str) -> Self {
+        Fast {
+            bump,
+            text,
+            b: text.as_bytes(),
+            i: 0,
+            depth: 0,
+        }
+    }
+
+    fn document(mut self) -> Option<Node<'a>> {
+        self.ws();
+        let v = self.value()?;
+        self.ws();
+        (self.i == self.b.len()).then_some(v)
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn value(&mut self) -> Option<Node<'a>> {
+        match self.peek()? {
+            b'"' => self.string().map(Node::Str),
+            b'{' => self.object(),
+            b'[' => self.array(),
+            b'-' | b'0'..=b'9' => self.number(),
+            b't' => self.literal(b"true", Node::Bool(true)),
+            b'f' => self.literal(b"false", Node::Bool(false)),
+            b'n' => self.literal(b"null", Node::Null),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], node: Node<'a>) -> Option<Node<'a>> {
+        self.b[self.i..].starts_with(word).then(|| {
+            self.i += word.len();
+            node
+        })
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        self.i += 1;
+        (self.depth <= FAST_DEPTH).then_some(())
+    }
+
+    fn object(&mut self) -> Option<Node<'a>> {
+        self.enter()?;
+        let mut obj = ObjectBuilder::new(self.bump);
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+        } else {
+            loop {
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                let key = self.string()?;
+                self.ws();
+                if self.peek()? != b':' {
+                    return None;
+                }
+                self.i += 1;
+                self.ws();
+                let value = self.value()?;
+                obj.insert(key, value);
+                self.ws();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.ws();
+                    }
+                    b'}' => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(obj.build())
+    }
+
+    fn array(&mut self) -> Option<Node<'a>> {
+        self.enter()?;
+        let mut items = BVec::new_in(self.bump);
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+        } else {
+            loop {
+                items.push(self.value()?);
+                self.ws();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.ws();
+                    }
+                    b']' => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(Node::Array(items.into_bump_slice()))
+    }
+
+    /// A string at `self.i` (on its opening quote). Plain text is borrowed;
+    /// a string with escapes is decoded by serde_json.
+    fn string(&mut self) -> Option<&'a str> {
+        let open = self.i;
+        let start = open + 1;
+        let b = self.b;
+        let mut i = start;
+        loop {
+            if i + 8 <= b.len() {
+                let mask = special_mask(word_at(b, i));
+                if mask == 0 {
+                    i += 8;
+                    continue;
+                }
+                i += (mask.trailing_zeros() / 8) as usize;
+            }
+            match b.get(i)? {
+                b'"' => {
+                    self.i = i + 1;
+                    return self.text.get(start..i);
+                }
+                b'\\' => return self.escaped(open, i),
+                0..=0x1f => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// The rest of a string holding escapes, from its first backslash at
+    /// `i`: finds its end and has serde_json decode the whole literal.
+    fn escaped(&mut self, open: usize, mut i: usize) -> Option<&'a str> {
+        let b = self.b;
+        loop {
+            match b.get(i)? {
+                b'\\' => i += 2,
+                b'"' => break,
+                0..=0x1f => return None,
+                _ => i += 1,
+            }
+        }
+        let literal = self.text.get(open..=i)?;
+        let decoded: String = serde_json::from_str(literal).ok()?;
+        self.i = i + 1;
+        Some(self.bump.alloc_str(&decoded))
+    }
+
+    /// A number: a plain integer of up to 18 digits is read here; any other
+    /// (a fraction, an exponent, more digits, `-0`) is given to serde_json,
+    /// so it reads exactly as serde_json reads it.
+    fn number(&mut self) -> Option<Node<'a>> {
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        let negative = b[i] == b'-';
+        if negative {
+            i += 1;
+        }
+        let digits_start = i;
+        match b.get(i)? {
+            b'0' => i += 1,
+            b'1'..=b'9' => {
+                while let Some(b'0'..=b'9') = b.get(i) {
+                    i += 1;
+                }
+            }
+            _ => return None,
+        }
+        let digits = &b[digits_start..i];
+        let simple = !matches!(b.get(i), Some(b'.' | b'e' | b'E'))
+            && digits.len() <= 18
+            && !(negative && digits == b"0");
+        if simple {
+            let n = digits
+                .iter()
+                .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+            self.i = i;
+            return Some(Node::Number(if negative {
+                Num::Neg(-(n as i64))
+            } else {
+                Num::Pos(n)
+            }));
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            let frac = i;
+            while let Some(b'0'..=b'9') = b.get(i) {
+                i += 1;
+            }
+            if i == frac {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = b.get(i) {
+            i += 1;
+            if let Some(b'+' | b'-') = b.get(i) {
+                i += 1;
+            }
+            let exp = i;
+            while let Some(b'0'..=b'9') = b.get(i) {
+                i += 1;
+            }
+            if i == exp {
+                return None;
+            }
+        }
+        let token = self.text.get(start..i)?;
+        let node = parse_serde(self.bump, token).ok()?;
+        self.i = i;
+        Some(node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every sample reads and writes exactly as serde_json's Value does.
+    #[test]
+    fn round_trips_like_serde_json_value() {
+        let samples = [
+            r#"{"b":1,"a":[true,false,null],"c":{"x":"y\"\\\n\u0001é😀"}}"#,
+            r#"[0,-1,18446744073709551615,-9223372036854775808,1.5,-0.0,1e300,2.5e-8,100.0,1E2]"#,
+            r#"{"k":1,"j":2,"k":3}"#,
+            r#"  {"s" : "a\/b\u00e9", "t":"\ud83d\ude00"}  "#,
+            r#""just a string""#,
+            "{}",
+            "[]",
+        ];
+        for text in samples {
+            let bump = Bump::new();
+            let node = parse(&bump, text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let value: Value = serde_json::from_str(text).expect("serde_json parses it");
+            assert_eq!(node.to_value(), value, "{text}");
+            assert_eq!(
+                String::from_utf8(node.to_vec()).expect("utf-8"),
+                serde_json::to_string(&value).expect("encodes"),
+                "{text}"
+            );
+            assert_eq!(
+                serde_json::to_string(&node).expect("encodes"),
+                value.to_string()
+            );
+            assert_eq!(from_value(&bump, &value).to_vec(), node.to_vec(), "{text}");
+        }
+    }
+
+    /// A deterministic pseudo-random source for the differential test.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((self.0 >> 33) as usize) % n
+        }
+    }
+
+    const ATOMS: [&str; 30] = [
+        "0",
+        "-0",
+        "01",
+        "1.",
+        "1.5",
+        "-12",
+        "1e5",
+        "1E+2",
+        "2.5e-3",
+        "-0.0",
+        "12345678901234567890",
+        "-9223372036854775809",
+        "999999999999999999",
+        "1000000000000000000",
+        "true",
+        "false",
+        "null",
+        "tru",
+        "nul",
+        "\"a\"",
+        "\"\"",
+        "\"x\\\"y\"",
+        "\"\\u00e9\"",
+        "\"\\ud800\"",
+        "\"\\ud83d\\ude00\"",
+        "\"tab\there\"",
+        "\"caf\u{e9} \u{1f600}\"",
+        "\"\\q\"",
+        "\"a\\/b\"",
+        "-",
+    ];
+
+    fn random_doc(r: &mut Lcg, depth: u32, out: &mut String) {
+        let ws = [" ", "", "", "\n", "\t", "\r"];
+        out.push_str(ws[r.next(ws.len())]);
+        match if depth > 4 { 2 } else { r.next(3) } {
+            0 => {
+                out.push('{');
+                for i in 0..r.next(4) {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(["\"k\"", "\"j\"", "\"k\\n\"", "\"\""][r.next(4)]);
+                    out.push_str(ws[r.next(ws.len())]);
+                    out.push(':');
+                    random_doc(r, depth + 1, out);
+                }
+                out.push('}');
+            }
+            1 => {
+                out.push('[');
+                for i in 0..r.next(4) {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    random_doc(r, depth + 1, out);
+                }
+                out.push(']');
+            }
+            _ => out.push_str(ATOMS[r.next(ATOMS.len())]),
+        }
+        out.push_str(ws[r.next(ws.len())]);
+    }
+
+    /// The fast reader and serde_json agree on every document, valid or
+    /// not: the same tree, the same bytes out, or the same error.
+    #[test]
+    fn agrees_with_serde_json_on_random_documents() {
+        let mut r = Lcg(7);
+        let noise = [
+            "", ",", "]", "}", ":", "\"", "\\", "\u{1}", "x", "0", "-", ".", "e",
+        ];
+        for case in 0..30_000 {
+            let mut text = String::new();
+            random_doc(&mut r, 0, &mut text);
+            if case % 2 == 1 && !text.is_empty() {
+                // Mutate: insert, delete or replace one byte position.
+                let mut at = r.next(text.len() + 1);
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                let piece = noise[r.next(noise.len())];
+                match r.next(3) {
+                    0 => text.insert_str(at, piece),
+                    1 if at < text.len() => {
+                        let end = (at + 1..=text.len())
+                            .find(|e| text.is_char_boundary(*e))
+                            .unwrap_or(text.len());
+                        text.replace_range(at..end, piece);
+                    }
+                    _ => text.truncate(at),
+                }
+            }
+            let bump = Bump::new();
+            let ours = parse(&bump, &text);
+            let theirs = serde_json::from_str::<Value>(&text);
+            match (ours, theirs) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.to_value(), b, "{text:?}");
+                    assert_eq!(a.to_vec(), b.to_string().into_bytes(), "{text:?}");
+                    assert_eq!(a.to_vec_from(&[&text], 0), a.to_vec(), "{text:?}");
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text:?}"),
+                (a, b) => panic!("{text:?}: ours {a:?}, serde_json {b:?}"),
+            }
+        }
+    }
+
+    /// The word-at-a-time scans find exactly the bytes a byte loop finds.
+    #[test]
+    fn special_bytes_are_found_at_every_offset() {
+        let special = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
+        for len in 0..20 {
+            for at in 0..len {
+                for c in 0u8..=255 {
+                    let mut s = vec![b'a'; len];
+                    s[at] = c;
+                    assert_eq!(needs_no_escape(&s), !special(c), "{s:?}");
+                    if len >= 8 && at < 8 {
+                        let mask = special_mask(word_at(&s, 0));
+                        let first = (mask != 0).then(|| mask.trailing_zeros() / 8);
+                        assert_eq!(first, special(c).then_some(at as u32), "{s:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_keys_keep_first_position_and_last_value() {
+        let mut text = String::from("{");
+        for i in 0..40 {
+            text.push_str(&format!("\"k{i}\":{i},"));
+        }
+        text.push_str("\"k3\":\"last\",\"k39\":null}");
+        let bump = Bump::new();
+        let node = parse(&bump, &text).expect("parses");
+        let value: Value = serde_json::from_str(&text).expect("parses");
+        assert_eq!(node.to_value(), value);
+        assert_eq!(node.get("k3").and_then(Node::as_str), Some("last"));
+    }
+
+    #[test]
+    fn errors_are_serde_jsons() {
+        for text in ["{\"a\":1} x", "[1,", "{\"a\" 1}", "", "\"\\x\""] {
+            let bump = Bump::new();
+            let ours = parse(&bump, text).expect_err(text).to_string();
+            let theirs = serde_json::from_str::<Value>(text)
+                .expect_err(text)
+                .to_string();
+            assert_eq!(ours, theirs, "{text}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let text = "[".repeat(100_000);
+        let bump = Bump::new();
+        assert!(parse(&bump, &text).is_err());
+    }
+}
