@@ -14,7 +14,7 @@
 //! at every call and the expanded value goes into the request and nowhere else:
 //! not into a result, an error, a log line or a panic message.
 
-mod transport;
+pub(crate) mod transport;
 
 use crate::error::Error;
 use crate::json::{display_string, type_name};

@@ -59,7 +59,7 @@ pub(super) enum Outcome {
 /// Why no response arrived. Only the kind is ever reported; the underlying
 /// error text is dropped so nothing of the request can leak through it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Failure {
+pub(crate) enum Failure {
     Timeout,
     Dns,
     ConnectFailed,
@@ -226,7 +226,7 @@ async fn connect(url: &Url) -> Result<Conn, Failure> {
     })
 }
 
-type Exchanged = (StatusCode, HeaderMap, Bytes);
+pub(crate) type Exchanged = (StatusCode, HeaderMap, Bytes);
 
 /// One request on `conn`, driving the connection until the whole response
 /// body has arrived.
@@ -306,6 +306,17 @@ async fn send(prepared: Prepared) -> Outcome {
         }
         url = next;
     }
+}
+
+/// One POST and its response, redirects not followed, on the same pool and
+/// the same connection handling as HTTP tools (the translator's provider
+/// call). Must run inside the shared runtime (`runtime::block_on`).
+pub(crate) async fn post(
+    url: &Url,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Exchanged, Failure> {
+    round_trip(&Method::POST, url, headers, Some(body)).await
 }
 
 /// One request and its response on a pooled (or new) connection to `url`'s

@@ -4,8 +4,8 @@
 
 use super::CancelToken;
 use crate::error::{Error, ErrorCode};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use std::sync::OnceLock;
+use crate::http_tool::transport::{self, Failure};
+use http::header::{HeaderMap, HeaderName, HeaderValue, USER_AGENT};
 use std::time::Duration;
 
 /// The statuses worth another attempt.
@@ -21,7 +21,9 @@ const BODY_QUOTE_LIMIT: usize = 4096;
 /// One prepared provider request.
 #[derive(Debug, Clone)]
 pub struct Call {
+    /// The endpoint as text, for messages.
     pub url: String,
+    pub target: url::Url,
     pub headers: HeaderMap,
     pub body: bytes::Bytes,
     /// Extra attempts after the first.
@@ -30,29 +32,6 @@ pub struct Call {
     pub timeout_ms: Option<u64>,
     /// The API key, only so that it can be kept out of error messages.
     pub secret: Option<String>,
-}
-
-/// The one HTTP client every translate call shares, so connections to a
-/// provider are pooled and reused across calls and threads.
-fn http() -> Result<&'static reqwest::Client, Error> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            reqwest::Client::builder()
-                // A redirect would carry the API key to wherever it points.
-                .redirect(reqwest::redirect::Policy::none())
-                .user_agent(concat!("toolnexus/", env!("CARGO_PKG_VERSION")))
-                .tcp_nodelay(true)
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| {
-            Error::new(
-                ErrorCode::Internal,
-                format!("cannot start the HTTP client: {e}"),
-            )
-        })
 }
 
 /// Builds a header map, the later entries replacing earlier ones of the same
@@ -72,6 +51,12 @@ pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, Error> {
             ))
         })?;
         map.insert(n, v);
+    }
+    if !map.contains_key(USER_AGENT) {
+        map.insert(
+            USER_AGENT,
+            HeaderValue::from_static(concat!("toolnexus/", env!("CARGO_PKG_VERSION"))),
+        );
     }
     Ok(map)
 }
@@ -103,8 +88,7 @@ enum Attempt {
 /// answer (which the caller decodes, reporting a body that is not JSON with
 /// [`malformed`]).
 pub async fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
-    let client = http()?;
-    let work = retrying(client, call);
+    let work = retrying(call);
     let timed = async {
         match call.timeout_ms {
             Some(ms) => tokio::time::timeout(Duration::from_millis(ms), work)
@@ -137,10 +121,10 @@ fn cancelled() -> Error {
     Error::new(ErrorCode::Cancelled, "the translate call was cancelled")
 }
 
-async fn retrying(client: &reqwest::Client, call: &Call) -> Result<Reply, Error> {
+async fn retrying(call: &Call) -> Result<Reply, Error> {
     let mut attempt: u32 = 0;
     loop {
-        let outcome = attempt_once(client, call).await;
+        let outcome = attempt_once(call).await;
         let (retryable, retry_after_ms) = match &outcome {
             Attempt::Ok(_) => (false, None),
             Attempt::Status {
@@ -163,27 +147,17 @@ async fn retrying(client: &reqwest::Client, call: &Call) -> Result<Reply, Error>
     }
 }
 
-async fn attempt_once(client: &reqwest::Client, call: &Call) -> Attempt {
-    let sent = client
-        .post(&call.url)
-        .headers(call.headers.clone())
-        .body(call.body.clone())
-        .send()
-        .await;
-    let response = match sent {
+async fn attempt_once(call: &Call) -> Attempt {
+    let sent = transport::post(&call.target, &call.headers, call.body.clone()).await;
+    let (status, headers, bytes) = match sent {
         Ok(r) => r,
-        Err(e) => return Attempt::Transport(transport_reason(&e)),
+        Err(failure) => return Attempt::Transport(transport_reason(failure)),
     };
-    let status = response.status().as_u16();
-    let retry_after_ms = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
+    let status = status.as_u16();
+    let retry_after_ms = headers
+        .get(http::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(retry_after_ms);
-    let bytes = match response.bytes().await {
-        Ok(b) => b,
-        Err(e) => return Attempt::Transport(transport_reason(&e)),
-    };
     if (200..300).contains(&status) {
         Attempt::Ok(Reply {
             status,
@@ -229,20 +203,15 @@ pub fn backoff_ms(base_ms: u64, attempt: u32) -> u64 {
         .saturating_add(fastrand::u64(0..100))
 }
 
-/// The innermost cause of a transport error, without the URL (which the
-/// message names separately).
-fn transport_reason(e: &reqwest::Error) -> String {
-    let mut reason = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        reason = s.to_string();
-        source = s.source();
+/// What a failed exchange came to, in words.
+fn transport_reason(failure: Failure) -> String {
+    match failure {
+        Failure::Dns => "could not resolve the host name",
+        Failure::ConnectFailed => "could not connect",
+        Failure::Timeout => "timed out",
+        Failure::Transport => "the connection failed before a whole response arrived",
     }
-    if e.is_connect() {
-        format!("could not connect ({reason})")
-    } else {
-        reason
-    }
+    .to_string()
 }
 
 fn quote(body: &str) -> String {

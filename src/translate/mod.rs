@@ -663,8 +663,12 @@ fn read_anthropic<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'st
 fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
     let api_key = config.resolve_api_key();
     let headers = client::header_map(&config.request_headers(api_key.as_deref()))?;
+    let url = config.endpoint()?;
+    let target = url::Url::parse(&url)
+        .map_err(|e| Error::invalid_config(format!("client.baseUrl: {e}")))?;
     Ok(client::Call {
-        url: config.endpoint()?,
+        url,
+        target,
         headers,
         body: body.into(),
         retries: config.retries,
