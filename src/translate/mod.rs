@@ -664,8 +664,8 @@ fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
     let api_key = config.resolve_api_key();
     let headers = client::header_map(&config.request_headers(api_key.as_deref()))?;
     let url = config.endpoint()?;
-    let target = url::Url::parse(&url)
-        .map_err(|e| Error::invalid_config(format!("client.baseUrl: {e}")))?;
+    let target =
+        url::Url::parse(&url).map_err(|e| Error::invalid_config(format!("client.baseUrl: {e}")))?;
     Ok(client::Call {
         url,
         target,
