@@ -18,6 +18,11 @@ with 2 tool_use blocks.
   encoded to JSON.
 
 Prints the median time per operation.
+
+    translate_python.py --serve   only runs the mock provider (printing its
+                                  port), for bench/run_translate.sh to point
+                                  the Rust whole-call benchmark at the same
+                                  server.
 """
 
 import asyncio
@@ -169,4 +174,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--serve"]:
+        sys.argv = [sys.argv[0], json.dumps(REPLY, separators=(",", ":"))]
+        exec(MOCK)
+    else:
+        main()

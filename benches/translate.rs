@@ -147,6 +147,19 @@ fn benches(c: &mut Criterion) {
                 .expect("translate succeeds")
         })
     });
+    // TN_TRANSLATE_BASE_URL=http://127.0.0.1:PORT: the whole call once more
+    // against a provider mock outside this process (bench/run_translate.sh
+    // starts the Python port's mock there, so both ports meet one server).
+    if let Ok(base) = std::env::var("TN_TRANSLATE_BASE_URL") {
+        let external = json!({"baseUrl": base, "style": "anthropic", "model": "claude-test", "apiKey": "bench-key"});
+        translate_json(&external, &request_text, &[], None).expect("the external mock answers");
+        group.bench_function("whole_call_external_mock", |b| {
+            b.iter(|| {
+                translate_json(black_box(&external), black_box(&request_text), &[], None)
+                    .expect("translate succeeds")
+            })
+        });
+    }
     group.finish();
 }
 
