@@ -81,24 +81,6 @@ pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// The length of `s` as a JSON string literal ([`write_escaped`]), quotes
-/// included: one byte more for each two-character escape, five more for
-/// each `\u00XX`. Counted in a loop the compiler vectorizes.
-pub fn escaped_len(s: &str) -> usize {
-    let bytes = s.as_bytes();
-    let mut extra = 0;
-    // Byte counters cannot overflow within 255 bytes.
-    for chunk in bytes.chunks(255) {
-        let (short, long) = chunk.iter().fold((0u8, 0u8), |(short, long), &b| {
-            let escaped = needs_escape(b);
-            let unicode = (b < 0x08) | (b == 0x0b) | ((b > 0x0d) & (b < 0x20));
-            (short + escaped as u8, long + unicode as u8)
-        });
-        extra += short as usize + 4 * long as usize;
-    }
-    bytes.len() + extra + 2
-}
-
 /// Whether JSON needs `b` escaped inside a string.
 #[inline(always)]
 fn needs_escape(b: u8) -> bool {
@@ -167,43 +149,30 @@ fn push_escape(out: &mut Vec<u8>, b: u8) {
 }
 
 /// `prefix`, then `text` as a JSON string literal (exactly [`write_escaped`]),
-/// then `suffix`, written in `text`'s own buffer: it grows once to the exact
+/// then `suffix`, written in `text`'s own buffer: it grows once to the final
 /// length (plus one spare byte for a C string's NUL) and the text moves
 /// right, last byte first, as each escape opens a gap. No second buffer the
 /// size of the text is ever allocated.
 pub fn escape_in_place(text: String, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
     let n = text.len();
-    let total = prefix.len() + escaped_len(&text) + suffix.len();
+    // Every escape adds at least one byte; a `\u00XX` adds four more, and
+    // room for those is made only if one turns up (they are rare in text,
+    // and counting them would double the cost of this count).
+    let total = prefix.len() + n + 2 + escape_count(text.as_bytes()) + suffix.len();
     let mut buf = text.into_bytes();
     buf.reserve_exact(total + 1 - n);
     buf.resize(total, 0);
     buf[total - suffix.len()..].copy_from_slice(suffix);
-    // `buf[..end]` is text still to place; `buf[dst..]` is finished.
-    let mut dst = total - suffix.len() - 1;
-    buf[dst] = b'"';
-    let mut end = n;
-    // Places the run after `buf[i]`, then the escape of `buf[i]`.
-    let mut place = |buf: &mut [u8], i: usize| {
-        let run = end - (i + 1);
-        buf.copy_within(i + 1..end, dst - run);
-        dst -= run;
-        match short_escape(buf[i]) {
-            Some(c) => {
-                buf[dst - 2..dst].copy_from_slice(&[b'\\', c]);
-                dst -= 2;
-            }
-            None => {
-                let esc = unicode_escape(buf[i]);
-                buf[dst - 6..dst].copy_from_slice(&esc);
-                dst -= 6;
-            }
-        }
-        end = i;
+    buf[total - suffix.len() - 1] = b'"';
+    let mut at = Placer {
+        end: n,
+        dst: total - suffix.len() - 1,
+        exact: false,
     };
     let full = n - n % 16;
     for i in (full..n).rev() {
         if needs_escape(buf[i]) {
-            place(&mut buf, i);
+            at.place(&mut buf, i);
         }
     }
     let mut block = full;
@@ -216,20 +185,84 @@ pub fn escape_in_place(text: String, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
         let mut mask = escape_mask(bytes);
         while mask != 0 {
             let k = 31 - mask.leading_zeros() as usize;
-            place(&mut buf, block + k);
+            at.place(&mut buf, block + k);
             mask &= !(1 << k);
         }
     }
     let start = prefix.len() + 1;
-    buf.copy_within(..end, start);
+    buf.copy_within(..at.end, start);
     buf[start - 1] = b'"';
     buf[..prefix.len()].copy_from_slice(prefix);
     buf
 }
 
+/// How many bytes of `bytes` need an escape (a loop the compiler vectorizes).
+fn escape_count(bytes: &[u8]) -> usize {
+    let mut count = 0;
+    let mut chunks = bytes.chunks_exact(240);
+    for chunk in &mut chunks {
+        // A byte counter cannot overflow within 240 bytes.
+        let in_chunk = chunk
+            .iter()
+            .fold(0u8, |c, &b| c + u8::from(needs_escape(b)));
+        count += usize::from(in_chunk);
+    }
+    count
+        + chunks
+            .remainder()
+            .iter()
+            .filter(|&&b| needs_escape(b))
+            .count()
+}
+
+/// The state of [`escape_in_place`]'s backward walk: `buf[..end]` is text
+/// still to place, `buf[dst..]` is finished.
+struct Placer {
+    end: usize,
+    dst: usize,
+    /// Whether the room left is exact (the `\u00XX` escapes are counted in).
+    exact: bool,
+}
+
+impl Placer {
+    /// Places the text after `buf[i]`, then the escape of `buf[i]`.
+    #[inline(always)]
+    fn place(&mut self, buf: &mut Vec<u8>, i: usize) {
+        let b = buf[i];
+        let short = short_escape(b);
+        if short.is_none() && !self.exact {
+            // The first `\u00XX` from the end: make room for every one left.
+            let more = 4 * buf[..=i]
+                .iter()
+                .filter(|&&b| needs_escape(b) && short_escape(b).is_none())
+                .count();
+            let total = buf.len();
+            buf.reserve_exact(more + 1);
+            buf.resize(total + more, 0);
+            buf.copy_within(self.dst..total, self.dst + more);
+            self.dst += more;
+            self.exact = true;
+        }
+        let run = self.end - (i + 1);
+        buf.copy_within(i + 1..self.end, self.dst - run);
+        self.dst -= run;
+        match short {
+            Some(c) => {
+                buf[self.dst - 2..self.dst].copy_from_slice(&[b'\\', c]);
+                self.dst -= 2;
+            }
+            None => {
+                buf[self.dst - 6..self.dst].copy_from_slice(&unicode_escape(b));
+                self.dst -= 6;
+            }
+        }
+        self.end = i;
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{escape_in_place, escaped_len, write_escaped};
+    use super::{escape_in_place, write_escaped};
 
     fn ours(s: &str) -> String {
         let mut v = Vec::new();
@@ -276,7 +309,6 @@ mod tests {
         for s in samples {
             let want = serde_json::to_string(&s).unwrap_or_default();
             assert_eq!(ours(&s), want, "{s:?}");
-            assert_eq!(escaped_len(&s), want.len(), "{s:?}");
             let placed = escape_in_place(s.clone(), b"{\"output\":", b"}");
             assert_eq!(
                 placed,
