@@ -113,15 +113,21 @@ fn escape_mask(block: &[u8]) -> u32 {
 /// when it is written `\u00XX`; for a byte [`needs_escape`] accepts.
 #[inline(always)]
 fn short_escape(b: u8) -> Option<u8> {
-    match b {
-        b'"' => Some(b'"'),
-        b'\\' => Some(b'\\'),
-        b'\n' => Some(b'n'),
-        b'\r' => Some(b'r'),
-        b'\t' => Some(b't'),
-        0x08 => Some(b'b'),
-        0x0c => Some(b'f'),
-        _ => None,
+    // A table rather than a `match`, which compiles to an indirect jump.
+    const LETTER: [u8; 128] = {
+        let mut t = [0u8; 128];
+        t[b'"' as usize] = b'"';
+        t[b'\\' as usize] = b'\\';
+        t[b'\n' as usize] = b'n';
+        t[b'\r' as usize] = b'r';
+        t[b'\t' as usize] = b't';
+        t[0x08] = b'b';
+        t[0x0c] = b'f';
+        t
+    };
+    match LETTER[usize::from(b & 0x7f)] {
+        0 => None,
+        c => Some(c),
     }
 }
 
