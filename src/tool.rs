@@ -2,6 +2,7 @@
 //! (CONTRACT.md §2, SPEC §0.1).
 
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -92,21 +93,24 @@ impl ToolResult {
     }
 
     /// What follows the output in the JSON text: `,"isError":..`, the
-    /// metadata if any, and the closing brace.
-    fn json_tail(&self) -> Vec<u8> {
-        let mut tail = Vec::new();
-        tail.extend_from_slice(if self.is_error {
-            b",\"isError\":true"
+    /// metadata if any, and the closing brace. Without metadata it is a
+    /// constant: nothing is allocated just after a large output, where it
+    /// would keep the output's buffer from growing in place.
+    fn json_tail(&self) -> Cow<'static, [u8]> {
+        let closed: &'static [u8] = if self.is_error {
+            b",\"isError\":true}"
         } else {
-            b",\"isError\":false"
-        });
-        if let Some(md) = &self.metadata {
-            tail.extend_from_slice(b",\"metadata\":");
-            // Writing a Map into a Vec cannot fail.
-            let _ = serde_json::to_writer(&mut tail, md);
-        }
+            b",\"isError\":false}"
+        };
+        let Some(md) = &self.metadata else {
+            return Cow::Borrowed(closed);
+        };
+        let mut tail = closed[..closed.len() - 1].to_vec();
+        tail.extend_from_slice(b",\"metadata\":");
+        // Writing a Map into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut tail, md);
         tail.push(b'}');
-        tail
+        Cow::Owned(tail)
     }
 
     /// Reads a full ToolResult JSON (as a host function may hand back).
