@@ -155,10 +155,11 @@ fn push_escape(out: &mut Vec<u8>, b: u8) {
 }
 
 /// `prefix`, then `text` as a JSON string literal (exactly [`write_escaped`]),
-/// then `suffix`, written in `text`'s own buffer: it grows once to the final
-/// length (plus one spare byte for a C string's NUL) and the text moves
-/// right, last byte first, as each escape opens a gap. No second buffer the
-/// size of the text is ever allocated.
+/// then `suffix`, written in `text`'s own buffer: it grows to the final
+/// length plus one spare byte for a C string's NUL (once, or twice when the
+/// text holds a `\u00XX` escape) and the text moves right, last byte first,
+/// as each escape opens a gap. No second buffer the size of the text is ever
+/// allocated.
 pub fn escape_in_place(text: String, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
     let n = text.len();
     // Every escape adds at least one byte; a `\u00XX` adds four more, and
