@@ -6,6 +6,7 @@ toolnexus==0.21.0`; prints a note and exits 0 when it is not installed).
     python3 bench/python_port.py OUT_DIR [RUNS]
 """
 import asyncio
+import json
 import statistics
 import sys
 import time
@@ -35,6 +36,17 @@ def main():
             times.append(time.perf_counter() - t0)
         med = statistics.median(times[2:]) * 1000
         print(f"python port {label}: median {med:.2f} ms over {runs} runs")
+    # The same read with the ToolResult JSON text made, as tn_execute hands
+    # it out (the port has no C ABI; json.dumps is its own way to get there).
+    times = []
+    for _ in range(runs + 2):
+        t0 = time.perf_counter()
+        r = loop.run_until_complete(tools["read"].execute(cases[0][2]))
+        json.dumps({"output": r.output, "isError": r.is_error}, ensure_ascii=False,
+                   separators=(",", ":"))
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times[2:]) * 1000
+    print(f"python port read 1 MiB + JSON text: median {med:.2f} ms over {runs} runs")
 
 
 if __name__ == "__main__":

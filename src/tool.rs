@@ -2,6 +2,7 @@
 //! (CONTRACT.md §2, SPEC §0.1).
 
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -70,27 +71,46 @@ impl ToolResult {
     }
 
     /// The text of [`ToolResult::to_json`], written directly (no `Value`
-    /// built, no copy of the output). One spare byte of capacity is left
-    /// for the NUL a C string needs.
+    /// built, no copy of the output).
     pub fn to_json_string(&self) -> String {
-        // Room for some escapes and for the NUL the C string appends, so a
-        // large output is neither grown nor copied on its way out.
         let mut buf: Vec<u8> = Vec::with_capacity(self.output.len() + self.output.len() / 16 + 64);
         buf.extend_from_slice(b"{\"output\":");
-        // Writing a str or a Map into a Vec cannot fail.
         crate::json::write_escaped(&mut buf, &self.output);
-        buf.extend_from_slice(if self.is_error {
-            b",\"isError\":true"
-        } else {
-            b",\"isError\":false"
-        });
-        if let Some(md) = &self.metadata {
-            buf.extend_from_slice(b",\"metadata\":");
-            let _ = serde_json::to_writer(&mut buf, md);
-        }
-        buf.push(b'}');
+        buf.extend_from_slice(&self.json_tail());
         // serde_json writes UTF-8 only.
         String::from_utf8(buf).unwrap_or_else(|_| self.to_json().to_string())
+    }
+
+    /// The bytes of [`ToolResult::to_json_string`], written in the output's
+    /// own buffer ([`crate::json::escape_in_place`]): no second buffer the
+    /// size of the output, and one spare byte of capacity for the NUL a C
+    /// string needs. They are UTF-8 without a second look: the output is a
+    /// `str` kept verbatim apart from ASCII escapes, the rest is ASCII or
+    /// `serde_json`'s own UTF-8.
+    pub fn into_json_bytes(self) -> Vec<u8> {
+        let tail = self.json_tail();
+        crate::json::escape_in_place(self.output, b"{\"output\":", &tail)
+    }
+
+    /// What follows the output in the JSON text: `,"isError":..`, the
+    /// metadata if any, and the closing brace. Without metadata it is a
+    /// constant: nothing is allocated just after a large output, where it
+    /// would keep the output's buffer from growing in place.
+    fn json_tail(&self) -> Cow<'static, [u8]> {
+        let closed: &'static [u8] = if self.is_error {
+            b",\"isError\":true}"
+        } else {
+            b",\"isError\":false}"
+        };
+        let Some(md) = &self.metadata else {
+            return Cow::Borrowed(closed);
+        };
+        let mut tail = closed[..closed.len() - 1].to_vec();
+        tail.extend_from_slice(b",\"metadata\":");
+        // Writing a Map into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut tail, md);
+        tail.push(b'}');
+        Cow::Owned(tail)
     }
 
     /// Reads a full ToolResult JSON (as a host function may hand back).
@@ -227,6 +247,10 @@ mod tests {
         ];
         for r in &cases {
             assert_eq!(r.to_json_string(), r.to_json().to_string());
+            assert_eq!(
+                r.clone().into_json_bytes(),
+                r.to_json().to_string().into_bytes()
+            );
         }
         assert_eq!(
             cases[2].to_json_string(),

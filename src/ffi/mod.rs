@@ -69,24 +69,25 @@ pub struct tn_toolkit {
 }
 
 /// Runs `body` inside the boundary and writes its outcome to `out` exactly
-/// once: the JSON text on success, the error JSON on failure. A NULL `out`
-/// is `TN_NULL_ARGUMENT` and nothing is written.
-pub(crate) fn boundary<F>(out: *mut *mut c_char, body: F) -> tn_status
+/// once: the JSON text on success (a `String`, or UTF-8 bytes), the error
+/// JSON on failure. A NULL `out` is `TN_NULL_ARGUMENT` and nothing is written.
+pub(crate) fn boundary<F, T>(out: *mut *mut c_char, body: F) -> tn_status
 where
-    F: FnOnce() -> Result<String, Error>,
+    F: FnOnce() -> Result<T, Error>,
+    T: Into<Vec<u8>>,
 {
     if out.is_null() {
         return TN_NULL_ARGUMENT;
     }
     let (status, text) = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(text)) => (TN_OK, text),
-        Ok(Err(e)) => (status_of(e.code), e.to_json().to_string()),
+        Ok(Ok(text)) => (TN_OK, text.into()),
+        Ok(Err(e)) => (status_of(e.code), e.to_json().to_string().into()),
         Err(panic) => {
             let e = Error::new(
                 ErrorCode::Internal,
                 format!("internal error: {}", panic_message(&panic)),
             );
-            (TN_INTERNAL, e.to_json().to_string())
+            (TN_INTERNAL, e.to_json().to_string().into())
         }
     };
     // SAFETY: `out` is non-NULL and, by the documented contract, points to a
@@ -115,7 +116,7 @@ pub unsafe extern "C" fn tn_toolkit_build(
 ) -> tn_status {
     if out_toolkit.is_null() {
         // Nowhere to put a toolkit: report it through out_error when we can.
-        return boundary(out_error, || {
+        return boundary(out_error, || -> Result<String, Error> {
             Err(Error::new(ErrorCode::NullArgument, "out_toolkit is NULL"))
         });
     }
@@ -228,7 +229,9 @@ pub unsafe extern "C" fn tn_execute(
             }
         };
         let ctx = parse_context(ctx)?;
-        Ok(tk.execute(name, args, &ctx).to_json_string())
+        // Written in the output's own buffer, which becomes the C string;
+        // UTF-8 by construction, so not checked again.
+        Ok(tk.execute(name, args, &ctx).into_json_bytes())
     })
 }
 
@@ -278,6 +281,14 @@ mod tests {
         let text = take(out);
         assert_eq!(error_code(&text), "internal");
         assert!(text.contains("boom"), "{text}");
+    }
+
+    #[test]
+    fn text_reaches_c_whole_and_a_stray_nul_is_replaced() {
+        let big = "é\"x\"\n".repeat(50_000);
+        assert_eq!(take(into_c_string(big.clone().into_bytes())), big);
+        assert_eq!(take(into_c_string(b"a\0b\0".to_vec())), "a b ");
+        assert_eq!(take(into_c_string(Vec::new())), "");
     }
 
     #[test]
