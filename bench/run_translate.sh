@@ -36,7 +36,7 @@ TN_TRANSLATE_BASE_URL="http://127.0.0.1:$port" \
 # the 2nd figure, with its unit.
 crit() {
   awk -v k="translate/$1" '$1==k && /time:/ {print $5, $6; exit}
-      $1==k {getline; print $3, $4; exit}' "$work/rust.txt"
+      $1==k {getline; print $4, $5; exit}' "$work/rust.txt"
 }
 pyfig() { awk -v k="$1" '$0 ~ k {print $(NF-1), $NF}' "$work/py.txt"; }
 

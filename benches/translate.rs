@@ -92,7 +92,8 @@ fn convert_via_value(request_text: &str, reply_text: &str) -> (Vec<u8>, String) 
 fn benches(c: &mut Criterion) {
     let request_text = workload().to_string();
     let reply_text = anthropic_reply().to_string();
-    let mock = MockProvider::start(vec![Canned::json(200, &anthropic_reply()).repeating()]);
+    let mock =
+        MockProvider::start_unrecorded(vec![Canned::json(200, &anthropic_reply()).repeating()]);
     let client = json!({"baseUrl": mock.base(), "style": "anthropic", "model": "claude-test", "apiKey": "bench-key"});
     let config = ClientConfig::from_json(&client).expect("valid client");
 

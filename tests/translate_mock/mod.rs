@@ -126,6 +126,9 @@ impl Recorded {
 struct State {
     responses: VecDeque<Canned>,
     requests: Vec<Recorded>,
+    /// Whether requests are kept for `requests()` (benchmarks turn it off,
+    /// or the log would grow by a request per iteration).
+    record: bool,
 }
 
 /// The running mock.
@@ -136,11 +139,21 @@ pub struct MockProvider {
 
 impl MockProvider {
     pub fn start(responses: Vec<Canned>) -> MockProvider {
+        MockProvider::start_with(responses, true)
+    }
+
+    /// A mock that keeps no log of what it received, for benchmarks.
+    pub fn start_unrecorded(responses: Vec<Canned>) -> MockProvider {
+        MockProvider::start_with(responses, false)
+    }
+
+    fn start_with(responses: Vec<Canned>, record: bool) -> MockProvider {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().expect("local addr").port();
         let state = Arc::new(Mutex::new(State {
             responses: responses.into(),
             requests: Vec::new(),
+            record,
         }));
         let shared = Arc::clone(&state);
         thread::spawn(move || {
@@ -189,7 +202,9 @@ fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
         };
         let canned = {
             let Ok(mut st) = state.lock() else { return };
-            st.requests.push(req);
+            if st.record {
+                st.requests.push(req);
+            }
             match st.responses.front() {
                 Some(c) if c.repeat => Some(c.clone()),
                 _ => st.responses.pop_front(),
