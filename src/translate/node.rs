@@ -365,7 +365,7 @@ impl<'a> ObjectBuilder<'a> {
     pub fn insert(&mut self, key: &'a str, value: Node<'a>) {
         let at = match &mut self.index {
             Some(index) => index.get(key).copied(),
-            None => self.entries.iter().position(|(k, _)| *k == key),
+            None => self.entries.iter().position(|(k, _)| same_key(k, key)),
         };
         match at {
             Some(i) => self.entries[i].1 = value,
@@ -387,6 +387,13 @@ impl<'a> ObjectBuilder<'a> {
     pub fn build(self) -> Node<'a> {
         Node::Object(self.entries.into_bump_slice())
     }
+}
+
+/// `a == b`, deciding most unequal keys (by length or first byte) without
+/// a call to compare memory.
+#[inline]
+fn same_key(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.as_bytes().first() == b.as_bytes().first() && a == b
 }
 
 /// An object of the given entries (their keys distinct).
