@@ -83,13 +83,13 @@ pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
 
 /// Whether JSON needs `b` escaped inside a string.
 #[inline(always)]
-fn needs_escape(b: u8) -> bool {
+pub(crate) fn needs_escape(b: u8) -> bool {
     (b < 0x20) | (b == b'"') | (b == b'\\')
 }
 
 /// Bit `i` set when `block[i]` needs an escape (`block` is 16 bytes).
 #[inline(always)]
-fn escape_mask(block: &[u8]) -> u32 {
+pub(crate) fn escape_mask(block: &[u8]) -> u32 {
     const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     const ONES: u64 = 0x0101_0101_0101_0101;

@@ -9,6 +9,7 @@
 //! key order, and a key given twice keeps its first position and its last
 //! value. Parse errors are serde_json's own.
 
+use crate::json;
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -202,7 +203,7 @@ impl Writer<'_> {
             self.out.extend_from_slice(s.as_bytes());
             self.out.push(b'"');
         } else {
-            crate::json::write_escaped(&mut self.out, s);
+            json::write_escaped(&mut self.out, s);
         }
     }
 
@@ -512,40 +513,17 @@ impl<'a> Visitor<'a> for KeySeed<'a> {
 /// Nesting past this depth is left to serde_json (whose own limit is 128).
 const FAST_DEPTH: u32 = 100;
 
-/// A flag (the byte's top bit) for each of the eight bytes of `w` that is
-/// below 0x20, a quote or a backslash: the bytes that end a run of plain
-/// string text. Flags above the lowest may be spurious; the lowest is exact.
-#[inline]
-fn special_mask(w: u64) -> u64 {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let zero_in = |x: u64| x.wrapping_sub(LO) & !x & HI;
-    (w.wrapping_sub(LO * 0x20) & !w & HI) | zero_in(w ^ (LO * 0x22)) | zero_in(w ^ (LO * 0x5c))
-}
-
-/// The eight bytes at `b[i..]`, little-endian.
-#[inline]
-fn word_at(b: &[u8], i: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&b[i..i + 8]);
-    u64::from_le_bytes(word)
-}
-
 /// Whether `s` can be written between quotes as it is: no byte below 0x20,
 /// no quote, no backslash.
 #[inline]
 fn needs_no_escape(s: &[u8]) -> bool {
-    let mut chunks = s.chunks_exact(8);
-    for chunk in chunks.by_ref() {
-        if special_mask(word_at(chunk, 0)) != 0 {
+    let mut blocks = s.chunks_exact(16);
+    for block in blocks.by_ref() {
+        if json::escape_mask(block) != 0 {
             return false;
         }
     }
-    // The tail byte by byte (copying it into a word costs more).
-    chunks
-        .remainder()
-        .iter()
-        .all(|&c| c >= 0x20 && c != b'"' && c != b'\\')
+    !blocks.remainder().iter().any(|&c| json::needs_escape(c))
 }
 
 /// A single-pass reader for the JSON this library mostly sees: it builds the
@@ -616,6 +594,22 @@ impl<'a> Fast<'a> {
         (self.depth <= FAST_DEPTH).then_some(())
     }
 
+    /// After a member of an object or array: `Some(true)` past a comma (and
+    /// the whitespace after it), `Some(false)` past the `close` bracket,
+    /// `None` for anything else.
+    #[inline]
+    fn more(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        let b = self.peek()?;
+        self.i += 1;
+        if b == b',' {
+            self.ws();
+            Some(true)
+        } else {
+            (b == close).then_some(false)
+        }
+    }
+
     #[inline(never)]
     fn object(&mut self) -> Option<Node<'a>> {
         self.enter()?;
@@ -637,17 +631,8 @@ impl<'a> Fast<'a> {
                 self.ws();
                 let value = self.value()?;
                 obj.insert(key, value);
-                self.ws();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.ws();
-                    }
-                    b'}' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.more(b'}')? {
+                    break;
                 }
             }
         }
@@ -665,17 +650,8 @@ impl<'a> Fast<'a> {
         } else {
             loop {
                 items.push(self.value()?);
-                self.ws();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.ws();
-                    }
-                    b']' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.more(b']')? {
+                    break;
                 }
             }
         }
@@ -692,13 +668,14 @@ impl<'a> Fast<'a> {
         let b = self.b;
         let mut i = start;
         loop {
-            if i + 8 <= b.len() {
-                let mask = special_mask(word_at(b, i));
+            // Sixteen bytes at a time up to the first that ends plain text.
+            if i + 16 <= b.len() {
+                let mask = json::escape_mask(&b[i..i + 16]);
                 if mask == 0 {
-                    i += 8;
+                    i += 16;
                     continue;
                 }
-                i += (mask.trailing_zeros() / 8) as usize;
+                i += mask.trailing_zeros() as usize;
             }
             match b.get(i)? {
                 b'"' => {
@@ -954,21 +931,16 @@ mod tests {
         }
     }
 
-    /// The word-at-a-time scans find exactly the bytes a byte loop finds.
+    /// The block-at-a-time check finds exactly the bytes a byte loop finds.
     #[test]
     fn special_bytes_are_found_at_every_offset() {
         let special = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
-        for len in 0..20 {
+        for len in 0..40 {
             for at in 0..len {
                 for c in 0u8..=255 {
                     let mut s = vec![b'a'; len];
                     s[at] = c;
                     assert_eq!(needs_no_escape(&s), !special(c), "{s:?}");
-                    if len >= 8 && at < 8 {
-                        let mask = special_mask(word_at(&s, 0));
-                        let first = (mask != 0).then(|| mask.trailing_zeros() / 8);
-                        assert_eq!(first, special(c).then_some(at as u32), "{s:?}");
-                    }
                 }
             }
         }

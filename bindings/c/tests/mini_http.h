@@ -101,8 +101,10 @@ static void *serve_conn(void *p) {
                            "Content-Length: %zu\r\n\r\n%s",
                            status, status == 200 ? "OK" : status == 401 ? "Unauthorized" : "Not Found",
                            strlen(body), body);
-        if (write_all(a.fd, resp, (size_t)len) != 0) break;
+        /* Counted before the answer goes out: a caller that has its answer
+         * may read the count at once. */
         atomic_fetch_add(&a.srv->requests, 1);
+        if (write_all(a.fd, resp, (size_t)len) != 0) break;
         memmove(buf, buf + head_len, have - head_len);
         have -= head_len;
     }
