@@ -569,7 +569,9 @@ impl Failure {
             Failure::Timeout => "timeout",
             Failure::Dns => "dns",
             Failure::ConnectFailed => "connect-failed",
-            Failure::Transport => "transport",
+            // SPEC §7 names four kinds; a body past the size limit is a
+            // failure of the transfer.
+            Failure::Transport | Failure::TooLarge => "transport",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! declaration errors, timeouts, redirects and concurrent use, each against
 //! a real server on 127.0.0.1.
 
+mod endless_server;
 mod http_tool_mock;
 
 use http_tool_mock::{MockServer, Reply};
@@ -324,6 +325,20 @@ fn a_refused_connection_is_connect_failed() {
         r.metadata,
         json!({"error": "connect-failed"}).as_object().cloned()
     );
+}
+
+#[test]
+fn a_body_past_64_mib_is_a_transport_failure_not_unbounded_memory() {
+    let server = endless_server::EndlessServer::start();
+    let t = tool(json!({"name": "t", "url": format!("http://127.0.0.1:{}/big", server.port)}));
+    let r = call(&t, json!({}));
+    assert!(r.is_error);
+    assert_eq!(r.output, "HTTP transport failure: transport");
+    assert_eq!(
+        r.metadata,
+        json!({"error": "transport"}).as_object().cloned()
+    );
+    assert_eq!(server.requests(), 1);
 }
 
 #[test]

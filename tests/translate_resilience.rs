@@ -2,6 +2,7 @@
 //! input validation of `translate`, against a mock provider on 127.0.0.1.
 //! Every client here carries its own apiKey, so the environment never matters.
 
+mod endless_server;
 mod translate_mock;
 
 use serde_json::{json, Value};
@@ -41,6 +42,25 @@ fn retryable_statuses_are_retried_until_an_answer_comes() {
         assert_eq!(result["text"], "recovered");
         assert_eq!(mock.requests().len(), 2, "status {status}");
     }
+}
+
+#[test]
+fn an_answer_past_64_mib_fails_once_without_retries() {
+    let server = endless_server::EndlessServer::start();
+    let client = json!({"baseUrl": format!("http://127.0.0.1:{}", server.port),
+                        "model": "gpt-test", "apiKey": "sk-secret-123", "retryBaseMs": 1});
+    let err = translate(&client, &hi(), &[], None).expect_err("the answer is too large");
+    assert_eq!(err.code, ErrorCode::ProviderError);
+    assert!(
+        err.message.contains("more than 64 MiB") && err.message.contains("/chat/completions"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        server.requests(),
+        1,
+        "an answer too large to read is not asked for again"
+    );
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::runtime;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, LOCATION};
 use http::{Method, Request, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::client::conn::http1::{self, Connection, SendRequest};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder, MaybeHttpsStream};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -39,6 +39,11 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 
 /// Idle connections kept per origin.
 const POOL_MAX_IDLE_PER_ORIGIN: usize = 64;
+
+/// The largest response body a call reads (64 MiB). A larger one fails the
+/// call as soon as the limit is passed, so no server can make a call hold
+/// unbounded memory in the host's process.
+pub(crate) const MAX_BODY_BYTES: usize = 64 << 20;
 
 type Io = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
 
@@ -64,6 +69,8 @@ pub(crate) enum Failure {
     Dns,
     ConnectFailed,
     Transport,
+    /// The response body passed [`MAX_BODY_BYTES`].
+    TooLarge,
 }
 
 /// Sends `prepared` (following redirects) and reads the body, all within
@@ -228,16 +235,38 @@ async fn connect(url: &Url) -> Result<Conn, Failure> {
 
 pub(crate) type Exchanged = (StatusCode, HeaderMap, Bytes);
 
+/// Why an exchange on a connection failed.
+enum ExchangeError {
+    Hyper(hyper::Error),
+    TooLarge,
+}
+
 /// One request on `conn`, driving the connection until the whole response
-/// body has arrived.
-async fn exchange(conn: &mut Conn, request: Request<Full<Bytes>>) -> hyper::Result<Exchanged> {
+/// body has arrived (at most [`MAX_BODY_BYTES`] of it).
+async fn exchange(
+    conn: &mut Conn,
+    request: Request<Full<Bytes>>,
+) -> Result<Exchanged, ExchangeError> {
     let Conn {
         sender, io, closed, ..
     } = conn;
     let mut work = pin!(async move {
-        let response = sender.send_request(request).await?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(ExchangeError::Hyper)?;
         let (parts, body) = response.into_parts();
-        let body = body.collect().await?.to_bytes();
+        let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<LengthLimitError>() => return Err(ExchangeError::TooLarge),
+            Err(e) => {
+                return Err(match e.downcast::<hyper::Error>() {
+                    Ok(h) => ExchangeError::Hyper(*h),
+                    // Limited raises only its own error and the body's.
+                    Err(_) => ExchangeError::TooLarge,
+                });
+            }
+        };
         Ok((parts.status, parts.headers, body))
     });
     poll_fn(|cx| {
@@ -339,18 +368,25 @@ async fn round_trip(
             checkin(key, conn);
             Ok(r)
         }
-        Err(e)
+        Err(ExchangeError::Hyper(e))
             if conn.reused
                 && (e.is_canceled() || (e.is_incomplete_message() && is_idempotent(method))) =>
         {
             let mut fresh = connect(url).await?;
             let r = exchange(&mut fresh, outgoing.request())
                 .await
-                .map_err(|_| Failure::Transport)?;
+                .map_err(failure_of)?;
             checkin(key, fresh);
             Ok(r)
         }
-        Err(_) => Err(Failure::Transport),
+        Err(e) => Err(failure_of(e)),
+    }
+}
+
+fn failure_of(e: ExchangeError) -> Failure {
+    match e {
+        ExchangeError::Hyper(_) => Failure::Transport,
+        ExchangeError::TooLarge => Failure::TooLarge,
     }
 }
 

@@ -79,7 +79,7 @@ enum Attempt {
         retry_after_ms: Option<u64>,
     },
     /// The request never got an answer.
-    Transport(String),
+    Transport(Failure),
     /// A 2xx answer that is not JSON.
     Malformed { status: u16, reason: String },
 }
@@ -132,7 +132,8 @@ async fn retrying(call: &Call) -> Result<Reply, Error> {
                 retry_after_ms,
                 ..
             } => (RETRYABLE.contains(status), *retry_after_ms),
-            Attempt::Transport(_) => (true, None),
+            // An answer too large to read would be as large again.
+            Attempt::Transport(failure) => (*failure != Failure::TooLarge, None),
             Attempt::Malformed { .. } => (false, None),
         };
         if let Attempt::Ok(reply) = outcome {
@@ -151,7 +152,7 @@ async fn attempt_once(call: &Call) -> Attempt {
     let sent = transport::post(&call.target, &call.headers, call.body.clone()).await;
     let (status, headers, bytes) = match sent {
         Ok(r) => r,
-        Err(failure) => return Attempt::Transport(transport_reason(failure)),
+        Err(failure) => return Attempt::Transport(failure),
     };
     let status = status.as_u16();
     let retry_after_ms = headers
@@ -204,14 +205,15 @@ pub fn backoff_ms(base_ms: u64, attempt: u32) -> u64 {
 }
 
 /// What a failed exchange came to, in words.
-fn transport_reason(failure: Failure) -> String {
+fn transport_reason(failure: Failure) -> &'static str {
     match failure {
         Failure::Dns => "could not resolve the host name",
         Failure::ConnectFailed => "could not connect",
         Failure::Timeout => "timed out",
-        Failure::Transport => "the connection failed before a whole response arrived",
+        Failure::Transport | Failure::TooLarge => {
+            "the connection failed before a whole response arrived"
+        }
     }
-    .to_string()
 }
 
 fn quote(body: &str) -> String {
@@ -241,9 +243,15 @@ fn failure(call: &Call, outcome: Attempt, attempts: u32) -> Error {
             call.url,
             quote(&body)
         ),
-        Attempt::Transport(reason) => format!(
-            "the provider at {} could not be reached{tries}: {reason}",
-            call.url
+        Attempt::Transport(Failure::TooLarge) => format!(
+            "the provider at {} answered with more than {} MiB, which was not read",
+            call.url,
+            transport::MAX_BODY_BYTES >> 20
+        ),
+        Attempt::Transport(failure) => format!(
+            "the provider at {} could not be reached{tries}: {}",
+            call.url,
+            transport_reason(failure)
         ),
         Attempt::Malformed { status, reason } => format!(
             "the provider at {} answered HTTP {status} with a body that is not JSON: {reason}",
