@@ -2,7 +2,8 @@
 # Every test of the project: Rust (unit, integration, conformance), the Go
 # package with its parity harness (-race, and once with GOGC=1), and the C
 # layer (warnings as errors, valgrind, ASan+UBSan, C++ header compile, the C
-# parity harness). scripts/setup.sh installs what it needs first.
+# parity harness), and the demo of the README. scripts/setup.sh installs what
+# it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,9 @@ cargo test --lib --bins --tests -- --nocapture 2>&1 | grep -E '^(test result|FAI
 
 echo "== release library"
 cargo build --release --quiet
+
+echo "== demo (the README's first command, against its bundled mock provider)"
+cargo run --release --quiet --example demo > /dev/null
 
 if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
   echo "== go test -race"
