@@ -18,6 +18,7 @@ use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 use node::{Node, Num, ObjectBuilder};
 use serde_json::{Map, Value};
+use std::cell::OnceCell;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -241,6 +242,11 @@ impl ClientConfig {
     /// openai: `{base}/chat/completions`; anthropic: `{base}/messages` when
     /// the base already ends in `/v1`, else `{base}/v1/messages`.
     pub fn endpoint(&self) -> Result<String> {
+        self.endpoint_url().map(|(text, _)| text)
+    }
+
+    /// [`ClientConfig::endpoint`] as written and as parsed.
+    fn endpoint_url(&self) -> Result<(String, url::Url)> {
         let base = self.base_url.trim_end_matches('/');
         let url = match self.style {
             Style::OpenAi => format!("{base}/chat/completions"),
@@ -248,7 +254,7 @@ impl ClientConfig {
             Style::Anthropic => format!("{base}/v1/messages"),
         };
         match url::Url::parse(&url) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(url),
+            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok((url, u)),
             _ => Err(Error::invalid_config(format!(
                 "client.baseUrl '{}' is not an http(s) URL",
                 self.base_url
@@ -298,6 +304,25 @@ fn present_in<'a>(obj: Node<'a>, key: &str) -> Option<Node<'a>> {
     obj.get(key).filter(|v| !v.is_null())
 }
 
+/// `request[key]` read by `pick` (null reads as absent); a value `pick`
+/// refuses is an `invalid_config` error saying what `key` must be.
+fn typed<'a, T>(
+    request: Node<'a>,
+    key: &str,
+    expected: &str,
+    pick: impl Fn(Node<'a>) -> Option<T>,
+) -> Result<Option<T>> {
+    match present_in(request, key) {
+        None => Ok(None),
+        Some(v) => pick(v).map(Some).ok_or_else(|| {
+            Error::invalid_config(format!(
+                "request.{key} must be {expected}, got {}",
+                v.type_name()
+            ))
+        }),
+    }
+}
+
 /// A validated translate request, borrowing from its JSON.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
@@ -332,14 +357,8 @@ impl<'a> Request<'a> {
                 "request: unknown key '{k}'{hint} (known keys: {REQUEST_KEYS})"
             )));
         }
-        let messages = match present_in(v, "messages") {
-            Some(Node::Array(m)) => m,
-            Some(other) => {
-                return Err(Error::invalid_config(format!(
-                    "request.messages must be an array, got {}",
-                    other.type_name()
-                )))
-            }
+        let messages = match typed(v, "messages", "an array", Node::as_array)? {
+            Some(m) => m,
             None => return Err(Error::invalid_config("request.messages is required")),
         };
         if let Some((i, m)) = messages.iter().enumerate().find(|(_, m)| !m.is_object()) {
@@ -348,36 +367,12 @@ impl<'a> Request<'a> {
                 m.type_name()
             )));
         }
-        let tools = match present_in(v, "tools") {
-            Some(Node::Array(t)) => t,
-            Some(other) => {
-                return Err(Error::invalid_config(format!(
-                    "request.tools must be an array, got {}",
-                    other.type_name()
-                )))
-            }
-            None => &[],
-        };
-        let system = match present_in(v, "system") {
-            Some(Node::Str(s)) => Some(s),
-            Some(other) => {
-                return Err(Error::invalid_config(format!(
-                    "request.system must be a string, got {}",
-                    other.type_name()
-                )))
-            }
-            None => None,
-        };
-        let max_tokens = match present_in(v, "maxTokens") {
-            Some(Node::Number(n)) => Some(n),
-            Some(other) => {
-                return Err(Error::invalid_config(format!(
-                    "request.maxTokens must be a number, got {}",
-                    other.type_name()
-                )))
-            }
-            None => None,
-        };
+        let tools = typed(v, "tools", "an array", Node::as_array)?.unwrap_or(&[]);
+        let system = typed(v, "system", "a string", Node::as_str)?;
+        let max_tokens = typed(v, "maxTokens", "a number", |n| match n {
+            Node::Number(n) => Some(n),
+            _ => None,
+        })?;
         Ok(Request {
             messages,
             tools,
@@ -663,9 +658,7 @@ fn read_anthropic<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'st
 fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
     let api_key = config.resolve_api_key();
     let headers = client::header_map(&config.request_headers(api_key.as_deref()))?;
-    let url = config.endpoint()?;
-    let target =
-        url::Url::parse(&url).map_err(|e| Error::invalid_config(format!("client.baseUrl: {e}")))?;
+    let (url, target) = config.endpoint_url()?;
     Ok(client::Call {
         url,
         target,
@@ -708,10 +701,12 @@ fn arena_for(len: usize) -> Bump {
 }
 
 /// One exchange: validates the request, makes the provider call and reads
-/// the answer, all in `bump`. `source` is the text `request` was parsed
+/// the answer, all in `bump`; the provider's reply is kept in `reply_slot`,
+/// which the answer borrows from. `source` is the text `request` was parsed
 /// from, if any. Gives the answer and the provider's reply text.
 fn exchange<'a>(
     bump: &'a Bump,
+    reply_slot: &'a OnceCell<bytes::Bytes>,
     config: &'a ClientConfig,
     request: Node<'a>,
     source: Option<&'a str>,
@@ -722,11 +717,7 @@ fn exchange<'a>(
     let declared: Vec<Node<'a>> = declared.iter().map(|d| node::from_value(bump, d)).collect();
     let body = provider_body(bump, config, &request, &declared);
     let model = body.get("model").map_or("", |m| m.display(bump));
-    let sources: &[&str] = match &source {
-        Some(text) => std::slice::from_ref(text),
-        None => &[],
-    };
-    let encoded = body.to_vec_from(sources, source.map_or(4096, |t| t.len() + 1024));
+    let encoded = body.to_vec_from(source.as_slice(), source.map_or(4096, |t| t.len() + 1024));
     let call = prepare(config, encoded)?;
     if cancel.is_some_and(CancelToken::is_cancelled) {
         return Err(Error::new(
@@ -735,9 +726,10 @@ fn exchange<'a>(
         ));
     }
     let reply = run_blocking(client::send(&call, cancel))?;
-    let bytes: &'a [u8] = bump.alloc_slice_copy(&reply.body);
-    let raw = node::parse_slice(bump, bytes)
-        .map_err(|e| client::malformed(&call, reply.status, &e, bytes))?;
+    let status = reply.status;
+    let bytes: &'a [u8] = reply_slot.get_or_init(|| reply.body);
+    let raw =
+        node::parse_slice(bump, bytes).map_err(|e| client::malformed(&call, status, &e, bytes))?;
     let answer = read_response(bump, config.style, model, raw);
     Ok((answer, std::str::from_utf8(bytes).ok()))
 }
@@ -755,8 +747,10 @@ pub fn translate(
 ) -> Result<Value> {
     let config = ClientConfig::from_json(client)?;
     let bump = arena_for(0);
+    let reply = OnceCell::new();
     let request = node::from_value(&bump, request);
-    exchange(&bump, &config, request, None, declared, cancel).map(|(answer, _)| answer.to_value())
+    exchange(&bump, &reply, &config, request, None, declared, cancel)
+        .map(|(answer, _)| answer.to_value())
 }
 
 /// [`translate`] with the request and the answer as JSON text, which is how
@@ -772,20 +766,20 @@ pub fn translate_json(
     let request =
         node::parse(&bump, request_json).map_err(|e| Error::invalid_json("request_json", &e))?;
     let config = ClientConfig::from_json(client)?;
+    let reply_slot = OnceCell::new();
     let (answer, reply) = exchange(
         &bump,
+        &reply_slot,
         &config,
         request,
         Some(request_json),
         declared,
         cancel,
     )?;
-    let sources: &[&str] = match &reply {
-        Some(text) => std::slice::from_ref(text),
-        None => &[],
-    };
     let capacity = reply.map_or(1024, |r| 2 * r.len() + 256);
-    Ok(node::into_string(answer.to_vec_from(sources, capacity)))
+    Ok(node::into_string(
+        answer.to_vec_from(reply.as_slice(), capacity),
+    ))
 }
 
 // ---------------------------------------------------------------------------
