@@ -239,6 +239,8 @@ pub(crate) type Exchanged = (StatusCode, HeaderMap, Bytes);
 enum ExchangeError {
     Hyper(hyper::Error),
     TooLarge,
+    /// Any other failure of the body.
+    Other,
 }
 
 /// One request on `conn`, driving the connection until the whole response
@@ -260,10 +262,10 @@ async fn exchange(
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<LengthLimitError>() => return Err(ExchangeError::TooLarge),
             Err(e) => {
+                // Limited raises only its own error and the body's (hyper's).
                 return Err(match e.downcast::<hyper::Error>() {
                     Ok(h) => ExchangeError::Hyper(*h),
-                    // Limited raises only its own error and the body's.
-                    Err(_) => ExchangeError::TooLarge,
+                    Err(_) => ExchangeError::Other,
                 });
             }
         };
@@ -385,7 +387,7 @@ async fn round_trip(
 
 fn failure_of(e: ExchangeError) -> Failure {
     match e {
-        ExchangeError::Hyper(_) => Failure::Transport,
+        ExchangeError::Hyper(_) | ExchangeError::Other => Failure::Transport,
         ExchangeError::TooLarge => Failure::TooLarge,
     }
 }
