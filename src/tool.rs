@@ -71,14 +71,11 @@ impl ToolResult {
     }
 
     /// The text of [`ToolResult::to_json`], written directly (no `Value`
-    /// built, no copy of the output).
+    /// built): [`ToolResult::into_json_bytes`] of a copy.
     pub fn to_json_string(&self) -> String {
-        let mut buf: Vec<u8> = Vec::with_capacity(self.output.len() + self.output.len() / 16 + 64);
-        buf.extend_from_slice(b"{\"output\":");
-        crate::json::write_escaped(&mut buf, &self.output);
-        buf.extend_from_slice(&self.json_tail());
-        // serde_json writes UTF-8 only.
-        String::from_utf8(buf).unwrap_or_else(|_| self.to_json().to_string())
+        let bytes = self.clone().into_json_bytes();
+        // UTF-8 by construction (see into_json_bytes).
+        String::from_utf8(bytes).unwrap_or_else(|_| self.to_json().to_string())
     }
 
     /// The bytes of [`ToolResult::to_json_string`], written in the output's
