@@ -5,7 +5,7 @@
 use super::CancelToken;
 use crate::error::{Error, ErrorCode};
 use crate::http_tool::transport::{self, Failure};
-use http::header::{HeaderMap, HeaderName, HeaderValue, USER_AGENT};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::time::Duration;
 
 /// The statuses worth another attempt.
@@ -51,12 +51,6 @@ pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, Error> {
             ))
         })?;
         map.insert(n, v);
-    }
-    if !map.contains_key(USER_AGENT) {
-        map.insert(
-            USER_AGENT,
-            HeaderValue::from_static(concat!("toolnexus/", env!("CARGO_PKG_VERSION"))),
-        );
     }
     Ok(map)
 }

@@ -279,7 +279,8 @@ impl ClientConfig {
     }
 
     /// The request headers: content type, the style's credentials (none at all
-    /// without a key), then the client's own headers, which win by name.
+    /// without a key), the user agent, then the client's own headers, which
+    /// win by name.
     pub fn request_headers(&self, api_key: Option<&str>) -> Vec<(String, String)> {
         let mut h = vec![("content-type".to_string(), "application/json".to_string())];
         match (self.style, api_key) {
@@ -290,6 +291,10 @@ impl ClientConfig {
         if self.style == Style::Anthropic {
             h.push(("anthropic-version".into(), "2023-06-01".into()));
         }
+        h.push((
+            "user-agent".into(),
+            concat!("toolnexus/", env!("CARGO_PKG_VERSION")).into(),
+        ));
         h.extend(self.headers.iter().cloned());
         h
     }
