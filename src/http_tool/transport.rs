@@ -45,7 +45,8 @@ const POOL_MAX_IDLE_PER_ORIGIN: usize = 64;
 /// unbounded memory in the host's process.
 pub(crate) const MAX_BODY_BYTES: usize = 64 << 20;
 
-type Io = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
+/// A connected stream, TLS or not.
+pub(crate) type Io = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
 
 /// A request ready to send. `headers` hold the expanded (sensitive) values.
 pub(super) struct Prepared {
@@ -209,7 +210,10 @@ fn checkin(key: String, mut conn: Conn) {
     }
 }
 
-async fn connect(url: &Url) -> Result<Conn, Failure> {
+/// A new connection to `url`'s origin (name lookup, TCP, TLS when https),
+/// through the connector every HTTP tool shares. Must run inside the shared
+/// runtime.
+pub(crate) async fn open(url: &Url) -> Result<Io, Failure> {
     let Some(connector) = connector() else {
         return Err(Failure::Transport);
     };
@@ -218,10 +222,14 @@ async fn connect(url: &Url) -> Result<Conn, Failure> {
     poll_fn(|cx| connector.poll_ready(cx))
         .await
         .map_err(|e| classify_connect(e.as_ref()))?;
-    let stream = connector
+    connector
         .call(uri)
         .await
-        .map_err(|e| classify_connect(e.as_ref()))?;
+        .map_err(|e| classify_connect(e.as_ref()))
+}
+
+async fn connect(url: &Url) -> Result<Conn, Failure> {
+    let stream = open(url).await?;
     let (sender, io) = http1::handshake(stream)
         .await
         .map_err(|_| Failure::ConnectFailed)?;
@@ -233,7 +241,7 @@ async fn connect(url: &Url) -> Result<Conn, Failure> {
     })
 }
 
-pub(crate) type Exchanged = (StatusCode, HeaderMap, Bytes);
+type Exchanged = (StatusCode, HeaderMap, Bytes);
 
 /// Why an exchange on a connection failed.
 enum ExchangeError {
@@ -337,17 +345,6 @@ async fn send(prepared: Prepared) -> Outcome {
         }
         url = next;
     }
-}
-
-/// One POST and its response, redirects not followed, on the same pool and
-/// the same connection handling as HTTP tools (the translator's provider
-/// call). Must run inside the shared runtime (`runtime::block_on`).
-pub(crate) async fn post(
-    url: &Url,
-    headers: &HeaderMap,
-    body: Bytes,
-) -> Result<Exchanged, Failure> {
-    round_trip(&Method::POST, url, headers, Some(body)).await
 }
 
 /// One request and its response on a pooled (or new) connection to `url`'s

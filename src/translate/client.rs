@@ -2,11 +2,12 @@
 //! 429/500/502/503/504 and network errors with exponential backoff and jitter,
 //! bounded by a whole-call timeout, and abortable through a [`CancelToken`].
 
+use super::wire::{self, Stop};
 use super::CancelToken;
 use crate::error::{Error, ErrorCode};
 use crate::http_tool::transport::{self, Failure};
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The statuses worth another attempt.
 const RETRYABLE: [u16; 5] = [429, 500, 502, 503, 504];
@@ -80,45 +81,25 @@ enum Attempt {
 
 /// Sends the call, retrying as configured, and returns the provider's 2xx
 /// answer (which the caller decodes, reporting a body that is not JSON with
-/// [`malformed`]).
-pub async fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
-    let work = retrying(call);
-    let timed = async {
-        match call.timeout_ms {
-            Some(ms) => tokio::time::timeout(Duration::from_millis(ms), work)
-                .await
-                .unwrap_or_else(|_| {
-                    Err(Error::new(
-                        ErrorCode::Timeout,
-                        format!(
-                            "the provider call to {} did not finish within timeoutMs ({ms} ms)",
-                            call.url
-                        ),
-                    ))
-                }),
-            None => work.await,
-        }
-    };
-    match cancel {
-        Some(token) => {
-            tokio::select! {
-                biased;
-                _ = token.cancelled() => Err(cancelled()),
-                r = timed => r,
-            }
-        }
-        None => timed.await,
-    }
-}
-
-fn cancelled() -> Error {
-    Error::new(ErrorCode::Cancelled, "the translate call was cancelled")
-}
-
-async fn retrying(call: &Call) -> Result<Reply, Error> {
+/// [`malformed`]). Runs on the calling thread; `timeoutMs` bounds the whole
+/// of it, backoffs included, and the token can end it at any point.
+pub fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
+    let deadline = call
+        .timeout_ms
+        .map(|ms| Instant::now() + Duration::from_millis(ms));
+    let outgoing = wire::Outgoing::post(&call.target, &call.headers, &call.body)
+        .map_err(|f| failure(call, Attempt::Transport(f), 1))?;
     let mut attempt: u32 = 0;
     loop {
-        let outcome = attempt_once(call).await;
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            return Err(cancelled());
+        }
+        let outcome = match wire::exchange(&call.target, &outgoing, deadline, cancel) {
+            Ok(answer) => classify(answer),
+            Err(Stop::Cancelled) => return Err(cancelled()),
+            Err(Stop::TimedOut) => return Err(timed_out(call)),
+            Err(Stop::Failed(f)) => Attempt::Transport(f),
+        };
         let (retryable, retry_after_ms) = match &outcome {
             Attempt::Ok(_) => (false, None),
             Attempt::Status {
@@ -136,34 +117,60 @@ async fn retrying(call: &Call) -> Result<Reply, Error> {
         if !retryable || attempt >= call.retries {
             return Err(failure(call, outcome, attempt + 1));
         }
-        let wait = retry_after_ms.unwrap_or_else(|| backoff_ms(call.retry_base_ms, attempt));
-        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let wait = Duration::from_millis(
+            retry_after_ms.unwrap_or_else(|| backoff_ms(call.retry_base_ms, attempt)),
+        );
+        // A backoff that would outlast the deadline ends at it.
+        let (pause, times_out) = match deadline {
+            Some(d) if Instant::now() + wait >= d => {
+                (d.saturating_duration_since(Instant::now()), true)
+            }
+            _ => (wait, false),
+        };
+        let interrupted = match cancel {
+            Some(token) => token.sleep(pause),
+            None => {
+                std::thread::sleep(pause);
+                false
+            }
+        };
+        if interrupted {
+            return Err(cancelled());
+        }
+        if times_out {
+            return Err(timed_out(call));
+        }
         attempt += 1;
     }
 }
 
-async fn attempt_once(call: &Call) -> Attempt {
-    let sent = transport::post(&call.target, &call.headers, call.body.clone()).await;
-    let (status, headers, bytes) = match sent {
-        Ok(r) => r,
-        Err(failure) => return Attempt::Transport(failure),
-    };
-    let status = status.as_u16();
-    let retry_after_ms = headers
-        .get(http::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(retry_after_ms);
+fn cancelled() -> Error {
+    Error::new(ErrorCode::Cancelled, "the translate call was cancelled")
+}
+
+fn timed_out(call: &Call) -> Error {
+    let ms = call.timeout_ms.unwrap_or(0);
+    Error::new(
+        ErrorCode::Timeout,
+        format!(
+            "the provider call to {} did not finish within timeoutMs ({ms} ms)",
+            call.url
+        ),
+    )
+}
+
+fn classify(answer: wire::Answer) -> Attempt {
+    let status = answer.status;
     if (200..300).contains(&status) {
-        Attempt::Ok(Reply {
+        return Attempt::Ok(Reply {
             status,
-            body: bytes,
-        })
-    } else {
-        Attempt::Status {
-            status,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
-            retry_after_ms,
-        }
+            body: answer.body,
+        });
+    }
+    Attempt::Status {
+        status,
+        body: String::from_utf8_lossy(&answer.body).into_owned(),
+        retry_after_ms: answer.retry_after.as_deref().and_then(retry_after_ms),
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod client;
 pub mod helpers;
 pub mod node;
+mod wire;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::{display_string, type_name};
@@ -19,9 +20,10 @@ use bumpalo::Bump;
 use node::{Node, Num, ObjectBuilder};
 use serde_json::{Map, Value};
 use std::cell::OnceCell;
-use std::future::Future;
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 // ---------------------------------------------------------------------------
@@ -31,6 +33,11 @@ use tokio::sync::Notify;
 /// A cancel flag the host can trigger from another thread. Cancelling aborts
 /// an in-flight [`translate`] promptly with the `cancelled` error; a token
 /// cancelled before the call starts makes the call fail at once.
+///
+/// An exchange blocked on a socket registers the socket here while it runs;
+/// cancelling shuts every registered socket down, which ends the blocked read
+/// or write. A call waiting out a retry backoff waits on the token, and one
+/// still connecting waits on its notification.
 #[derive(Clone, Default)]
 pub struct CancelToken {
     inner: Arc<CancelInner>,
@@ -40,6 +47,10 @@ pub struct CancelToken {
 struct CancelInner {
     cancelled: AtomicBool,
     notify: Notify,
+    /// The sockets of the exchanges in flight under this token.
+    sockets: Mutex<Vec<Arc<TcpStream>>>,
+    /// Signalled on cancel, for calls waiting out a backoff.
+    woken: Condvar,
 }
 
 impl CancelToken {
@@ -51,10 +62,52 @@ impl CancelToken {
     pub fn cancel(&self) {
         self.inner.cancelled.store(true, Ordering::SeqCst);
         self.inner.notify.notify_waiters();
+        let sockets = self.sockets();
+        for socket in sockets.iter() {
+            wire::shut(socket);
+        }
+        self.inner.woken.notify_all();
     }
 
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancelled.load(Ordering::SeqCst)
+    }
+
+    fn sockets(&self) -> std::sync::MutexGuard<'_, Vec<Arc<TcpStream>>> {
+        self.inner.sockets.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers an exchange's socket; `false` if the token is already
+    /// cancelled (then the exchange must not start). Either this sees the
+    /// flag or `cancel` sees the socket, whichever comes second.
+    pub(crate) fn register(&self, socket: &Arc<TcpStream>) -> bool {
+        self.sockets().push(Arc::clone(socket));
+        !self.is_cancelled()
+    }
+
+    pub(crate) fn deregister(&self, socket: &Arc<TcpStream>) {
+        let mut sockets = self.sockets();
+        if let Some(i) = sockets.iter().position(|s| Arc::ptr_eq(s, socket)) {
+            sockets.swap_remove(i);
+        }
+    }
+
+    /// Waits `pause`, or less if the token is cancelled meanwhile; `true` if
+    /// it was.
+    pub(crate) fn sleep(&self, pause: Duration) -> bool {
+        let until = Instant::now() + pause;
+        let mut sockets = self.sockets();
+        while !self.is_cancelled() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            sockets = match self.inner.woken.wait_timeout(sockets, left) {
+                Ok((guard, _)) => guard,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        true
     }
 
     /// Resolves once the token is cancelled.
@@ -676,29 +729,6 @@ fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
     })
 }
 
-/// Runs a future on the shared runtime from a host thread. Called from inside
-/// an async runtime (which must not block on another), the wait happens on a
-/// short-lived helper thread instead.
-fn run_blocking<F, T>(fut: F) -> Result<T>
-where
-    F: Future<Output = Result<T>> + Send,
-    T: Send,
-{
-    if tokio::runtime::Handle::try_current().is_err() {
-        return crate::runtime::block_on(fut);
-    }
-    std::thread::scope(|s| {
-        s.spawn(|| crate::runtime::block_on(fut))
-            .join()
-            .unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorCode::Internal,
-                    "the translate call panicked",
-                ))
-            })
-    })
-}
-
 /// The arena for one call, sized so that a request of `len` bytes rarely
 /// needs a second chunk.
 fn arena_for(len: usize) -> Bump {
@@ -730,7 +760,7 @@ fn exchange<'a>(
             "the translate call was cancelled",
         ));
     }
-    let reply = run_blocking(client::send(&call, cancel))?;
+    let reply = client::send(&call, cancel)?;
     let status = reply.status;
     let bytes: &'a [u8] = reply_slot.get_or_init(|| reply.body);
     let raw =

@@ -1,0 +1,692 @@
+//! The provider exchange, done on the calling thread with blocking sockets.
+//!
+//! A translate call is one request and one response. Driving it through the
+//! async runtime costs thread hand-offs on every call: the runtime's I/O
+//! thread is woken by the response and then wakes the caller. Here the caller
+//! writes the request and reads the response itself, so a call on a pooled
+//! connection costs the two wake-ups a TCP round trip costs anyway.
+//!
+//! Only opening a connection (name lookup, TCP connect, TLS handshake) still
+//! runs on the shared runtime, through the very connector HTTP tools use; the
+//! connected socket then leaves the runtime and is kept, blocking, in this
+//! module's own keep-alive pool.
+//!
+//! Deadlines become socket timeouts, re-armed before every read and write.
+//! Cancelling a [`CancelToken`] shuts down the socket of every exchange
+//! registered with it, which ends a blocked read or write at once.
+//!
+//! The HTTP/1.1 response is parsed with `httparse` (hyper's own parser):
+//! bodies framed by Content-Length, by chunked transfer coding or by the end
+//! of the connection, at most [`MAX_BODY_BYTES`] of them.
+
+use super::CancelToken;
+use crate::http_tool::transport::{self, Failure, MAX_BODY_BYTES};
+use crate::runtime;
+use bytes::Bytes;
+use http::header::HeaderMap;
+use std::collections::HashMap;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use url::Url;
+
+/// How long an idle pooled connection is kept for the next call.
+const POOL_IDLE: Duration = Duration::from_secs(90);
+
+/// Idle connections kept per origin.
+const POOL_MAX_IDLE_PER_ORIGIN: usize = 64;
+
+/// The largest response head read before the answer is given up on.
+const MAX_HEAD_BYTES: usize = 1 << 20;
+
+/// Headers a response may carry (more fail the exchange, as in hyper).
+const MAX_HEADERS: usize = 128;
+
+/// Why an exchange ended without an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Failed(Failure),
+    /// The deadline passed.
+    TimedOut,
+    /// The cancel token was triggered.
+    Cancelled,
+}
+
+/// A response: its status, its `Retry-After` (the one header the caller
+/// reads) and its whole body.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub body: Bytes,
+}
+
+/// A request as it goes on the wire, head and body, built once per call and
+/// sent as it is on every attempt.
+pub(crate) struct Outgoing {
+    bytes: Vec<u8>,
+    origin: String,
+}
+
+impl Outgoing {
+    /// `POST` of `body` to `url` with `headers`. The Host and Content-Length
+    /// headers are this module's own; any given in `headers` are left out,
+    /// as are framing headers that would contradict the Content-Length.
+    pub fn post(url: &Url, headers: &HeaderMap, body: &[u8]) -> Result<Outgoing, Failure> {
+        let host = match (url.host_str(), url.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_string(),
+            (None, _) => return Err(Failure::Transport),
+        };
+        let mut bytes = Vec::with_capacity(body.len() + 512);
+        bytes.extend_from_slice(b"POST ");
+        bytes.extend_from_slice(url.path().as_bytes());
+        if let Some(q) = url.query() {
+            bytes.push(b'?');
+            bytes.extend_from_slice(q.as_bytes());
+        }
+        bytes.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+        bytes.extend_from_slice(host.as_bytes());
+        bytes.extend_from_slice(b"\r\n");
+        for (name, value) in headers {
+            if matches!(
+                name.as_str(),
+                "host" | "content-length" | "transfer-encoding" | "connection"
+            ) {
+                continue;
+            }
+            bytes.extend_from_slice(name.as_str().as_bytes());
+            bytes.extend_from_slice(b": ");
+            bytes.extend_from_slice(value.as_bytes());
+            bytes.extend_from_slice(b"\r\n");
+        }
+        bytes.extend_from_slice(b"content-length: ");
+        bytes.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+        bytes.extend_from_slice(b"\r\n\r\n");
+        bytes.extend_from_slice(body);
+        Ok(Outgoing {
+            bytes,
+            origin: origin_key(url),
+        })
+    }
+}
+
+fn origin_key(url: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default().unwrap_or(0)
+    )
+}
+
+// ---------------------------------------------------------------------------
+// streams
+// ---------------------------------------------------------------------------
+
+/// The TCP socket, shared with the cancel token that may shut it down.
+struct Sock(Arc<TcpStream>);
+
+impl Read for Sock {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl Write for Sock {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        (&*self.0).flush()
+    }
+}
+
+enum Stream {
+    Plain(Sock),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Sock>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// An open connection to one origin.
+struct Conn {
+    stream: Stream,
+    tcp: Arc<TcpStream>,
+    /// Whether socket timeouts are currently set (they are cleared again for
+    /// a call without a deadline).
+    timed: bool,
+}
+
+impl Conn {
+    /// The connection the shared runtime opened, moved out of it.
+    fn adopt(io: transport::Io) -> Result<Conn, Failure> {
+        let (tcp, tls) = match io {
+            hyper_rustls::MaybeHttpsStream::Http(io) => (io.into_inner(), None),
+            hyper_rustls::MaybeHttpsStream::Https(tls) => {
+                let (io, session) = tls.into_inner().into_inner();
+                (io.into_inner().into_inner(), Some(session))
+            }
+        };
+        let tcp = tcp.into_std().map_err(|_| Failure::Transport)?;
+        tcp.set_nonblocking(false).map_err(|_| Failure::Transport)?;
+        let tcp = Arc::new(tcp);
+        let sock = Sock(Arc::clone(&tcp));
+        let stream = match tls {
+            None => Stream::Plain(sock),
+            Some(session) => Stream::Tls(Box::new(rustls::StreamOwned::new(session, sock))),
+        };
+        Ok(Conn {
+            stream,
+            tcp,
+            timed: false,
+        })
+    }
+
+    /// Whether an idle connection is still open: nothing to read yet (an
+    /// end of stream or an unasked-for byte both mean it is not usable).
+    fn is_open(&self) -> bool {
+        if self.tcp.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let open =
+            matches!(self.tcp.peek(&mut [0u8; 1]), Err(e) if e.kind() == ErrorKind::WouldBlock);
+        self.tcp.set_nonblocking(false).is_ok() && open
+    }
+
+    /// Sets the socket timeouts to what is left before `deadline`.
+    fn arm(&mut self, deadline: Option<Instant>) -> Result<(), Stop> {
+        let left = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Stop::TimedOut);
+                }
+                Some(left)
+            }
+            None if !self.timed => return Ok(()),
+            None => None,
+        };
+        self.tcp
+            .set_read_timeout(left)
+            .and_then(|_| self.tcp.set_write_timeout(left))
+            .map_err(|_| Stop::Failed(Failure::Transport))?;
+        self.timed = left.is_some();
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// the pool
+// ---------------------------------------------------------------------------
+
+struct Idle {
+    conn: Conn,
+    since: Instant,
+}
+
+type Pool = Mutex<HashMap<String, Vec<Idle>>>;
+
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<Pool> = OnceLock::new();
+    POOL.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// A live idle connection to `origin`, if the pool has one.
+fn checkout(origin: &str) -> Option<Conn> {
+    loop {
+        let idle = {
+            let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
+            pool.get_mut(origin)?.pop()?
+        };
+        if idle.since.elapsed() < POOL_IDLE && idle.conn.is_open() {
+            return Some(idle.conn);
+        }
+    }
+}
+
+fn checkin(origin: &str, conn: Conn) {
+    let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
+    let idle = match pool.get_mut(origin) {
+        Some(idle) => idle,
+        None => pool.entry(origin.to_string()).or_default(),
+    };
+    idle.retain(|i| i.since.elapsed() < POOL_IDLE);
+    if idle.len() < POOL_MAX_IDLE_PER_ORIGIN {
+        idle.push(Idle {
+            conn,
+            since: Instant::now(),
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------
+// one exchange
+// ---------------------------------------------------------------------------
+
+/// Sends `outgoing` to `url` and reads the whole response, on a pooled
+/// connection if one is open, else on a new one. A pooled connection that
+/// turns out closed before any of the response arrived is replaced once.
+pub(crate) fn exchange(
+    url: &Url,
+    outgoing: &Outgoing,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+) -> Result<Answer, Stop> {
+    if let Some(mut conn) = checkout(&outgoing.origin) {
+        match on_conn(&mut conn, outgoing, deadline, cancel) {
+            Ok((answer, reusable)) => {
+                if reusable {
+                    checkin(&outgoing.origin, conn);
+                }
+                return Ok(answer);
+            }
+            Err((Stop::Failed(_), Progress::NothingBack)) => {}
+            Err((stop, _)) => return Err(stop),
+        }
+    }
+    let mut conn = open(url, deadline, cancel)?;
+    let (answer, reusable) = on_conn(&mut conn, outgoing, deadline, cancel).map_err(|(s, _)| s)?;
+    if reusable {
+        checkin(&outgoing.origin, conn);
+    }
+    Ok(answer)
+}
+
+/// How far a failed exchange got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    /// Not one byte of a response arrived (a stale pooled connection).
+    NothingBack,
+    Partial,
+}
+
+/// A new connection, opened on the shared runtime within the deadline and
+/// abandoned if the token is cancelled meanwhile.
+fn open(url: &Url, deadline: Option<Instant>, cancel: Option<&CancelToken>) -> Result<Conn, Stop> {
+    let connecting = async {
+        let opened = async { transport::open(url).await.map_err(Stop::Failed) };
+        let timed = async {
+            match deadline {
+                Some(d) => tokio::time::timeout_at(d.into(), opened)
+                    .await
+                    .unwrap_or(Err(Stop::TimedOut)),
+                None => opened.await,
+            }
+        };
+        let io = match cancel {
+            Some(token) => tokio::select! {
+                biased;
+                _ = token.cancelled() => Err(Stop::Cancelled),
+                r = timed => r,
+            },
+            None => timed.await,
+        }?;
+        // Moved out of the runtime while still inside it.
+        Conn::adopt(io).map_err(Stop::Failed)
+    };
+    // A caller inside some async runtime cannot block on the shared one in
+    // place: the wait moves to a short-lived thread.
+    if tokio::runtime::Handle::try_current().is_err() {
+        return runtime::block_on(connecting);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| runtime::block_on(connecting))
+            .join()
+            .unwrap_or(Err(Stop::Failed(Failure::Transport)))
+    })
+}
+
+/// One request and its response on `conn`, with the socket registered with
+/// the cancel token meanwhile. Gives the answer and whether the connection
+/// may carry another request.
+fn on_conn(
+    conn: &mut Conn,
+    outgoing: &Outgoing,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+) -> Result<(Answer, bool), (Stop, Progress)> {
+    let Some(token) = cancel else {
+        return talk(conn, outgoing, deadline);
+    };
+    let registered = token.register(&conn.tcp);
+    let result = if registered {
+        talk(conn, outgoing, deadline)
+    } else {
+        Err((Stop::Cancelled, Progress::NothingBack))
+    };
+    token.deregister(&conn.tcp);
+    match result {
+        // Whatever went wrong, a cancelled token is why.
+        Err(_) if token.is_cancelled() => Err((Stop::Cancelled, Progress::Partial)),
+        other => other,
+    }
+}
+
+fn talk(
+    conn: &mut Conn,
+    outgoing: &Outgoing,
+    deadline: Option<Instant>,
+) -> Result<(Answer, bool), (Stop, Progress)> {
+    conn.arm(deadline).map_err(|s| (s, Progress::Partial))?;
+    if let Err(e) = conn
+        .stream
+        .write_all(&outgoing.bytes)
+        .and_then(|_| conn.stream.flush())
+    {
+        // A stale pooled connection may fail as soon as it is written to.
+        return Err((stop_of(&e, deadline), Progress::NothingBack));
+    }
+    let mut reader = Reader {
+        conn,
+        buf: Vec::with_capacity(16 * 1024),
+        pos: 0,
+        deadline,
+    };
+    reader.response()
+}
+
+fn stop_of(e: &io::Error, deadline: Option<Instant>) -> Stop {
+    let timed_out = matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+        && deadline.is_some_and(|d| Instant::now() >= d);
+    if timed_out {
+        Stop::TimedOut
+    } else {
+        Stop::Failed(Failure::Transport)
+    }
+}
+
+/// Reads one response from a connection: the head, then the body as the
+/// head frames it.
+struct Reader<'c> {
+    conn: &'c mut Conn,
+    /// Bytes read; `pos` is where the unparsed ones start.
+    buf: Vec<u8>,
+    pos: usize,
+    deadline: Option<Instant>,
+}
+
+/// How the body of a response is delimited.
+enum Framing {
+    Empty,
+    Length(usize),
+    Chunked,
+    UntilClose,
+}
+
+impl Reader<'_> {
+    /// Reads more bytes; `Ok(false)` at the end of the stream.
+    fn fill(&mut self) -> Result<bool, Stop> {
+        loop {
+            if self.buf.len() == self.buf.capacity() {
+                self.buf.reserve(self.buf.len().max(16 * 1024));
+            }
+            let start = self.buf.len();
+            self.buf.resize(self.buf.capacity(), 0);
+            let read = self.conn.stream.read(&mut self.buf[start..]);
+            match read {
+                Ok(n) => {
+                    self.buf.truncate(start + n);
+                    return Ok(n > 0);
+                }
+                Err(e) => {
+                    self.buf.truncate(start);
+                    match e.kind() {
+                        ErrorKind::Interrupted => continue,
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut => {
+                            // Timeouts are armed to the deadline; one that
+                            // fires early (rounding) is re-armed.
+                            self.conn.arm(self.deadline)?;
+                            if self.deadline.is_none() {
+                                return Err(Stop::Failed(Failure::Transport));
+                            }
+                        }
+                        _ => return Err(Stop::Failed(Failure::Transport)),
+                    }
+                }
+            }
+        }
+    }
+
+    fn response(&mut self) -> Result<(Answer, bool), (Stop, Progress)> {
+        let (status, retry_after, framing, keep_alive) = loop {
+            match self.head() {
+                Ok(Some(head)) => break head,
+                // A 1xx interim response: the real one follows.
+                Ok(None) => continue,
+                Err(stop) => {
+                    let progress = if self.buf.is_empty() {
+                        Progress::NothingBack
+                    } else {
+                        Progress::Partial
+                    };
+                    return Err((stop, progress));
+                }
+            }
+        };
+        let body = self.body(framing).map_err(|s| (s, Progress::Partial))?;
+        // Bytes past the response were never asked for: the connection is
+        // not reused.
+        let reusable = keep_alive && self.pos == self.buf.len();
+        Ok((
+            Answer {
+                status,
+                retry_after,
+                body,
+            },
+            reusable,
+        ))
+    }
+
+    /// Parses one response head; `None` for an interim (1xx) one, which is
+    /// skipped.
+    #[allow(clippy::type_complexity)]
+    fn head(&mut self) -> Result<Option<(u16, Option<String>, Framing, bool)>, Stop> {
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut response = httparse::Response::new(&mut headers);
+            match response.parse(&self.buf[self.pos..]) {
+                Ok(httparse::Status::Complete(len)) => {
+                    let status = response.code.unwrap_or(0);
+                    let version = response.version.unwrap_or(1);
+                    let mut retry_after = None;
+                    let mut length = None;
+                    let mut chunked = false;
+                    let mut close = version == 0;
+                    for h in response.headers.iter() {
+                        let value = std::str::from_utf8(h.value).ok().map(str::trim);
+                        if h.name.eq_ignore_ascii_case("retry-after") {
+                            retry_after = value.map(str::to_string);
+                        } else if h.name.eq_ignore_ascii_case("content-length") {
+                            let n = value
+                                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                                .and_then(|v| v.parse::<usize>().ok())
+                                .ok_or(Stop::Failed(Failure::Transport))?;
+                            if length.is_some_and(|l| l != n) {
+                                return Err(Stop::Failed(Failure::Transport));
+                            }
+                            length = Some(n);
+                        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                            chunked = value.is_some_and(|v| {
+                                v.rsplit(',')
+                                    .next()
+                                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"))
+                            });
+                        } else if h.name.eq_ignore_ascii_case("connection") {
+                            for token in value.unwrap_or("").split(',') {
+                                let token = token.trim();
+                                if token.eq_ignore_ascii_case("close") {
+                                    close = true;
+                                } else if token.eq_ignore_ascii_case("keep-alive") && version == 0 {
+                                    close = false;
+                                }
+                            }
+                        }
+                    }
+                    self.pos += len;
+                    if (100..200).contains(&status) && status != 101 {
+                        return Ok(None);
+                    }
+                    let framing = if status == 204 || status == 304 {
+                        Framing::Empty
+                    } else if chunked {
+                        Framing::Chunked
+                    } else if let Some(n) = length {
+                        Framing::Length(n)
+                    } else {
+                        Framing::UntilClose
+                    };
+                    let keep_alive = !close && !matches!(framing, Framing::UntilClose);
+                    return Ok(Some((status, retry_after, framing, keep_alive)));
+                }
+                Ok(httparse::Status::Partial) => {
+                    if self.buf.len() - self.pos > MAX_HEAD_BYTES {
+                        return Err(Stop::Failed(Failure::Transport));
+                    }
+                    if !self.fill()? {
+                        return Err(Stop::Failed(Failure::Transport));
+                    }
+                }
+                Err(_) => return Err(Stop::Failed(Failure::Transport)),
+            }
+        }
+    }
+
+    fn body(&mut self, framing: Framing) -> Result<Bytes, Stop> {
+        match framing {
+            Framing::Empty => Ok(Bytes::new()),
+            Framing::Length(n) => {
+                if n > MAX_BODY_BYTES {
+                    return Err(Stop::Failed(Failure::TooLarge));
+                }
+                while self.buf.len() - self.pos < n {
+                    if !self.fill()? {
+                        return Err(Stop::Failed(Failure::Transport));
+                    }
+                }
+                Ok(self.take(n))
+            }
+            Framing::UntilClose => {
+                while self.fill()? {
+                    if self.buf.len() - self.pos > MAX_BODY_BYTES {
+                        return Err(Stop::Failed(Failure::TooLarge));
+                    }
+                }
+                let n = self.buf.len() - self.pos;
+                Ok(self.take(n))
+            }
+            Framing::Chunked => self.chunked(),
+        }
+    }
+
+    /// The next `n` unparsed bytes (all present).
+    fn take(&mut self, n: usize) -> Bytes {
+        let body = if self.pos == 0 && n == self.buf.len() {
+            Bytes::from(std::mem::take(&mut self.buf))
+        } else {
+            Bytes::copy_from_slice(&self.buf[self.pos..self.pos + n])
+        };
+        self.pos += n;
+        body
+    }
+
+    /// A chunked body, its chunks joined; trailers are read and dropped.
+    fn chunked(&mut self) -> Result<Bytes, Stop> {
+        let mut body = Vec::new();
+        loop {
+            let (used, size) = loop {
+                match httparse::parse_chunk_size(&self.buf[self.pos..]) {
+                    Ok(httparse::Status::Complete(found)) => break found,
+                    Ok(httparse::Status::Partial) => {
+                        if !self.fill()? {
+                            return Err(Stop::Failed(Failure::Transport));
+                        }
+                    }
+                    Err(_) => return Err(Stop::Failed(Failure::Transport)),
+                }
+            };
+            self.pos += used;
+            if size == 0 {
+                return self.trailers().map(|_| Bytes::from(body));
+            }
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            if size > MAX_BODY_BYTES - body.len() {
+                return Err(Stop::Failed(Failure::TooLarge));
+            }
+            // The chunk and the CRLF after it.
+            while self.buf.len() - self.pos < size + 2 {
+                if !self.fill()? {
+                    return Err(Stop::Failed(Failure::Transport));
+                }
+            }
+            body.extend_from_slice(&self.buf[self.pos..self.pos + size]);
+            if &self.buf[self.pos + size..self.pos + size + 2] != b"\r\n" {
+                return Err(Stop::Failed(Failure::Transport));
+            }
+            self.pos += size + 2;
+            self.compact();
+        }
+    }
+
+    /// The trailer section after the last chunk, up to its empty line.
+    fn trailers(&mut self) -> Result<(), Stop> {
+        loop {
+            let rest = &self.buf[self.pos..];
+            match rest.windows(2).position(|w| w == b"\r\n") {
+                Some(0) => {
+                    self.pos += 2;
+                    return Ok(());
+                }
+                Some(end) => self.pos += end + 2,
+                None => {
+                    if rest.len() > MAX_HEAD_BYTES {
+                        return Err(Stop::Failed(Failure::Transport));
+                    }
+                    if !self.fill()? {
+                        return Err(Stop::Failed(Failure::Transport));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops the bytes already parsed, so a long chunked body does not keep
+    /// every chunk twice.
+    fn compact(&mut self) {
+        if self.pos > 64 * 1024 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+    }
+}
+
+/// Shuts a registered socket down (a cancel token's doing): a read or write
+/// blocked on it returns at once.
+pub(crate) fn shut(tcp: &TcpStream) {
+    let _ = tcp.shutdown(Shutdown::Both);
+}
