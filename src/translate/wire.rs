@@ -690,3 +690,147 @@ impl Reader<'_> {
 pub(crate) fn shut(tcp: &TcpStream) {
     let _ = tcp.shutdown(Shutdown::Both);
 }
+
+#[cfg(test)]
+mod tests {
+    //! The TLS half of the exchange against a real rustls server on
+    //! 127.0.0.1. Its certificate (tests/fixtures/tls, valid 2020–2120) is
+    //! signed by a test CA whose key was thrown away; the client trusts that
+    //! CA alone, so the connector here is the shared one's twin with another
+    //! root store.
+
+    use super::*;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::net::TcpListener;
+    use tower_service::Service;
+
+    const CA: &[u8] = include_bytes!("../../tests/fixtures/tls/ca.pem");
+    const LEAF: &[u8] = include_bytes!("../../tests/fixtures/tls/leaf.pem");
+    const KEY: &[u8] = include_bytes!("../../tests/fixtures/tls/leaf.key");
+
+    fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+        Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    /// A TLS server on 127.0.0.1 that answers `count` requests on its first
+    /// connection with `reply N`, each framed by Content-Length.
+    fn tls_server(count: usize) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let leaf = CertificateDer::from_pem_slice(LEAF).expect("leaf certificate");
+        let key = PrivateKeyDer::from_pem_slice(KEY).expect("leaf key");
+        let config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![leaf], key)
+            .expect("server config");
+        std::thread::spawn(move || {
+            let Ok((tcp, _)) = listener.accept() else {
+                return;
+            };
+            let Ok(session) = rustls::ServerConnection::new(Arc::new(config)) else {
+                return;
+            };
+            let mut tls = rustls::StreamOwned::new(session, tcp);
+            let mut seen = Vec::new();
+            for n in 0..count {
+                // The head, then the body its Content-Length announces.
+                let head_end = loop {
+                    if let Some(i) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    let mut buf = [0u8; 4096];
+                    match tls.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(k) => seen.extend_from_slice(&buf[..k]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&seen[..head_end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length: "))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                while seen.len() < head_end + length {
+                    let mut buf = [0u8; 4096];
+                    match tls.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(k) => seen.extend_from_slice(&buf[..k]),
+                    }
+                }
+                seen.drain(..head_end + length);
+                let body = format!("reply {n}");
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if tls
+                    .write_all(response.as_bytes())
+                    .and_then(|_| tls.flush())
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn a_tls_connection_moved_off_the_runtime_carries_request_after_request() {
+        let port = tls_server(3);
+        let url = Url::parse(&format!("https://127.0.0.1:{port}/v1/messages")).expect("url");
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(CA).expect("CA certificate"))
+            .expect("CA accepted");
+        let config = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        let mut connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_only()
+            .enable_http1()
+            .wrap_connector(http);
+        let uri: http::Uri = url.as_str().parse().expect("uri");
+        let mut conn = runtime::block_on(async {
+            let io = connector.call(uri).await.expect("TLS handshake");
+            Conn::adopt(io)
+        })
+        .expect("adopted");
+        assert!(matches!(conn.stream, Stream::Tls(_)));
+        let outgoing = Outgoing::post(&url, &HeaderMap::new(), b"{\"hello\":1}").expect("request");
+        for n in 0..3 {
+            let deadline = (n == 1).then(|| Instant::now() + Duration::from_secs(10));
+            let (answer, reusable) = talk(&mut conn, &outgoing, deadline)
+                .map_err(|(stop, _)| stop)
+                .expect("an answer over TLS");
+            assert_eq!(answer.status, 200);
+            assert_eq!(&answer.body[..], format!("reply {n}").as_bytes());
+            assert!(reusable);
+        }
+    }
+
+    #[test]
+    fn the_request_head_carries_host_length_and_given_headers_only_once() {
+        let url = Url::parse("http://example.test:8080/v1/messages?beta=true").expect("url");
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", "k".parse().expect("value"));
+        headers.insert("content-length", "999".parse().expect("value"));
+        headers.insert("host", "elsewhere".parse().expect("value"));
+        let out = Outgoing::post(&url, &headers, b"{}").expect("request");
+        assert_eq!(
+            String::from_utf8_lossy(&out.bytes),
+            "POST /v1/messages?beta=true HTTP/1.1\r\nhost: example.test:8080\r\n\
+             x-api-key: k\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        assert_eq!(out.origin, "http://example.test:8080");
+    }
+}
