@@ -410,3 +410,26 @@ fn a_fresh_connection_dropped_without_an_answer_is_not_replaced() {
     assert_eq!(err.code, ErrorCode::ProviderError);
     assert_eq!(server.requests(), 1);
 }
+
+#[test]
+fn endless_interim_responses_or_chunk_extensions_fail_the_call() {
+    for (head, unit) in [
+        ("", b"HTTP/1.1 102 Processing\r\n\r\n".to_vec()),
+        (
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;",
+            vec![b'x'; 64 * 1024],
+        ),
+    ] {
+        let unit = Arc::new(unit);
+        let server = Raw::start(move |_| Act::Endless(head, Arc::clone(&unit)));
+        let mut client = server.client();
+        client["retries"] = json!(0);
+        let err = translate(&client, &hi(), &[], None).expect_err("no answer ever comes");
+        assert_eq!(err.code, ErrorCode::ProviderError, "{head:?}");
+        assert!(
+            err.message.contains("could not be reached"),
+            "{}",
+            err.message
+        );
+    }
+}

@@ -43,6 +43,9 @@ const MAX_HEAD_BYTES: usize = 1 << 20;
 /// Headers a response may carry (more fail the exchange, as in hyper).
 const MAX_HEADERS: usize = 128;
 
+/// Interim (1xx) responses skipped before the answer is given up on.
+const MAX_INTERIM: usize = 16;
+
 /// Why an exchange ended without an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stop {
@@ -474,11 +477,17 @@ impl Reader<'_> {
     }
 
     fn response(&mut self) -> Result<(Answer, bool), (Stop, Progress)> {
+        let mut interim = 0;
         let (status, retry_after, framing, keep_alive) = loop {
             match self.head() {
                 Ok(Some(head)) => break head,
-                // A 1xx interim response: the real one follows.
-                Ok(None) => continue,
+                // A 1xx interim response: the real one follows, unless the
+                // server only ever sends those.
+                Ok(None) if interim < MAX_INTERIM => {
+                    interim += 1;
+                    self.compact();
+                }
+                Ok(None) => return Err((Stop::Failed(Failure::Transport), Progress::Partial)),
                 Err(stop) => {
                     let progress = if self.buf.is_empty() {
                         Progress::NothingBack
@@ -584,6 +593,10 @@ impl Reader<'_> {
                 if n > MAX_BODY_BYTES {
                     return Err(Stop::Failed(Failure::TooLarge));
                 }
+                let have = self.buf.len() - self.pos;
+                if have < n {
+                    self.buf.reserve(n - have);
+                }
                 while self.buf.len() - self.pos < n {
                     if !self.fill()? {
                         return Err(Stop::Failed(Failure::Transport));
@@ -604,15 +617,16 @@ impl Reader<'_> {
         }
     }
 
-    /// The next `n` unparsed bytes (all present).
+    /// The next `n` unparsed bytes (all present). When they are all that was
+    /// read, the buffer itself becomes the body, uncopied.
     fn take(&mut self, n: usize) -> Bytes {
-        let body = if self.pos == 0 && n == self.buf.len() {
-            Bytes::from(std::mem::take(&mut self.buf))
-        } else {
-            Bytes::copy_from_slice(&self.buf[self.pos..self.pos + n])
-        };
-        self.pos += n;
-        body
+        let (start, end) = (self.pos, self.pos + n);
+        if end == self.buf.len() {
+            self.pos = 0;
+            return Bytes::from(std::mem::take(&mut self.buf)).slice(start..end);
+        }
+        self.pos = end;
+        Bytes::copy_from_slice(&self.buf[start..end])
     }
 
     /// A chunked body, its chunks joined; trailers are read and dropped.
@@ -622,12 +636,15 @@ impl Reader<'_> {
             let (used, size) = loop {
                 match httparse::parse_chunk_size(&self.buf[self.pos..]) {
                     Ok(httparse::Status::Complete(found)) => break found,
-                    Ok(httparse::Status::Partial) => {
+                    // A size line never ending (endless extensions) is cut off.
+                    Ok(httparse::Status::Partial)
+                        if self.buf.len() - self.pos <= MAX_HEAD_BYTES =>
+                    {
                         if !self.fill()? {
                             return Err(Stop::Failed(Failure::Transport));
                         }
                     }
-                    Err(_) => return Err(Stop::Failed(Failure::Transport)),
+                    _ => return Err(Stop::Failed(Failure::Transport)),
                 }
             };
             self.pos += used;
@@ -653,9 +670,14 @@ impl Reader<'_> {
         }
     }
 
-    /// The trailer section after the last chunk, up to its empty line.
+    /// The trailer section after the last chunk, up to its empty line; at
+    /// most [`MAX_HEAD_BYTES`] of it.
     fn trailers(&mut self) -> Result<(), Stop> {
+        let start = self.pos;
         loop {
+            if self.pos - start > MAX_HEAD_BYTES {
+                return Err(Stop::Failed(Failure::Transport));
+            }
             let rest = &self.buf[self.pos..];
             match rest.windows(2).position(|w| w == b"\r\n") {
                 Some(0) => {
