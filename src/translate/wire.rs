@@ -837,6 +837,10 @@ mod tests {
             assert_eq!(answer.status, 200);
             assert_eq!(&answer.body[..], format!("reply {n}").as_bytes());
             assert!(reusable);
+            // Idle in the pool and out again: still open (session tickets
+            // and the like were read with the answer).
+            checkin(&outgoing.origin, conn);
+            conn = checkout(&outgoing.origin).expect("the idle TLS connection is still open");
         }
     }
 
