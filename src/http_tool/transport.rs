@@ -146,20 +146,57 @@ struct Conn {
     reused: bool,
 }
 
-struct Idle {
-    conn: Conn,
-    since: Instant,
+/// Idle keep-alive connections by origin (`scheme://host:port`), each kept
+/// for [`POOL_IDLE`] at most, [`POOL_MAX_IDLE_PER_ORIGIN`] per origin. Shared
+/// by HTTP tools (hyper connections) and translate's provider exchange
+/// (blocking sockets), each with a pool of its own.
+pub(crate) struct IdlePool<C> {
+    idle: Mutex<HashMap<String, Vec<(C, Instant)>>>,
 }
 
-type Pool = Mutex<HashMap<String, Vec<Idle>>>;
+impl<C> IdlePool<C> {
+    pub(crate) fn new() -> Self {
+        IdlePool {
+            idle: Mutex::new(HashMap::new()),
+        }
+    }
 
-/// Idle keep-alive connections by origin (`scheme://host:port`).
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| Mutex::new(HashMap::new()))
+    /// The most recently idle connection to `origin` that `usable` accepts;
+    /// expired or refused ones are dropped on the way.
+    pub(crate) fn take(&self, origin: &str, mut usable: impl FnMut(&mut C) -> bool) -> Option<C> {
+        loop {
+            let (mut conn, since) = {
+                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+                idle.get_mut(origin)?.pop()?
+            };
+            if since.elapsed() < POOL_IDLE && usable(&mut conn) {
+                return Some(conn);
+            }
+        }
+    }
+
+    /// Keeps `conn` for the next call to `origin`, if there is room.
+    pub(crate) fn put(&self, origin: &str, conn: C) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let list = match idle.get_mut(origin) {
+            Some(list) => list,
+            None => idle.entry(origin.to_string()).or_default(),
+        };
+        list.retain(|(_, since)| since.elapsed() < POOL_IDLE);
+        if list.len() < POOL_MAX_IDLE_PER_ORIGIN {
+            list.push((conn, Instant::now()));
+        }
+    }
 }
 
-fn origin_key(url: &Url) -> String {
+/// The pool of HTTP tools' connections.
+fn pool() -> &'static IdlePool<Conn> {
+    static POOL: OnceLock<IdlePool<Conn>> = OnceLock::new();
+    POOL.get_or_init(IdlePool::new)
+}
+
+/// The key of `url`'s origin in an [`IdlePool`].
+pub(crate) fn origin_key(url: &Url) -> String {
     format!(
         "{}://{}:{}",
         url.scheme(),
@@ -182,32 +219,16 @@ impl Conn {
 
 /// A live idle connection to `key`, if the pool has one.
 fn checkout(key: &str) -> Option<Conn> {
-    loop {
-        let idle = {
-            let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
-            pool.get_mut(key)?.pop()?
-        };
-        let mut conn = idle.conn;
-        if idle.since.elapsed() < POOL_IDLE && !conn.has_closed() && conn.sender.is_ready() {
-            conn.reused = true;
-            return Some(conn);
-        }
-    }
+    let mut conn = pool().take(key, |c| !c.has_closed() && c.sender.is_ready())?;
+    conn.reused = true;
+    Some(conn)
 }
 
 fn checkin(key: String, mut conn: Conn) {
     if conn.has_closed() || !conn.sender.is_ready() {
         return;
     }
-    let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
-    let idle = pool.entry(key).or_default();
-    idle.retain(|i| i.since.elapsed() < POOL_IDLE);
-    if idle.len() < POOL_MAX_IDLE_PER_ORIGIN {
-        idle.push(Idle {
-            conn,
-            since: Instant::now(),
-        });
-    }
+    pool().put(&key, conn);
 }
 
 /// A new connection to `url`'s origin (name lookup, TCP, TLS when https),

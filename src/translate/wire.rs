@@ -20,22 +20,15 @@
 //! of the connection, at most [`MAX_BODY_BYTES`] of them.
 
 use super::CancelToken;
-use crate::http_tool::transport::{self, Failure, MAX_BODY_BYTES};
+use crate::http_tool::transport::{self, Failure, IdlePool, MAX_BODY_BYTES};
 use crate::runtime;
 use bytes::Bytes;
 use http::header::HeaderMap;
-use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 use url::Url;
-
-/// How long an idle pooled connection is kept for the next call.
-const POOL_IDLE: Duration = Duration::from_secs(90);
-
-/// Idle connections kept per origin.
-const POOL_MAX_IDLE_PER_ORIGIN: usize = 64;
 
 /// The largest response head read before the answer is given up on.
 const MAX_HEAD_BYTES: usize = 1 << 20;
@@ -110,18 +103,9 @@ impl Outgoing {
         bytes.extend_from_slice(body);
         Ok(Outgoing {
             bytes,
-            origin: origin_key(url),
+            origin: transport::origin_key(url),
         })
     }
-}
-
-fn origin_key(url: &Url) -> String {
-    format!(
-        "{}://{}:{}",
-        url.scheme(),
-        url.host_str().unwrap_or_default(),
-        url.port_or_known_default().unwrap_or(0)
-    )
 }
 
 // ---------------------------------------------------------------------------
@@ -248,44 +232,19 @@ impl Conn {
 // the pool
 // ---------------------------------------------------------------------------
 
-struct Idle {
-    conn: Conn,
-    since: Instant,
-}
-
-type Pool = Mutex<HashMap<String, Vec<Idle>>>;
-
-fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| Mutex::new(HashMap::new()))
+/// The idle connections of provider calls.
+fn pool() -> &'static IdlePool<Conn> {
+    static POOL: OnceLock<IdlePool<Conn>> = OnceLock::new();
+    POOL.get_or_init(IdlePool::new)
 }
 
 /// A live idle connection to `origin`, if the pool has one.
 fn checkout(origin: &str) -> Option<Conn> {
-    loop {
-        let idle = {
-            let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
-            pool.get_mut(origin)?.pop()?
-        };
-        if idle.since.elapsed() < POOL_IDLE && idle.conn.is_open() {
-            return Some(idle.conn);
-        }
-    }
+    pool().take(origin, |conn| conn.is_open())
 }
 
 fn checkin(origin: &str, conn: Conn) {
-    let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
-    let idle = match pool.get_mut(origin) {
-        Some(idle) => idle,
-        None => pool.entry(origin.to_string()).or_default(),
-    };
-    idle.retain(|i| i.since.elapsed() < POOL_IDLE);
-    if idle.len() < POOL_MAX_IDLE_PER_ORIGIN {
-        idle.push(Idle {
-            conn,
-            since: Instant::now(),
-        });
-    }
+    pool().put(origin, conn);
 }
 
 // ---------------------------------------------------------------------------
@@ -726,6 +685,7 @@ mod tests {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     use std::net::TcpListener;
+    use std::time::Duration;
     use tower_service::Service;
 
     const CA: &[u8] = include_bytes!("../../tests/fixtures/tls/ca.pem");
@@ -737,7 +697,8 @@ mod tests {
     }
 
     /// A TLS server on 127.0.0.1 that answers `count` requests on its first
-    /// connection with `reply N`, each framed by Content-Length.
+    /// connection with `reply N`, each framed by Content-Length, and keeps it
+    /// open until the client closes it.
     fn tls_server(count: usize) -> u16 {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
@@ -797,6 +758,9 @@ mod tests {
                     return;
                 }
             }
+            // Kept open until the client lets go of it.
+            let mut rest = [0u8; 64];
+            while matches!(tls.read(&mut rest), Ok(k) if k > 0) {}
         });
         port
     }
