@@ -187,24 +187,45 @@ struct Writer<'s> {
     sources: &'s [&'s str],
 }
 
-impl Writer<'_> {
-    fn plain(&self, s: &str) -> bool {
-        let (start, end) = (s.as_ptr() as usize, s.as_ptr() as usize + s.len());
-        self.sources.iter().any(|src| {
-            let base = src.as_ptr() as usize;
-            start >= base && end <= base + src.len()
+impl<'s> Writer<'s> {
+    /// Where `s` lies in a source text, if it does: its offset and that text.
+    #[inline]
+    fn source_of(&self, s: &str) -> Option<(usize, &'s [u8])> {
+        let start = s.as_ptr() as usize;
+        self.sources.iter().find_map(|src| {
+            let at = start.wrapping_sub(src.as_ptr() as usize);
+            (at <= src.len() && s.len() <= src.len() - at).then_some((at, src.as_bytes()))
         })
     }
 
+    #[inline]
     fn string(&mut self, s: &str) {
-        if self.plain(s) || needs_no_escape(s.as_bytes()) {
-            self.out.reserve(s.len() + 2);
-            self.out.push(b'"');
-            self.out.extend_from_slice(s.as_bytes());
-            self.out.push(b'"');
+        if let Some((at, src)) = self.source_of(s) {
+            // Parsed strings lie between their quotes in the text: the
+            // literal is copied whole, quotes and all.
+            if let Some(quoted @ [b'"', .., b'"']) = at
+                .checked_sub(1)
+                .and_then(|open| src.get(open..=at + s.len()))
+            {
+                self.out.extend_from_slice(quoted);
+                return;
+            }
+            return self.plain(s);
+        }
+        if needs_no_escape(s.as_bytes()) {
+            self.plain(s)
         } else {
             json::write_escaped(&mut self.out, s);
         }
+    }
+
+    /// `s` between quotes, as it is.
+    #[inline]
+    fn plain(&mut self, s: &str) {
+        self.out.reserve(s.len() + 2);
+        self.out.push(b'"');
+        self.out.extend_from_slice(s.as_bytes());
+        self.out.push(b'"');
     }
 
     fn node(&mut self, v: Node) {
@@ -514,16 +535,33 @@ impl<'a> Visitor<'a> for KeySeed<'a> {
 const FAST_DEPTH: u32 = 100;
 
 /// Whether `s` can be written between quotes as it is: no byte below 0x20,
-/// no quote, no backslash.
+/// no quote, no backslash. Checked eight bytes at a time with no byte loop:
+/// past 8 bytes the last word overlaps the one before it, and shorter text
+/// is read as two overlapping halves (or, below 4 bytes, its first, middle
+/// and last byte), the rest of the word filled with a plain letter.
 #[inline]
 fn needs_no_escape(s: &[u8]) -> bool {
-    let mut blocks = s.chunks_exact(16);
-    for block in blocks.by_ref() {
-        if json::escape_mask(block) != 0 {
-            return false;
+    let n = s.len();
+    let flags = if n >= 8 {
+        let mut words = s.chunks_exact(8);
+        let mut any = 0;
+        for w in words.by_ref() {
+            any |= json::escape_flags(json::word(w));
         }
-    }
-    !blocks.remainder().iter().any(|&c| json::needs_escape(c))
+        if !words.remainder().is_empty() {
+            any |= json::escape_flags(json::word(&s[n - 8..]));
+        }
+        any
+    } else if n >= 4 {
+        let half = |b: &[u8]| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        json::escape_flags(half(&s[..4]) | half(&s[n - 4..]) << 32)
+    } else if n > 0 {
+        let w = u64::from_le_bytes([s[0], s[n / 2], s[n - 1], b'a', b'a', b'a', b'a', b'a']);
+        json::escape_flags(w)
+    } else {
+        0
+    };
+    flags == 0
 }
 
 /// A single-pass reader for the JSON this library mostly sees: it builds the
@@ -668,14 +706,14 @@ impl<'a> Fast<'a> {
         let b = self.b;
         let mut i = start;
         loop {
-            // Sixteen bytes at a time up to the first that ends plain text.
-            if i + 16 <= b.len() {
-                let mask = json::escape_mask(&b[i..i + 16]);
-                if mask == 0 {
-                    i += 16;
+            // Eight bytes at a time up to the first that ends plain text.
+            if let Some(w) = b.get(i..i + 8) {
+                let flags = json::escape_flags(json::word(w));
+                if flags == 0 {
+                    i += 8;
                     continue;
                 }
-                i += mask.trailing_zeros() as usize;
+                i += (flags.trailing_zeros() / 8) as usize;
             }
             match b.get(i)? {
                 b'"' => {
