@@ -154,6 +154,7 @@ impl<'a> Node<'a> {
         let mut w = Writer {
             out: Vec::with_capacity(capacity),
             sources,
+            written: [(0, 0, 0, 0); WRITTEN_SLOTS],
         };
         w.node(self);
         w.out
@@ -274,7 +275,17 @@ struct Writer<'s> {
     /// borrowed from it, so it holds no escape and no control character
     /// (JSON text cannot) and is copied as it is.
     sources: &'s [Source<'s>],
+    /// Strings from no source written lately (the builder's own keys and
+    /// words, mostly), by address: `(address, length with COLON_BIT when
+    /// written as a key, out[start..end] their literal)`. Each string lives
+    /// unchanged for the whole write, and what is written is never changed,
+    /// so a string met again is copied from its first literal, with no
+    /// escape scan. The address 0 of an empty slot is no string's.
+    written: [(usize, usize, usize, usize); WRITTEN_SLOTS],
 }
+
+const WRITTEN_SLOTS: usize = 32;
+const COLON_BIT: usize = 1 << (usize::BITS - 1);
 
 impl<'s> Writer<'s> {
     /// Where `s` lies in a source text, if it does: its offset and that text.
@@ -296,23 +307,68 @@ impl<'s> Writer<'s> {
 
     #[inline]
     fn string(&mut self, s: &str) {
+        self.string_then(s, false)
+    }
+
+    /// `s` as a string literal, followed by a colon when `colon`.
+    #[inline]
+    fn string_then(&mut self, s: &str, colon: bool) {
         if let Some((at, src)) = self.source_of(s) {
             // Parsed strings lie between their quotes in the text: the
-            // literal is copied whole, quotes and all.
-            if let Some(quoted @ [b'"', .., b'"']) = at
-                .checked_sub(1)
-                .and_then(|open| src.get(open..=at + s.len()))
-            {
-                self.out.extend_from_slice(quoted);
-                return;
+            // literal is copied whole, quotes and all, and so is the colon
+            // after a key when the text has it right there.
+            let close = at + s.len();
+            let end = close + 1 + usize::from(colon);
+            if let Some(open) = at.checked_sub(1) {
+                if let Some([b'"', .., b'"']) = src.get(open..=close) {
+                    if !colon || src.get(close + 1) == Some(&b':') {
+                        return self.copy(src, open, end);
+                    }
+                }
             }
-            return self.plain(s);
-        }
-        if needs_no_escape(s.as_bytes()) {
-            self.plain(s)
+            self.plain(s);
         } else {
-            json::write_escaped(&mut self.out, s);
+            let addr = s.as_ptr() as usize;
+            let len = s.len() | if colon { COLON_BIT } else { 0 };
+            let slot = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) % WRITTEN_SLOTS;
+            let (seen_addr, seen_len, at, end) = self.written[slot];
+            if seen_addr == addr && seen_len == len {
+                return self.out.extend_from_within(at..end);
+            }
+            let at = self.out.len();
+            if needs_no_escape(s.as_bytes()) {
+                self.plain(s);
+            } else {
+                json::write_escaped(&mut self.out, s);
+            }
+            if colon {
+                self.out.push(b':');
+            }
+            self.written[slot] = (addr, len, at, self.out.len());
+            return;
         }
+        if colon {
+            self.out.push(b':');
+        }
+    }
+
+    /// Appends `src[from..to]`; a short piece through one copy of a fixed
+    /// 32 bytes, cut back to its length, rather than a call to copy memory.
+    #[inline]
+    fn copy(&mut self, src: &[u8], from: usize, to: usize) {
+        const WIDE: usize = 32;
+        let n = to - from;
+        if n <= WIDE {
+            if let Some(block) = src.get(from..from + WIDE) {
+                if let Ok(block) = <&[u8; WIDE]>::try_from(block) {
+                    let len = self.out.len();
+                    self.out.extend_from_slice(block);
+                    self.out.truncate(len + n);
+                    return;
+                }
+            }
+        }
+        self.out.extend_from_slice(&src[from..to]);
     }
 
     /// `s` between quotes, as it is.
@@ -371,8 +427,7 @@ impl<'s> Writer<'s> {
                     if i > 0 {
                         self.out.push(b',');
                     }
-                    self.string(k);
-                    self.out.push(b':');
+                    self.string_then(k, true);
                     self.node(*item);
                 }
                 self.out.push(b'}');
@@ -925,7 +980,7 @@ impl<'a> Fast<'a> {
 
     /// A string at `self.i` (on its opening quote). Plain text is borrowed;
     /// a string with escapes is decoded by serde_json.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
         let open = self.i;
         let start = open + 1;
@@ -1237,11 +1292,11 @@ mod tests {
                     let built = Node::Array(bump.alloc_slice_copy(&[shorter, a, shorter]));
                     let value =
                         Value::Array(vec![shorter.to_value(), b.clone(), shorter.to_value()]);
-                    assert_eq!(
-                        built.to_vec_from(&sources, 0),
-                        value.to_string().into_bytes(),
-                        "{text:?}"
-                    );
+                    let value = value.to_string().into_bytes();
+                    assert_eq!(built.to_vec_from(&sources, 0), value, "{text:?}");
+                    // Written with no source, every string of `shorter` is
+                    // met twice or three times, at the same address.
+                    assert_eq!(built.to_vec(), value, "{text:?}");
                 }
                 (Err(a), Err(b)) => {
                     assert_eq!(a.to_string(), b.to_string(), "{text:?}");
