@@ -333,7 +333,7 @@ impl<'s> Writer<'s> {
             let slot = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) % WRITTEN_SLOTS;
             let (seen_addr, seen_len, at, end) = self.written[slot];
             if seen_addr == addr && seen_len == len {
-                return self.out.extend_from_within(at..end);
+                return self.copy_within(at, end);
             }
             let at = self.out.len();
             if needs_no_escape(s.as_bytes()) {
@@ -349,6 +349,19 @@ impl<'s> Writer<'s> {
         }
         if colon {
             self.out.push(b':');
+        }
+    }
+
+    /// Appends `out[from..to]`, as [`Writer::copy`] does.
+    #[inline]
+    fn copy_within(&mut self, from: usize, to: usize) {
+        const WIDE: usize = 32;
+        let (len, n) = (self.out.len(), to - from);
+        if n <= WIDE && from + WIDE <= len {
+            self.out.extend_from_within(from..from + WIDE);
+            self.out.truncate(len + n);
+        } else {
+            self.out.extend_from_within(from..to);
         }
     }
 
@@ -381,11 +394,54 @@ impl<'s> Writer<'s> {
     }
 
     fn node(&mut self, v: Node) {
-        // Strings first: most values are strings, and a plain branch
-        // predicts better than the jump table of the match.
+        // Plain branches in order of how often each kind turns up, which
+        // predict better than the jump table of a match.
         if let Node::Str(s) = v {
-            return self.string(s);
+            self.string(s)
+        } else if let Node::Object(entries) = v {
+            self.object(entries)
+        } else if let Node::Array(items) = v {
+            self.array(items)
+        } else {
+            self.scalar(v)
         }
+    }
+
+    fn object(&mut self, entries: &[(&str, Node)]) {
+        if !entries.is_empty() {
+            let len = entries.len() | OBJECT_BIT;
+            if let Some(text) = self.verbatim(entries.as_ptr() as usize, len) {
+                return self.out.extend_from_slice(text);
+            }
+        }
+        self.out.push(b'{');
+        for (i, (k, item)) in entries.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.string_then(k, true);
+            self.node(*item);
+        }
+        self.out.push(b'}');
+    }
+
+    fn array(&mut self, items: &[Node]) {
+        if !items.is_empty() {
+            if let Some(text) = self.verbatim(items.as_ptr() as usize, items.len()) {
+                return self.out.extend_from_slice(text);
+            }
+        }
+        self.out.push(b'[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.node(*item);
+        }
+        self.out.push(b']');
+    }
+
+    fn scalar(&mut self, v: Node) {
         match v {
             Node::Null => self.out.extend_from_slice(b"null"),
             Node::Bool(true) => self.out.extend_from_slice(b"true"),
@@ -400,38 +456,8 @@ impl<'s> Writer<'s> {
                 .out
                 .extend_from_slice(n.to_number().to_string().as_bytes()),
             Node::Str(s) => self.string(s),
-            Node::Array(items) => {
-                if !items.is_empty() {
-                    if let Some(text) = self.verbatim(items.as_ptr() as usize, items.len()) {
-                        return self.out.extend_from_slice(text);
-                    }
-                }
-                self.out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(b',');
-                    }
-                    self.node(*item);
-                }
-                self.out.push(b']');
-            }
-            Node::Object(entries) => {
-                if !entries.is_empty() {
-                    let len = entries.len() | OBJECT_BIT;
-                    if let Some(text) = self.verbatim(entries.as_ptr() as usize, len) {
-                        return self.out.extend_from_slice(text);
-                    }
-                }
-                self.out.push(b'{');
-                for (i, (k, item)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(b',');
-                    }
-                    self.string_then(k, true);
-                    self.node(*item);
-                }
-                self.out.push(b'}');
-            }
+            Node::Array(items) => self.array(items),
+            Node::Object(entries) => self.object(entries),
         }
     }
 }
@@ -728,6 +754,22 @@ impl<'a> Visitor<'a> for KeySeed<'a> {
 /// Nesting past this depth is left to serde_json (whose own limit is 128).
 const FAST_DEPTH: u32 = 100;
 
+/// 0x80 in the first byte of the little-endian word `w` that needs an
+/// escape (below 0x20, `"` or `\`), 0 in every byte before it; the bytes
+/// after it may be flagged too (a borrow runs on from a match), so only the
+/// lowest set bit and whether any is set mean anything. Fewer steps than
+/// [`json::escape_flags`], which is exact in every byte.
+#[inline(always)]
+fn first_escape(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    let below = w.wrapping_sub(ONES * 0x20) & !w;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    (below | zero(quote) | zero(backslash)) & HIGH
+}
+
 /// Whether `s` can be written between quotes as it is: no byte below 0x20,
 /// no quote, no backslash. Checked eight bytes at a time with no byte loop:
 /// past 8 bytes the last word overlaps the one before it, and shorter text
@@ -740,18 +782,18 @@ fn needs_no_escape(s: &[u8]) -> bool {
         let mut words = s.chunks_exact(8);
         let mut any = 0;
         for w in words.by_ref() {
-            any |= json::escape_flags(json::word(w));
+            any |= first_escape(json::word(w));
         }
         if !words.remainder().is_empty() {
-            any |= json::escape_flags(json::word(&s[n - 8..]));
+            any |= first_escape(json::word(&s[n - 8..]));
         }
         any
     } else if n >= 4 {
         let half = |b: &[u8]| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        json::escape_flags(half(&s[..4]) | half(&s[n - 4..]) << 32)
+        first_escape(half(&s[..4]) | half(&s[n - 4..]) << 32)
     } else if n > 0 {
         let w = u64::from_le_bytes([s[0], s[n / 2], s[n - 1], b'a', b'a', b'a', b'a', b'a']);
-        json::escape_flags(w)
+        first_escape(w)
     } else {
         0
     };
@@ -832,8 +874,9 @@ impl<'a> Fast<'a> {
             b: text.as_bytes(),
             i: 0,
             depth: 0,
-            entries: Vec::with_capacity(32),
-            items: Vec::with_capacity(32),
+            // Allocated when first used: most texts read here are small.
+            entries: Vec::new(),
+            items: Vec::new(),
             record: false,
             spans: Vec::new(),
             dirty: 0,
@@ -989,7 +1032,7 @@ impl<'a> Fast<'a> {
         loop {
             // Eight bytes at a time up to the first that ends plain text.
             if let Some(w) = b.get(i..i + 8) {
-                let flags = json::escape_flags(json::word(w));
+                let flags = first_escape(json::word(w));
                 if flags == 0 {
                     i += 8;
                     continue;
@@ -1348,6 +1391,30 @@ mod tests {
             node.to_vec_from(&[source], 0),
             br#"{"a":[1,2],"b":{"c":"d"},"e":[3]}"#
         );
+    }
+
+    /// The short word check finds the first byte to escape, and any at
+    /// all, exactly where the exact one does.
+    #[test]
+    fn first_escape_agrees_with_the_exact_flags() {
+        let mut r = Lcg(3);
+        let interesting = [
+            0u8, 0x1f, 0x20, b'"', b'\\', 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xa0, 0xa2, 0xdc, 0xff,
+            b'a',
+        ];
+        for _ in 0..200_000 {
+            let bytes: [u8; 8] = std::array::from_fn(|_| {
+                if r.next(2) == 0 {
+                    interesting[r.next(interesting.len())]
+                } else {
+                    r.next(256) as u8
+                }
+            });
+            let w = u64::from_le_bytes(bytes);
+            let (ours, exact) = (first_escape(w), json::escape_flags(w));
+            assert_eq!(ours == 0, exact == 0, "{bytes:?}");
+            assert_eq!(ours.trailing_zeros(), exact.trailing_zeros(), "{bytes:?}");
+        }
     }
 
     /// The block-at-a-time check finds exactly the bytes a byte loop finds.
