@@ -10,7 +10,7 @@
 //! value. Parse errors are serde_json's own.
 
 use crate::json;
-use bumpalo::collections::Vec as BVec;
+use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -800,6 +800,65 @@ fn needs_no_escape(s: &[u8]) -> bool {
     flags == 0
 }
 
+/// The text of a string literal's `body` (between its quotes), its escapes
+/// decoded as serde_json decodes them; `None` for any escape that is not
+/// one of JSON's or a `\u` escape that is half of a surrogate pair without
+/// its other half, which serde_json then reads (and refuses) itself.
+fn unescape<'a>(bump: &'a Bump, body: &str) -> Option<&'a str> {
+    let hex4 = |digits: &[u8]| {
+        digits.iter().try_fold(0u32, |n, &d| {
+            let v = char::from(d).to_digit(16)?;
+            Some(n << 4 | v)
+        })
+    };
+    let bytes = body.as_bytes();
+    // Every escape is longer than what it stands for.
+    let mut out = BString::with_capacity_in(body.len(), bump);
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        out.push_str(body.get(start..i)?);
+        let c = match *bytes.get(i + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = hex4(bytes.get(i + 2..i + 6)?)?;
+                i += 4;
+                match high {
+                    0xd800..=0xdbff => {
+                        if bytes.get(i + 2..i + 4)? != b"\\u" {
+                            return None;
+                        }
+                        let low = hex4(bytes.get(i + 4..i + 8)?)?;
+                        if !(0xdc00..=0xdfff).contains(&low) {
+                            return None;
+                        }
+                        i += 6;
+                        char::from_u32(0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00))?
+                    }
+                    0xdc00..=0xdfff => return None,
+                    _ => char::from_u32(high)?,
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
+        i += 2;
+        start = i;
+    }
+    out.push_str(body.get(start..)?);
+    Some(out.into_bump_str())
+}
+
 /// Reads the value at `$fast.i` and hands it to `$put`, each kind of value
 /// in its own arm: a `Node` gathered from the arms into one variable and then
 /// moved is copied piece by piece through the stack, and read back wider
@@ -1064,11 +1123,10 @@ impl<'a> Fast<'a> {
                 _ => i += 1,
             }
         }
-        let literal = self.text.get(open..=i)?;
-        let decoded: String = serde_json::from_str(literal).ok()?;
+        let decoded = unescape(self.bump, self.text.get(open + 1..i)?)?;
         self.i = i + 1;
         self.dirty += 1;
-        Some(self.bump.alloc_str(&decoded))
+        Some(decoded)
     }
 
     /// A number: a plain integer of up to 18 digits is read here; any other
@@ -1188,7 +1246,15 @@ mod tests {
         }
     }
 
-    const ATOMS: [&str; 30] = [
+    const ATOMS: [&str; 38] = [
+        "\"\\b\\f\\r\\t\\n\\\\\\/x\"",
+        "\"\\u00E9\\u00e9\\u0000\\u001F\"",
+        "\"\\uDBFF\\uDFFF\\ud800\\udc00\"",
+        "\"\\ud800\\u0041\"",
+        "\"\\udc00\"",
+        "\"\\ud800\\\"",
+        "\"\\u12\"",
+        "\"\\u12g4 \u{e9}\\u20AC\"",
         "0",
         "-0",
         "01",
