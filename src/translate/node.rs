@@ -485,8 +485,9 @@ impl Serialize for Node<'_> {
 /// characters included.
 ///
 /// Text the fast reader below takes in full is read by it alone; anything
-/// else (an error of any kind, a number other than a plain integer, a string
-/// with escapes, nesting deeper than [`FAST_DEPTH`]) goes back to serde_json,
+/// else (an error of any kind, a number other than a plain integer, a `\u`
+/// escape of half a surrogate pair, nesting deeper than [`FAST_DEPTH`]) goes
+/// back to serde_json,
 /// so what is accepted, what each value reads as and every error message
 /// stay serde_json's.
 pub fn parse<'a>(bump: &'a Bump, text: &'a str) -> Result<Node<'a>, serde_json::Error> {
@@ -1081,7 +1082,7 @@ impl<'a> Fast<'a> {
     }
 
     /// A string at `self.i` (on its opening quote). Plain text is borrowed;
-    /// a string with escapes is decoded by serde_json.
+    /// a string with escapes is decoded into the arena ([`unescape`]).
     #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
         let open = self.i;
@@ -1111,7 +1112,7 @@ impl<'a> Fast<'a> {
     }
 
     /// The rest of a string holding escapes, from its first backslash at
-    /// `i`: finds its end and has serde_json decode the whole literal.
+    /// `i`: finds its end and decodes it ([`unescape`]).
     #[inline(never)]
     fn escaped(&mut self, open: usize, mut i: usize) -> Option<&'a str> {
         let b = self.b;
