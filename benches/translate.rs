@@ -70,13 +70,13 @@ pub fn anthropic_reply() -> Value {
 /// the OpenAI-shaped result encoded from it.
 fn convert(config: &ClientConfig, request_text: &str, reply_text: &str) -> (Vec<u8>, Vec<u8>) {
     let bump = bumpalo::Bump::with_capacity(3 * request_text.len());
-    let request = node::parse(&bump, request_text).expect("request JSON");
+    let (request, source) = node::parse_source(&bump, request_text).expect("request JSON");
     let parsed = Request::from_node(request).expect("valid request");
     let body = provider_body(&bump, config, &parsed, &[])
-        .to_vec_from(&[request_text], request_text.len() + 1024);
+        .to_vec_from(&[source], request_text.len() + 1024);
     let raw = node::parse(&bump, reply_text).expect("reply JSON");
     let result = read_response(&bump, config.style, "claude-test", raw)
-        .to_vec_from(&[reply_text], 2 * reply_text.len() + 256);
+        .to_vec_from(&[reply_text.into()], 2 * reply_text.len() + 256);
     (body, result)
 }
 
@@ -118,17 +118,20 @@ fn benches(c: &mut Criterion) {
     group.bench_function("part_parse_request", |b| {
         b.iter(|| {
             let bump = bumpalo::Bump::with_capacity(3 * request_text.len());
-            let n = node::parse(&bump, black_box(&request_text)).expect("request JSON");
+            let (n, source) =
+                node::parse_source(&bump, black_box(&request_text)).expect("request JSON");
+            black_box(&source);
             black_box(n.is_object())
         })
     });
     {
         let bump = bumpalo::Bump::new();
-        let request = node::parse(&bump, &request_text).expect("request JSON");
+        let (request, source) = node::parse_source(&bump, &request_text).expect("request JSON");
         let parsed = Request::from_node(request).expect("valid request");
         let body = provider_body(&bump, &config, &parsed, &[]);
+        let sources = [source];
         group.bench_function("part_encode_body", |b| {
-            b.iter(|| black_box(body).to_vec_from(&[&request_text], request_text.len() + 1024))
+            b.iter(|| black_box(body).to_vec_from(&sources, request_text.len() + 1024))
         });
         group.bench_function("part_build_body", |b| {
             b.iter(|| {

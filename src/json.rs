@@ -87,24 +87,34 @@ pub(crate) fn needs_escape(b: u8) -> bool {
     (b < 0x20) | (b == b'"') | (b == b'\\')
 }
 
-/// Bit `i` set when `block[i]` needs an escape (`block` is 16 bytes).
+/// 0x80 in every byte of the little-endian word `w` that needs an escape
+/// (below 0x20, `"` or `\`), 0 in every other byte; exact, as no sum below
+/// carries from one byte into the next, so the lowest set bit marks the
+/// first such byte.
 #[inline(always)]
-pub(crate) fn escape_mask(block: &[u8]) -> u32 {
+pub(crate) fn escape_flags(w: u64) -> u64 {
     const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     const ONES: u64 = 0x0101_0101_0101_0101;
-    // 0x80 in every byte of `w` below 0x20 or equal to `"` or `\`; exact,
-    // as no sum below carries from one byte into the next.
-    let flags = |w: u64| {
-        let below = !(((w & LO7) + ONES * 0x60) | w) & HIGH;
-        let zero = |x: u64| !(((x & LO7) + LO7) | x) & HIGH;
-        below | zero(w ^ (ONES * 0x22)) | zero(w ^ (ONES * 0x5c))
-    };
+    let below = !(((w & LO7) + ONES * 0x60) | w) & HIGH;
+    let zero = |x: u64| !(((x & LO7) + LO7) | x) & HIGH;
+    below | zero(w ^ (ONES * 0x22)) | zero(w ^ (ONES * 0x5c))
+}
+
+/// The eight bytes of `b` (8 long) as a little-endian word.
+#[inline(always)]
+pub(crate) fn word(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(b);
+    u64::from_le_bytes(w)
+}
+
+/// Bit `i` set when `block[i]` needs an escape (`block` is 16 bytes).
+#[inline(always)]
+pub(crate) fn escape_mask(block: &[u8]) -> u32 {
     // The high bit of each byte gathered into the low eight bits.
     let gather = |half: &[u8]| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(half);
-        ((flags(u64::from_le_bytes(w)) >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
+        ((escape_flags(word(half)) >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u32
     };
     gather(&block[..8]) | gather(&block[8..16]) << 8
 }

@@ -744,7 +744,7 @@ fn exchange<'a>(
     reply_slot: &'a OnceCell<bytes::Bytes>,
     config: &'a ClientConfig,
     request: Node<'a>,
-    source: Option<&'a str>,
+    source: Option<&'a node::Source<'a>>,
     declared: &'a [Value],
     cancel: Option<&CancelToken>,
 ) -> Result<(Node<'a>, Option<&'a str>)> {
@@ -752,7 +752,8 @@ fn exchange<'a>(
     let declared: Vec<Node<'a>> = declared.iter().map(|d| node::from_value(bump, d)).collect();
     let body = provider_body(bump, config, &request, &declared);
     let model = body.get("model").map_or("", |m| m.display(bump));
-    let encoded = body.to_vec_from(source.as_slice(), source.map_or(4096, |t| t.len() + 1024));
+    let capacity = source.map_or(4096, |s| s.text().len() + 1024);
+    let encoded = body.to_vec_from(source.map_or(&[], std::slice::from_ref), capacity);
     let call = prepare(config, encoded)?;
     if cancel.is_some_and(CancelToken::is_cancelled) {
         return Err(Error::new(
@@ -798,8 +799,8 @@ pub fn translate_json(
     cancel: Option<&CancelToken>,
 ) -> Result<String> {
     let bump = arena_for(request_json.len());
-    let request =
-        node::parse(&bump, request_json).map_err(|e| Error::invalid_json("request_json", &e))?;
+    let (request, source) = node::parse_source(&bump, request_json)
+        .map_err(|e| Error::invalid_json("request_json", &e))?;
     let config = ClientConfig::from_json(client)?;
     let reply_slot = OnceCell::new();
     let (answer, reply) = exchange(
@@ -807,11 +808,12 @@ pub fn translate_json(
         &reply_slot,
         &config,
         request,
-        Some(request_json),
+        Some(&source),
         declared,
         cancel,
     )?;
     let capacity = reply.map_or(1024, |r| 2 * r.len() + 256);
+    let reply = reply.map(node::Source::from);
     Ok(node::into_string(
         answer.to_vec_from(reply.as_slice(), capacity),
     ))

@@ -10,7 +10,7 @@
 //! value. Parse errors are serde_json's own.
 
 use crate::json;
-use bumpalo::collections::Vec as BVec;
+use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -147,12 +147,14 @@ impl<'a> Node<'a> {
     }
 
     /// [`Node::to_vec`] for a tree parsed (in part) from `sources`: their
-    /// strings are copied without an escape scan. `capacity` is a guess at
-    /// the size of the output.
-    pub fn to_vec_from(self, sources: &[&str], capacity: usize) -> Vec<u8> {
+    /// strings are copied without an escape scan, and an object or array
+    /// they read back exactly (see [`Source`]) is copied as its text.
+    /// `capacity` is a guess at the size of the output.
+    pub fn to_vec_from(self, sources: &[Source], capacity: usize) -> Vec<u8> {
         let mut w = Writer {
             out: Vec::with_capacity(capacity),
             sources,
+            written: [(0, 0, 0, 0); WRITTEN_SLOTS],
         };
         w.node(self);
         w.out
@@ -176,6 +178,94 @@ impl<'a> Node<'a> {
     }
 }
 
+/// A text nodes were parsed from, and where the fast reader found objects
+/// and arrays whose text is already exactly what the writer would write for
+/// them: no whitespace, no repeated key, only strings without escapes,
+/// integers read as written (no fraction, exponent or `-0`), literals and
+/// containers of the same kind. The writer copies such a container's text
+/// instead of walking it.
+///
+/// A container is known by the arena address and length of its slice of
+/// members. That address is its own for as long as the arena lives, which
+/// the borrow of the arena in `'a` makes at least as long as the `Source`:
+/// the slices are allocated once and never freed or written again, so no
+/// other slice, from this arena or any other, can share address and length
+/// with one while the `Source` exists. Empty containers are not recorded
+/// (an empty slice has no address of its own).
+#[derive(Debug, Clone, Default)]
+pub struct Source<'a> {
+    text: &'a str,
+    /// By slice address, ascending.
+    spans: Vec<Span>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    addr: usize,
+    /// Members, with [`OBJECT_BIT`] set for an object.
+    len: usize,
+    start: usize,
+    end: usize,
+}
+
+const OBJECT_BIT: usize = 1 << (usize::BITS - 1);
+
+impl<'a> From<&'a str> for Source<'a> {
+    /// The text alone: its strings are known, no container is.
+    fn from(text: &'a str) -> Self {
+        Source {
+            text,
+            spans: Vec::new(),
+        }
+    }
+}
+
+impl<'a> Source<'a> {
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// The text of the container whose members' slice starts at `addr` and
+    /// holds `len` members (`len` with [`OBJECT_BIT`] for an object), if
+    /// it was recorded.
+    #[inline]
+    fn span(&self, addr: usize, len: usize) -> Option<&'a [u8]> {
+        let (first, last) = (self.spans.first()?, self.spans.last()?);
+        if addr < first.addr || addr > last.addr {
+            return None;
+        }
+        let at = self.spans.binary_search_by_key(&addr, |s| s.addr).ok()?;
+        let span = self.spans[at];
+        if span.len != len {
+            return None;
+        }
+        self.text.as_bytes().get(span.start..span.end)
+    }
+}
+
+/// [`parse`], also giving the text as a [`Source`] for
+/// [`Node::to_vec_from`], with the containers the fast reader found
+/// written exactly as the writer would write them (none when the text went
+/// to serde_json).
+pub fn parse_source<'a>(
+    bump: &'a Bump,
+    text: &'a str,
+) -> Result<(Node<'a>, Source<'a>), serde_json::Error> {
+    let mut fast = Fast::new(bump, text);
+    fast.record = true;
+    if let Some(node) = fast.document() {
+        let mut spans = fast.spans;
+        // The arena hands out addresses downward, so the spans usually come
+        // in descending order already.
+        spans.reverse();
+        if !spans.windows(2).all(|w| w[0].addr < w[1].addr) {
+            spans.sort_unstable_by_key(|s| s.addr);
+        }
+        return Ok((node, Source { text, spans }));
+    }
+    Ok((parse_serde(bump, text)?, Source::from(text)))
+}
+
 /// Writes nodes as compact JSON: strings escaped as serde_json escapes them
 /// ([`crate::json::write_escaped`]), numbers through the printers serde_json
 /// uses (itoa, and serde_json's own for floats).
@@ -184,35 +274,174 @@ struct Writer<'s> {
     /// Texts the nodes were parsed from. A string lying inside one was
     /// borrowed from it, so it holds no escape and no control character
     /// (JSON text cannot) and is copied as it is.
-    sources: &'s [&'s str],
+    sources: &'s [Source<'s>],
+    /// Strings from no source written lately (the builder's own keys and
+    /// words, mostly), by address: `(address, length with COLON_BIT when
+    /// written as a key, out[start..end] their literal)`. Each string lives
+    /// unchanged for the whole write, and what is written is never changed,
+    /// so a string met again is copied from its first literal, with no
+    /// escape scan. The address 0 of an empty slot is no string's.
+    written: [(usize, usize, usize, usize); WRITTEN_SLOTS],
 }
 
-impl Writer<'_> {
-    fn plain(&self, s: &str) -> bool {
-        let (start, end) = (s.as_ptr() as usize, s.as_ptr() as usize + s.len());
-        self.sources.iter().any(|src| {
-            let base = src.as_ptr() as usize;
-            start >= base && end <= base + src.len()
+const WRITTEN_SLOTS: usize = 32;
+const COLON_BIT: usize = 1 << (usize::BITS - 1);
+
+impl<'s> Writer<'s> {
+    /// Where `s` lies in a source text, if it does: its offset and that text.
+    #[inline]
+    fn source_of(&self, s: &str) -> Option<(usize, &'s [u8])> {
+        let start = s.as_ptr() as usize;
+        self.sources.iter().find_map(|src| {
+            let src = src.text;
+            let at = start.wrapping_sub(src.as_ptr() as usize);
+            (at <= src.len() && s.len() <= src.len() - at).then_some((at, src.as_bytes()))
         })
     }
 
+    /// The text of a recorded container, if it is one.
+    #[inline]
+    fn verbatim(&self, addr: usize, len: usize) -> Option<&'s [u8]> {
+        self.sources.iter().find_map(|src| src.span(addr, len))
+    }
+
+    #[inline]
     fn string(&mut self, s: &str) {
-        if self.plain(s) || needs_no_escape(s.as_bytes()) {
-            self.out.reserve(s.len() + 2);
-            self.out.push(b'"');
-            self.out.extend_from_slice(s.as_bytes());
-            self.out.push(b'"');
+        self.string_then(s, false)
+    }
+
+    /// `s` as a string literal, followed by a colon when `colon`.
+    #[inline]
+    fn string_then(&mut self, s: &str, colon: bool) {
+        if let Some((at, src)) = self.source_of(s) {
+            // Parsed strings lie between their quotes in the text: the
+            // literal is copied whole, quotes and all, and so is the colon
+            // after a key when the text has it right there.
+            let close = at + s.len();
+            let end = close + 1 + usize::from(colon);
+            if let Some(open) = at.checked_sub(1) {
+                if let Some([b'"', .., b'"']) = src.get(open..=close) {
+                    if !colon || src.get(close + 1) == Some(&b':') {
+                        return self.copy(src, open, end);
+                    }
+                }
+            }
+            self.plain(s);
         } else {
-            json::write_escaped(&mut self.out, s);
+            let addr = s.as_ptr() as usize;
+            let len = s.len() | if colon { COLON_BIT } else { 0 };
+            let slot = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) % WRITTEN_SLOTS;
+            let (seen_addr, seen_len, at, end) = self.written[slot];
+            if seen_addr == addr && seen_len == len {
+                return self.copy_within(at, end);
+            }
+            let at = self.out.len();
+            if needs_no_escape(s.as_bytes()) {
+                self.plain(s);
+            } else {
+                json::write_escaped(&mut self.out, s);
+            }
+            if colon {
+                self.out.push(b':');
+            }
+            self.written[slot] = (addr, len, at, self.out.len());
+            return;
+        }
+        if colon {
+            self.out.push(b':');
         }
     }
 
-    fn node(&mut self, v: Node) {
-        // Strings first: most values are strings, and a plain branch
-        // predicts better than the jump table of the match.
-        if let Node::Str(s) = v {
-            return self.string(s);
+    /// Appends `out[from..to]`, as [`Writer::copy`] does.
+    #[inline]
+    fn copy_within(&mut self, from: usize, to: usize) {
+        const WIDE: usize = 32;
+        let (len, n) = (self.out.len(), to - from);
+        if n <= WIDE && from + WIDE <= len {
+            self.out.extend_from_within(from..from + WIDE);
+            self.out.truncate(len + n);
+        } else {
+            self.out.extend_from_within(from..to);
         }
+    }
+
+    /// Appends `src[from..to]`; a short piece through one copy of a fixed
+    /// 32 bytes, cut back to its length, rather than a call to copy memory.
+    #[inline]
+    fn copy(&mut self, src: &[u8], from: usize, to: usize) {
+        const WIDE: usize = 32;
+        let n = to - from;
+        if n <= WIDE {
+            if let Some(block) = src.get(from..from + WIDE) {
+                if let Ok(block) = <&[u8; WIDE]>::try_from(block) {
+                    let len = self.out.len();
+                    self.out.extend_from_slice(block);
+                    self.out.truncate(len + n);
+                    return;
+                }
+            }
+        }
+        self.out.extend_from_slice(&src[from..to]);
+    }
+
+    /// `s` between quotes, as it is.
+    #[inline]
+    fn plain(&mut self, s: &str) {
+        self.out.reserve(s.len() + 2);
+        self.out.push(b'"');
+        self.out.extend_from_slice(s.as_bytes());
+        self.out.push(b'"');
+    }
+
+    fn node(&mut self, v: Node) {
+        // Plain branches in order of how often each kind turns up, which
+        // predict better than the jump table of a match.
+        if let Node::Str(s) = v {
+            self.string(s)
+        } else if let Node::Object(entries) = v {
+            self.object(entries)
+        } else if let Node::Array(items) = v {
+            self.array(items)
+        } else {
+            self.scalar(v)
+        }
+    }
+
+    fn object(&mut self, entries: &[(&str, Node)]) {
+        if !entries.is_empty() {
+            let len = entries.len() | OBJECT_BIT;
+            if let Some(text) = self.verbatim(entries.as_ptr() as usize, len) {
+                return self.out.extend_from_slice(text);
+            }
+        }
+        self.out.push(b'{');
+        for (i, (k, item)) in entries.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.string_then(k, true);
+            self.node(*item);
+        }
+        self.out.push(b'}');
+    }
+
+    fn array(&mut self, items: &[Node]) {
+        if !items.is_empty() {
+            if let Some(text) = self.verbatim(items.as_ptr() as usize, items.len()) {
+                return self.out.extend_from_slice(text);
+            }
+        }
+        self.out.push(b'[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.node(*item);
+        }
+        self.out.push(b']');
+    }
+
+    fn scalar(&mut self, v: Node) {
         match v {
             Node::Null => self.out.extend_from_slice(b"null"),
             Node::Bool(true) => self.out.extend_from_slice(b"true"),
@@ -227,28 +456,8 @@ impl Writer<'_> {
                 .out
                 .extend_from_slice(n.to_number().to_string().as_bytes()),
             Node::Str(s) => self.string(s),
-            Node::Array(items) => {
-                self.out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(b',');
-                    }
-                    self.node(*item);
-                }
-                self.out.push(b']');
-            }
-            Node::Object(entries) => {
-                self.out.push(b'{');
-                for (i, (k, item)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(b',');
-                    }
-                    self.string(k);
-                    self.out.push(b':');
-                    self.node(*item);
-                }
-                self.out.push(b'}');
-            }
+            Node::Array(items) => self.array(items),
+            Node::Object(entries) => self.object(entries),
         }
     }
 }
@@ -276,8 +485,9 @@ impl Serialize for Node<'_> {
 /// characters included.
 ///
 /// Text the fast reader below takes in full is read by it alone; anything
-/// else (an error of any kind, a number other than a plain integer, a string
-/// with escapes, nesting deeper than [`FAST_DEPTH`]) goes back to serde_json,
+/// else (an error of any kind, a number other than a plain integer, a `\u`
+/// escape of half a surrogate pair, nesting deeper than [`FAST_DEPTH`]) goes
+/// back to serde_json,
 /// so what is accepted, what each value reads as and every error message
 /// stay serde_json's.
 pub fn parse<'a>(bump: &'a Bump, text: &'a str) -> Result<Node<'a>, serde_json::Error> {
@@ -388,6 +598,38 @@ impl<'a> ObjectBuilder<'a> {
     pub fn build(self) -> Node<'a> {
         Node::Object(self.entries.into_bump_slice())
     }
+}
+
+/// Whether no key of `entries` is given twice. Each key sets one of 64
+/// bits picked by its length, first and last byte; only when two keys pick
+/// the same bit are the keys compared.
+fn distinct_keys(entries: &[(&str, Node)]) -> bool {
+    let bit = |k: &str| {
+        let b = k.as_bytes();
+        let (first, last) = (b.first().copied(), b.last().copied());
+        let h = b.len() as u64
+            | u64::from(first.unwrap_or(0)) << 16
+            | u64::from(last.unwrap_or(0)) << 24;
+        1u64 << (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+    };
+    let mut seen = 0u64;
+    let mut clash = 0u64;
+    for (k, _) in entries {
+        let b = bit(k);
+        clash |= seen & b;
+        seen |= b;
+    }
+    if clash == 0 {
+        return true;
+    }
+    if entries.len() <= LINEAR_KEYS {
+        return entries
+            .iter()
+            .enumerate()
+            .all(|(i, (k, _))| !entries[..i].iter().any(|(j, _)| same_key(j, k)));
+    }
+    let mut keys = std::collections::HashSet::with_capacity(entries.len());
+    entries.iter().all(|(k, _)| keys.insert(*k))
 }
 
 /// `a == b`, deciding most unequal keys (by length or first byte) without
@@ -513,17 +755,149 @@ impl<'a> Visitor<'a> for KeySeed<'a> {
 /// Nesting past this depth is left to serde_json (whose own limit is 128).
 const FAST_DEPTH: u32 = 100;
 
+/// 0x80 in the first byte of the little-endian word `w` that needs an
+/// escape (below 0x20, `"` or `\`), 0 in every byte before it; the bytes
+/// after it may be flagged too (a borrow runs on from a match), so only the
+/// lowest set bit and whether any is set mean anything. Fewer steps than
+/// [`json::escape_flags`], which is exact in every byte.
+#[inline(always)]
+fn first_escape(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    let below = w.wrapping_sub(ONES * 0x20) & !w;
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    (below | zero(quote) | zero(backslash)) & HIGH
+}
+
 /// Whether `s` can be written between quotes as it is: no byte below 0x20,
-/// no quote, no backslash.
+/// no quote, no backslash. Checked eight bytes at a time with no byte loop:
+/// past 8 bytes the last word overlaps the one before it, and shorter text
+/// is read as two overlapping halves (or, below 4 bytes, its first, middle
+/// and last byte), the rest of the word filled with a plain letter.
 #[inline]
 fn needs_no_escape(s: &[u8]) -> bool {
-    let mut blocks = s.chunks_exact(16);
-    for block in blocks.by_ref() {
-        if json::escape_mask(block) != 0 {
-            return false;
+    let n = s.len();
+    let flags = if n >= 8 {
+        let mut words = s.chunks_exact(8);
+        let mut any = 0;
+        for w in words.by_ref() {
+            any |= first_escape(json::word(w));
         }
+        if !words.remainder().is_empty() {
+            any |= first_escape(json::word(&s[n - 8..]));
+        }
+        any
+    } else if n >= 4 {
+        let half = |b: &[u8]| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        first_escape(half(&s[..4]) | half(&s[n - 4..]) << 32)
+    } else if n > 0 {
+        let w = u64::from_le_bytes([s[0], s[n / 2], s[n - 1], b'a', b'a', b'a', b'a', b'a']);
+        first_escape(w)
+    } else {
+        0
+    };
+    flags == 0
+}
+
+/// The text of a string literal's `body` (between its quotes), its escapes
+/// decoded as serde_json decodes them; `None` for any escape that is not
+/// one of JSON's or a `\u` escape that is half of a surrogate pair without
+/// its other half, which serde_json then reads (and refuses) itself.
+fn unescape<'a>(bump: &'a Bump, body: &str) -> Option<&'a str> {
+    let hex4 = |digits: &[u8]| {
+        digits.iter().try_fold(0u32, |n, &d| {
+            let v = char::from(d).to_digit(16)?;
+            Some(n << 4 | v)
+        })
+    };
+    let bytes = body.as_bytes();
+    // Every escape is longer than what it stands for.
+    let mut out = BString::with_capacity_in(body.len(), bump);
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        out.push_str(body.get(start..i)?);
+        let c = match *bytes.get(i + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = hex4(bytes.get(i + 2..i + 6)?)?;
+                i += 4;
+                match high {
+                    0xd800..=0xdbff => {
+                        if bytes.get(i + 2..i + 4)? != b"\\u" {
+                            return None;
+                        }
+                        let low = hex4(bytes.get(i + 4..i + 8)?)?;
+                        if !(0xdc00..=0xdfff).contains(&low) {
+                            return None;
+                        }
+                        i += 6;
+                        char::from_u32(0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00))?
+                    }
+                    0xdc00..=0xdfff => return None,
+                    _ => char::from_u32(high)?,
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
+        i += 2;
+        start = i;
     }
-    !blocks.remainder().iter().any(|&c| json::needs_escape(c))
+    out.push_str(body.get(start..)?);
+    Some(out.into_bump_str())
+}
+
+/// Reads the value at `$fast.i` and hands it to `$put`, each kind of value
+/// in its own arm: a `Node` gathered from the arms into one variable and then
+/// moved is copied piece by piece through the stack, and read back wider
+/// than it was written, which stalls every move.
+macro_rules! read_value {
+    ($fast:ident, $put:expr) => {
+        match $fast.peek()? {
+            b'"' => {
+                let s = $fast.string()?;
+                ($put)(Node::Str(s))
+            }
+            b'{' => {
+                let entries = $fast.object()?;
+                ($put)(Node::Object(entries))
+            }
+            b'[' => {
+                let items = $fast.array()?;
+                ($put)(Node::Array(items))
+            }
+            b'-' | b'0'..=b'9' => {
+                let n = $fast.number()?;
+                ($put)(Node::Number(n))
+            }
+            b't' => {
+                $fast.literal(b"true")?;
+                ($put)(Node::Bool(true))
+            }
+            b'f' => {
+                $fast.literal(b"false")?;
+                ($put)(Node::Bool(false))
+            }
+            b'n' => {
+                $fast.literal(b"null")?;
+                ($put)(Node::Null)
+            }
+            _ => return None,
+        }
+    };
 }
 
 /// A single-pass reader for the JSON this library mostly sees: it builds the
@@ -535,6 +909,21 @@ struct Fast<'a> {
     b: &'a [u8],
     i: usize,
     depth: u32,
+    /// The entries of the objects being read, innermost last: an object's
+    /// own start where it began, and its finished entries are copied into
+    /// the arena in one piece (so no arena vector grows and is left behind).
+    entries: Vec<(&'a str, Node<'a>)>,
+    /// The same for the items of arrays.
+    items: Vec<Node<'a>>,
+    /// Whether to record the spans of containers written as the writer
+    /// writes them (see [`Source`]), in `spans`.
+    record: bool,
+    spans: Vec<Span>,
+    /// Counts what the writer would write otherwise than it was written:
+    /// whitespace, an escape, a number other than a plain integer, a key
+    /// given twice. A container is written as the writer writes it when
+    /// the count is the same at its end as at its start.
+    dirty: u64,
 }
 
 impl<'a> Fast<'a> {
@@ -545,10 +934,16 @@ impl<'a> Fast<'a> {
             b: text.as_bytes(),
             i: 0,
             depth: 0,
+            // Allocated when first used: most texts read here are small.
+            entries: Vec::new(),
+            items: Vec::new(),
+            record: false,
+            spans: Vec::new(),
+            dirty: 0,
         }
     }
 
-    fn document(mut self) -> Option<Node<'a>> {
+    fn document(&mut self) -> Option<Node<'a>> {
         self.ws();
         let v = self.value()?;
         self.ws();
@@ -557,8 +952,12 @@ impl<'a> Fast<'a> {
 
     #[inline]
     fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
+        if let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
+            self.dirty += 1;
             self.i += 1;
+            while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
+                self.i += 1;
+            }
         }
     }
 
@@ -567,24 +966,14 @@ impl<'a> Fast<'a> {
         self.b.get(self.i).copied()
     }
 
-    #[inline(always)]
     fn value(&mut self) -> Option<Node<'a>> {
-        match self.peek()? {
-            b'"' => self.string().map(Node::Str),
-            b'{' => self.object(),
-            b'[' => self.array(),
-            b'-' | b'0'..=b'9' => self.number(),
-            b't' => self.literal(b"true", Node::Bool(true)),
-            b'f' => self.literal(b"false", Node::Bool(false)),
-            b'n' => self.literal(b"null", Node::Null),
-            _ => None,
-        }
+        Some(read_value!(self, |v| v))
     }
 
-    fn literal(&mut self, word: &[u8], node: Node<'a>) -> Option<Node<'a>> {
+    #[inline]
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
         self.b[self.i..].starts_with(word).then(|| {
             self.i += word.len();
-            node
         })
     }
 
@@ -611,9 +1000,10 @@ impl<'a> Fast<'a> {
     }
 
     #[inline(never)]
-    fn object(&mut self) -> Option<Node<'a>> {
+    fn object(&mut self) -> Option<&'a [(&'a str, Node<'a>)]> {
+        let (open, dirty) = (self.i, self.dirty);
         self.enter()?;
-        let mut obj = ObjectBuilder::new(self.bump);
+        let mark = self.entries.len();
         self.ws();
         if self.peek()? == b'}' {
             self.i += 1;
@@ -629,53 +1019,85 @@ impl<'a> Fast<'a> {
                 }
                 self.i += 1;
                 self.ws();
-                let value = self.value()?;
-                obj.insert(key, value);
+                read_value!(self, |v| self.entries.push((key, v)));
                 if !self.more(b'}')? {
                     break;
                 }
             }
         }
         self.depth -= 1;
-        Some(obj.build())
+        let entries = &self.entries[mark..];
+        let node = if distinct_keys(entries) {
+            let entries = self.bump.alloc_slice_copy(entries);
+            if self.record && self.dirty == dirty && !entries.is_empty() {
+                self.spans.push(Span {
+                    addr: entries.as_ptr() as usize,
+                    len: entries.len() | OBJECT_BIT,
+                    start: open,
+                    end: self.i,
+                });
+            }
+            entries
+        } else {
+            self.dirty += 1;
+            let mut obj = ObjectBuilder::with_capacity(self.bump, entries.len());
+            for (k, v) in entries {
+                obj.insert(k, *v);
+            }
+            obj.entries.into_bump_slice()
+        };
+        self.entries.truncate(mark);
+        Some(node)
     }
 
     #[inline(never)]
-    fn array(&mut self) -> Option<Node<'a>> {
+    fn array(&mut self) -> Option<&'a [Node<'a>]> {
+        let (open, dirty) = (self.i, self.dirty);
         self.enter()?;
-        let mut items = BVec::new_in(self.bump);
+        let mark = self.items.len();
         self.ws();
         if self.peek()? == b']' {
             self.i += 1;
         } else {
             loop {
-                items.push(self.value()?);
+                read_value!(self, |v| self.items.push(v));
                 if !self.more(b']')? {
                     break;
                 }
             }
         }
         self.depth -= 1;
-        Some(Node::Array(items.into_bump_slice()))
+        let items = self.bump.alloc_slice_copy(&self.items[mark..]);
+        if self.record && self.dirty == dirty && !items.is_empty() {
+            self.spans.push(Span {
+                addr: items.as_ptr() as usize,
+                len: items.len(),
+                start: open,
+                end: self.i,
+            });
+        }
+        self.items.truncate(mark);
+        let node = items;
+        Some(node)
     }
 
     /// A string at `self.i` (on its opening quote). Plain text is borrowed;
-    /// a string with escapes is decoded by serde_json.
-    #[inline]
+    /// a string with escapes is decoded into the arena ([`unescape`]).
+    #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
         let open = self.i;
         let start = open + 1;
         let b = self.b;
         let mut i = start;
         loop {
-            // Sixteen bytes at a time up to the first that ends plain text.
-            if i + 16 <= b.len() {
-                let mask = json::escape_mask(&b[i..i + 16]);
-                if mask == 0 {
-                    i += 16;
+            // Eight bytes at a time up to the first that ends plain text.
+            if let Some(w) = b.get(i..i + 8) {
+                let flags = first_escape(json::word(w));
+                if flags == 0 {
+                    i += 8;
                     continue;
                 }
-                i += mask.trailing_zeros() as usize;
+                i += (flags.trailing_zeros() / 8) as usize;
             }
             match b.get(i)? {
                 b'"' => {
@@ -690,7 +1112,7 @@ impl<'a> Fast<'a> {
     }
 
     /// The rest of a string holding escapes, from its first backslash at
-    /// `i`: finds its end and has serde_json decode the whole literal.
+    /// `i`: finds its end and decodes it ([`unescape`]).
     #[inline(never)]
     fn escaped(&mut self, open: usize, mut i: usize) -> Option<&'a str> {
         let b = self.b;
@@ -702,17 +1124,17 @@ impl<'a> Fast<'a> {
                 _ => i += 1,
             }
         }
-        let literal = self.text.get(open..=i)?;
-        let decoded: String = serde_json::from_str(literal).ok()?;
+        let decoded = unescape(self.bump, self.text.get(open + 1..i)?)?;
         self.i = i + 1;
-        Some(self.bump.alloc_str(&decoded))
+        self.dirty += 1;
+        Some(decoded)
     }
 
     /// A number: a plain integer of up to 18 digits is read here; any other
     /// (a fraction, an exponent, more digits, `-0`) is given to serde_json,
     /// so it reads exactly as serde_json reads it.
     #[inline(never)]
-    fn number(&mut self) -> Option<Node<'a>> {
+    fn number(&mut self) -> Option<Num> {
         let b = self.b;
         let start = self.i;
         let mut i = start;
@@ -739,11 +1161,11 @@ impl<'a> Fast<'a> {
                 .iter()
                 .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
             self.i = i;
-            return Some(Node::Number(if negative {
+            return Some(if negative {
                 Num::Neg(-(n as i64))
             } else {
                 Num::Pos(n)
-            }));
+            });
         }
         if b.get(i) == Some(&b'.') {
             i += 1;
@@ -769,9 +1191,12 @@ impl<'a> Fast<'a> {
             }
         }
         let token = self.text.get(start..i)?;
-        let node = parse_serde(self.bump, token).ok()?;
+        let Ok(Node::Number(n)) = parse_serde(self.bump, token) else {
+            return None;
+        };
         self.i = i;
-        Some(node)
+        self.dirty += 1;
+        Some(n)
     }
 }
 
@@ -822,7 +1247,15 @@ mod tests {
         }
     }
 
-    const ATOMS: [&str; 30] = [
+    const ATOMS: [&str; 38] = [
+        "\"\\b\\f\\r\\t\\n\\\\\\/x\"",
+        "\"\\u00E9\\u00e9\\u0000\\u001F\"",
+        "\"\\uDBFF\\uDFFF\\ud800\\udc00\"",
+        "\"\\ud800\\u0041\"",
+        "\"\\udc00\"",
+        "\"\\ud800\\\"",
+        "\"\\u12\"",
+        "\"\\u12g4 \u{e9}\\u20AC\"",
         "0",
         "-0",
         "01",
@@ -855,9 +1288,34 @@ mod tests {
         "-",
     ];
 
-    fn random_doc(r: &mut Lcg, depth: u32, out: &mut String) {
-        let ws = [" ", "", "", "\n", "\t", "\r"];
-        out.push_str(ws[r.next(ws.len())]);
+    const PLAIN_ATOMS: [&str; 9] = [
+        "0",
+        "-12",
+        "999999999999999999",
+        "true",
+        "false",
+        "null",
+        "\"a\"",
+        "\"\"",
+        "\"caf\u{e9} \u{1f600}\u{7f}\"",
+    ];
+
+    /// A random document; `compact` ones have whitespace in one place in
+    /// twenty, so that many of their containers are written as the writer
+    /// writes them, and some are not.
+    fn random_doc(r: &mut Lcg, depth: u32, compact: bool, out: &mut String) {
+        let ws = |r: &mut Lcg| {
+            let ws = [" ", "", "", "\n", "\t", "\r"];
+            if compact && r.next(20) != 0 {
+                ""
+            } else {
+                ws[r.next(ws.len())]
+            }
+        };
+        let keys = [
+            "\"k\"", "\"j\"", "\"k\\n\"", "\"\"", "\"a\"", "\"ab\"", "\"axb\"", "\"ayb\"",
+        ];
+        out.push_str(ws(r));
         match if depth > 4 { 2 } else { r.next(3) } {
             0 => {
                 out.push('{');
@@ -865,10 +1323,10 @@ mod tests {
                     if i > 0 {
                         out.push(',');
                     }
-                    out.push_str(["\"k\"", "\"j\"", "\"k\\n\"", "\"\""][r.next(4)]);
-                    out.push_str(ws[r.next(ws.len())]);
+                    out.push_str(keys[r.next(if compact { keys.len() } else { 4 })]);
+                    out.push_str(ws(r));
                     out.push(':');
-                    random_doc(r, depth + 1, out);
+                    random_doc(r, depth + 1, compact, out);
                 }
                 out.push('}');
             }
@@ -878,26 +1336,33 @@ mod tests {
                     if i > 0 {
                         out.push(',');
                     }
-                    random_doc(r, depth + 1, out);
+                    random_doc(r, depth + 1, compact, out);
                 }
                 out.push(']');
             }
+            // Compact documents favour atoms the writer writes as they are.
+            _ if compact && r.next(2) == 0 => out.push_str(PLAIN_ATOMS[r.next(PLAIN_ATOMS.len())]),
             _ => out.push_str(ATOMS[r.next(ATOMS.len())]),
         }
-        out.push_str(ws[r.next(ws.len())]);
+        out.push_str(ws(r));
     }
 
     /// The fast reader and serde_json agree on every document, valid or
-    /// not: the same tree, the same bytes out, or the same error.
+    /// not: the same tree, the same bytes out, or the same error. Written
+    /// with its [`Source`], whose containers written as the writer writes
+    /// them are copied as their text, the tree still gives serde_json's
+    /// bytes, alone and inside a built tree next to a shorter copy of
+    /// itself (the first members of its slice, at the same address).
     #[test]
     fn agrees_with_serde_json_on_random_documents() {
         let mut r = Lcg(7);
+        let mut copied = 0;
         let noise = [
             "", ",", "]", "}", ":", "\"", "\\", "\u{1}", "x", "0", "-", ".", "e",
         ];
         for case in 0..30_000 {
             let mut text = String::new();
-            random_doc(&mut r, 0, &mut text);
+            random_doc(&mut r, 0, case % 4 >= 2, &mut text);
             if case % 2 == 1 && !text.is_empty() {
                 // Mutate: insert, delete or replace one byte position.
                 let mut at = r.next(text.len() + 1);
@@ -921,13 +1386,101 @@ mod tests {
             let theirs = serde_json::from_str::<Value>(&text);
             match (ours, theirs) {
                 (Ok(a), Ok(b)) => {
+                    let expected = b.to_string().into_bytes();
                     assert_eq!(a.to_value(), b, "{text:?}");
-                    assert_eq!(a.to_vec(), b.to_string().into_bytes(), "{text:?}");
-                    assert_eq!(a.to_vec_from(&[&text], 0), a.to_vec(), "{text:?}");
+                    assert_eq!(a.to_vec(), expected, "{text:?}");
+                    assert_eq!(a.to_vec_from(&[text.as_str().into()], 0), expected);
+                    let (a, source) = parse_source(&bump, &text).expect("parses");
+                    copied += usize::from(!source.spans.is_empty());
+                    let sources = [source];
+                    assert_eq!(a.to_vec_from(&sources, 0), expected, "{text:?}");
+                    let shorter = match a {
+                        Node::Array([items @ .., _]) => Node::Array(items),
+                        Node::Object([entries @ .., _]) => Node::Object(entries),
+                        other => other,
+                    };
+                    let built = Node::Array(bump.alloc_slice_copy(&[shorter, a, shorter]));
+                    let value =
+                        Value::Array(vec![shorter.to_value(), b.clone(), shorter.to_value()]);
+                    let value = value.to_string().into_bytes();
+                    assert_eq!(built.to_vec_from(&sources, 0), value, "{text:?}");
+                    // Written with no source, every string of `shorter` is
+                    // met twice or three times, at the same address.
+                    assert_eq!(built.to_vec(), value, "{text:?}");
                 }
-                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text:?}"),
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.to_string(), b.to_string(), "{text:?}");
+                    let c = parse_source(&bump, &text).expect_err("fails as parse does");
+                    assert_eq!(c.to_string(), b.to_string(), "{text:?}");
+                }
                 (a, b) => panic!("{text:?}: ours {a:?}, serde_json {b:?}"),
             }
+        }
+        // The copying was tried, not only the walk.
+        assert!(copied > 1_500, "{copied} documents had containers to copy");
+    }
+
+    /// The 64-bit sieve of repeated keys answers as a set does, for keys
+    /// that share a bit (same length, first and last byte) and past the
+    /// linear scan's size.
+    #[test]
+    fn repeated_keys_are_found_as_a_set_finds_them() {
+        let mut r = Lcg(11);
+        let names: Vec<String> = (0..60)
+            .map(|i| match i % 3 {
+                0 => format!("k{i}"),
+                1 => format!("a{}b", "x".repeat(i % 5)),
+                _ => ["", "a", "ab", "aab", "abb"][i % 5].to_string(),
+            })
+            .collect();
+        for _ in 0..5_000 {
+            let n = r.next(40);
+            let entries: Vec<(&str, Node)> = (0..n)
+                .map(|_| (names[r.next(names.len())].as_str(), Node::Null))
+                .collect();
+            let set: std::collections::HashSet<&str> = entries.iter().map(|(k, _)| *k).collect();
+            assert_eq!(distinct_keys(&entries), set.len() == n, "{entries:?}");
+        }
+    }
+
+    /// A container of a source is known by its address and length alone.
+    #[test]
+    fn only_recorded_containers_are_copied() {
+        let text = r#"{"a":[1,2],"b":{"c":"d"},"e":[ 3]}"#;
+        let bump = Bump::new();
+        let (node, source) = parse_source(&bump, text).expect("parses");
+        // The root (it holds a space) and `e` are not recorded; `a` and `b` are.
+        assert_eq!(source.spans.len(), 2);
+        let a = node.get("a").and_then(Node::as_array).expect("an array");
+        assert_eq!(source.span(a.as_ptr() as usize, 2), Some(&b"[1,2]"[..]));
+        assert_eq!(source.span(a.as_ptr() as usize, 1), None);
+        assert_eq!(
+            node.to_vec_from(&[source], 0),
+            br#"{"a":[1,2],"b":{"c":"d"},"e":[3]}"#
+        );
+    }
+
+    /// The short word check finds the first byte to escape, and any at
+    /// all, exactly where the exact one does.
+    #[test]
+    fn first_escape_agrees_with_the_exact_flags() {
+        let mut r = Lcg(3);
+        let interesting = [
+            0u8, 0x1f, 0x20, b'"', b'\\', 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xa0, 0xa2, 0xdc, 0xff,
+            b'a',
+        ];
+        for _ in 0..200_000 {
+            let bytes: [u8; 8] = std::array::from_fn(|_| {
+                if r.next(2) == 0 {
+                    interesting[r.next(interesting.len())]
+                } else {
+                    r.next(256) as u8
+                }
+            });
+            let w = u64::from_le_bytes(bytes);
+            let (ours, exact) = (first_escape(w), json::escape_flags(w));
+            assert_eq!(ours == 0, exact == 0, "{bytes:?}");
+            assert_eq!(ours.trailing_zeros(), exact.trailing_zeros(), "{bytes:?}");
         }
     }
 
