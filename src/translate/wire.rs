@@ -36,6 +36,9 @@ const MAX_HEAD_BYTES: usize = 1 << 20;
 /// Headers a response may carry (more fail the exchange, as in hyper).
 const MAX_HEADERS: usize = 128;
 
+/// The most read from the socket at once.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// Interim (1xx) responses skipped before the answer is given up on.
 const MAX_INTERIM: usize = 16;
 
@@ -406,10 +409,13 @@ impl Reader<'_> {
     fn fill(&mut self) -> Result<bool, Stop> {
         loop {
             if self.buf.len() == self.buf.capacity() {
-                self.buf.reserve(self.buf.len().max(16 * 1024));
+                self.buf.reserve(self.buf.len().max(READ_CHUNK));
             }
+            // Only the window read into is zeroed, not all the spare
+            // capacity of a large buffer on every read.
             let start = self.buf.len();
-            self.buf.resize(self.buf.capacity(), 0);
+            let window = (self.buf.capacity() - start).min(READ_CHUNK);
+            self.buf.resize(start + window, 0);
             let read = self.conn.stream.read(&mut self.buf[start..]);
             match read {
                 Ok(n) => {
