@@ -13,7 +13,7 @@ pub mod helpers;
 pub mod node;
 mod wire;
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::json::{display_string, type_name};
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
@@ -755,12 +755,7 @@ fn exchange<'a>(
     let capacity = source.map_or(4096, |s| s.text().len() + 1024);
     let encoded = body.to_vec_from(source.map_or(&[], std::slice::from_ref), capacity);
     let call = prepare(config, encoded)?;
-    if cancel.is_some_and(CancelToken::is_cancelled) {
-        return Err(Error::new(
-            ErrorCode::Cancelled,
-            "the translate call was cancelled",
-        ));
-    }
+    // A token cancelled beforehand stops the call there, before any I/O.
     let reply = client::send(&call, cancel)?;
     let status = reply.status;
     let bytes: &'a [u8] = reply_slot.get_or_init(|| reply.body);

@@ -396,6 +396,15 @@ struct Reader<'c> {
     deadline: Option<Instant>,
 }
 
+/// What a response head says.
+struct Head {
+    status: u16,
+    retry_after: Option<String>,
+    framing: Framing,
+    /// Whether the connection may carry another request after this one.
+    keep_alive: bool,
+}
+
 /// How the body of a response is delimited.
 enum Framing {
     Empty,
@@ -443,7 +452,7 @@ impl Reader<'_> {
 
     fn response(&mut self) -> Result<(Answer, bool), (Stop, Progress)> {
         let mut interim = 0;
-        let (status, retry_after, framing, keep_alive) = loop {
+        let head = loop {
             match self.head() {
                 Ok(Some(head)) => break head,
                 // A 1xx interim response: the real one follows, unless the
@@ -463,14 +472,16 @@ impl Reader<'_> {
                 }
             }
         };
-        let body = self.body(framing).map_err(|s| (s, Progress::Partial))?;
+        let body = self
+            .body(head.framing)
+            .map_err(|s| (s, Progress::Partial))?;
         // Bytes past the response were never asked for: the connection is
         // not reused.
-        let reusable = keep_alive && self.pos == self.buf.len();
+        let reusable = head.keep_alive && self.pos == self.buf.len();
         Ok((
             Answer {
-                status,
-                retry_after,
+                status: head.status,
+                retry_after: head.retry_after,
                 body,
             },
             reusable,
@@ -479,8 +490,7 @@ impl Reader<'_> {
 
     /// Parses one response head; `None` for an interim (1xx) one, which is
     /// skipped.
-    #[allow(clippy::type_complexity)]
-    fn head(&mut self) -> Result<Option<(u16, Option<String>, Framing, bool)>, Stop> {
+    fn head(&mut self) -> Result<Option<Head>, Stop> {
         loop {
             let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
             let mut response = httparse::Response::new(&mut headers);
@@ -536,7 +546,12 @@ impl Reader<'_> {
                         Framing::UntilClose
                     };
                     let keep_alive = !close && !matches!(framing, Framing::UntilClose);
-                    return Ok(Some((status, retry_after, framing, keep_alive)));
+                    return Ok(Some(Head {
+                        status,
+                        retry_after,
+                        framing,
+                        keep_alive,
+                    }));
                 }
                 Ok(httparse::Status::Partial) => {
                     if self.buf.len() - self.pos > MAX_HEAD_BYTES {
