@@ -174,6 +174,15 @@ impl Part {
     /// `text`; a media part needs `mimeType` and exactly one of `data` and
     /// `url`. The message names what is wrong.
     pub fn from_value(v: &Value) -> Result<Part, String> {
+        let part = Part::read_value(v)?;
+        part.validate()?;
+        Ok(part)
+    }
+
+    /// Reads a part object's fields without the §1B shape rules (a part
+    /// with both `data` and `url` is read; the URL wins where a block is
+    /// made): how the translator takes the parts of a caller's messages.
+    pub fn read_value(v: &Value) -> Result<Part, String> {
         let Some(obj) = v.as_object() else {
             return Err(format!(
                 "a content part must be an object, not {}",
@@ -205,7 +214,6 @@ impl Part {
             url: field("url")?,
             name: field("name")?,
         };
-        part.validate()?;
         Ok(part)
     }
 

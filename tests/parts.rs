@@ -147,3 +147,70 @@ fn an_sdk_servers_media_becomes_parts() {
         ])
     );
 }
+
+#[path = "translate_mock/mod.rs"]
+mod translate_mock;
+
+fn anthropic_reply() -> translate_mock::Canned {
+    translate_mock::Canned::json(
+        200,
+        &json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+                "content": [{"type": "text", "text": "a bar chart"}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 5, "output_tokens": 3}}),
+    )
+}
+
+/// Issue 12's end-to-end case and test_multimodal.py
+/// test_image_part_in_content_survives_translation: an image an MCP server
+/// (official SDK) returns becomes a part, the host feeds it back in the tool
+/// message's content, and the Anthropic-style provider receives it as a
+/// native image block inside the tool_result — and a user's attached image
+/// as an image block of the user turn. Audio, which Anthropic has no block
+/// for, arrives as its text placeholder.
+#[test]
+fn an_mcp_image_reaches_an_anthropic_provider_as_an_image_block() {
+    let (_d, root) = scratch();
+    let png = format!("{root}/chart.png");
+    std::fs::write(&png, PNG).unwrap();
+    let tk = toolkit(
+        json!({"builtins": false, "mcpConfig": {"mcpServers": {"media": {
+            "command": ["python3", server_script("sdk_media_server.py"), png],
+            "timeout": 20000
+        }}}}),
+    );
+    let result = execute_json(&tk, "media_chart", json!({}));
+    let mut tool_content = vec![json!({"type": "text", "text": result["output"]})];
+    tool_content.extend(result["parts"].as_array().cloned().unwrap_or_default());
+    tool_content.push(json!({"type": "audio", "mimeType": "audio/mpeg", "data": "SUQz"}));
+
+    let mock = translate_mock::MockProvider::start(vec![anthropic_reply()]);
+    let client = json!({"baseUrl": mock.base(), "style": "anthropic", "model": "claude-test",
+                        "apiKey": "sk-test", "retries": 0});
+    let request = json!({"messages": [
+        {"role": "user", "content": [
+            {"type": "text", "text": "What does this show?"},
+            {"type": "image", "mimeType": "image/png", "url": "https://example.invalid/a.png"}]},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "media_chart", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": tool_content}
+    ]});
+    let answer = toolnexus::translate::translate(&client, &request, &[], None).expect("translate");
+    assert_eq!(answer["text"], "a bar chart");
+    let sent = mock.requests();
+    let body: Value = serde_json::from_slice(&sent[0].body).expect("JSON body");
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "user", "content": [
+                {"type": "text", "text": "What does this show?"},
+                {"type": "image", "source": {"type": "url", "url": "https://example.invalid/a.png"}}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "call_1", "name": "media_chart", "input": {}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "call_1", "content": [
+                    {"type": "text", "text": "the chart"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(PNG)}},
+                    {"type": "text", "text": "[unsupported audio part (audio/mpeg, 3 bytes)]"}]}]}
+        ])
+    );
+}
