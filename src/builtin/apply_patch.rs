@@ -155,7 +155,7 @@ fn plan<'a>(op: &Op<'a>) -> Result<Plan<'a>, String> {
         }),
         Kind::Update if !exists => Err(format!("Update File target does not exist: {path}")),
         Kind::Update => {
-            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+            let bytes = fsx::read_bytes(path)?;
             let original =
                 String::from_utf8(bytes).map_err(|_| format!("{path} is not valid UTF-8 text"))?;
             let content = update(&original, &op.lines)
