@@ -8,7 +8,8 @@
 //! - 2xx: the body (per `resultMode`) with metadata `{"status": n}`;
 //! - any other status: isError `HTTP <status>: <body>`, metadata `{"status": n}`;
 //! - no response at all: isError `HTTP transport failure: <kind>` with metadata
-//!   `{"error": kind}`, kind one of `timeout`, `dns`, `connect-failed`, `transport`.
+//!   `{"error": kind}`, kind one of `timeout`, `dns`, `connect-failed`, `transport`,
+//!   or `too-large` for a body past the 64 MiB cap.
 //!
 //! Header values may name environment variables (`${TOKEN}`); they are expanded
 //! at every call and the expanded value goes into the request and nowhere else:
@@ -521,12 +522,7 @@ impl HttpTool {
 
     fn render(&self, outcome: Outcome) -> ToolResult {
         match outcome {
-            Outcome::Failed(kind) => {
-                let mut md = Map::new();
-                md.insert("error".into(), Value::String(kind.as_str().into()));
-                ToolResult::error(format!("HTTP transport failure: {}", kind.as_str()))
-                    .with_metadata(md)
-            }
+            Outcome::Failed(kind) => transport_failure(kind),
             Outcome::Response { status, body } => {
                 let mut md = Map::new();
                 md.insert("status".into(), Value::from(status));
@@ -564,16 +560,33 @@ fn append_query(url: &str, query: &str) -> String {
 }
 
 impl Failure {
-    fn as_str(self) -> &'static str {
+    /// The kind as results and metadata name it.
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Failure::Timeout => "timeout",
             Failure::Dns => "dns",
             Failure::ConnectFailed => "connect-failed",
-            // SPEC §7 names four kinds; a body past the size limit is a
-            // failure of the transfer.
-            Failure::Transport | Failure::TooLarge => "transport",
+            Failure::Transport => "transport",
+            Failure::TooLarge => "too-large",
         }
     }
+}
+
+/// The isError result of a request that got no (usable) response, shared by
+/// HTTP tools and webfetch: `HTTP transport failure: <kind>` with metadata
+/// `{"error": kind}`; a body past the size cap says so and names the cap.
+pub(crate) fn transport_failure(kind: Failure) -> ToolResult {
+    let mut md = Map::new();
+    md.insert("error".into(), Value::String(kind.as_str().into()));
+    let output = match kind {
+        Failure::TooLarge => format!(
+            "HTTP transport failure: too-large (the response body is larger than {} MiB, \
+             the most one call reads)",
+            transport::MAX_BODY_BYTES >> 20
+        ),
+        other => format!("HTTP transport failure: {}", other.as_str()),
+    };
+    ToolResult::error(output).with_metadata(md)
 }
 
 #[cfg(test)]

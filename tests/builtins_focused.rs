@@ -319,7 +319,7 @@ fn webfetch_text_format_and_timeout() {
         json!({"url": format!("{}/slow", server.base), "timeout": 1}),
     );
     assert!(r.is_error);
-    assert!(r.output.contains("timed out"), "{}", r.output);
+    assert_eq!(r.output, "HTTP transport failure: timeout");
     let r = call("webfetch", json!({"url": "not a url"}));
     assert!(r.is_error);
     assert!(r.output.contains("not a url"), "{}", r.output);
