@@ -13,10 +13,13 @@
 //!
 //! Header values may name environment variables (`${TOKEN}`); they are expanded
 //! at every call and the expanded value goes into the request and nowhere else:
-//! not into a result, an error, a log line or a panic message.
+//! not into a result, an error, a log line or a panic message. A server that
+//! echoes it back finds it replaced by `[redacted]` in the result
+//! ([`crate::env::Secrets`]).
 
 pub(crate) mod transport;
 
+use crate::env::Secrets;
 use crate::error::Error;
 use crate::json::{display_string, type_name};
 use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
@@ -392,20 +395,23 @@ struct HttpTool {
 
 impl Execute for HttpTool {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
-        let prepared = match self.prepare(args) {
+        let (prepared, secrets) = match self.prepare(args) {
             Ok(p) => p,
             Err(result) => return result,
         };
         let timeout = ctx.timeout_ms.map_or(self.timeout, Duration::from_millis);
         let outcome = transport::run(prepared, timeout);
-        self.render(outcome)
+        // A server may echo the request (a 401 page quoting the headers):
+        // the expanded values never leave the library.
+        secrets.redact_result(self.render(outcome))
     }
 }
 
 impl HttpTool {
-    /// Everything up to the network: the URL, headers and body for `args`,
-    /// or the isError result that stops the call before a request is sent.
-    fn prepare(&self, args: &Value) -> Result<Prepared, ToolResult> {
+    /// Everything up to the network: the URL, headers and body for `args`
+    /// with the values the headers' `${ENV}` references expanded to, or the
+    /// isError result that stops the call before a request is sent.
+    fn prepare(&self, args: &Value) -> Result<(Prepared, Secrets), ToolResult> {
         let empty = Map::new();
         let args = match args {
             Value::Object(m) => m,
@@ -455,8 +461,9 @@ impl HttpTool {
         }
 
         let mut headers = HeaderMap::with_capacity(self.headers.len() + 1);
+        let mut secrets = Secrets::default();
         for (name, template) in &self.headers {
-            let mut value = HeaderValue::from_str(&crate::env::expand(template)).map_err(|_| {
+            let mut value = HeaderValue::from_str(&secrets.expand(template)).map_err(|_| {
                 ToolResult::error(format!(
                     "header '{name}' is not a valid HTTP header value after ${{ENV}} expansion \
                      (an environment variable it names holds a control character)"
@@ -482,12 +489,15 @@ impl HttpTool {
             );
         }
 
-        Ok(Prepared {
-            method: self.method.clone(),
-            url,
-            headers,
-            body,
-        })
+        Ok((
+            Prepared {
+                method: self.method.clone(),
+                url,
+                headers,
+                body,
+            },
+            secrets,
+        ))
     }
 
     /// The arguments left after the URL and query took theirs, as the body.
