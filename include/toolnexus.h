@@ -35,8 +35,9 @@
 #define TN_ABI_VERSION 1
 
 /*
- Where a host tool puts its result. Valid only during the callback that
- received it; the library copies what it is given.
+ Where a host tool puts its result, and what it can ask about its call
+ (`tn_call_deadline_ms`, `tn_call_cancelled`). Valid only during the
+ callback that received it; the library copies what it is given.
  */
 typedef struct tn_call tn_call;
 
@@ -69,7 +70,8 @@ typedef void (*tn_tool_callback)(void *user_data,
                                  tn_call *call);
 
 /*
- Releases a host tool's `user_data` when the toolkit is freed.
+ Releases a host tool's `user_data`: once, when the last use of the tool
+ is over (see `tn_toolkit_register`).
  */
 typedef void (*tn_user_data_free)(void *user_data);
 
@@ -211,6 +213,27 @@ const char *tn_version(void);
 uint32_t tn_abi_version(void);
 
 /*
+ Milliseconds left before the deadline of the call (0 once it passed),
+ or -1 when the caller set no timeout. A host tool that may run long
+ should look at it and stop in time: an answer set after the deadline is
+ dropped, and the caller has already had the timeout result.
+
+ # Safety
+ `call` is NULL or the `tn_call` of a callback that is still running.
+ */
+int64_t tn_call_deadline_ms(const tn_call *call);
+
+/*
+ Whether the caller has stopped waiting for this call: its deadline
+ passed or it was cancelled. Once true, whatever the callback sets is
+ dropped; it should return as soon as it can. False for NULL.
+
+ # Safety
+ `call` is NULL or the `tn_call` of a callback that is still running.
+ */
+bool tn_call_cancelled(const tn_call *call);
+
+/*
  Sets a host tool's result from output text and an error flag (copied).
  Returns `TN_NULL_ARGUMENT` for a NULL call or output, `TN_INVALID_UTF8`
  for output that is not UTF-8. A later call replaces an earlier one.
@@ -239,10 +262,24 @@ tn_status tn_call_set_result_json(tn_call *call,
  Registers a host function as the tool `name` (source `native`), replacing
  an earlier host tool of that name. MCP tools of the same name still win;
  `disableTools` still applies. `input_schema_json` NULL means
- `{"type":"object"}`. `user_data_free` (nullable) runs once when the
- toolkit is freed — also when registration fails, so the caller never
- frees `user_data` itself after this call. On failure `*out_error` holds
- the error JSON (free with `tn_string_free`), else NULL.
+ `{"type":"object"}`. On failure `*out_error` holds the error JSON (free
+ with `tn_string_free`), else NULL.
+
+ `user_data_free` (nullable) runs exactly once, on whichever thread lets
+ go of the tool last, when the tool is no longer reachable and no call of
+ it is running: after `tn_toolkit_free`, or after a later registration of
+ the same name replaced it; in both cases only once every call still in
+ flight has returned, including a callback still running past its
+ deadline (see below). When registration fails it runs before this
+ function returns. So the caller never frees `user_data` itself.
+
+ When `tn_execute` is given a `timeoutMs`, the callback runs on a thread
+ of the library's and the caller waits at most that long: a callback that
+ has not answered by then keeps running, but `tn_execute` returns the
+ isError result `<name>: timed out after N ms (timeoutMs)` (metadata
+ `{"error":"timeout"}`) and drops the late answer. A callback sees its
+ deadline with `tn_call_deadline_ms` and whether it is still awaited with
+ `tn_call_cancelled`. Without a timeout it runs on the caller's thread.
 
  May be called while other threads use the toolkit.
 

@@ -399,7 +399,9 @@ impl Execute for HttpTool {
             Ok(p) => p,
             Err(result) => return result,
         };
-        let timeout = ctx.timeout_ms.map_or(self.timeout, Duration::from_millis);
+        // The host's timeout replaces the declared one; what is left of it
+        // once the call has started.
+        let timeout = ctx.remaining().unwrap_or(self.timeout);
         let outcome = transport::run(prepared, timeout);
         // A server may echo the request (a 401 page quoting the headers):
         // the expanded values never leave the library.

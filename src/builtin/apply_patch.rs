@@ -10,7 +10,7 @@
 //! ```
 
 use super::{args, fsx, text};
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, ToolResult};
 use serde_json::Value;
 use std::path::Path;
 
@@ -59,7 +59,7 @@ struct Plan<'a> {
     content: Option<String>,
 }
 
-pub fn run(args: &Value) -> ToolResult {
+pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let patch = args::string(args, "patchText");
     let ops = match parse(&patch) {
         Ok(ops) => ops,
@@ -67,14 +67,23 @@ pub fn run(args: &Value) -> ToolResult {
     };
     let mut plans = Vec::with_capacity(ops.len());
     for op in &ops {
+        if let Err(stopped) = ctx.check("apply_patch") {
+            return stopped;
+        }
         match plan(op) {
             Ok(p) => plans.push(p),
             Err(e) => return ToolResult::error(format!("apply_patch: {e}")),
         }
     }
+    // The last look at the deadline: once writing starts, every planned
+    // change is made, so a patch is never left half applied.
+    if let Err(stopped) = ctx.check("apply_patch") {
+        return stopped;
+    }
+    let unbounded = ExecContext::default();
     for p in &plans {
         let done = match &p.content {
-            Some(c) => fsx::write_file("apply_patch", p.path, c.as_bytes()),
+            Some(c) => fsx::write_file("apply_patch", p.path, c.as_bytes(), &unbounded),
             None => std::fs::remove_file(p.path)
                 .map_err(|e| fsx::io_error("apply_patch", "cannot delete", p.path, &e)),
         };

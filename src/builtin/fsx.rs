@@ -11,7 +11,7 @@
 //! of a FIFO return at once instead of blocking; it changes nothing for a
 //! regular file.
 
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, Stop, ToolResult};
 use nix::fcntl::OFlag;
 use std::fs::{Metadata, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -55,21 +55,56 @@ fn not_regular(path: &str, meta: &Metadata) -> Option<String> {
 
 /// The bytes of a regular file, at most [`MAX_FILE_BYTES`]; "file not
 /// found" for a missing path (the recorded wording), a sentence naming the
-/// path for anything else.
-pub fn read_file(tool: &str, path: &str) -> Result<Vec<u8>, ToolResult> {
-    read_bytes(path).map_err(|why| ToolResult::error(format!("{tool}: {why}")))
+/// path for anything else. The file is read in 1 MiB steps and the call's
+/// deadline and cancellation are checked between them.
+pub fn read_file(tool: &str, path: &str, ctx: &ExecContext) -> Result<Vec<u8>, ToolResult> {
+    read_checked(path, Some(ctx)).map_err(|f| f.into_result(tool, ctx))
 }
 
-/// [`read_file`] with the reason alone (no tool name in front).
+/// [`read_file`] with the reason alone (no tool name in front), for a
+/// caller that checks its deadline itself.
 pub fn read_bytes(path: &str) -> Result<Vec<u8>, String> {
+    read_checked(path, None).map_err(|f| match f {
+        Failure::Reason(why) => why,
+        Failure::Stopped(_) => String::new(),
+    })
+}
+
+/// Why a file operation did not complete.
+enum Failure {
+    Reason(String),
+    Stopped(Stop),
+}
+
+impl Failure {
+    fn into_result(self, tool: &str, ctx: &ExecContext) -> ToolResult {
+        match self {
+            Failure::Reason(why) => ToolResult::error(format!("{tool}: {why}")),
+            Failure::Stopped(why) => ctx.stopped(tool, why),
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(why: String) -> Self {
+        Failure::Reason(why)
+    }
+}
+
+/// How much is read between two looks at the deadline.
+const STEP: u64 = 1 << 20;
+
+fn read_checked(path: &str, ctx: Option<&ExecContext>) -> Result<Vec<u8>, Failure> {
     let cannot = |e: std::io::Error| format!("cannot read {path}: {}", reason(&e));
     let meta = match std::fs::metadata(path) {
         Ok(m) if !path.is_empty() => m,
-        Err(e) if e.kind() != ErrorKind::NotFound && !path.is_empty() => return Err(cannot(e)),
-        _ => return Err(format!("file not found: {path}")),
+        Err(e) if e.kind() != ErrorKind::NotFound && !path.is_empty() => {
+            return Err(cannot(e).into())
+        }
+        _ => return Err(format!("file not found: {path}").into()),
     };
     if let Some(refused) = not_regular(path, &meta) {
-        return Err(refused);
+        return Err(refused.into());
     }
     let file = OpenOptions::new()
         .read(true)
@@ -78,7 +113,7 @@ pub fn read_bytes(path: &str) -> Result<Vec<u8>, String> {
         .map_err(cannot)?;
     let meta = file.metadata().map_err(cannot)?;
     if let Some(refused) = not_regular(path, &meta) {
-        return Err(refused);
+        return Err(refused.into());
     }
     let too_large = || {
         format!(
@@ -88,30 +123,43 @@ pub fn read_bytes(path: &str) -> Result<Vec<u8>, String> {
     };
     // The size is only a hint: a file may grow while it is read.
     if meta.len() > MAX_FILE_BYTES {
-        return Err(too_large());
+        return Err(too_large().into());
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_large());
+    loop {
+        if let Some(why) = ctx.and_then(ExecContext::stop) {
+            return Err(Failure::Stopped(why));
+        }
+        let n = (&file).take(STEP).read_to_end(&mut bytes).map_err(cannot)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(too_large().into());
+        }
+        if n == 0 {
+            return Ok(bytes);
+        }
     }
-    Ok(bytes)
 }
 
 /// Writes `content` to `path`, creating its parent directories first. An
 /// existing non-regular file is refused before anything is written; a
 /// regular one is truncated only once the open descriptor is known to be a
 /// regular file.
-pub fn write_file(tool: &str, path: &str, content: &[u8]) -> Result<(), ToolResult> {
-    write_bytes(path, content).map_err(|why| ToolResult::error(format!("{tool}: {why}")))
+///
+/// The deadline and cancellation are checked last thing before the file is
+/// truncated: a write that has begun is finished, never left half done.
+pub fn write_file(
+    tool: &str,
+    path: &str,
+    content: &[u8],
+    ctx: &ExecContext,
+) -> Result<(), ToolResult> {
+    write_checked(path, content, ctx).map_err(|f| f.into_result(tool, ctx))
 }
 
-fn write_bytes(path: &str, content: &[u8]) -> Result<(), String> {
+fn write_checked(path: &str, content: &[u8], ctx: &ExecContext) -> Result<(), Failure> {
     if let Ok(meta) = std::fs::metadata(path) {
         if let Some(refused) = not_regular(path, &meta) {
-            return Err(refused);
+            return Err(refused.into());
         }
     }
     if let Some(parent) = Path::new(path).parent() {
@@ -140,10 +188,14 @@ fn write_bytes(path: &str, content: &[u8]) -> Result<(), String> {
         })?;
     let meta = file.metadata().map_err(cannot)?;
     if let Some(refused) = not_regular(path, &meta) {
-        return Err(refused);
+        return Err(refused.into());
+    }
+    if let Some(why) = ctx.stop() {
+        return Err(Failure::Stopped(why));
     }
     file.set_len(0).map_err(cannot)?;
-    file.write_all(content).map_err(cannot)
+    file.write_all(content).map_err(cannot)?;
+    Ok(())
 }
 
 fn reason(e: &std::io::Error) -> String {

@@ -3,12 +3,12 @@
 //! `limit`. Binary and non-UTF-8 files are skipped.
 
 use super::{args, walk};
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, ToolResult};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use serde_json::Value;
 
-pub fn run(args: &Value) -> ToolResult {
+pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let pattern = args::string(args, "pattern");
     let root = args::opt_string(args, "path").unwrap_or_else(|| ".".into());
     let limit = match args::integer("grep", args, "limit", 100) {
@@ -37,7 +37,7 @@ pub fn run(args: &Value) -> ToolResult {
     if limit == 0 {
         return ToolResult::ok("");
     }
-    let found = walk::files("grep", &root, || {
+    let found = walk::files("grep", &root, ctx, || {
         let mut searcher = SearcherBuilder::new()
             .line_terminator(grep_matcher::LineTerminator::crlf())
             .line_number(true)

@@ -196,18 +196,22 @@ impl Execute for Builtin {
 /// Runs one builtin by name. `args` may be any JSON value: a non-object
 /// reads as every field missing. A failure is an `is_error` result, never a
 /// panic; every builtin is safe to call from many threads at once.
+///
+/// Every builtin honours the context's deadline (`timeoutMs`) and
+/// cancellation; see each tool for where it looks (`ExecContext::stop`).
 pub fn run(name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
+    let ctx = &*ctx.armed();
     match name {
-        "apply_patch" => apply_patch::run(args),
+        "apply_patch" => apply_patch::run(args, ctx),
         "bash" => bash::run(args, ctx),
-        "edit" => edit::run(args),
-        "glob" => glob::run(args),
-        "grep" => grep::run(args),
+        "edit" => edit::run(args, ctx),
+        "glob" => glob::run(args, ctx),
+        "grep" => grep::run(args, ctx),
         "question" => question::run(args, ctx),
-        "read" => read::run(args),
+        "read" => read::run(args, ctx),
         "todowrite" => todowrite::run(args),
         "webfetch" => webfetch::run(args, ctx),
-        "write" => write::run(args),
+        "write" => write::run(args, ctx),
         _ => ToolResult::error(format!("unknown tool: {name}")),
     }
 }

@@ -37,8 +37,8 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
         ));
     }
     let mut limit = Duration::from_secs(u64::try_from(secs).unwrap_or(0));
-    if let Some(host) = ctx.timeout_ms {
-        limit = limit.min(Duration::from_millis(host));
+    if let Some(left) = ctx.remaining() {
+        limit = limit.min(left);
     }
     let client = match client() {
         Ok(c) => c.clone(),
