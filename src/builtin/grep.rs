@@ -1,6 +1,7 @@
 //! `grep` (SPEC §4A): every line matching a regex under `path`, as
-//! `path:line:text`, ordered by path (code points) then line, at most
-//! `limit`. Binary and non-UTF-8 files are skipped.
+//! `file:line:text` with `file` relative to `path` and `/`-separated
+//! (upstream 0.21, A24/A28), ordered by that relative path (code points)
+//! then line, at most `limit`. Binary and non-UTF-8 files are skipped.
 
 use super::{args, walk};
 use crate::tool::{ExecContext, ToolResult};
@@ -48,7 +49,7 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
             if include.as_ref().is_some_and(|g| !g.is_match(rel)) {
                 return None;
             }
-            search_file(&mut searcher, matcher, shown, limit)
+            search_file(&mut searcher, matcher, shown, limit).map(|hits| (rel.to_string(), hits))
         }
     });
     let files = match found {
@@ -56,9 +57,12 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
         Err(e) => return e,
     };
     let mut out = String::new();
+    // Each file is shown by its path relative to `path` (the string the
+    // walk ordered by), as 0.21 does (A28); a `path` that is a file is
+    // shown as given.
     let hits = files
         .iter()
-        .flat_map(|(path, hits)| hits.iter().map(move |h| (path, h)))
+        .flat_map(|(_, (rel, hits))| hits.iter().map(move |h| (rel, h)))
         .take(limit);
     for (i, (path, (line, text))) in hits.enumerate() {
         if i > 0 {
