@@ -60,11 +60,39 @@ struct Plan<'a> {
 }
 
 pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
+    run_in(args, ctx, &|p| Ok(p.to_string()))
+}
+
+/// [`run`] with every path inside the patch text mapped by `resolve` (the
+/// builtins' base directory and confinement) before anything is read.
+pub fn run_in(
+    args: &Value,
+    ctx: &ExecContext,
+    resolve: &dyn Fn(&str) -> Result<String, String>,
+) -> ToolResult {
     let patch = args::string(args, "patchText");
     let ops = match parse(&patch) {
         Ok(ops) => ops,
         Err(e) => return ToolResult::error(format!("apply_patch: {e}")),
     };
+    let mut resolved = Vec::with_capacity(ops.len());
+    for op in &ops {
+        match op.path {
+            "" => resolved.push(String::new()),
+            p => match resolve(p) {
+                Ok(full) => resolved.push(full),
+                Err(e) => return ToolResult::error(format!("apply_patch: {e}")),
+            },
+        }
+    }
+    let ops: Vec<Op<'_>> = ops
+        .into_iter()
+        .zip(&resolved)
+        .map(|(op, path)| Op {
+            path: path.as_str(),
+            ..op
+        })
+        .collect();
     let mut plans = Vec::with_capacity(ops.len());
     for op in &ops {
         if let Err(stopped) = ctx.check("apply_patch") {
