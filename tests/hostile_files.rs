@@ -128,3 +128,25 @@ fn a_regular_file_is_still_overwritten_whole() {
     assert!(!r.is_error, "{}", r.output);
     assert_eq!(std::fs::read_to_string(&p).expect("read"), "short");
 }
+
+/// grep decides whether a file with hits is text in 64 KiB steps instead of
+/// loading it whole: a character cut by a step boundary is still text, and
+/// a bad byte far from the hit still disqualifies the file.
+#[test]
+fn grep_checks_text_in_steps_across_boundaries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_string_lossy().into_owned();
+    let mut straddle = b"needle\n".to_vec();
+    straddle.resize(65_535, b'x');
+    straddle.extend_from_slice("é\n".as_bytes()); // bytes 65535 and 65536
+    std::fs::write(dir.path().join("a-straddle.txt"), &straddle).expect("write");
+    let mut late_bad = b"needle\n".to_vec();
+    late_bad.resize(200_000, b'x');
+    late_bad.push(0xff);
+    std::fs::write(dir.path().join("b-late-bad.txt"), &late_bad).expect("write");
+    let mut cut = b"needle\n".to_vec();
+    cut.extend_from_slice(&"é".as_bytes()[..1]); // a sequence cut by the end
+    std::fs::write(dir.path().join("c-cut.txt"), &cut).expect("write");
+    let r = bounded("grep", json!({"pattern": "needle", "path": root}));
+    assert_eq!(r.output, "a-straddle.txt:1:needle");
+}

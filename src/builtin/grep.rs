@@ -96,11 +96,40 @@ fn search_file(
     }
     // The search may have stopped early; a file reported must be text all
     // the way through. Only files with hits pay for this check.
-    let bytes = std::fs::read(path).ok()?;
-    if memchr::memchr(0, &bytes).is_some() || std::str::from_utf8(&bytes).is_err() {
-        return None;
+    is_text(path).then_some(sink.hits)
+}
+
+/// Whether the file at `path` is UTF-8 without a NUL byte, read in 64 KiB
+/// steps (never the whole file at once: it may be of any size).
+fn is_text(path: &str) -> bool {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    // The start of a UTF-8 sequence cut by the end of the last step.
+    let mut carry = 0;
+    loop {
+        let n = match file.read(&mut buf[carry..]) {
+            Ok(0) => return carry == 0,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        };
+        let len = carry + n;
+        if memchr::memchr(0, &buf[carry..len]).is_some() {
+            return false;
+        }
+        carry = match std::str::from_utf8(&buf[..len]) {
+            Ok(_) => 0,
+            Err(e) if e.error_len().is_some() => return false,
+            Err(e) => {
+                let valid = e.valid_up_to();
+                buf.copy_within(valid..len, 0);
+                len - valid
+            }
+        };
     }
-    Some(sink.hits)
 }
 
 struct Hits {
