@@ -202,6 +202,27 @@ tn_status tn_execute(const tn_toolkit *toolkit,
                      char **out_json);
 
 /*
+ `tn_execute` with a cancel token (nullable): triggering it from another
+ thread (`tn_cancel_trigger`) stops the call as its deadline would, with
+ the isError result `<tool>: cancelled` (metadata `{"error":"cancelled"}`)
+ and status `TN_OK`. A token triggered before the call makes it return
+ that result at once. Who notices: read, write, edit, grep, glob and
+ apply_patch at their checkpoints, and host tools (the caller stops
+ waiting within about 10 ms; the callback sees `tn_call_cancelled`).
+ bash, webfetch, HTTP and MCP tools still run to their own timeout. The
+ token is borrowed for the call and may be shared by many calls.
+
+ # Safety
+ As `tn_execute`; `cancel` is NULL or a live token from `tn_cancel_new`.
+ */
+tn_status tn_execute_with_cancel(const tn_toolkit *toolkit,
+                                 const char *name,
+                                 const char *args_json,
+                                 const char *context_json,
+                                 const tn_cancel *cancel,
+                                 char **out_json);
+
+/*
  The library version, e.g. "0.1.0". Static: never freed.
  */
 const char *tn_version(void);

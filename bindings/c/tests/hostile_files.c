@@ -10,6 +10,8 @@
  *   host tool past deadline the caller gets the timeout result at the
  *                           deadline; the late answer is dropped, and
  *                           user_data_free waits for the late callback
+ *   cancelled host tool     tn_execute_with_cancel returns "cancelled" once
+ *                           another thread triggers the token
  *
  * A watchdog alarm (default action: terminate) fails the run if any probe
  * hangs. Every server is on 127.0.0.1.
@@ -161,6 +163,12 @@ static void stubborn(void *user_data, const char *args_json, tn_call *call) {
     atomic_store(&late_finished, 1);
 }
 
+static void *trigger_later(void *cancel) {
+    sleep_ms(100);
+    tn_cancel_trigger((const tn_cancel *)cancel);
+    return NULL;
+}
+
 static void free_flag(void *user_data) {
     (void)user_data;
     atomic_store(&user_data_freed, 1);
@@ -233,6 +241,23 @@ int main(void) {
     expect_error("late host answer", out, "stubborn: timed out after 50 ms (timeoutMs)");
     if (atomic_load(&late_finished)) FAIL("stubborn: tn_execute waited for the late answer");
 
+    /* A cancel token triggered from another thread stops a host tool that has
+     * no deadline; one triggered before the call stops a builtin at once. */
+    tn_cancel *cancel = tn_cancel_new();
+    pthread_t trigger;
+    if (pthread_create(&trigger, NULL, trigger_later, cancel) != 0) return 1;
+    out = NULL;
+    if (tn_execute_with_cancel(tk, "patient", "{}", NULL, cancel, &out) != TN_OK) FAIL("cancel: status");
+    pthread_join(trigger, NULL);
+    expect_error("cancelled host tool", out, "patient: cancelled");
+    out = NULL;
+    if (tn_execute_with_cancel(tk, "grep", "{\"pattern\":\"x\",\"path\":\"/tmp\"}", NULL, cancel, &out) != TN_OK)
+        FAIL("cancel grep: status");
+    expect_error("cancelled grep", out, "grep: cancelled");
+    /* The patient callback saw the cancel and returns; wait for it before the toolkit goes. */
+    sleep_ms(50);
+    tn_cancel_free(cancel);
+
     /* user_data_free runs once the late callback has returned, not before. */
     tn_toolkit_free(tk);
     for (int i = 0; i < 500 && !atomic_load(&user_data_freed); i++) sleep_ms(10);
@@ -248,6 +273,6 @@ int main(void) {
         fprintf(stderr, "hostile_files: %d failure(s)\n", failures);
         return 1;
     }
-    printf("hostile_files: 6 probes passed\n");
+    printf("hostile_files: 8 probes passed\n");
     return 0;
 }
