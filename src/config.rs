@@ -189,7 +189,7 @@ pub fn builtin_selection(v: &Value) -> Result<Selection> {
         Value::Null | Value::Bool(true) => Ok(Selection::default()),
         Value::Bool(false) => Ok(Selection {
             source_on: false,
-            off: Vec::new(),
+            ..Selection::default()
         }),
         Value::Object(m) => selection_from_object(m),
         other => Err(wrong_type(
@@ -214,10 +214,31 @@ fn selection_from_object(m: &Map<String, Value>) -> Result<Selection> {
         None | Some(Value::Null) => Vec::new(),
         Some(v) => bool_map("builtins.tools", v)?,
     };
+    let base_dir = match m.get("baseDir") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(wrong_type(
+                "builtins.baseDir",
+                "a directory path (a string)",
+                other,
+            ))
+        }
+    };
+    let confine = flag("confineToBaseDir")?.unwrap_or(false);
+    if confine && base_dir.is_none() {
+        return Err(Error::invalid_config(
+            "builtins.confineToBaseDir is true but builtins.baseDir is empty: \
+             confinement needs the directory to confine to",
+        ));
+    }
+    let boundary = builtin::Boundary { base_dir, confine };
     if disabled || !enabled {
         return Ok(Selection {
             source_on: false,
             off: Vec::new(),
+            boundary,
         });
     }
     let off = tools
@@ -228,6 +249,7 @@ fn selection_from_object(m: &Map<String, Value>) -> Result<Selection> {
     Ok(Selection {
         source_on: true,
         off,
+        boundary,
     })
 }
 

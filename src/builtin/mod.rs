@@ -2,12 +2,14 @@
 //! dispatch to one module per tool.
 
 use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
+pub use boundary::Boundary;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 mod apply_patch;
 mod args;
 mod bash;
+mod boundary;
 mod edit;
 mod fsx;
 mod glob;
@@ -153,6 +155,8 @@ pub fn declaration(name: &str) -> Option<(&'static str, Value)> {
 pub struct Selection {
     pub source_on: bool,
     pub off: Vec<String>,
+    /// `baseDir` and `confineToBaseDir` (ADR 0034).
+    pub boundary: Boundary,
 }
 
 impl Default for Selection {
@@ -160,6 +164,7 @@ impl Default for Selection {
         Selection {
             source_on: true,
             off: Vec::new(),
+            boundary: Boundary::default(),
         }
     }
 }
@@ -169,6 +174,7 @@ pub fn tools(sel: &Selection) -> Vec<Tool> {
     if !sel.source_on {
         return Vec::new();
     }
+    let boundary = Arc::new(sel.boundary.clone());
     NAMES
         .iter()
         .filter(|n| !sel.off.iter().any(|o| o == *n))
@@ -179,35 +185,82 @@ pub fn tools(sel: &Selection) -> Vec<Tool> {
                 desc,
                 Some(schema),
                 Source::Builtin,
-                Arc::new(Builtin(n)) as Arc<dyn Execute>,
+                Arc::new(Builtin {
+                    name: n,
+                    boundary: Arc::clone(&boundary),
+                }) as Arc<dyn Execute>,
             ))
         })
         .collect()
 }
 
-struct Builtin(&'static str);
+struct Builtin {
+    name: &'static str,
+    boundary: Arc<Boundary>,
+}
 
 impl Execute for Builtin {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
-        run(self.0, args, ctx)
+        run_in(&self.boundary, self.name, args, ctx)
     }
+}
+
+/// Runs one builtin by name inside a host boundary: every path a file
+/// builtin is given (`path` of read, write, edit, grep and glob; bash's
+/// `workdir`; the paths inside apply_patch's text) is resolved against
+/// `baseDir` and, when confined, refused if it leaves it; grep, glob and
+/// bash given no directory use `baseDir`.
+pub fn run_in(boundary: &Boundary, name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
+    if boundary.is_open() {
+        return run(name, args, ctx);
+    }
+    let ctx = &*ctx.armed();
+    if name == "apply_patch" {
+        return apply_patch::run_in(args, ctx, &|p| boundary.resolve(p));
+    }
+    let (key, defaults_to_base) = match name {
+        "read" | "write" | "edit" => ("path", false),
+        "grep" | "glob" => ("path", true),
+        "bash" => ("workdir", true),
+        _ => return run(name, args, ctx),
+    };
+    let given = args::opt_string(args, key).filter(|p| !p.is_empty());
+    let resolved = match (&given, boundary.dir()) {
+        (Some(p), _) => match boundary.resolve(p) {
+            Ok(full) => full,
+            Err(e) => return ToolResult::error(format!("{name}: {e}")),
+        },
+        (None, Some(base)) if defaults_to_base => base.to_string(),
+        // An empty path keeps the tool's own error (read: file not found).
+        (None, _) => return run(name, args, ctx),
+    };
+    let mut args = match args {
+        Value::Object(m) => m.clone(),
+        _ => serde_json::Map::new(),
+    };
+    args.insert(key.to_string(), Value::String(resolved));
+    run(name, &Value::Object(args), ctx)
 }
 
 /// Runs one builtin by name. `args` may be any JSON value: a non-object
 /// reads as every field missing. A failure is an `is_error` result, never a
 /// panic; every builtin is safe to call from many threads at once.
+///
+/// Every builtin honours the context's deadline (`timeoutMs`) and
+/// cancellation; see each tool for where it looks (`ExecContext::stop`).
 pub fn run(name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
+    let ctx = &*ctx.armed();
     match name {
-        "apply_patch" => apply_patch::run(args),
+        "apply_patch" => apply_patch::run(args, ctx),
         "bash" => bash::run(args, ctx),
-        "edit" => edit::run(args),
-        "glob" => glob::run(args),
-        "grep" => grep::run(args),
+        "edit" => edit::run(args, ctx),
+        "glob" => glob::run(args, ctx),
+        "grep" => grep::run(args, ctx),
         "question" => question::run(args, ctx),
-        "read" => read::run(args),
+        "read" => read::run(args, ctx),
         "todowrite" => todowrite::run(args),
         "webfetch" => webfetch::run(args, ctx),
-        "write" => write::run(args),
+        "write" => write::run(args, ctx),
         _ => ToolResult::error(format!("unknown tool: {name}")),
     }
 }
