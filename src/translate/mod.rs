@@ -145,7 +145,7 @@ pub enum Style {
     Anthropic,
 }
 
-const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, timeoutMs, requestParams";
+const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams";
 const REQUEST_KEYS: &str = "messages, tools, toolChoice, system, maxTokens";
 
 /// Keys `requestParams` may not set: the translator owns them.
@@ -162,6 +162,9 @@ pub struct ClientConfig {
     pub system_prompt: Option<String>,
     pub retries: u32,
     pub retry_base_ms: u64,
+    /// Statuses retried besides the default ones (upstream's
+    /// `retryable_statuses`: it adds, never removes).
+    pub retryable_statuses: Vec<u16>,
     pub timeout_ms: Option<u64>,
     pub request_params: Map<String, Value>,
 }
@@ -255,6 +258,29 @@ impl ClientConfig {
             Some(r) => expect_count("client.retryBaseMs", r)?,
             None => 500,
         };
+        let retryable_statuses = match present(obj, "retryableStatuses") {
+            None => Vec::new(),
+            Some(Value::Array(list)) => list
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.as_u64()
+                        .filter(|n| (100..=599).contains(n))
+                        .and_then(|n| u16::try_from(n).ok())
+                        .ok_or_else(|| {
+                            Error::invalid_config(format!(
+                                "client.retryableStatuses[{i}] must be an HTTP status (100 to 599), got {v}"
+                            ))
+                        })
+                })
+                .collect::<Result<Vec<u16>>>()?,
+            Some(other) => {
+                return Err(Error::invalid_config(format!(
+                    "client.retryableStatuses must be an array of HTTP statuses, got {}",
+                    type_name(other)
+                )))
+            }
+        };
         let timeout_ms = match present(obj, "timeoutMs") {
             Some(t) => match expect_count("client.timeoutMs", t)? {
                 0 => {
@@ -285,6 +311,7 @@ impl ClientConfig {
             system_prompt,
             retries,
             retry_base_ms,
+            retryable_statuses,
             timeout_ms,
             request_params,
         };
@@ -724,6 +751,7 @@ fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
         body: body.into(),
         retries: config.retries,
         retry_base_ms: config.retry_base_ms,
+        retryable_statuses: config.retryable_statuses.clone(),
         timeout_ms: config.timeout_ms,
         secret: api_key,
     })
