@@ -216,12 +216,17 @@ pub fn retry_after_ms(value: &str) -> Option<u64> {
     (secs <= RETRY_AFTER_MAX_SECONDS).then(|| secs * 1000)
 }
 
-/// `base * 2^attempt` plus a uniform 0–99 ms of jitter, so many callers
-/// retrying one upstream do not collide in lockstep.
+/// The longest backoff between two attempts, before jitter.
+pub const MAX_BACKOFF_MS: u64 = 60_000;
+
+/// `base * 2^attempt` (at most [`MAX_BACKOFF_MS`]) plus a uniform 0–99 ms
+/// of jitter, so many callers retrying one upstream do not collide in
+/// lockstep.
 pub fn backoff_ms(base_ms: u64, attempt: u32) -> u64 {
     let factor = 1u64.checked_shl(attempt.min(62)).unwrap_or(u64::MAX);
     base_ms
         .saturating_mul(factor)
+        .min(MAX_BACKOFF_MS)
         .saturating_add(fastrand::u64(0..100))
 }
 

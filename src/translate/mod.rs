@@ -148,6 +148,13 @@ pub enum Style {
 const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams";
 const REQUEST_KEYS: &str = "messages, tools, toolChoice, system, maxTokens";
 
+/// The most extra attempts a call makes: a larger `retries` is taken as
+/// this many (with `timeoutMs` the deadline ends the call sooner anyway).
+pub const MAX_RETRIES: u32 = 10;
+
+/// The largest `retryBaseMs` honoured; a larger one is taken as this.
+pub const MAX_RETRY_BASE_MS: u64 = 60_000;
+
 /// Keys `requestParams` may not set: the translator owns them.
 const RESERVED_PARAMS: [&str; 3] = ["messages", "tools", "stream"];
 
@@ -249,13 +256,14 @@ impl ClientConfig {
         let system_prompt = present(obj, "systemPrompt")
             .map(|s| expect_string("client.systemPrompt", s).map(str::to_string))
             .transpose()?;
+        // Absurd values are clamped, not refused (see MAX_RETRIES).
         let retries = match present(obj, "retries") {
-            Some(r) => u32::try_from(expect_count("client.retries", r)?)
-                .map_err(|_| Error::invalid_config("client.retries is too large"))?,
+            Some(r) => u32::try_from(expect_count("client.retries", r)?.min(MAX_RETRIES.into()))
+                .unwrap_or(MAX_RETRIES),
             None => 2,
         };
         let retry_base_ms = match present(obj, "retryBaseMs") {
-            Some(r) => expect_count("client.retryBaseMs", r)?,
+            Some(r) => expect_count("client.retryBaseMs", r)?.min(MAX_RETRY_BASE_MS),
             None => 500,
         };
         let retryable_statuses = match present(obj, "retryableStatuses") {
