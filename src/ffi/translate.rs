@@ -100,6 +100,12 @@ pub unsafe extern "C" fn tn_translate(
 /// `toolCallsJson`, `openaiMessagesToAnthropic`) with a JSON array of
 /// positional arguments (NULL means none). For conformance runs.
 ///
+/// Also builds SPEC §10 answers for `tn_execute`'s context `answer`:
+/// `answerOutput` `[id, output]` gives `{"id","ok":true,"data":{"output"}}`
+/// (`output` must be a string, else `TN_INVALID_ARGUMENT`), and
+/// `answerDeclined` `[id, reason?]` gives `{"id","ok":false,"reason"}`
+/// (`reason` one of `declined` (the default), `cancelled`, `expired`).
+///
 /// # Safety
 /// Strings are NULL or NUL-terminated; `out_json` is NULL or writable.
 #[no_mangle]
