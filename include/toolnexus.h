@@ -297,7 +297,11 @@ void tn_cancel_free(tn_cancel *cancel);
  declared before `request.tools` and never executed; `cancel` (nullable)
  aborts the call from another thread. `*out_json` receives
  `{text, toolCalls, finishReason, usage, model, raw}` or the error JSON
- (`provider_error`, `timeout`, `cancelled`, `invalid_config`, ...).
+ (`provider_error`, `timeout`, `cancelled`, `invalid_config`, ...). When
+ the provider answered with an error status, `error` also holds `status`
+ (the HTTP status), `body` (its body, redacted; empty for 401/403) and
+ `retryAfter` (the raw header, or null). `timeoutMs` bounds the whole
+ call, retries and backoffs included.
 
  Safe to call concurrently from many threads; connections are pooled.
 
