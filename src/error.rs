@@ -37,11 +37,24 @@ impl ErrorCode {
     }
 }
 
-/// An error that crosses the boundary as `{"error":{"code","message"}}`.
+/// What a provider that answered with an error status said (upstream ADR
+/// 0027): the HTTP status, the whole body as it may be read (redacted; empty
+/// for 401 and 403) and the raw `Retry-After` header, if one was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderStatus {
+    pub status: u16,
+    pub body: String,
+    pub retry_after: Option<String>,
+}
+
+/// An error that crosses the boundary as `{"error":{"code","message"}}`
+/// (a provider's error status adds `status`, `body` and `retryAfter`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     pub code: ErrorCode,
     pub message: String,
+    /// Set when a provider answered with an error status.
+    pub provider: Option<Box<ProviderStatus>>,
 }
 
 impl Error {
@@ -49,7 +62,14 @@ impl Error {
         Error {
             code,
             message: message.into(),
+            provider: None,
         }
+    }
+
+    /// The error with what the provider answered attached.
+    pub fn with_provider(mut self, provider: ProviderStatus) -> Self {
+        self.provider = Some(Box::new(provider));
+        self
     }
 
     pub fn invalid_config(message: impl Into<String>) -> Self {
@@ -67,9 +87,20 @@ impl Error {
         )
     }
 
-    /// The error JSON of CONTRACT.md §1.
+    /// The error JSON of CONTRACT.md §1; a provider's error status adds
+    /// `status` (the HTTP status), `body` (the redacted body, whole) and
+    /// `retryAfter` (the raw header, or null) inside `error`.
     pub fn to_json(&self) -> Value {
-        json!({"error": {"code": self.code.as_str(), "message": self.message}})
+        match &self.provider {
+            None => json!({"error": {"code": self.code.as_str(), "message": self.message}}),
+            Some(p) => json!({"error": {
+                "code": self.code.as_str(),
+                "message": self.message,
+                "status": p.status,
+                "body": p.body,
+                "retryAfter": p.retry_after,
+            }}),
+        }
     }
 }
 

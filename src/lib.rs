@@ -7,6 +7,7 @@
 #![deny(unsafe_code)]
 
 pub mod adapter;
+pub mod answer;
 pub mod builtin;
 pub mod config;
 pub mod env;

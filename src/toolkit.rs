@@ -460,7 +460,11 @@ pub fn parse_context(text: Option<&str>) -> Result<ExecContext> {
             },
             "answer" => match val {
                 Value::Null => {}
-                a @ Value::Object(_) => ctx.answer = Some(a.clone()),
+                a @ Value::Object(_) => {
+                    // An answer's output is a string (upstream D4, #89).
+                    crate::answer::check(a)?;
+                    ctx.answer = Some(a.clone());
+                }
                 other => {
                     return Err(Error::invalid_argument(format!(
                         "answer: expected an object {{id, ok, data?, reason?}}, got {}",

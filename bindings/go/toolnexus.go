@@ -92,6 +92,13 @@ type Error struct {
 	Code    string
 	Status  int
 	Message string
+	// Set when a provider answered with an error status (code
+	// "provider_error"): the HTTP status, the provider's body as it may be
+	// read (whole, account identifiers redacted, empty for 401/403) and the
+	// raw Retry-After header (nil when the response sent none).
+	HTTPStatus int
+	Body       string
+	RetryAfter *string
 }
 
 func (e *Error) Error() string {
@@ -143,13 +150,17 @@ func takeString(s *C.char) []byte {
 func statusError(status C.tn_status, body []byte) error {
 	var env struct {
 		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
+			Code       string  `json:"code"`
+			Message    string  `json:"message"`
+			Status     int     `json:"status"`
+			Body       string  `json:"body"`
+			RetryAfter *string `json:"retryAfter"`
 		} `json:"error"`
 	}
 	e := &Error{Status: int(status)}
 	if err := json.Unmarshal(body, &env); err == nil && env.Error.Code != "" {
 		e.Code, e.Message = env.Error.Code, env.Error.Message
+		e.HTTPStatus, e.Body, e.RetryAfter = env.Error.Status, env.Error.Body, env.Error.RetryAfter
 	} else {
 		e.Code = codeOf(int(status))
 		e.Message = string(body)

@@ -64,7 +64,11 @@ fn parse(text: &str, what: &str) -> Result<Value, Error> {
 /// declared before `request.tools` and never executed; `cancel` (nullable)
 /// aborts the call from another thread. `*out_json` receives
 /// `{text, toolCalls, finishReason, usage, model, raw}` or the error JSON
-/// (`provider_error`, `timeout`, `cancelled`, `invalid_config`, ...).
+/// (`provider_error`, `timeout`, `cancelled`, `invalid_config`, ...). When
+/// the provider answered with an error status, `error` also holds `status`
+/// (the HTTP status), `body` (its body, redacted; empty for 401/403) and
+/// `retryAfter` (the raw header, or null). `timeoutMs` bounds the whole
+/// call, retries and backoffs included.
 ///
 /// Safe to call concurrently from many threads; connections are pooled.
 ///
@@ -106,6 +110,12 @@ pub unsafe extern "C" fn tn_translate(
 /// `openaiToolChoiceToAnthropic`, `openaiToolsToAnthropic`,
 /// `toolCallsJson`, `openaiMessagesToAnthropic`) with a JSON array of
 /// positional arguments (NULL means none). For conformance runs.
+///
+/// Also builds SPEC §10 answers for `tn_execute`'s context `answer`:
+/// `answerOutput` `[id, output]` gives `{"id","ok":true,"data":{"output"}}`
+/// (`output` must be a string, else `TN_INVALID_ARGUMENT`), and
+/// `answerDeclined` `[id, reason?]` gives `{"id","ok":false,"reason"}`
+/// (`reason` one of `declined` (the default), `cancelled`, `expired`).
 ///
 /// # Safety
 /// Strings are NULL or NUL-terminated; `out_json` is NULL or writable.

@@ -76,11 +76,30 @@ pub struct Skip {
     pub location: String,
     /// `missing-name`, `malformed-frontmatter`, `duplicate-name` or `unreadable`.
     pub reason: &'static str,
+    /// The underlying parser's or system's own message (upstream ADR 0028):
+    /// what a host needs to fix the file. Empty when there is none. Its
+    /// wording is this library's parsers', never compared across ports.
+    pub detail: String,
 }
 
 impl Skip {
+    fn new(location: String, reason: &'static str) -> Skip {
+        Skip {
+            location,
+            reason,
+            detail: String::new(),
+        }
+    }
+
+    /// `{location, reason}`, plus `detail` when there is one.
     pub fn to_json(&self) -> Value {
-        json!({"location": self.location, "reason": self.reason})
+        let mut m = Map::new();
+        m.insert("location".into(), json!(self.location));
+        m.insert("reason".into(), json!(self.reason));
+        if !self.detail.is_empty() {
+            m.insert("detail".into(), json!(self.detail));
+        }
+        Value::Object(m)
     }
 }
 
@@ -133,10 +152,7 @@ pub fn load(opts: &Options) -> Catalog {
             Candidate::Skip(s) => skipped.push(s),
             Candidate::Skill(s) => {
                 if seen.insert(s.name.clone(), ()).is_some() {
-                    skipped.push(Skip {
-                        location: s.location,
-                        reason: "duplicate-name",
-                    });
+                    skipped.push(Skip::new(s.location, "duplicate-name"));
                 } else {
                     all.push(s);
                 }
@@ -184,18 +200,32 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<St
     (loaded, unmatched)
 }
 
-/// Every `SKILL.md` below `root`, following symlinked directories (a link
-/// back to an ancestor is not followed twice), skipping `node_modules` and
-/// `.git`, sorted by path in code-point order. A missing root yields none.
+/// Every `SKILL.md` below `root`, following symlinked directories (each
+/// real directory walked once), skipping `node_modules` and `.git`, in
+/// discovery order (upstream addenda A1/A15): fewer path segments below the
+/// root first, then the path relative to the root in code-point order. The
+/// first of two skills with one name wins, so a top-level skill beats a
+/// nested copy whatever their names. A missing root yields none.
 fn discover(root: &Path) -> Vec<PathBuf> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let mut found = walk::files_parallel(root, &|name| name == "SKILL.md", threads);
-    found.sort_by(|a, b| {
-        a.as_os_str()
-            .as_encoded_bytes()
-            .cmp(b.as_os_str().as_encoded_bytes())
+    let found = walk::files_parallel(root, &|name| name == "SKILL.md", threads);
+    let mut keyed: Vec<(usize, PathBuf)> = found
+        .into_iter()
+        .map(|p| {
+            let depth = p
+                .strip_prefix(root)
+                .map_or(0, |rel| rel.components().count());
+            (depth, p)
+        })
+        .collect();
+    keyed.sort_by(|(da, a), (db, b)| {
+        da.cmp(db).then_with(|| {
+            a.as_os_str()
+                .as_encoded_bytes()
+                .cmp(b.as_os_str().as_encoded_bytes())
+        })
     });
-    found
+    keyed.into_iter().map(|(_, p)| p).collect()
 }
 
 /// Reads and parses every file, in order, spreading the work over the
@@ -225,32 +255,33 @@ fn parse_file(path: &Path) -> Candidate {
     let location = path.to_string_lossy().into_owned();
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(_) => {
+        Err(e) => {
             return Candidate::Skip(Skip {
-                location,
-                reason: "unreadable",
+                detail: e.to_string(),
+                ..Skip::new(location, "unreadable")
             })
         }
     };
     let text = String::from_utf8_lossy(&bytes);
-    let (name, description, body) = match frontmatter::parse(&text) {
-        FrontMatter::Malformed => {
+    let (name, description, body, detail) = match frontmatter::parse(&text) {
+        FrontMatter::Malformed { detail } => {
             return Candidate::Skip(Skip {
-                location,
-                reason: "malformed-frontmatter",
+                detail,
+                ..Skip::new(location, "malformed-frontmatter")
             })
         }
-        FrontMatter::Absent => (None, None, String::new()),
+        FrontMatter::Absent => (None, None, String::new(), String::new()),
         FrontMatter::Parsed {
             name,
             description,
             body,
-        } => (name, description, body),
+            detail,
+        } => (name, description, body, detail),
     };
     let Some(name) = name else {
         return Candidate::Skip(Skip {
-            location,
-            reason: "missing-name",
+            detail,
+            ..Skip::new(location, "missing-name")
         });
     };
     let dir = match location.rfind('/') {
@@ -280,10 +311,7 @@ fn from_def(def: &Value) -> Candidate {
         } else {
             given_base
         };
-        return Candidate::Skip(Skip {
-            location,
-            reason: "missing-name",
-        });
+        return Candidate::Skip(Skip::new(location, "missing-name"));
     }
     let base = if given_base.trim().is_empty() {
         format!("skill://{name}/")

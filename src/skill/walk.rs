@@ -2,9 +2,17 @@
 //!
 //! Hand-written over `std::fs::read_dir` rather than `walkdir`, because
 //! following symlinks in `walkdir` costs a `stat` and an open per entry for
-//! its loop check; here only symlinks are resolved, and a loop is caught by
-//! comparing real paths, which the walk tracks for free.
+//! its loop check. Here each real directory is walked once, however many
+//! symlinks lead to it (upstream's rule: a second way into a directory would
+//! find its skills twice and change which copy wins). Real paths come for
+//! free below a plain directory (its real path and the entry's name); only a
+//! symlink is resolved.
+//!
+//! The walk goes level by level, each level's directories in code-point
+//! order of their path, so when two paths lead to one real directory the one
+//! that is kept is always the same: the shallower, then the smaller.
 
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -14,126 +22,122 @@ fn is_ignored_dir(name: &OsStr) -> bool {
     name == "node_modules" || name == ".git"
 }
 
-/// Regular files under `root` whose file name `keep` accepts, following
-/// symlinked directories and files (a link back to an ancestor is not
-/// followed), pruning `node_modules` and `.git`. Unordered. A missing or
-/// unreadable root yields nothing.
-pub fn files(root: &Path, keep: &(dyn Fn(&OsStr) -> bool + Sync)) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    walk(root, keep, &mut out, &mut Vec::new());
-    out
+/// A directory to read: the path it was reached by and its real path.
+struct Dir {
+    path: PathBuf,
+    real: PathBuf,
 }
 
-/// Like [`files`], with the subdirectories of `root` walked on up to
+/// What reading one directory found.
+#[derive(Default)]
+struct Found {
+    files: Vec<PathBuf>,
+    dirs: Vec<Dir>,
+}
+
+/// Regular files under `root` whose file name `keep` accepts, following
+/// symlinked directories and files (each real directory, the root's
+/// included, entered once), pruning `node_modules` and `.git`. Unordered. A
+/// missing or unreadable root yields nothing.
+pub fn files(root: &Path, keep: &(dyn Fn(&OsStr) -> bool + Sync)) -> Vec<PathBuf> {
+    files_parallel(root, keep, 1)
+}
+
+/// Like [`files`], with the directories of each level read on up to
 /// `threads` threads (the order of the result is unspecified either way).
 pub fn files_parallel(
     root: &Path,
     keep: &(dyn Fn(&OsStr) -> bool + Sync),
     threads: usize,
 ) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(root) else {
+    let Ok(real) = fs::canonicalize(root) else {
         return Vec::new();
     };
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    seen.insert(real.clone());
+    let mut level = vec![Dir {
+        path: root.to_path_buf(),
+        real,
+    }];
     let mut out = Vec::new();
-    let mut dirs = Vec::new();
-    for entry in entries.flatten() {
-        match entry.file_type() {
-            Ok(ft) if ft.is_dir() => {
-                if !is_ignored_dir(&entry.file_name()) {
-                    dirs.push(entry.path());
-                }
-            }
-            Ok(_) => visit(root, &entry, keep, &mut out, &mut Vec::new()),
-            Err(_) => {}
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for found in read_level(&level, keep, threads) {
+            out.extend(found.files);
+            next.extend(found.dirs);
         }
+        next.sort_by(|a, b| {
+            a.path
+                .as_os_str()
+                .as_encoded_bytes()
+                .cmp(b.path.as_os_str().as_encoded_bytes())
+        });
+        next.retain(|d| seen.insert(d.real.clone()));
+        level = next;
     }
-    if threads < 2 || dirs.len() < 2 {
-        for d in &dirs {
-            walk(d, keep, &mut out, &mut Vec::new());
-        }
-        return out;
-    }
-    let chunk = dirs.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = dirs
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut found = Vec::new();
-                    for d in part {
-                        walk(d, keep, &mut found, &mut Vec::new());
-                    }
-                    found
-                })
-            })
-            .collect();
-        for w in workers {
-            match w.join() {
-                Ok(found) => out.extend(found),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-    });
     out
 }
 
-/// Real paths of the symlinked directories entered on the way down.
-type Chain = Vec<PathBuf>;
-
-fn walk(
-    dir: &Path,
-    keep: &(dyn Fn(&OsStr) -> bool + Sync),
-    out: &mut Vec<PathBuf>,
-    chain: &mut Chain,
-) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        visit(dir, &entry, keep, out, chain);
+/// Reads every directory of one level, spread over `threads` threads when
+/// there are enough of them.
+fn read_level(level: &[Dir], keep: &(dyn Fn(&OsStr) -> bool + Sync), threads: usize) -> Vec<Found> {
+    if threads < 2 || level.len() < 4 {
+        return level.iter().map(|d| read(d, keep)).collect();
     }
+    let chunk = level.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = level
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|d| read(d, keep)).collect::<Vec<_>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| match w.join() {
+                Ok(found) => found,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
 }
 
-/// One directory entry: a file is kept or not, a directory is walked, a
-/// symlink is resolved (only then are real paths computed, to refuse a link
-/// back to an ancestor or to a directory already entered through a link).
-fn visit(
-    dir: &Path,
-    entry: &fs::DirEntry,
-    keep: &(dyn Fn(&OsStr) -> bool + Sync),
-    out: &mut Vec<PathBuf>,
-    chain: &mut Chain,
-) {
-    let Ok(ft) = entry.file_type() else { return };
-    let name = entry.file_name();
-    if ft.is_file() {
-        if keep(&name) {
-            out.push(entry.path());
-        }
-    } else if ft.is_dir() {
-        if !is_ignored_dir(&name) {
-            walk(&entry.path(), keep, out, chain);
-        }
-    } else if ft.is_symlink() {
-        let path = entry.path();
-        let Ok(meta) = fs::metadata(&path) else {
-            return;
-        };
-        if meta.is_file() {
+/// One directory's kept files and its subdirectories (with their real
+/// paths; a symlink that leads nowhere is left out).
+fn read(dir: &Dir, keep: &(dyn Fn(&OsStr) -> bool + Sync)) -> Found {
+    let mut found = Found::default();
+    let Ok(entries) = fs::read_dir(&dir.path) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(ft) = entry.file_type() else { continue };
+        let name = entry.file_name();
+        if ft.is_file() {
             if keep(&name) {
-                out.push(path);
+                found.files.push(entry.path());
             }
-        } else if meta.is_dir() && !is_ignored_dir(&name) {
-            let (Ok(target), Ok(here)) = (fs::canonicalize(&path), fs::canonicalize(dir)) else {
-                return;
+        } else if ft.is_dir() {
+            if !is_ignored_dir(&name) {
+                found.dirs.push(Dir {
+                    path: entry.path(),
+                    real: dir.real.join(&name),
+                });
+            }
+        } else if ft.is_symlink() {
+            let path = entry.path();
+            let Ok(meta) = fs::metadata(&path) else {
+                continue;
             };
-            if !here.starts_with(&target) && !chain.contains(&target) {
-                chain.push(target);
-                walk(&path, keep, out, chain);
-                chain.pop();
+            if meta.is_file() {
+                if keep(&name) {
+                    found.files.push(path);
+                }
+            } else if meta.is_dir() && !is_ignored_dir(&name) {
+                if let Ok(real) = fs::canonicalize(&path) {
+                    found.dirs.push(Dir { path, real });
+                }
             }
         }
     }
+    found
 }
 
 #[cfg(test)]
@@ -179,6 +183,34 @@ mod tests {
         let _ = fs::remove_dir_all(&tmp);
         assert!(!found.is_empty() && found.len() < 10, "{found:?}");
         assert_eq!(found.len(), parallel.len());
+    }
+
+    // Upstream skill.py's `_walk_skill_files` (its `seen` set of real paths):
+    // a real directory reached by two symlinks is walked once, through the
+    // shallower, then code-point smaller, of the two paths.
+    #[test]
+    fn a_real_directory_behind_two_links_is_walked_once() {
+        let tmp = std::env::temp_dir().join(format!("tn-walk-twice-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(tmp.join("root/deep/er")).unwrap_or_default();
+        fs::create_dir_all(tmp.join("shared/sub")).unwrap_or_default();
+        fs::write(tmp.join("shared/sub/f.txt"), "f").unwrap_or_default();
+        let _ = std::os::unix::fs::symlink(tmp.join("shared"), tmp.join("root/zz"));
+        let _ = std::os::unix::fs::symlink(tmp.join("shared"), tmp.join("root/b"));
+        let _ = std::os::unix::fs::symlink(tmp.join("shared"), tmp.join("root/deep/er/a"));
+        for threads in [1, 4] {
+            let got: Vec<String> = files_parallel(&tmp.join("root"), &|_| true, threads)
+                .into_iter()
+                .map(|p| {
+                    p.strip_prefix(&tmp)
+                        .unwrap_or(&p)
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            assert_eq!(got, vec!["root/b/sub/f.txt"], "threads {threads}");
+        }
+        let _ = fs::remove_dir_all(&tmp);
     }
 
     #[test]

@@ -1,23 +1,37 @@
 //! The provider call: one POST through a shared connection pool, retried on
-//! 429/500/502/503/504 and network errors with exponential backoff and jitter,
-//! bounded by a whole-call timeout, and abortable through a [`CancelToken`].
+//! 429/500/502/503/504/529 (plus any `retryableStatuses`) and network errors
+//! with exponential backoff and jitter, bounded by a whole-call timeout, and
+//! abortable through a [`CancelToken`].
+//!
+//! A provider's error status ends as a typed error (upstream ADR 0027): the
+//! status, the body as it may be read (a 401/403 body never, the values of
+//! account identifiers replaced by [`REDACTED`]) and the raw `Retry-After`;
+//! the message quotes at most [`MAX_ERROR_BODY`] characters of that body.
 
 use super::wire::{self, Stop};
 use super::CancelToken;
-use crate::error::{Error, ErrorCode};
+use crate::error::{Error, ErrorCode, ProviderStatus};
 use crate::http_tool::transport::{self, Failure};
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::time::{Duration, Instant};
 
-/// The statuses worth another attempt.
-const RETRYABLE: [u16; 5] = [429, 500, 502, 503, 504];
+/// The statuses worth another attempt (upstream's `_RETRYABLE`; 529 is
+/// Anthropic's "overloaded", which says to retry with backoff).
+pub const RETRYABLE: [u16; 6] = [429, 500, 502, 503, 504, 529];
 
 /// The widest Retry-After (in seconds) that is honoured; larger values fall
 /// back to the backoff.
 const RETRY_AFTER_MAX_SECONDS: u64 = 2_147_483_647;
 
-/// How much of a provider's error body an error message quotes.
-const BODY_QUOTE_LIMIT: usize = 4096;
+/// How many characters of a provider's error body an error message quotes
+/// (upstream's `MAX_ERROR_BODY`); the typed `body` carries all of it.
+pub const MAX_ERROR_BODY: usize = 200;
+
+/// What replaces the value of an account identifier in an error body.
+pub const REDACTED: &str = "«redacted»";
+
+/// Keys whose values a provider reflects back and an error never shows.
+const REDACTED_KEYS: [&str; 4] = ["user_id", "account_id", "org_id", "organization"];
 
 /// One prepared provider request.
 #[derive(Debug, Clone)]
@@ -30,6 +44,8 @@ pub struct Call {
     /// Extra attempts after the first.
     pub retries: u32,
     pub retry_base_ms: u64,
+    /// Retried besides [`RETRYABLE`].
+    pub retryable_statuses: Vec<u16>,
     pub timeout_ms: Option<u64>,
     /// The API key, only so that it can be kept out of error messages.
     pub secret: Option<String>,
@@ -71,7 +87,8 @@ enum Attempt {
     Status {
         status: u16,
         body: String,
-        retry_after_ms: Option<u64>,
+        /// The raw header, as the response sent it.
+        retry_after: Option<String>,
     },
     /// The request never got an answer.
     Transport(Failure),
@@ -104,9 +121,12 @@ pub fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
             Attempt::Ok(_) => (false, None),
             Attempt::Status {
                 status,
-                retry_after_ms,
+                retry_after,
                 ..
-            } => (RETRYABLE.contains(status), *retry_after_ms),
+            } => (
+                RETRYABLE.contains(status) || call.retryable_statuses.contains(status),
+                retry_after.as_deref().and_then(retry_after_ms),
+            ),
             // An answer too large to read would be as large again.
             Attempt::Transport(failure) => (*failure != Failure::TooLarge, None),
             Attempt::Malformed { .. } => (false, None),
@@ -170,7 +190,7 @@ fn classify(answer: wire::Answer) -> Attempt {
     Attempt::Status {
         status,
         body: String::from_utf8_lossy(&answer.body).into_owned(),
-        retry_after_ms: answer.retry_after.as_deref().and_then(retry_after_ms),
+        retry_after: answer.retry_after,
     }
 }
 
@@ -179,7 +199,7 @@ fn classify(answer: wire::Answer) -> Attempt {
 pub fn malformed(call: &Call, status: u16, e: &serde_json::Error, body: &[u8]) -> Error {
     let reason = format!(
         "{e}; the body was: {}",
-        quote(&String::from_utf8_lossy(body))
+        capped(&safe_error_body(status, &String::from_utf8_lossy(body)))
     );
     failure(call, Attempt::Malformed { status, reason }, 1)
 }
@@ -196,12 +216,17 @@ pub fn retry_after_ms(value: &str) -> Option<u64> {
     (secs <= RETRY_AFTER_MAX_SECONDS).then(|| secs * 1000)
 }
 
-/// `base * 2^attempt` plus a uniform 0–99 ms of jitter, so many callers
-/// retrying one upstream do not collide in lockstep.
+/// The longest backoff between two attempts, before jitter.
+pub const MAX_BACKOFF_MS: u64 = 60_000;
+
+/// `base * 2^attempt` (at most [`MAX_BACKOFF_MS`]) plus a uniform 0–99 ms
+/// of jitter, so many callers retrying one upstream do not collide in
+/// lockstep.
 pub fn backoff_ms(base_ms: u64, attempt: u32) -> u64 {
     let factor = 1u64.checked_shl(attempt.min(62)).unwrap_or(u64::MAX);
     base_ms
         .saturating_mul(factor)
+        .min(MAX_BACKOFF_MS)
         .saturating_add(fastrand::u64(0..100))
 }
 
@@ -217,15 +242,82 @@ fn transport_reason(failure: Failure) -> &'static str {
     }
 }
 
-fn quote(body: &str) -> String {
-    if body.len() <= BODY_QUOTE_LIMIT {
-        return body.to_string();
+/// The provider's body as an error may show it (upstream's
+/// `safe_error_body`): nothing of a 401 or 403 body (gateways reflect the
+/// credential they were sent), else the whole body with the values of
+/// account identifiers replaced, trimmed.
+pub fn safe_error_body(status: u16, body: &str) -> String {
+    if status == 401 || status == 403 {
+        return String::new();
     }
-    let mut end = BODY_QUOTE_LIMIT;
-    while !body.is_char_boundary(end) {
-        end -= 1;
+    redact_identifiers(body).trim().to_string()
+}
+
+/// `body` cut to [`MAX_ERROR_BODY`] characters, with `…` when cut (the
+/// message form; upstream's `capped_error_body`).
+pub fn capped(body: &str) -> String {
+    match body.char_indices().nth(MAX_ERROR_BODY) {
+        Some((end, _)) => format!("{}…", &body[..end]),
+        None => body.to_string(),
     }
-    format!("{}… ({} bytes in all)", &body[..end], body.len())
+}
+
+/// `text` with the value after every `"user_id"`, `"account_id"`,
+/// `"org_id"` or `"organization"` key replaced by `"«redacted»"`, the keys
+/// kept (upstream's `redact_identifiers`: a quoted value up to the first
+/// quote not after a backslash on the same line, else the run of characters
+/// up to a comma, brace or space).
+pub fn redact_identifiers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    'scan: while let Some(at) = rest.find('"') {
+        let after_quote = &rest[at + 1..];
+        for key in REDACTED_KEYS {
+            let Some(tail) = after_quote
+                .strip_prefix(key)
+                .and_then(|t| t.strip_prefix('"'))
+            else {
+                continue;
+            };
+            let colon = tail.trim_start();
+            let Some(value) = colon.strip_prefix(':') else {
+                continue;
+            };
+            let value = value.trim_start();
+            let Some(len) = value_len(value) else {
+                continue;
+            };
+            // Everything up to the value (`value` is a suffix of `rest`).
+            out.push_str(&rest[..rest.len() - value.len()]);
+            out.push('"');
+            out.push_str(REDACTED);
+            out.push('"');
+            rest = &value[len..];
+            continue 'scan;
+        }
+        out.push_str(&rest[..at + 1]);
+        rest = after_quote;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The length of the identifier value `value` starts with, if it holds one.
+fn value_len(value: &str) -> Option<usize> {
+    if let Some(body) = value.strip_prefix('"') {
+        let bytes = body.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            match b {
+                b'\n' => break,
+                b'"' if i == 0 || bytes[i - 1] != b'\\' => return Some(i + 2),
+                _ => {}
+            }
+        }
+    }
+    let len = value
+        .find(|c: char| c == ',' || c == '}' || c.is_whitespace())
+        .unwrap_or(value.len());
+    (len > 0).then_some(len)
 }
 
 /// The error a failed call ends with, naming the endpoint, the HTTP status and
@@ -237,13 +329,19 @@ fn failure(call: &Call, outcome: Attempt, attempts: u32) -> Error {
     } else {
         String::new()
     };
-    let message = match outcome {
+    let message = match &outcome {
         Attempt::Ok(_) => String::new(),
-        Attempt::Status { status, body, .. } => format!(
-            "the provider at {} answered HTTP {status}{tries}: {}",
-            call.url,
-            quote(&body)
-        ),
+        Attempt::Status { status, body, .. } => {
+            let shown = capped(&safe_error_body(*status, body));
+            if shown.is_empty() {
+                format!("the provider at {} answered HTTP {status}{tries}", call.url)
+            } else {
+                format!(
+                    "the provider at {} answered HTTP {status}{tries}: {shown}",
+                    call.url
+                )
+            }
+        }
         Attempt::Transport(Failure::TooLarge) => format!(
             "the provider at {} answered with more than {} MiB, which was not read",
             call.url,
@@ -252,16 +350,28 @@ fn failure(call: &Call, outcome: Attempt, attempts: u32) -> Error {
         Attempt::Transport(failure) => format!(
             "the provider at {} could not be reached{tries}: {}",
             call.url,
-            transport_reason(failure)
+            transport_reason(*failure)
         ),
         Attempt::Malformed { status, reason } => format!(
             "the provider at {} answered HTTP {status} with a body that is not JSON: {reason}",
             call.url
         ),
     };
-    let message = match call.secret.as_deref() {
-        Some(key) if !key.is_empty() => message.replace(key, "[redacted]"),
-        _ => message,
+    let hide = |text: String| match call.secret.as_deref() {
+        Some(key) if !key.is_empty() => text.replace(key, "[redacted]"),
+        _ => text,
     };
-    Error::new(ErrorCode::ProviderError, message)
+    let error = Error::new(ErrorCode::ProviderError, hide(message));
+    match outcome {
+        Attempt::Status {
+            status,
+            body,
+            retry_after,
+        } => error.with_provider(ProviderStatus {
+            status,
+            body: hide(safe_error_body(status, &body)),
+            retry_after,
+        }),
+        _ => error,
+    }
 }

@@ -145,8 +145,15 @@ pub enum Style {
     Anthropic,
 }
 
-const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, timeoutMs, requestParams";
+const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams";
 const REQUEST_KEYS: &str = "messages, tools, toolChoice, system, maxTokens";
+
+/// The most extra attempts a call makes: a larger `retries` is taken as
+/// this many (with `timeoutMs` the deadline ends the call sooner anyway).
+pub const MAX_RETRIES: u32 = 10;
+
+/// The largest `retryBaseMs` honoured; a larger one is taken as this.
+pub const MAX_RETRY_BASE_MS: u64 = 60_000;
 
 /// Keys `requestParams` may not set: the translator owns them.
 const RESERVED_PARAMS: [&str; 3] = ["messages", "tools", "stream"];
@@ -162,6 +169,9 @@ pub struct ClientConfig {
     pub system_prompt: Option<String>,
     pub retries: u32,
     pub retry_base_ms: u64,
+    /// Statuses retried besides the default ones (upstream's
+    /// `retryable_statuses`: it adds, never removes).
+    pub retryable_statuses: Vec<u16>,
     pub timeout_ms: Option<u64>,
     pub request_params: Map<String, Value>,
 }
@@ -246,14 +256,38 @@ impl ClientConfig {
         let system_prompt = present(obj, "systemPrompt")
             .map(|s| expect_string("client.systemPrompt", s).map(str::to_string))
             .transpose()?;
+        // Absurd values are clamped, not refused (see MAX_RETRIES).
         let retries = match present(obj, "retries") {
-            Some(r) => u32::try_from(expect_count("client.retries", r)?)
-                .map_err(|_| Error::invalid_config("client.retries is too large"))?,
+            Some(r) => u32::try_from(expect_count("client.retries", r)?.min(MAX_RETRIES.into()))
+                .unwrap_or(MAX_RETRIES),
             None => 2,
         };
         let retry_base_ms = match present(obj, "retryBaseMs") {
-            Some(r) => expect_count("client.retryBaseMs", r)?,
+            Some(r) => expect_count("client.retryBaseMs", r)?.min(MAX_RETRY_BASE_MS),
             None => 500,
+        };
+        let retryable_statuses = match present(obj, "retryableStatuses") {
+            None => Vec::new(),
+            Some(Value::Array(list)) => list
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.as_u64()
+                        .filter(|n| (100..=599).contains(n))
+                        .and_then(|n| u16::try_from(n).ok())
+                        .ok_or_else(|| {
+                            Error::invalid_config(format!(
+                                "client.retryableStatuses[{i}] must be an HTTP status (100 to 599), got {v}"
+                            ))
+                        })
+                })
+                .collect::<Result<Vec<u16>>>()?,
+            Some(other) => {
+                return Err(Error::invalid_config(format!(
+                    "client.retryableStatuses must be an array of HTTP statuses, got {}",
+                    type_name(other)
+                )))
+            }
         };
         let timeout_ms = match present(obj, "timeoutMs") {
             Some(t) => match expect_count("client.timeoutMs", t)? {
@@ -285,6 +319,7 @@ impl ClientConfig {
             system_prompt,
             retries,
             retry_base_ms,
+            retryable_statuses,
             timeout_ms,
             request_params,
         };
@@ -724,6 +759,7 @@ fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
         body: body.into(),
         retries: config.retries,
         retry_base_ms: config.retry_base_ms,
+        retryable_statuses: config.retryable_statuses.clone(),
         timeout_ms: config.timeout_ms,
         secret: api_key,
     })
@@ -824,6 +860,10 @@ pub fn translate_json(
 /// "openaiToolChoiceToAnthropic", "openaiToolsToAnthropic", "toolCallsJson",
 /// "openaiMessagesToAnthropic".
 pub fn call_helper(name: &str, args: &[Value]) -> Result<Value> {
+    // The §10 answer helpers share the entry point (upstream D4, #89).
+    if let Some(answer) = crate::answer::call_helper(name, args) {
+        return answer;
+    }
     let arity = match name {
         "finishReasonFor" => 2,
         "sanitize"

@@ -11,7 +11,10 @@
 //! connected socket then leaves the runtime and is kept, blocking, in this
 //! module's own keep-alive pool.
 //!
-//! Deadlines become socket timeouts, re-armed before every read and write.
+//! The whole-call deadline becomes socket timeouts, re-armed to what is left
+//! of it before every read and write the socket does (TLS records included),
+//! so a provider that drips its answer a byte at a time still ends at the
+//! deadline rather than one timeout per byte later.
 //! Cancelling a [`CancelToken`] shuts down the socket of every exchange
 //! registered with it, which ends a blocked read or write at once.
 //!
@@ -115,22 +118,53 @@ impl Outgoing {
 // streams
 // ---------------------------------------------------------------------------
 
-/// The TCP socket, shared with the cancel token that may shut it down.
-struct Sock(Arc<TcpStream>);
+/// The TCP socket, shared with the cancel token that may shut it down, and
+/// the deadline of the exchange it carries.
+struct Sock {
+    tcp: Arc<TcpStream>,
+    deadline: Option<Instant>,
+    /// Whether socket timeouts are currently set (they are cleared again for
+    /// a call without a deadline).
+    timed: bool,
+}
+
+impl Sock {
+    /// Sets the socket timeouts to what is left before the deadline; a
+    /// deadline already passed is a `TimedOut` error.
+    fn arm(&mut self) -> io::Result<()> {
+        let left = match self.deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::Error::from(ErrorKind::TimedOut));
+                }
+                Some(left)
+            }
+            None if !self.timed => return Ok(()),
+            None => None,
+        };
+        self.tcp.set_read_timeout(left)?;
+        self.tcp.set_write_timeout(left)?;
+        self.timed = left.is_some();
+        Ok(())
+    }
+}
 
 impl Read for Sock {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        (&*self.0).read(buf)
+        self.arm()?;
+        (&*self.tcp).read(buf)
     }
 }
 
 impl Write for Sock {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        (&*self.0).write(buf)
+        self.arm()?;
+        (&*self.tcp).write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        (&*self.0).flush()
+        (&*self.tcp).flush()
     }
 }
 
@@ -168,9 +202,6 @@ impl Write for Stream {
 struct Conn {
     stream: Stream,
     tcp: Arc<TcpStream>,
-    /// Whether socket timeouts are currently set (they are cleared again for
-    /// a call without a deadline).
-    timed: bool,
 }
 
 impl Conn {
@@ -186,16 +217,16 @@ impl Conn {
         let tcp = tcp.into_std().map_err(|_| Failure::Transport)?;
         tcp.set_nonblocking(false).map_err(|_| Failure::Transport)?;
         let tcp = Arc::new(tcp);
-        let sock = Sock(Arc::clone(&tcp));
+        let sock = Sock {
+            tcp: Arc::clone(&tcp),
+            deadline: None,
+            timed: false,
+        };
         let stream = match tls {
             None => Stream::Plain(sock),
             Some(session) => Stream::Tls(Box::new(rustls::StreamOwned::new(session, sock))),
         };
-        Ok(Conn {
-            stream,
-            tcp,
-            timed: false,
-        })
+        Ok(Conn { stream, tcp })
     }
 
     /// Whether an idle connection is still open: nothing to read yet (an
@@ -209,25 +240,19 @@ impl Conn {
         self.tcp.set_nonblocking(false).is_ok() && open
     }
 
-    /// Sets the socket timeouts to what is left before `deadline`.
+    /// Makes `deadline` the one every read and write of the socket is held
+    /// to from now on (it is past already: `TimedOut`).
     fn arm(&mut self, deadline: Option<Instant>) -> Result<(), Stop> {
-        let left = match deadline {
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(Stop::TimedOut);
-                }
-                Some(left)
-            }
-            None if !self.timed => return Ok(()),
-            None => None,
+        let sock = match &mut self.stream {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => &mut s.sock,
         };
-        self.tcp
-            .set_read_timeout(left)
-            .and_then(|_| self.tcp.set_write_timeout(left))
-            .map_err(|_| Stop::Failed(Failure::Transport))?;
-        self.timed = left.is_some();
-        Ok(())
+        sock.deadline = deadline;
+        match sock.arm() {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::TimedOut => Err(Stop::TimedOut),
+            Err(_) => Err(Stop::Failed(Failure::Transport)),
+        }
     }
 }
 
@@ -436,11 +461,13 @@ impl Reader<'_> {
                     match e.kind() {
                         ErrorKind::Interrupted => continue,
                         ErrorKind::WouldBlock | ErrorKind::TimedOut => {
-                            // Timeouts are armed to the deadline; one that
-                            // fires early (rounding) is re-armed.
-                            self.conn.arm(self.deadline)?;
-                            if self.deadline.is_none() {
-                                return Err(Stop::Failed(Failure::Transport));
+                            // Each read is armed to what is left of the
+                            // deadline; one that fires early (rounding) is
+                            // simply tried again.
+                            match self.deadline {
+                                None => return Err(Stop::Failed(Failure::Transport)),
+                                Some(d) if Instant::now() >= d => return Err(Stop::TimedOut),
+                                Some(_) => {}
                             }
                         }
                         _ => return Err(Stop::Failed(Failure::Transport)),
