@@ -9,12 +9,14 @@
 //! `toolkit` (whose `execute` it calls); neither knows it exists.
 
 pub mod callbacks;
+pub mod observe;
 pub mod provider;
 mod resume;
 mod run;
 pub mod shape;
 
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};
+pub use observe::{Event, Observer};
 pub use provider::{Exchange, HttpProvider, Provider};
 
 use crate::error::{Error, Result};
@@ -39,6 +41,7 @@ pub struct Client {
     pub(crate) max_turns: u32,
     pub(crate) provider: Arc<dyn Provider>,
     callbacks: RwLock<Arc<Callbacks>>,
+    observer: RwLock<Option<Arc<dyn Observer>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -211,6 +214,7 @@ impl Client {
             max_turns,
             provider,
             callbacks: RwLock::new(Arc::new(Callbacks::default())),
+            observer: RwLock::new(None),
         }
     }
 
@@ -232,6 +236,23 @@ impl Client {
         let mut next = Callbacks::clone(&guard);
         next.set(slot, f);
         *guard = Arc::new(next);
+    }
+
+    /// Sets (or with `None` removes) the observer of this client's runs
+    /// (stream events and metrics). Runs under way keep the one they began
+    /// with.
+    pub fn set_observer(&self, observer: Option<Arc<dyn Observer>>) {
+        *self
+            .observer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = observer;
+    }
+
+    fn observer(&self) -> Option<Arc<dyn Observer>> {
+        self.observer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn callbacks(&self) -> Arc<Callbacks> {
@@ -301,6 +322,8 @@ impl Client {
             tool_calls: Vec::new(),
             turns: 0,
             usage: Default::default(),
+            observer: self.observer(),
+            started: Instant::now(),
         })
     }
 
@@ -326,7 +349,9 @@ impl Client {
         };
         messages.push(shape::user_message(&request.prompt));
         let mut run = self.start(toolkit, cancel, data, messages, system)?;
-        run.drive(0)
+        let outcome = run.drive(0);
+        run.report(&outcome);
+        outcome
     }
 
     /// SPEC §10 durable resume: continues a run that halted with
