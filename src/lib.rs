@@ -9,6 +9,7 @@
 pub mod adapter;
 pub mod answer;
 pub mod builtin;
+pub mod client;
 pub mod config;
 pub mod env;
 pub mod error;

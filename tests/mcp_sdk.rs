@@ -122,5 +122,11 @@ fn a_dead_http_server_fails_calls_fast_with_the_server_named() {
         r.output
     );
     assert!(!r.output.contains("timeout"), "{}", r.output);
-    assert!(r.output.contains("connect-failed"), "{}", r.output);
+    // A fresh connection is refused; a pooled keep-alive one the server's
+    // death closed fails as a closed connection. Either is immediate.
+    assert!(
+        r.output.contains("connect-failed") || r.output.contains("connection closed"),
+        "{}",
+        r.output
+    );
 }

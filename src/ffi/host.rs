@@ -59,8 +59,9 @@ pub type tn_tool_callback = Option<
     unsafe extern "C" fn(user_data: *mut c_void, args_json: *const c_char, call: *mut tn_call),
 >;
 
-/// Releases a host tool's `user_data`: once, when the last use of the tool
-/// is over (see `tn_toolkit_register`).
+/// Releases a `user_data`: a host tool's once the last use of the tool is
+/// over (see `tn_toolkit_register`), a client callback's when it is replaced
+/// or its client freed.
 #[allow(non_camel_case_types)]
 pub type tn_user_data_free = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 

@@ -16,7 +16,7 @@ pub struct tn_cancel {
 
 impl tn_cancel {
     /// The token, for the other entry points that take one.
-    pub(super) fn token(&self) -> &CancelToken {
+    pub(crate) fn token(&self) -> &CancelToken {
         &self.token
     }
 }
@@ -29,7 +29,7 @@ pub extern "C" fn tn_cancel_new() -> *mut tn_cancel {
     }))
 }
 
-/// Triggers the token: a `tn_translate` running with it returns
+/// Triggers the token: a `tn_translate` or `tn_run` running with it returns
 /// `TN_CANCELLED` promptly. Safe from any thread, any number of times. NULL
 /// is a no-op.
 ///
