@@ -1,0 +1,3 @@
+//! SPEC §8: the unified client loop and what runs around it.
+
+pub mod metrics;
