@@ -1,3 +1,4 @@
 //! SPEC §8: the unified client loop and what runs around it.
 
 pub mod metrics;
+pub mod stream;

@@ -84,6 +84,27 @@ enum Attempt {
 /// [`malformed`]). Runs on the calling thread; `timeoutMs` bounds the whole
 /// of it, backoffs included, and the token can end it at any point.
 pub fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
+    send_to(call, cancel, None)
+}
+
+/// [`send`] for a streamed answer (SPEC §8 Streaming): the body of the 2xx
+/// answer goes to `sink` piece by piece as it arrives, and the reply's body
+/// is empty. A sink answering `false` stops the reading there. Retries stop
+/// once any piece reached the sink: what was streamed cannot be taken back.
+pub fn send_streaming(
+    call: &Call,
+    cancel: Option<&CancelToken>,
+    sink: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<Reply, Error> {
+    send_to(call, cancel, Some(sink))
+}
+
+fn send_to(
+    call: &Call,
+    cancel: Option<&CancelToken>,
+    mut sink: Option<&mut wire::Sink<'_>>,
+) -> Result<Reply, Error> {
+    let mut streamed = false;
     let deadline = call
         .timeout_ms
         .map(|ms| Instant::now() + Duration::from_millis(ms));
@@ -94,7 +115,17 @@ pub fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
         if cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(cancelled());
         }
-        let outcome = match wire::exchange(&call.target, &outgoing, deadline, cancel) {
+        let answer = match sink.as_deref_mut() {
+            None => wire::exchange(&call.target, &outgoing, deadline, cancel),
+            Some(sink) => {
+                let mut noted = |piece: &[u8]| {
+                    streamed = true;
+                    sink(piece)
+                };
+                wire::exchange_streaming(&call.target, &outgoing, deadline, cancel, &mut noted)
+            }
+        };
+        let outcome = match answer {
             Ok(answer) => classify(answer),
             Err(Stop::Cancelled) => return Err(cancelled()),
             Err(Stop::TimedOut) => return Err(timed_out(call)),
@@ -108,7 +139,7 @@ pub fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
                 ..
             } => (RETRYABLE.contains(status), *retry_after_ms),
             // An answer too large to read would be as large again.
-            Attempt::Transport(failure) => (*failure != Failure::TooLarge, None),
+            Attempt::Transport(failure) => (*failure != Failure::TooLarge && !streamed, None),
             Attempt::Malformed { .. } => (false, None),
         };
         if let Attempt::Ok(reply) = outcome {
