@@ -8,8 +8,9 @@
 //! allocated once, the first time its labels are seen; after that a record
 //! takes no lock and allocates nothing. Only rendering sorts and formats.
 //! The event JSON for an `onMetric` callback is built only when a callback
-//! is set ([`MetricEvent::to_json`] is the caller's to call).
+//! is set ([`MetricEvent::to_value`] is the caller's to call).
 
+use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -54,27 +55,15 @@ pub enum MetricEvent<'a> {
     },
 }
 
-fn push_json_str(out: &mut String, s: &str) {
-    // Serialising a &str into a String cannot fail.
-    if let Ok(text) = serde_json::to_string(s) {
-        out.push_str(&text);
-    }
-}
-
-fn push_ms(out: &mut String, ms: f64) {
+/// A duration as JSON: a finite number of 0 or more (0 otherwise).
+fn ms_value(ms: f64) -> Value {
     let ms = if ms.is_finite() && ms >= 0.0 { ms } else { 0.0 };
-    match serde_json::Number::from_f64(ms) {
-        Some(n) => {
-            let _ = write!(out, "{n}");
-        }
-        None => out.push('0'),
-    }
+    json!(ms)
 }
 
 impl MetricEvent<'_> {
     /// The event as the JSON an `onMetric` callback receives.
-    pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(128);
+    pub fn to_value(&self) -> Value {
         match *self {
             MetricEvent::Llm {
                 model,
@@ -82,20 +71,14 @@ impl MetricEvent<'_> {
                 ms,
                 prompt_tokens,
                 completion_tokens,
-            } => {
-                out.push_str("{\"event\":\"llm\",\"model\":");
-                push_json_str(&mut out, model);
-                out.push_str(if ok {
-                    ",\"status\":\"ok\",\"ms\":"
-                } else {
-                    ",\"status\":\"error\",\"ms\":"
-                });
-                push_ms(&mut out, ms);
-                let _ = write!(
-                    out,
-                    ",\"promptTokens\":{prompt_tokens},\"completionTokens\":{completion_tokens}}}"
-                );
-            }
+            } => json!({
+                "event": "llm",
+                "model": model,
+                "status": if ok { "ok" } else { "error" },
+                "ms": ms_value(ms),
+                "promptTokens": prompt_tokens,
+                "completionTokens": completion_tokens,
+            }),
             MetricEvent::Tool {
                 tool,
                 source,
@@ -103,17 +86,17 @@ impl MetricEvent<'_> {
                 pending,
                 ms,
             } => {
-                out.push_str("{\"event\":\"tool\",\"tool\":");
-                push_json_str(&mut out, tool);
-                out.push_str(",\"source\":");
-                push_json_str(&mut out, source);
-                let _ = write!(out, ",\"isError\":{is_error}");
+                let mut v = json!({
+                    "event": "tool",
+                    "tool": tool,
+                    "source": source,
+                    "isError": is_error,
+                });
                 if pending {
-                    out.push_str(",\"pending\":true");
+                    v["pending"] = Value::Bool(true);
                 }
-                out.push_str(",\"ms\":");
-                push_ms(&mut out, ms);
-                out.push('}');
+                v["ms"] = ms_value(ms);
+                v
             }
             MetricEvent::Run {
                 model,
@@ -123,21 +106,20 @@ impl MetricEvent<'_> {
                 ms,
                 error,
             } => {
-                out.push_str("{\"event\":\"run\",\"model\":");
-                push_json_str(&mut out, model);
-                let _ = write!(
-                    out,
-                    ",\"turns\":{turns},\"toolCalls\":{tool_calls},\"totalTokens\":{total_tokens},\"ms\":"
-                );
-                push_ms(&mut out, ms);
+                let mut v = json!({
+                    "event": "run",
+                    "model": model,
+                    "turns": turns,
+                    "toolCalls": tool_calls,
+                    "totalTokens": total_tokens,
+                    "ms": ms_value(ms),
+                });
                 if let Some(e) = error {
-                    out.push_str(",\"error\":");
-                    push_json_str(&mut out, e);
+                    v["error"] = json!(e);
                 }
-                out.push('}');
+                v
             }
         }
-        out
     }
 }
 
@@ -867,7 +849,8 @@ toolnexus_llm_request_duration_seconds_sum{model=\"m\"} 70\n"
             pending: true,
             ms: 1.5,
         };
-        let v: serde_json::Value = serde_json::from_str(&tool.to_json()).expect("json");
+        let v: serde_json::Value =
+            serde_json::from_str(&tool.to_value().to_string()).expect("json");
         assert_eq!(
             v,
             serde_json::json!({"event":"tool","tool":"a\"b","source":"mcp","isError":false,"pending":true,"ms":1.5})
@@ -880,7 +863,7 @@ toolnexus_llm_request_duration_seconds_sum{model=\"m\"} 70\n"
             ms: 3.0,
             error: Some("provider said no"),
         };
-        let v: serde_json::Value = serde_json::from_str(&run.to_json()).expect("json");
+        let v: serde_json::Value = serde_json::from_str(&run.to_value().to_string()).expect("json");
         assert_eq!(
             v,
             serde_json::json!({"event":"run","model":"m","turns":2,"toolCalls":1,"totalTokens":16,"ms":3.0,"error":"provider said no"})
@@ -892,7 +875,7 @@ toolnexus_llm_request_duration_seconds_sum{model=\"m\"} 70\n"
             prompt_tokens: 0,
             completion_tokens: 0,
         };
-        let v: serde_json::Value = serde_json::from_str(&llm.to_json()).expect("json");
+        let v: serde_json::Value = serde_json::from_str(&llm.to_value().to_string()).expect("json");
         assert_eq!(v["status"], "error");
         assert_eq!(v["ms"], 0.0);
     }

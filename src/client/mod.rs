@@ -8,8 +8,10 @@
 //! This module sits above `translate` (whose provider exchange it uses) and
 //! `toolkit` (whose `execute` it calls); neither knows it exists.
 
+mod ask;
 pub mod callbacks;
 pub mod inprocess;
+pub mod memory;
 pub mod metrics;
 pub mod provider;
 mod resume;
@@ -17,6 +19,7 @@ mod run;
 pub mod shape;
 pub mod stream;
 
+pub use ask::AskRequest;
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};
 pub use provider::{Exchange, HttpProvider, Provider};
 
@@ -42,6 +45,10 @@ pub struct Client {
     pub(crate) max_turns: u32,
     pub(crate) provider: Arc<dyn Provider>,
     callbacks: RwLock<Arc<Callbacks>>,
+    /// SPEC §8 Observability: what `metrics()` renders.
+    pub(crate) metrics: metrics::Registry,
+    /// SPEC §8 Conversation memory: the default store of `ask`.
+    pub(crate) store: memory::InMemoryStore,
 }
 
 impl std::fmt::Debug for Client {
@@ -214,6 +221,8 @@ impl Client {
             max_turns,
             provider,
             callbacks: RwLock::new(Arc::new(Callbacks::default())),
+            metrics: metrics::Registry::new(),
+            store: memory::InMemoryStore::new(),
         }
     }
 
@@ -304,6 +313,7 @@ impl Client {
             tool_calls: Vec::new(),
             turns: 0,
             usage: Default::default(),
+            streaming: false,
         })
     }
 
@@ -317,6 +327,21 @@ impl Client {
         cancel: &CancelToken,
         data: RunData,
     ) -> Result<Value> {
+        self.observed_run(data, || {
+            self.run_mode(toolkit, request, cancel, data, false)
+        })
+    }
+
+    /// [`Client::run`], streamed or not (SPEC §8 Streaming), without the
+    /// `run` metric.
+    fn run_mode(
+        &self,
+        toolkit: &Toolkit,
+        request: &RunRequest,
+        cancel: &CancelToken,
+        data: RunData,
+        streaming: bool,
+    ) -> Result<Value> {
         let system = self.system_text(toolkit);
         // openai: the system text is message 0, except after a history
         // (which is sent as it is); anthropic: it is the body's `system`.
@@ -329,6 +354,7 @@ impl Client {
         };
         messages.push(shape::user_message(&request.prompt));
         let mut run = self.start(toolkit, cancel, data, messages, system)?;
+        run.streaming = streaming;
         run.drive(0)
     }
 
@@ -345,6 +371,8 @@ impl Client {
         cancel: &CancelToken,
         data: RunData,
     ) -> Result<Value> {
-        resume::resume(self, toolkit, request, cancel, data)
+        self.observed_run(data, || {
+            resume::resume(self, toolkit, request, cancel, data)
+        })
     }
 }

@@ -17,28 +17,10 @@
 
 use crate::error::{Error, ErrorCode};
 use crate::http_tool::transport::MAX_BODY_BYTES;
-use crate::translate::client::{self, Call, Reply};
+use crate::translate::client::{self, Call, FailedAttempt, Reply, Verdict};
 use crate::translate::{CancelToken, Style};
 use serde_json::{Map, Value};
-
-// ---------------------------------------------------------------------------
-// the request
-// ---------------------------------------------------------------------------
-
-/// Asks a provider body for a streamed answer: `stream: true`, and on the
-/// OpenAI style `stream_options.include_usage` so the last chunk carries the
-/// usage (an `include_usage` the body already states is kept).
-pub fn request_streaming(style: Style, body: &mut Map<String, Value>) {
-    body.insert("stream".into(), Value::Bool(true));
-    if style == Style::OpenAi {
-        let options = body
-            .entry("stream_options")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(o) = options {
-            o.entry("include_usage").or_insert(Value::Bool(true));
-        }
-    }
-}
+use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------
 // server-sent events
@@ -647,16 +629,33 @@ fn whole_text(style: Style, answer: &Value) -> String {
     }
 }
 
-/// Makes a streamed provider call (its body already asks for a stream, see
-/// [`request_streaming`]): `on_text` gets each text delta as it arrives; the
-/// reply's body is the assembled answer as JSON, which the caller decodes as
-/// it decodes a non-streamed reply. Retries, the deadline and the cancel
-/// token work as in [`client::send`], except that nothing is retried once
-/// any of the answer arrived.
+/// Makes a streamed provider call (its body already asks for a stream, as
+/// `shape::Body` writes it with `stream` set): `on_text` gets each text
+/// delta as it arrives; the reply's body is the assembled answer as JSON,
+/// which the caller decodes as it decodes a non-streamed reply. Retries, the
+/// deadline and the cancel token work as in [`client::send`], except that
+/// nothing is retried once any of the answer arrived.
 pub fn send_streamed(
     call: &Call,
     style: Style,
     cancel: Option<&CancelToken>,
+    on_text: &mut dyn FnMut(&str),
+) -> Result<Reply, Error> {
+    let deadline = call
+        .timeout_ms
+        .map(|ms| Instant::now() + Duration::from_millis(ms));
+    let mut classify = |info: &FailedAttempt| Ok(client::default_verdict(info));
+    send_streamed_until(call, style, deadline, cancel, &mut classify, on_text)
+}
+
+/// [`send_streamed`] with an absolute deadline and a retry classifier, as
+/// [`client::send_until`] takes them.
+pub fn send_streamed_until(
+    call: &Call,
+    style: Style,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    classify: &mut dyn FnMut(&FailedAttempt) -> Result<Verdict, Error>,
     on_text: &mut dyn FnMut(&str),
 ) -> Result<Reply, Error> {
     let mut body = Body::Undecided;
@@ -694,7 +693,7 @@ pub fn send_streamed(
             }
         }
     };
-    let reply = client::send_streaming(call, cancel, &mut sink)?;
+    let reply = client::send_streaming_until(call, deadline, cancel, classify, &mut sink)?;
     if let Some(e) = failed {
         return Err(e);
     }
@@ -940,25 +939,5 @@ mod tests {
                    {"type":"tool_use","id":"t","name":"n","input":{}}])
         );
         assert_eq!(answer["stop_reason"], Value::Null);
-    }
-
-    #[test]
-    fn the_request_asks_for_a_stream_and_for_openai_usage() {
-        let mut body = Map::new();
-        request_streaming(Style::OpenAi, &mut body);
-        assert_eq!(
-            Value::Object(body),
-            json!({"stream":true,"stream_options":{"include_usage":true}})
-        );
-        let mut body = Map::new();
-        body.insert(
-            "stream_options".into(),
-            json!({"include_usage": false, "x": 1}),
-        );
-        request_streaming(Style::OpenAi, &mut body);
-        assert_eq!(body["stream_options"], json!({"include_usage":false,"x":1}));
-        let mut body = Map::new();
-        request_streaming(Style::Anthropic, &mut body);
-        assert_eq!(Value::Object(body), json!({"stream":true}));
     }
 }

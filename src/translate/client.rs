@@ -95,19 +95,6 @@ fn deadline_of(call: &Call) -> Option<Instant> {
         .map(|ms| Instant::now() + Duration::from_millis(ms))
 }
 
-/// [`send`] for a streamed answer (SPEC §8 Streaming): the body of the 2xx
-/// answer goes to `sink` piece by piece as it arrives, and the reply's body
-/// is empty. A sink answering `false` stops the reading there. Retries stop
-/// once any piece reached the sink: what was streamed cannot be taken back.
-pub fn send_streaming(
-    call: &Call,
-    cancel: Option<&CancelToken>,
-    sink: &mut dyn FnMut(&[u8]) -> bool,
-) -> Result<Reply, Error> {
-    let mut verdict = |info: &FailedAttempt| Ok(default_verdict(info));
-    send_to(call, deadline_of(call), cancel, &mut verdict, Some(sink))
-}
-
 /// What one failed attempt came to, for a retry classifier (SPEC §8
 /// `onError`): the HTTP status of a non-2xx answer, or what went wrong on the
 /// way; the zero-based attempt; whether the default policy would retry.
@@ -150,7 +137,11 @@ pub fn send_until(
     send_to(call, deadline, cancel, verdict_of, None)
 }
 
-/// [`send_streaming`] with [`send_until`]'s deadline and classifier.
+/// [`send_until`] for a streamed answer (SPEC §8 Streaming): the body of
+/// the 2xx answer goes to `sink` piece by piece as it arrives, and the
+/// reply's body is empty. A sink answering `false` stops the reading there.
+/// Retries stop once any piece reached the sink: what was streamed cannot be
+/// taken back.
 pub fn send_streaming_until(
     call: &Call,
     deadline: Option<Instant>,
