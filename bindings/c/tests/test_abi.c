@@ -438,6 +438,100 @@ static void test_translate_cancel(void) {
     close(srv);
 }
 
+/* ---- the client loop's ABI: statuses, callbacks, ownership ---- */
+
+struct hook_probe {
+    int freed;
+    int calls;
+    tn_status bad_json; /* what tn_reply_set_json said to text that is not JSON */
+    void *run_data;     /* what tn_reply_run_data gave */
+    int rendered;       /* a re-entrant tn_render from inside the callback worked */
+    tn_toolkit *tk;
+};
+
+static void probe_free(void *user_data) { ((struct hook_probe *)user_data)->freed++; }
+
+/* beforeLLM that checks the reply API, calls back into the library, then
+ * fails: the run must end with TN_CALLBACK_ERROR before any provider call. */
+static void failing_before_llm(void *user_data, const char *event_json, tn_reply *reply) {
+    struct hook_probe *p = user_data;
+    p->calls++;
+    p->bad_json = tn_reply_set_json(reply, "{not json");
+    p->run_data = tn_reply_run_data(reply);
+    char *out = NULL;
+    if (tn_render(p->tk, "toolNames", &out) == TN_OK && contains(out, "[")) p->rendered = 1;
+    tn_string_free(out);
+    if (contains(event_json, "\"turn\":0")) tn_reply_set_error(reply, "the guard said no");
+}
+
+static void test_client_abi(void) {
+    tn_client *client = (tn_client *)(uintptr_t)1;
+    char *err = NULL;
+    CHECK(tn_client_new(NULL, &client, &err) == TN_NULL_ARGUMENT && client == NULL, "NULL client json");
+    check_error_json(err, "null_argument");
+    tn_string_free(err);
+    CHECK(tn_client_new("{\"baseUrl\":\"http://127.0.0.1:1\",\"model\":\"m\",\"maxTurn\":2}", &client, &err) ==
+              TN_INVALID_CONFIG,
+          "unknown client key");
+    CHECK(contains(err, "maxTurn"), "the error names the key: %s", err);
+    tn_string_free(err);
+    CHECK(tn_client_new("{\"baseUrl\":\"http://127.0.0.1:1\",\"model\":\"m\",\"apiKey\":\"k\",\"retries\":0}",
+                        &client, &err) == TN_OK &&
+              client != NULL && err == NULL,
+          "client: %s", err);
+
+    struct hook_probe p;
+    memset(&p, 0, sizeof p);
+    p.tk = build_ok("{\"builtins\":false}");
+    CHECK(tn_client_set_callback(client, "beforeLlm", failing_before_llm, &p, probe_free, &err) ==
+              TN_INVALID_ARGUMENT,
+          "unknown slot");
+    CHECK(contains(err, "beforeLLM") && p.freed == 1, "the error lists the slots, user_data released: %s", err);
+    tn_string_free(err);
+    CHECK(tn_client_set_callback(client, "beforeLLM", failing_before_llm, &p, probe_free, &err) == TN_OK &&
+              err == NULL,
+          "set beforeLLM: %s", err);
+
+    char *out = NULL;
+    CHECK(tn_run(client, p.tk, NULL, NULL, NULL, &out) == TN_NULL_ARGUMENT, "NULL request");
+    tn_string_free(out);
+    CHECK(tn_run(client, p.tk, "{\"prompt\":", NULL, NULL, &out) == TN_INVALID_JSON, "bad request JSON");
+    tn_string_free(out);
+    CHECK(tn_run(client, p.tk, "{\"history\":[]}", NULL, NULL, &out) == TN_INVALID_ARGUMENT, "no prompt");
+    CHECK(contains(out, "prompt"), "names prompt: %s", out);
+    tn_string_free(out);
+
+    int marker = 0;
+    tn_status st = tn_run(client, p.tk, "{\"prompt\":\"Hi\"}", NULL, &marker, &out);
+    CHECK(st == TN_CALLBACK_ERROR, "a failing hook: status %d: %s", st, out);
+    check_error_json(out, "callback_error");
+    CHECK(contains(out, "beforeLLM") && contains(out, "the guard said no"), "names slot and message: %s", out);
+    tn_string_free(out);
+    CHECK(p.calls == 1 && p.bad_json == TN_INVALID_JSON && p.run_data == &marker && p.rendered,
+          "callback probes: calls %d bad_json %d run_data %p rendered %d", p.calls, p.bad_json, p.run_data,
+          p.rendered);
+
+    st = tn_run_resume(client, p.tk,
+                       "{\"history\":[{\"role\":\"user\",\"content\":\"x\"}],\"pending\":{\"id\":\"a\",\"kind\":"
+                       "\"question\",\"prompt\":\"?\"},\"answer\":{\"id\":\"b\",\"ok\":true}}",
+                       NULL, NULL, &out);
+    CHECK(st == TN_INVALID_ARGUMENT && contains(out, "echo"), "mismatched answer id: %d %s", st, out);
+    tn_string_free(out);
+
+    /* Clearing the slot releases its user_data; then the run reaches the
+     * (closed) provider port and fails there. */
+    CHECK(tn_client_set_callback(client, "beforeLLM", NULL, NULL, NULL, &err) == TN_OK, "clear");
+    CHECK(p.freed == 2, "the replaced callback's user_data was released: %d", p.freed);
+    st = tn_run(client, NULL, "{\"prompt\":\"Hi\"}", NULL, NULL, &out);
+    CHECK(st == TN_PROVIDER_ERROR, "no provider: status %d: %s", st, out);
+    tn_string_free(out);
+    CHECK(tn_client_set_callback(client, "afterTool", failing_before_llm, &p, probe_free, &err) == TN_OK, "set");
+    tn_client_free(client);
+    CHECK(p.freed == 3, "tn_client_free released the last user_data: %d", p.freed);
+    tn_client_free(NULL);
+    tn_toolkit_free(p.tk);
+}
+
 int main(void) {
     const char *config =
         "{\"skills\":[{\"name\":\"greet\",\"description\":\"Greets people.\","
@@ -454,6 +548,7 @@ int main(void) {
     test_threads(config);
     test_helper_and_translate_errors();
     test_translate_cancel();
+    test_client_abi();
     printf("test_abi: %d passed, 0 failed\n", passed);
     return 0;
 }
