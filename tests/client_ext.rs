@@ -528,3 +528,113 @@ fn an_in_process_client_runs_the_loop_with_no_http() {
     assert_eq!(e.code, ErrorCode::InvalidConfig);
     assert!(e.message.contains("baseUrl"), "{}", e.message);
 }
+
+/// A toolkit whose `login` tool suspends until it is re-run with an answer.
+fn suspending() -> Toolkit {
+    let tk = Toolkit::build_from_json(r#"{"builtins":false}"#).expect("toolkit");
+    let login = |_: &Value, ctx: &ExecContext| match &ctx.answer {
+        Some(_) => ToolResult::ok("logged in"),
+        None => {
+            let mut meta = serde_json::Map::new();
+            meta.insert(
+                "pending".into(),
+                json!({"id": "r1", "kind": "authorization", "prompt": "sign in", "url": "https://x/auth"}),
+            );
+            ToolResult::ok("waiting").with_metadata(meta)
+        }
+    };
+    tk.register(Tool::new(
+        "login",
+        "",
+        None,
+        Source::Native,
+        Arc::new(login),
+    ));
+    tk
+}
+
+fn login_then_text(request: &Value) -> (&'static str, String) {
+    if !answered(request) {
+        return (
+            "text/event-stream",
+            sse(&[
+                json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c9","type":"function","function":{"name":"login","arguments":"{}"}}]}}]}),
+            ]),
+        );
+    }
+    (
+        "text/event-stream",
+        sse(&[json!({"choices":[{"index":0,"delta":{"content":"in"}}]})]),
+    )
+}
+
+#[test]
+fn a_suspension_is_a_pending_event_and_a_pending_metric_never_an_error() {
+    // No waitFor: the run halts; the placeholder is no tool_result.
+    let provider = Provider::start(login_then_text);
+    let client = provider.client("openai");
+    let (on_event, events) = recorder();
+    client.set_callback(Slot::OnEvent, Some(on_event));
+    let tk = suspending();
+    let result = client
+        .ask(
+            &tk,
+            &ask("log in", None),
+            &CancelToken::new(),
+            RunData(0),
+            true,
+        )
+        .expect("halted run");
+    assert_eq!(result["status"], "pending");
+    let types: Vec<String> = events
+        .lock()
+        .expect("events")
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(types, ["tool_call", "pending", "usage", "done"]);
+    assert_eq!(events.lock().expect("events")[1]["request"]["id"], "r1");
+    assert!(client.metrics_text().contains(
+        "toolnexus_tool_calls_total{tool=\"login\",source=\"native\",is_error=\"false\",pending=\"true\"} 1\n"
+    ));
+
+    // With a waitFor: the pending event comes before waitFor is asked, then
+    // the re-run's result.
+    let client = provider.client("openai");
+    let (on_event, events) = recorder();
+    client.set_callback(Slot::OnEvent, Some(on_event));
+    let wait: HostFn = Arc::new(move |request: &Value, _: RunData| {
+        Ok(Some(json!({"id": request["id"], "ok": true})))
+    });
+    client.set_callback(Slot::WaitFor, Some(wait));
+    let result = client
+        .ask(
+            &tk,
+            &ask("log in", None),
+            &CancelToken::new(),
+            RunData(0),
+            true,
+        )
+        .expect("resolved run");
+    assert_eq!(result["text"], "in");
+    let events = events.lock().expect("events");
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "tool_call",
+            "pending",
+            "tool_result",
+            "text",
+            "usage",
+            "done"
+        ]
+    );
+    assert_eq!(events[2]["output"], "logged in");
+    let text = client.metrics_text();
+    assert!(
+        text.contains("pending=\"true\"} 1\n")
+            && text.contains("is_error=\"false\",pending=\"false\"} 1\n"),
+        "{text}"
+    );
+}
