@@ -166,3 +166,75 @@ fn a_bad_reply_shape_is_a_callback_error() {
         "no provider call after a bad hook reply"
     );
 }
+
+/// Collects the kinds (and tool names) of a run's events.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<String>>);
+
+impl toolnexus::client::Observer for Recorder {
+    fn event(&self, event: &toolnexus::client::Event<'_>) {
+        use toolnexus::client::Event;
+        let line = match event {
+            Event::Llm { raw, .. } => format!("llm ok={}", raw.is_some()),
+            Event::Usage { usage } => format!("usage {}", usage.total),
+            Event::ToolCall { name, .. } => format!("tool_call {name}"),
+            Event::ToolResult { name, result, .. } => {
+                format!("tool_result {name} {}", result.is_error)
+            }
+            Event::Pending { request } => format!("pending {}", request["kind"]),
+            Event::Done { result, .. } => format!("done {}", result["status"]),
+            Event::Failed { error, .. } => format!("failed {:?}", error.code),
+        };
+        if let Ok(mut v) = self.0.lock() {
+            v.push(line);
+        }
+    }
+}
+
+#[test]
+fn an_observer_sees_the_run_in_order() {
+    let calls = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "todowrite",
+                "arguments": "{\"todos\":[{\"id\":\"1\",\"text\":\"a\",\"completed\":false}]}"}},
+            {"id": "c2", "type": "function", "function": {"name": "question",
+                "arguments": "{\"questions\":[{\"question\":\"Who?\"}]}"}}]}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}});
+    let answer = json!({"choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}});
+    let mock = MockProvider::start(vec![Canned::json(200, &calls), Canned::json(200, &answer)]);
+    let c = client(&mock.base(), json!({}));
+    let rec = Arc::new(Recorder::default());
+    c.set_observer(Some(rec.clone()));
+    c.set_callback(
+        Slot::WaitFor,
+        Some(Arc::new(|_: &Value, _: RunData| {
+            Ok(Some(json!({"ok": true, "data": "Ada"})))
+        })),
+    );
+    let tk = toolnexus::toolkit::Toolkit::build_from_json(
+        r#"{"builtins":{"tools":{"apply_patch":false,"bash":false,"edit":false,"glob":false,"grep":false,"read":false,"webfetch":false,"write":false}}}"#,
+    )
+    .expect("toolkit");
+    let out = c
+        .run(&tk, &hi(), &CancelToken::new(), RunData::default())
+        .expect("runs");
+    assert_eq!(out["status"], "done");
+    let seen = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
+    assert_eq!(
+        seen,
+        [
+            "llm ok=true",
+            "usage 2",
+            "tool_call todowrite",
+            "tool_call question",
+            "pending \"question\"",
+            "tool_result todowrite false",
+            "tool_result question false",
+            "llm ok=true",
+            "usage 4",
+            "done \"done\"",
+        ]
+    );
+}

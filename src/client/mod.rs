@@ -13,6 +13,7 @@ pub mod callbacks;
 pub mod inprocess;
 pub mod memory;
 pub mod metrics;
+pub mod observe;
 pub mod provider;
 mod resume;
 mod run;
@@ -21,6 +22,7 @@ pub mod stream;
 
 pub use ask::AskRequest;
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};
+pub use observe::{Event, Observer};
 pub use provider::{Exchange, HttpProvider, Provider};
 
 use crate::error::{Error, Result};
@@ -49,6 +51,7 @@ pub struct Client {
     pub(crate) metrics: metrics::Registry,
     /// SPEC §8 Conversation memory: the default store of `ask`.
     pub(crate) store: memory::InMemoryStore,
+    observer: RwLock<Option<Arc<dyn Observer>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -223,6 +226,7 @@ impl Client {
             callbacks: RwLock::new(Arc::new(Callbacks::default())),
             metrics: metrics::Registry::new(),
             store: memory::InMemoryStore::new(),
+            observer: RwLock::new(None),
         }
     }
 
@@ -244,6 +248,23 @@ impl Client {
         let mut next = Callbacks::clone(&guard);
         next.set(slot, f);
         *guard = Arc::new(next);
+    }
+
+    /// Sets (or with `None` removes) the observer of this client's runs
+    /// (stream events and metrics). Runs under way keep the one they began
+    /// with.
+    pub fn set_observer(&self, observer: Option<Arc<dyn Observer>>) {
+        *self
+            .observer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = observer;
+    }
+
+    fn observer(&self) -> Option<Arc<dyn Observer>> {
+        self.observer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn callbacks(&self) -> Arc<Callbacks> {
@@ -314,6 +335,8 @@ impl Client {
             turns: 0,
             usage: Default::default(),
             streaming: false,
+            observer: self.observer(),
+            started: Instant::now(),
         })
     }
 
@@ -355,7 +378,9 @@ impl Client {
         messages.push(shape::user_message(&request.prompt));
         let mut run = self.start(toolkit, cancel, data, messages, system)?;
         run.streaming = streaming;
-        run.drive(0)
+        let outcome = run.drive(0);
+        run.report(&outcome);
+        outcome
     }
 
     /// SPEC §10 durable resume: continues a run that halted with

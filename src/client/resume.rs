@@ -10,6 +10,7 @@
 //! them may halt the run again — and goes on with the loop. The transcript
 //! sent on is balanced: one result per call, in call order.
 
+use super::observe::Event;
 use super::run::{Phase, Settled};
 use super::shape::{self, Call, Fed};
 use super::{Client, ResumeRequest, RunData};
@@ -158,7 +159,11 @@ pub(super) fn resume(
     for (i, call) in halted.calls.into_iter().enumerate() {
         if i == h {
             let result = run.answered(&call, &request.pending, request.answer.clone(), 0)?;
-            slots.push(Slot::Answered(Settled { call, result }));
+            slots.push(Slot::Answered(Settled {
+                call,
+                result,
+                ms: 0,
+            }));
         } else if let Some(kept) = present.remove(&call.id).filter(|_| i < h) {
             slots.push(Slot::Kept(kept));
         } else {
@@ -204,6 +209,12 @@ pub(super) fn resume(
             Style::OpenAi => kept_messages.extend(shape::result_messages(style, &[fed])),
             Style::Anthropic => fed_blocks.push(shape::anthropic_block(&fed)),
         }
+        run.emit(|| Event::ToolResult {
+            id: &settled.call.id,
+            name: &settled.call.name,
+            result: &settled.result,
+            ms: settled.ms,
+        });
         records.push(settled.record());
     }
     match style {
@@ -214,8 +225,10 @@ pub(super) fn resume(
         })),
     }
     run.tool_calls.extend(records);
-    if let Some(request) = halt {
-        return Ok(run.halted(request));
-    }
-    run.drive(0)
+    let outcome = match halt {
+        Some(request) => Ok(run.halted(request)),
+        None => run.drive(0),
+    };
+    run.report(&outcome);
+    outcome
 }

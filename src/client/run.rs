@@ -4,6 +4,7 @@
 
 use super::callbacks::{bad_reply, callback_error, Callbacks, HostFn, RunData, Slot};
 use super::metrics::MetricEvent;
+use super::observe::{Event, Observer};
 use super::provider::Exchange;
 use super::shape::{self, Body, Call, Fed, Usage};
 use super::Client;
@@ -33,12 +34,16 @@ pub(crate) struct Run<'a> {
     /// SPEC §8 Streaming: provider turns are streamed and the run's events
     /// go to the `onEvent` slot.
     pub streaming: bool,
+    pub observer: Option<Arc<dyn Observer>>,
+    pub started: Instant,
 }
 
 /// A tool call with its (possibly hook-rewritten) arguments and its result.
 pub(crate) struct Settled {
     pub call: Call,
     pub result: ToolResult,
+    /// How long the tool ran (measured only for an observer).
+    pub ms: u64,
 }
 
 impl Settled {
@@ -81,7 +86,26 @@ fn result_json(r: &ToolResult) -> Value {
     r.to_json()
 }
 
+fn ms_since(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 impl Run<'_> {
+    pub fn emit<'e>(&self, event: impl FnOnce() -> Event<'e>) {
+        if let Some(o) = &self.observer {
+            o.event(&event());
+        }
+    }
+
+    /// Reports how the run ended.
+    pub fn report(&self, outcome: &Result<Value>) {
+        let ms = ms_since(self.started);
+        match outcome {
+            Ok(result) => self.emit(|| Event::Done { result, ms }),
+            Err(error) => self.emit(|| Event::Failed { error, ms }),
+        }
+    }
+
     fn style(&self) -> Style {
         self.client.config.style
     }
@@ -142,8 +166,18 @@ impl Run<'_> {
             }
             self.check_abort()?;
             self.before_llm(turn)?;
-            let raw = self.complete(turn)?;
+            let t0 = Instant::now();
+            let raw = self.complete(turn);
+            self.emit(|| Event::Llm {
+                model: self.model(),
+                turn,
+                ms: ms_since(t0),
+                raw: raw.as_ref().ok(),
+            });
+            let raw = raw?;
             self.usage.add(self.style(), &raw);
+            let usage = self.usage;
+            self.emit(|| Event::Usage { usage });
             if self.callbacks.get(Slot::AfterLlm).is_some() {
                 let model = self.model().to_string();
                 self.call(
@@ -158,6 +192,13 @@ impl Run<'_> {
             if calls.is_empty() {
                 let text = shape::final_text(self.style(), &raw);
                 return Ok(self.finish(text, Status::Done));
+            }
+            for c in &calls {
+                self.emit(|| Event::ToolCall {
+                    id: &c.id,
+                    name: &c.name,
+                    args: &c.args,
+                });
             }
             let phase = self.tool_phase(calls, turn)?;
             if let Some(request) = self.feed(phase) {
@@ -391,7 +432,11 @@ impl Run<'_> {
                         )
                     })?;
                     self.tool_metric(&call.name, started, &result);
-                    return Ok(Settled { call, result });
+                    return Ok(Settled {
+                        call,
+                        result,
+                        ms: 0,
+                    });
                 }
             }
             match reply.remove("args") {
@@ -399,16 +444,18 @@ impl Run<'_> {
                 Some(a) => call.args = a,
             }
         }
+        let t0 = self.observer.as_ref().map(|_| Instant::now());
         let result = self
             .toolkit
             .execute(&call.name, call.args.clone(), &ExecContext::default());
         self.tool_metric(&call.name, started, &result);
+        let ms = t0.map_or(0, ms_since);
         let result = if pending_of(&result).is_some() {
             result
         } else {
             self.after_tool(&call, result, turn)?
         };
-        Ok(Settled { call, result })
+        Ok(Settled { call, result, ms })
     }
 
     /// SPEC §8 `afterTool`: the hook may replace the result.
@@ -443,6 +490,7 @@ impl Run<'_> {
                 continue;
             };
             self.event(|| json!({"type": "pending", "request": request}))?;
+            self.emit(|| Event::Pending { request: &request });
             match self.callbacks.get(Slot::WaitFor) {
                 None => {
                     s.result = ToolResult::error(prompt_of(&request));
@@ -525,6 +573,14 @@ impl Run<'_> {
             .collect();
         let messages = shape::result_messages(self.style(), &fed);
         self.messages.extend(messages);
+        for s in &phase.settled {
+            self.emit(|| Event::ToolResult {
+                id: &s.call.id,
+                name: &s.call.name,
+                result: &s.result,
+                ms: s.ms,
+            });
+        }
         self.tool_calls
             .extend(phase.settled.into_iter().map(Settled::record));
         phase.halt
