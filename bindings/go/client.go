@@ -163,8 +163,16 @@ type RunResult struct {
 	Raw           json.RawMessage `json:"-"`
 }
 
-// Client runs the SPEC §8 loop. Safe for concurrent Runs; Close when done.
+// Client runs the SPEC §8 loop. Safe for concurrent Runs; Close when done
+// (a cleanup frees a forgotten client, but only eventually).
 type Client struct {
+	state   *clientState
+	cleanup runtime.Cleanup
+}
+
+// clientState is apart from Client so that the GC cleanup can free the C
+// client without resurrecting the Client.
+type clientState struct {
 	mu       sync.Mutex
 	idle     sync.Cond
 	ptr      *C.tn_client
@@ -346,8 +354,10 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	if status != C.TN_OK {
 		return nil, statusError(status, body)
 	}
-	c := &Client{ptr: ptr}
-	c.idle.L = &c.mu
+	st := &clientState{ptr: ptr}
+	st.idle.L = &st.mu
+	c := &Client{state: st}
+	c.cleanup = runtime.AddCleanup(c, func(s *clientState) { s.free() }, st)
 	for _, s := range opts.slots() {
 		s := s
 		h := cgo.NewHandle(&s)
@@ -371,40 +381,51 @@ func NewClient(opts ClientOptions) (*Client, error) {
 // Close frees the client, waiting for runs in flight; idempotent. A callback
 // must not Close its own client.
 func (c *Client) Close() error {
-	if c == nil {
+	if c == nil || c.state == nil {
 		return nil
 	}
-	c.mu.Lock()
-	c.closing = true
-	for c.inFlight > 0 {
-		c.idle.Wait()
-	}
-	ptr := c.ptr
-	c.ptr = nil
-	c.mu.Unlock()
-	if ptr != nil {
-		C.tn_client_free(ptr)
-	}
+	c.cleanup.Stop()
+	c.state.free()
 	return nil
 }
 
+// free refuses new runs, waits for those in flight, then frees the client.
+func (s *clientState) free() {
+	s.mu.Lock()
+	s.closing = true
+	for s.inFlight > 0 {
+		s.idle.Wait()
+	}
+	ptr := s.ptr
+	s.ptr = nil
+	s.mu.Unlock()
+	if ptr != nil {
+		C.tn_client_free(ptr)
+	}
+}
+
 func (c *Client) acquire() *C.tn_client {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing || c.ptr == nil {
+	if c == nil || c.state == nil {
 		return nil
 	}
-	c.inFlight++
-	return c.ptr
+	s := c.state
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.ptr == nil {
+		return nil
+	}
+	s.inFlight++
+	return s.ptr
 }
 
 func (c *Client) release() {
-	c.mu.Lock()
-	c.inFlight--
-	if c.inFlight == 0 {
-		c.idle.Broadcast()
+	s := c.state
+	s.mu.Lock()
+	s.inFlight--
+	if s.inFlight == 0 {
+		s.idle.Broadcast()
 	}
-	c.mu.Unlock()
+	s.mu.Unlock()
 }
 
 // RunOption adds to a run's request.
