@@ -398,6 +398,112 @@ tn_status tn_run_resume(const tn_client *client,
                         char **out_json);
 
 /*
+ Builds an in-process client (SPEC §8 In-process models): its turns are
+ answered by `generate` instead of an HTTP endpoint, so the loop runs with
+ no network at all. `client_json` = `{model, systemPrompt?, maxTurns?,
+ retries?, timeoutMs?, requestParams?}` — no `baseUrl`, `style`, `apiKey`
+ or `headers`. Messages are OpenAI-shaped.
+
+ `generate` is called once per turn with `{model, messages, tools, turn,
+ params?}` (the transcript so far, the toolkit's OpenAI declarations) and
+ answers through `tn_reply_set_json` with one assistant message:
+ `{"content": "..."}` or `{"toolCalls": [{"id"?, "name", "arguments"}]}`
+ (arguments an object or a JSON string), plus an optional `"usage":
+ {promptTokens, completionTokens, totalTokens?}`. `tn_reply_set_error`
+ (or no answer) fails the turn: final, unless an `onError` callback
+ answers `"retry"` (bounded by `retries`); the run then ends with
+ `TN_CALLBACK_ERROR`. It may run on any thread, for many runs at once.
+
+ Every other slot works as on an HTTP client; streaming does not (a
+ generate function returns whole answers): `tn_stream` fails with
+ `TN_INVALID_ARGUMENT`. `user_data_free` (nullable) runs once, when the
+ client is freed — also when this call fails. Out-parameters as
+ `tn_client_new`.
+
+ # Safety
+ `client_json` is NULL or NUL-terminated; the out-pointers are NULL or
+ writable; `generate` and `user_data` must be usable from any thread
+ until the client is freed.
+ */
+tn_status tn_client_new_in_process(const char *client_json,
+                                   tn_callback generate,
+                                   void *user_data,
+                                   tn_user_data_free user_data_free,
+                                   tn_client **out_client,
+                                   char **out_error);
+
+/*
+ The client's metrics as Prometheus text (SPEC §8 Observability), byte
+ for byte as every toolnexus port renders it: `toolnexus_llm_requests_total
+ {model,status}`, `toolnexus_llm_tokens_total{type}`,
+ `toolnexus_llm_request_duration_seconds{model}`, `toolnexus_tool_calls_total
+ {tool,source,is_error,pending}`, `toolnexus_tool_duration_seconds{tool}`,
+ `toolnexus_run_errors_total{model}`, each with `# HELP`/`# TYPE`, ending
+ in a newline. `*out_text` receives the text (not JSON) or the error JSON;
+ free it with `tn_string_free`. Safe while runs are under way.
+
+ # Safety
+ `client` is NULL or live; `out_text` is NULL or writable.
+ */
+tn_status tn_client_metrics(const tn_client *client,
+                            char **out_text);
+
+/*
+ SPEC §8 `ask`: `ask_json` = `{prompt, id?, history?}`. With `id`, the
+ transcript kept under it (the client's in-memory store, or the host's
+ through the `storeGet`/`storeSave` slots) is the run's history, and the
+ run's `messages` are saved back under it; without, a stateless run
+ (`history` as in `tn_run`). `stream` true streams the provider's answer
+ and sends the run's events to the `onEvent` slot (`ask` with `on_text`:
+ the `text` events carry the deltas). `*out_json` receives the RunResult
+ or the error JSON, as `tn_run`.
+
+ `storeGet` is called with `{"id"}` and answers the messages array (or
+ null, or nothing, for an id never saved); `storeSave` with `{"id",
+ "messages"}`. Set both or neither.
+
+ # Safety
+ As `tn_run`.
+ */
+tn_status tn_ask(const tn_client *client,
+                 const tn_toolkit *toolkit,
+                 const char *ask_json,
+                 bool stream,
+                 const tn_cancel *cancel,
+                 void *run_data,
+                 char **out_json);
+
+/*
+ SPEC §8 `stream`: the loop with the provider's answers streamed, each
+ event of the run sent as JSON to the `onEvent` slot as it happens, on the
+ calling thread, in order:
+
+ - `{"type":"text","delta"}` — a piece of assistant text
+ - `{"type":"tool_call","id","name","args"}` — a tool about to run
+ - `{"type":"tool_result","id","name","output","isError"}` — after it ran
+ - `{"type":"pending","request"}` — a tool suspended (SPEC §10), before
+   `waitFor` is asked (or the run halts)
+ - `{"type":"usage","usage"}` then `{"type":"done","result"}` — the end
+
+ `request_json` = `{prompt, id?, history?}` as `tn_ask` (an `id` loads
+ and saves the transcript; it is saved before `done`). An `onEvent` that
+ calls `tn_reply_set_error` ends the run with `TN_CALLBACK_ERROR`.
+ `*out_json` receives the RunResult (the `done` event's) or the error
+ JSON, as `tn_run`. OpenAI-style providers are asked for
+ `stream_options.include_usage`; Anthropic's `content_block_*` and
+ `message_delta` events are assembled.
+
+ # Safety
+ As `tn_run`.
+ */
+tn_status tn_stream(const tn_client *client,
+                    const tn_toolkit *toolkit,
+                    const char *request_json,
+                    const tn_cancel *cancel,
+                    void *run_data,
+                    char **out_json);
+
+/*
  Milliseconds left before the deadline of the call (0 once it passed),
  or -1 when the caller set no timeout. A host tool that may run long
  should look at it and stop in time: an answer set after the deadline is

@@ -366,6 +366,12 @@ impl Toolkit {
         })
     }
 
+    /// The source of the tool `name`, if the toolkit has one of that name
+    /// (what the §8 `tool` metric is labelled with).
+    pub fn source_of(&self, name: &str) -> Option<crate::tool::Source> {
+        self.snapshot().get(name).map(|t| t.source)
+    }
+
     /// Runs the tool `name`. An unknown name, and a tool that panics, are
     /// isError results.
     pub fn execute(&self, name: &str, args: Value, ctx: &ExecContext) -> ToolResult {

@@ -1,6 +1,7 @@
 package toolnexus
 
 /*
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@ tn_status tngo_run(const tn_client *client, const tn_toolkit *toolkit, const cha
                    const tn_cancel *cancel, uintptr_t run, char **out_json);
 tn_status tngo_run_resume(const tn_client *client, const tn_toolkit *toolkit, const char *resume_json,
                           const tn_cancel *cancel, uintptr_t run, char **out_json);
+tn_status tngo_ask(const tn_client *client, const tn_toolkit *toolkit, const char *ask_json, bool stream,
+                   const tn_cancel *cancel, uintptr_t run, char **out_json);
 */
 import "C"
 
@@ -121,6 +124,10 @@ type ClientOptions struct {
 	// OnError classifies a failed provider attempt: "retry" or "fail" ("" is
 	// the default policy); retries stay bounded by the client's retries.
 	OnError func(ctx context.Context, info ErrorInfo) (string, error)
+	// OnMetric gets each SPEC §8 metric event (llm, tool, run); it observes.
+	OnMetric func(ev MetricEvent)
+	// Store keeps Ask's conversations; nil: in memory, for the client's life.
+	Store ConversationStore
 }
 
 // ToolCall is one executed call of a run.
@@ -294,7 +301,7 @@ func (o *ClientOptions) slots() []slotFunc {
 			return v, nil
 		}})
 	}
-	return s
+	return append(s, o.extSlots()...)
 }
 
 var liveSlots = struct {
@@ -447,7 +454,7 @@ func (c *Client) Run(ctx context.Context, tk *Toolkit, prompt string, options ..
 			return nil, err
 		}
 	}
-	return c.call(ctx, tk, req, false)
+	return c.call(ctx, tk, req, callRun)
 }
 
 // Resume continues a run that halted with Status "pending" (SPEC §10 durable
@@ -462,10 +469,20 @@ func (c *Client) Resume(ctx context.Context, tk *Toolkit, history json.RawMessag
 		p = pending.Raw
 	}
 	req := map[string]any{"history": history, "pending": p, "answer": answer}
-	return c.call(ctx, tk, req, true)
+	return c.call(ctx, tk, req, callResume)
 }
 
-func (c *Client) call(ctx context.Context, tk *Toolkit, req map[string]any, resume bool) (*RunResult, error) {
+// callMode is which entry point a call goes through.
+type callMode int
+
+const (
+	callRun callMode = iota
+	callResume
+	callAsk
+	callStream
+)
+
+func (c *Client) call(ctx context.Context, tk *Toolkit, req map[string]any, mode callMode) (*RunResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Code: "cancelled", Status: StatusCancelled, Message: "the run was not started: " + err.Error()}
 	}
@@ -504,9 +521,12 @@ func (c *Client) call(ctx context.Context, tk *Toolkit, req map[string]any, resu
 			}()
 		}
 		var cout *C.char
-		if resume {
+		switch mode {
+		case callResume:
 			status = C.tngo_run_resume(ptr, tkp, cPtr(creq), token, C.uintptr_t(rh), &cout)
-		} else {
+		case callAsk, callStream:
+			status = C.tngo_ask(ptr, tkp, cPtr(creq), C.bool(mode == callStream), token, C.uintptr_t(rh), &cout)
+		default:
 			status = C.tngo_run(ptr, tkp, cPtr(creq), token, C.uintptr_t(rh), &cout)
 		}
 		close(done)
@@ -534,11 +554,17 @@ func (c *Client) call(ctx context.Context, tk *Toolkit, req map[string]any, resu
 		}
 		return nil, e
 	}
+	return decodeRunResult(out)
+}
+
+// decodeRunResult reads a RunResult JSON, keeping it (and its pending
+// Request) raw as well.
+func decodeRunResult(out []byte) (*RunResult, error) {
 	var res RunResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("toolnexus: RunResult: %w", err)
 	}
-	res.Raw = out
+	res.Raw = append(json.RawMessage(nil), out...)
 	if res.Pending != nil {
 		var raw struct {
 			Pending json.RawMessage `json:"pending"`

@@ -43,3 +43,8 @@ tn_status tngo_run_resume(const tn_client *client, const tn_toolkit *toolkit, co
                           const tn_cancel *cancel, uintptr_t run, char **out_json) {
     return tn_run_resume(client, toolkit, resume_json, cancel, (void *)run, out_json);
 }
+
+tn_status tngo_ask(const tn_client *client, const tn_toolkit *toolkit, const char *ask_json, bool stream,
+                   const tn_cancel *cancel, uintptr_t run, char **out_json) {
+    return tn_ask(client, toolkit, ask_json, stream, cancel, (void *)run, out_json);
+}

@@ -23,8 +23,8 @@ pub type HostFn =
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunData(pub usize);
 
-/// The named slots. ext's slots (`onMetric`, `onEvent`, `generate`,
-/// `storeGet`, `storeSave`) join this list as they land.
+/// The named slots. (`generate` is none of them: an in-process client is
+/// built around its generate function.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Slot {
     WaitFor,
@@ -33,16 +33,27 @@ pub enum Slot {
     BeforeTool,
     AfterTool,
     OnError,
+    /// SPEC §8 Observability: each `llm`, `tool` and `run` event (observe).
+    OnMetric,
+    /// SPEC §8 Streaming: each event of a streamed run (observe).
+    OnEvent,
+    /// SPEC §8 Conversation memory: a host store's `get` and `save`.
+    StoreGet,
+    StoreSave,
 }
 
 impl Slot {
-    pub const ALL: [Slot; 6] = [
+    pub const ALL: [Slot; 10] = [
         Slot::WaitFor,
         Slot::BeforeLlm,
         Slot::AfterLlm,
         Slot::BeforeTool,
         Slot::AfterTool,
         Slot::OnError,
+        Slot::OnMetric,
+        Slot::OnEvent,
+        Slot::StoreGet,
+        Slot::StoreSave,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +64,10 @@ impl Slot {
             Slot::BeforeTool => "beforeTool",
             Slot::AfterTool => "afterTool",
             Slot::OnError => "onError",
+            Slot::OnMetric => "onMetric",
+            Slot::OnEvent => "onEvent",
+            Slot::StoreGet => "storeGet",
+            Slot::StoreSave => "storeSave",
         }
     }
 
@@ -80,7 +95,7 @@ impl fmt::Display for Slot {
 /// The slots of a client at one moment.
 #[derive(Clone, Default)]
 pub struct Callbacks {
-    slots: [Option<HostFn>; 6],
+    slots: [Option<HostFn>; Slot::ALL.len()],
 }
 
 impl fmt::Debug for Callbacks {

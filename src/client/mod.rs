@@ -8,13 +8,19 @@
 //! This module sits above `translate` (whose provider exchange it uses) and
 //! `toolkit` (whose `execute` it calls); neither knows it exists.
 
+mod ask;
 pub mod callbacks;
+pub mod inprocess;
+pub mod memory;
+pub mod metrics;
 pub mod observe;
 pub mod provider;
 mod resume;
 mod run;
 pub mod shape;
+pub mod stream;
 
+pub use ask::AskRequest;
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};
 pub use observe::{Event, Observer};
 pub use provider::{Exchange, HttpProvider, Provider};
@@ -41,6 +47,10 @@ pub struct Client {
     pub(crate) max_turns: u32,
     pub(crate) provider: Arc<dyn Provider>,
     callbacks: RwLock<Arc<Callbacks>>,
+    /// SPEC §8 Observability: what `metrics()` renders.
+    pub(crate) metrics: metrics::Registry,
+    /// SPEC §8 Conversation memory: the default store of `ask`.
+    pub(crate) store: memory::InMemoryStore,
     observer: RwLock<Option<Arc<dyn Observer>>>,
 }
 
@@ -214,6 +224,8 @@ impl Client {
             max_turns,
             provider,
             callbacks: RwLock::new(Arc::new(Callbacks::default())),
+            metrics: metrics::Registry::new(),
+            store: memory::InMemoryStore::new(),
             observer: RwLock::new(None),
         }
     }
@@ -322,6 +334,7 @@ impl Client {
             tool_calls: Vec::new(),
             turns: 0,
             usage: Default::default(),
+            streaming: false,
             observer: self.observer(),
             started: Instant::now(),
         })
@@ -337,6 +350,21 @@ impl Client {
         cancel: &CancelToken,
         data: RunData,
     ) -> Result<Value> {
+        self.observed_run(data, || {
+            self.run_mode(toolkit, request, cancel, data, false)
+        })
+    }
+
+    /// [`Client::run`], streamed or not (SPEC §8 Streaming), without the
+    /// `run` metric.
+    fn run_mode(
+        &self,
+        toolkit: &Toolkit,
+        request: &RunRequest,
+        cancel: &CancelToken,
+        data: RunData,
+        streaming: bool,
+    ) -> Result<Value> {
         let system = self.system_text(toolkit);
         // openai: the system text is message 0, except after a history
         // (which is sent as it is); anthropic: it is the body's `system`.
@@ -349,6 +377,7 @@ impl Client {
         };
         messages.push(shape::user_message(&request.prompt));
         let mut run = self.start(toolkit, cancel, data, messages, system)?;
+        run.streaming = streaming;
         let outcome = run.drive(0);
         run.report(&outcome);
         outcome
@@ -367,6 +396,8 @@ impl Client {
         cancel: &CancelToken,
         data: RunData,
     ) -> Result<Value> {
-        resume::resume(self, toolkit, request, cancel, data)
+        self.observed_run(data, || {
+            resume::resume(self, toolkit, request, cancel, data)
+        })
     }
 }

@@ -3,8 +3,10 @@
 //! callback (an in-process model) or a streaming call assembling the same
 //! answer from SSE deltas.
 
+use super::callbacks::{HostFn, RunData};
 use super::shape::Body;
-use crate::error::Result;
+use super::{inprocess, stream};
+use crate::error::{Error, ErrorCode, Result};
 use crate::translate::client::{self as http, FailedAttempt, Verdict};
 use crate::translate::{self, CancelToken, ClientConfig};
 use serde_json::Value;
@@ -21,6 +23,11 @@ pub struct Exchange<'a> {
     pub cancel: &'a CancelToken,
     /// Consulted after each failed attempt (SPEC §8 `onError`).
     pub classify: &'a mut dyn FnMut(&FailedAttempt) -> Result<Verdict>,
+    /// For a streamed turn (SPEC §8 Streaming): gets each text delta as it
+    /// arrives. The body then asks for a stream (`body.stream`).
+    pub on_text: Option<&'a mut dyn FnMut(&str)>,
+    /// The run's host data, for a provider that calls the host.
+    pub data: RunData,
 }
 
 /// Answers one turn with the provider's decoded response, in the style's
@@ -28,6 +35,11 @@ pub struct Exchange<'a> {
 /// after the retries are `provider_error` / `timeout` / `cancelled` errors.
 pub trait Provider: Send + Sync {
     fn complete(&self, exchange: Exchange<'_>) -> Result<Value>;
+
+    /// Whether a turn can be streamed (an in-process model cannot).
+    fn streams(&self) -> bool {
+        true
+    }
 }
 
 /// The provider at the client's `baseUrl`, through translate's exchange
@@ -40,13 +52,80 @@ impl Provider for HttpProvider {
     fn complete(&self, exchange: Exchange<'_>) -> Result<Value> {
         let encoded = exchange.body.encode();
         let call = translate::prepare(&self.config, encoded)?;
-        let reply = http::send_until(
-            &call,
-            exchange.deadline,
-            Some(exchange.cancel),
-            exchange.classify,
-        )?;
+        let reply = match exchange.on_text {
+            None => http::send_until(
+                &call,
+                exchange.deadline,
+                Some(exchange.cancel),
+                exchange.classify,
+            )?,
+            Some(on_text) => stream::send_streamed_until(
+                &call,
+                self.config.style,
+                exchange.deadline,
+                Some(exchange.cancel),
+                exchange.classify,
+                on_text,
+            )?,
+        };
         serde_json::from_slice(&reply.body)
             .map_err(|e| http::malformed(&call, reply.status, &e, &reply.body))
+    }
+}
+
+/// SPEC §8 in-process models: the host's `generate` answers each turn (see
+/// [`inprocess`]). A failure is final unless `onError` says to retry
+/// (bounded by `retries`): no wire means no transient failure.
+pub struct GenerateProvider {
+    pub generate: HostFn,
+    pub retries: u32,
+}
+
+fn generate_failed(message: &str) -> Error {
+    Error::new(
+        ErrorCode::CallbackError,
+        format!("the generate callback failed: {message}"),
+    )
+}
+
+impl Provider for GenerateProvider {
+    fn complete(&self, exchange: Exchange<'_>) -> Result<Value> {
+        if exchange.on_text.is_some() {
+            return Err(Error::invalid_argument(
+                "an in-process client cannot stream: its generate function returns whole answers (use tn_run or tn_ask without stream)",
+            ));
+        }
+        let request = inprocess::request_of(&exchange.body.to_value(), exchange.turn);
+        let mut attempt = 0;
+        loop {
+            if exchange.cancel.is_cancelled() {
+                return Err(Error::new(ErrorCode::Cancelled, "the run was cancelled"));
+            }
+            let outcome = match (self.generate)(&request, exchange.data) {
+                Ok(Some(answer)) => inprocess::response_of(&answer)
+                    .map_err(|why| format!("its answer is unusable: {why}")),
+                Ok(None) => Err("it set no answer".to_string()),
+                Err(message) => Err(message),
+            };
+            let message = match outcome {
+                Ok(response) => return Ok(response),
+                Err(m) => m,
+            };
+            let info = FailedAttempt {
+                status: None,
+                error: message.clone(),
+                attempt,
+                retryable: false,
+            };
+            let verdict = (exchange.classify)(&info)?;
+            if verdict == Verdict::Fail || attempt >= self.retries {
+                return Err(generate_failed(&message));
+            }
+            attempt += 1;
+        }
+    }
+
+    fn streams(&self) -> bool {
+        false
     }
 }

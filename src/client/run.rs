@@ -3,6 +3,7 @@
 //! results back, until an answer without tool calls, a halt, or `maxTurns`.
 
 use super::callbacks::{bad_reply, callback_error, Callbacks, HostFn, RunData, Slot};
+use super::metrics::MetricEvent;
 use super::observe::{Event, Observer};
 use super::provider::Exchange;
 use super::shape::{self, Body, Call, Fed, Usage};
@@ -30,6 +31,9 @@ pub(crate) struct Run<'a> {
     pub tool_calls: Vec<Value>,
     pub turns: u32,
     pub usage: Usage,
+    /// SPEC §8 Streaming: provider turns are streamed and the run's events
+    /// go to the `onEvent` slot.
+    pub streaming: bool,
     pub observer: Option<Arc<dyn Observer>>,
     pub started: Instant,
 }
@@ -253,6 +257,7 @@ impl Run<'_> {
             messages: &self.messages,
             tools: &self.tools,
             params,
+            stream: self.streaming,
         };
         let on_error = self.callbacks.get(Slot::OnError).cloned();
         let mut classify = |info: &FailedAttempt| -> Result<Verdict> {
@@ -273,13 +278,40 @@ impl Run<'_> {
                 Some(other) => Err(bad_reply(Slot::OnError, "\"retry\" or \"fail\"", &other)),
             }
         };
+        let started = Instant::now();
+        let mut event_failed = None;
+        let mut on_text = |delta: &str| {
+            if event_failed.is_none() {
+                event_failed = self.event(|| json!({"type": "text", "delta": delta})).err();
+            }
+        };
         let outcome = self.client.provider.complete(Exchange {
             body: &body,
             turn,
             deadline: self.deadline,
             cancel: self.cancel,
             classify: &mut classify,
+            on_text: if self.streaming {
+                Some(&mut on_text)
+            } else {
+                None
+            },
+            data: self.data,
         });
+        let mut tokens = Usage::default();
+        if let Ok(raw) = &outcome {
+            tokens.add(self.style(), raw);
+        }
+        self.metric(&MetricEvent::Llm {
+            model: self.model(),
+            ok: outcome.is_ok(),
+            ms: started.elapsed().as_secs_f64() * 1000.0,
+            prompt_tokens: tokens.prompt,
+            completion_tokens: tokens.completion,
+        });
+        if let Some(e) = event_failed {
+            return Err(e);
+        }
         match outcome {
             Err(e) if e.code == ErrorCode::Timeout && self.deadline.is_some() => {
                 Err(self.timed_out())
@@ -291,9 +323,55 @@ impl Run<'_> {
     /// Runs the calls of one turn (concurrently when there are several),
     /// then resolves their suspensions in call order (SPEC §10).
     pub fn tool_phase(&mut self, calls: Vec<Call>, turn: u32) -> Result<Phase> {
+        for c in &calls {
+            self.event(
+                || json!({"type": "tool_call", "id": c.id, "name": c.name, "args": c.args}),
+            )?;
+        }
         let executed = self.execute_all(calls, turn)?;
         self.check_abort()?;
-        self.resolve(executed, turn)
+        let phase = self.resolve(executed, turn)?;
+        // A halted turn's last result is the halt's placeholder, not a
+        // result: its `pending` event was the news.
+        let real = phase.settled.len() - usize::from(phase.halt.is_some());
+        for s in &phase.settled[..real] {
+            self.event(|| {
+                json!({"type": "tool_result", "id": s.call.id, "name": s.call.name,
+                       "output": s.result.output, "isError": s.result.is_error})
+            })?;
+        }
+        Ok(phase)
+    }
+
+    /// Sends a stream event to the `onEvent` slot, on a streamed run.
+    pub fn event(&self, event: impl FnOnce() -> Value) -> Result<()> {
+        if !self.streaming {
+            return Ok(());
+        }
+        self.call(Slot::OnEvent, event).map(|_| ())
+    }
+
+    /// Records a metric event and hands it to `onMetric`, if set; a failing
+    /// `onMetric` never fails the run.
+    pub fn metric(&self, event: &MetricEvent) {
+        self.client.observe(&self.callbacks, self.data, event);
+    }
+
+    /// The `tool` metric of one execution (SPEC §8; a suspension is
+    /// `pending`, never an error, §10).
+    fn tool_metric(&self, name: &str, started: Instant, result: &ToolResult) {
+        let source = self
+            .toolkit
+            .source_of(name)
+            .map_or("custom", crate::tool::Source::as_str);
+        let pending = pending_of(result).is_some();
+        self.metric(&MetricEvent::Tool {
+            tool: name,
+            source,
+            is_error: result.is_error && !pending,
+            pending,
+            ms: started.elapsed().as_secs_f64() * 1000.0,
+        });
     }
 
     fn execute_all(&self, calls: Vec<Call>, turn: u32) -> Result<Vec<Settled>> {
@@ -330,6 +408,7 @@ impl Run<'_> {
     /// and `afterTool` (skipped on a suspension).
     fn execute_one(&self, call: Call, turn: u32) -> Result<Settled> {
         let mut call = call;
+        let started = Instant::now();
         let before = self.call(
             Slot::BeforeTool,
             || json!({"name": call.name, "args": call.args, "id": call.id, "turn": turn}),
@@ -352,6 +431,7 @@ impl Run<'_> {
                             &r,
                         )
                     })?;
+                    self.tool_metric(&call.name, started, &result);
                     return Ok(Settled {
                         call,
                         result,
@@ -368,6 +448,7 @@ impl Run<'_> {
         let result = self
             .toolkit
             .execute(&call.name, call.args.clone(), &self.tool_ctx(None));
+        self.tool_metric(&call.name, started, &result);
         let ms = t0.map_or(0, ms_since);
         let result = if pending_of(&result).is_some() {
             result
@@ -408,6 +489,7 @@ impl Run<'_> {
                 settled.push(s);
                 continue;
             };
+            self.event(|| json!({"type": "pending", "request": request}))?;
             self.emit(|| Event::Pending { request: &request });
             match self.callbacks.get(Slot::WaitFor) {
                 None => {
@@ -464,7 +546,9 @@ impl Run<'_> {
             return Ok(ToolResult::error(format!("declined/expired: {prompt}")));
         }
         let ctx = self.tool_ctx(Some(answer));
+        let started = Instant::now();
         let retried = self.toolkit.execute(&call.name, call.args.clone(), &ctx);
+        self.tool_metric(&call.name, started, &retried);
         let retried = self.after_tool(call, retried, turn)?;
         if pending_of(&retried).is_some() {
             return Ok(ToolResult::error(format!("unresolved: {prompt}")));

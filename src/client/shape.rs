@@ -24,6 +24,9 @@ pub struct Body<'a> {
     pub messages: &'a [Value],
     pub tools: &'a [Value],
     pub params: &'a Map<String, Value>,
+    /// SPEC §8 Streaming: `stream: true`, and on the openai style
+    /// `stream_options.include_usage` (a `stream_options` in `params` wins).
+    pub stream: bool,
 }
 
 /// A body value: borrowed from the run or made here.
@@ -32,6 +35,7 @@ enum Part<'a> {
     Values(&'a [Value]),
     Value(&'a Value),
     Number(u64),
+    Bool(bool),
 }
 
 impl Serialize for Part<'_> {
@@ -41,6 +45,7 @@ impl Serialize for Part<'_> {
             Part::Values(v) => v.serialize(s),
             Part::Value(v) => v.serialize(s),
             Part::Number(n) => s.serialize_u64(*n),
+            Part::Bool(b) => s.serialize_bool(*b),
         }
     }
 }
@@ -64,6 +69,12 @@ impl<'a> Body<'a> {
                 if !self.tools.is_empty() {
                     e.push(("tools", Part::Values(self.tools)));
                 }
+            }
+        }
+        if self.stream {
+            e.push(("stream", Part::Bool(true)));
+            if self.style == Style::OpenAi {
+                e.push(("stream_options", Part::Value(include_usage())));
             }
         }
         for (k, v) in self.params {
@@ -101,6 +112,12 @@ impl Serialize for Body<'_> {
         }
         map.end()
     }
+}
+
+/// `{"include_usage": true}`, made once.
+fn include_usage() -> &'static Value {
+    static V: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    V.get_or_init(|| json!({"include_usage": true}))
 }
 
 /// One tool call the model made.

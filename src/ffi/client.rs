@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// many runs at once.
 #[allow(non_camel_case_types)]
 pub struct tn_client {
-    inner: Client,
+    pub(super) inner: Client,
 }
 
 /// Where a callback puts its answer. Valid only during the callback that
@@ -38,10 +38,10 @@ pub type tn_callback = Option<
     unsafe extern "C" fn(user_data: *mut c_void, event_json: *const c_char, reply: *mut tn_reply),
 >;
 
-struct HostCallback {
-    callback: unsafe extern "C" fn(*mut c_void, *const c_char, *mut tn_reply),
-    user_data: *mut c_void,
-    user_data_free: tn_user_data_free,
+pub(super) struct HostCallback {
+    pub(super) callback: unsafe extern "C" fn(*mut c_void, *const c_char, *mut tn_reply),
+    pub(super) user_data: *mut c_void,
+    pub(super) user_data_free: tn_user_data_free,
 }
 
 // SAFETY: registering a callback makes the host promise that it and its
@@ -61,7 +61,7 @@ impl Drop for HostCallback {
 }
 
 impl HostCallback {
-    fn call(&self, event: &Value, data: RunData) -> Result<Option<Value>, String> {
+    pub(super) fn call(&self, event: &Value, data: RunData) -> Result<Option<Value>, String> {
         let text = CString::new(event.to_string()).unwrap_or_default();
         let mut reply = tn_reply {
             answer: None,
@@ -281,7 +281,7 @@ pub unsafe extern "C" fn tn_reply_run_data(reply: *const tn_reply) -> *mut c_voi
 ///
 /// # Safety
 /// `ptr` is NULL or a live client.
-unsafe fn read_client<'a>(ptr: *const tn_client) -> Result<&'a Client, Error> {
+pub(super) unsafe fn read_client<'a>(ptr: *const tn_client) -> Result<&'a Client, Error> {
     if ptr.is_null() {
         return Err(Error::new(ErrorCode::NullArgument, "client is NULL"));
     }
@@ -294,7 +294,7 @@ unsafe fn read_client<'a>(ptr: *const tn_client) -> Result<&'a Client, Error> {
 ///
 /// # Safety
 /// As `tn_run`.
-unsafe fn run_inputs<'a>(
+pub(super) unsafe fn run_inputs<'a>(
     client: *const tn_client,
     toolkit: *const tn_toolkit,
     json: *const c_char,
@@ -312,7 +312,10 @@ unsafe fn run_inputs<'a>(
     Ok((client, toolkit, v))
 }
 
-fn token_or_new(cancel: *const tn_cancel, owned: &mut Option<CancelToken>) -> &CancelToken {
+pub(super) fn token_or_new(
+    cancel: *const tn_cancel,
+    owned: &mut Option<CancelToken>,
+) -> &CancelToken {
     // SAFETY: NULL or live by the run functions' contract.
     match unsafe { cancel.as_ref() } {
         Some(c) => c.token(),

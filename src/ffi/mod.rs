@@ -5,11 +5,13 @@
 //! single write of the out-parameter. Business logic lives elsewhere.
 
 mod client;
+mod client_ext;
 mod host;
 mod strings;
 mod translate;
 
 pub use client::*;
+pub use client_ext::*;
 pub use host::*;
 pub use strings::*;
 pub use translate::*;

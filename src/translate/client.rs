@@ -101,12 +101,15 @@ enum Attempt {
 /// [`malformed`]). Runs on the calling thread; `timeoutMs` bounds the whole
 /// of it, backoffs included, and the token can end it at any point.
 pub fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
-    let deadline = call
-        .timeout_ms
-        .map(|ms| Instant::now() + Duration::from_millis(ms));
-    send_until(call, deadline, cancel, &mut |info| {
+    send_until(call, deadline_of(call), cancel, &mut |info| {
         Ok(default_verdict(info))
     })
+}
+
+/// The deadline a call's own `timeout_ms` sets, from now.
+fn deadline_of(call: &Call) -> Option<Instant> {
+    call.timeout_ms
+        .map(|ms| Instant::now() + Duration::from_millis(ms))
 }
 
 /// What one failed attempt came to, for a retry classifier (SPEC §8
@@ -148,6 +151,32 @@ pub fn send_until(
     cancel: Option<&CancelToken>,
     verdict_of: &mut dyn FnMut(&FailedAttempt) -> Result<Verdict, Error>,
 ) -> Result<Reply, Error> {
+    send_to(call, deadline, cancel, verdict_of, None)
+}
+
+/// [`send_until`] for a streamed answer (SPEC §8 Streaming): the body of
+/// the 2xx answer goes to `sink` piece by piece as it arrives, and the
+/// reply's body is empty. A sink answering `false` stops the reading there.
+/// Retries stop once any piece reached the sink: what was streamed cannot be
+/// taken back.
+pub fn send_streaming_until(
+    call: &Call,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    verdict_of: &mut dyn FnMut(&FailedAttempt) -> Result<Verdict, Error>,
+    sink: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<Reply, Error> {
+    send_to(call, deadline, cancel, verdict_of, Some(sink))
+}
+
+fn send_to(
+    call: &Call,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    verdict_of: &mut dyn FnMut(&FailedAttempt) -> Result<Verdict, Error>,
+    mut sink: Option<&mut wire::Sink<'_>>,
+) -> Result<Reply, Error> {
+    let mut streamed = false;
     let outgoing = wire::Outgoing::post(&call.target, &call.headers, &call.body)
         .map_err(|f| failure(call, Attempt::Transport(f), 1))?;
     let mut attempt: u32 = 0;
@@ -155,7 +184,17 @@ pub fn send_until(
         if cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(cancelled());
         }
-        let outcome = match wire::exchange(&call.target, &outgoing, deadline, cancel) {
+        let answer = match sink.as_deref_mut() {
+            None => wire::exchange(&call.target, &outgoing, deadline, cancel),
+            Some(sink) => {
+                let mut noted = |piece: &[u8]| {
+                    streamed = true;
+                    sink(piece)
+                };
+                wire::exchange_streaming(&call.target, &outgoing, deadline, cancel, &mut noted)
+            }
+        };
+        let outcome = match answer {
             Ok(answer) => classify(answer),
             Err(Stop::Cancelled) => return Err(cancelled()),
             Err(Stop::TimedOut) => return Err(timed_out(call)),
@@ -172,7 +211,7 @@ pub fn send_until(
                 retry_after.as_deref().and_then(retry_after_ms),
             ),
             // An answer too large to read would be as large again.
-            Attempt::Transport(failure) => (*failure != Failure::TooLarge, None),
+            Attempt::Transport(failure) => (*failure != Failure::TooLarge && !streamed, None),
             Attempt::Malformed { .. } => (false, None),
         };
         if let Attempt::Ok(reply) = outcome {

@@ -21,6 +21,11 @@
 //! The HTTP/1.1 response is parsed with `httparse` (hyper's own parser):
 //! bodies framed by Content-Length, by chunked transfer coding or by the end
 //! of the connection, at most [`MAX_BODY_BYTES`] of them.
+//!
+//! A streamed exchange ([`exchange_streaming`], SPEC §8 Streaming) hands the
+//! body of a 2xx answer to a sink piece by piece as it arrives, with the
+//! chunked coding already removed, and keeps none of it; any other answer is
+//! read whole as usual.
 
 use super::CancelToken;
 use crate::http_tool::transport::{self, Failure, IdlePool, MAX_BODY_BYTES};
@@ -288,8 +293,37 @@ pub(crate) fn exchange(
     deadline: Option<Instant>,
     cancel: Option<&CancelToken>,
 ) -> Result<Answer, Stop> {
+    exchange_to(url, outgoing, deadline, cancel, None)
+}
+
+/// Where a streamed 2xx body goes: each piece as it arrives. A sink that
+/// answers `false` stops the reading there (the connection is then not
+/// reused).
+pub(crate) type Sink<'f> = dyn FnMut(&[u8]) -> bool + 'f;
+
+/// [`exchange`], with the body of a 2xx answer handed to `sink` as it
+/// arrives instead of being gathered: the answer then has an empty body.
+/// Any other status is read whole, into the answer, as [`exchange`] does.
+pub(crate) fn exchange_streaming(
+    url: &Url,
+    outgoing: &Outgoing,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    sink: &mut Sink<'_>,
+) -> Result<Answer, Stop> {
+    exchange_to(url, outgoing, deadline, cancel, Some(sink))
+}
+
+fn exchange_to(
+    url: &Url,
+    outgoing: &Outgoing,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    mut sink: Option<&mut Sink<'_>>,
+) -> Result<Answer, Stop> {
     if let Some(mut conn) = checkout(&outgoing.origin) {
-        match on_conn(&mut conn, outgoing, deadline, cancel) {
+        // Nothing reached the sink when nothing came back.
+        match on_conn(&mut conn, outgoing, deadline, cancel, sink.as_deref_mut()) {
             Ok((answer, reusable)) => {
                 if reusable {
                     checkin(&outgoing.origin, conn);
@@ -301,7 +335,8 @@ pub(crate) fn exchange(
         }
     }
     let mut conn = open(url, deadline, cancel)?;
-    let (answer, reusable) = on_conn(&mut conn, outgoing, deadline, cancel).map_err(|(s, _)| s)?;
+    let (answer, reusable) =
+        on_conn(&mut conn, outgoing, deadline, cancel, sink).map_err(|(s, _)| s)?;
     if reusable {
         checkin(&outgoing.origin, conn);
     }
@@ -360,13 +395,14 @@ fn on_conn(
     outgoing: &Outgoing,
     deadline: Option<Instant>,
     cancel: Option<&CancelToken>,
+    sink: Option<&mut Sink<'_>>,
 ) -> Result<(Answer, bool), (Stop, Progress)> {
     let Some(token) = cancel else {
-        return talk(conn, outgoing, deadline);
+        return talk(conn, outgoing, deadline, sink);
     };
     let registered = token.register(&conn.tcp);
     let result = if registered {
-        talk(conn, outgoing, deadline)
+        talk(conn, outgoing, deadline, sink)
     } else {
         Err((Stop::Cancelled, Progress::NothingBack))
     };
@@ -382,6 +418,7 @@ fn talk(
     conn: &mut Conn,
     outgoing: &Outgoing,
     deadline: Option<Instant>,
+    sink: Option<&mut Sink<'_>>,
 ) -> Result<(Answer, bool), (Stop, Progress)> {
     conn.arm(deadline).map_err(|s| (s, Progress::Partial))?;
     if let Err(e) = conn
@@ -398,7 +435,7 @@ fn talk(
         pos: 0,
         deadline,
     };
-    reader.response()
+    reader.response(sink)
 }
 
 fn stop_of(e: &io::Error, deadline: Option<Instant>) -> Stop {
@@ -477,7 +514,10 @@ impl Reader<'_> {
         }
     }
 
-    fn response(&mut self) -> Result<(Answer, bool), (Stop, Progress)> {
+    fn response(
+        &mut self,
+        sink: Option<&mut Sink<'_>>,
+    ) -> Result<(Answer, bool), (Stop, Progress)> {
         let mut interim = 0;
         let head = loop {
             match self.head() {
@@ -499,6 +539,18 @@ impl Reader<'_> {
                 }
             }
         };
+        if let Some(sink) = sink.filter(|_| (200..300).contains(&head.status)) {
+            let finished = self
+                .stream_body(head.framing, sink)
+                .map_err(|s| (s, Progress::Partial))?;
+            let reusable = finished && head.keep_alive && self.pos == self.buf.len();
+            let answer = Answer {
+                status: head.status,
+                retry_after: head.retry_after,
+                body: Bytes::new(),
+            };
+            return Ok((answer, reusable));
+        }
         let body = self
             .body(head.framing)
             .map_err(|s| (s, Progress::Partial))?;
@@ -636,25 +688,29 @@ impl Reader<'_> {
         Bytes::copy_from_slice(&self.buf[start..end])
     }
 
+    /// The size line of the next chunk, consumed.
+    fn chunk_size(&mut self) -> Result<u64, Stop> {
+        let (used, size) = loop {
+            match httparse::parse_chunk_size(&self.buf[self.pos..]) {
+                Ok(httparse::Status::Complete(found)) => break found,
+                // A size line never ending (endless extensions) is cut off.
+                Ok(httparse::Status::Partial) if self.buf.len() - self.pos <= MAX_HEAD_BYTES => {
+                    if !self.fill()? {
+                        return Err(Stop::Failed(Failure::Transport));
+                    }
+                }
+                _ => return Err(Stop::Failed(Failure::Transport)),
+            }
+        };
+        self.pos += used;
+        Ok(size)
+    }
+
     /// A chunked body, its chunks joined; trailers are read and dropped.
     fn chunked(&mut self) -> Result<Bytes, Stop> {
         let mut body = Vec::new();
         loop {
-            let (used, size) = loop {
-                match httparse::parse_chunk_size(&self.buf[self.pos..]) {
-                    Ok(httparse::Status::Complete(found)) => break found,
-                    // A size line never ending (endless extensions) is cut off.
-                    Ok(httparse::Status::Partial)
-                        if self.buf.len() - self.pos <= MAX_HEAD_BYTES =>
-                    {
-                        if !self.fill()? {
-                            return Err(Stop::Failed(Failure::Transport));
-                        }
-                    }
-                    _ => return Err(Stop::Failed(Failure::Transport)),
-                }
-            };
-            self.pos += used;
+            let size = self.chunk_size()?;
             if size == 0 {
                 return self.trailers().map(|_| Bytes::from(body));
             }
@@ -701,6 +757,77 @@ impl Reader<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// A 2xx body handed to `sink` as it arrives, unframed; `Ok(false)` when
+    /// the sink stopped it before its end.
+    fn stream_body(&mut self, framing: Framing, sink: &mut Sink<'_>) -> Result<bool, Stop> {
+        match framing {
+            Framing::Empty => Ok(true),
+            Framing::Length(n) => self.stream_exactly(n, sink),
+            Framing::UntilClose => loop {
+                if self.pos < self.buf.len() && !sink(&self.buf[self.pos..]) {
+                    return Ok(false);
+                }
+                self.pos = self.buf.len();
+                self.forget_parsed();
+                if !self.fill()? {
+                    return Ok(true);
+                }
+            },
+            Framing::Chunked => loop {
+                let size = self.chunk_size()?;
+                if size == 0 {
+                    return self.trailers().map(|_| true);
+                }
+                let size = usize::try_from(size).unwrap_or(usize::MAX);
+                if !self.stream_exactly(size, sink)? {
+                    return Ok(false);
+                }
+                while self.buf.len() - self.pos < 2 {
+                    if !self.fill()? {
+                        return Err(Stop::Failed(Failure::Transport));
+                    }
+                }
+                if &self.buf[self.pos..self.pos + 2] != b"\r\n" {
+                    return Err(Stop::Failed(Failure::Transport));
+                }
+                self.pos += 2;
+                self.forget_parsed();
+            },
+        }
+    }
+
+    /// The next `n` body bytes handed to `sink` as they arrive.
+    fn stream_exactly(&mut self, mut n: usize, sink: &mut Sink<'_>) -> Result<bool, Stop> {
+        loop {
+            let here = (self.buf.len() - self.pos).min(n);
+            if here > 0 {
+                if !sink(&self.buf[self.pos..self.pos + here]) {
+                    return Ok(false);
+                }
+                self.pos += here;
+                n -= here;
+                self.forget_parsed();
+            }
+            if n == 0 {
+                return Ok(true);
+            }
+            if !self.fill()? {
+                return Err(Stop::Failed(Failure::Transport));
+            }
+        }
+    }
+
+    /// Empties the buffer once everything in it was handed on, so a long
+    /// stream is read through one small buffer.
+    fn forget_parsed(&mut self) {
+        if self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        } else {
+            self.compact();
         }
     }
 
@@ -843,7 +970,7 @@ mod tests {
         let outgoing = Outgoing::post(&url, &HeaderMap::new(), b"{\"hello\":1}").expect("request");
         for n in 0..3 {
             let deadline = (n == 1).then(|| Instant::now() + Duration::from_secs(10));
-            let (answer, reusable) = talk(&mut conn, &outgoing, deadline)
+            let (answer, reusable) = talk(&mut conn, &outgoing, deadline, None)
                 .map_err(|(stop, _)| stop)
                 .expect("an answer over TLS");
             assert_eq!(answer.status, 200);

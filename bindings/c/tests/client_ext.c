@@ -1,0 +1,360 @@
+/* What a C host gets around the client loop (SPEC §8), through nothing but
+ * include/toolnexus.h: an in-process client whose turns a C generate
+ * function answers (no HTTP at all) calling a C host tool, onMetric events
+ * and the Prometheus text of tn_client_metrics, tn_ask with an id over the
+ * client's own store and over a host store (storeGet/storeSave), and a
+ * streamed run (tn_stream) against an SSE server on 127.0.0.1 with its
+ * events delivered to onEvent.
+ *
+ * Exits non-zero on the first failed check; prints "N passed, 0 failed". */
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "toolnexus.h"
+
+static int passed;
+
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (cond) {                                                           \
+            passed++;                                                         \
+        } else {                                                              \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
+                    #cond);                                                   \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, "\n1 failed (after %d passed)\n", passed);        \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static int contains(const char *haystack, const char *needle) {
+    return haystack != NULL && strstr(haystack, needle) != NULL;
+}
+
+static int count_of(const char *haystack, const char *needle) {
+    int n = 0;
+    for (const char *p = haystack; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* ---- a host tool: add(a, b) --------------------------------------------- */
+
+static double number_after(const char *json, const char *key) {
+    const char *p = strstr(json, key);
+    return p ? atof(p + strlen(key)) : 0.0;
+}
+
+static void add_tool(void *user_data, const char *args_json, tn_call *call) {
+    (void)user_data;
+    char out[64];
+    snprintf(out, sizeof out, "%g", number_after(args_json, "\"a\":") + number_after(args_json, "\"b\":"));
+    tn_call_set_output(call, out, false);
+}
+
+/* ---- the generate function of the in-process model ---------------------- */
+
+static atomic_int generate_frees;
+
+static void count_free(void *user_data) {
+    (void)user_data;
+    atomic_fetch_add(&generate_frees, 1);
+}
+
+/* Turn 0 calls add(2, 3); afterwards the answer names the tool's result and
+ * how many user messages the model was sent (what ask's memory changes). */
+static void generate(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    if (contains(event_json, "\"turn\":0") && contains(event_json, "add 2 and 3")) {
+        tn_reply_set_json(reply,
+                          "{\"toolCalls\":[{\"name\":\"add\",\"arguments\":{\"a\":2,\"b\":3}}],"
+                          "\"usage\":{\"promptTokens\":4,\"completionTokens\":1}}");
+        return;
+    }
+    if (contains(event_json, "fail please")) {
+        tn_reply_set_error(reply, "the local model is not loaded");
+        return;
+    }
+    char answer[128];
+    snprintf(answer, sizeof answer,
+             "{\"content\":\"%s users=%d\",\"usage\":{\"promptTokens\":2,\"completionTokens\":2}}",
+             contains(event_json, "\"role\":\"tool\",\"tool_call_id\":\"call_0\",\"content\":\"5\"") ? "sum 5"
+                                                                                                       : "plain",
+             count_of(event_json, "\"role\":\"user\""));
+    tn_reply_set_json(reply, answer);
+}
+
+/* ---- observers ------------------------------------------------------------ */
+
+struct log {
+    pthread_mutex_t lock;
+    char text[16384];
+};
+
+static void log_event(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)reply;
+    struct log *log = user_data;
+    pthread_mutex_lock(&log->lock);
+    size_t used = strlen(log->text);
+    snprintf(log->text + used, sizeof log->text - used, "%s\n", event_json);
+    pthread_mutex_unlock(&log->lock);
+}
+
+/* A host conversation store keeping one transcript (enough for one id). */
+struct store {
+    char id[64];
+    char *messages; /* the JSON array, malloc'd */
+    int saves;
+};
+
+static void store_get(void *user_data, const char *event_json, tn_reply *reply) {
+    struct store *s = user_data;
+    if (s->messages != NULL && contains(event_json, s->id)) tn_reply_set_json(reply, s->messages);
+}
+
+static void store_save(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)reply;
+    struct store *s = user_data;
+    /* {"id":"...","messages":[...]}: the array runs to the last '}'. */
+    const char *start = strstr(event_json, "\"messages\":");
+    const char *end = strrchr(event_json, '}');
+    if (start == NULL || end == NULL) return;
+    start += strlen("\"messages\":");
+    free(s->messages);
+    s->messages = strndup(start, (size_t)(end - start));
+    s->saves++;
+}
+
+static void set_slot(tn_client *client, const char *slot, tn_callback fn, void *user_data) {
+    char *err = NULL;
+    tn_status st = tn_client_set_callback(client, slot, fn, user_data, NULL, &err);
+    CHECK(st == TN_OK, "set %s: %s", slot, err ? err : "");
+}
+
+static void test_in_process(void) {
+    char *err = NULL;
+    tn_toolkit *tk = NULL;
+    CHECK(tn_toolkit_build("{\"builtins\":false}", &tk, &err) == TN_OK, "toolkit: %s", err);
+    CHECK(tn_toolkit_register(tk, "add", "adds a and b", NULL, add_tool, NULL, NULL, &err) == TN_OK,
+          "register: %s", err);
+
+    /* An in-process client takes no endpoint; generate is required. */
+    tn_client *client = NULL;
+    tn_status st = tn_client_new_in_process("{\"model\":\"local\",\"baseUrl\":\"http://x\"}", generate,
+                                            NULL, count_free, &client, &err);
+    CHECK(st == TN_INVALID_CONFIG && client == NULL && contains(err, "baseUrl"), "%d %s", st, err);
+    tn_string_free(err);
+    CHECK(atomic_load(&generate_frees) == 1, "user_data freed on failure");
+    st = tn_client_new_in_process("{\"model\":\"local\"}", NULL, NULL, NULL, &client, &err);
+    CHECK(st == TN_NULL_ARGUMENT && contains(err, "generate"), "%d %s", st, err);
+    tn_string_free(err);
+
+    st = tn_client_new_in_process("{\"model\":\"local\",\"systemPrompt\":\"be brief\"}", generate, NULL,
+                                  count_free, &client, &err);
+    CHECK(st == TN_OK && client != NULL && err == NULL, "%d %s", st, err);
+
+    struct log metrics = {PTHREAD_MUTEX_INITIALIZER, {0}};
+    set_slot(client, "onMetric", log_event, &metrics);
+
+    char *out = NULL;
+    char *before = NULL;
+    CHECK(tn_client_metrics(client, &before) == TN_OK, "metrics");
+    CHECK(!contains(before, "\ntoolnexus_") && contains(before, "# TYPE toolnexus_run_errors_total counter\n"),
+          "%s", before);
+    tn_string_free(before);
+
+    st = tn_run(client, tk, "{\"prompt\":\"add 2 and 3\"}", NULL, NULL, &out);
+    CHECK(st == TN_OK, "run: %s", out);
+    CHECK(contains(out, "\"text\":\"sum 5 users=1\""), "%s", out);
+    CHECK(contains(out, "\"toolCallCount\":1") && contains(out, "\"turns\":2"), "%s", out);
+    CHECK(contains(out, "\"usage\":{\"promptTokens\":6,\"completionTokens\":3,\"totalTokens\":9}"), "%s", out);
+    tn_string_free(out);
+
+    CHECK(count_of(metrics.text, "\"event\":\"llm\"") == 2, "%s", metrics.text);
+    CHECK(contains(metrics.text, "{\"event\":\"tool\",\"tool\":\"add\",\"source\":\"native\",\"isError\":false"),
+          "%s", metrics.text);
+    CHECK(contains(metrics.text, "{\"event\":\"run\",\"model\":\"local\",\"turns\":2,\"toolCalls\":1,\"totalTokens\":9"),
+          "%s", metrics.text);
+
+    char *text = NULL;
+    CHECK(tn_client_metrics(client, &text) == TN_OK, "metrics");
+    CHECK(contains(text, "\ntoolnexus_llm_requests_total{model=\"local\",status=\"ok\"} 2\n"), "%s", text);
+    CHECK(contains(text, "\ntoolnexus_llm_tokens_total{type=\"completion\"} 3\n"), "%s", text);
+    CHECK(contains(text, "\ntoolnexus_tool_calls_total{tool=\"add\",source=\"native\",is_error=\"false\",pending=\"false\"} 1\n"),
+          "%s", text);
+    CHECK(text[strlen(text) - 1] == '\n', "trailing newline");
+    tn_string_free(text);
+
+    /* ask with an id remembers; without, it does not. */
+    const char *asks[][2] = {
+        {"{\"prompt\":\"hello\",\"id\":\"c1\"}", "plain users=1"},
+        {"{\"prompt\":\"again\",\"id\":\"c1\"}", "plain users=2"},
+        {"{\"prompt\":\"alone\"}", "plain users=1"},
+        {"{\"prompt\":\"third\",\"id\":\"c1\"}", "plain users=3"},
+    };
+    for (size_t i = 0; i < sizeof asks / sizeof asks[0]; i++) {
+        st = tn_ask(client, tk, asks[i][0], false, NULL, NULL, &out);
+        CHECK(st == TN_OK && contains(out, asks[i][1]), "ask %zu: %s", i, out);
+        tn_string_free(out);
+    }
+
+    /* A host store through storeGet/storeSave. */
+    struct store s = {"\"h1\"", NULL, 0};
+    set_slot(client, "storeGet", store_get, &s);
+    set_slot(client, "storeSave", store_save, &s);
+    for (int i = 1; i <= 2; i++) {
+        st = tn_ask(client, tk, "{\"prompt\":\"hi\",\"id\":\"h1\"}", false, NULL, NULL, &out);
+        char want[32];
+        snprintf(want, sizeof want, "plain users=%d", i);
+        CHECK(st == TN_OK && contains(out, want), "host store ask %d: %s", i, out);
+        tn_string_free(out);
+    }
+    CHECK(s.saves == 2 && count_of(s.messages, "\"role\":\"user\"") == 2, "%d %s", s.saves, s.messages);
+
+    /* No streaming from a generate function; a failing one is an error. */
+    st = tn_stream(client, tk, "{\"prompt\":\"q\"}", NULL, NULL, &out);
+    CHECK(st == TN_INVALID_ARGUMENT, "%d %s", st, out);
+    tn_string_free(out);
+    st = tn_run(client, tk, "{\"prompt\":\"fail please\"}", NULL, NULL, &out);
+    CHECK(st == TN_CALLBACK_ERROR && contains(out, "not loaded"), "%d %s", st, out);
+    tn_string_free(out);
+    CHECK(tn_client_metrics(client, &text) == TN_OK, "metrics");
+    CHECK(contains(text, "\ntoolnexus_run_errors_total{model=\"local\"} 1\n"), "%s", text);
+    tn_string_free(text);
+
+    tn_client_free(client);
+    CHECK(atomic_load(&generate_frees) == 2, "generate's user_data freed with the client");
+    free(s.messages);
+    tn_toolkit_free(tk);
+}
+
+/* ---- a streamed run against an SSE server ------------------------------- */
+
+static const char *SSE_TOOL =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Adding.\"}}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\","
+    "\"function\":{\"name\":\"add\",\"arguments\":\"{\\\"a\\\":\"}}]}}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
+    "\"2,\\\"b\\\":3}\"}}]}}]}\n\n"
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":4,\"total_tokens\":9}}\n\n"
+    "data: [DONE]\n\n";
+
+static const char *SSE_TEXT =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The sum \"}}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"is 5.\"},\"finish_reason\":\"stop\"}]}\n\n"
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":6,\"completion_tokens\":1,\"total_tokens\":7}}\n\n"
+    "data: [DONE]\n\n";
+
+struct sse_server {
+    int fd;
+    int port;
+    pthread_t thread;
+};
+
+/* Two connections, one request each: the first answers a tool call, the
+ * second the final text, each SSE body written in small pieces and ended by
+ * closing the connection. */
+static void *sse_serve(void *p) {
+    struct sse_server *srv = p;
+    for (int n = 0; n < 2; n++) {
+        int c = accept(srv->fd, NULL, NULL);
+        if (c < 0) return NULL;
+        char buf[65536];
+        size_t got = 0;
+        long want = -1;
+        while (got < sizeof buf - 1) {
+            ssize_t k = read(c, buf + got, sizeof buf - 1 - got);
+            if (k <= 0) break;
+            got += (size_t)k;
+            buf[got] = 0;
+            char *end = strstr(buf, "\r\n\r\n");
+            if (end != NULL) {
+                char *cl = strstr(buf, "content-length: ");
+                long len = cl ? atol(cl + 16) : 0;
+                want = (long)(end + 4 - buf) + len;
+                if ((long)got >= want) break;
+            }
+        }
+        const char *head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        const char *body = n == 0 ? SSE_TOOL : SSE_TEXT;
+        if (write(c, head, strlen(head)) < 0) {
+            close(c);
+            return NULL;
+        }
+        for (size_t i = 0, len = strlen(body); i < len; i += 11) {
+            size_t piece = len - i < 11 ? len - i : 11;
+            if (write(c, body + i, piece) < 0) break;
+            usleep(100);
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static void test_stream(void) {
+    struct sse_server srv;
+    srv.fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(srv.fd, (struct sockaddr *)&addr, sizeof addr) == 0, "bind");
+    socklen_t alen = sizeof addr;
+    CHECK(getsockname(srv.fd, (struct sockaddr *)&addr, &alen) == 0, "getsockname");
+    srv.port = ntohs(addr.sin_port);
+    CHECK(listen(srv.fd, 4) == 0, "listen");
+    pthread_create(&srv.thread, NULL, sse_serve, &srv);
+
+    char *err = NULL;
+    tn_toolkit *tk = NULL;
+    CHECK(tn_toolkit_build("{\"builtins\":false}", &tk, &err) == TN_OK, "toolkit: %s", err);
+    CHECK(tn_toolkit_register(tk, "add", "adds a and b", NULL, add_tool, NULL, NULL, &err) == TN_OK,
+          "register: %s", err);
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"baseUrl\":\"http://127.0.0.1:%d/v1\",\"style\":\"openai\",\"model\":\"m\",\"apiKey\":\"k\"}",
+             srv.port);
+    tn_client *client = NULL;
+    CHECK(tn_client_new(json, &client, &err) == TN_OK, "client: %s", err);
+    struct log events = {PTHREAD_MUTEX_INITIALIZER, {0}};
+    set_slot(client, "onEvent", log_event, &events);
+
+    char *out = NULL;
+    tn_status st = tn_stream(client, tk, "{\"prompt\":\"add 2 and 3\"}", NULL, NULL, &out);
+    CHECK(st == TN_OK, "stream: %s", out);
+    CHECK(contains(out, "\"text\":\"The sum is 5.\"") && contains(out, "\"totalTokens\":16"), "%s", out);
+    tn_string_free(out);
+    const char *order[] = {
+        "{\"type\":\"text\",\"delta\":\"Adding.\"}\n",
+        "{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"add\",\"args\":{\"a\":2,\"b\":3}}\n",
+        "{\"type\":\"tool_result\",\"id\":\"c1\",\"name\":\"add\",\"output\":\"5\",\"isError\":false}\n",
+        "{\"type\":\"text\",\"delta\":\"The sum \"}\n",
+        "{\"type\":\"text\",\"delta\":\"is 5.\"}\n",
+        "{\"type\":\"usage\",\"usage\":{\"promptTokens\":11,\"completionTokens\":5,\"totalTokens\":16}}\n",
+        "{\"type\":\"done\",\"result\":{",
+    };
+    const char *at = events.text;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const char *found = strstr(at, order[i]);
+        CHECK(found == at, "event %zu: want %s at\n%s", i, order[i], at);
+        at = found + strlen(order[i]);
+    }
+    pthread_join(srv.thread, NULL);
+    close(srv.fd);
+    tn_client_free(client);
+    tn_toolkit_free(tk);
+}
+
+int main(void) {
+    test_in_process();
+    test_stream();
+    printf("%d passed, 0 failed\n", passed);
+    return 0;
+}

@@ -1,0 +1,194 @@
+//! SPEC §8 Conversation memory: where `ask` (and `stream` with an `id`)
+//! keeps each conversation's transcript between calls. The default store is
+//! in memory, per client, for the life of the process; a host supplies its
+//! own (a file, a database) as a `get`/`save` pair.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::json::type_name;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+/// A conversation store: `get(id)` gives the transcript saved under `id`
+/// (none before the first save), `save(id, messages)` replaces it. Called
+/// from any thread; the loop holds no lock of its own while it calls.
+pub trait ConversationStore: Send + Sync {
+    fn get(&self, id: &str) -> Result<Option<Vec<Value>>>;
+    fn save(&self, id: &str, messages: &[Value]) -> Result<()>;
+}
+
+/// The default store: transcripts in a map, copied in and out so that no
+/// caller shares one with the store.
+#[derive(Debug, Default)]
+pub struct InMemoryStore {
+    threads: Mutex<HashMap<String, Vec<Value>>>,
+}
+
+impl InMemoryStore {
+    pub fn new() -> Self {
+        InMemoryStore::default()
+    }
+}
+
+impl ConversationStore for InMemoryStore {
+    fn get(&self, id: &str) -> Result<Option<Vec<Value>>> {
+        let threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(threads.get(id).cloned())
+    }
+
+    fn save(&self, id: &str, messages: &[Value]) -> Result<()> {
+        let copy = messages.to_vec();
+        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+        threads.insert(id.to_string(), copy);
+        Ok(())
+    }
+}
+
+/// A host callback of the store: the event JSON in, an optional reply out,
+/// a failure as its message.
+pub type StoreFn = dyn Fn(&Value) -> std::result::Result<Option<Value>, String> + Send + Sync;
+
+/// A store the host keeps through its `storeGet` and `storeSave` slots.
+/// `storeGet` is called with `{"id"}` and answers the messages array (or
+/// null, or nothing, for an id never saved); `storeSave` is called with
+/// `{"id", "messages"}`.
+pub struct HostStore<G, S> {
+    pub get: G,
+    pub save: S,
+}
+
+fn store_error(slot: &str, message: &str) -> Error {
+    Error::new(
+        ErrorCode::CallbackError,
+        format!("the {slot} callback failed: {message}"),
+    )
+}
+
+impl<G, S> ConversationStore for HostStore<G, S>
+where
+    G: Fn(&Value) -> std::result::Result<Option<Value>, String> + Send + Sync,
+    S: Fn(&Value) -> std::result::Result<Option<Value>, String> + Send + Sync,
+{
+    fn get(&self, id: &str) -> Result<Option<Vec<Value>>> {
+        let reply =
+            (self.get)(&serde_json::json!({"id": id})).map_err(|m| store_error("storeGet", &m))?;
+        match reply {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(list)) => {
+                if let Some((i, m)) = list.iter().enumerate().find(|(_, m)| !m.is_object()) {
+                    return Err(Error::new(
+                        ErrorCode::CallbackError,
+                        format!(
+                            "the storeGet callback answered a transcript whose message {i} is {}, not an object",
+                            type_name(m)
+                        ),
+                    ));
+                }
+                Ok(Some(list))
+            }
+            Some(other) => Err(Error::new(
+                ErrorCode::CallbackError,
+                format!(
+                    "the storeGet callback answered {}; expected the messages array or null",
+                    type_name(&other)
+                ),
+            )),
+        }
+    }
+
+    fn save(&self, id: &str, messages: &[Value]) -> Result<()> {
+        (self.save)(&serde_json::json!({"id": id, "messages": messages}))
+            .map(|_| ())
+            .map_err(|m| store_error("storeSave", &m))
+    }
+}
+
+/// Checks a conversation id: a string that is not empty.
+pub fn check_id(v: &Value) -> Result<Option<String>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) if !s.is_empty() => Ok(Some(s.clone())),
+        Value::String(_) => Err(Error::invalid_argument(
+            "id: a conversation id must not be empty",
+        )),
+        other => Err(Error::invalid_argument(format!(
+            "id must be a string, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    #[test]
+    fn the_in_memory_store_keeps_each_id_apart_and_copies() {
+        let store = InMemoryStore::new();
+        assert_eq!(store.get("a").expect("get"), None);
+        let mut messages = vec![json!({"role": "user", "content": "hi"})];
+        store.save("a", &messages).expect("save");
+        messages.push(json!({"role": "assistant", "content": "changed after"}));
+        assert_eq!(
+            store.get("a").expect("get"),
+            Some(vec![json!({"role": "user", "content": "hi"})])
+        );
+        assert_eq!(store.get("b").expect("get"), None);
+        store.save("a", &messages).expect("save");
+        assert_eq!(store.get("a").expect("get").map(|m| m.len()), Some(2));
+    }
+
+    #[test]
+    fn a_host_store_round_trips_through_its_two_callbacks() {
+        let kept: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
+        let (g, s) = (Arc::clone(&kept), Arc::clone(&kept));
+        let store = HostStore {
+            get: move |e: &Value| {
+                let id = e["id"].as_str().unwrap_or_default().to_string();
+                Ok(g.lock().expect("lock").get(&id).cloned())
+            },
+            save: move |e: &Value| {
+                let id = e["id"].as_str().unwrap_or_default().to_string();
+                s.lock().expect("lock").insert(id, e["messages"].clone());
+                Ok(None)
+            },
+        };
+        assert_eq!(store.get("t").expect("get"), None);
+        store
+            .save("t", &[json!({"role": "user", "content": "x"})])
+            .expect("save");
+        assert_eq!(
+            store.get("t").expect("get"),
+            Some(vec![json!({"role": "user", "content": "x"})])
+        );
+    }
+
+    #[test]
+    fn a_host_store_that_fails_or_answers_the_wrong_shape_is_a_named_error() {
+        let store = HostStore {
+            get: |_: &Value| Ok(Some(json!({"not": "a list"}))),
+            save: |_: &Value| Err("disk full".to_string()),
+        };
+        let e = store.get("t").expect_err("wrong shape");
+        assert_eq!(e.code, ErrorCode::CallbackError);
+        assert!(e.message.contains("storeGet") && e.message.contains("an object"));
+        let e = store.save("t", &[]).expect_err("failing save");
+        assert!(e.message.contains("storeSave") && e.message.contains("disk full"));
+        let store = HostStore {
+            get: |_: &Value| Ok(Some(json!([1]))),
+            save: |_: &Value| Ok(None),
+        };
+        let e = store.get("t").expect_err("a message that is not an object");
+        assert!(e.message.contains("message 0"), "{}", e.message);
+    }
+
+    #[test]
+    fn ids_are_non_empty_strings() {
+        assert_eq!(check_id(&json!("a")).expect("id"), Some("a".into()));
+        assert_eq!(check_id(&Value::Null).expect("no id"), None);
+        assert!(check_id(&json!("")).is_err());
+        assert!(check_id(&json!(3)).is_err());
+    }
+}

@@ -1,0 +1,943 @@
+//! SPEC §8 Streaming, the provider half: a streamed answer (server-sent
+//! events) read as it arrives, its text deltas handed on at once, and the
+//! whole of it assembled into the very JSON the provider would have sent
+//! without `stream` — so the loop reads a streamed turn exactly as it reads
+//! any other.
+//!
+//! - OpenAI: `stream: true` with `stream_options.include_usage`; `data:`
+//!   chunks of `choices[0].delta` (content, and tool calls whose pieces are
+//!   gathered by `index`), usage in the last chunk, then `data: [DONE]`.
+//! - Anthropic: `stream: true`; `message_start`, `content_block_start` /
+//!   `_delta` / `_stop` (text, `input_json_delta` for tool input, and any
+//!   other block's string deltas), `message_delta` (stop reason, usage) and
+//!   `message_stop`; an `error` event fails the call.
+//!
+//! A provider that answers a streamed request with a plain JSON body is
+//! read as that body.
+
+use crate::error::{Error, ErrorCode};
+use crate::http_tool::transport::MAX_BODY_BYTES;
+use crate::translate::client::{self, Call, FailedAttempt, Reply, Verdict};
+use crate::translate::{CancelToken, Style};
+use serde_json::{Map, Value};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------
+// server-sent events
+// ---------------------------------------------------------------------------
+
+/// An incremental reader of the `text/event-stream` format (the WHATWG
+/// rules): lines end in CRLF, LF or CR, possibly split across reads; `:`
+/// starts a comment; `data` lines join with newlines; a blank line ends an
+/// event. An event still open when the stream ends is delivered too (a
+/// server that closes without the last blank line loses nothing).
+#[derive(Debug, Default)]
+pub struct SseParser {
+    line: Vec<u8>,
+    event: String,
+    data: String,
+    has_data: bool,
+    /// The last byte seen was a CR: an LF right after it ends nothing.
+    after_cr: bool,
+    started: bool,
+}
+
+/// The most one line or one event may hold.
+const MAX_EVENT_BYTES: usize = MAX_BODY_BYTES;
+
+fn too_large() -> Error {
+    Error::new(
+        ErrorCode::ProviderError,
+        format!(
+            "the provider's stream sent an event of more than {} MiB",
+            MAX_EVENT_BYTES >> 20
+        ),
+    )
+}
+
+impl SseParser {
+    pub fn new() -> Self {
+        SseParser::default()
+    }
+
+    /// Reads `bytes`, calling `on_event(name, data)` for each event they
+    /// complete (`name` is `message` when the event named none).
+    pub fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if !self.started && !bytes.is_empty() {
+            self.started = true;
+            bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+        }
+        while !bytes.is_empty() {
+            if self.after_cr {
+                self.after_cr = false;
+                if bytes[0] == b'\n' {
+                    bytes = &bytes[1..];
+                    continue;
+                }
+            }
+            match memchr::memchr2(b'\n', b'\r', bytes) {
+                Some(end) => {
+                    self.line.extend_from_slice(&bytes[..end]);
+                    self.after_cr = bytes[end] == b'\r';
+                    bytes = &bytes[end + 1..];
+                    self.end_line(on_event)?;
+                }
+                None => {
+                    if self.line.len() + bytes.len() > MAX_EVENT_BYTES {
+                        return Err(too_large());
+                    }
+                    self.line.extend_from_slice(bytes);
+                    bytes = &[];
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The end of the stream: a last unterminated line and a last open
+    /// event are delivered.
+    pub fn finish(
+        &mut self,
+        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if !self.line.is_empty() {
+            self.end_line(on_event)?;
+        }
+        self.dispatch(on_event)
+    }
+
+    fn end_line(
+        &mut self,
+        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let line = std::mem::take(&mut self.line);
+        let result = self.field(&line, on_event);
+        // The line's buffer is kept for the next one.
+        self.line = line;
+        self.line.clear();
+        result
+    }
+
+    fn field(
+        &mut self,
+        line: &[u8],
+        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if line.is_empty() {
+            return self.dispatch(on_event);
+        }
+        if line[0] == b':' {
+            return Ok(());
+        }
+        let (name, value) = match memchr::memchr(b':', line) {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &[][..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match name {
+            b"data" => {
+                if self.data.len() + value.len() > MAX_EVENT_BYTES {
+                    return Err(too_large());
+                }
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(&value);
+                self.has_data = true;
+            }
+            b"event" => {
+                self.event.clear();
+                self.event.push_str(&value);
+            }
+            // id and retry matter to a reconnecting browser, not here.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn dispatch(
+        &mut self,
+        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if !self.has_data {
+            self.event.clear();
+            return Ok(());
+        }
+        let name = if self.event.is_empty() {
+            "message"
+        } else {
+            &self.event
+        };
+        let result = on_event(name, &self.data);
+        self.event.clear();
+        self.data.clear();
+        self.has_data = false;
+        result
+    }
+}
+
+// ---------------------------------------------------------------------------
+// assembly
+// ---------------------------------------------------------------------------
+
+/// One tool call of an OpenAI stream, gathered from its pieces.
+#[derive(Debug, Default)]
+struct OpenAiCall {
+    index: Option<u64>,
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Debug, Default)]
+struct OpenAiState {
+    /// `id`, `model`, `created`, `system_fingerprint` as first sent.
+    top: Map<String, Value>,
+    content: Option<String>,
+    /// Other string fields of the delta (`refusal`, `reasoning_content`).
+    extra: Map<String, Value>,
+    calls: Vec<OpenAiCall>,
+    finish_reason: Option<Value>,
+    usage: Option<Value>,
+}
+
+/// One content block of an Anthropic stream.
+#[derive(Debug)]
+struct AnthropicBlock {
+    index: u64,
+    block: Map<String, Value>,
+    /// `input_json_delta` pieces of a tool_use block.
+    json: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct AnthropicState {
+    message: Option<Map<String, Value>>,
+    blocks: Vec<AnthropicBlock>,
+    stop_reason: Option<Value>,
+    stop_sequence: Option<Value>,
+    usage: Map<String, Value>,
+}
+
+/// Gathers the events of one streamed answer into the answer the provider
+/// would have sent whole.
+#[derive(Debug)]
+pub struct Assembler {
+    style: Style,
+    openai: OpenAiState,
+    anthropic: AnthropicState,
+    /// `[DONE]` or `message_stop` was seen: later events are ignored.
+    done: bool,
+}
+
+fn provider_stream_error(detail: &Value) -> Error {
+    let message = detail
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| detail.to_string());
+    let kind = detail.get("type").and_then(Value::as_str);
+    Error::new(
+        ErrorCode::ProviderError,
+        match kind {
+            Some(k) => format!("the provider's stream reported an error ({k}): {message}"),
+            None => format!("the provider's stream reported an error: {message}"),
+        },
+    )
+}
+
+/// Appends every string field of `delta` but `type` to the same field of
+/// `target` (how text, thinking and signature deltas grow their block).
+fn append_strings(target: &mut Map<String, Value>, delta: &Map<String, Value>) {
+    for (k, v) in delta {
+        let Value::String(piece) = v else { continue };
+        if k == "type" {
+            continue;
+        }
+        match target.get_mut(k) {
+            Some(Value::String(s)) => s.push_str(piece),
+            _ => {
+                target.insert(k.clone(), Value::String(piece.clone()));
+            }
+        }
+    }
+}
+
+impl Assembler {
+    pub fn new(style: Style) -> Self {
+        Assembler {
+            style,
+            openai: OpenAiState::default(),
+            anthropic: AnthropicState::default(),
+            done: false,
+        }
+    }
+
+    /// Takes one event; `on_text` gets each piece of assistant text.
+    pub fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<(), Error> {
+        if self.done {
+            return Ok(());
+        }
+        match self.style {
+            Style::OpenAi => self.openai_event(data, on_text),
+            Style::Anthropic => self.anthropic_event(name, data, on_text),
+        }
+    }
+
+    fn openai_event(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        // A keep-alive or anything else that is not a JSON chunk is skipped.
+        let Ok(Value::Object(chunk)) = serde_json::from_str::<Value>(data) else {
+            return Ok(());
+        };
+        let s = &mut self.openai;
+        if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(provider_stream_error(e));
+        }
+        for key in ["id", "model", "created", "system_fingerprint"] {
+            if let Some(v) = chunk.get(key).filter(|v| !v.is_null()) {
+                s.top.entry(key).or_insert_with(|| v.clone());
+            }
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            s.usage = Some(u.clone());
+        }
+        let choice = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first());
+        let Some(choice) = choice else {
+            return Ok(());
+        };
+        if let Some(f) = choice.get("finish_reason").filter(|f| !f.is_null()) {
+            s.finish_reason = Some(f.clone());
+        }
+        let Some(delta) = choice.get("delta").and_then(Value::as_object) else {
+            return Ok(());
+        };
+        for (k, v) in delta {
+            match (k.as_str(), v) {
+                ("content", Value::String(text)) => {
+                    s.content.get_or_insert_with(String::new).push_str(text);
+                    if !text.is_empty() {
+                        on_text(text);
+                    }
+                }
+                ("tool_calls", Value::Array(calls)) => {
+                    for c in calls {
+                        Self::openai_call_piece(&mut s.calls, c);
+                    }
+                }
+                ("role" | "content" | "tool_calls", _) => {}
+                (_, Value::String(piece)) => match s.extra.get_mut(k) {
+                    Some(Value::String(t)) => t.push_str(piece),
+                    _ => {
+                        s.extra.insert(k.clone(), Value::String(piece.clone()));
+                    }
+                },
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// One piece of a tool call: found by its `index` (by a new `id` when a
+    /// provider sends no index), its name and arguments appended.
+    fn openai_call_piece(calls: &mut Vec<OpenAiCall>, piece: &Value) {
+        let index = piece.get("index").and_then(Value::as_u64);
+        let id = piece.get("id").and_then(Value::as_str).unwrap_or("");
+        let found = match index {
+            Some(i) => calls.iter().position(|c| c.index == Some(i)),
+            None => match calls.last() {
+                Some(last) if id.is_empty() || last.id.is_empty() || last.id == id => {
+                    Some(calls.len() - 1)
+                }
+                _ => None,
+            },
+        };
+        let at = match found {
+            Some(at) => at,
+            None => {
+                calls.push(OpenAiCall {
+                    index,
+                    ..OpenAiCall::default()
+                });
+                calls.len() - 1
+            }
+        };
+        let call = &mut calls[at];
+        if !id.is_empty() && call.id.is_empty() {
+            call.id = id.to_string();
+        }
+        if let Some(f) = piece.get("function") {
+            if let Some(n) = f.get("name").and_then(Value::as_str) {
+                call.name.push_str(n);
+            }
+            if let Some(a) = f.get("arguments").and_then(Value::as_str) {
+                call.arguments.push_str(a);
+            }
+        }
+    }
+
+    fn anthropic_event(
+        &mut self,
+        name: &str,
+        data: &str,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<(), Error> {
+        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(data) else {
+            return Ok(());
+        };
+        let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
+        let s = &mut self.anthropic;
+        let index = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(Value::Object(m)) = ev.get("message") {
+                    if let Some(Value::Object(u)) = m.get("usage") {
+                        s.usage.extend(u.clone());
+                    }
+                    s.message = Some(m.clone());
+                }
+            }
+            "content_block_start" => {
+                let block = match ev.get("content_block") {
+                    Some(Value::Object(b)) => b.clone(),
+                    _ => Map::new(),
+                };
+                s.blocks.retain(|b| b.index != index);
+                s.blocks.push(AnthropicBlock {
+                    index,
+                    block,
+                    json: None,
+                });
+            }
+            "content_block_delta" => {
+                let Some(Value::Object(delta)) = ev.get("delta") else {
+                    return Ok(());
+                };
+                let at = match s.blocks.iter().position(|b| b.index == index) {
+                    Some(at) => at,
+                    // A delta for a block never started starts it.
+                    None => {
+                        let t = match delta.get("type").and_then(Value::as_str) {
+                            Some("input_json_delta") => "tool_use",
+                            _ => "text",
+                        };
+                        let mut block = Map::new();
+                        block.insert("type".into(), Value::String(t.into()));
+                        s.blocks.push(AnthropicBlock {
+                            index,
+                            block,
+                            json: None,
+                        });
+                        s.blocks.len() - 1
+                    }
+                };
+                let b = &mut s.blocks[at];
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("input_json_delta") => {
+                        let piece = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        b.json.get_or_insert_with(String::new).push_str(piece);
+                    }
+                    kind => {
+                        if kind == Some("text_delta") {
+                            if let Some(t) = delta.get("text").and_then(Value::as_str) {
+                                if !t.is_empty() {
+                                    on_text(t);
+                                }
+                            }
+                        }
+                        append_strings(&mut b.block, delta);
+                    }
+                }
+            }
+            "content_block_stop" => {
+                if let Some(b) = s.blocks.iter_mut().find(|b| b.index == index) {
+                    Self::close_block(b);
+                }
+            }
+            "message_delta" => {
+                if let Some(Value::Object(d)) = ev.get("delta") {
+                    if let Some(r) = d.get("stop_reason").filter(|r| !r.is_null()) {
+                        s.stop_reason = Some(r.clone());
+                    }
+                    if let Some(q) = d.get("stop_sequence").filter(|q| !q.is_null()) {
+                        s.stop_sequence = Some(q.clone());
+                    }
+                }
+                if let Some(Value::Object(u)) = ev.get("usage") {
+                    for (k, v) in u {
+                        if !v.is_null() {
+                            s.usage.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            "message_stop" => self.done = true,
+            "error" => {
+                let detail = ev.get("error").cloned().unwrap_or(Value::Object(ev));
+                return Err(provider_stream_error(&detail));
+            }
+            // ping and anything newer.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A finished tool_use block takes its gathered input (`{}` when the
+    /// pieces do not make a JSON object: CONTRACT §5 reads malformed
+    /// arguments as none).
+    fn close_block(b: &mut AnthropicBlock) {
+        let Some(json) = b.json.take() else { return };
+        let input = if json.trim().is_empty() {
+            b.block
+                .get("input")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()))
+        } else {
+            match serde_json::from_str::<Value>(&json) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => Value::Object(Map::new()),
+            }
+        };
+        b.block.insert("input".into(), input);
+    }
+
+    /// The answer as the provider would have sent it whole.
+    pub fn finish(mut self) -> Value {
+        match self.style {
+            Style::OpenAi => {
+                let s = self.openai;
+                let mut message = Map::new();
+                message.insert("role".into(), Value::String("assistant".into()));
+                message.insert(
+                    "content".into(),
+                    s.content.map_or(Value::Null, Value::String),
+                );
+                message.extend(s.extra);
+                if !s.calls.is_empty() {
+                    let calls = s
+                        .calls
+                        .into_iter()
+                        .map(|c| {
+                            serde_json::json!({
+                                "id": c.id,
+                                "type": "function",
+                                "function": {"name": c.name, "arguments": c.arguments},
+                            })
+                        })
+                        .collect();
+                    message.insert("tool_calls".into(), Value::Array(calls));
+                }
+                let mut out = s.top;
+                out.insert("object".into(), Value::String("chat.completion".into()));
+                let mut choice = Map::new();
+                choice.insert("index".into(), Value::from(0));
+                choice.insert("message".into(), Value::Object(message));
+                choice.insert(
+                    "finish_reason".into(),
+                    s.finish_reason.unwrap_or(Value::Null),
+                );
+                out.insert("choices".into(), Value::Array(vec![Value::Object(choice)]));
+                if let Some(u) = s.usage {
+                    out.insert("usage".into(), u);
+                }
+                Value::Object(out)
+            }
+            Style::Anthropic => {
+                let s = &mut self.anthropic;
+                for b in &mut s.blocks {
+                    Self::close_block(b);
+                }
+                s.blocks.sort_by_key(|b| b.index);
+                let mut out = s.message.take().unwrap_or_default();
+                out.entry("type")
+                    .or_insert_with(|| Value::String("message".into()));
+                out.entry("role")
+                    .or_insert_with(|| Value::String("assistant".into()));
+                let content = std::mem::take(&mut s.blocks)
+                    .into_iter()
+                    .map(|b| Value::Object(b.block))
+                    .collect();
+                out.insert("content".into(), Value::Array(content));
+                out.insert(
+                    "stop_reason".into(),
+                    s.stop_reason.take().unwrap_or(Value::Null),
+                );
+                out.insert(
+                    "stop_sequence".into(),
+                    s.stop_sequence.take().unwrap_or(Value::Null),
+                );
+                out.insert("usage".into(), Value::Object(std::mem::take(&mut s.usage)));
+                Value::Object(out)
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// the call
+// ---------------------------------------------------------------------------
+
+/// What the body turned out to be, decided by its first byte that is not
+/// white space.
+enum Body {
+    Undecided,
+    Events(Box<(SseParser, Assembler)>),
+    /// A plain JSON answer to a streamed request.
+    Whole(Vec<u8>),
+}
+
+/// The text of a whole (non-streamed) answer, for the one delta it makes.
+fn whole_text(style: Style, answer: &Value) -> String {
+    match style {
+        Style::OpenAi => answer
+            .pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        Style::Anthropic => answer
+            .get("content")
+            .and_then(Value::as_array)
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Makes a streamed provider call (its body already asks for a stream, as
+/// `shape::Body` writes it with `stream` set): `on_text` gets each text
+/// delta as it arrives; the reply's body is the assembled answer as JSON,
+/// which the caller decodes as it decodes a non-streamed reply. Retries, the
+/// deadline and the cancel token work as in [`client::send`], except that
+/// nothing is retried once any of the answer arrived.
+pub fn send_streamed(
+    call: &Call,
+    style: Style,
+    cancel: Option<&CancelToken>,
+    on_text: &mut dyn FnMut(&str),
+) -> Result<Reply, Error> {
+    let deadline = call
+        .timeout_ms
+        .map(|ms| Instant::now() + Duration::from_millis(ms));
+    let mut classify = |info: &FailedAttempt| Ok(client::default_verdict(info));
+    send_streamed_until(call, style, deadline, cancel, &mut classify, on_text)
+}
+
+/// [`send_streamed`] with an absolute deadline and a retry classifier, as
+/// [`client::send_until`] takes them.
+pub fn send_streamed_until(
+    call: &Call,
+    style: Style,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    classify: &mut dyn FnMut(&FailedAttempt) -> Result<Verdict, Error>,
+    on_text: &mut dyn FnMut(&str),
+) -> Result<Reply, Error> {
+    let mut body = Body::Undecided;
+    let mut failed: Option<Error> = None;
+    let mut sink = |mut piece: &[u8]| -> bool {
+        if let Body::Undecided = body {
+            let start = piece.iter().position(|b| !b.is_ascii_whitespace());
+            let Some(start) = start else { return true };
+            piece = &piece[start..];
+            body = if piece[0] == b'{' {
+                Body::Whole(Vec::new())
+            } else {
+                Body::Events(Box::new((SseParser::new(), Assembler::new(style))))
+            };
+        }
+        let result = match &mut body {
+            Body::Undecided => Ok(()),
+            Body::Whole(all) if all.len() + piece.len() > MAX_BODY_BYTES => Err(too_large()),
+            Body::Whole(all) => {
+                all.extend_from_slice(piece);
+                Ok(())
+            }
+            Body::Events(events) => {
+                let (parser, assembler) = &mut **events;
+                parser.feed(piece, &mut |name, data| {
+                    assembler.event(name, data, on_text)
+                })
+            }
+        };
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    };
+    let reply = client::send_streaming_until(call, deadline, cancel, classify, &mut sink)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let answer = match body {
+        Body::Undecided => Assembler::new(style).finish(),
+        Body::Events(events) => {
+            let (mut parser, mut assembler) = *events;
+            parser.finish(&mut |name, data| assembler.event(name, data, on_text))?;
+            assembler.finish()
+        }
+        Body::Whole(all) => {
+            let answer: Value = serde_json::from_slice(&all)
+                .map_err(|e| client::malformed(call, reply.status, &e, &all))?;
+            let text = whole_text(style, &answer);
+            if !text.is_empty() {
+                on_text(&text);
+            }
+            answer
+        }
+    };
+    let bytes = serde_json::to_vec(&answer)
+        .map_err(|e| Error::new(ErrorCode::Internal, format!("assembling a stream: {e}")))?;
+    Ok(Reply {
+        status: reply.status,
+        body: bytes.into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn events(chunks: &[&[u8]]) -> Vec<(String, String)> {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            p.feed(c, &mut |n, d| {
+                out.push((n.to_string(), d.to_string()));
+                Ok(())
+            })
+            .expect("feed");
+        }
+        p.finish(&mut |n, d| {
+            out.push((n.to_string(), d.to_string()));
+            Ok(())
+        })
+        .expect("finish");
+        out
+    }
+
+    fn pair(n: &str, d: &str) -> (String, String) {
+        (n.to_string(), d.to_string())
+    }
+
+    #[test]
+    fn sse_lines_split_anywhere_and_every_line_ending_give_the_same_events() {
+        let text = "\u{feff}: comment\nevent: a\ndata: one\ndata:two\n\ndata: x\r\n\r\nid: 7\nretry: 10\ndata\n\nevent: b\r\rdata: last";
+        let whole = events(&[text.as_bytes()]);
+        assert_eq!(
+            whole,
+            [
+                pair("a", "one\ntwo"),
+                pair("message", "x"),
+                pair("message", ""),
+                pair("message", "last"),
+            ]
+        );
+        // The same bytes one at a time (CRLF split between reads included).
+        let bytes = text.as_bytes();
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(events(&singles), whole);
+        for cut in 1..bytes.len() {
+            assert_eq!(
+                events(&[&bytes[..cut], &bytes[cut..]]),
+                whole,
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_event_name_without_data_is_dropped_and_does_not_leak_into_the_next() {
+        assert_eq!(
+            events(&[b"event: ping\n\ndata: d\n\n"]),
+            [pair("message", "d")]
+        );
+    }
+
+    fn assemble(style: Style, stream: &str) -> (Value, Vec<String>) {
+        let mut p = SseParser::new();
+        let mut a = Assembler::new(style);
+        let mut texts = Vec::new();
+        let mut on_text = |t: &str| texts.push(t.to_string());
+        for piece in stream.as_bytes().chunks(7) {
+            p.feed(piece, &mut |n, d| a.event(n, d, &mut on_text))
+                .expect("feed");
+        }
+        p.finish(&mut |n, d| a.event(n, d, &mut on_text))
+            .expect("finish");
+        (a.finish(), texts)
+    }
+
+    fn sse(events: &[Value]) -> String {
+        let mut s: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        s.push_str("data: [DONE]\n\n");
+        s
+    }
+
+    #[test]
+    fn openai_text_deltas_and_usage_assemble_into_a_chat_completion() {
+        let stream = sse(&[
+            json!({"id":"c1","model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}),
+            json!({"id":"c1","choices":[{"index":0,"delta":{"content":"Hel"}}]}),
+            json!({"id":"c1","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}),
+            json!({"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}),
+            json!({"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}),
+        ]);
+        let (answer, texts) = assemble(Style::OpenAi, &stream);
+        assert_eq!(texts, ["Hel", "lo"]);
+        assert_eq!(
+            answer,
+            json!({"id":"c1","model":"gpt-x","object":"chat.completion",
+                   "choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}],
+                   "usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}})
+        );
+    }
+
+    #[test]
+    fn openai_tool_call_pieces_are_gathered_by_index() {
+        let stream = sse(&[
+            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[
+                {"index":0,"id":"call_a","type":"function","function":{"name":"add","arguments":""}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[
+                {"index":1,"id":"call_b","type":"function","function":{"name":"echo","arguments":"{\"te"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"2,\"b\":3}"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"xt\":\"hi\"}"}}]}}]}),
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}),
+        ]);
+        let (answer, texts) = assemble(Style::OpenAi, &stream);
+        assert!(texts.is_empty());
+        assert_eq!(
+            answer["choices"][0]["message"],
+            json!({"role":"assistant","content":null,"tool_calls":[
+                {"id":"call_a","type":"function","function":{"name":"add","arguments":"{\"a\":2,\"b\":3}"}},
+                {"id":"call_b","type":"function","function":{"name":"echo","arguments":"{\"text\":\"hi\"}"}}]})
+        );
+        assert_eq!(answer["choices"][0]["finish_reason"], "tool_calls");
+        assert!(answer.get("usage").is_none());
+    }
+
+    #[test]
+    fn openai_tool_calls_without_an_index_are_told_apart_by_id() {
+        let stream = sse(&[
+            json!({"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"x","arguments":"{}"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"y","arguments":"{"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"}"}}]}}]}),
+        ]);
+        let (answer, _) = assemble(Style::OpenAi, &stream);
+        let calls = &answer["choices"][0]["message"]["tool_calls"];
+        assert_eq!(calls[0]["function"], json!({"name":"x","arguments":"{}"}));
+        assert_eq!(calls[1]["id"], "b");
+        assert_eq!(calls[1]["function"], json!({"name":"y","arguments":"{}"}));
+    }
+
+    #[test]
+    fn an_error_chunk_fails_the_stream_with_the_providers_words() {
+        let mut a = Assembler::new(Style::OpenAi);
+        let e = a
+            .event(
+                "message",
+                r#"{"error":{"message":"quota exceeded","type":"insufficient_quota"}}"#,
+                &mut |_| {},
+            )
+            .expect_err("an error chunk");
+        assert_eq!(e.code, ErrorCode::ProviderError);
+        assert!(e.message.contains("quota exceeded"), "{}", e.message);
+        let mut a = Assembler::new(Style::Anthropic);
+        let e = a
+            .event(
+                "error",
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                &mut |_| {},
+            )
+            .expect_err("an error event");
+        assert!(e.message.contains("overloaded_error") && e.message.contains("Overloaded"));
+    }
+
+    fn anthropic_sse(events: &[Value]) -> String {
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+            .collect()
+    }
+
+    #[test]
+    fn anthropic_blocks_deltas_and_message_delta_assemble_into_a_message() {
+        let stream = anthropic_sse(&[
+            json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x",
+                   "content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            json!({"type":"ping"}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me "}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"add."}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"add","input":{}}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\": 2, \"b\""}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":": 3}"}}),
+            json!({"type":"content_block_stop","index":1}),
+            json!({"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":25}}),
+            json!({"type":"message_stop"}),
+        ]);
+        let (answer, texts) = assemble(Style::Anthropic, &stream);
+        assert_eq!(texts, ["Let me ", "add."]);
+        assert_eq!(
+            answer,
+            json!({"id":"msg_1","type":"message","role":"assistant","model":"claude-x",
+                   "content":[{"type":"text","text":"Let me add."},
+                              {"type":"tool_use","id":"toolu_1","name":"add","input":{"a":2,"b":3}}],
+                   "stop_reason":"tool_use","stop_sequence":null,
+                   "usage":{"input_tokens":10,"output_tokens":25}})
+        );
+    }
+
+    #[test]
+    fn anthropic_thinking_blocks_keep_their_text_and_signature() {
+        let stream = anthropic_sse(&[
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}),
+            json!({"type":"content_block_stop","index":0}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{broken"}}),
+            json!({"type":"message_stop"}),
+        ]);
+        let (answer, texts) = assemble(Style::Anthropic, &stream);
+        assert!(texts.is_empty());
+        assert_eq!(
+            answer["content"],
+            json!([{"type":"thinking","thinking":"hm","signature":"sig"},
+                   {"type":"tool_use","id":"t","name":"n","input":{}}])
+        );
+        assert_eq!(answer["stop_reason"], Value::Null);
+    }
+}

@@ -1,0 +1,206 @@
+//! What a client offers beyond `tn_run` (SPEC §8): `tn_ask` and `tn_stream`
+//! over the conversation store, the in-process client built around a host
+//! `generate` callback, and `tn_client_metrics`.
+
+use super::client::{read_client, run_inputs, tn_callback, tn_client, token_or_new, HostCallback};
+use super::translate::tn_cancel;
+use super::{boundary, read_str, tn_status, tn_toolkit, tn_user_data_free};
+use super::{TN_NULL_ARGUMENT, TN_OK};
+use crate::client::{AskRequest, Client, HostFn, RunData};
+use crate::error::{Error, ErrorCode};
+use serde_json::Value;
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+/// Builds an in-process client (SPEC §8 In-process models): its turns are
+/// answered by `generate` instead of an HTTP endpoint, so the loop runs with
+/// no network at all. `client_json` = `{model, systemPrompt?, maxTurns?,
+/// retries?, timeoutMs?, requestParams?}` — no `baseUrl`, `style`, `apiKey`
+/// or `headers`. Messages are OpenAI-shaped.
+///
+/// `generate` is called once per turn with `{model, messages, tools, turn,
+/// params?}` (the transcript so far, the toolkit's OpenAI declarations) and
+/// answers through `tn_reply_set_json` with one assistant message:
+/// `{"content": "..."}` or `{"toolCalls": [{"id"?, "name", "arguments"}]}`
+/// (arguments an object or a JSON string), plus an optional `"usage":
+/// {promptTokens, completionTokens, totalTokens?}`. `tn_reply_set_error`
+/// (or no answer) fails the turn: final, unless an `onError` callback
+/// answers `"retry"` (bounded by `retries`); the run then ends with
+/// `TN_CALLBACK_ERROR`. It may run on any thread, for many runs at once.
+///
+/// Every other slot works as on an HTTP client; streaming does not (a
+/// generate function returns whole answers): `tn_stream` fails with
+/// `TN_INVALID_ARGUMENT`. `user_data_free` (nullable) runs once, when the
+/// client is freed — also when this call fails. Out-parameters as
+/// `tn_client_new`.
+///
+/// # Safety
+/// `client_json` is NULL or NUL-terminated; the out-pointers are NULL or
+/// writable; `generate` and `user_data` must be usable from any thread
+/// until the client is freed.
+#[no_mangle]
+pub unsafe extern "C" fn tn_client_new_in_process(
+    client_json: *const c_char,
+    generate: tn_callback,
+    user_data: *mut c_void,
+    user_data_free: tn_user_data_free,
+    out_client: *mut *mut tn_client,
+    out_error: *mut *mut c_char,
+) -> tn_status {
+    // Owned first, so that every path below releases user_data once.
+    let host = generate.map(|cb| HostCallback {
+        callback: cb,
+        user_data,
+        user_data_free,
+    });
+    if host.is_none() {
+        if let Some(free) = user_data_free {
+            // SAFETY: the host's finalizer for its own user_data, run once.
+            unsafe { free(user_data) };
+        }
+    }
+    if out_client.is_null() {
+        return boundary(out_error, || -> Result<String, Error> {
+            Err(Error::new(ErrorCode::NullArgument, "out_client is NULL"))
+        });
+    }
+    if out_error.is_null() {
+        // SAFETY: checked non-NULL just above.
+        unsafe { *out_client = std::ptr::null_mut() };
+        return TN_NULL_ARGUMENT;
+    }
+    let mut built: Option<Box<tn_client>> = None;
+    let status = boundary(out_error, || {
+        let Some(host) = host else {
+            return Err(Error::new(
+                ErrorCode::NullArgument,
+                "generate is NULL: an in-process client needs its generate callback",
+            ));
+        };
+        // SAFETY: forwarded from this function's contract.
+        let text = unsafe { read_str(client_json, "client_json") }?;
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| Error::invalid_json("client_json", &e))?;
+        let host = Arc::new(host);
+        let generate: HostFn = Arc::new(move |event: &Value, data: RunData| host.call(event, data));
+        built = Some(Box::new(tn_client {
+            inner: Client::in_process(&v, generate)?,
+        }));
+        Ok(String::new())
+    });
+    // SAFETY: both out-pointers were checked non-NULL above.
+    unsafe {
+        match built {
+            Some(c) if status == TN_OK => {
+                super::tn_string_free(*out_error);
+                *out_error = std::ptr::null_mut();
+                *out_client = Box::into_raw(c);
+            }
+            _ => *out_client = std::ptr::null_mut(),
+        }
+    }
+    status
+}
+
+/// The client's metrics as Prometheus text (SPEC §8 Observability), byte
+/// for byte as every toolnexus port renders it: `toolnexus_llm_requests_total
+/// {model,status}`, `toolnexus_llm_tokens_total{type}`,
+/// `toolnexus_llm_request_duration_seconds{model}`, `toolnexus_tool_calls_total
+/// {tool,source,is_error,pending}`, `toolnexus_tool_duration_seconds{tool}`,
+/// `toolnexus_run_errors_total{model}`, each with `# HELP`/`# TYPE`, ending
+/// in a newline. `*out_text` receives the text (not JSON) or the error JSON;
+/// free it with `tn_string_free`. Safe while runs are under way.
+///
+/// # Safety
+/// `client` is NULL or live; `out_text` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tn_client_metrics(
+    client: *const tn_client,
+    out_text: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_text, || {
+        // SAFETY: forwarded from this function's contract.
+        let client = unsafe { read_client(client) }?;
+        Ok(client.metrics_text())
+    })
+}
+
+/// SPEC §8 `ask`: `ask_json` = `{prompt, id?, history?}`. With `id`, the
+/// transcript kept under it (the client's in-memory store, or the host's
+/// through the `storeGet`/`storeSave` slots) is the run's history, and the
+/// run's `messages` are saved back under it; without, a stateless run
+/// (`history` as in `tn_run`). `stream` true streams the provider's answer
+/// and sends the run's events to the `onEvent` slot (`ask` with `on_text`:
+/// the `text` events carry the deltas). `*out_json` receives the RunResult
+/// or the error JSON, as `tn_run`.
+///
+/// `storeGet` is called with `{"id"}` and answers the messages array (or
+/// null, or nothing, for an id never saved); `storeSave` with `{"id",
+/// "messages"}`. Set both or neither.
+///
+/// # Safety
+/// As `tn_run`.
+#[no_mangle]
+pub unsafe extern "C" fn tn_ask(
+    client: *const tn_client,
+    toolkit: *const tn_toolkit,
+    ask_json: *const c_char,
+    stream: bool,
+    cancel: *const tn_cancel,
+    run_data: *mut c_void,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_json, || {
+        // SAFETY: forwarded from this function's contract.
+        let (client, toolkit, v) = unsafe { run_inputs(client, toolkit, ask_json, "ask_json") }?;
+        let request = AskRequest::from_json(&v)?;
+        let mut owned = None;
+        let token = token_or_new(cancel, &mut owned);
+        let out = client.ask(toolkit, &request, token, RunData(run_data as usize), stream)?;
+        Ok(out.to_string())
+    })
+}
+
+/// SPEC §8 `stream`: the loop with the provider's answers streamed, each
+/// event of the run sent as JSON to the `onEvent` slot as it happens, on the
+/// calling thread, in order:
+///
+/// - `{"type":"text","delta"}` — a piece of assistant text
+/// - `{"type":"tool_call","id","name","args"}` — a tool about to run
+/// - `{"type":"tool_result","id","name","output","isError"}` — after it ran
+/// - `{"type":"pending","request"}` — a tool suspended (SPEC §10), before
+///   `waitFor` is asked (or the run halts)
+/// - `{"type":"usage","usage"}` then `{"type":"done","result"}` — the end
+///
+/// `request_json` = `{prompt, id?, history?}` as `tn_ask` (an `id` loads
+/// and saves the transcript; it is saved before `done`). An `onEvent` that
+/// calls `tn_reply_set_error` ends the run with `TN_CALLBACK_ERROR`.
+/// `*out_json` receives the RunResult (the `done` event's) or the error
+/// JSON, as `tn_run`. OpenAI-style providers are asked for
+/// `stream_options.include_usage`; Anthropic's `content_block_*` and
+/// `message_delta` events are assembled.
+///
+/// # Safety
+/// As `tn_run`.
+#[no_mangle]
+pub unsafe extern "C" fn tn_stream(
+    client: *const tn_client,
+    toolkit: *const tn_toolkit,
+    request_json: *const c_char,
+    cancel: *const tn_cancel,
+    run_data: *mut c_void,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        tn_ask(
+            client,
+            toolkit,
+            request_json,
+            true,
+            cancel,
+            run_data,
+            out_json,
+        )
+    }
+}
