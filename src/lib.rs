@@ -16,6 +16,7 @@ pub mod ffi;
 pub mod http_tool;
 pub mod json;
 pub mod mcp;
+pub mod mcp_server;
 pub mod native;
 pub mod runtime;
 pub mod skill;

@@ -139,6 +139,19 @@ pub struct ExecContext {
     pub timeout_ms: Option<u64>,
     /// The host's resolution of a suspended tool (SPEC §10), on the re-run.
     pub answer: Option<Value>,
+    /// Triggered when whoever asked for the call gives up on it (an MCP
+    /// client's cancellation, a disconnect): a tool that can stop early
+    /// (bash, MCP, HTTP) does, and answers with an error.
+    pub cancel: Option<crate::translate::CancelToken>,
+}
+
+impl ExecContext {
+    /// Whether the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(crate::translate::CancelToken::is_cancelled)
+    }
 }
 
 /// The behaviour behind a tool. Implementations must be safe to call from

@@ -226,6 +226,16 @@ impl Toolkit {
         self.snapshot().keys().cloned().collect()
     }
 
+    /// Every tool in name order, as the toolkit has them now.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.snapshot().values().cloned().collect()
+    }
+
+    /// The source of the tool `name`, if the toolkit has it.
+    pub fn source_of(&self, name: &str) -> Option<crate::tool::Source> {
+        self.snapshot().get(name).map(|t| t.source)
+    }
+
     /// The skills prompt (SPEC §3).
     pub fn skills_prompt(&self) -> String {
         match &self.catalog {

@@ -86,6 +86,7 @@ fn bash_host_timeout_applies_when_shorter() {
     let ctx = ExecContext {
         timeout_ms: Some(200),
         answer: None,
+        ..Default::default()
     };
     let r = run("bash", &json!({"command": "sleep 10"}), &ctx);
     assert!(r.is_error);
@@ -293,6 +294,7 @@ fn question_ids_are_unique_and_a_declined_answer_asks_again() {
     let ctx = ExecContext {
         timeout_ms: None,
         answer: Some(json!({"id": id(&a), "ok": false, "reason": "declined"})),
+        ..Default::default()
     };
     let again = run("question", &args, &ctx);
     assert!(again.is_error);
