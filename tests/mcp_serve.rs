@@ -275,3 +275,280 @@ fn only_the_mcp_path_is_served_and_stop_closes_the_port() {
     );
 }
 
+// ---------------------------------------------------------------------------
+// The `toolnexus serve` binary: stdio, and HTTP as a gateway of gateways.
+// ---------------------------------------------------------------------------
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+
+fn write_config(dir: &std::path::Path, name: &str, v: &Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, v.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    path.to_string_lossy().into_owned()
+}
+
+fn sdk_stdio_server() -> Value {
+    json!({"command": [python(), server_script("sdk_server.py"), "stdio"], "timeout": 20000})
+}
+
+#[test]
+fn the_sdk_client_drives_toolnexus_serve_over_stdio_and_cancels_a_call() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(
+        dir.path(),
+        "mcp.json",
+        &json!({"mcpServers": {"py": sdk_stdio_server()},
+                "mcpServer": {"name": "gw-stdio", "version": "1.2.3"}}),
+    );
+    let pid_file = dir.path().join("pid");
+    let command = format!(
+        "echo $$ > {0}.tmp && mv {0}.tmp {0} && exec sleep 30",
+        pid_file.display()
+    );
+    let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
+    let out = sdk_client(
+        &json!({"steps": [
+            {"op": "init"},
+            {"op": "list"},
+            {"op": "call", "name": "py_echo", "arguments": {"text": "over stdio"}},
+            {"op": "call", "name": "skill", "arguments": {"name": "hello-world"}},
+            {"op": "call", "name": "nope", "arguments": {}},
+            {"op": "cancel", "name": "bash", "arguments": {"command": command}, "waitFile": pid_file},
+            {"op": "call", "name": "bash", "arguments": {"command": "echo still here"}}
+        ]}),
+        &[
+            "stdio", BIN, "serve", "--stdio", "--config", &config, "--skills", skills,
+        ],
+    );
+    assert_eq!(
+        out[0]["serverInfo"],
+        json!({"name": "gw-stdio", "version": "1.2.3"})
+    );
+    assert!(out[0]["capabilities"]["tools"].is_object(), "{}", out[0]);
+    let names: Vec<&str> = out[1]["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    for n in [
+        "py_add",
+        "py_echo",
+        "py_explode",
+        "skill",
+        "bash",
+        "apply_patch",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let echoed: Value = serde_json::from_str(text_of(&out[2])).unwrap_or_default();
+    assert_eq!(echoed, json!({"result": "over stdio"}));
+    assert!(text_of(&out[3]).contains("hello-world"), "{}", out[3]);
+    assert_eq!(out[4]["error"]["code"], json!(-32602), "{}", out[4]);
+    assert_eq!(out[5], json!({"cancelled": true}));
+    let pid = read_pid_file(&pid_file);
+    assert!(
+        all_dead_soon(&[pid]),
+        "the cancelled command (pid {pid}) still runs"
+    );
+    assert_eq!(text_of(&out[6]), "still here\n");
+}
+
+/// Reads lines from the child's stdout until one answers `id` (or none
+/// comes within a bounded while).
+fn answer_to(
+    lines: &std::sync::mpsc::Receiver<String>,
+    id: &Value,
+    seen: &mut Vec<Value>,
+) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no answer to id {id}; saw {seen:?}"));
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout held a line that is not JSON ({e}): {line:?}"));
+        seen.push(v.clone());
+        if &v["id"] == id && (v.get("result").is_some() || v.get("error").is_some()) {
+            return v;
+        }
+    }
+}
+
+#[test]
+fn a_malformed_line_on_stdio_gets_an_error_answer_and_the_server_reads_on() {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(BIN)
+        .args(["serve", "--stdio"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let send = |stdin: &mut std::process::ChildStdin, s: &str| {
+        let _ = stdin.write_all(s.as_bytes());
+        let _ = stdin.write_all(b"\n");
+        let _ = stdin.flush();
+    };
+    let mut seen = Vec::new();
+    send(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    );
+    let init = answer_to(&lines, &json!(1), &mut seen);
+    assert_eq!(init["result"]["serverInfo"]["name"], json!("toolnexus"));
+    send(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    send(&mut stdin, "{this is not json");
+    let parse = answer_to(&lines, &Value::Null, &mut seen);
+    assert_eq!(parse["error"]["code"], json!(-32700), "{parse}");
+    send(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","id":7,"nethod":"tools/list"}"#,
+    );
+    let invalid = answer_to(&lines, &json!(7), &mut seen);
+    assert_eq!(invalid["error"]["code"], json!(-32600), "{invalid}");
+    send(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo after"}}}"#,
+    );
+    let called = answer_to(&lines, &json!(8), &mut seen);
+    assert_eq!(
+        called["result"]["content"],
+        json!([{"type": "text", "text": "after\n"}])
+    );
+    drop(stdin);
+    // EOF on stdin ends the server, with exit code 0.
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success(), "{status}");
+}
+
+/// `toolnexus serve --http 127.0.0.1:0 ...`, its URL read from stdout;
+/// SIGTERM on drop.
+struct HttpGateway {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpGateway {
+    fn start(args: &[&str]) -> HttpGateway {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(BIN)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut url = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut url);
+        let url = url.trim().to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "printed {url:?}");
+        HttpGateway { child, url }
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(0));
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        self.child.wait().unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_gateway_serves_its_servers_and_another_gateway_with_one_child_each() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let inner = write_config(
+        dir.path(),
+        "inner.json",
+        &json!({"mcpServers": {"py": sdk_stdio_server()}, "builtins": false}),
+    );
+    let outer = write_config(
+        dir.path(),
+        "outer.json",
+        &json!({"mcpServers": {
+            "a": sdk_stdio_server(),
+            "b": sdk_stdio_server(),
+            "inner": {"command": [BIN, "serve", "--stdio", "--config", inner], "timeout": 20000}
+        }, "mcpServer": {"tools": ["a_echo", "b_add", "inner_py_echo", "inner_py_add"]}}),
+    );
+    let mut gw = HttpGateway::start(&["--config", &outer]);
+    let before = children_of(gw.child.id());
+    assert_eq!(before.len(), 3, "a, b and the inner gateway: {before:?}");
+    let inner_pid = before
+        .iter()
+        .copied()
+        .find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.contains("inner.json"))
+        })
+        .unwrap_or_else(|| panic!("no inner gateway among {before:?}"));
+    assert_eq!(
+        children_of(inner_pid).len(),
+        1,
+        "the inner gateway's one server"
+    );
+
+    let calls: Vec<Value> = (0..12)
+        .map(|i| match i % 3 {
+            0 => json!({"name": "a_echo", "arguments": {"text": format!("a{i}")}}),
+            1 => json!({"name": "b_add", "arguments": {"a": i, "b": 1}}),
+            _ => json!({"name": "inner_py_echo", "arguments": {"text": format!("i{i}")}}),
+        })
+        .collect();
+    for _ in 0..2 {
+        let out = sdk_client(
+            &json!({"steps": [{"op": "list"}, {"op": "parallel", "calls": calls}]}),
+            &["http", &gw.url],
+        );
+        let names: Vec<&str> = out[0]["tools"]
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            names,
+            vec!["a_echo", "b_add", "inner_py_add", "inner_py_echo"]
+        );
+        for (i, r) in out[1].as_array().into_iter().flatten().enumerate() {
+            let v: Value = serde_json::from_str(text_of(r)).unwrap_or_default();
+            let want = match i % 3 {
+                0 => json!({"result": format!("a{i}")}),
+                1 => json!({"result": i + 1}),
+                _ => json!({"result": format!("i{i}")}),
+            };
+            assert_eq!(v, want, "call {i}: {r}");
+        }
+    }
+    // Every call rode the same three children; none was started per request.
+    assert_eq!(children_of(gw.child.id()), before);
+    assert_eq!(children_of(inner_pid).len(), 1);
+
+    let mut family = before.clone();
+    family.extend(children_of(inner_pid));
+    let status = gw.terminate();
+    assert!(status.success(), "SIGTERM is a clean stop: {status}");
+    assert!(
+        all_dead_soon(&family),
+        "servers outlived the gateway: {family:?}"
+    );
+}
