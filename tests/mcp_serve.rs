@@ -435,46 +435,6 @@ fn a_malformed_line_on_stdio_gets_an_error_answer_and_the_server_reads_on() {
     assert!(status.success(), "{status}");
 }
 
-/// `toolnexus serve --http 127.0.0.1:0 ...`, its URL read from stdout;
-/// SIGTERM on drop.
-struct HttpGateway {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpGateway {
-    fn start(args: &[&str]) -> HttpGateway {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(BIN)
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-        let mut url = String::new();
-        let _ = std::io::BufReader::new(stdout).read_line(&mut url);
-        let url = url.trim().to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "printed {url:?}");
-        HttpGateway { child, url }
-    }
-
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(0));
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        self.child.wait().unwrap_or_else(|e| panic!("{e}"))
-    }
-}
-
-impl Drop for HttpGateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_gateway_serves_its_servers_and_another_gateway_with_one_child_each() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

@@ -230,3 +230,43 @@ pub fn children_of(pid: u32) -> Vec<u32> {
     out.sort_unstable();
     out
 }
+
+/// `toolnexus serve --http 127.0.0.1:0 ...`, its URL read from stdout;
+/// SIGTERM on drop.
+pub struct HttpGateway {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl HttpGateway {
+    pub fn start(args: &[&str]) -> HttpGateway {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolnexus"))
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut url = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut url);
+        let url = url.trim().to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "printed {url:?}");
+        HttpGateway { child, url }
+    }
+
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(0));
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        self.child.wait().unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
