@@ -18,6 +18,7 @@ pub mod json;
 pub mod mcp;
 pub mod mcp_server;
 pub mod native;
+pub mod parts;
 pub mod runtime;
 pub mod skill;
 pub mod tool;
