@@ -254,6 +254,63 @@ fn a_client_that_hangs_up_mid_call_cancels_the_tool_and_the_server_goes_on() {
 }
 
 #[test]
+fn content_parts_reach_the_client_as_mcp_media_content() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let png = dir.path().join("chart.png");
+    let bytes: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-not-really-an-image";
+    std::fs::write(&png, bytes).unwrap_or_else(|e| panic!("{e}"));
+    let png = png.to_string_lossy().into_owned();
+    let tk = Arc::new(
+        Toolkit::build_from_json(
+            &json!({"mcpConfig": {"mcpServers": {"media": {
+                "command": [python(), server_script("sdk_media_server.py"), &png],
+                "timeout": 20000
+            }}}})
+            .to_string(),
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let served = serve_http(&tk, Value::Null);
+    let out = sdk_client(
+        &json!({"steps": [
+            {"op": "call", "name": "media_chart", "arguments": {}},
+            {"op": "call", "name": "media_assorted", "arguments": {}},
+            {"op": "call", "name": "read", "arguments": {"path": png}}
+        ]}),
+        &["http", url(&served)],
+    );
+    let b64 = toolnexus::parts::encode_base64(bytes);
+    // The proxied chart: its caption as the output, its image after it.
+    assert_eq!(
+        out[0]["content"],
+        json!([{"type": "text", "text": "the chart"},
+               {"type": "image", "data": b64, "mimeType": "image/png"}])
+    );
+    let kinds: Vec<&str> = out[1]["content"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|b| b["type"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        kinds,
+        vec!["text", "audio", "resource", "resource_link"],
+        "{}",
+        out[1]
+    );
+    assert_eq!(out[1]["content"][2]["resource"]["blob"], json!("JVBERg=="));
+    assert_eq!(
+        out[1]["content"][3]["uri"],
+        json!("https://example.invalid/big.bin")
+    );
+    // The read builtin's image part of a local file.
+    assert_eq!(
+        out[2]["content"][1],
+        json!({"type": "image", "data": b64, "mimeType": "image/png"}),
+        "{}",
+        out[2]
+    );
+}
+
+#[test]
 fn only_the_mcp_path_is_served_and_stop_closes_the_port() {
     use std::io::{Read, Write};
     let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));

@@ -8,7 +8,8 @@
 //!   description and input schema. `Profile::tools` narrows the list to
 //!   those names; a name the toolkit lacks is ignored.
 //! - `tools/call` runs the tool and answers its output as one text part,
-//!   `isError` carried over; a tool that fails or panics is an `isError`
+//!   `isError` carried over, and its §1B parts as image, audio, resource
+//!   and resource-link content after it; a tool that fails or panics is an `isError`
 //!   result, never a dead server. An unknown (or unexposed) name is the
 //!   JSON-RPC invalid-params error (-32602).
 //! - The client's cancellation (`notifications/cancelled`, or an HTTP
@@ -27,6 +28,7 @@ mod stdio;
 pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION};
 
 use crate::error::Result;
+use crate::parts::{Part, PartKind};
 use crate::tool::{ExecContext, Source, ToolResult};
 use crate::toolkit::Toolkit;
 use crate::translate::CancelToken;
@@ -155,13 +157,53 @@ impl Gateway {
             };
             let _ = catch_unwind(AssertUnwindSafe(|| on_call(&event)));
         }
-        let content = vec![ContentBlock::text(result.output)];
+        let mut content = Vec::with_capacity(1 + result.parts.len());
+        content.push(ContentBlock::text(result.output));
+        content.extend(result.parts.iter().filter_map(part_content));
         Ok(if result.is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
         })
     }
+}
+
+/// A §1B part as MCP content, after the output's text part: text as text,
+/// image and audio bytes as image and audio content, file bytes as an
+/// embedded resource, and anything held by URL as a resource link (what an
+/// inbound resource link becomes, SPEC §2). Base64 passes through as it is.
+fn part_content(part: &Part) -> Option<ContentBlock> {
+    let mime = part
+        .mime_type
+        .as_deref()
+        .unwrap_or("application/octet-stream");
+    let block = match (part.kind, &part.data, &part.url) {
+        (PartKind::Text, _, _) => {
+            json!({"type": "text", "text": part.text.as_deref().unwrap_or("")})
+        }
+        (PartKind::Image, Some(data), _) => {
+            json!({"type": "image", "data": data, "mimeType": mime})
+        }
+        (PartKind::Audio, Some(data), _) => {
+            json!({"type": "audio", "data": data, "mimeType": mime})
+        }
+        (PartKind::File, Some(data), _) => {
+            let name = part.name.as_deref().unwrap_or("part");
+            let uri = part
+                .url
+                .clone()
+                .unwrap_or_else(|| format!("file:///{name}"));
+            json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": data}})
+        }
+        (_, None, Some(url)) => json!({
+            "type": "resource_link",
+            "uri": url,
+            "name": part.name.as_deref().unwrap_or(url),
+            "mimeType": mime
+        }),
+        (_, None, None) => return None,
+    };
+    serde_json::from_value(block).ok()
 }
 
 /// One server over the shared gateway (cheap: rmcp makes one per HTTP
