@@ -48,6 +48,19 @@ typedef struct tn_call tn_call;
 typedef struct tn_cancel tn_cancel;
 
 /*
+ An opaque client built by `tn_client_new` and released by
+ `tn_client_free`. `const tn_client *` may be shared by many threads and
+ many runs at once.
+ */
+typedef struct tn_client tn_client;
+
+/*
+ Where a callback puts its answer. Valid only during the callback that
+ received it; the library copies what it is given.
+ */
+typedef struct tn_reply tn_reply;
+
+/*
  A running MCP server started by `tn_serve`, ended and freed by
  `tn_serve_stop`.
  */
@@ -66,6 +79,23 @@ typedef struct tn_toolkit tn_toolkit;
 typedef int32_t tn_status;
 
 /*
+ A client callback: called with its `user_data`, the event JSON (borrowed
+ for the call) and the `tn_reply` to answer through (`tn_reply_set_json`,
+ `tn_reply_set_error`; setting nothing means "no reply"). May run on any
+ thread, and concurrently (the tool calls of one turn run in parallel);
+ no lock is held while it runs, so it may call back into the library.
+ */
+typedef void (*tn_callback)(void *user_data,
+                            const char *event_json,
+                            tn_reply *reply);
+
+/*
+ Releases the `user_data` of a host tool (when its toolkit is freed) or of
+ a client callback (when it is replaced or its client freed).
+ */
+typedef void (*tn_user_data_free)(void *user_data);
+
+/*
  A host tool: called with its `user_data`, the args JSON (borrowed for the
  call) and the `tn_call` to answer through. May run on any thread, and
  concurrently; it may call back into the library.
@@ -73,11 +103,6 @@ typedef int32_t tn_status;
 typedef void (*tn_tool_callback)(void *user_data,
                                  const char *args_json,
                                  tn_call *call);
-
-/*
- Releases a host tool's `user_data` when the toolkit is freed.
- */
-typedef void (*tn_user_data_free)(void *user_data);
 
 /*
  Hears every `tools/call` the server answers: `user_data`, and the event
@@ -141,6 +166,12 @@ typedef void (*tn_serve_on_call)(void *user_data,
  A bug in the library (a caught panic); the message says what happened.
  */
 #define TN_INTERNAL 10
+
+/*
+ A host callback of a client (a hook, `waitFor`, `onError`) reported an
+ error or answered with something unusable; the message names the slot.
+ */
+#define TN_CALLBACK_ERROR 11
 
 #ifdef __cplusplus
 extern "C" {
@@ -223,6 +254,139 @@ const char *tn_version(void);
  with). A wrapper checks it at start-up.
  */
 uint32_t tn_abi_version(void);
+
+/*
+ Builds a client from client JSON: the `tn_translate` client keys
+ (`baseUrl`, `style`, `model`, `apiKey`, `headers`, `systemPrompt`,
+ `retries`, `retryBaseMs`, `timeoutMs` — here a whole-run deadline —,
+ `requestParams`) plus `maxTurns` (default 10).
+
+ On success `*out_client` receives the client and `*out_error` NULL; on
+ failure `*out_client` receives NULL and `*out_error` the error JSON (free
+ it with `tn_string_free`). `client_json` is borrowed for the call only.
+
+ # Safety
+ `client_json` is NULL or NUL-terminated; the out-pointers are NULL or
+ writable.
+ */
+tn_status tn_client_new(const char *client_json,
+                        tn_client **out_client,
+                        char **out_error);
+
+/*
+ Frees a client; each registered `user_data_free` runs once, when the last
+ run still using its callback is over. NULL is a no-op. Not while a run
+ on this client is under way; not twice.
+
+ # Safety
+ `client` is NULL or a pointer from `tn_client_new` not yet freed.
+ */
+void tn_client_free(tn_client *client);
+
+/*
+ Sets the callback of one slot, replacing the one there (whose
+ `user_data_free` then runs, once no run uses it). Slots: `waitFor`
+ (event: the Request; reply: the Answer `{id, ok, data?, reason?}`; an
+ Answer without `id` gets the Request's), `beforeLLM` (event `{messages,
+ tools, model, turn}`; reply `{messages?, tools?}` or nothing), `afterLLM`
+ (event `{response, model, turn}`; observe only), `beforeTool` (event
+ `{name, args, id, turn}`; reply `{result}` to short-circuit — a result
+ with `metadata.pending` is a suspension — or `{args}` to rewrite),
+ `afterTool` (event `{name, args, result, id, turn}`; reply `{result}`
+ to replace), `onError` (event `{status?, error, attempt, retryable}`;
+ reply `"retry"` or `"fail"`, bounded by `retries`; nothing = default).
+
+ A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
+ for this `user_data` — also when this call fails, so the caller never
+ frees it itself afterwards. A callback that calls `tn_reply_set_error`,
+ or answers a shape the slot does not take, ends the run with
+ `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` holds the
+ error JSON, else NULL. Safe while other threads run on the client: a run
+ keeps the callbacks it started with.
+
+ # Safety
+ `client` is NULL or live; `slot` is NULL or NUL-terminated; `callback`
+ and `user_data` must be usable from any thread until released.
+ */
+tn_status tn_client_set_callback(const tn_client *client,
+                                 const char *slot,
+                                 tn_callback callback,
+                                 void *user_data,
+                                 tn_user_data_free user_data_free,
+                                 char **out_error);
+
+/*
+ Answers a callback with JSON text (copied). `TN_INVALID_JSON` if it does
+ not parse (nothing is set then); a later call replaces an earlier one.
+
+ # Safety
+ `reply` is NULL or the `tn_reply` of a callback still running; `json` is
+ NULL or NUL-terminated.
+ */
+tn_status tn_reply_set_json(tn_reply *reply,
+                            const char *json);
+
+/*
+ Reports that the callback failed, with a message (copied; NULL gives a
+ generic one). The run then ends with `TN_CALLBACK_ERROR` (or
+ `TN_CANCELLED` if it was cancelled meanwhile).
+
+ # Safety
+ As `tn_reply_set_json`.
+ */
+tn_status tn_reply_set_error(tn_reply *reply,
+                             const char *message);
+
+/*
+ The `run_data` the run was started with (`tn_run`, `tn_run_resume`), for
+ a callback that needs its run's own state; NULL for a NULL reply.
+
+ # Safety
+ `reply` is NULL or the `tn_reply` of a callback still running.
+ */
+void *tn_reply_run_data(const tn_reply *reply);
+
+/*
+ Runs the client loop (SPEC §8, §10) for `request_json` = `{prompt,
+ history?}` against `toolkit` (NULL: no tools). `*out_json` receives the
+ RunResult `{text, messages, toolCalls, toolCallCount, turns, usage,
+ model, status, limit?, pending?}` or the error JSON: `provider_error`
+ (after the retries), `timeout` (`timeoutMs`, the whole run), `cancelled`
+ (`cancel` triggered from any thread), `callback_error`, `invalid_*`.
+ `run_data` (nullable, never dereferenced) is handed to every callback of
+ this run through `tn_reply_run_data`.
+
+ Safe to call concurrently on one client and one toolkit.
+
+ # Safety
+ `client` is live; `toolkit` and `cancel` are NULL or live; strings are
+ NULL or NUL-terminated; `out_json` is NULL or writable.
+ */
+tn_status tn_run(const tn_client *client,
+                 const tn_toolkit *toolkit,
+                 const char *request_json,
+                 const tn_cancel *cancel,
+                 void *run_data,
+                 char **out_json);
+
+/*
+ Resumes a run that halted with `status:"pending"` (SPEC §10 durable
+ resume): `resume_json` = `{history, pending, answer}` — the halted run's
+ `messages`, its `pending` Request and the host's Answer, whose `id` must
+ echo the Request's (else `TN_INVALID_ARGUMENT`). The halted call is re-run
+ once with `ctx.answer` (or gets `declined/expired: <prompt>`), the calls
+ the halt left out run now, and the loop continues with no new user turn.
+ Otherwise as `tn_run`.
+
+ # Safety
+ As `tn_run`.
+ */
+tn_status tn_run_resume(const tn_client *client,
+                        const tn_toolkit *toolkit,
+                        const char *resume_json,
+                        const tn_cancel *cancel,
+                        void *run_data,
+                        char **out_json);
 
 /*
  Sets a host tool's result from output text and an error flag (copied).
@@ -351,7 +515,7 @@ void tn_string_free(char *s);
 tn_cancel *tn_cancel_new(void);
 
 /*
- Triggers the token: a `tn_translate` running with it returns
+ Triggers the token: a `tn_translate` or `tn_run` running with it returns
  `TN_CANCELLED` promptly. Safe from any thread, any number of times. NULL
  is a no-op.
 

@@ -17,6 +17,9 @@ pub enum ErrorCode {
     Timeout,
     Cancelled,
     Internal,
+    /// A host callback (a client hook, waitFor, onError) reported an error
+    /// or answered with something unusable.
+    CallbackError,
 }
 
 impl ErrorCode {
@@ -33,6 +36,7 @@ impl ErrorCode {
             ErrorCode::Timeout => "timeout",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::Internal => "internal",
+            ErrorCode::CallbackError => "callback_error",
         }
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod adapter;
 pub mod builtin;
+pub mod client;
 pub mod config;
 pub mod env;
 pub mod error;

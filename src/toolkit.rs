@@ -246,6 +246,12 @@ impl Toolkit {
         }
     }
 
+    /// Whether the toolkit was given a skill source (`skillsDir` or `skills`),
+    /// even one that loaded no skill.
+    pub fn has_skill_source(&self) -> bool {
+        self.catalog.is_some()
+    }
+
     /// The OpenAI declarations of every tool, for translate.
     pub fn openai_declarations(&self) -> Vec<Value> {
         let snap = self.snapshot();

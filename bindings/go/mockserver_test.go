@@ -37,8 +37,12 @@ type mockServer struct {
 	mu        sync.Mutex
 	responses []cannedResponse
 	next      int
-	requests  []recordedRequest
-	handlers  sync.WaitGroup
+	// op run: answers for paths under /tool/ (HTTP tools), when routed.
+	routed        bool
+	toolResponses []cannedResponse
+	toolNext      int
+	requests      []recordedRequest
+	handlers      sync.WaitGroup
 }
 
 func startMockServer() (*mockServer, error) {
@@ -57,6 +61,14 @@ func (m *mockServer) base() string { return "http://" + m.ln.Addr().String() }
 func (m *mockServer) setResponses(rs []cannedResponse) {
 	m.mu.Lock()
 	m.responses = rs
+	m.mu.Unlock()
+}
+
+// setToolResponses routes requests under /tool/ to their own queue.
+func (m *mockServer) setToolResponses(rs []cannedResponse) {
+	m.mu.Lock()
+	m.routed = true
+	m.toolResponses = rs
 	m.mu.Unlock()
 }
 
@@ -91,7 +103,12 @@ func (m *mockServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.requests = append(m.requests, rec)
 	var resp *cannedResponse
-	if m.next < len(m.responses) {
+	if m.routed && strings.HasPrefix(rec.Path, "/tool/") {
+		if m.toolNext < len(m.toolResponses) {
+			resp = &m.toolResponses[m.toolNext]
+			m.toolNext++
+		}
+	} else if m.next < len(m.responses) {
 		resp = &m.responses[m.next]
 		m.next++
 	}

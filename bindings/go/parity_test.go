@@ -50,6 +50,7 @@ var supported = map[string]bool{
 	"httpTools":   true,
 	"helper":      true,
 	"translate":   true,
+	"run":         true,
 	// "mcp" is added when the library reports MCP servers (mcpWired)
 }
 
@@ -77,30 +78,34 @@ var builtinNames = map[string]bool{
 }
 
 type vectorCase struct {
-	ID                   string                     `json:"id"`
-	Op                   string                     `json:"op"`
-	Files                map[string]string          `json:"files"`
-	Symlinks             map[string]string          `json:"symlinks"`
-	Env                  map[string]*string         `json:"env"`
-	Toolkit              json.RawMessage            `json:"toolkit"`
-	Format               string                     `json:"format"`
-	ToolOrder            []string                   `json:"toolOrder"`
-	Name                 string                     `json:"name"`
-	Args                 json.RawMessage            `json:"args"`
-	Ctx                  json.RawMessage            `json:"ctx"`
-	Fn                   string                     `json:"fn"`
-	Client               json.RawMessage            `json:"client"`
-	Request              json.RawMessage            `json:"request"`
-	Expect               json.RawMessage            `json:"expect"`
-	ExpectFiles          map[string]string          `json:"expectFiles"`
-	ExpectServerRequests []expectedServerRequest    `json:"expectServerRequests"`
-	HostSpecific         any                        `json:"hostSpecific"`
-	Volatile             []string                   `json:"volatile"`
-	ServerResponse       *cannedResponse            `json:"serverResponse"`
-	ServerResponses      []cannedResponse           `json:"serverResponses"`
-	ProviderResponse     *cannedResponse            `json:"providerResponse"`
-	ProviderResponses    []cannedResponse           `json:"providerResponses"`
-	Raw                  map[string]json.RawMessage `json:"-"`
+	ID                   string                       `json:"id"`
+	Op                   string                       `json:"op"`
+	Files                map[string]string            `json:"files"`
+	Symlinks             map[string]string            `json:"symlinks"`
+	Env                  map[string]*string           `json:"env"`
+	Toolkit              json.RawMessage              `json:"toolkit"`
+	Format               string                       `json:"format"`
+	ToolOrder            []string                     `json:"toolOrder"`
+	Name                 string                       `json:"name"`
+	Args                 json.RawMessage              `json:"args"`
+	Ctx                  json.RawMessage              `json:"ctx"`
+	Fn                   string                       `json:"fn"`
+	Client               json.RawMessage              `json:"client"`
+	Request              json.RawMessage              `json:"request"`
+	Expect               json.RawMessage              `json:"expect"`
+	ExpectFiles          map[string]string            `json:"expectFiles"`
+	ExpectServerRequests []expectedServerRequest      `json:"expectServerRequests"`
+	HostSpecific         any                          `json:"hostSpecific"`
+	Volatile             []string                     `json:"volatile"`
+	ServerResponse       *cannedResponse              `json:"serverResponse"`
+	ServerResponses      []cannedResponse             `json:"serverResponses"`
+	ProviderResponse     *cannedResponse              `json:"providerResponse"`
+	ProviderResponses    []cannedResponse             `json:"providerResponses"`
+	Prompt               string                       `json:"prompt"`
+	History              json.RawMessage              `json:"history"`
+	Hooks                map[string][]json.RawMessage `json:"hooks"`
+	WaitFor              json.RawMessage              `json:"waitFor"`
+	Raw                  map[string]json.RawMessage   `json:"-"`
 }
 
 type expectedServerRequest struct {
@@ -385,7 +390,11 @@ func runCase(raw json.RawMessage, supp map[string]bool) (outcome, string) {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return outFail, "case is not valid JSON after substitution: " + err.Error()
 	}
-	if srv != nil {
+	if srv != nil && c.Op == "run" {
+		// HTTP tools (paths under /tool/) answer from serverResponses.
+		srv.setToolResponses(c.ServerResponses)
+		srv.setResponses(c.ProviderResponses)
+	} else if srv != nil {
 		var rs []cannedResponse
 		for _, one := range []*cannedResponse{c.ServerResponse, c.ProviderResponse} {
 			if one != nil {
@@ -424,6 +433,8 @@ func runCase(raw json.RawMessage, supp map[string]bool) (outcome, string) {
 		diffs, runErr = runHelper(&c)
 	case "translate":
 		diffs, runErr = runTranslate(&c, srv)
+	case "run":
+		diffs, runErr = runRun(&c, root, srv)
 	default:
 		return outSkip, "unknown op " + c.Op
 	}
@@ -918,6 +929,9 @@ func compareProviderRequest(where string, exp any, got recordedRequest) []string
 type cmpOpts struct {
 	volatile map[string]bool // dot-paths relative to expect, ignored
 	textAt   map[string]bool // paths whose strings are JSON text compared as values
+	// jsonStrings: any string holding a JSON object or array compares as the
+	// value it encodes (op run: tool outputs in transcripts and hook events).
+	jsonStrings bool
 }
 
 // newCmp sets up the comparison rules of a case: its volatile paths, and the
@@ -1056,7 +1070,8 @@ func compare(path string, exp, act any, o *cmpOpts) []string {
 		if !ok {
 			return []string{fmt.Sprintf("%s: got %s, want string %q", label, shorten(act), e)}
 		}
-		if o.textAt[path] || strings.HasSuffix("."+path, ".arguments") {
+		jsonText := o.jsonStrings && (strings.HasPrefix(e, "{") || strings.HasPrefix(e, "["))
+		if jsonText || o.textAt[path] || strings.HasSuffix("."+path, ".arguments") {
 			if eq, both := jsonTextEqual(e, a); both {
 				if !eq {
 					return []string{fmt.Sprintf("%s: got JSON %s, want %s", label, a, e)}

@@ -18,3 +18,28 @@ tn_status tngo_register(const tn_toolkit *toolkit, const char *name, const char 
     return tn_toolkit_register(toolkit, name, description, schema, tngo_tool_trampoline,
                                (void *)handle, tngo_tool_release, out_error);
 }
+
+/* The C side of a Go client's callbacks: user_data is the cgo.Handle of the
+ * slot's Go function, run_data the cgo.Handle of the run (its context). */
+static void tngo_client_trampoline(void *user_data, const char *event_json, tn_reply *reply) {
+    goClientCallback((uintptr_t)user_data, (uintptr_t)tn_reply_run_data(reply), (char *)event_json, reply);
+}
+
+static void tngo_client_release(void *user_data) {
+    goClientRelease((uintptr_t)user_data);
+}
+
+tn_status tngo_set_callback(const tn_client *client, const char *slot, uintptr_t handle, char **out_error) {
+    return tn_client_set_callback(client, slot, tngo_client_trampoline, (void *)handle, tngo_client_release,
+                                  out_error);
+}
+
+tn_status tngo_run(const tn_client *client, const tn_toolkit *toolkit, const char *request_json,
+                   const tn_cancel *cancel, uintptr_t run, char **out_json) {
+    return tn_run(client, toolkit, request_json, cancel, (void *)run, out_json);
+}
+
+tn_status tngo_run_resume(const tn_client *client, const tn_toolkit *toolkit, const char *resume_json,
+                          const tn_cancel *cancel, uintptr_t run, char **out_json) {
+    return tn_run_resume(client, toolkit, resume_json, cancel, (void *)run, out_json);
+}

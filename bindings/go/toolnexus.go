@@ -84,6 +84,7 @@ const (
 	StatusTimeout         = 8
 	StatusCancelled       = 9
 	StatusInternal        = 10
+	StatusCallbackError   = 11
 )
 
 // Error is a failure reported by the library: the numeric status, its
@@ -159,7 +160,7 @@ func statusError(status C.tn_status, body []byte) error {
 
 func codeOf(status int) string {
 	codes := []string{"ok", "null_argument", "invalid_utf8", "invalid_json", "invalid_config",
-		"invalid_argument", "unknown_format", "provider_error", "timeout", "cancelled", "internal"}
+		"invalid_argument", "unknown_format", "provider_error", "timeout", "cancelled", "internal", "callback_error"}
 	if status >= 0 && status < len(codes) {
 		return codes[status]
 	}

@@ -26,7 +26,8 @@ pub type tn_tool_callback = Option<
     unsafe extern "C" fn(user_data: *mut c_void, args_json: *const c_char, call: *mut tn_call),
 >;
 
-/// Releases a host tool's `user_data` when the toolkit is freed.
+/// Releases the `user_data` of a host tool (when its toolkit is freed) or of
+/// a client callback (when it is replaced or its client freed).
 #[allow(non_camel_case_types)]
 pub type tn_user_data_free = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 

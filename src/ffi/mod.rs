@@ -4,11 +4,13 @@
 //! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
 //! single write of the out-parameter. Business logic lives elsewhere.
 
+mod client;
 mod host;
 mod serve;
 mod strings;
 mod translate;
 
+pub use client::*;
 pub use host::*;
 pub use serve::*;
 pub use strings::*;
@@ -46,6 +48,9 @@ pub const TN_TIMEOUT: tn_status = 8;
 pub const TN_CANCELLED: tn_status = 9;
 /// A bug in the library (a caught panic); the message says what happened.
 pub const TN_INTERNAL: tn_status = 10;
+/// A host callback of a client (a hook, `waitFor`, `onError`) reported an
+/// error or answered with something unusable; the message names the slot.
+pub const TN_CALLBACK_ERROR: tn_status = 11;
 
 /// The status number of an error code.
 pub(crate) fn status_of(code: ErrorCode) -> tn_status {
@@ -60,6 +65,7 @@ pub(crate) fn status_of(code: ErrorCode) -> tn_status {
         ErrorCode::Timeout => TN_TIMEOUT,
         ErrorCode::Cancelled => TN_CANCELLED,
         ErrorCode::Internal => TN_INTERNAL,
+        ErrorCode::CallbackError => TN_CALLBACK_ERROR,
     }
 }
 

@@ -14,6 +14,12 @@ pub struct tn_cancel {
     token: CancelToken,
 }
 
+impl tn_cancel {
+    pub(crate) fn token(&self) -> &CancelToken {
+        &self.token
+    }
+}
+
 /// A new, untriggered cancel token. Never NULL.
 #[no_mangle]
 pub extern "C" fn tn_cancel_new() -> *mut tn_cancel {
@@ -22,7 +28,7 @@ pub extern "C" fn tn_cancel_new() -> *mut tn_cancel {
     }))
 }
 
-/// Triggers the token: a `tn_translate` running with it returns
+/// Triggers the token: a `tn_translate` or `tn_run` running with it returns
 /// `TN_CANCELLED` promptly. Safe from any thread, any number of times. NULL
 /// is a no-op.
 ///

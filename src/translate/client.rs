@@ -87,6 +87,50 @@ pub fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
     let deadline = call
         .timeout_ms
         .map(|ms| Instant::now() + Duration::from_millis(ms));
+    send_until(call, deadline, cancel, &mut |info| {
+        Ok(default_verdict(info))
+    })
+}
+
+/// What one failed attempt came to, for a retry classifier (SPEC §8
+/// `onError`): the HTTP status of a non-2xx answer, or what went wrong on the
+/// way; the zero-based attempt; whether the default policy would retry.
+#[derive(Debug, Clone)]
+pub struct FailedAttempt {
+    pub status: Option<u16>,
+    /// The provider's body text for a status, the transport failure in words
+    /// otherwise.
+    pub error: String,
+    pub attempt: u32,
+    pub retryable: bool,
+}
+
+/// Retry, or give up now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Retry,
+    Fail,
+}
+
+/// The default classifier: retry what is retryable.
+pub fn default_verdict(info: &FailedAttempt) -> Verdict {
+    if info.retryable {
+        Verdict::Retry
+    } else {
+        Verdict::Fail
+    }
+}
+
+/// [`send`] with an absolute `deadline` over the whole of it and a
+/// classifier consulted after every failed attempt. A `Retry` is still
+/// bounded by `call.retries`; aborts (deadline, cancel) never reach the
+/// classifier; a classifier error ends the call with that error.
+pub fn send_until(
+    call: &Call,
+    deadline: Option<Instant>,
+    cancel: Option<&CancelToken>,
+    verdict_of: &mut dyn FnMut(&FailedAttempt) -> Result<Verdict, Error>,
+) -> Result<Reply, Error> {
     let outgoing = wire::Outgoing::post(&call.target, &call.headers, &call.body)
         .map_err(|f| failure(call, Attempt::Transport(f), 1))?;
     let mut attempt: u32 = 0;
@@ -114,7 +158,22 @@ pub fn send(call: &Call, cancel: Option<&CancelToken>) -> Result<Reply, Error> {
         if let Attempt::Ok(reply) = outcome {
             return Ok(reply);
         }
-        if !retryable || attempt >= call.retries {
+        let info = FailedAttempt {
+            status: match &outcome {
+                Attempt::Status { status, .. } => Some(*status),
+                _ => None,
+            },
+            error: match &outcome {
+                Attempt::Status { body, .. } => body.clone(),
+                Attempt::Transport(f) => transport_reason(*f).to_string(),
+                Attempt::Malformed { reason, .. } => reason.clone(),
+                Attempt::Ok(_) => String::new(),
+            },
+            attempt,
+            retryable,
+        };
+        let verdict = verdict_of(&info)?;
+        if verdict == Verdict::Fail || attempt >= call.retries {
             return Err(failure(call, outcome, attempt + 1));
         }
         let wait = Duration::from_millis(

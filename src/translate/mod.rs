@@ -145,7 +145,7 @@ pub enum Style {
     Anthropic,
 }
 
-const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, timeoutMs, requestParams";
+pub(crate) const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, timeoutMs, requestParams";
 const REQUEST_KEYS: &str = "messages, tools, toolChoice, system, maxTokens";
 
 /// Keys `requestParams` may not set: the translator owns them.
@@ -713,7 +713,7 @@ fn read_anthropic<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'st
 // ---------------------------------------------------------------------------
 
 /// Prepares the HTTP call for a client and an encoded provider body.
-fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
+pub(crate) fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
     let api_key = config.resolve_api_key();
     let headers = client::header_map(&config.request_headers(api_key.as_deref()))?;
     let (url, target) = config.endpoint_url()?;

@@ -210,6 +210,19 @@ impl Conn {
     }
 
     /// Sets the socket timeouts to what is left before `deadline`.
+    /// Holds the next read to what is left until `deadline`.
+    fn arm_read(&mut self, deadline: Instant) -> Result<(), Stop> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Stop::TimedOut);
+        }
+        self.tcp
+            .set_read_timeout(Some(left))
+            .map_err(|_| Stop::Failed(Failure::Transport))?;
+        self.timed = true;
+        Ok(())
+    }
+
     fn arm(&mut self, deadline: Option<Instant>) -> Result<(), Stop> {
         let left = match deadline {
             Some(d) => {
@@ -422,6 +435,12 @@ impl Reader<'_> {
             }
             // Only the window read into is zeroed, not all the spare
             // capacity of a large buffer on every read.
+            // A socket timeout bounds one read, not the response: a body
+            // dripping in byte by byte would outlive the deadline unless
+            // every read is held to what is left of it.
+            if let Some(d) = self.deadline {
+                self.conn.arm_read(d)?;
+            }
             let start = self.buf.len();
             let window = (self.buf.capacity() - start).min(READ_CHUNK);
             self.buf.resize(start + window, 0);

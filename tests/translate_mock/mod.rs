@@ -126,6 +126,11 @@ impl Recorded {
 struct State {
     responses: VecDeque<Canned>,
     requests: Vec<Recorded>,
+    /// Answers for paths under `/tool/` (HTTP tools in a run), and what
+    /// arrived there; empty unless [`MockProvider::with_tool_responses`].
+    tool_responses: VecDeque<Canned>,
+    tool_requests: Vec<Recorded>,
+    routed: bool,
     /// Whether requests are kept for `requests()` (benchmarks turn it off,
     /// or the log would grow by a request per iteration).
     record: bool,
@@ -154,6 +159,7 @@ impl MockProvider {
             responses: responses.into(),
             requests: Vec::new(),
             record,
+            ..State::default()
         }));
         let shared = Arc::clone(&state);
         thread::spawn(move || {
@@ -187,6 +193,30 @@ impl MockProvider {
             .map(|s| s.requests.clone())
             .unwrap_or_default()
     }
+
+    /// From now on, requests whose path starts with `/tool/` are answered
+    /// from `responses` and kept apart ([`MockProvider::tool_requests`]).
+    pub fn with_tool_responses(self, responses: Vec<Canned>) -> Self {
+        if let Ok(mut st) = self.state.lock() {
+            st.routed = true;
+            st.tool_responses = responses.into();
+        }
+        self
+    }
+
+    /// Queues more provider answers (after those given at start).
+    pub fn push_responses(&self, responses: Vec<Canned>) {
+        if let Ok(mut st) = self.state.lock() {
+            st.responses.extend(responses);
+        }
+    }
+
+    pub fn tool_requests(&self) -> Vec<Recorded> {
+        self.state
+            .lock()
+            .map(|s| s.tool_requests.clone())
+            .unwrap_or_default()
+    }
 }
 
 fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
@@ -202,12 +232,17 @@ fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
         };
         let canned = {
             let Ok(mut st) = state.lock() else { return };
-            if st.record {
-                st.requests.push(req);
-            }
-            match st.responses.front() {
-                Some(c) if c.repeat => Some(c.clone()),
-                _ => st.responses.pop_front(),
+            if st.routed && req.path.starts_with("/tool/") {
+                st.tool_requests.push(req);
+                st.tool_responses.pop_front()
+            } else {
+                if st.record {
+                    st.requests.push(req);
+                }
+                match st.responses.front() {
+                    Some(c) if c.repeat => Some(c.clone()),
+                    _ => st.responses.pop_front(),
+                }
             }
         };
         let canned = canned.unwrap_or_else(|| Canned::text(404, "no more canned responses"));

@@ -47,7 +47,7 @@
 /* What the library on this branch implements; TN_PARITY_SUPPORTED
  * (comma-separated) overrides it. */
 static const char *SUPPORTED[] = {"render", "loadSkills", "execute", "builtinExec", "httpTools",
-                                  "helper", "translate", NULL};
+                                  "helper", "translate", "run", NULL};
 /* "mcp" is supported when the library reports MCP servers (mcp_wired). */
 static int mcp_supported;
 
@@ -134,6 +134,7 @@ static char *show(const cJSON *v) {
 struct cmp {
     const cJSON *volatile_paths; /* array of dot-paths, may be NULL */
     const char *text_at;         /* a path whose string is JSON text, or NULL */
+    int json_strings;            /* any string holding a JSON object/array compares as that value */
 };
 
 struct diffs {
@@ -174,7 +175,7 @@ static int json_text_equal(const char *a, const char *b, int *both) {
     } else {
         *both = 1;
         struct diffs d = {{0}, 0};
-        struct cmp plain = {NULL, NULL};
+        struct cmp plain = {NULL, NULL, 0};
         compare("", av, bv, &plain, &d);
         eq = d.count == 0;
         free(d.text.p);
@@ -261,7 +262,8 @@ static void compare(const char *path, const cJSON *exp, const cJSON *act, const 
         }
         char dotted[1100];
         snprintf(dotted, sizeof dotted, ".%s", path);
-        if ((o->text_at && strcmp(o->text_at, path) == 0) || ends_with(dotted, ".arguments")) {
+        int json_text = o->json_strings && (exp->valuestring[0] == '{' || exp->valuestring[0] == '[');
+        if (json_text || (o->text_at && strcmp(o->text_at, path) == 0) || ends_with(dotted, ".arguments")) {
             int both;
             int eq = json_text_equal(exp->valuestring, act->valuestring, &both);
             if (both) {
@@ -350,6 +352,8 @@ struct server {
     pthread_mutex_t mu;
     cJSON *responses; /* array, owned by the case */
     int next;
+    cJSON *tool_responses; /* op run: answers for paths under /tool/, or NULL */
+    int tool_next;
     struct request *reqs;
     int nreqs;
     pthread_t *handlers;
@@ -534,6 +538,9 @@ static void respond(int fd, const cJSON *resp) {
     free(payload);
 }
 
+/* op run: an HTTP tool's request, answered from serverResponses. */
+static int is_tool_path(const char *path) { return path && strncmp(path, "/tool/", 6) == 0; }
+
 static void *handle_conn(void *arg) {
     struct conn *c = arg;
     struct server *s = c->srv;
@@ -543,7 +550,12 @@ static void *handle_conn(void *arg) {
         s->reqs = realloc(s->reqs, sizeof *s->reqs * (size_t)(s->nreqs + 1));
         s->reqs[s->nreqs++] = r;
         const cJSON *resp = NULL;
-        if (s->next < cJSON_GetArraySize(s->responses)) resp = cJSON_GetArrayItem(s->responses, s->next++);
+        if (s->tool_responses && is_tool_path(r.path)) {
+            if (s->tool_next < cJSON_GetArraySize(s->tool_responses))
+                resp = cJSON_GetArrayItem(s->tool_responses, s->tool_next++);
+        } else if (s->next < cJSON_GetArraySize(s->responses)) {
+            resp = cJSON_GetArrayItem(s->responses, s->next++);
+        }
         pthread_mutex_unlock(&s->mu);
         respond(c->fd, resp);
     }
@@ -634,6 +646,7 @@ static void server_stop(struct server *s) {
     free(s->reqs);
     free(s->handlers);
     cJSON_Delete(s->responses);
+    cJSON_Delete(s->tool_responses);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -838,7 +851,7 @@ static void op_render(struct run *r) {
     tn_toolkit_free(tk);
     if (!act) return;
     const cJSON *exp = cJSON_GetObjectItemCaseSensitive(r->c, "expect");
-    struct cmp o = {get(r->c, "volatile"), NULL};
+    struct cmp o = {get(r->c, "volatile"), NULL, 0};
     if (mcp_status) {
         compare("statuses", get(exp, "statuses"), get(act, "statuses"), &o, &r->d);
         const cJSON *ee = get(exp, "errors"), *ae = get(act, "errors"), *k;
@@ -862,7 +875,7 @@ static void op_load_skills(struct run *r) {
     if (!tk) return;
     cJSON *exp = cJSON_GetObjectItemCaseSensitive(r->c, "expect");
     static const char *const names[] = {"filter-unmatched", "filterUnmatched", "sample-limit", "sampleLimit", NULL};
-    struct cmp o = {get(r->c, "volatile"), NULL};
+    struct cmp o = {get(r->c, "volatile"), NULL, 0};
     cJSON *loaded = cJSON_GetObjectItemCaseSensitive(exp, "loaded");
     if (loaded) {
         rename_keys(loaded, names);
@@ -904,15 +917,32 @@ static void compare_headers(struct run *r, const char *where, const cJSON *exp, 
     }
 }
 
+/* The server's requests whose path is (tool != 0) or is not under /tool/. */
+static int pick_requests(const struct server *s, int tool, const struct request **out, int cap) {
+    int n = 0;
+    for (int i = 0; s && i < s->nreqs && n < cap; i++)
+        if (is_tool_path(s->reqs[i].path) == tool) out[n++] = &s->reqs[i];
+    return n;
+}
+
+static void compare_request_list(struct run *r, const cJSON *exp, const struct request *const *list, int n);
+
 static void compare_server_requests(struct run *r, const cJSON *exp) {
     int n = r->srv ? r->srv->nreqs : 0;
+    const struct request **list = calloc((size_t)n + 1, sizeof *list);
+    for (int i = 0; i < n; i++) list[i] = &r->srv->reqs[i];
+    compare_request_list(r, exp, list, n);
+    free(list);
+}
+
+static void compare_request_list(struct run *r, const cJSON *exp, const struct request *const *list, int n) {
     if (cJSON_GetArraySize(exp) != n) {
         add_diff(&r->d, "server requests: got %d, want %d", n, cJSON_GetArraySize(exp));
         return;
     }
     for (int i = 0; i < n; i++) {
         const cJSON *e = cJSON_GetArrayItem(exp, i);
-        const struct request *q = &r->srv->reqs[i];
+        const struct request *q = list[i];
         char where[32];
         snprintf(where, sizeof where, "request[%d]", i);
         const char *m = cJSON_GetStringValue(get(e, "method")), *p = cJSON_GetStringValue(get(e, "path"));
@@ -992,7 +1022,7 @@ static void op_execute(struct run *r) {
                 add_diff(&r->d, "output: got \"%s\", want it to end with \"%s\"", ao ? ao : "", last);
         }
     } else {
-        struct cmp o = {get(r->c, "volatile"), output_is_json_text(r->c) ? "output" : NULL};
+        struct cmp o = {get(r->c, "volatile"), output_is_json_text(r->c) ? "output" : NULL, 0};
         compare("", exp, act, &o, &r->d);
     }
     cJSON_Delete(act);
@@ -1033,7 +1063,7 @@ static void op_helper(struct run *r) {
     if (!act) {
         add_diff(&r->d, "helper output is not JSON: %.300s", out);
     } else {
-        struct cmp o = {get(r->c, "volatile"), (fn && !strcmp(fn, "argsString")) ? "" : NULL};
+        struct cmp o = {get(r->c, "volatile"), (fn && !strcmp(fn, "argsString")) ? "" : NULL, 0};
         compare("", get(r->c, "expect"), act, &o, &r->d);
     }
     cJSON_Delete(act);
@@ -1053,7 +1083,7 @@ static void compare_provider_request(struct run *r, const char *where, const cJS
         } else {
             char path[64];
             snprintf(path, sizeof path, "%s.body", where);
-            struct cmp o = {NULL, NULL};
+            struct cmp o = {NULL, NULL, 0};
             compare(path, body, act, &o, &r->d);
         }
         cJSON_Delete(act);
@@ -1130,7 +1160,7 @@ static void op_translate(struct run *r) {
         static const char *const names[] = {"prompt-tokens", "promptTokens", "completion-tokens", "completionTokens",
                                             "total-tokens", "totalTokens", NULL};
         rename_keys(result, names);
-        struct cmp o = {get(r->c, "volatile"), NULL};
+        struct cmp o = {get(r->c, "volatile"), NULL, 0};
         compare("result", result, act, &o, &r->d);
         cJSON_Delete(act);
     }
@@ -1156,6 +1186,289 @@ static void op_translate(struct run *r) {
         } else {
             compare_provider_request(r, "providerRequest", one, &r->srv->reqs[0]);
         }
+    }
+}
+
+/* ---- op run: the client loop ---- */
+
+/* What a run's callbacks saw; they may run concurrently (a turn's tool calls
+ * run in parallel), hence the lock. */
+struct run_log {
+    pthread_mutex_t mu;
+    cJSON *hook_calls;    /* [{hook, ...event}] */
+    cJSON *wait_requests; /* [Request] */
+    const cJSON *wait_spec;
+};
+
+struct hook_slot {
+    struct run_log *log;
+    const char *hook;
+    const cJSON *rules;
+};
+
+/* The first rule matching the event (optional name, optional turn), without
+ * those keys; NULL when none matches (the hook observes). */
+static cJSON *rule_reply(const cJSON *rules, const cJSON *event) {
+    const cJSON *rule;
+    cJSON_ArrayForEach(rule, rules) {
+        const cJSON *n = get(rule, "name"), *t = get(rule, "turn");
+        const cJSON *en = get(event, "name"), *et = get(event, "turn");
+        if (n && !(cJSON_IsString(en) && cJSON_IsString(n) && !strcmp(n->valuestring, en->valuestring))) continue;
+        if (t && !(cJSON_IsNumber(et) && cJSON_IsNumber(t) && t->valuedouble == et->valuedouble)) continue;
+        cJSON *reply = cJSON_Duplicate(rule, 1);
+        cJSON_DeleteItemFromObjectCaseSensitive(reply, "name");
+        cJSON_DeleteItemFromObjectCaseSensitive(reply, "turn");
+        return reply;
+    }
+    return NULL;
+}
+
+static void hook_callback(void *user_data, const char *event_json, tn_reply *reply) {
+    struct hook_slot *h = user_data;
+    cJSON *event = cJSON_Parse(event_json);
+    if (!event) {
+        tn_reply_set_error(reply, "parity: the hook event is not JSON");
+        return;
+    }
+    cJSON *rec = cJSON_Duplicate(event, 1);
+    cJSON_AddStringToObject(rec, "hook", h->hook);
+    pthread_mutex_lock(&h->log->mu);
+    cJSON_AddItemToArray(h->log->hook_calls, rec);
+    pthread_mutex_unlock(&h->log->mu);
+    cJSON *answer = rule_reply(h->rules, event);
+    if (answer) {
+        char *text = cJSON_PrintUnformatted(answer);
+        tn_reply_set_json(reply, text);
+        free(text);
+        cJSON_Delete(answer);
+    }
+    cJSON_Delete(event);
+}
+
+/* waitFor as data: {answer} for every Request or {answers} in order (the last
+ * repeats); the Answer is {id, ok, data?, reason? (not ok only)}. */
+static void wait_callback(void *user_data, const char *request_json, tn_reply *reply) {
+    struct run_log *log = user_data;
+    cJSON *request = cJSON_Parse(request_json);
+    if (!request) {
+        tn_reply_set_error(reply, "parity: the Request is not JSON");
+        return;
+    }
+    pthread_mutex_lock(&log->mu);
+    int seen = cJSON_GetArraySize(log->wait_requests);
+    cJSON_AddItemToArray(log->wait_requests, cJSON_Duplicate(request, 1));
+    pthread_mutex_unlock(&log->mu);
+    const cJSON *given = get(log->wait_spec, "answer");
+    const cJSON *list = get(log->wait_spec, "answers");
+    if (!given && cJSON_IsArray(list)) {
+        int n = cJSON_GetArraySize(list);
+        given = n > 0 ? cJSON_GetArrayItem(list, seen < n ? seen : n - 1) : NULL;
+    }
+    int ok = cJSON_IsTrue(get(given, "ok"));
+    cJSON *answer = cJSON_CreateObject();
+    const cJSON *id = get(request, "id");
+    cJSON_AddItemToObject(answer, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+    cJSON_AddBoolToObject(answer, "ok", ok);
+    if (get(given, "data")) cJSON_AddItemToObject(answer, "data", cJSON_Duplicate(get(given, "data"), 1));
+    if (!ok && get(given, "reason")) cJSON_AddItemToObject(answer, "reason", cJSON_Duplicate(get(given, "reason"), 1));
+    char *text = cJSON_PrintUnformatted(answer);
+    tn_reply_set_json(reply, text);
+    free(text);
+    cJSON_Delete(answer);
+    cJSON_Delete(request);
+}
+
+static const char *HOOKS[] = {"beforeLLM", "afterLLM", "beforeTool", "afterTool", NULL};
+
+static int hook_rank(const cJSON *v) {
+    const char *h = cJSON_GetStringValue(get(v, "hook"));
+    for (int i = 0; HOOKS[i]; i++)
+        if (h && !strcmp(h, HOOKS[i])) return i;
+    return 9;
+}
+
+/* README: sorted by turn, then beforeLLM < beforeTool < afterTool, then id. */
+static int cmp_hook_call(const void *a, const void *b) {
+    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+    double tx = cJSON_GetNumberValue(get(x, "turn")), ty = cJSON_GetNumberValue(get(y, "turn"));
+    if (tx != ty) return tx < ty ? -1 : 1;
+    int hx = hook_rank(x), hy = hook_rank(y);
+    if (hx != hy) return hx - hy;
+    const char *ix = cJSON_GetStringValue(get(x, "id")), *iy = cJSON_GetStringValue(get(y, "id"));
+    return strcmp(ix ? ix : "", iy ? iy : "");
+}
+
+static cJSON *sorted_hook_calls(cJSON *calls) {
+    int n = cJSON_GetArraySize(calls);
+    cJSON **v = calloc((size_t)n + 1, sizeof *v);
+    for (int i = 0; i < n; i++) v[i] = cJSON_GetArrayItem(calls, i);
+    qsort(v, (size_t)n, sizeof *v, cmp_hook_call);
+    cJSON *out = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(out, cJSON_Duplicate(v[i], 1));
+    free(v);
+    return out;
+}
+
+/* `metadata: null` is the same as no metadata. */
+static void drop_null_metadata(cJSON *v) {
+    if (!v) return;
+    if (cJSON_IsObject(v)) {
+        const cJSON *m = get(v, "metadata");
+        if (m && cJSON_IsNull(m)) cJSON_DeleteItemFromObjectCaseSensitive(v, "metadata");
+    }
+    cJSON *c;
+    cJSON_ArrayForEach(c, v) drop_null_metadata(c);
+}
+
+static void compare_run_error(struct run *r, const cJSON *want_err, tn_status st, const char *out) {
+    if (st == TN_OK) {
+        add_diff(&r->d, "want failure \"%s\", got result %.300s", cJSON_GetStringValue(want_err), out);
+        return;
+    }
+    if (st != TN_PROVIDER_ERROR && st != TN_TIMEOUT) {
+        add_diff(&r->d, "want provider_error or timeout, got status %d: %.300s", (int)st, out);
+        return;
+    }
+    const char *msg = cJSON_GetStringValue(want_err);
+    cJSON *ej = cJSON_Parse(out);
+    const char *got = cJSON_GetStringValue(get(get(ej, "error"), "message"));
+    if (msg && strncmp(msg, "LLM ", 4) == 0 && strlen(msg) > 9 && msg[4] >= '0' && msg[4] <= '9' && msg[7] == ':' &&
+        msg[8] == ' ') {
+        char code[4] = {msg[4], msg[5], msg[6], 0};
+        if (!got || !strstr(got, code) || !strstr(got, msg + 9))
+            add_diff(&r->d, "error message \"%s\" does not carry status %s and body \"%s\"", got ? got : "", code,
+                     msg + 9);
+    }
+    cJSON_Delete(ej);
+}
+
+static void op_run(struct run *r) {
+    cJSON *exp = cJSON_GetObjectItemCaseSensitive(r->c, "expect");
+    tn_toolkit *tk = build(r);
+    if (!tk) return;
+    const cJSON *client = get(r->c, "client");
+    char *ct = client ? cJSON_PrintUnformatted(client) : strdup("{}");
+    tn_client *cl = NULL;
+    char *err = NULL;
+    tn_status st = tn_client_new(ct, &cl, &err);
+    free(ct);
+    if (st != TN_OK) {
+        tn_toolkit_free(tk);
+        call_failed(r, "tn_client_new", st, err);
+        return;
+    }
+    struct run_log log;
+    pthread_mutex_init(&log.mu, NULL);
+    log.hook_calls = cJSON_CreateArray();
+    log.wait_requests = cJSON_CreateArray();
+    log.wait_spec = get(r->c, "waitFor");
+    struct hook_slot slots[4];
+    int nslots = 0;
+    const cJSON *hooks = get(r->c, "hooks");
+    for (int i = 0; HOOKS[i]; i++) {
+        const cJSON *rules = get(hooks, HOOKS[i]);
+        if (!cJSON_IsArray(rules)) continue;
+        slots[nslots] = (struct hook_slot){&log, HOOKS[i], rules};
+        if (tn_client_set_callback(cl, HOOKS[i], hook_callback, &slots[nslots], NULL, &err) != TN_OK) {
+            add_diff(&r->d, "tn_client_set_callback %s: %s", HOOKS[i], err);
+            tn_string_free(err);
+        }
+        nslots++;
+    }
+    if (log.wait_spec && !cJSON_IsNull(log.wait_spec)) {
+        if (tn_client_set_callback(cl, "waitFor", wait_callback, &log, NULL, &err) != TN_OK) {
+            add_diff(&r->d, "tn_client_set_callback waitFor: %s", err);
+            tn_string_free(err);
+        }
+    }
+    cJSON *request = cJSON_CreateObject();
+    const cJSON *prompt = get(r->c, "prompt"), *history = get(r->c, "history");
+    cJSON_AddItemToObject(request, "prompt", prompt ? cJSON_Duplicate(prompt, 1) : cJSON_CreateString(""));
+    if (history) cJSON_AddItemToObject(request, "history", cJSON_Duplicate(history, 1));
+    char *rt = cJSON_PrintUnformatted(request);
+    cJSON_Delete(request);
+    char *out = NULL;
+    st = tn_run(cl, tk, rt, NULL, NULL, &out);
+    free(rt);
+    tn_client_free(cl);
+    tn_toolkit_free(tk); /* ends MCP children before the files are listed */
+
+    cJSON *result = cJSON_GetObjectItemCaseSensitive(exp, "result");
+    const cJSON *want_err = get(result, "error");
+    if (want_err && cJSON_GetArraySize(result) == 1) {
+        compare_run_error(r, want_err, st, out);
+        tn_string_free(out);
+    } else if (st != TN_OK) {
+        call_failed(r, "tn_run", st, out);
+    } else {
+        cJSON *act = cJSON_Parse(out);
+        tn_string_free(out);
+        if (!act) {
+            add_diff(&r->d, "RunResult is not JSON");
+        } else {
+            static const char *const names[] = {"tool-calls", "toolCalls", "tool-call-count", "toolCallCount",
+                                                "prompt-tokens", "promptTokens", "completion-tokens",
+                                                "completionTokens", "total-tokens", "totalTokens", NULL};
+            rename_keys(result, names);
+            drop_null_metadata(result);
+            drop_null_metadata(act);
+            struct cmp o = {get(r->c, "volatile"), NULL, 1};
+            compare("result", result, act, &o, &r->d);
+            cJSON_Delete(act);
+        }
+    }
+    struct cmp o = {get(r->c, "volatile"), NULL, 1};
+    cJSON *want_waits = cJSON_GetObjectItemCaseSensitive(exp, "waitForRequests");
+    if (want_waits) compare("waitForRequests", want_waits, log.wait_requests, &o, &r->d);
+    cJSON *want_hooks = cJSON_GetObjectItemCaseSensitive(exp, "hookCalls");
+    if (want_hooks) {
+        cJSON *got = sorted_hook_calls(log.hook_calls);
+        drop_null_metadata(want_hooks);
+        drop_null_metadata(got);
+        compare("hookCalls", want_hooks, got, &o, &r->d);
+        cJSON_Delete(got);
+    }
+    cJSON_Delete(log.hook_calls);
+    cJSON_Delete(log.wait_requests);
+    pthread_mutex_destroy(&log.mu);
+
+    int cap = r->srv ? r->srv->nreqs : 0;
+    const struct request **list = calloc((size_t)cap + 1, sizeof *list);
+    int n = pick_requests(r->srv, 0, list, cap);
+    const cJSON *want = get(exp, "providerRequests");
+    if (cJSON_GetArraySize(want) != n) {
+        add_diff(&r->d, "provider requests: got %d, want %d", n, cJSON_GetArraySize(want));
+    } else {
+        for (int i = 0; i < n; i++) {
+            char where[48];
+            snprintf(where, sizeof where, "providerRequests[%d]", i);
+            compare_provider_request(r, where, cJSON_GetArrayItem(want, i), list[i]);
+        }
+    }
+    const cJSON *server = get(r->c, "expectServerRequests");
+    if (server) {
+        n = pick_requests(r->srv, 1, list, cap);
+        compare_request_list(r, server, list, n);
+    }
+    free(list);
+
+    const cJSON *files = get(r->c, "expectFiles");
+    if (files) {
+        cJSON *got = cJSON_CreateObject();
+        list_files(r->root, "", got);
+        const cJSON *f;
+        cJSON_ArrayForEach(f, files) {
+            const cJSON *g = get(got, f->string);
+            if (!g)
+                add_diff(&r->d, "expectFiles: %s missing", f->string);
+            else if (strcmp(g->valuestring, f->valuestring))
+                add_diff(&r->d, "expectFiles: %s = \"%.200s\", want \"%.200s\"", f->string, g->valuestring,
+                         f->valuestring);
+        }
+        cJSON_ArrayForEach(f, got) {
+            if (!get(files, f->string)) add_diff(&r->d, "expectFiles: unexpected file %s", f->string);
+        }
+        cJSON_Delete(got);
     }
 }
 
@@ -1253,9 +1566,14 @@ static enum outcome run_case(const cJSON *original, char **why) {
             const cJSON *one = get(r.c, singles[i]);
             if (cJSON_IsObject(one)) cJSON_AddItemToArray(r.srv->responses, cJSON_Duplicate(one, 1));
         }
+        /* op run: HTTP tools (paths under /tool/) are answered from
+         * serverResponses, the provider from providerResponses. */
+        int routed = !strcmp(cJSON_GetStringValue(get(r.c, "op")) ? cJSON_GetStringValue(get(r.c, "op")) : "", "run");
+        if (routed) r.srv->tool_responses = cJSON_CreateArray();
         for (int i = 0; i < 2; i++) {
             const cJSON *e;
-            cJSON_ArrayForEach(e, get(r.c, lists[i])) cJSON_AddItemToArray(r.srv->responses, cJSON_Duplicate(e, 1));
+            cJSON *into = (routed && i == 0) ? r.srv->tool_responses : r.srv->responses;
+            cJSON_ArrayForEach(e, get(r.c, lists[i])) cJSON_AddItemToArray(into, cJSON_Duplicate(e, 1));
         }
         pthread_mutex_unlock(&r.srv->mu);
     }
@@ -1280,6 +1598,8 @@ static enum outcome run_case(const cJSON *original, char **why) {
             op_helper(&r);
         else if (!strcmp(op, "translate"))
             op_translate(&r);
+        else if (!strcmp(op, "run"))
+            op_run(&r);
         else
             r.skip_reason = strdup("unknown op");
         restore_env(saved, nenv);

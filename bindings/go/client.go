@@ -1,0 +1,579 @@
+package toolnexus
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "toolnexus.h"
+
+tn_status tngo_set_callback(const tn_client *client, const char *slot, uintptr_t handle, char **out_error);
+tn_status tngo_run(const tn_client *client, const tn_toolkit *toolkit, const char *request_json,
+                   const tn_cancel *cancel, uintptr_t run, char **out_json);
+tn_status tngo_run_resume(const tn_client *client, const tn_toolkit *toolkit, const char *resume_json,
+                          const tn_cancel *cancel, uintptr_t run, char **out_json);
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"unsafe"
+)
+
+// Request is a suspension's question (SPEC §10), keys as on the wire. Raw is
+// the Request exactly as the library sent it.
+type Request struct {
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"`
+	Prompt    string          `json:"prompt"`
+	URL       string          `json:"url,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	ExpiresAt string          `json:"expiresAt,omitempty"`
+	Raw       json.RawMessage `json:"-"`
+}
+
+// Answer is the host's resolution of a Request (SPEC §10). ID must echo the
+// Request's (WaitFor may leave it empty: the Request's is used). Reason
+// ("declined", "cancelled", "expired") only when OK is false.
+type Answer struct {
+	ID     string          `json:"id,omitempty"`
+	OK     bool            `json:"ok"`
+	Data   json.RawMessage `json:"data,omitempty"`
+	Reason string          `json:"reason,omitempty"`
+}
+
+// LLMEvent is what BeforeLLM sees before each provider call: the transcript
+// and the declarations in the provider's shape, the model, the turn (from 0).
+type LLMEvent struct {
+	Messages json.RawMessage `json:"messages"`
+	Tools    json.RawMessage `json:"tools"`
+	Model    string          `json:"model"`
+	Turn     int             `json:"turn"`
+	Raw      json.RawMessage `json:"-"`
+}
+
+// LLMOverride replaces the transcript and/or the tools for the rest of the
+// run; a nil field changes nothing, `[]` for Tools sends none.
+type LLMOverride struct {
+	Messages json.RawMessage `json:"messages,omitempty"`
+	Tools    json.RawMessage `json:"tools,omitempty"`
+}
+
+// LLMResponseEvent is what AfterLLM sees: the provider's raw answer.
+type LLMResponseEvent struct {
+	Response json.RawMessage `json:"response"`
+	Model    string          `json:"model"`
+	Turn     int             `json:"turn"`
+	Raw      json.RawMessage `json:"-"`
+}
+
+// ToolEvent is what BeforeTool and AfterTool see; Result is set for AfterTool.
+type ToolEvent struct {
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args"`
+	ID     string          `json:"id"`
+	Turn   int             `json:"turn"`
+	Result *ToolResult     `json:"result,omitempty"`
+	Raw    json.RawMessage `json:"-"`
+}
+
+// ToolOverride is BeforeTool's answer: Result short-circuits the call (the
+// tool never runs; a result whose Metadata["pending"] is a Request is a
+// suspension), Args rewrites the call.
+type ToolOverride struct {
+	Result *ToolResult     `json:"result,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+}
+
+// Hooks are the SPEC §8 lifecycle hooks. Each may be nil; a nil answer
+// observes. An error ends the run with it (wrapped in an *Error with code
+// "callback_error"). The hooks of one turn's tool calls run concurrently.
+type Hooks struct {
+	BeforeLLM  func(ctx context.Context, ev LLMEvent) (*LLMOverride, error)
+	AfterLLM   func(ctx context.Context, ev LLMResponseEvent) error
+	BeforeTool func(ctx context.Context, ev ToolEvent) (*ToolOverride, error)
+	AfterTool  func(ctx context.Context, ev ToolEvent) (*ToolResult, error)
+}
+
+// ErrorInfo describes one failed provider attempt, for OnError.
+type ErrorInfo struct {
+	Status    int    `json:"status,omitempty"`
+	Error     string `json:"error"`
+	Attempt   int    `json:"attempt"`
+	Retryable bool   `json:"retryable"`
+}
+
+// ClientOptions builds a Client. Config is the client JSON (a string, []byte
+// or a value to marshal): baseUrl, style, model, apiKey, headers,
+// systemPrompt, retries, retryBaseMs, timeoutMs (the whole run),
+// requestParams, maxTurns.
+type ClientOptions struct {
+	Config any
+	Hooks  Hooks
+	// WaitFor resolves a suspension inline (SPEC §10). Nil: a suspension
+	// halts the run with Status "pending".
+	WaitFor func(ctx context.Context, req Request) (Answer, error)
+	// OnError classifies a failed provider attempt: "retry" or "fail" ("" is
+	// the default policy); retries stay bounded by the client's retries.
+	OnError func(ctx context.Context, info ErrorInfo) (string, error)
+}
+
+// ToolCall is one executed call of a run.
+type ToolCall struct {
+	Name     string          `json:"name"`
+	Args     json.RawMessage `json:"args"`
+	Output   string          `json:"output"`
+	IsError  bool            `json:"isError"`
+	Metadata map[string]any  `json:"metadata"`
+}
+
+// Usage is token usage summed over a run.
+type Usage struct {
+	PromptTokens     int `json:"promptTokens"`
+	CompletionTokens int `json:"completionTokens"`
+	TotalTokens      int `json:"totalTokens"`
+}
+
+// RunResult is the outcome of a run (CONTRACT §8). Messages is the whole
+// transcript in the provider's shape, ready to pass back WithHistory. Raw is
+// the RunResult JSON as the library gave it.
+type RunResult struct {
+	Text          string          `json:"text"`
+	Messages      json.RawMessage `json:"messages"`
+	ToolCalls     []ToolCall      `json:"toolCalls"`
+	ToolCallCount int             `json:"toolCallCount"`
+	Turns         int             `json:"turns"`
+	Usage         Usage           `json:"usage"`
+	Model         string          `json:"model"`
+	Status        string          `json:"status"`
+	Limit         string          `json:"limit,omitempty"`
+	Pending       *Request        `json:"pending,omitempty"`
+	Raw           json.RawMessage `json:"-"`
+}
+
+// Client runs the SPEC §8 loop. Safe for concurrent Runs; Close when done.
+type Client struct {
+	mu       sync.Mutex
+	idle     sync.Cond
+	ptr      *C.tn_client
+	inFlight int
+	closing  bool
+}
+
+// slotFunc is what a registered slot's cgo.Handle points at.
+type slotFunc struct {
+	name string
+	call func(ctx context.Context, event []byte) (any, error)
+}
+
+// runState is what a run's cgo.Handle points at: its context, and the first
+// Go error or panic of its callbacks.
+type runState struct {
+	ctx   context.Context
+	mu    sync.Mutex
+	err   error
+	panic any
+}
+
+func (r *runState) fail(err error, p any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+	if p != nil && r.panic == nil {
+		r.panic = p
+	}
+}
+
+func decodeEvent[T any](event []byte, raw *json.RawMessage) (T, error) {
+	var v T
+	err := json.Unmarshal(event, &v)
+	*raw = append(json.RawMessage(nil), event...)
+	return v, err
+}
+
+func (o *ClientOptions) slots() []slotFunc {
+	var s []slotFunc
+	if f := o.WaitFor; f != nil {
+		s = append(s, slotFunc{"waitFor", func(ctx context.Context, ev []byte) (any, error) {
+			var req Request
+			if err := json.Unmarshal(ev, &req); err != nil {
+				return nil, err
+			}
+			req.Raw = append(json.RawMessage(nil), ev...)
+			a, err := f(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			if a.ID == "" {
+				a.ID = req.ID
+			}
+			return a, nil
+		}})
+	}
+	if f := o.Hooks.BeforeLLM; f != nil {
+		s = append(s, slotFunc{"beforeLLM", func(ctx context.Context, ev []byte) (any, error) {
+			var raw json.RawMessage
+			e, err := decodeEvent[LLMEvent](ev, &raw)
+			if err != nil {
+				return nil, err
+			}
+			e.Raw = raw
+			o, err := f(ctx, e)
+			if o == nil || err != nil {
+				return nil, err
+			}
+			return o, nil
+		}})
+	}
+	if f := o.Hooks.AfterLLM; f != nil {
+		s = append(s, slotFunc{"afterLLM", func(ctx context.Context, ev []byte) (any, error) {
+			var raw json.RawMessage
+			e, err := decodeEvent[LLMResponseEvent](ev, &raw)
+			if err != nil {
+				return nil, err
+			}
+			e.Raw = raw
+			return nil, f(ctx, e)
+		}})
+	}
+	if f := o.Hooks.BeforeTool; f != nil {
+		s = append(s, slotFunc{"beforeTool", func(ctx context.Context, ev []byte) (any, error) {
+			var raw json.RawMessage
+			e, err := decodeEvent[ToolEvent](ev, &raw)
+			if err != nil {
+				return nil, err
+			}
+			e.Raw = raw
+			o, err := f(ctx, e)
+			if o == nil || err != nil {
+				return nil, err
+			}
+			return o, nil
+		}})
+	}
+	if f := o.Hooks.AfterTool; f != nil {
+		s = append(s, slotFunc{"afterTool", func(ctx context.Context, ev []byte) (any, error) {
+			var raw json.RawMessage
+			e, err := decodeEvent[ToolEvent](ev, &raw)
+			if err != nil {
+				return nil, err
+			}
+			e.Raw = raw
+			r, err := f(ctx, e)
+			if r == nil || err != nil {
+				return nil, err
+			}
+			return map[string]any{"result": r}, nil
+		}})
+	}
+	if f := o.OnError; f != nil {
+		s = append(s, slotFunc{"onError", func(ctx context.Context, ev []byte) (any, error) {
+			var info ErrorInfo
+			if err := json.Unmarshal(ev, &info); err != nil {
+				return nil, err
+			}
+			v, err := f(ctx, info)
+			if v == "" || err != nil {
+				return nil, err
+			}
+			return v, nil
+		}})
+	}
+	return s
+}
+
+var liveSlots = struct {
+	sync.RWMutex
+	m map[cgo.Handle]struct{}
+}{m: map[cgo.Handle]struct{}{}}
+
+func releaseSlot(h cgo.Handle) {
+	liveSlots.Lock()
+	_, ok := liveSlots.m[h]
+	delete(liveSlots.m, h)
+	liveSlots.Unlock()
+	if ok {
+		h.Delete()
+	}
+}
+
+func lookupHandle[T any](h cgo.Handle, live bool) *T {
+	if h == 0 {
+		return nil
+	}
+	if live {
+		liveSlots.RLock()
+		_, ok := liveSlots.m[h]
+		liveSlots.RUnlock()
+		if !ok {
+			return nil
+		}
+	}
+	v, _ := h.Value().(*T)
+	return v
+}
+
+// NewClient builds a client from opts.Config and registers the callbacks
+// opts gives.
+func NewClient(opts ClientOptions) (*Client, error) {
+	text, err := jsonText(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("toolnexus: client config: %w", err)
+	}
+	cconf, err := cString("client config", text)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cconf))
+	var ptr *C.tn_client
+	var cerr *C.char
+	status := C.tn_client_new(cconf, &ptr, &cerr)
+	body := takeString(cerr)
+	if status != C.TN_OK {
+		return nil, statusError(status, body)
+	}
+	c := &Client{ptr: ptr}
+	c.idle.L = &c.mu
+	for _, s := range opts.slots() {
+		s := s
+		h := cgo.NewHandle(&s)
+		liveSlots.Lock()
+		liveSlots.m[h] = struct{}{}
+		liveSlots.Unlock()
+		cname := C.CString(s.name)
+		var serr *C.char
+		st := C.tngo_set_callback(ptr, cname, C.uintptr_t(h), &serr)
+		C.free(unsafe.Pointer(cname))
+		b := takeString(serr)
+		if st != C.TN_OK {
+			releaseSlot(h) // idempotent: the library may have released it already
+			c.Close()
+			return nil, statusError(st, b)
+		}
+	}
+	return c, nil
+}
+
+// Close frees the client, waiting for runs in flight; idempotent. A callback
+// must not Close its own client.
+func (c *Client) Close() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	c.closing = true
+	for c.inFlight > 0 {
+		c.idle.Wait()
+	}
+	ptr := c.ptr
+	c.ptr = nil
+	c.mu.Unlock()
+	if ptr != nil {
+		C.tn_client_free(ptr)
+	}
+	return nil
+}
+
+func (c *Client) acquire() *C.tn_client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing || c.ptr == nil {
+		return nil
+	}
+	c.inFlight++
+	return c.ptr
+}
+
+func (c *Client) release() {
+	c.mu.Lock()
+	c.inFlight--
+	if c.inFlight == 0 {
+		c.idle.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// RunOption adds to a run's request.
+type RunOption func(req map[string]any) error
+
+// WithHistory continues a prior transcript (RunResult.Messages, or any
+// provider-shaped message list as JSON text or a value to marshal).
+func WithHistory(history any) RunOption {
+	return func(req map[string]any) error {
+		text, err := jsonText(history)
+		if err != nil {
+			return fmt.Errorf("toolnexus: history: %w", err)
+		}
+		req["history"] = json.RawMessage(text)
+		return nil
+	}
+}
+
+// Run runs the loop for prompt against tk (nil: no tools). Cancelling ctx
+// cancels the run (an *Error with code "cancelled"); a provider failure after
+// the retries is "provider_error", the client's timeoutMs "timeout".
+func (c *Client) Run(ctx context.Context, tk *Toolkit, prompt string, options ...RunOption) (*RunResult, error) {
+	req := map[string]any{"prompt": prompt}
+	for _, o := range options {
+		if err := o(req); err != nil {
+			return nil, err
+		}
+	}
+	return c.call(ctx, tk, req, false)
+}
+
+// Resume continues a run that halted with Status "pending" (SPEC §10 durable
+// resume): history is its Messages, pending its Pending Request, answer the
+// resolution (whose ID must echo pending.ID; empty means pending.ID).
+func (c *Client) Resume(ctx context.Context, tk *Toolkit, history json.RawMessage, pending Request, answer Answer) (*RunResult, error) {
+	if answer.ID == "" {
+		answer.ID = pending.ID
+	}
+	p := any(pending)
+	if len(pending.Raw) > 0 {
+		p = pending.Raw
+	}
+	req := map[string]any{"history": history, "pending": p, "answer": answer}
+	return c.call(ctx, tk, req, true)
+}
+
+func (c *Client) call(ctx context.Context, tk *Toolkit, req map[string]any, resume bool) (*RunResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Code: "cancelled", Status: StatusCancelled, Message: "the run was not started: " + err.Error()}
+	}
+	text, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("toolnexus: run request: %w", err)
+	}
+	creq, err := cBorrowed("run request", string(text))
+	if err != nil {
+		return nil, err
+	}
+	ptr := c.acquire()
+	if ptr == nil {
+		return nil, &Error{Code: "invalid_argument", Status: StatusInvalidArgument, Message: "client is closed"}
+	}
+	defer c.release()
+
+	state := &runState{ctx: ctx}
+	rh := cgo.NewHandle(state)
+	defer rh.Delete()
+	var out []byte
+	var status C.tn_status
+	body := func(tkp *C.tn_toolkit) error {
+		token := C.tn_cancel_new()
+		done, exited := make(chan struct{}), make(chan struct{})
+		if ctx.Done() == nil {
+			close(exited)
+		} else {
+			go func() {
+				defer close(exited)
+				select {
+				case <-ctx.Done():
+					C.tn_cancel_trigger(token)
+				case <-done:
+				}
+			}()
+		}
+		var cout *C.char
+		if resume {
+			status = C.tngo_run_resume(ptr, tkp, cPtr(creq), token, C.uintptr_t(rh), &cout)
+		} else {
+			status = C.tngo_run(ptr, tkp, cPtr(creq), token, C.uintptr_t(rh), &cout)
+		}
+		close(done)
+		<-exited
+		C.tn_cancel_free(token)
+		out = takeString(cout)
+		return nil
+	}
+	if tk == nil {
+		_ = body(nil)
+	} else if err := tk.with(body); err != nil {
+		return nil, err
+	}
+	runtime.KeepAlive(c)
+	state.mu.Lock()
+	cause, panicked := state.err, state.panic
+	state.mu.Unlock()
+	if panicked != nil {
+		panic(panicked)
+	}
+	if status != C.TN_OK {
+		e := statusError(status, out)
+		if cause != nil && status == C.TN_CALLBACK_ERROR {
+			return nil, fmt.Errorf("%w: %w", e, cause)
+		}
+		return nil, e
+	}
+	var res RunResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return nil, fmt.Errorf("toolnexus: RunResult: %w", err)
+	}
+	res.Raw = out
+	if res.Pending != nil {
+		var raw struct {
+			Pending json.RawMessage `json:"pending"`
+		}
+		if json.Unmarshal(out, &raw) == nil {
+			res.Pending.Raw = raw.Pending
+		}
+	}
+	return &res, nil
+}
+
+var errNoRun = errors.New("toolnexus: callback outside a run")
+
+//export goClientCallback
+func goClientCallback(handle, run C.uintptr_t, event *C.char, reply *C.tn_reply) {
+	s := lookupHandle[slotFunc](cgo.Handle(handle), true)
+	state := lookupHandle[runState](cgo.Handle(run), false)
+	if s == nil || state == nil {
+		msg := C.CString(errNoRun.Error())
+		C.tn_reply_set_error(reply, msg)
+		C.free(unsafe.Pointer(msg))
+		return
+	}
+	ev := C.GoBytes(unsafe.Pointer(event), C.int(C.strlen(event)))
+	answer, err := func() (v any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%s callback panicked: %v", s.name, p)
+				state.fail(err, p)
+			}
+		}()
+		return s.call(state.ctx, ev)
+	}()
+	if err != nil {
+		state.fail(err, nil)
+		msg := C.CString(err.Error())
+		C.tn_reply_set_error(reply, msg)
+		C.free(unsafe.Pointer(msg))
+		return
+	}
+	if answer == nil {
+		return
+	}
+	b, err := json.Marshal(answer)
+	if err != nil {
+		state.fail(err, nil)
+		msg := C.CString(s.name + " answer does not encode as JSON: " + err.Error())
+		C.tn_reply_set_error(reply, msg)
+		C.free(unsafe.Pointer(msg))
+		return
+	}
+	b = append(b, 0)
+	C.tn_reply_set_json(reply, (*C.char)(unsafe.Pointer(&b[0])))
+}
+
+//export goClientRelease
+func goClientRelease(handle C.uintptr_t) {
+	releaseSlot(cgo.Handle(handle))
+}

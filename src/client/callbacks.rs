@@ -1,0 +1,140 @@
+//! The host's slots of a client (SPEC §8 hooks, §8 `onError`, §10
+//! `waitFor`): JSON event in, an optional JSON reply out. The C boundary
+//! wraps function pointers as [`HostFn`]s; Rust callers pass closures.
+//!
+//! A client keeps its slots in one immutable [`Callbacks`] set; a run takes
+//! the set in force when it starts, so changing a slot never races a run and
+//! no lock is held while a callback runs.
+
+use crate::error::{Error, ErrorCode, Result};
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+
+/// One host callback: called with the event JSON and this run's
+/// [`RunData`]; `Ok(None)` means "no reply" (an observer), `Err` a failure
+/// the run reports as `callback_error` (or `cancelled` when the run was
+/// cancelled meanwhile).
+pub type HostFn =
+    Arc<dyn Fn(&Value, RunData) -> std::result::Result<Option<Value>, String> + Send + Sync>;
+
+/// An opaque value the host gave a run, handed back to every callback of that
+/// run (a Go host keeps its per-run context there). Never looked into.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunData(pub usize);
+
+/// The named slots. ext's slots (`onMetric`, `onEvent`, `generate`,
+/// `storeGet`, `storeSave`) join this list as they land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Slot {
+    WaitFor,
+    BeforeLlm,
+    AfterLlm,
+    BeforeTool,
+    AfterTool,
+    OnError,
+}
+
+impl Slot {
+    pub const ALL: [Slot; 6] = [
+        Slot::WaitFor,
+        Slot::BeforeLlm,
+        Slot::AfterLlm,
+        Slot::BeforeTool,
+        Slot::AfterTool,
+        Slot::OnError,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Slot::WaitFor => "waitFor",
+            Slot::BeforeLlm => "beforeLLM",
+            Slot::AfterLlm => "afterLLM",
+            Slot::BeforeTool => "beforeTool",
+            Slot::AfterTool => "afterTool",
+            Slot::OnError => "onError",
+        }
+    }
+
+    /// A slot by its name; the error lists the known ones.
+    pub fn from_name(name: &str) -> Result<Slot> {
+        Slot::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Slot::ALL.iter().map(|s| s.name()).collect();
+                Error::invalid_argument(format!(
+                    "unknown callback slot '{name}' (known slots: {})",
+                    known.join(", ")
+                ))
+            })
+    }
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The slots of a client at one moment.
+#[derive(Clone, Default)]
+pub struct Callbacks {
+    slots: [Option<HostFn>; 6],
+}
+
+impl fmt::Debug for Callbacks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let set: Vec<&str> = Slot::ALL
+            .iter()
+            .filter(|s| self.get(**s).is_some())
+            .map(|s| s.name())
+            .collect();
+        f.debug_struct("Callbacks").field("set", &set).finish()
+    }
+}
+
+fn index(slot: Slot) -> usize {
+    Slot::ALL.iter().position(|s| *s == slot).unwrap_or(0)
+}
+
+impl Callbacks {
+    pub fn get(&self, slot: Slot) -> Option<&HostFn> {
+        self.slots[index(slot)].as_ref()
+    }
+
+    /// Sets (or with `None` clears) a slot.
+    pub fn set(&mut self, slot: Slot, f: Option<HostFn>) {
+        self.slots[index(slot)] = f;
+    }
+
+    pub fn with(mut self, slot: Slot, f: HostFn) -> Self {
+        self.set(slot, Some(f));
+        self
+    }
+}
+
+/// The error a failing callback ends a run with.
+pub(crate) fn callback_error(slot: Slot, message: &str) -> Error {
+    Error::new(
+        ErrorCode::CallbackError,
+        format!("the {slot} callback failed: {message}"),
+    )
+}
+
+/// The error a callback that answered the wrong shape ends a run with.
+pub(crate) fn bad_reply(slot: Slot, what: &str, got: &Value) -> Error {
+    let mut shown = got.to_string();
+    if shown.len() > 200 {
+        let mut end = 200;
+        while !shown.is_char_boundary(end) {
+            end -= 1;
+        }
+        shown.truncate(end);
+        shown.push('…');
+    }
+    Error::new(
+        ErrorCode::CallbackError,
+        format!("the {slot} callback answered {shown}; expected {what}"),
+    )
+}

@@ -1,0 +1,347 @@
+//! SPEC §8 the unified client: give it a base URL and a style, and it runs
+//! the whole tool-calling loop against a [`Toolkit`] — system prompt plus
+//! skills prompt, the toolkit's declarations in the style's shape, tool calls
+//! executed and fed back, until an answer or `maxTurns` — with the §8 hooks,
+//! `onError`, the whole-run deadline, cancellation, and the §10 suspension
+//! rule (`waitFor`, the durable halt, and [`Client::resume`]).
+//!
+//! This module sits above `translate` (whose provider exchange it uses) and
+//! `toolkit` (whose `execute` it calls); neither knows it exists.
+
+pub mod callbacks;
+pub mod provider;
+mod resume;
+mod run;
+pub mod shape;
+
+pub use callbacks::{Callbacks, HostFn, RunData, Slot};
+pub use provider::{Exchange, HttpProvider, Provider};
+
+use crate::error::{Error, Result};
+use crate::json::type_name;
+use crate::toolkit::Toolkit;
+use crate::translate::{helpers::is_blank, CancelToken, ClientConfig, Style, CLIENT_KEYS};
+use run::Run;
+use serde_json::{Map, Value};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+/// The turn limit when the client sets none.
+pub const DEFAULT_MAX_TURNS: u32 = 10;
+
+/// The client keys beyond translate's.
+const LOOP_KEYS: [&str; 1] = ["maxTurns"];
+
+/// A client: its validated config, its provider, and the host's slots. One
+/// client serves many runs on many threads at once.
+pub struct Client {
+    pub(crate) config: ClientConfig,
+    pub(crate) max_turns: u32,
+    pub(crate) provider: Arc<dyn Provider>,
+    callbacks: RwLock<Arc<Callbacks>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("model", &self.config.model)
+            .field("style", &self.config.style)
+            .field("max_turns", &self.max_turns)
+            .finish()
+    }
+}
+
+/// What a run is asked: `{prompt, history?}`.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    pub prompt: String,
+    /// A prior transcript in the provider's own shape, sent verbatim first.
+    pub history: Vec<Value>,
+}
+
+/// A durable resume: `{history, pending, answer}` (SPEC §10).
+#[derive(Debug, Clone)]
+pub struct ResumeRequest {
+    pub history: Vec<Value>,
+    pub pending: Value,
+    pub answer: Value,
+}
+
+fn object<'a>(v: &'a Value, what: &str, keys: &str) -> Result<&'a Map<String, Value>> {
+    let obj = v.as_object().ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "{what} must be a JSON object {{{keys}}}, got {}",
+            type_name(v)
+        ))
+    })?;
+    if let Some(k) = obj
+        .keys()
+        .find(|k| !keys.split(", ").any(|c| c == k.as_str()))
+    {
+        return Err(Error::invalid_argument(format!(
+            "{what}: unknown key '{k}' (known keys: {keys})"
+        )));
+    }
+    Ok(obj)
+}
+
+fn messages(v: Option<&Value>, what: &str) -> Result<Vec<Value>> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(list)) => {
+            if let Some((i, m)) = list.iter().enumerate().find(|(_, m)| !m.is_object()) {
+                return Err(Error::invalid_argument(format!(
+                    "{what}[{i}] must be a message object, got {}",
+                    type_name(m)
+                )));
+            }
+            Ok(list.clone())
+        }
+        Some(other) => Err(Error::invalid_argument(format!(
+            "{what} must be an array of messages, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+impl RunRequest {
+    /// Reads `{prompt, history?}`.
+    pub fn from_json(v: &Value) -> Result<RunRequest> {
+        let obj = object(v, "run request", "prompt, history")?;
+        let prompt = match obj.get("prompt") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "run request: prompt must be a string, got {}",
+                    type_name(other)
+                )))
+            }
+            None => return Err(Error::invalid_argument("run request: prompt is required")),
+        };
+        Ok(RunRequest {
+            prompt,
+            history: messages(obj.get("history"), "history")?,
+        })
+    }
+}
+
+impl ResumeRequest {
+    /// Reads `{history, pending, answer}`.
+    pub fn from_json(v: &Value) -> Result<ResumeRequest> {
+        let obj = object(v, "resume request", "history, pending, answer")?;
+        let history = messages(obj.get("history"), "history")?;
+        let need = |key: &str, what: &str| -> Result<Value> {
+            match obj.get(key) {
+                Some(o @ Value::Object(_)) => Ok(o.clone()),
+                Some(other) => Err(Error::invalid_argument(format!(
+                    "resume request: {key} must be {what}, got {}",
+                    type_name(other)
+                ))),
+                None => Err(Error::invalid_argument(format!(
+                    "resume request: {key} is required ({what})"
+                ))),
+            }
+        };
+        Ok(ResumeRequest {
+            history,
+            pending: need("pending", "the pending Request {id, kind, prompt, ...}")?,
+            answer: need("answer", "an Answer {id, ok, data?, reason?}")?,
+        })
+    }
+}
+
+/// A toolkit with no tools, for a run given none.
+pub fn empty_toolkit() -> &'static Toolkit {
+    static EMPTY: OnceLock<Toolkit> = OnceLock::new();
+    EMPTY.get_or_init(|| {
+        Toolkit::build_from_json(r#"{"builtins":false}"#)
+            .unwrap_or_else(|e| panic!("toolnexus: the empty toolkit does not build: {e}"))
+    })
+}
+
+impl Client {
+    /// Reads a client JSON object: translate's keys (CONTRACT.md §6) plus
+    /// `maxTurns` (default 10). `timeoutMs` bounds a whole run.
+    pub fn from_json(v: &Value) -> Result<Client> {
+        let obj = v.as_object().ok_or_else(|| {
+            Error::invalid_config(format!(
+                "client must be a JSON object, got {}",
+                type_name(v)
+            ))
+        })?;
+        let known = |k: &str| CLIENT_KEYS.split(", ").any(|c| c == k) || LOOP_KEYS.contains(&k);
+        if let Some(k) = obj.keys().find(|k| !known(k)) {
+            return Err(Error::invalid_config(format!(
+                "client: unknown key '{k}' (known keys: {CLIENT_KEYS}, {})",
+                LOOP_KEYS.join(", ")
+            )));
+        }
+        let max_turns = match obj.get("maxTurns") {
+            None | Some(Value::Null) => DEFAULT_MAX_TURNS,
+            Some(n) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| {
+                    Error::invalid_config(format!(
+                        "client.maxTurns must be a whole number of 0 or more, got {n}"
+                    ))
+                })?,
+        };
+        let mut translate_keys = obj.clone();
+        for k in LOOP_KEYS {
+            translate_keys.remove(k);
+        }
+        let config = ClientConfig::from_json(&Value::Object(translate_keys))?;
+        let provider = Arc::new(HttpProvider {
+            config: config.clone(),
+        });
+        Ok(Client::with_provider(config, max_turns, provider))
+    }
+
+    /// A client whose turns another [`Provider`] answers (an in-process
+    /// model, a streaming call). `config` still gives the style, the model,
+    /// the system prompt, `requestParams` and `timeoutMs`.
+    pub fn with_provider(
+        config: ClientConfig,
+        max_turns: u32,
+        provider: Arc<dyn Provider>,
+    ) -> Client {
+        Client {
+            config,
+            max_turns,
+            provider,
+            callbacks: RwLock::new(Arc::new(Callbacks::default())),
+        }
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    pub fn max_turns(&self) -> u32 {
+        self.max_turns
+    }
+
+    /// Sets (or with `None` clears) one slot. Runs already under way keep
+    /// the slots they started with.
+    pub fn set_callback(&self, slot: Slot, f: Option<HostFn>) {
+        let mut guard = self
+            .callbacks
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut next = Callbacks::clone(&guard);
+        next.set(slot, f);
+        *guard = Arc::new(next);
+    }
+
+    fn callbacks(&self) -> Arc<Callbacks> {
+        Arc::clone(
+            &self
+                .callbacks
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// SPEC §0.10: `systemPrompt + "\n\n" + skillsPrompt`, blank parts
+    /// dropped; the skills prompt only when the toolkit has a skill source.
+    pub fn system_text(&self, toolkit: &Toolkit) -> String {
+        let prompt = self.config.system_prompt.as_deref().unwrap_or("");
+        let skills = if toolkit.has_skill_source() {
+            toolkit.skills_prompt()
+        } else {
+            String::new()
+        };
+        [prompt, skills.as_str()]
+            .into_iter()
+            .filter(|p| !is_blank(p))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// The toolkit's declarations in the client style's shape.
+    pub fn declarations(&self, toolkit: &Toolkit) -> Result<Vec<Value>> {
+        match self.config.style {
+            Style::OpenAi => Ok(toolkit.openai_declarations()),
+            Style::Anthropic => {
+                let text = toolkit.render("anthropic")?;
+                match serde_json::from_str(&text) {
+                    Ok(Value::Array(list)) => Ok(list),
+                    _ => Err(Error::new(
+                        crate::error::ErrorCode::Internal,
+                        "internal error: the anthropic rendering is not a JSON array",
+                    )),
+                }
+            }
+        }
+    }
+
+    fn start<'a>(
+        &'a self,
+        toolkit: &'a Toolkit,
+        cancel: &'a CancelToken,
+        data: RunData,
+        messages: Vec<Value>,
+        system: String,
+    ) -> Result<Run<'a>> {
+        let deadline = self
+            .config
+            .timeout_ms
+            .map(|ms| Instant::now() + Duration::from_millis(ms));
+        Ok(Run {
+            client: self,
+            toolkit,
+            callbacks: self.callbacks(),
+            cancel,
+            deadline,
+            data,
+            system,
+            messages,
+            tools: self.declarations(toolkit)?,
+            tool_calls: Vec::new(),
+            turns: 0,
+            usage: Default::default(),
+        })
+    }
+
+    /// Runs the loop for `request` against `toolkit` and returns the
+    /// RunResult JSON (CONTRACT.md §8). A provider failure after the
+    /// retries, a timeout, a cancel or a failing callback is an error.
+    pub fn run(
+        &self,
+        toolkit: &Toolkit,
+        request: &RunRequest,
+        cancel: &CancelToken,
+        data: RunData,
+    ) -> Result<Value> {
+        let system = self.system_text(toolkit);
+        // openai: the system text is message 0, except after a history
+        // (which is sent as it is); anthropic: it is the body's `system`.
+        let mut messages = if !request.history.is_empty() {
+            request.history.clone()
+        } else if self.config.style == Style::OpenAi && !is_blank(&system) {
+            vec![shape::system_message(&system)]
+        } else {
+            Vec::new()
+        };
+        messages.push(shape::user_message(&request.prompt));
+        let mut run = self.start(toolkit, cancel, data, messages, system)?;
+        run.drive(0)
+    }
+
+    /// SPEC §10 durable resume: continues a run that halted with
+    /// `status:"pending"` from its transcript, the Request it halted on and
+    /// the host's Answer (whose id must echo the Request's). Every tool call
+    /// of the halted turn gets its result: the halted call is re-run with
+    /// `ctx.answer` (or declined), the calls the halt left out run now; then
+    /// the loop goes on with no new user turn.
+    pub fn resume(
+        &self,
+        toolkit: &Toolkit,
+        request: &ResumeRequest,
+        cancel: &CancelToken,
+        data: RunData,
+    ) -> Result<Value> {
+        resume::resume(self, toolkit, request, cancel, data)
+    }
+}

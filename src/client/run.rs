@@ -1,0 +1,520 @@
+//! The loop of SPEC §8 with the suspension rule of §10: call the provider,
+//! run the tool calls (concurrently, results in call order), feed the
+//! results back, until an answer without tool calls, a halt, or `maxTurns`.
+
+use super::callbacks::{bad_reply, callback_error, Callbacks, HostFn, RunData, Slot};
+use super::provider::Exchange;
+use super::shape::{self, Body, Call, Fed, Usage};
+use super::Client;
+use crate::error::{Error, ErrorCode, Result};
+use crate::tool::{ExecContext, ToolResult};
+use crate::toolkit::Toolkit;
+use crate::translate::client::{default_verdict, FailedAttempt, Verdict};
+use crate::translate::{CancelToken, Style};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One run in progress.
+pub(crate) struct Run<'a> {
+    pub client: &'a Client,
+    pub toolkit: &'a Toolkit,
+    pub callbacks: Arc<Callbacks>,
+    pub cancel: &'a CancelToken,
+    pub deadline: Option<Instant>,
+    pub data: RunData,
+    pub system: String,
+    pub messages: Vec<Value>,
+    pub tools: Vec<Value>,
+    pub tool_calls: Vec<Value>,
+    pub turns: u32,
+    pub usage: Usage,
+}
+
+/// A tool call with its (possibly hook-rewritten) arguments and its result.
+pub(crate) struct Settled {
+    pub call: Call,
+    pub result: ToolResult,
+}
+
+impl Settled {
+    /// The call's `toolCalls` entry: `{name, args, output, isError, metadata}`.
+    pub fn record(self) -> Value {
+        json!({
+            "name": self.call.name,
+            "args": self.call.args,
+            "output": self.result.output,
+            "isError": self.result.is_error,
+            "metadata": self.result.metadata.map_or(Value::Null, Value::Object),
+        })
+    }
+}
+
+/// What a tool phase came to: the settled calls to feed back, in call order,
+/// and the Request the run halts on, if any.
+pub(crate) struct Phase {
+    pub settled: Vec<Settled>,
+    pub halt: Option<Value>,
+}
+
+/// `metadata.pending` when it is a Request (an object).
+pub(crate) fn pending_of(r: &ToolResult) -> Option<&Value> {
+    r.metadata
+        .as_ref()?
+        .get("pending")
+        .filter(|p| p.is_object())
+}
+
+fn prompt_of(request: &Value) -> String {
+    match request.get("prompt") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn result_json(r: &ToolResult) -> Value {
+    r.to_json()
+}
+
+impl Run<'_> {
+    fn style(&self) -> Style {
+        self.client.config.style
+    }
+
+    fn model(&self) -> &str {
+        &self.client.config.model
+    }
+
+    /// Cancelled, or past the deadline: the error the run ends with.
+    pub fn check_abort(&self) -> Result<()> {
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(self.timed_out());
+        }
+        Ok(())
+    }
+
+    fn timed_out(&self) -> Error {
+        Error::new(
+            ErrorCode::Timeout,
+            format!(
+                "the run did not finish within timeoutMs ({} ms)",
+                self.client.config.timeout_ms.unwrap_or(0)
+            ),
+        )
+    }
+
+    /// Calls a slot, if set. A failure is `callback_error` naming the slot —
+    /// or `cancelled` when the run was cancelled meanwhile (a host callback
+    /// typically fails because it saw the cancellation).
+    fn call(&self, slot: Slot, event: impl FnOnce() -> Value) -> Result<Option<Value>> {
+        let Some(f) = self.callbacks.get(slot) else {
+            return Ok(None);
+        };
+        self.invoke(slot, f, &event())
+    }
+
+    fn invoke(&self, slot: Slot, f: &HostFn, event: &Value) -> Result<Option<Value>> {
+        let outcome = f(event, self.data);
+        if self.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        match outcome {
+            Ok(Some(Value::Null)) | Ok(None) => Ok(None),
+            Ok(Some(v)) => Ok(Some(v)),
+            Err(message) => Err(callback_error(slot, &message)),
+        }
+    }
+
+    /// The LLM turns from `turn` on, until the run ends.
+    pub fn drive(&mut self, mut turn: u32) -> Result<Value> {
+        loop {
+            if turn >= self.client.max_turns {
+                let text = shape::text_at_limit(self.style(), &self.messages);
+                return Ok(self.finish(text, Status::Incomplete));
+            }
+            self.check_abort()?;
+            self.before_llm(turn)?;
+            let raw = self.complete(turn)?;
+            self.usage.add(self.style(), &raw);
+            if self.callbacks.get(Slot::AfterLlm).is_some() {
+                let model = self.model().to_string();
+                self.call(
+                    Slot::AfterLlm,
+                    || json!({"response": raw, "model": model, "turn": turn}),
+                )?;
+            }
+            self.turns += 1;
+            let message = shape::assistant_message(self.style(), &raw);
+            let calls = shape::calls_of(self.style(), &message);
+            self.messages.push(message);
+            if calls.is_empty() {
+                let text = shape::final_text(self.style(), &raw);
+                return Ok(self.finish(text, Status::Done));
+            }
+            let phase = self.tool_phase(calls, turn)?;
+            if let Some(request) = self.feed(phase) {
+                return Ok(self.halted(request));
+            }
+            turn += 1;
+        }
+    }
+
+    /// SPEC §8 `beforeLLM`: the hook may replace the transcript and the tools
+    /// for the rest of the run.
+    fn before_llm(&mut self, turn: u32) -> Result<()> {
+        if self.callbacks.get(Slot::BeforeLlm).is_none() {
+            return Ok(());
+        }
+        let event = json!({
+            "messages": self.messages,
+            "tools": self.tools,
+            "model": self.model(),
+            "turn": turn,
+        });
+        let Some(reply) = self.call(Slot::BeforeLlm, || event)? else {
+            return Ok(());
+        };
+        let Value::Object(mut reply) = reply else {
+            return Err(bad_reply(
+                Slot::BeforeLlm,
+                "an object {messages?, tools?}",
+                &reply,
+            ));
+        };
+        for (key, slot) in [("messages", 0), ("tools", 1)] {
+            match reply.remove(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(list)) if slot == 0 => self.messages = list,
+                Some(Value::Array(list)) => self.tools = list,
+                Some(other) => {
+                    return Err(bad_reply(
+                        Slot::BeforeLlm,
+                        &format!("{key} as an array"),
+                        &other,
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One provider round trip, with `onError` consulted on each failure.
+    fn complete(&self, turn: u32) -> Result<Value> {
+        let params = &self.client.config.request_params;
+        let body = Body {
+            style: self.style(),
+            model: self.model(),
+            system: &self.system,
+            messages: &self.messages,
+            tools: &self.tools,
+            params,
+        };
+        let on_error = self.callbacks.get(Slot::OnError).cloned();
+        let mut classify = |info: &FailedAttempt| -> Result<Verdict> {
+            let Some(f) = &on_error else {
+                return Ok(default_verdict(info));
+            };
+            let mut event = Map::new();
+            if let Some(s) = info.status {
+                event.insert("status".into(), json!(s));
+            }
+            event.insert("error".into(), json!(info.error));
+            event.insert("attempt".into(), json!(info.attempt));
+            event.insert("retryable".into(), json!(info.retryable));
+            match self.invoke(Slot::OnError, f, &Value::Object(event))? {
+                None => Ok(default_verdict(info)),
+                Some(Value::String(v)) if v == "retry" => Ok(Verdict::Retry),
+                Some(Value::String(v)) if v == "fail" => Ok(Verdict::Fail),
+                Some(other) => Err(bad_reply(Slot::OnError, "\"retry\" or \"fail\"", &other)),
+            }
+        };
+        let outcome = self.client.provider.complete(Exchange {
+            body: &body,
+            turn,
+            deadline: self.deadline,
+            cancel: self.cancel,
+            classify: &mut classify,
+        });
+        match outcome {
+            Err(e) if e.code == ErrorCode::Timeout && self.deadline.is_some() => {
+                Err(self.timed_out())
+            }
+            other => other,
+        }
+    }
+
+    /// Runs the calls of one turn (concurrently when there are several),
+    /// then resolves their suspensions in call order (SPEC §10).
+    pub fn tool_phase(&mut self, calls: Vec<Call>, turn: u32) -> Result<Phase> {
+        let executed = self.execute_all(calls, turn)?;
+        self.check_abort()?;
+        self.resolve(executed, turn)
+    }
+
+    fn execute_all(&self, calls: Vec<Call>, turn: u32) -> Result<Vec<Settled>> {
+        if calls.len() <= 1 {
+            return calls
+                .into_iter()
+                .map(|c| self.execute_one(c, turn))
+                .collect();
+        }
+        let run: &Self = self;
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = calls
+                .into_iter()
+                .map(|c| scope.spawn(move || run.execute_one(c, turn)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|panic| {
+                        Err(Error::new(
+                            ErrorCode::Internal,
+                            format!(
+                                "internal error: a tool call panicked: {}",
+                                crate::toolkit::panic_message(&panic)
+                            ),
+                        ))
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// One call through `beforeTool` (short-circuit or rewrite), the tool,
+    /// and `afterTool` (skipped on a suspension).
+    fn execute_one(&self, call: Call, turn: u32) -> Result<Settled> {
+        let mut call = call;
+        let before = self.call(
+            Slot::BeforeTool,
+            || json!({"name": call.name, "args": call.args, "id": call.id, "turn": turn}),
+        )?;
+        if let Some(reply) = before {
+            let Value::Object(mut reply) = reply else {
+                return Err(bad_reply(
+                    Slot::BeforeTool,
+                    "an object {result} or {args}",
+                    &reply,
+                ));
+            };
+            match reply.remove("result") {
+                None | Some(Value::Null) => {}
+                Some(r) => {
+                    let result = ToolResult::from_json(&r).ok_or_else(|| {
+                        bad_reply(
+                            Slot::BeforeTool,
+                            "result as a ToolResult {output, isError?, metadata?}",
+                            &r,
+                        )
+                    })?;
+                    return Ok(Settled { call, result });
+                }
+            }
+            match reply.remove("args") {
+                None | Some(Value::Null) => {}
+                Some(a) => call.args = a,
+            }
+        }
+        let result = self
+            .toolkit
+            .execute(&call.name, call.args.clone(), &ExecContext::default());
+        let result = if pending_of(&result).is_some() {
+            result
+        } else {
+            self.after_tool(&call, result, turn)?
+        };
+        Ok(Settled { call, result })
+    }
+
+    /// SPEC §8 `afterTool`: the hook may replace the result.
+    fn after_tool(&self, call: &Call, result: ToolResult, turn: u32) -> Result<ToolResult> {
+        let reply = self.call(Slot::AfterTool, || {
+            json!({"name": call.name, "args": call.args, "result": result_json(&result),
+                   "id": call.id, "turn": turn})
+        })?;
+        let Some(reply) = reply else {
+            return Ok(result);
+        };
+        match reply.get("result") {
+            None | Some(Value::Null) => Ok(result),
+            Some(r) => ToolResult::from_json(r).ok_or_else(|| {
+                bad_reply(
+                    Slot::AfterTool,
+                    "{result: {output, isError?, metadata?}}",
+                    &reply,
+                )
+            }),
+        }
+    }
+
+    /// The §10 loop rule over a turn's results, in call order. Without a
+    /// `waitFor` the first suspension halts the turn: its placeholder is the
+    /// Request's prompt, and the calls after it are left out.
+    fn resolve(&self, executed: Vec<Settled>, turn: u32) -> Result<Phase> {
+        let mut settled = Vec::with_capacity(executed.len());
+        for mut s in executed {
+            let Some(request) = pending_of(&s.result).cloned() else {
+                settled.push(s);
+                continue;
+            };
+            match self.callbacks.get(Slot::WaitFor) {
+                None => {
+                    s.result = ToolResult::error(prompt_of(&request));
+                    settled.push(s);
+                    return Ok(Phase {
+                        settled,
+                        halt: Some(request),
+                    });
+                }
+                Some(f) => {
+                    let answer = self.wait_for(f, &request)?;
+                    s.result = self.answered(&s.call, &request, answer, turn)?;
+                    settled.push(s);
+                }
+            }
+        }
+        Ok(Phase {
+            settled,
+            halt: None,
+        })
+    }
+
+    /// Asks the host's `waitFor` and checks its Answer: `ok` a boolean, `id`
+    /// the Request's (filled in when left out).
+    fn wait_for(&self, f: &HostFn, request: &Value) -> Result<Value> {
+        let reply = self.invoke(Slot::WaitFor, f, request)?;
+        let answer = reply.ok_or_else(|| {
+            callback_error(Slot::WaitFor, "it set no Answer {id, ok, data?, reason?}")
+        })?;
+        let checked = check_answer(answer, request).map_err(|(why, got)| {
+            bad_reply(
+                Slot::WaitFor,
+                &format!("an Answer {{id, ok, data?, reason?}} ({why})"),
+                &got,
+            )
+        })?;
+        self.check_abort()?;
+        Ok(checked)
+    }
+
+    /// The result a resolved suspension feeds back: `ok` re-runs the same
+    /// call once with `ctx.answer` (a second suspension is `unresolved`);
+    /// not `ok` is `declined/expired`.
+    pub fn answered(
+        &self,
+        call: &Call,
+        request: &Value,
+        answer: Value,
+        turn: u32,
+    ) -> Result<ToolResult> {
+        let prompt = prompt_of(request);
+        if answer.get("ok") != Some(&Value::Bool(true)) {
+            return Ok(ToolResult::error(format!("declined/expired: {prompt}")));
+        }
+        let ctx = ExecContext {
+            timeout_ms: None,
+            answer: Some(answer),
+            cancel: Some(self.cancel.clone()),
+        };
+        let retried = self.toolkit.execute(&call.name, call.args.clone(), &ctx);
+        let retried = self.after_tool(call, retried, turn)?;
+        if pending_of(&retried).is_some() {
+            return Ok(ToolResult::error(format!("unresolved: {prompt}")));
+        }
+        Ok(retried)
+    }
+
+    /// Appends a phase's results to the transcript and to `toolCalls`; gives
+    /// the Request the run halts on, if any.
+    pub fn feed(&mut self, phase: Phase) -> Option<Value> {
+        let fed: Vec<Fed> = phase
+            .settled
+            .iter()
+            .map(|s| Fed {
+                id: &s.call.id,
+                output: &s.result.output,
+                is_error: s.result.is_error,
+            })
+            .collect();
+        let messages = shape::result_messages(self.style(), &fed);
+        self.messages.extend(messages);
+        self.tool_calls
+            .extend(phase.settled.into_iter().map(Settled::record));
+        phase.halt
+    }
+
+    /// Ends a run halted on `request`.
+    pub fn halted(&mut self, request: Value) -> Value {
+        self.finish(prompt_of(&request), Status::Pending(request))
+    }
+
+    /// The RunResult (CONTRACT.md §8).
+    fn finish(&mut self, text: String, status: Status) -> Value {
+        let mut out = Map::new();
+        out.insert("text".into(), Value::String(text));
+        out.insert(
+            "messages".into(),
+            Value::Array(std::mem::take(&mut self.messages)),
+        );
+        let calls = std::mem::take(&mut self.tool_calls);
+        let count = calls.len();
+        out.insert("toolCalls".into(), Value::Array(calls));
+        out.insert("toolCallCount".into(), json!(count));
+        out.insert("turns".into(), json!(self.turns));
+        out.insert("usage".into(), self.usage.to_json());
+        out.insert("model".into(), json!(self.model()));
+        match status {
+            Status::Done => {
+                out.insert("status".into(), json!("done"));
+            }
+            Status::Incomplete => {
+                out.insert("status".into(), json!("incomplete"));
+                out.insert("limit".into(), json!("maxTurns"));
+            }
+            Status::Pending(request) => {
+                out.insert("status".into(), json!("pending"));
+                out.insert("pending".into(), request);
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+/// How a run ended.
+enum Status {
+    Done,
+    /// Stopped by `maxTurns` (divergences.json: always loud, both styles).
+    Incomplete,
+    Pending(Value),
+}
+
+pub(crate) fn cancelled() -> Error {
+    Error::new(ErrorCode::Cancelled, "the run was cancelled")
+}
+
+/// An Answer checked against its Request: an object with a boolean `ok`
+/// and, if it has an `id`, the Request's. A missing id is filled in.
+pub(crate) fn check_answer(
+    answer: Value,
+    request: &Value,
+) -> std::result::Result<Value, (&'static str, Value)> {
+    let Value::Object(mut a) = answer else {
+        return Err(("not an object", answer));
+    };
+    if !matches!(a.get("ok"), Some(Value::Bool(_))) {
+        return Err(("ok must be a boolean", Value::Object(a)));
+    }
+    let want = request.get("id").cloned().unwrap_or(Value::Null);
+    match a.get("id") {
+        None | Some(Value::Null) => {
+            a.insert("id".into(), want);
+        }
+        Some(id) if *id == want => {}
+        Some(_) => return Err(("its id must echo the Request's id", Value::Object(a))),
+    }
+    Ok(Value::Object(a))
+}
