@@ -2,6 +2,8 @@
 //! user at a terminal sees them.
 
 mod mcp_support;
+#[path = "translate_mock/mod.rs"]
+mod translate_mock;
 
 use mcp_support::*;
 use serde_json::{json, Value};
@@ -187,4 +189,129 @@ fn bad_flags_and_files_are_named_on_stderr_with_their_own_exit_codes() {
     );
     let h = run(&["serve", "--help"]);
     assert!(stdout(&h).contains("--stdio") && stdout(&h).contains("--http"));
+}
+
+fn openai_reply(message: Value) -> translate_mock::Canned {
+    translate_mock::Canned::json(
+        200,
+        &json!({"id": "c", "model": "m", "choices": [{"index": 0, "message": message,
+                "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}),
+    )
+}
+
+#[test]
+fn run_once_drives_the_client_loop_over_the_toolkit() {
+    let mock = translate_mock::MockProvider::start(vec![
+        openai_reply(
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "t1", "type": "function",
+            "function": {"name": "bash", "arguments": "{\"command\":\"echo from-the-tool\"}"}}]}),
+        ),
+        openai_reply(json!({"role": "assistant", "content": "the tool said hi"})),
+    ]);
+    let base = format!("{}/v1", mock.base());
+    let o = Command::new(BIN)
+        .args([
+            "run",
+            "--base-url",
+            &base,
+            "--style",
+            "openai",
+            "--model",
+            "m1",
+            "--system",
+            "Be brief.",
+            "--skills",
+            SKILLS,
+            "--once",
+            "say hi",
+        ])
+        .env("OPENAI_API_KEY", "sk-from-env")
+        .env_remove("OPENROUTER_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "the tool said hi\n");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-from-env"));
+    let first = reqs[0].json_body();
+    assert_eq!(first["model"], json!("m1"));
+    let system = first["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.starts_with("Be brief."), "{system}");
+    assert!(
+        system.contains("hello-world"),
+        "the skills catalog follows: {system}"
+    );
+    // The tool ran: its output went back to the model.
+    let second = reqs[1].json_body();
+    let fed = second["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned();
+    assert_eq!(fed.as_ref().map(|m| m["role"].clone()), Some(json!("tool")));
+    assert_eq!(
+        fed.map(|m| m["content"].clone()),
+        Some(json!("from-the-tool\n"))
+    );
+}
+
+#[test]
+fn run_reads_prompts_until_exit_and_a_failed_prompt_does_not_end_it() {
+    use std::io::Write;
+    let mock = translate_mock::MockProvider::start(vec![
+        openai_reply(json!({"role": "assistant", "content": "one"})),
+        translate_mock::Canned::json(400, &json!({"error": {"message": "bad request"}})),
+        openai_reply(json!({"role": "assistant", "content": "three"})),
+    ]);
+    let base = format!("{}/v1", mock.base());
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--no-builtins",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--api-key",
+            "k",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(b"first\nsecond\n\nthird\nexit\nnever sent\n");
+    }
+    let o = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "one\nthree\n");
+    assert!(stderr(&o).contains("toolnexus: "), "{}", stderr(&o));
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "exit stopped the session");
+    // The conversation goes on: the third prompt carries the first exchange.
+    let third = reqs[2].json_body();
+    let contents: Vec<Value> = third["messages"]
+        .as_array()
+        .map(|m| m.iter().map(|x| x["content"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(contents, vec![json!("first"), json!("one"), json!("third")]);
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer k"));
+
+    let o = run(&[
+        "run",
+        "--model",
+        "m",
+        "--base-url",
+        "not a url",
+        "--once",
+        "x",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--base-url"), "{}", stderr(&o));
+    let o = run(&["run", "--model", "m"]);
+    assert_eq!(o.status.code(), Some(2));
 }

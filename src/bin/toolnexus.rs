@@ -1,6 +1,6 @@
 //! `toolnexus`: the library from a terminal. Lists the resolved tools,
-//! calls one, and serves the whole toolkit as one MCP server over stdio or
-//! streamable HTTP.
+//! calls one, serves the whole toolkit as one MCP server over stdio or
+//! streamable HTTP, and runs the client loop as a REPL (SPEC §9).
 //!
 //! Exit codes: 0 done; 1 the called tool answered `isError: true`; 2 a bad
 //! command line (clap's own code); 3 bad input (a config file, a skills
@@ -79,6 +79,41 @@ enum Command {
         #[arg(long = "tool", value_name = "NAME")]
         tools: Vec<String>,
     },
+    /// An agent at the terminal (SPEC §9): each line read is one run of the
+    /// client loop over the toolkit; the answer is printed. Ctrl-D or `exit`
+    /// quits.
+    Run {
+        #[command(flatten)]
+        toolkit: ToolkitArgs,
+        /// The provider's base URL, e.g. https://openrouter.ai/api/v1.
+        #[arg(long, value_name = "URL")]
+        base_url: String,
+        /// The provider's wire style.
+        #[arg(long, value_enum, default_value_t = Style::Openai)]
+        style: Style,
+        /// The model id, e.g. openai/gpt-4o-mini.
+        #[arg(long)]
+        model: String,
+        /// A system prompt (the skills catalog follows it).
+        #[arg(long, value_name = "TEXT")]
+        system: Option<String>,
+        /// The API key (else OPENROUTER_API_KEY, OPENAI_API_KEY or
+        /// ANTHROPIC_API_KEY from the environment).
+        #[arg(long, value_name = "KEY")]
+        api_key: Option<String>,
+        /// At most this many model turns per prompt (default 10).
+        #[arg(long, value_name = "N")]
+        max_turns: Option<u32>,
+        /// Run this one prompt, print the answer and exit (no REPL).
+        #[arg(long, value_name = "PROMPT")]
+        once: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Style {
+    Openai,
+    Anthropic,
 }
 
 #[derive(Args, Clone)]
@@ -135,6 +170,26 @@ fn main() -> ExitCode {
             server_version,
             tools,
         } => serve(&toolkit, http, name, server_version, tools),
+        Command::Run {
+            toolkit,
+            base_url,
+            style,
+            model,
+            system,
+            api_key,
+            max_turns,
+            once,
+        } => {
+            let client = RunClient {
+                base_url,
+                style,
+                model,
+                system,
+                api_key,
+                max_turns,
+            };
+            run(&toolkit, &client, once.as_deref())
+        }
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -398,4 +453,113 @@ async fn termination() {
         _ = int.recv() => {}
         _ = term.recv() => {}
     }
+}
+
+struct RunClient {
+    base_url: String,
+    style: Style,
+    model: String,
+    system: Option<String>,
+    api_key: Option<String>,
+    max_turns: Option<u32>,
+}
+
+/// The API key: the flag, else the first of the provider variables set.
+fn api_key(flag: Option<&str>) -> Option<String> {
+    if let Some(k) = flag {
+        return Some(k.to_string());
+    }
+    ["OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|k| !k.is_empty()))
+}
+
+fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Failure> {
+    use toolnexus::client::{Client, RunData, RunRequest};
+    use toolnexus::translate::CancelToken;
+    let mut cfg = Map::new();
+    cfg.insert("baseUrl".into(), json!(c.base_url));
+    let style = match c.style {
+        Style::Openai => "openai",
+        Style::Anthropic => "anthropic",
+    };
+    cfg.insert("style".into(), json!(style));
+    cfg.insert("model".into(), json!(c.model));
+    if let Some(s) = &c.system {
+        cfg.insert("systemPrompt".into(), json!(s));
+    }
+    if let Some(k) = api_key(c.api_key.as_deref()) {
+        cfg.insert("apiKey".into(), json!(k));
+    }
+    if let Some(n) = c.max_turns {
+        cfg.insert("maxTurns".into(), json!(n));
+    }
+    let client = Client::from_json(&Value::Object(cfg)).map_err(|e| {
+        let flag = if e.message.contains("baseUrl") {
+            "--base-url: "
+        } else if e.message.contains("model") {
+            "--model: "
+        } else {
+            ""
+        };
+        bad_input(format!("{flag}{}", e.message))
+    })?;
+    let (tk, _) = build(args)?;
+    report_status(&tk);
+    let cancel = CancelToken::new();
+    let mut history: Vec<Value> = Vec::new();
+    let mut ask = |prompt: &str| -> Result<String, Failure> {
+        let request = RunRequest {
+            prompt: prompt.to_string(),
+            history: history.clone(),
+        };
+        let result = client
+            .run(&tk, &request, &cancel, RunData::default())
+            .map_err(|e| Failure {
+                code: EXIT_FAILED,
+                message: e.message,
+            })?;
+        if let Some(m) = result["messages"].as_array() {
+            history = m.clone();
+        }
+        if result["status"] == "incomplete" {
+            eprintln!(
+                "toolnexus: the run stopped at its {} limit",
+                result["limit"].as_str().unwrap_or("turn")
+            );
+        }
+        Ok(result["text"].as_str().unwrap_or_default().to_string())
+    };
+    let outcome = match once {
+        Some(prompt) => ask(prompt).map(|text| {
+            print_out(&format!("{text}\n"));
+            0
+        }),
+        None => {
+            let stdin = std::io::stdin();
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match std::io::BufRead::read_line(&mut stdin.lock(), &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let prompt = line.trim();
+                if prompt == "exit" || prompt == "quit" {
+                    break;
+                }
+                if prompt.is_empty() {
+                    continue;
+                }
+                match ask(prompt) {
+                    Ok(text) => print_out(&format!("{text}\n")),
+                    // One failed prompt does not end the session.
+                    Err(f) => eprintln!("toolnexus: {}", f.message),
+                }
+            }
+            Ok(0)
+        }
+    };
+    tk.close();
+    outcome
 }
