@@ -62,6 +62,12 @@ typedef struct tn_client tn_client;
 typedef struct tn_reply tn_reply;
 
 /*
+ A running MCP server started by `tn_serve`, ended and freed by
+ `tn_serve_stop`.
+ */
+typedef struct tn_server tn_server;
+
+/*
  An opaque toolkit built by `tn_toolkit_build` and released by
  `tn_toolkit_free`.
  */
@@ -99,6 +105,14 @@ typedef void (*tn_user_data_free)(void *user_data);
 typedef void (*tn_tool_callback)(void *user_data,
                                  const char *args_json,
                                  tn_call *call);
+
+/*
+ Hears every `tools/call` the server answers: `user_data`, and the event
+ JSON `{"name","source","ms","isError"}` (borrowed for the call only).
+ Runs on a library thread, possibly for several calls at once.
+ */
+typedef void (*tn_serve_on_call)(void *user_data,
+                                 const char *event_json);
 
 /*
  Success.
@@ -590,6 +604,65 @@ tn_status tn_toolkit_register(const tn_toolkit *toolkit,
                               void *user_data,
                               tn_user_data_free user_data_free,
                               char **out_error);
+
+/*
+ Serves the toolkit as an MCP server. `serve_json` is
+ `{"transport": "http"|"stdio", "addr": "127.0.0.1:0", "mcp": {"name",
+ "version", "tools"}}`: HTTP (the default) listens on `addr` (port 0
+ picks a free one) and answers streamable HTTP at `/mcp`, statelessly;
+ stdio reads JSON-RPC lines from the process's stdin and writes them to
+ its stdout. `mcp` sets `serverInfo` (defaults `toolnexus`, `0.1.0`) and
+ the exposed tools (all when absent; names the toolkit lacks are
+ ignored).
+
+ `on_call` (nullable) hears every call; `user_data_free` (nullable) runs
+ once when the server is stopped — or at once when `tn_serve` fails.
+
+ On success `*out_server` receives the server and `*out_json`
+ `{"url": "http://127.0.0.1:PORT/mcp"}` (`{"url": null}` for stdio); on
+ failure `*out_server` is NULL and `*out_json` the error JSON. Free the
+ string with `tn_string_free`, stop the server with `tn_serve_stop`.
+
+ The server shares the toolkit: stop every server of a toolkit before
+ freeing it (a toolkit freed while served lives on until its last server
+ stops). Several servers may serve one toolkit at once.
+
+ # Safety
+ `toolkit` is NULL or live; `serve_json` is NULL (HTTP needs an `addr`,
+ so NULL is an error) or NUL-terminated; `out_server` and `out_json` are
+ NULL or point to writable pointers; `on_call` and `user_data` must be
+ usable from any thread until the server is stopped.
+ */
+tn_status tn_serve(const tn_toolkit *toolkit,
+                   const char *serve_json,
+                   tn_serve_on_call on_call,
+                   void *user_data,
+                   tn_user_data_free user_data_free,
+                   tn_server **out_server,
+                   char **out_json);
+
+/*
+ Waits for the server to end — a stdio server ends when its client
+ closes its input; an HTTP server runs until stopped — at most
+ `timeout_ms` milliseconds (a negative value waits without limit).
+ Returns whether it has ended. `tn_serve_stop` must not run while another
+ thread waits here. NULL returns true at once.
+
+ # Safety
+ `server` is NULL or a live server from `tn_serve`.
+ */
+bool tn_serve_wait(const tn_server *server,
+                   int64_t timeout_ms);
+
+/*
+ Stops the server and frees it: no new connection or message is taken,
+ calls in flight are cancelled, the port is closed, and the `on_call`
+ `user_data_free` runs. NULL is a no-op; not twice.
+
+ # Safety
+ `server` is NULL or a server from `tn_serve` not yet stopped.
+ */
+void tn_serve_stop(tn_server *server);
 
 /*
  Frees a string the library handed out. NULL is a no-op; not twice; never

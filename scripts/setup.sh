@@ -8,6 +8,7 @@ need_apt=()
 [ -f /usr/include/cjson/cJSON.h ] || need_apt+=(libcjson-dev)
 command -v valgrind >/dev/null || need_apt+=(valgrind)
 command -v cc >/dev/null || need_apt+=(build-essential)
+command -v npm >/dev/null || need_apt+=(nodejs npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -17,4 +18,15 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 if ! python3 -c 'import mcp.server' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check mcp
+fi
+
+# MCP Inspector's command-line mode (tests/mcp_inspector.rs), pinned, in a
+# prefix of the repo's own under target/.
+INSPECTOR_VERSION=2.12.0
+INSPECTOR_PREFIX="$(cd "$(dirname "$0")/.." && pwd)/target/test-tools/inspector"
+if ! grep -qs "\"version\": \"$INSPECTOR_VERSION\"" \
+    "$INSPECTOR_PREFIX/node_modules/@modelcontextprotocol/inspector/package.json"; then
+  mkdir -p "$INSPECTOR_PREFIX"
+  npm install --prefix "$INSPECTOR_PREFIX" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null
 fi

@@ -18,6 +18,7 @@ pub mod ffi;
 pub mod http_tool;
 pub mod json;
 pub mod mcp;
+pub mod mcp_server;
 pub mod native;
 pub mod parts;
 pub mod runtime;

@@ -228,6 +228,11 @@ impl Toolkit {
         self.snapshot().keys().cloned().collect()
     }
 
+    /// Every tool in name order, as the toolkit has them now.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.snapshot().values().cloned().collect()
+    }
+
     /// The skills prompt (SPEC §3).
     pub fn skills_prompt(&self) -> String {
         match &self.catalog {

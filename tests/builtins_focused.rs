@@ -86,7 +86,6 @@ fn bash_host_timeout_applies_when_shorter() {
     let ctx = ExecContext {
         timeout_ms: Some(200),
         answer: None,
-
         ..Default::default()
     };
     let r = run("bash", &json!({"command": "sleep 10"}), &ctx);

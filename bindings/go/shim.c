@@ -48,3 +48,20 @@ tn_status tngo_ask(const tn_client *client, const tn_toolkit *toolkit, const cha
                    const tn_cancel *cancel, uintptr_t run, char **out_json) {
     return tn_ask(client, toolkit, ask_json, stream, cancel, (void *)run, out_json);
 }
+
+static void tngo_serve_on_call(void *user_data, const char *event_json) {
+    goServeOnCall((uintptr_t)user_data, (char *)event_json);
+}
+
+static void tngo_serve_release(void *user_data) {
+    goServeRelease((uintptr_t)user_data);
+}
+
+tn_status tngo_serve(const tn_toolkit *toolkit, const char *serve_json, uintptr_t handle,
+                     int with_hook, tn_server **out_server, char **out_json) {
+    if (!with_hook) {
+        return tn_serve(toolkit, serve_json, NULL, NULL, NULL, out_server, out_json);
+    }
+    return tn_serve(toolkit, serve_json, tngo_serve_on_call, (void *)handle, tngo_serve_release,
+                    out_server, out_json);
+}

@@ -276,6 +276,7 @@ func (s *toolkitState) release() {
 
 // free refuses new calls, waits for those in flight, then frees the toolkit.
 func (s *toolkitState) free() {
+	s.closeServers()
 	s.mu.Lock()
 	s.closing = true
 	for s.inFlight > 0 {

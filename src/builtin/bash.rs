@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// SPEC §4A: `timeout` defaults to 60 s.
 const DEFAULT_TIMEOUT_MS: i64 = 60_000;
@@ -72,7 +72,7 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
         return ToolResult::error("bash: cannot start a thread to wait for sh");
     };
     let limit = Duration::from_millis(u64::try_from(timeout).unwrap_or(0));
-    let timed_out = matches!(exited.recv_timeout(limit), Err(RecvTimeoutError::Timeout));
+    let stop = wait_until(&exited, limit, ctx);
 
     // The shell has exited or must stop, but is not reaped yet, so its pid
     // still names this group and cannot have been recycled: kill whatever
@@ -82,9 +82,16 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let mut output = stdout.finish();
     output.push_str(&stderr.finish());
 
-    if timed_out {
-        output.push_str(&format!("command timed out after {timeout}ms"));
-        return ToolResult::error(output);
+    match stop {
+        Stop::Exited => {}
+        Stop::TimedOut => {
+            output.push_str(&format!("command timed out after {timeout}ms"));
+            return ToolResult::error(output);
+        }
+        Stop::Cancelled => {
+            output.push_str("command cancelled");
+            return ToolResult::error(output);
+        }
     }
     match status {
         Ok(s) if s.success() => ToolResult::ok(output),
@@ -96,6 +103,40 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
             ToolResult::error(output)
         }
         Err(e) => ToolResult::error(format!("{output}bash: cannot wait for sh: {e}")),
+    }
+}
+
+enum Stop {
+    Exited,
+    TimedOut,
+    Cancelled,
+}
+
+/// How often a running command checks whether its caller cancelled it.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// Waits for the shell to exit, at most `limit`, and less if the call is
+/// cancelled meanwhile (then the caller kills the group).
+fn wait_until(exited: &Receiver<()>, limit: Duration, ctx: &ExecContext) -> Stop {
+    let Some(cancel) = &ctx.cancel else {
+        return match exited.recv_timeout(limit) {
+            Err(RecvTimeoutError::Timeout) => Stop::TimedOut,
+            _ => Stop::Exited,
+        };
+    };
+    let until = Instant::now() + limit;
+    loop {
+        if cancel.is_cancelled() {
+            return Stop::Cancelled;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Stop::TimedOut;
+        }
+        match exited.recv_timeout(left.min(CANCEL_POLL)) {
+            Err(RecvTimeoutError::Timeout) => continue,
+            _ => return Stop::Exited,
+        }
     }
 }
 

@@ -7,12 +7,14 @@
 mod client;
 mod client_ext;
 mod host;
+mod serve;
 mod strings;
 mod translate;
 
 pub use client::*;
 pub use client_ext::*;
 pub use host::*;
+pub use serve::*;
 pub use strings::*;
 pub use translate::*;
 
@@ -73,7 +75,8 @@ pub(crate) fn status_of(code: ErrorCode) -> tn_status {
 /// `tn_toolkit_free`.
 #[allow(non_camel_case_types)]
 pub struct tn_toolkit {
-    pub(crate) inner: Toolkit,
+    /// Shared with the servers `tn_serve` started on it.
+    pub(crate) inner: std::sync::Arc<Toolkit>,
 }
 
 /// Runs `body` inside the boundary and writes its outcome to `out` exactly
@@ -138,7 +141,9 @@ pub unsafe extern "C" fn tn_toolkit_build(
         // SAFETY: forwarded from this function's contract.
         let text = unsafe { read_str(config_json, "config_json") }?;
         let tk = Toolkit::build_from_json(text)?;
-        built = Some(Box::new(tn_toolkit { inner: tk }));
+        built = Some(Box::new(tn_toolkit {
+            inner: std::sync::Arc::new(tk),
+        }));
         Ok(String::new())
     });
     // SAFETY: both out-pointers were checked non-NULL above.

@@ -88,5 +88,5 @@ pub(crate) unsafe fn read_toolkit<'a>(ptr: *const tn_toolkit) -> Result<&'a Tool
         return Err(Error::new(ErrorCode::NullArgument, "toolkit is NULL"));
     }
     // SAFETY: non-NULL and live by the caller's contract.
-    Ok(unsafe { &(*ptr).inner })
+    Ok(unsafe { &*(*ptr).inner })
 }

@@ -99,7 +99,10 @@ impl Execute for McpTool {
             .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(self.session.timeout);
-        block_on_anywhere(self.session.call_tool(&self.remote, args, timeout))
+        block_on_anywhere(
+            self.session
+                .call_tool(&self.remote, args, timeout, ctx.cancel.as_ref()),
+        )
     }
 }
 

@@ -12,8 +12,10 @@ use super::known_ids::KnownIds;
 use super::{sse, stdio};
 use crate::parts::{Part, PartKind};
 use crate::tool::{default_schema, ToolResult};
+use crate::translate::CancelToken;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, Implementation, ServerResult,
+    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ClientRequest, CustomRequest, Implementation, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -343,6 +345,7 @@ async fn request(
     method: &str,
     params: Option<Value>,
     timeout: Option<Duration>,
+    cancel: Option<&CancelToken>,
 ) -> Result<Value, String> {
     let mut options = PeerRequestOptions::no_options();
     options.timeout = timeout;
@@ -351,10 +354,24 @@ async fn request(
         .send_request_with_option(req, options)
         .await
         .map_err(|e| describe_service_error(&e))?;
-    let result: ServerResult = handle
-        .await_response()
-        .await
-        .map_err(|e| describe_service_error(&e))?;
+    let id = handle.id.clone();
+    let waited = handle.await_response();
+    let result: ServerResult = match cancel {
+        None => waited.await,
+        Some(cancel) => tokio::select! {
+            r = waited => r,
+            _ = cancel.cancelled() => {
+                // The caller gave up: tell the server, so it can stop too.
+                let note = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the caller cancelled the call".into()),
+                ));
+                let _ = peer.send_notification(note.into()).await;
+                return Err("cancelled (the caller cancelled the call)".into());
+            }
+        },
+    }
+    .map_err(|e| describe_service_error(&e))?;
     serde_json::to_value(&result).map_err(|e| format!("malformed-result ({e})"))
 }
 
@@ -365,7 +382,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> 
     let mut cursor: Option<String> = None;
     loop {
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let page = request(peer, "tools/list", params, None).await?;
+        let page = request(peer, "tools/list", params, None, None).await?;
         let Some(list) = page.get("tools").and_then(Value::as_array) else {
             return Err("malformed-result (the tools/list result has no tools array)".into());
         };
@@ -505,6 +522,7 @@ impl Session {
         tool: &str,
         args: Map<String, Value>,
         timeout: Duration,
+        cancel: Option<&CancelToken>,
     ) -> ToolResult {
         let fail = |detail: &str| ToolResult::error(failure(&self.name, "tools/call", detail));
         if self.closed.load(Ordering::SeqCst) {
@@ -514,7 +532,13 @@ impl Session {
             return fail(&stdio::describe_exit(status));
         }
         let params = json!({"name": tool, "arguments": Value::Object(args)});
-        let call = request(&self.peer, "tools/call", Some(params), Some(timeout));
+        let call = request(
+            &self.peer,
+            "tools/call",
+            Some(params),
+            Some(timeout),
+            cancel,
+        );
         let child_exit = async {
             match &self.child {
                 Some(c) => c.exited().await,

@@ -135,3 +135,138 @@ impl Drop for HttpServer {
         let _ = self.child.wait();
     }
 }
+
+/// The Python that has the official MCP SDK: `TOOLNEXUS_PYTHON` when set
+/// (a venv's interpreter, say), else `python3` on the PATH.
+pub fn python() -> String {
+    std::env::var("TOOLNEXUS_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// tests/mcp_clients/NAME
+pub fn client_script(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp_clients")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs the Python SDK client (tests/mcp_clients/sdk_client.py) with `plan`
+/// against `target` (`["http", URL]` or `["stdio", CMD, ARGS...]`) and
+/// returns the outcome of each step. Panics with the client's stderr when
+/// it fails.
+pub fn sdk_client(plan: &Value, target: &[&str]) -> Vec<Value> {
+    let out = Command::new(python())
+        .arg(client_script("sdk_client.py"))
+        .arg(plan.to_string())
+        .args(target)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start the SDK client: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the SDK client failed ({}):\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str::<Vec<Value>>(last)
+        .unwrap_or_else(|e| panic!("the SDK client printed no outcome ({e}): {stdout}"))
+}
+
+/// The text of a call outcome's single text part.
+pub fn text_of(outcome: &Value) -> &str {
+    let content = outcome["content"].as_array();
+    assert!(
+        content.is_some_and(|c| c.len() == 1 && c[0]["type"] == "text"),
+        "expected one text part: {outcome}"
+    );
+    outcome["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// Waits (a bounded while) for a file to hold a process id, and returns it.
+pub fn read_pid_file(path: &std::path::Path) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never held a pid",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The process ids whose parent is `pid`.
+pub fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Some(child) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // "pid (comm) S ppid ..." — fields after the last ')'.
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) && alive(child) {
+            out.push(child);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// `toolnexus serve --http 127.0.0.1:0 ...`, its URL read from stdout;
+/// SIGTERM on drop.
+pub struct HttpGateway {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl HttpGateway {
+    pub fn start(args: &[&str]) -> HttpGateway {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolnexus"))
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut url = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut url);
+        let url = url.trim().to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "printed {url:?}");
+        HttpGateway { child, url }
+    }
+
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(0));
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        self.child.wait().unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""tools/call round trips through the served toolkit (issue 13), beside the
+Python port 0.21.0's MCP serve and beside the proxied server called directly.
+
+    cargo build --release --bin toolnexus
+    python3 -m venv /tmp/tn021 && /tmp/tn021/bin/pip install toolnexus==0.21.0 mcp
+    python3 bench/serve_bench.py [ROUNDS] [CALLS_PER_ROUND]
+
+The client is the same lean one for every target (JSON-RPC over a pipe, or
+HTTP/1.1 keep-alive POSTs with http.client), so differences between rows
+are the servers'. Targets are measured in interleaved rounds (the machine is
+shared); each figure is the median over every call of every round, in
+microseconds. TN_PORT_PYTHON names the venv python that has toolnexus 0.21.0
+(default /tmp/tn021/bin/python; the row is skipped when it has none).
+"""
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release", "toolnexus")
+SDK = os.path.join(ROOT, "tests", "mcp_servers", "sdk_server.py")
+PORT_PY = os.environ.get("TN_PORT_PYTHON", "/tmp/tn021/bin/python")
+PY = sys.executable
+
+PORT_SERVE = r"""
+import asyncio, json, sys, toolnexus
+async def main():
+    cfg = json.loads(sys.argv[1])
+    tk = await toolnexus.create_toolkit(mcp_config=cfg)
+    h = await tk.serve("127.0.0.1:0", mcp={"name": "python-port"})
+    print(h.url + "/mcp", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+asyncio.run(main())
+"""
+
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"}}
+
+
+class Stdio:
+    """JSON-RPC lines to a child's stdin, answers from its stdout."""
+
+    def __init__(self, argv):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        self.id = 0
+        self.request("initialize", INIT)
+        self.notify("notifications/initialized")
+
+    def notify(self, method):
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+        self.p.stdin.flush()
+
+    def request(self, method, params):
+        self.id += 1
+        msg = {"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}
+        self.p.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.p.stdin.flush()
+        while True:
+            answer = json.loads(self.p.stdout.readline())
+            if answer.get("id") == self.id:
+                return answer
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=10)
+
+
+class Http:
+    """Stateless streamable-HTTP POSTs on one keep-alive connection."""
+
+    def __init__(self, url):
+        rest = url.split("//", 1)[1]
+        hostport, self.path = rest.split("/", 1)
+        self.path = "/" + self.path
+        host, port = hostport.split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        self.id = 0
+        self.request("initialize", INIT)
+
+    def request(self, method, params):
+        self.id += 1
+        body = json.dumps({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
+        self.conn.request("POST", self.path, body, {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-06-18",
+        })
+        res = self.conn.getresponse()
+        raw = res.read().decode()
+        if res.getheader("content-type", "").startswith("text/event-stream"):
+            raw = next(l[5:] for l in raw.splitlines() if l.startswith("data:"))
+        return json.loads(raw)
+
+    def close(self):
+        self.conn.close()
+
+
+def call_args(tool, small):
+    if tool.endswith("echo"):
+        return {"text": "ping"}
+    return {"path": small}
+
+
+def check(answer, label):
+    result = answer.get("result")
+    if not result or result.get("isError"):
+        raise SystemExit(f"{label}: {answer}")
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    per_round = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    tmp = tempfile.mkdtemp()
+    small = os.path.join(tmp, "small.txt")
+    with open(small, "w") as f:
+        f.write("hello\n" * 10)
+    mcp = {"mcpServers": {"py": {"command": [PY, SDK, "stdio"], "timeout": 30000}}}
+    cfg_path = os.path.join(tmp, "mcp.json")
+    with open(cfg_path, "w") as f:
+        json.dump(mcp, f)
+
+    procs = []
+    clients = {}
+    rs_stdio = Stdio([BIN, "serve", "--stdio", "--config", cfg_path])
+    clients["toolnexus-rs stdio"] = rs_stdio
+    gw = subprocess.Popen([BIN, "serve", "--http", "127.0.0.1:0", "--config", cfg_path],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    procs.append(gw)
+    clients["toolnexus-rs http"] = Http(gw.stdout.readline().decode().strip())
+    direct = Stdio([PY, SDK, "stdio"])
+    port = None
+    if os.path.exists(PORT_PY):
+        port = subprocess.Popen([PORT_PY, "-c", PORT_SERVE, json.dumps(mcp)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+        procs.append(port)
+        clients["python port 0.21.0 http"] = Http(port.stdout.readline().decode().strip())
+
+    rows = []  # (label, client, tool)
+    for name, c in clients.items():
+        rows.append((f"{name} builtin read", c, "read"))
+        rows.append((f"{name} proxied py_echo", c, "py_echo"))
+    rows.append(("SDK server direct stdio echo", direct, "echo"))
+    samples = {label: [] for label, _, _ in rows}
+    for label, c, tool in rows:  # warm-up
+        for _ in range(20):
+            check(c.request("tools/call", {"name": tool, "arguments": call_args(tool, small)}), label)
+    for r in range(rounds):
+        for label, c, tool in rows:
+            args = {"name": tool, "arguments": call_args(tool, small)}
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                answer = c.request("tools/call", args)
+                samples[label].append(time.perf_counter() - t0)
+                check(answer, label)
+    med = {label: statistics.median(v) * 1e6 for label, v in samples.items()}
+    for label, _, _ in rows:
+        print(f"{label:45s} median {med[label]:9.1f} us  (n={len(samples[label])})")
+    direct_us = med["SDK server direct stdio echo"]
+    print(f"gateway overhead, stdio (proxied - direct): "
+          f"{med['toolnexus-rs stdio proxied py_echo'] - direct_us:.1f} us")
+    if port is not None:
+        for kind in ("builtin read", "proxied py_echo"):
+            ratio = med[f"python port 0.21.0 http {kind}"] / med[f"toolnexus-rs http {kind}"]
+            print(f"python port / toolnexus-rs, http {kind}: {ratio:.1f}x")
+    for c in clients.values():
+        c.close()
+    direct.close()
+    for p in procs:
+        if p.stdin:
+            p.stdin.close()
+        p.terminate()
+        p.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+package toolnexus
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "toolnexus.h"
+
+tn_status tngo_serve(const tn_toolkit *toolkit, const char *serve_json, uintptr_t handle,
+                     int with_hook, tn_server **out_server, char **out_json);
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/cgo"
+	"sync"
+)
+
+// ServeOptions says how Serve exposes a toolkit as an MCP server (SPEC §7C).
+type ServeOptions struct {
+	// Addr is where the streamable-HTTP server listens, "host:port"
+	// ("127.0.0.1:0" picks a free port; URL says which).
+	Addr string
+	// Stdio serves JSON-RPC lines on the process's stdin and stdout instead
+	// of HTTP (Addr must then be empty).
+	Stdio bool
+	// Name and Version are the advertised serverInfo (defaults "toolnexus",
+	// "0.1.0").
+	Name, Version string
+	// Tools exposes exactly these tool names; nil exposes every tool. A name
+	// the toolkit lacks is ignored.
+	Tools []string
+	// OnCall, if set, hears every tools/call, from many goroutines at once.
+	// A panic in it is recovered and dropped.
+	OnCall func(CallEvent)
+}
+
+// CallEvent is what OnCall hears after a tools/call.
+type CallEvent struct {
+	Name    string `json:"name"`
+	Source  string `json:"source"`
+	Ms      int64  `json:"ms"`
+	IsError bool   `json:"isError"`
+}
+
+// Server is a running MCP server over a toolkit. Close stops it; closing
+// the toolkit stops its servers first.
+type Server struct {
+	ptr  *C.tn_server
+	url  string
+	once sync.Once
+	tk   *toolkitState
+	stop chan struct{}
+}
+
+// URL is the server's endpoint, "http://127.0.0.1:PORT/mcp" ("" for stdio).
+func (s *Server) URL() string { return s.url }
+
+// Close stops the server: no new request is taken, calls in flight are
+// cancelled, the port is closed. Idempotent.
+func (s *Server) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.once.Do(func() {
+		close(s.stop)
+		s.tk.forgetServer(s)
+		C.tn_serve_stop(s.ptr)
+		s.ptr = nil
+	})
+	return nil
+}
+
+// Serve serves the toolkit as one MCP server: every tool it has, listed
+// verbatim, each tools/call run by the toolkit. Cancelling ctx closes the
+// server, as Close does.
+func (tk *Toolkit) Serve(ctx context.Context, opts ServeOptions) (*Server, error) {
+	cfg := map[string]any{}
+	if opts.Stdio {
+		cfg["transport"] = "stdio"
+	} else {
+		cfg["transport"] = "http"
+		cfg["addr"] = opts.Addr
+	}
+	profile := map[string]any{}
+	if opts.Name != "" {
+		profile["name"] = opts.Name
+	}
+	if opts.Version != "" {
+		profile["version"] = opts.Version
+	}
+	if opts.Tools != nil {
+		profile["tools"] = opts.Tools
+	}
+	cfg["mcp"] = profile
+	text, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("toolnexus: serve options: %w", err)
+	}
+	bcfg, err := cBorrowed("serve options", string(text))
+	if err != nil {
+		return nil, err
+	}
+	var srv *Server
+	err = tk.with(func(p *C.tn_toolkit) error {
+		var h cgo.Handle
+		withHook := C.int(0)
+		if opts.OnCall != nil {
+			h = newHookHandle(opts.OnCall)
+			withHook = 1
+		}
+		var ptr *C.tn_server
+		var cout *C.char
+		status := C.tngo_serve(p, cPtr(bcfg), C.uintptr_t(h), withHook, &ptr, &cout)
+		body := takeString(cout)
+		if status != C.TN_OK {
+			// The library released the hook already (user_data_free runs on
+			// failure too).
+			return statusError(status, body)
+		}
+		var answer struct {
+			URL *string `json:"url"`
+		}
+		_ = json.Unmarshal(body, &answer)
+		srv = &Server{ptr: ptr, tk: tk.state, stop: make(chan struct{})}
+		if answer.URL != nil {
+			srv.url = *answer.URL
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	tk.state.rememberServer(srv)
+	if ctx != nil && ctx.Done() != nil {
+		go func() {
+			select {
+			case <-ctx.Done():
+				srv.Close()
+			case <-srv.stop:
+			}
+		}()
+	}
+	return srv, nil
+}
+
+// The servers of each toolkit, stopped before the toolkit is freed.
+var toolkitServers = struct {
+	sync.Mutex
+	m map[*toolkitState]map[*Server]struct{}
+}{m: map[*toolkitState]map[*Server]struct{}{}}
+
+func (s *toolkitState) rememberServer(srv *Server) {
+	toolkitServers.Lock()
+	defer toolkitServers.Unlock()
+	set := toolkitServers.m[s]
+	if set == nil {
+		set = map[*Server]struct{}{}
+		toolkitServers.m[s] = set
+	}
+	set[srv] = struct{}{}
+}
+
+func (s *toolkitState) forgetServer(srv *Server) {
+	toolkitServers.Lock()
+	defer toolkitServers.Unlock()
+	if set := toolkitServers.m[s]; set != nil {
+		delete(set, srv)
+		if len(set) == 0 {
+			delete(toolkitServers.m, s)
+		}
+	}
+}
+
+// closeServers stops every server still serving the toolkit.
+func (s *toolkitState) closeServers() {
+	toolkitServers.Lock()
+	set := toolkitServers.m[s]
+	delete(toolkitServers.m, s)
+	toolkitServers.Unlock()
+	for srv := range set {
+		srv.Close()
+	}
+}
+
+var liveHooks = struct {
+	sync.Mutex
+	m map[cgo.Handle]struct{}
+}{m: map[cgo.Handle]struct{}{}}
+
+func newHookHandle(fn func(CallEvent)) cgo.Handle {
+	h := cgo.NewHandle(fn)
+	liveHooks.Lock()
+	liveHooks.m[h] = struct{}{}
+	liveHooks.Unlock()
+	return h
+}
+
+//export goServeOnCall
+func goServeOnCall(handle C.uintptr_t, event *C.char) {
+	h := cgo.Handle(handle)
+	liveHooks.Lock()
+	_, ok := liveHooks.m[h]
+	liveHooks.Unlock()
+	if !ok || event == nil {
+		return
+	}
+	fn, _ := h.Value().(func(CallEvent))
+	var ev CallEvent
+	if json.Unmarshal([]byte(C.GoString(event)), &ev) != nil || fn == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	fn(ev)
+}
+
+//export goServeRelease
+func goServeRelease(handle C.uintptr_t) {
+	h := cgo.Handle(handle)
+	liveHooks.Lock()
+	_, ok := liveHooks.m[h]
+	delete(liveHooks.m, h)
+	liveHooks.Unlock()
+	if ok {
+		h.Delete()
+	}
+}

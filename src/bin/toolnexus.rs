@@ -1,0 +1,565 @@
+//! `toolnexus`: the library from a terminal. Lists the resolved tools,
+//! calls one, serves the whole toolkit as one MCP server over stdio or
+//! streamable HTTP, and runs the client loop as a REPL (SPEC §9).
+//!
+//! Exit codes: 0 done; 1 the called tool answered `isError: true`; 2 a bad
+//! command line (clap's own code); 3 bad input (a config file, a skills
+//! folder, arguments JSON, an unknown tool, an address that cannot be
+//! bound); 4 the server or the run failed while running.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use toolnexus::mcp_server::{self, Profile, ServeConfig, Transport};
+use toolnexus::tool::ExecContext;
+use toolnexus::toolkit::Toolkit;
+
+const EXIT_TOOL_ERROR: u8 = 1;
+const EXIT_BAD_INPUT: u8 = 3;
+const EXIT_FAILED: u8 = 4;
+
+#[derive(Parser)]
+#[command(
+    name = "toolnexus",
+    version,
+    about = "Every source of LLM tools (MCP servers, skills, builtins) as one toolkit: list it, call it, serve it as one MCP server.",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the resolved tools and the status of each source.
+    Tools {
+        #[command(flatten)]
+        toolkit: ToolkitArgs,
+        /// How to print the tools: a table (name, source, description), the
+        /// declarations a provider takes, or one name a line.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// Call one tool and print its ToolResult JSON.
+    Call {
+        /// The tool's name, as `toolnexus tools` lists it.
+        name: String,
+        /// The arguments: a JSON object (default `{}`).
+        args: Option<String>,
+        #[command(flatten)]
+        toolkit: ToolkitArgs,
+        /// Stop the call after this many milliseconds.
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+    },
+    /// Serve the toolkit as one MCP server (stdio by default).
+    Serve {
+        #[command(flatten)]
+        toolkit: ToolkitArgs,
+        /// JSON-RPC lines on stdin/stdout (what Claude Desktop and IDEs
+        /// spawn). Nothing else is written to stdout.
+        #[arg(long, conflicts_with = "http")]
+        stdio: bool,
+        /// Streamable HTTP (stateless) at http://ADDR/mcp, e.g.
+        /// 127.0.0.1:8080 (port 0 picks a free one). The URL is printed on
+        /// stdout once listening.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// The advertised server name (overrides the config's mcpServer.name).
+        #[arg(long)]
+        name: Option<String>,
+        /// The advertised server version (overrides mcpServer.version).
+        #[arg(long, value_name = "VERSION")]
+        server_version: Option<String>,
+        /// Expose only this tool (repeatable; overrides mcpServer.tools).
+        #[arg(long = "tool", value_name = "NAME")]
+        tools: Vec<String>,
+    },
+    /// An agent at the terminal (SPEC §9): each line read is one run of the
+    /// client loop over the toolkit; the answer is printed. Ctrl-D or `exit`
+    /// quits.
+    Run {
+        #[command(flatten)]
+        toolkit: ToolkitArgs,
+        /// The provider's base URL, e.g. https://openrouter.ai/api/v1.
+        #[arg(long, value_name = "URL")]
+        base_url: String,
+        /// The provider's wire style.
+        #[arg(long, value_enum, default_value_t = Style::Openai)]
+        style: Style,
+        /// The model id, e.g. openai/gpt-4o-mini.
+        #[arg(long)]
+        model: String,
+        /// A system prompt (the skills catalog follows it).
+        #[arg(long, value_name = "TEXT")]
+        system: Option<String>,
+        /// The API key (else OPENROUTER_API_KEY, OPENAI_API_KEY or
+        /// ANTHROPIC_API_KEY from the environment).
+        #[arg(long, value_name = "KEY")]
+        api_key: Option<String>,
+        /// At most this many model turns per prompt (default 10).
+        #[arg(long, value_name = "N")]
+        max_turns: Option<u32>,
+        /// Run this one prompt, print the answer and exit (no REPL).
+        #[arg(long, value_name = "PROMPT")]
+        once: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Style {
+    Openai,
+    Anthropic,
+}
+
+#[derive(Args, Clone)]
+struct ToolkitArgs {
+    /// An MCP config file (mcp.json: `mcpServers` / `servers` / `mcp`, plus
+    /// the reserved `builtins` and `mcpServer` blocks).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// A skills folder: every SKILL.md below it is a skill (repeatable).
+    #[arg(long, value_name = "DIR")]
+    skills: Vec<PathBuf>,
+    /// Leave the ten built-in tools out.
+    #[arg(long)]
+    no_builtins: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Table,
+    Openai,
+    Anthropic,
+    Gemini,
+    Names,
+}
+
+/// A failure with the exit code it means and the sentence for stderr.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+fn bad_input(message: impl Into<String>) -> Failure {
+    Failure {
+        code: EXIT_BAD_INPUT,
+        message: message.into(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Tools { toolkit, format } => tools(&toolkit, format),
+        Command::Call {
+            name,
+            args,
+            toolkit,
+            timeout_ms,
+        } => call(&toolkit, &name, args.as_deref(), timeout_ms),
+        Command::Serve {
+            toolkit,
+            stdio: _,
+            http,
+            name,
+            server_version,
+            tools,
+        } => serve(&toolkit, http, name, server_version, tools),
+        Command::Run {
+            toolkit,
+            base_url,
+            style,
+            model,
+            system,
+            api_key,
+            max_turns,
+            once,
+        } => {
+            let client = RunClient {
+                base_url,
+                style,
+                model,
+                system,
+                api_key,
+                max_turns,
+            };
+            run(&toolkit, &client, once.as_deref())
+        }
+    };
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("toolnexus: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// The config file's JSON object (named in every error).
+fn read_config(path: &PathBuf) -> Result<Map<String, Value>, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad_input(format!("--config {}: cannot read it: {e}", path.display())))?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(bad_input(format!(
+            "--config {}: expected a JSON object",
+            path.display()
+        ))),
+        Err(e) => Err(bad_input(format!(
+            "--config {}: not valid JSON: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// The toolkit the flags describe, and the config file's `mcpServer` block.
+fn build(args: &ToolkitArgs) -> Result<(Toolkit, Option<Value>), Failure> {
+    let mut cfg = Map::new();
+    let mut profile = None;
+    if let Some(path) = &args.config {
+        let file = read_config(path)?;
+        profile = file.get("mcpServer").cloned();
+        cfg.insert("mcpConfig".into(), Value::Object(file));
+    }
+    for dir in &args.skills {
+        if !dir.is_dir() {
+            return Err(bad_input(format!(
+                "--skills {}: no such directory",
+                dir.display()
+            )));
+        }
+    }
+    if !args.skills.is_empty() {
+        let dirs: Vec<Value> = args
+            .skills
+            .iter()
+            .map(|d| Value::String(d.to_string_lossy().into_owned()))
+            .collect();
+        cfg.insert("skillsDir".into(), Value::Array(dirs));
+    }
+    if args.no_builtins {
+        cfg.insert("builtins".into(), Value::Bool(false));
+    }
+    let tk = Toolkit::build_from_json(&Value::Object(cfg).to_string()).map_err(|e| {
+        let what = args
+            .config
+            .as_ref()
+            .map(|p| format!("--config {}: ", p.display()))
+            .unwrap_or_default();
+        bad_input(format!("{what}{}", e.message))
+    })?;
+    Ok((tk, profile))
+}
+
+/// One line per source on stderr: `source NAME: STATUS[: error]`.
+fn report_status(tk: &Toolkit) {
+    let status: Value = tk
+        .render("status")
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_default();
+    let errors = status["errors"].as_object().cloned().unwrap_or_default();
+    let mut err = std::io::stderr().lock();
+    if let Some(statuses) = status["statuses"].as_object() {
+        for (name, st) in statuses {
+            let st = st.as_str().unwrap_or_default();
+            match errors.get(name).and_then(Value::as_str) {
+                Some(e) => {
+                    let _ = writeln!(err, "source {name}: {st}: {e}");
+                }
+                None => {
+                    let _ = writeln!(err, "source {name}: {st}");
+                }
+            }
+        }
+    }
+    for (name, e) in &errors {
+        if status["statuses"].get(name).is_none() {
+            let _ = writeln!(
+                err,
+                "source {name}: error: {}",
+                e.as_str().unwrap_or_default()
+            );
+        }
+    }
+    for s in status["skipped"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            err,
+            "skipped {}: {}",
+            s["location"].as_str().unwrap_or_default(),
+            s["reason"].as_str().unwrap_or_default()
+        );
+    }
+    for w in status["warnings"].as_array().into_iter().flatten() {
+        let _ = writeln!(err, "warning: {}", w.as_str().unwrap_or_default());
+    }
+}
+
+fn tools(args: &ToolkitArgs, format: Format) -> Result<u8, Failure> {
+    let (tk, _) = build(args)?;
+    report_status(&tk);
+    let text = match format {
+        Format::Names => tk.tool_names().join("\n") + "\n",
+        Format::Table => table(&tk),
+        Format::Openai | Format::Anthropic | Format::Gemini => {
+            let name = match format {
+                Format::Openai => "openai",
+                Format::Anthropic => "anthropic",
+                _ => "gemini",
+            };
+            let rendered = tk.render(name).map_err(|e| Failure {
+                code: EXIT_FAILED,
+                message: e.message,
+            })?;
+            let v: Value = serde_json::from_str(&rendered).unwrap_or_default();
+            serde_json::to_string_pretty(&v).unwrap_or(rendered) + "\n"
+        }
+    };
+    print_out(&text);
+    tk.close();
+    Ok(0)
+}
+
+/// `NAME  SOURCE  first line of the description`, aligned.
+fn table(tk: &Toolkit) -> String {
+    let tools = tk.tools();
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let mut out = format!("{:width$}  {:7}  DESCRIPTION\n", "NAME", "SOURCE");
+    for t in &tools {
+        let first = t.description.lines().next().unwrap_or_default();
+        let first: String = first.chars().take(100).collect();
+        out.push_str(&format!(
+            "{:width$}  {:7}  {first}\n",
+            t.name,
+            t.source.as_str()
+        ));
+    }
+    out
+}
+
+fn print_out(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+fn call(
+    args: &ToolkitArgs,
+    name: &str,
+    json_args: Option<&str>,
+    timeout_ms: Option<u64>,
+) -> Result<u8, Failure> {
+    let call_args = match json_args {
+        None => json!({}),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => return Err(bad_input("ARGS_JSON: expected a JSON object")),
+            Err(e) => return Err(bad_input(format!("ARGS_JSON: not valid JSON: {e}"))),
+        },
+    };
+    let (tk, _) = build(args)?;
+    if tk.source_of(name).is_none() {
+        report_status(&tk);
+        return Err(bad_input(format!(
+            "unknown tool '{name}' (`toolnexus tools` lists them)"
+        )));
+    }
+    let ctx = ExecContext {
+        timeout_ms,
+        ..ExecContext::default()
+    };
+    let result = tk.execute(name, call_args, &ctx);
+    print_out(&(result.to_json_string() + "\n"));
+    tk.close();
+    Ok(if result.is_error { EXIT_TOOL_ERROR } else { 0 })
+}
+
+fn serve(
+    args: &ToolkitArgs,
+    http: Option<String>,
+    name: Option<String>,
+    version: Option<String>,
+    tools: Vec<String>,
+) -> Result<u8, Failure> {
+    let (tk, block) = build(args)?;
+    let mut profile = match &block {
+        Some(v) => Profile::from_value(v, "mcpServer").map_err(|e| {
+            let file = args
+                .config
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            bad_input(format!("--config {file}: {}", e.message))
+        })?,
+        None => Profile::default(),
+    };
+    if let Some(n) = name {
+        profile.name = n;
+    }
+    if let Some(v) = version {
+        profile.version = v;
+    }
+    if !tools.is_empty() {
+        profile.tools = Some(tools);
+    }
+    report_status(&tk);
+    let transport = match &http {
+        Some(addr) => Transport::Http { addr: addr.clone() },
+        None => Transport::Stdio,
+    };
+    let tk = Arc::new(tk);
+    let config = ServeConfig { transport, profile };
+    let server = mcp_server::serve(Arc::clone(&tk), &config, None).map_err(|e| {
+        bad_input(match &http {
+            Some(addr) => format!("--http {addr}: {}", e.message),
+            None => e.message,
+        })
+    })?;
+    if let Some(url) = server.url() {
+        print_out(&format!("{url}\n"));
+        eprintln!("toolnexus: serving MCP at {url} (Ctrl-C stops)");
+    }
+    let server = Arc::new(server);
+    let ended = Arc::clone(&server);
+    let stopped_by_signal = toolnexus::runtime::block_on(async move {
+        let waiting = tokio::task::spawn_blocking(move || ended.wait());
+        tokio::select! {
+            _ = waiting => false,
+            _ = termination() => true,
+        }
+    });
+    server.stop();
+    drop(server);
+    tk.close();
+    let _ = stopped_by_signal;
+    Ok(0)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn termination() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}
+
+struct RunClient {
+    base_url: String,
+    style: Style,
+    model: String,
+    system: Option<String>,
+    api_key: Option<String>,
+    max_turns: Option<u32>,
+}
+
+/// The API key: the flag, else the first of the provider variables set.
+fn api_key(flag: Option<&str>) -> Option<String> {
+    if let Some(k) = flag {
+        return Some(k.to_string());
+    }
+    ["OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|k| !k.is_empty()))
+}
+
+fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Failure> {
+    use toolnexus::client::{Client, RunData, RunRequest};
+    use toolnexus::translate::CancelToken;
+    let mut cfg = Map::new();
+    cfg.insert("baseUrl".into(), json!(c.base_url));
+    let style = match c.style {
+        Style::Openai => "openai",
+        Style::Anthropic => "anthropic",
+    };
+    cfg.insert("style".into(), json!(style));
+    cfg.insert("model".into(), json!(c.model));
+    if let Some(s) = &c.system {
+        cfg.insert("systemPrompt".into(), json!(s));
+    }
+    if let Some(k) = api_key(c.api_key.as_deref()) {
+        cfg.insert("apiKey".into(), json!(k));
+    }
+    if let Some(n) = c.max_turns {
+        cfg.insert("maxTurns".into(), json!(n));
+    }
+    let client = Client::from_json(&Value::Object(cfg)).map_err(|e| {
+        let flag = if e.message.contains("baseUrl") {
+            "--base-url: "
+        } else if e.message.contains("model") {
+            "--model: "
+        } else {
+            ""
+        };
+        bad_input(format!("{flag}{}", e.message))
+    })?;
+    let (tk, _) = build(args)?;
+    report_status(&tk);
+    let cancel = CancelToken::new();
+    let mut history: Vec<Value> = Vec::new();
+    let mut ask = |prompt: &str| -> Result<String, Failure> {
+        let request = RunRequest {
+            prompt: prompt.to_string(),
+            history: history.clone(),
+        };
+        let result = client
+            .run(&tk, &request, &cancel, RunData::default())
+            .map_err(|e| Failure {
+                code: EXIT_FAILED,
+                message: e.message,
+            })?;
+        if let Some(m) = result["messages"].as_array() {
+            history = m.clone();
+        }
+        if result["status"] == "incomplete" {
+            eprintln!(
+                "toolnexus: the run stopped at its {} limit",
+                result["limit"].as_str().unwrap_or("turn")
+            );
+        }
+        Ok(result["text"].as_str().unwrap_or_default().to_string())
+    };
+    let outcome = match once {
+        Some(prompt) => ask(prompt).map(|text| {
+            print_out(&format!("{text}\n"));
+            0
+        }),
+        None => {
+            let stdin = std::io::stdin();
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match std::io::BufRead::read_line(&mut stdin.lock(), &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let prompt = line.trim();
+                if prompt == "exit" || prompt == "quit" {
+                    break;
+                }
+                if prompt.is_empty() {
+                    continue;
+                }
+                match ask(prompt) {
+                    Ok(text) => print_out(&format!("{text}\n")),
+                    // One failed prompt does not end the session.
+                    Err(f) => eprintln!("toolnexus: {}", f.message),
+                }
+            }
+            Ok(0)
+        }
+    };
+    tk.close();
+    outcome
+}

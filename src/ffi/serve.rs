@@ -1,0 +1,329 @@
+//! The toolkit as an MCP server over the C ABI (SPEC §7C): `tn_serve`,
+//! `tn_serve_wait`, `tn_serve_stop`.
+
+use super::{boundary, read_opt_str, tn_status, tn_toolkit, tn_user_data_free, TN_NULL_ARGUMENT};
+use crate::error::{Error, ErrorCode};
+use crate::mcp_server::{self, CallEvent, OnCall, ServeConfig, Server};
+use serde_json::json;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::Arc;
+
+/// A running MCP server started by `tn_serve`, ended and freed by
+/// `tn_serve_stop`.
+#[allow(non_camel_case_types)]
+pub struct tn_server {
+    inner: Server,
+}
+
+/// Hears every `tools/call` the server answers: `user_data`, and the event
+/// JSON `{"name","source","ms","isError"}` (borrowed for the call only).
+/// Runs on a library thread, possibly for several calls at once.
+#[allow(non_camel_case_types)]
+pub type tn_serve_on_call =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, event_json: *const c_char)>;
+
+struct HostOnCall {
+    callback: unsafe extern "C" fn(*mut c_void, *const c_char),
+    user_data: *mut c_void,
+    user_data_free: tn_user_data_free,
+}
+
+// SAFETY: tn_serve's contract makes the host promise that the callback and
+// its user_data may be used from any thread, concurrently.
+unsafe impl Send for HostOnCall {}
+// SAFETY: as above.
+unsafe impl Sync for HostOnCall {}
+
+impl Drop for HostOnCall {
+    fn drop(&mut self) {
+        if let Some(free) = self.user_data_free {
+            // SAFETY: the host's finalizer for its own user_data, run once,
+            // when the server that held it is gone.
+            unsafe { free(self.user_data) };
+        }
+    }
+}
+
+impl HostOnCall {
+    fn hear(&self, event: &CallEvent) {
+        let text = CString::new(event.to_json().to_string()).unwrap_or_default();
+        // SAFETY: the host's callback with its user_data; the string lives
+        // through the call.
+        unsafe { (self.callback)(self.user_data, text.as_ptr()) };
+    }
+}
+
+/// Serves the toolkit as an MCP server. `serve_json` is
+/// `{"transport": "http"|"stdio", "addr": "127.0.0.1:0", "mcp": {"name",
+/// "version", "tools"}}`: HTTP (the default) listens on `addr` (port 0
+/// picks a free one) and answers streamable HTTP at `/mcp`, statelessly;
+/// stdio reads JSON-RPC lines from the process's stdin and writes them to
+/// its stdout. `mcp` sets `serverInfo` (defaults `toolnexus`, `0.1.0`) and
+/// the exposed tools (all when absent; names the toolkit lacks are
+/// ignored).
+///
+/// `on_call` (nullable) hears every call; `user_data_free` (nullable) runs
+/// once when the server is stopped — or at once when `tn_serve` fails.
+///
+/// On success `*out_server` receives the server and `*out_json`
+/// `{"url": "http://127.0.0.1:PORT/mcp"}` (`{"url": null}` for stdio); on
+/// failure `*out_server` is NULL and `*out_json` the error JSON. Free the
+/// string with `tn_string_free`, stop the server with `tn_serve_stop`.
+///
+/// The server shares the toolkit: stop every server of a toolkit before
+/// freeing it (a toolkit freed while served lives on until its last server
+/// stops). Several servers may serve one toolkit at once.
+///
+/// # Safety
+/// `toolkit` is NULL or live; `serve_json` is NULL (HTTP needs an `addr`,
+/// so NULL is an error) or NUL-terminated; `out_server` and `out_json` are
+/// NULL or point to writable pointers; `on_call` and `user_data` must be
+/// usable from any thread until the server is stopped.
+#[no_mangle]
+pub unsafe extern "C" fn tn_serve(
+    toolkit: *const tn_toolkit,
+    serve_json: *const c_char,
+    on_call: tn_serve_on_call,
+    user_data: *mut c_void,
+    user_data_free: tn_user_data_free,
+    out_server: *mut *mut tn_server,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    // Owning user_data first means every failure path releases it.
+    let hook = on_call.map(|callback| HostOnCall {
+        callback,
+        user_data,
+        user_data_free,
+    });
+    if hook.is_none() {
+        if let Some(free) = user_data_free {
+            // SAFETY: the host's finalizer for its own user_data, run once.
+            unsafe { free(user_data) };
+        }
+    }
+    if out_server.is_null() {
+        drop(hook);
+        return boundary(out_json, || -> Result<String, Error> {
+            Err(Error::new(ErrorCode::NullArgument, "out_server is NULL"))
+        });
+    }
+    if out_json.is_null() {
+        drop(hook);
+        // SAFETY: checked non-NULL just above.
+        unsafe { *out_server = std::ptr::null_mut() };
+        return TN_NULL_ARGUMENT;
+    }
+    let mut started: Option<Box<tn_server>> = None;
+    let status = boundary(out_json, || {
+        if toolkit.is_null() {
+            return Err(Error::new(ErrorCode::NullArgument, "toolkit is NULL"));
+        }
+        // SAFETY: non-NULL and live by this function's contract.
+        let tk = Arc::clone(unsafe { &(*toolkit).inner });
+        // SAFETY: forwarded from this function's contract.
+        let text = unsafe { read_opt_str(serve_json, "serve_json") }?;
+        let config = match text {
+            Some(t) => ServeConfig::from_json_text(t)?,
+            None => ServeConfig::from_value(&serde_json::Value::Null)?,
+        };
+        let on_call: Option<OnCall> = hook.map(|h| {
+            let h = Arc::new(h);
+            Arc::new(move |e: &CallEvent| h.hear(e)) as OnCall
+        });
+        let server = mcp_server::serve(tk, &config, on_call)?;
+        let answer = json!({"url": server.url()}).to_string();
+        started = Some(Box::new(tn_server { inner: server }));
+        Ok(answer)
+    });
+    // SAFETY: out_server was checked non-NULL above.
+    unsafe {
+        *out_server = match started {
+            Some(s) if status == super::TN_OK => Box::into_raw(s),
+            _ => std::ptr::null_mut(),
+        };
+    }
+    status
+}
+
+/// Waits for the server to end — a stdio server ends when its client
+/// closes its input; an HTTP server runs until stopped — at most
+/// `timeout_ms` milliseconds (a negative value waits without limit).
+/// Returns whether it has ended. `tn_serve_stop` must not run while another
+/// thread waits here. NULL returns true at once.
+///
+/// # Safety
+/// `server` is NULL or a live server from `tn_serve`.
+#[no_mangle]
+pub unsafe extern "C" fn tn_serve_wait(server: *const tn_server, timeout_ms: i64) -> bool {
+    if server.is_null() {
+        return true;
+    }
+    // SAFETY: live by the caller's contract.
+    let s = unsafe { &*server };
+    let limit = u64::try_from(timeout_ms)
+        .ok()
+        .map(std::time::Duration::from_millis);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.inner.wait_for(limit)))
+        .unwrap_or(true)
+}
+
+/// Stops the server and frees it: no new connection or message is taken,
+/// calls in flight are cancelled, the port is closed, and the `on_call`
+/// `user_data_free` runs. NULL is a no-op; not twice.
+///
+/// # Safety
+/// `server` is NULL or a server from `tn_serve` not yet stopped.
+#[no_mangle]
+pub unsafe extern "C" fn tn_serve_stop(server: *mut tn_server) {
+    if server.is_null() {
+        return;
+    }
+    // SAFETY: by contract the pointer came from Box::into_raw in tn_serve
+    // and is stopped once.
+    let boxed = unsafe { Box::from_raw(server) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        boxed.inner.stop();
+        drop(boxed);
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::{tn_string_free, tn_toolkit_build, tn_toolkit_free, TN_INVALID_CONFIG, TN_OK};
+    use std::ffi::CStr;
+    use std::io::{Read, Write};
+    use std::ptr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn take(s: *mut c_char) -> String {
+        assert!(!s.is_null());
+        // SAFETY: a string this library just handed out.
+        let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
+        // SAFETY: freed once.
+        unsafe { tn_string_free(s) };
+        text
+    }
+
+    /// Counts calls in [0] and finalizer runs in [1]; the event must be
+    /// the documented JSON.
+    unsafe extern "C" fn heard(user_data: *mut c_void, event: *const c_char) {
+        // SAFETY: the test passes a live [AtomicUsize; 2] and a live string.
+        let (counts, text) = unsafe {
+            (
+                &*(user_data as *const [AtomicUsize; 2]),
+                CStr::from_ptr(event).to_string_lossy(),
+            )
+        };
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if v["name"] == "bash"
+            && v["source"] == "builtin"
+            && v["isError"] == false
+            && v["ms"].is_u64()
+        {
+            counts[0].fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    unsafe extern "C" fn freed(user_data: *mut c_void) {
+        // SAFETY: as above.
+        let counts = unsafe { &*(user_data as *const [AtomicUsize; 2]) };
+        counts[1].fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// One JSON-RPC POST, the way a stateless streamable-HTTP client sends it.
+    fn post(addr: &str, body: &str) -> String {
+        let mut conn = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\n\
+             mcp-protocol-version: 2025-06-18\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = conn.write_all(req.as_bytes());
+        let mut answer = String::new();
+        let _ = conn.read_to_string(&mut answer);
+        answer
+    }
+
+    #[test]
+    fn serve_call_hear_and_stop_over_the_abi() {
+        let counts = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let ud = &counts as *const _ as *mut c_void;
+        let mut tk = ptr::null_mut();
+        let mut err = ptr::null_mut();
+        // SAFETY: valid pointers to locals.
+        assert_eq!(
+            unsafe { tn_toolkit_build(c"{}".as_ptr(), &mut tk, &mut err) },
+            TN_OK
+        );
+
+        // A bad config fails, names the key, and still releases user_data.
+        let mut server = ptr::null_mut();
+        let mut out = ptr::null_mut();
+        // SAFETY: live toolkit, NUL-terminated strings, valid out-pointers.
+        let status = unsafe {
+            tn_serve(
+                tk,
+                c"{\"adress\":\"127.0.0.1:0\"}".as_ptr(),
+                Some(heard),
+                ud,
+                Some(freed),
+                &mut server,
+                &mut out,
+            )
+        };
+        assert_eq!(status, TN_INVALID_CONFIG);
+        assert!(server.is_null());
+        assert!(take(out).contains("adress"));
+        assert_eq!(counts[1].load(Ordering::SeqCst), 1);
+
+        // SAFETY: as above.
+        let status = unsafe {
+            tn_serve(
+                tk,
+                c"{\"addr\":\"127.0.0.1:0\",\"mcp\":{\"name\":\"abi\"}}".as_ptr(),
+                Some(heard),
+                ud,
+                Some(freed),
+                &mut server,
+                &mut out,
+            )
+        };
+        assert_eq!(status, TN_OK);
+        let answer: serde_json::Value = serde_json::from_str(&take(out)).unwrap_or_default();
+        let url = answer["url"].as_str().unwrap_or_default().to_string();
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string();
+        assert!(url.ends_with("/mcp"), "{answer}");
+
+        let init = post(
+            &addr,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
+        assert!(
+            init.contains(r#""serverInfo":{"name":"abi","version":"0.1.0"}"#),
+            "{init}"
+        );
+        let called = post(
+            &addr,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo via-abi"}}}"#,
+        );
+        assert!(called.contains(r#""text":"via-abi\n""#), "{called}");
+        assert!(called.contains(r#""isError":false"#), "{called}");
+        assert_eq!(counts[0].load(Ordering::SeqCst), 1);
+
+        // SAFETY: a live server, a toolkit with no other user; both once.
+        unsafe {
+            assert!(!tn_serve_wait(server, 0));
+            tn_serve_stop(server);
+            tn_serve_stop(ptr::null_mut());
+            tn_toolkit_free(tk);
+        }
+        assert_eq!(counts[1].load(Ordering::SeqCst), 2);
+        assert!(std::net::TcpStream::connect(&addr).is_err());
+    }
+}

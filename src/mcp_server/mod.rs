@@ -1,0 +1,395 @@
+//! The toolkit served as one MCP server (SPEC §7C), built on rmcp's server
+//! side: every tool of every source (MCP servers, skills, builtins, HTTP
+//! tools, host functions) behind one `tools/list` and `tools/call`.
+//!
+//! - `initialize` advertises `serverInfo {name, version}` (defaults
+//!   `toolnexus`, `0.1.0`) and `capabilities.tools`.
+//! - `tools/list` lists each exposed tool verbatim: its toolkit name,
+//!   description and input schema. `Profile::tools` narrows the list to
+//!   those names; a name the toolkit lacks is ignored.
+//! - `tools/call` runs the tool and answers its output as one text part,
+//!   `isError` carried over, and its §1B parts as image, audio, resource
+//!   and resource-link content after it; a tool that fails or panics is an `isError`
+//!   result, never a dead server. An unknown (or unexposed) name is the
+//!   JSON-RPC invalid-params error (-32602).
+//! - The client's cancellation (`notifications/cancelled`, or an HTTP
+//!   client hanging up) reaches the running tool through
+//!   [`ExecContext::cancel`].
+//! - [`OnCall`] hears `{name, source, ms, isError}` after every call.
+//!
+//! Transports: streamable HTTP, stateless (every POST is served by a fresh
+//! server over the same toolkit, no session id), at `http://ADDR/mcp`; and
+//! JSON-RPC lines on stdin/stdout (what local clients spawn).
+
+pub mod config;
+mod http;
+mod stdio;
+
+pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION};
+
+use crate::error::Result;
+use crate::parts::{Part, PartKind};
+use crate::tool::{ExecContext, Source, ToolResult};
+use crate::toolkit::Toolkit;
+use crate::translate::CancelToken;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+
+/// What [`OnCall`] hears after each `tools/call`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallEvent {
+    pub name: String,
+    pub source: Source,
+    /// Wall time of the call in whole milliseconds.
+    pub ms: u64,
+    pub is_error: bool,
+}
+
+impl CallEvent {
+    /// `{"name","source","ms","isError"}`.
+    pub fn to_json(&self) -> Value {
+        json!({"name": self.name, "source": self.source.as_str(), "ms": self.ms, "isError": self.is_error})
+    }
+}
+
+/// Called after every `tools/call`, on a thread of the library, possibly
+/// for several calls at once. A panic in it is caught and ignored.
+pub type OnCall = Arc<dyn Fn(&CallEvent) + Send + Sync>;
+
+/// The state every per-request server shares.
+struct Gateway {
+    toolkit: Arc<Toolkit>,
+    info: ServerConfig,
+    exposed: Option<HashSet<String>>,
+    on_call: Option<OnCall>,
+}
+
+impl Gateway {
+    fn new(toolkit: Arc<Toolkit>, profile: &Profile, on_call: Option<OnCall>) -> Gateway {
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        let info = InitializeResult::new(capabilities).with_server_info(Implementation::new(
+            profile.name.clone(),
+            profile.version.clone(),
+        ));
+        Gateway {
+            toolkit,
+            info,
+            exposed: profile.tools.as_ref().map(|t| t.iter().cloned().collect()),
+            on_call,
+        }
+    }
+
+    fn exposes(&self, name: &str) -> bool {
+        self.exposed.as_ref().is_none_or(|set| set.contains(name))
+    }
+
+    fn list(&self) -> Vec<rmcp::model::Tool> {
+        self.toolkit
+            .tools()
+            .into_iter()
+            .filter(|t| self.exposes(&t.name))
+            .map(|t| {
+                let schema = match t.input_schema {
+                    Value::Object(m) => m,
+                    // A schema that is no object cannot go on the wire as
+                    // one; the default says "some object".
+                    _ => match crate::tool::default_schema() {
+                        Value::Object(m) => m,
+                        _ => Map::new(),
+                    },
+                };
+                rmcp::model::Tool::new_with_raw(t.name, Some(t.description.into()), schema)
+            })
+            .collect()
+    }
+
+    async fn call(
+        &self,
+        name: String,
+        args: Value,
+        cancelled: CancellationToken,
+    ) -> std::result::Result<CallToolResult, ErrorData> {
+        let source = match self.toolkit.source_of(&name) {
+            Some(s) if self.exposes(&name) => s,
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool: {name}"),
+                    None,
+                ))
+            }
+        };
+        let started = Instant::now();
+        let cancel = CancelToken::new();
+        let ctx = ExecContext {
+            cancel: Some(cancel.clone()),
+            ..ExecContext::default()
+        };
+        let toolkit = Arc::clone(&self.toolkit);
+        let tool = name.clone();
+        let mut job = tokio::task::spawn_blocking(move || toolkit.execute(&tool, args, &ctx));
+        let joined = tokio::select! {
+            r = &mut job => r,
+            _ = cancelled.cancelled() => {
+                cancel.cancel();
+                job.await
+            }
+        };
+        let result = joined.unwrap_or_else(|e| {
+            ToolResult::error(format!("{name}: the tool failed unexpectedly: {e}"))
+        });
+        if let Some(on_call) = &self.on_call {
+            let event = CallEvent {
+                name,
+                source,
+                ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                is_error: result.is_error,
+            };
+            let _ = catch_unwind(AssertUnwindSafe(|| on_call(&event)));
+        }
+        let mut content = Vec::with_capacity(1 + result.parts.len());
+        content.push(ContentBlock::text(result.output));
+        content.extend(result.parts.iter().filter_map(part_content));
+        Ok(if result.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        })
+    }
+}
+
+/// A §1B part as MCP content, after the output's text part: text as text,
+/// image and audio bytes as image and audio content, file bytes as an
+/// embedded resource, and anything held by URL as a resource link (what an
+/// inbound resource link becomes, SPEC §2). Base64 passes through as it is.
+fn part_content(part: &Part) -> Option<ContentBlock> {
+    let mime = part
+        .mime_type
+        .as_deref()
+        .unwrap_or("application/octet-stream");
+    let block = match (part.kind, &part.data, &part.url) {
+        (PartKind::Text, _, _) => {
+            json!({"type": "text", "text": part.text.as_deref().unwrap_or("")})
+        }
+        (PartKind::Image, Some(data), _) => {
+            json!({"type": "image", "data": data, "mimeType": mime})
+        }
+        (PartKind::Audio, Some(data), _) => {
+            json!({"type": "audio", "data": data, "mimeType": mime})
+        }
+        (PartKind::File, Some(data), _) => {
+            let name = part.name.as_deref().unwrap_or("part");
+            let uri = part
+                .url
+                .clone()
+                .unwrap_or_else(|| format!("file:///{name}"));
+            json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": data}})
+        }
+        (_, None, Some(url)) => json!({
+            "type": "resource_link",
+            "uri": url,
+            "name": part.name.as_deref().unwrap_or(url),
+            "mimeType": mime
+        }),
+        (_, None, None) => return None,
+    };
+    serde_json::from_value(block).ok()
+}
+
+/// One server over the shared gateway (cheap: rmcp makes one per HTTP
+/// request).
+#[derive(Clone)]
+struct Handler(Arc<Gateway>);
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        self.0.info.clone()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.0.list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        self.0
+            .call(request.name.into_owned(), args, context.ct)
+            .await
+            .map(CallToolResponse::from)
+    }
+}
+
+/// How a [`Server`] ended, for [`Server::wait`].
+#[derive(Default)]
+struct Done {
+    ended: Mutex<bool>,
+    signal: Condvar,
+}
+
+impl Done {
+    fn set(&self) {
+        *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.signal.notify_all();
+    }
+
+    /// Waits until the server ended, at most `limit` (forever for `None`);
+    /// `true` if it did.
+    fn wait(&self, limit: Option<Duration>) -> bool {
+        let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        let until = limit.map(|l| Instant::now() + l);
+        while !*ended {
+            ended = match until {
+                None => self
+                    .signal
+                    .wait(ended)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(t) => {
+                    let left = t.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return false;
+                    }
+                    self.signal
+                        .wait_timeout(ended, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+        }
+        true
+    }
+}
+
+/// Sets [`Done`] when the serving task ends, however it ends.
+struct SetOnDrop(Arc<Done>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.set();
+    }
+}
+
+/// A running server. Stopping (explicitly or on drop) ends it: no new
+/// connection or message is taken, calls in flight are cancelled.
+pub struct Server {
+    url: Option<String>,
+    stop: CancellationToken,
+    done: Arc<Done>,
+}
+
+/// How long [`Server::stop`] waits for the serving task to wind down.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+impl Server {
+    /// `http://HOST:PORT/mcp` of an HTTP server (with the port it bound);
+    /// `None` for stdio.
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    /// Stops the server and waits (a bounded while) for it to end.
+    /// Idempotent; safe from any thread.
+    pub fn stop(&self) {
+        self.stop.cancel();
+        self.done.wait(Some(STOP_GRACE));
+    }
+
+    /// Blocks until the server ends: the stdio client closed its input, or
+    /// [`Server::stop`] was called from another thread.
+    pub fn wait(&self) {
+        self.done.wait(None);
+    }
+
+    /// Waits at most `limit` (without limit for `None`) for the server to
+    /// end; whether it has.
+    pub fn wait_for(&self, limit: Option<Duration>) -> bool {
+        self.done.wait(limit)
+    }
+
+    /// Whether the server has ended.
+    pub fn ended(&self) -> bool {
+        self.done.wait(Some(Duration::ZERO))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Serves `toolkit` as `config` says, with `on_call` hearing every call.
+/// An HTTP server is listening when this returns (its URL says where).
+pub fn serve(
+    toolkit: Arc<Toolkit>,
+    config: &ServeConfig,
+    on_call: Option<OnCall>,
+) -> Result<Server> {
+    let gateway = Arc::new(Gateway::new(toolkit, &config.profile, on_call));
+    match &config.transport {
+        Transport::Http { addr } => http::serve(gateway, addr),
+        Transport::Stdio => Ok(serve_io(gateway, tokio::io::stdin(), tokio::io::stdout())),
+    }
+}
+
+/// Serves `toolkit` over JSON-RPC lines on `reader` / `writer` (stdio, a
+/// pipe, a socket). The server ends when `reader` reaches its end.
+pub fn serve_lines<R, W>(
+    toolkit: Arc<Toolkit>,
+    profile: &Profile,
+    on_call: Option<OnCall>,
+    reader: R,
+    writer: W,
+) -> Server
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_io(
+        Arc::new(Gateway::new(toolkit, profile, on_call)),
+        reader,
+        writer,
+    )
+}
+
+fn serve_io<R, W>(gateway: Arc<Gateway>, reader: R, writer: W) -> Server
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    use rmcp::ServiceExt;
+    let stop = CancellationToken::new();
+    let done = Arc::new(Done::default());
+    let transport = stdio::LineTransport::new(reader, writer);
+    let ct = stop.clone();
+    let ended = SetOnDrop(Arc::clone(&done));
+    crate::runtime::get().spawn(async move {
+        let _ended = ended;
+        let handler = Handler(gateway);
+        if let Ok(running) = handler.serve_with_ct(transport, ct).await {
+            let _ = running.waiting().await;
+        }
+    });
+    Server {
+        url: None,
+        stop,
+        done,
+    }
+}

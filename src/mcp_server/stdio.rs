@@ -1,0 +1,209 @@
+//! The stdio transport of the served toolkit: one JSON-RPC message per line
+//! in, one per line out.
+//!
+//! rmcp's own line transport drops a line that is not JSON without a word;
+//! a client that sent it then waits forever. Here such a line gets the
+//! JSON-RPC parse error (-32700, id null), well-formed JSON that is no
+//! message gets invalid request (-32600, with its id when it has one), and
+//! the server reads on. Writes go through one lock, so concurrent answers
+//! never interleave within a line.
+
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::RoleServer;
+use rmcp::transport::Transport;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+/// A line longer than this is answered as invalid and skipped.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+
+pub struct LineTransport<R, W> {
+    reader: BufReader<R>,
+    line: Vec<u8>,
+    /// A line over [`MAX_LINE`] is being skipped to its end.
+    skipping: bool,
+    writer: Arc<Mutex<W>>,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    pub fn new(reader: R, writer: W) -> Self {
+        LineTransport {
+            reader: BufReader::with_capacity(64 * 1024, reader),
+            line: Vec::with_capacity(4096),
+            skipping: false,
+            writer: Arc::new(Mutex::new(writer)),
+        }
+    }
+
+    /// Keeps a line's buffer (its capacity) for the next line.
+    fn recycle(&mut self, mut raw: Vec<u8>) {
+        raw.clear();
+        self.line = raw;
+    }
+
+    /// Reads up to the end of the next line into `self.line`; `false` at
+    /// EOF or on a read error. Cancel-safe: a partial line stays in
+    /// `self.line` and the next call goes on with it.
+    async fn next_line(&mut self) -> bool {
+        loop {
+            let buf = match self.reader.fill_buf().await {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            };
+            if buf.is_empty() {
+                return false;
+            }
+            let (chunk, done) = match memchr::memchr(b'\n', buf) {
+                Some(i) => (&buf[..=i], true),
+                None => (buf, false),
+            };
+            let used = chunk.len();
+            if !self.skipping {
+                self.line.extend_from_slice(chunk);
+                if self.line.len() > MAX_LINE {
+                    self.line.clear();
+                    self.skipping = true;
+                }
+            }
+            self.reader.consume(used);
+            if done {
+                if std::mem::take(&mut self.skipping) {
+                    let answer = error_line(Value::Null, INVALID_REQUEST, "line too long");
+                    write_line(&self.writer, answer).await;
+                    continue;
+                }
+                return true;
+            }
+        }
+    }
+}
+
+/// Writes one answer line of the transport's own (a failed write is the
+/// client gone; the read side will see it).
+async fn write_line<W: AsyncWrite + Unpin>(writer: &Mutex<W>, mut line: Vec<u8>) {
+    line.push(b'\n');
+    let mut w = writer.lock().await;
+    let _ = w.write_all(&line).await;
+    let _ = w.flush().await;
+}
+
+fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        .to_string()
+        .into_bytes()
+}
+
+/// What to do with a line that is not a client message.
+fn reject(line: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
+    let v: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(error_line(
+                Value::Null,
+                PARSE_ERROR,
+                &format!("parse error: {e}"),
+            ))
+        }
+    };
+    let id = v.get("id").cloned();
+    match id {
+        // A notification (a method, no id) is never answered, even a bad one.
+        None if v.get("method").is_some() => None,
+        Some(id @ (Value::String(_) | Value::Number(_))) => Some(error_line(
+            id,
+            INVALID_REQUEST,
+            &format!("invalid request: {err}"),
+        )),
+        _ => Some(error_line(
+            Value::Null,
+            INVALID_REQUEST,
+            &format!("invalid request: {err}"),
+        )),
+    }
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = Arc::clone(&self.writer);
+        async move {
+            let mut line = serde_json::to_vec(&item)?;
+            line.push(b'\n');
+            let mut w = writer.lock().await;
+            w.write_all(&line).await?;
+            w.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            if !self.next_line().await {
+                return None;
+            }
+            let raw = std::mem::take(&mut self.line);
+            let mut text = raw.as_slice();
+            text = text.strip_suffix(b"\n").unwrap_or(text);
+            text = text.strip_suffix(b"\r").unwrap_or(text);
+            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+            let answer = if text.iter().all(u8::is_ascii_whitespace) {
+                None
+            } else {
+                match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
+                    Ok(msg) => {
+                        self.recycle(raw);
+                        return Some(msg);
+                    }
+                    Err(e) => reject(text, &e),
+                }
+            };
+            self.recycle(raw);
+            if let Some(answer) = answer {
+                write_line(&self.writer, answer).await;
+            }
+        }
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        let writer = Arc::clone(&self.writer);
+        async move { writer.lock().await.flush().await }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_lines_get_the_json_rpc_errors() {
+        let e = serde_json::from_str::<Value>("{").err();
+        let Some(e) = e else { return };
+        let answer = |line: &str| {
+            reject(line.as_bytes(), &e).and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        };
+        let parse = answer("{not json").unwrap_or_default();
+        assert_eq!(parse["error"]["code"], json!(PARSE_ERROR));
+        assert_eq!(parse["id"], Value::Null);
+        let invalid = answer(r#"{"jsonrpc":"2.0","id":7,"nethod":"x"}"#).unwrap_or_default();
+        assert_eq!(invalid["error"]["code"], json!(INVALID_REQUEST));
+        assert_eq!(invalid["id"], json!(7));
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","method":3}"#), None);
+    }
+}

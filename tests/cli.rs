@@ -1,0 +1,317 @@
+//! The `toolnexus` command: `tools`, `call`, flags and exit codes, as a
+//! user at a terminal sees them.
+
+mod mcp_support;
+#[path = "translate_mock/mod.rs"]
+mod translate_mock;
+
+use mcp_support::*;
+use serde_json::{json, Value};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+const SKILLS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run toolnexus: {e}"))
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn config_file(dir: &std::path::Path, v: &Value) -> String {
+    let p = dir.join("mcp.json");
+    std::fs::write(&p, v.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn tools_lists_every_source_in_each_format_and_reports_status() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cfg = config_file(
+        dir.path(),
+        &json!({"mcpServers": {
+            "py": {"command": [python(), server_script("sdk_server.py"), "stdio"], "timeout": 20000},
+            "dead": {"command": ["/nonexistent/server"], "timeout": 2000}
+        }}),
+    );
+    let names = run(&[
+        "tools", "--config", &cfg, "--skills", SKILLS, "--format", "names",
+    ]);
+    assert!(names.status.success(), "{}", stderr(&names));
+    let listed: Vec<String> = stdout(&names).lines().map(String::from).collect();
+    for n in ["bash", "py_add", "py_echo", "py_explode", "skill", "write"] {
+        assert!(listed.iter().any(|l| l == n), "{n} missing: {listed:?}");
+    }
+    let err = stderr(&names);
+    assert!(err.contains("source builtin: connected"), "{err}");
+    assert!(err.contains("source py: connected"), "{err}");
+    assert!(
+        err.contains("source dead: failed: mcp server \"dead\" failed at connect"),
+        "{err}"
+    );
+
+    let openai = run(&["tools", "--skills", SKILLS, "--format", "openai"]);
+    let decls: Value = serde_json::from_str(&stdout(&openai)).unwrap_or_default();
+    let first = &decls[0];
+    assert_eq!(first["type"], json!("function"), "{decls}");
+    assert!(first["function"]["parameters"].is_object(), "{first}");
+    let anthropic = run(&[
+        "tools",
+        "--no-builtins",
+        "--skills",
+        SKILLS,
+        "--format",
+        "anthropic",
+    ]);
+    let decls: Value = serde_json::from_str(&stdout(&anthropic)).unwrap_or_default();
+    assert_eq!(
+        decls.as_array().map(Vec::len),
+        Some(1),
+        "only the skill tool: {decls}"
+    );
+    assert_eq!(decls[0]["name"], json!("skill"));
+    assert!(decls[0]["input_schema"].is_object());
+    let gemini = run(&["tools", "--no-builtins", "--format", "gemini"]);
+    let decls: Value = serde_json::from_str(&stdout(&gemini)).unwrap_or_default();
+    assert_eq!(decls, json!([{"functionDeclarations": []}]));
+
+    let table = run(&["tools", "--skills", SKILLS]);
+    let text = stdout(&table);
+    assert!(text.starts_with("NAME"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("skill") && l.contains(" skill ")),
+        "{text}"
+    );
+}
+
+#[test]
+fn call_prints_the_tool_result_and_the_exit_code_says_how_it_went() {
+    let ok = run(&["call", "bash", r#"{"command":"echo hi"}"#]);
+    assert_eq!(ok.status.code(), Some(0));
+    let r: Value = serde_json::from_str(&stdout(&ok)).unwrap_or_default();
+    assert_eq!(r, json!({"output": "hi\n", "isError": false}));
+
+    let failed = run(&["call", "bash", r#"{"command":"exit 4"}"#]);
+    assert_eq!(failed.status.code(), Some(1));
+    let r: Value = serde_json::from_str(&stdout(&failed)).unwrap_or_default();
+    assert_eq!(r, json!({"output": "exit code 4", "isError": true}));
+
+    let skill = run(&[
+        "call",
+        "skill",
+        r#"{"name":"hello-world"}"#,
+        "--skills",
+        SKILLS,
+    ]);
+    assert_eq!(skill.status.code(), Some(0), "{}", stderr(&skill));
+    assert!(stdout(&skill).contains("hello-world"));
+
+    let unknown = run(&["call", "nope"]);
+    assert_eq!(unknown.status.code(), Some(3));
+    assert!(stdout(&unknown).is_empty());
+    assert!(
+        stderr(&unknown).contains("unknown tool 'nope'"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    let bad_args = run(&["call", "bash", "{not json"]);
+    assert_eq!(bad_args.status.code(), Some(3));
+    assert!(
+        stderr(&bad_args).contains("ARGS_JSON"),
+        "{}",
+        stderr(&bad_args)
+    );
+}
+
+#[test]
+fn bad_flags_and_files_are_named_on_stderr_with_their_own_exit_codes() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let missing = dir.path().join("absent.json");
+    let missing = missing.to_string_lossy();
+    let o = run(&["tools", "--config", &missing]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains(&format!("--config {missing}")),
+        "{}",
+        stderr(&o)
+    );
+
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{\"mcpServers\": ").unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&["tools", "--config", &broken.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("not valid JSON"), "{}", stderr(&o));
+
+    let profile = config_file(dir.path(), &json!({"mcpServer": {"tools": "bash"}}));
+    let o = run(&["serve", "--stdio", "--config", &profile]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("mcpServer.tools"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+
+    let o = run(&["tools", "--skills", "/no/such/skills"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("--skills /no/such/skills"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(&["serve", "--http", "not-an-address"]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("--http not-an-address"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(&["tools", "--frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--frobnicate"), "{}", stderr(&o));
+    let o = run(&["serve", "--stdio", "--http", "127.0.0.1:0"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let v = run(&["--version"]);
+    assert_eq!(
+        stdout(&v).trim(),
+        format!("toolnexus {}", env!("CARGO_PKG_VERSION"))
+    );
+    let h = run(&["serve", "--help"]);
+    assert!(stdout(&h).contains("--stdio") && stdout(&h).contains("--http"));
+}
+
+fn openai_reply(message: Value) -> translate_mock::Canned {
+    translate_mock::Canned::json(
+        200,
+        &json!({"id": "c", "model": "m", "choices": [{"index": 0, "message": message,
+                "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}),
+    )
+}
+
+#[test]
+fn run_once_drives_the_client_loop_over_the_toolkit() {
+    let mock = translate_mock::MockProvider::start(vec![
+        openai_reply(
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "t1", "type": "function",
+            "function": {"name": "bash", "arguments": "{\"command\":\"echo from-the-tool\"}"}}]}),
+        ),
+        openai_reply(json!({"role": "assistant", "content": "the tool said hi"})),
+    ]);
+    let base = format!("{}/v1", mock.base());
+    let o = Command::new(BIN)
+        .args([
+            "run",
+            "--base-url",
+            &base,
+            "--style",
+            "openai",
+            "--model",
+            "m1",
+            "--system",
+            "Be brief.",
+            "--skills",
+            SKILLS,
+            "--once",
+            "say hi",
+        ])
+        .env("OPENAI_API_KEY", "sk-from-env")
+        .env_remove("OPENROUTER_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "the tool said hi\n");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-from-env"));
+    let first = reqs[0].json_body();
+    assert_eq!(first["model"], json!("m1"));
+    let system = first["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(system.starts_with("Be brief."), "{system}");
+    assert!(
+        system.contains("hello-world"),
+        "the skills catalog follows: {system}"
+    );
+    // The tool ran: its output went back to the model.
+    let second = reqs[1].json_body();
+    let fed = second["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned();
+    assert_eq!(fed.as_ref().map(|m| m["role"].clone()), Some(json!("tool")));
+    assert_eq!(
+        fed.map(|m| m["content"].clone()),
+        Some(json!("from-the-tool\n"))
+    );
+}
+
+#[test]
+fn run_reads_prompts_until_exit_and_a_failed_prompt_does_not_end_it() {
+    use std::io::Write;
+    let mock = translate_mock::MockProvider::start(vec![
+        openai_reply(json!({"role": "assistant", "content": "one"})),
+        translate_mock::Canned::json(400, &json!({"error": {"message": "bad request"}})),
+        openai_reply(json!({"role": "assistant", "content": "three"})),
+    ]);
+    let base = format!("{}/v1", mock.base());
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--no-builtins",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--api-key",
+            "k",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(b"first\nsecond\n\nthird\nexit\nnever sent\n");
+    }
+    let o = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "one\nthree\n");
+    assert!(stderr(&o).contains("toolnexus: "), "{}", stderr(&o));
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "exit stopped the session");
+    // The conversation goes on: the third prompt carries the first exchange.
+    let third = reqs[2].json_body();
+    let contents: Vec<Value> = third["messages"]
+        .as_array()
+        .map(|m| m.iter().map(|x| x["content"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(contents, vec![json!("first"), json!("one"), json!("third")]);
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer k"));
+
+    let o = run(&[
+        "run",
+        "--model",
+        "m",
+        "--base-url",
+        "not a url",
+        "--once",
+        "x",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--base-url"), "{}", stderr(&o));
+    let o = run(&["run", "--model", "m"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""An MCP client built on the official MCP Python SDK, for the gateway tests.
+
+usage: sdk_client.py PLAN_JSON http URL
+       sdk_client.py PLAN_JSON stdio COMMAND [ARGS...]
+
+PLAN is {"steps": [STEP...]}; each step's outcome is one element of the
+JSON array printed on stdout:
+  {"op": "init"}                       -> {"serverInfo", "capabilities"}
+  {"op": "list"}                       -> {"tools": [{name, description, inputSchema}]}
+  {"op": "call", "name", "arguments"}  -> {"isError", "content"} or {"error": {code, message}}
+  {"op": "parallel", "calls": [...]}   -> [outcome of each call], run at once
+  {"op": "cancel", "name", "arguments", "waitFile"}
+      starts the call, waits for waitFile to exist, cancels it
+                                       -> {"cancelled": true}
+  {"op": "vanish", "name", "arguments", "waitFile"}
+      starts the call, waits for waitFile, prints what it has and leaves
+      at once (os._exit), dropping the connection mid-call
+
+Works with mcp 1.x and 2.x.
+"""
+import json
+import os
+import sys
+import time
+
+import anyio
+from mcp import ClientSession
+
+try:
+    from mcp.client.streamable_http import streamable_http_client as http_client
+except ImportError:  # mcp 1.x
+    from mcp.client.streamable_http import streamablehttp_client as http_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+
+def dump(model):
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+async def call(session, step):
+    try:
+        r = await session.call_tool(step["name"], step.get("arguments") or {})
+    except Exception as e:  # an error answer
+        err = getattr(e, "error", None)
+        code = getattr(err, "code", None)
+        if code is None:
+            code = getattr(e, "code", None)
+        message = getattr(err, "message", None) or str(e)
+        return {"error": {"code": code, "message": message}}
+    d = dump(r)
+    return {"isError": bool(d.get("isError", False)), "content": d.get("content", [])}
+
+
+async def wait_file(path, limit=20.0):
+    until = time.monotonic() + limit
+    while not os.path.exists(path):
+        if time.monotonic() > until:
+            raise TimeoutError(f"{path} never appeared")
+        await anyio.sleep(0.02)
+
+
+async def run(session, plan, out):
+    init = await session.initialize()
+    for step in plan["steps"]:
+        op = step["op"]
+        if op == "init":
+            d = dump(init)
+            out.append({"serverInfo": d.get("serverInfo"), "capabilities": d.get("capabilities")})
+        elif op == "list":
+            tools = (await session.list_tools()).tools
+            out.append({"tools": [dump(t) for t in tools]})
+        elif op == "call":
+            out.append(await call(session, step))
+        elif op == "parallel":
+            results = [None] * len(step["calls"])
+
+            async def one(i, c):
+                results[i] = await call(session, c)
+
+            async with anyio.create_task_group() as tg:
+                for i, c in enumerate(step["calls"]):
+                    tg.start_soon(one, i, c)
+            out.append(results)
+        elif op == "cancel":
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, session, step)
+                await wait_file(step["waitFile"])
+                tg.cancel_scope.cancel()
+            out.append({"cancelled": True})
+        elif op == "vanish":
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, session, step)
+                await wait_file(step["waitFile"])
+                print(json.dumps(out), flush=True)
+                os._exit(0)
+        else:
+            raise ValueError(f"unknown op {op}")
+
+
+async def main():
+    plan = json.loads(sys.argv[1])
+    transport = sys.argv[2]
+    out = []
+    if transport == "http":
+        async with http_client(sys.argv[3]) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await run(session, plan, out)
+    elif transport == "stdio":
+        params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], env=dict(os.environ))
+        async with stdio_client(params) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await run(session, plan, out)
+    else:
+        raise ValueError(f"unknown transport {transport}")
+    print(json.dumps(out), flush=True)
+
+
+anyio.run(main)
