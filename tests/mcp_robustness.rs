@@ -262,3 +262,34 @@ fn tools_work_and_close_from_inside_the_runtime_too() {
     assert_eq!((output.output.as_str(), output.is_error), ("pong", false));
     assert!(all_dead_soon(&pids));
 }
+
+#[test]
+fn a_server_that_closed_its_stdin_fails_each_call_at_once_with_a_broken_pipe() {
+    // A one-minute timeout: the answer must come from the failed write.
+    let source = connect(json!({"mcpServers": {"deaf": stdio("closed_stdin.py", &[], 60000)}}));
+    assert_eq!(status(&source, "deaf"), "connected", "{:?}", source.errors);
+    for _ in 0..3 {
+        let r = call(&source, "deaf_ping", json!({}));
+        assert!(r.is_error);
+        assert_eq!(
+            r.output,
+            "mcp server \"deaf\" failed at tools/call: \
+             transport (send failed: broken pipe (the server closed its stdin))"
+        );
+    }
+}
+
+#[test]
+fn a_server_that_exits_before_initialize_is_named_by_its_exit_status() {
+    // Whether the child is gone before initialize is written (a broken pipe)
+    // or after (EOF), the status names its exit; never a raw transport error.
+    for _ in 0..10 {
+        let source =
+            connect(json!({"mcpServers": {"gone": {"command": ["/bin/true"], "timeout": 5000}}}));
+        assert_eq!(status(&source, "gone"), "failed");
+        assert_eq!(
+            error(&source, "gone"),
+            "mcp server \"gone\" failed at initialize: peer-exited (status 0)"
+        );
+    }
+}

@@ -5,6 +5,7 @@
 //! single write of the out-parameter. Business logic lives elsewhere.
 
 mod host;
+pub(crate) mod signal;
 mod strings;
 mod translate;
 

@@ -113,7 +113,10 @@ pub async fn connect(
                 Ok(Ok(service)) => (service, Some(spawned.child)),
                 Ok(Err(e)) => {
                     let mut detail = describe_init_error(&e);
-                    if detail.starts_with("peer-eof") {
+                    // A server that exited before reading initialize shows as
+                    // EOF or as a broken pipe, whichever came first: name
+                    // the exit instead.
+                    if detail.starts_with("peer-eof") || detail.contains(stdio::BROKEN_PIPE) {
                         if let Some(status) = spawned
                             .child
                             .exit_status_within(Duration::from_millis(250))
@@ -265,6 +268,9 @@ fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> String {
         E::TransportError { error, .. } => {
             if let Some(http) = error.error.downcast_ref::<HttpError>() {
                 return describe_http_error(http);
+            }
+            if let Some(io) = error.error.downcast_ref::<std::io::Error>() {
+                return format!("transport ({io})");
             }
         }
         _ => {}
@@ -460,6 +466,11 @@ impl Session {
                 Ok(result) => shape_call_result(&result),
                 Err(detail) => {
                     let detail = match &self.child {
+                        // A live server that closed its stdin: say so now.
+                        Some(c) if detail.contains(stdio::BROKEN_PIPE) => match c.exit_status() {
+                            Some(status) => stdio::describe_exit(status),
+                            None => detail,
+                        },
                         Some(c) if detail.starts_with("peer-eof") => {
                             match c.exit_status_within(Duration::from_millis(250)).await {
                                 Some(status) => stdio::describe_exit(status),

@@ -1,0 +1,136 @@
+/*
+ * The library as a hostile world meets it (issue 14): each probe does to a C
+ * host what a broken or malicious server, command or file would, with the
+ * host's signal handling left at its defaults, and checks that the host is
+ * still alive and got an error result naming what happened.
+ *
+ *   hostile [probe...]   run the named probes (default: all)
+ *
+ * Run from the repository root (the MCP probes start scripts from
+ * tests/mcp_servers). TN_HOSTILE_BUILDS=n changes the number of builds of
+ * the loop probes (default 40). Exit status 0 when every probe passed.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "toolnexus.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long failures;
+
+#define FAIL(...)                                                            \
+    do {                                                                     \
+        failures++;                                                          \
+        fprintf(stderr, "hostile: " __VA_ARGS__);                            \
+        fputc('\n', stderr);                                                 \
+    } while (0)
+
+static int builds(void) {
+    const char *s = getenv("TN_HOSTILE_BUILDS");
+    int n = s ? atoi(s) : 40;
+    return n > 0 ? n : 40;
+}
+
+static tn_toolkit *build(const char *config) {
+    tn_toolkit *tk = NULL;
+    char *err = NULL;
+    if (tn_toolkit_build(config, &tk, &err) != TN_OK) {
+        FAIL("build refused %s: %s", config, err ? err : "(no error)");
+        tn_string_free(err);
+        return NULL;
+    }
+    return tk;
+}
+
+/* tn_render(tk, "status") contains want; frees the text. */
+static void expect_status(const tn_toolkit *tk, const char *what, const char *want) {
+    char *s = NULL;
+    if (tn_render(tk, "status", &s) != TN_OK || s == NULL) FAIL("%s: no status", what);
+    else if (strstr(s, want) == NULL) FAIL("%s: status %s lacks %s", what, s, want);
+    tn_string_free(s);
+}
+
+/* tn_execute's ToolResult JSON, or NULL after a FAIL; the caller frees it. */
+static char *execute(const tn_toolkit *tk, const char *name, const char *args, const char *ctx) {
+    char *out = NULL;
+    tn_status st = tn_execute(tk, name, args, ctx, &out);
+    if (st != TN_OK || out == NULL) {
+        FAIL("%s: status %d: %s", name, st, out ? out : "(null)");
+        tn_string_free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- SIGPIPE: a server that is gone, or deaf, before we write ---- */
+
+/* A stdio server that exits at once: initialize is written into a pipe with
+ * no reader in about half of the builds. Each build must fail the server,
+ * never the build, and never the host. */
+static void probe_sigpipe_build(void) {
+    const char *config = "{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":"
+                         "{\"gone\":{\"command\":[\"/bin/true\"],\"timeout\":5000}}}}";
+    for (int i = 0; i < builds(); i++) {
+        tn_toolkit *tk = build(config);
+        if (tk == NULL) return;
+        expect_status(tk, "sigpipe_build", "\"gone\":\"mcp server \\\"gone\\\" failed at initialize: peer-exited (status 0)\"");
+        tn_toolkit_free(tk);
+    }
+}
+
+/* A server that closes its stdin after listing its tools and keeps running:
+ * every call writes into a dead pipe and must fail at once (its timeout is a
+ * minute) with a broken pipe. */
+static void probe_sigpipe_call(void) {
+    const char *config = "{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"deaf\":"
+                         "{\"command\":[\"python3\",\"tests/mcp_servers/closed_stdin.py\"],"
+                         "\"timeout\":60000}}}}";
+    const char *want = "{\"output\":\"mcp server \\\"deaf\\\" failed at tools/call: transport "
+                       "(send failed: broken pipe (the server closed its stdin))\",\"isError\":true}";
+    int n = builds() / 8 > 0 ? builds() / 8 : 1;
+    for (int i = 0; i < n; i++) {
+        tn_toolkit *tk = build(config);
+        if (tk == NULL) return;
+        expect_status(tk, "sigpipe_call", "\"deaf\":\"connected\"");
+        for (int j = 0; j < 4; j++) {
+            char *out = execute(tk, "deaf_ping", "{}", NULL);
+            if (out != NULL && strcmp(out, want) != 0) FAIL("sigpipe_call: got %s", out);
+            tn_string_free(out);
+        }
+        tn_toolkit_free(tk);
+    }
+}
+
+struct probe {
+    const char *name;
+    void (*run)(void);
+};
+
+static const struct probe probes[] = {
+    {"sigpipe_build", probe_sigpipe_build},
+    {"sigpipe_call", probe_sigpipe_call},
+};
+
+#define NPROBES (sizeof probes / sizeof probes[0])
+
+int main(int argc, char **argv) {
+    /* Default handling, whatever the parent left us: a SIGPIPE kills. */
+    signal(SIGPIPE, SIG_DFL);
+    for (size_t i = 0; i < NPROBES; i++) {
+        int wanted = argc < 2;
+        for (int a = 1; a < argc; a++) wanted |= strcmp(argv[a], probes[i].name) == 0;
+        if (!wanted) continue;
+        long before = failures;
+        probes[i].run();
+        fprintf(stderr, "hostile: %s %s\n", probes[i].name, failures == before ? "ok" : "FAILED");
+    }
+    if (failures != 0) {
+        fprintf(stderr, "hostile: %ld failure(s)\n", failures);
+        return 1;
+    }
+    return 0;
+}
