@@ -293,3 +293,13 @@ fn a_server_that_exits_before_initialize_is_named_by_its_exit_status() {
         );
     }
 }
+
+#[test]
+fn a_six_megabyte_binary_preamble_before_the_first_message_is_skipped() {
+    // Thousands of preamble lines look like JSON values; none may make the
+    // client write (and block) while the server is still writing.
+    let source = connect(json!({"mcpServers": {"noisy": stdio("binary_preamble.py", &[], 10000)}}));
+    assert_eq!(status(&source, "noisy"), "connected", "{:?}", source.errors);
+    let r = call(&source, "noisy_ping", json!({}));
+    assert_eq!((r.output.as_str(), r.is_error), ("pong", false));
+}

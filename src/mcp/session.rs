@@ -9,13 +9,12 @@
 
 use super::config::{ServerConfig, Transport as ServerTransport};
 use super::known_ids::KnownIds;
-use super::{sse, stdio};
+use super::{lines, sse, stdio};
 use crate::tool::{default_schema, ToolResult};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, Implementation, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
@@ -103,7 +102,7 @@ pub async fn connect(
             phase.set("initialize");
             let init = tokio::time::timeout(
                 cfg.timeout,
-                client_config().serve(KnownIds::new(AsyncRwTransport::new_client(
+                client_config().serve(KnownIds::new(lines::LineTransport::new(
                     spawned.stdout,
                     spawned.stdin,
                 ))),

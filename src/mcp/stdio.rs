@@ -6,8 +6,8 @@
 //! tree and not just the direct child; its exit status is observable, so a
 //! server that dies is reported as `peer-exited (status N)` at once; and
 //! stderr is drained continuously, so a chatty server cannot fill the pipe
-//! and deadlock. stdin/stdout are handed to rmcp's line transport, stdin
-//! through [`PipeStdin`], which turns a write into a server that closed its
+//! and deadlock. stdin/stdout are handed to the line transport
+//! (`super::lines`), stdin through [`PipeStdin`], which turns a write into a server that closed its
 //! stdin into a plain `broken pipe` error (never a SIGPIPE: see
 //! `crate::runtime`).
 

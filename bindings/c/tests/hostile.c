@@ -105,6 +105,22 @@ static void probe_sigpipe_call(void) {
     }
 }
 
+/* ---- a 6,176,768-byte binary preamble before the first message ---- */
+
+static void probe_preamble(void) {
+    const char *config = "{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"noisy\":"
+                         "{\"command\":[\"python3\",\"tests/mcp_servers/binary_preamble.py\"],"
+                         "\"timeout\":10000}}}}";
+    tn_toolkit *tk = build(config);
+    if (tk == NULL) return;
+    expect_status(tk, "preamble", "\"noisy\":\"connected\"");
+    char *out = execute(tk, "noisy_ping", "{}", NULL);
+    if (out != NULL && strcmp(out, "{\"output\":\"pong\",\"isError\":false}") != 0)
+        FAIL("preamble: got %s", out);
+    tn_string_free(out);
+    tn_toolkit_free(tk);
+}
+
 struct probe {
     const char *name;
     void (*run)(void);
@@ -113,6 +129,7 @@ struct probe {
 static const struct probe probes[] = {
     {"sigpipe_build", probe_sigpipe_build},
     {"sigpipe_call", probe_sigpipe_call},
+    {"preamble", probe_preamble},
 };
 
 #define NPROBES (sizeof probes / sizeof probes[0])
