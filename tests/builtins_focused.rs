@@ -94,13 +94,72 @@ fn bash_host_timeout_applies_when_shorter() {
 
 #[test]
 fn bash_large_output_on_both_pipes_does_not_deadlock() {
-    let cmd = "head -c 3000000 /dev/zero | tr '\\0' a; head -c 2000000 /dev/zero | tr '\\0' b >&2; echo -n end";
+    // Each stream stays under the 1 MiB it keeps whole.
+    let cmd = "head -c 900000 /dev/zero | tr '\\0' a; head -c 800000 /dev/zero | tr '\\0' b >&2; echo -n end";
     let r = call("bash", json!({"command": cmd}));
     assert!(!r.is_error);
-    assert_eq!(r.output.len(), 5_000_003);
+    assert_eq!(r.output.len(), 1_700_003);
     assert!(r.output.starts_with("aaa"));
-    assert!(r.output[..3_000_003].ends_with("end"), "stdout first");
+    assert!(r.output[..900_003].ends_with("end"), "stdout first");
     assert!(r.output.ends_with("bbb"), "then stderr");
+}
+
+/// The dropped-bytes line bash puts between the head and the tail it keeps.
+fn dropped_marker(bytes: usize, stream: &str) -> String {
+    format!(
+        "\n[toolnexus: {bytes} bytes of {stream} dropped; bash keeps the first and the last 512 KiB of each stream]\n"
+    )
+}
+
+#[test]
+fn bash_keeps_the_head_and_the_tail_of_a_huge_output_and_says_what_it_dropped() {
+    // 64 MiB of NULs, then a line to recognise the tail by; on stderr 3 MB
+    // and an exit code. The command runs to its end: nothing blocks it.
+    let cmd = "head -c 67108864 /dev/zero; echo tail-of-stdout; \
+               head -c 3000000 /dev/zero | tr '\\0' e >&2; exit 4";
+    let r = call("bash", json!({"command": cmd}));
+    assert!(r.is_error);
+    let half = 512 * 1024;
+    let out_total = 67_108_864 + "tail-of-stdout\n".len();
+    let want_head = "\0".repeat(half);
+    let marker = dropped_marker(out_total - 2 * half, "stdout");
+    assert!(
+        r.output.starts_with(&(want_head + &marker)),
+        "head, then the marker"
+    );
+    let rest = &r.output[half + marker.len()..];
+    let (stdout_tail, stderr_part) = rest.split_at(half);
+    assert!(
+        stdout_tail.ends_with("\0tail-of-stdout\n"),
+        "the tail is the end of stdout"
+    );
+    let err_marker = dropped_marker(3_000_000 - 2 * half, "stderr");
+    assert_eq!(
+        stderr_part,
+        format!(
+            "{}{err_marker}{}exit code 4",
+            "e".repeat(half),
+            "e".repeat(half)
+        )
+    );
+}
+
+#[test]
+fn bash_output_of_an_endless_command_is_bounded_until_its_timeout() {
+    // `cat /dev/zero` never ends: its timeout does, with bounded output.
+    let r = call("bash", json!({"command": "cat /dev/zero", "timeout": 1500}));
+    assert!(r.is_error);
+    assert!(
+        r.output.ends_with("command timed out after 1500ms"),
+        "{}",
+        &r.output[r.output.len() - 80..]
+    );
+    assert!(
+        r.output.len() < 1024 * 1024 + 200,
+        "kept {} bytes",
+        r.output.len()
+    );
+    assert!(r.output.contains(" bytes of stdout dropped; "));
 }
 
 #[test]

@@ -121,6 +121,27 @@ static void probe_preamble(void) {
     tn_toolkit_free(tk);
 }
 
+/* ---- bash: unbounded output, a job that outlives its timeout ---- */
+
+static const char *BASH_ONLY = "{\"builtins\":{\"tools\":{\"read\":false}}}";
+
+/* `cat /dev/zero` until its timeout: the host keeps about 1 MiB of it. */
+static void probe_bash_output(void) {
+    tn_toolkit *tk = build(BASH_ONLY);
+    if (tk == NULL) return;
+    char *out = execute(tk, "bash", "{\"command\":\"cat /dev/zero\",\"timeout\":1500}", NULL);
+    if (out != NULL) {
+        size_t n = strlen(out);
+        const char *end = "command timed out after 1500ms\",\"isError\":true}";
+        if (n > 8 * 1024 * 1024) FAIL("bash_output: %zu bytes of result", n);
+        if (n < strlen(end) || strcmp(out + n - strlen(end), end) != 0)
+            FAIL("bash_output: the result does not end with the timeout: ...%s", n > 80 ? out + n - 80 : out);
+        if (strstr(out, " bytes of stdout dropped; ") == NULL) FAIL("bash_output: no dropped-bytes line");
+    }
+    tn_string_free(out);
+    tn_toolkit_free(tk);
+}
+
 struct probe {
     const char *name;
     void (*run)(void);
@@ -130,6 +151,7 @@ static const struct probe probes[] = {
     {"sigpipe_build", probe_sigpipe_build},
     {"sigpipe_call", probe_sigpipe_call},
     {"preamble", probe_preamble},
+    {"bash_output", probe_bash_output},
 };
 
 #define NPROBES (sizeof probes / sizeof probes[0])
