@@ -162,6 +162,136 @@ fn bash_output_of_an_endless_command_is_bounded_until_its_timeout() {
     assert!(r.output.contains(" bytes of stdout dropped; "));
 }
 
+/// Follows upstream 0.21 test_host_boundary.py `orphan_command`: the
+/// grandchild writes the marker, `sleep 0.2` keeps the shell from exec-ing
+/// the single command away.
+fn orphan_command(marker: &str) -> String {
+    format!("sleep 0.2; sh -c 'sleep 1; touch {marker}'")
+}
+
+#[test]
+fn bash_timeout_kills_the_whole_job_and_its_control_writes_the_marker() {
+    // Follows test_timeout_kills_the_whole_job and
+    // test_control_the_probe_command_can_write_the_marker.
+    let (_d, root) = root();
+    let killed = format!("{root}/orphan.marker");
+    let r = call(
+        "bash",
+        json!({"command": orphan_command(&killed), "timeout": 300}),
+    );
+    assert!(r.is_error);
+    assert_eq!(r.output, "command timed out after 300ms");
+    let control = format!("{root}/control.marker");
+    let r = call(
+        "bash",
+        json!({"command": orphan_command(&control), "timeout": 20000}),
+    );
+    assert!(!r.is_error, "{}", r.output);
+    assert!(
+        Path::new(&control).exists(),
+        "the probe command cannot write its marker"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !Path::new(&killed).exists(),
+        "the grandchild outlived the kill"
+    );
+}
+
+#[test]
+fn bash_timeout_asks_with_sigterm_first() {
+    // ADR 0034: a job that cleans up on SIGTERM gets to do so.
+    let (_d, root) = root();
+    let cmd = "trap 'echo cleaned > cleaned.txt; exit 0' TERM; sleep 30 & wait";
+    let r = call(
+        "bash",
+        json!({"command": cmd, "timeout": 500, "workdir": root}),
+    );
+    assert!(r.is_error);
+    assert_eq!(r.output, "command timed out after 500ms");
+    let cleaned = std::fs::read_to_string(format!("{root}/cleaned.txt"));
+    assert_eq!(
+        cleaned.ok().as_deref(),
+        Some("cleaned\n"),
+        "the job saw SIGTERM"
+    );
+}
+
+#[test]
+fn bash_timeout_insists_with_sigkill_after_the_grace() {
+    // A job that ignores SIGTERM (its children inherit that) is killed once
+    // the 2,000 ms grace is over; the call returns with it dead.
+    let (_d, root) = root();
+    let cmd = "trap '' TERM; echo $$ > shell.pid; sleep 30 & echo $! > child.pid; wait";
+    let r = call(
+        "bash",
+        json!({"command": cmd, "timeout": 500, "workdir": root}),
+    );
+    assert!(r.is_error);
+    assert_eq!(r.output, "command timed out after 500ms");
+    assert_eq!(process_state(read_pid(&format!("{root}/shell.pid"))), None);
+    assert!(
+        is_dead(read_pid(&format!("{root}/child.pid"))),
+        "the child still runs"
+    );
+}
+
+fn toolkit(config: Value) -> toolnexus::toolkit::Toolkit {
+    toolnexus::toolkit::Toolkit::build_from_json(&config.to_string())
+        .unwrap_or_else(|e| panic!("build {config}: {e}"))
+}
+
+#[test]
+fn builtins_shell_is_used_verbatim() {
+    // Follows test_host_supplied_shell_is_used_verbatim; python3 proves the
+    // prefix, not sh, ran the command.
+    let tk = toolkit(json!({"builtins": {"shell": ["/bin/sh", "-c"]}}));
+    let r = tk.execute(
+        "bash",
+        json!({"command": "echo verbatim"}),
+        &ExecContext::default(),
+    );
+    assert_eq!((r.output.as_str(), r.is_error), ("verbatim\n", false));
+    let tk = toolkit(json!({"builtins": {"shell": ["python3", "-c"]}}));
+    let r = tk.execute(
+        "bash",
+        json!({"command": "print(6 * 7)"}),
+        &ExecContext::default(),
+    );
+    assert_eq!((r.output.as_str(), r.is_error), ("42\n", false));
+    let tk = toolkit(json!({"builtins": {"shell": ["/no/such/shell", "-c"]}}));
+    let r = tk.execute("bash", json!({"command": "true"}), &ExecContext::default());
+    assert!(r.is_error);
+    assert!(
+        r.output.starts_with("bash: cannot start /no/such/shell: "),
+        "{}",
+        r.output
+    );
+}
+
+#[test]
+fn builtins_shell_is_detected_and_bash_can_be_disabled() {
+    // Follows test_builtin_shell_reports_detection_and_bash_can_be_disabled
+    // (the no-shell-found error is a unit test of builtin::bash).
+    let tk = toolkit(json!({}));
+    let r = tk.execute(
+        "bash",
+        json!({"command": "echo detected"}),
+        &ExecContext::default(),
+    );
+    assert_eq!((r.output.as_str(), r.is_error), ("detected\n", false));
+    let tk = toolkit(json!({"builtins": {"tools": {"bash": false}}}));
+    assert!(!tk.tool_names().contains(&"bash".to_string()));
+    let e = toolnexus::toolkit::Toolkit::build_from_json(r#"{"builtins":{"shell":"sh"}}"#)
+        .err()
+        .map(|e| e.message)
+        .unwrap_or_default();
+    assert!(
+        e.starts_with("builtins.shell: expected an array of strings"),
+        "{e}"
+    );
+}
+
 #[test]
 fn bash_reports_a_missing_workdir_and_a_signal_death() {
     let r = call(

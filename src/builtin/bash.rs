@@ -1,7 +1,13 @@
-//! `bash` (SPEC §4A): `sh -c COMMAND` in its own process group, all stdout
-//! then all stderr, the exit code on failure, and a timeout that kills the
-//! whole group.
+//! `bash` (SPEC §4A, ADR 0034): COMMAND run by the host's shell, an argv
+//! prefix (`builtins.shell`, else the first of `/bin/sh -c`, `sh -c` that
+//! exists), in its own process group; all stdout then all stderr, the exit
+//! code on failure.
 //!
+//! - **Timeout.** The whole job ends, not just the shell: SIGTERM to the
+//!   group, then SIGKILL after [`KILL_GRACE`] — or as soon as the job is gone,
+//!   whichever comes first, so a command that stops on SIGTERM does not make
+//!   the caller wait out the grace (upstream `test_timeout_returns_as_soon_as_
+//!   the_job_is_gone`).
 //! - **Output.** Each stream is read to its end (the command is never blocked
 //!   on a full pipe), but only [`OUTPUT_CAP`] bytes of it are kept: the first
 //!   and the last half, with a line in between saying how many bytes were
@@ -16,17 +22,22 @@ use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use nix::unistd::Pid;
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// SPEC §4A: `timeout` defaults to 60 s.
 const DEFAULT_TIMEOUT_MS: i64 = 60_000;
+
+/// ADR 0034: how long a timed-out job gets between SIGTERM and SIGKILL.
+/// Fixed, and the same in every port.
+pub const KILL_GRACE: Duration = Duration::from_millis(2000);
 
 /// How much of each stream (stdout, stderr) bash keeps: the first half and
 /// the last half of this many bytes. Upstream 0.21 keeps everything; 1 MiB
@@ -38,7 +49,54 @@ pub const OUTPUT_CAP: usize = 1024 * 1024;
 /// then cut off rather than hanging the call.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
+/// The interpreters tried, in order, when the host names none (as upstream:
+/// the absolute path first, then a PATH lookup).
+const CANDIDATES: [[&str; 2]; 2] = [["/bin/sh", "-c"], ["sh", "-c"]];
+
+/// The shell of `builtins.shell` when given (non-empty), else the detected
+/// one; an error naming what was tried when there is none.
+pub fn resolve_shell(given: Option<&[String]>) -> Result<Vec<String>, String> {
+    match given {
+        Some(argv) if !argv.is_empty() => Ok(argv.to_vec()),
+        _ => detect_shell(&CANDIDATES, std::env::var_os("PATH").as_deref()),
+    }
+}
+
+/// The shell `builtin::run` uses (no toolkit, so no `builtins.shell`).
+pub fn default_shell() -> Result<&'static [String], &'static str> {
+    static SHELL: OnceLock<Result<Vec<String>, String>> = OnceLock::new();
+    match SHELL.get_or_init(|| resolve_shell(None)) {
+        Ok(argv) => Ok(argv),
+        Err(e) => Err(e),
+    }
+}
+
+/// The first candidate whose program exists (as a path, or on `path`).
+fn detect_shell(candidates: &[[&str; 2]], path: Option<&OsStr>) -> Result<Vec<String>, String> {
+    for [program, flag] in candidates {
+        if find_program(program, path).is_some() {
+            return Ok(vec![program.to_string(), flag.to_string()]);
+        }
+    }
+    let tried: Vec<&str> = candidates.iter().map(|[p, _]| *p).collect();
+    Err(format!(
+        "builtins.shell: no shell interpreter found (tried: {}); set builtins.shell to the \
+         argv prefix of one (e.g. [\"/bin/bash\", \"-c\"]), or disable bash with \
+         builtins.tools.bash = false",
+        tried.join(", ")
+    ))
+}
+
+fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).is_file().then(|| PathBuf::from(program));
+    }
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
     let command = args::string(args, "command");
     let timeout = match args::integer("bash", args, "timeout", DEFAULT_TIMEOUT_MS) {
         Ok(t) => t,
@@ -49,9 +107,12 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
         None => timeout,
     };
     let workdir = args::opt_string(args, "workdir").filter(|w| !w.is_empty());
+    let Some((program, prefix)) = shell.split_first() else {
+        return ToolResult::error("bash: builtins.shell is empty");
+    };
 
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
+    let mut cmd = Command::new(program);
+    cmd.args(prefix)
         .arg(&command)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -67,7 +128,7 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return ToolResult::error(format!("bash: cannot start sh: {e}")),
+        Err(e) => return ToolResult::error(format!("bash: cannot start {program}: {e}")),
     };
     let Ok(raw_pid) = i32::try_from(child.id()) else {
         let _ = child.kill();
@@ -81,14 +142,18 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let Some(exited) = wait_for_exit(pid) else {
         let _ = killpg(pid, Signal::SIGKILL);
         let _ = child.wait();
-        return ToolResult::error("bash: cannot start a thread to wait for sh");
+        return ToolResult::error("bash: cannot start a thread to wait for the shell");
     };
     let limit = Duration::from_millis(u64::try_from(timeout).unwrap_or(0));
     let timed_out = matches!(exited.recv_timeout(limit), Err(RecvTimeoutError::Timeout));
+    if timed_out {
+        let _ = killpg(pid, Signal::SIGTERM);
+        wait_until_gone(&exited, pid, &stdout, &stderr, Instant::now() + KILL_GRACE);
+    }
 
-    // The shell has exited or must stop, but is not reaped yet, so its pid
-    // still names this group and cannot have been recycled: kill whatever
-    // the group still holds (background jobs, a command still running).
+    // The shell has exited (or must stop) but is not reaped yet, so its pid still names this group and
+    // cannot have been recycled: end whatever the group still holds
+    // (background jobs, a command that ignored SIGTERM).
     let _ = killpg(pid, Signal::SIGKILL);
     let status = child.wait();
     let mut output = stdout.finish("stdout");
@@ -107,8 +172,63 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
             output.push_str(&format!("exit code {code}"));
             ToolResult::error(output)
         }
-        Err(e) => ToolResult::error(format!("{output}bash: cannot wait for sh: {e}")),
+        Err(e) => ToolResult::error(format!("{output}bash: cannot wait for the shell: {e}")),
     }
+}
+
+/// After SIGTERM: returns once the shell has exited and nothing of its
+/// group runs any more (the pipes are closed where /proc cannot be read),
+/// or at `deadline`.
+fn wait_until_gone(
+    exited: &Receiver<()>,
+    pgid: Pid,
+    stdout: &Drain,
+    stderr: &Drain,
+    deadline: Instant,
+) {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if exited.recv_timeout(left).is_err() {
+        return;
+    }
+    while Instant::now() < deadline {
+        let gone = match group_has_running_member(pgid) {
+            Some(running) => !running,
+            None => stdout.is_done() && stderr.is_done(),
+        };
+        if gone {
+            return;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether a process of group `pgid` still runs (zombies do not count), by
+/// /proc; None where /proc cannot be read.
+fn group_has_running_member(pgid: Pid) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let want = pgid.as_raw().to_string();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold anything, so the
+        // fields start after the last ')'.
+        let Some((_, fields)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let mut f = fields.split(' ');
+        let state = f.next();
+        let pgrp = f.nth(1);
+        if pgrp == Some(want.as_str()) && !matches!(state, Some("Z") | Some("X")) {
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 /// Signals once `pid` has exited, without reaping it (WNOWAIT), so the caller
@@ -202,6 +322,7 @@ impl Capped {
 struct Drain {
     kept: Arc<Mutex<Capped>>,
     done: Receiver<()>,
+    finished: Mutex<bool>,
 }
 
 fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drain {
@@ -229,13 +350,30 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drain {
                 let _ = tx.send(());
             });
     }
-    Drain { kept, done }
+    Drain {
+        kept,
+        done,
+        finished: Mutex::new(false),
+    }
 }
 
 impl Drain {
+    /// Whether the pipe has closed (without waiting).
+    fn is_done(&self) -> bool {
+        let Ok(mut finished) = self.finished.lock() else {
+            return false;
+        };
+        if !*finished {
+            *finished = !matches!(self.done.try_recv(), Err(mpsc::TryRecvError::Empty));
+        }
+        *finished
+    }
+
     /// The text kept, once the pipe closed or the grace ran out.
     fn finish(self, stream: &str) -> String {
-        let _ = self.done.recv_timeout(DRAIN_GRACE);
+        if !self.is_done() {
+            let _ = self.done.recv_timeout(DRAIN_GRACE);
+        }
         let kept = match self.kept.lock() {
             Ok(mut k) => std::mem::take(&mut *k),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
@@ -247,6 +385,30 @@ impl Drain {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn detection_takes_the_first_candidate_that_exists_and_names_all_it_tried() {
+        let none = [["/no/such/sh", "-c"], ["tn-no-such-shell", "-c"]];
+        let e = detect_shell(&none, Some(OsStr::new("/no/such/dir"))).expect_err("nothing to find");
+        assert!(
+            e.starts_with(
+                "builtins.shell: no shell interpreter found (tried: /no/such/sh, tn-no-such-shell)"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("builtins.tools.bash = false"), "{e}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("tn-shell"), "").expect("write");
+        let found = detect_shell(
+            &[["/no/such/sh", "-c"], ["tn-shell", "-x"]],
+            Some(dir.path().as_os_str()),
+        );
+        assert_eq!(found, Ok(vec!["tn-shell".to_string(), "-x".to_string()]));
+        assert_eq!(
+            resolve_shell(Some(&["/opt/zsh".to_string(), "-c".to_string()])),
+            Ok(vec!["/opt/zsh".to_string(), "-c".to_string()])
+        );
+    }
 
     #[test]
     fn the_cap_keeps_head_and_tail_and_counts_what_it_drops() {

@@ -153,6 +153,9 @@ pub fn declaration(name: &str) -> Option<(&'static str, Value)> {
 pub struct Selection {
     pub source_on: bool,
     pub off: Vec<String>,
+    /// `builtins.shell`: bash's argv prefix, used verbatim; None or empty ⇒
+    /// detected (`bash::resolve_shell`).
+    pub shell: Option<Vec<String>>,
 }
 
 impl Default for Selection {
@@ -160,29 +163,36 @@ impl Default for Selection {
         Selection {
             source_on: true,
             off: Vec::new(),
+            shell: None,
         }
     }
 }
 
-/// The builtin tools a selection keeps.
-pub fn tools(sel: &Selection) -> Vec<Tool> {
+/// The builtin tools a selection keeps. Fails when `bash` is kept and no
+/// shell can be found (upstream's construction-time rule, ADR 0034 D1: a
+/// missing interpreter is a configuration fact, learnt at build and not on
+/// the first call); a toolkit without bash needs none.
+pub fn tools(sel: &Selection) -> Result<Vec<Tool>, String> {
     if !sel.source_on {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    NAMES
+    let kept = |n: &&&str| !sel.off.iter().any(|o| o == **n);
+    let shell: Option<Arc<[String]>> = match NAMES.iter().filter(kept).any(|n| *n == "bash") {
+        true => Some(bash::resolve_shell(sel.shell.as_deref())?.into()),
+        false => None,
+    };
+    Ok(NAMES
         .iter()
-        .filter(|n| !sel.off.iter().any(|o| o == *n))
+        .filter(kept)
         .filter_map(|n| {
             let (desc, schema) = declaration(n)?;
-            Some(Tool::new(
-                *n,
-                desc,
-                Some(schema),
-                Source::Builtin,
-                Arc::new(Builtin(n)) as Arc<dyn Execute>,
-            ))
+            let exec: Arc<dyn Execute> = match (*n, &shell) {
+                ("bash", Some(shell)) => Arc::new(Bash(Arc::clone(shell))),
+                _ => Arc::new(Builtin(n)),
+            };
+            Some(Tool::new(*n, desc, Some(schema), Source::Builtin, exec))
         })
-        .collect()
+        .collect())
 }
 
 struct Builtin(&'static str);
@@ -193,13 +203,25 @@ impl Execute for Builtin {
     }
 }
 
+/// `bash` with the shell its toolkit resolved.
+struct Bash(Arc<[String]>);
+
+impl Execute for Bash {
+    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+        bash::run(args, ctx, &self.0)
+    }
+}
+
 /// Runs one builtin by name. `args` may be any JSON value: a non-object
 /// reads as every field missing. A failure is an `is_error` result, never a
 /// panic; every builtin is safe to call from many threads at once.
 pub fn run(name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
     match name {
         "apply_patch" => apply_patch::run(args),
-        "bash" => bash::run(args, ctx),
+        "bash" => match bash::default_shell() {
+            Ok(shell) => bash::run(args, ctx, shell),
+            Err(e) => ToolResult::error(format!("bash: {e}")),
+        },
         "edit" => edit::run(args),
         "glob" => glob::run(args),
         "grep" => grep::run(args),

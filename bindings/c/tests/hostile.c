@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static long failures;
 
@@ -142,6 +143,36 @@ static void probe_bash_output(void) {
     tn_toolkit_free(tk);
 }
 
+static int exists(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f != NULL) fclose(f);
+    return f != NULL;
+}
+
+/* A timeout ends the job, grandchildren included (upstream's orphan probe). */
+static void probe_bash_timeout(void) {
+    char dir[] = "/tmp/tn-hostile-XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        FAIL("bash_timeout: mkdtemp");
+        return;
+    }
+    char marker[128], args[512];
+    snprintf(marker, sizeof marker, "%s/orphan", dir);
+    snprintf(args, sizeof args,
+             "{\"command\":\"sleep 0.2; sh -c 'sleep 1; touch %s'\",\"timeout\":300}", marker);
+    tn_toolkit *tk = build(BASH_ONLY);
+    if (tk == NULL) return;
+    char *out = execute(tk, "bash", args, NULL);
+    if (out != NULL && strcmp(out, "{\"output\":\"command timed out after 300ms\",\"isError\":true}") != 0)
+        FAIL("bash_timeout: got %s", out);
+    tn_string_free(out);
+    sleep(2);
+    if (exists(marker)) FAIL("bash_timeout: the grandchild outlived the timeout");
+    tn_toolkit_free(tk);
+    remove(marker);
+    rmdir(dir);
+}
+
 struct probe {
     const char *name;
     void (*run)(void);
@@ -152,6 +183,7 @@ static const struct probe probes[] = {
     {"sigpipe_call", probe_sigpipe_call},
     {"preamble", probe_preamble},
     {"bash_output", probe_bash_output},
+    {"bash_timeout", probe_bash_timeout},
 };
 
 #define NPROBES (sizeof probes / sizeof probes[0])
