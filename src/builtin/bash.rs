@@ -13,8 +13,16 @@
 //!   and the last half, with a line in between saying how many bytes were
 //!   dropped. `cat /dev/zero` costs a bounded amount of memory and ends at
 //!   its timeout like any other command.
+//! - **A host that ignores SIGCHLD** (SIG_IGN or SA_NOCLDWAIT) makes the
+//!   kernel reap our child itself and throw its exit status away, so no wait
+//!   can report it. There a reporter process stands between us and the
+//!   shell (`ffi::signal::report_child_status`): its SIGCHLD is back at the
+//!   default (in that process only; the host's disposition is never
+//!   touched), it waits for the shell as any parent does and writes the
+//!   status into a pipe we read.
 
 use super::args;
+use crate::ffi::signal as sig;
 use crate::tool::{ExecContext, ToolResult};
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
@@ -24,6 +32,7 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -112,9 +121,19 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
     };
 
     let mut cmd = Command::new(program);
-    cmd.args(prefix)
-        .arg(&command)
-        .stdin(Stdio::null())
+    cmd.args(prefix).arg(&command);
+    // Where the exit status comes from when the kernel would discard it.
+    let mut reporter = None;
+    if sig::children_are_autoreaped() {
+        match std::io::pipe() {
+            Ok((read, write)) => {
+                sig::report_child_status(&mut cmd, write.as_raw_fd());
+                reporter = Some((read, write));
+            }
+            Err(e) => return ToolResult::error(format!("bash: cannot make a pipe: {e}")),
+        }
+    }
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // The command leads a new process group, so one signal reaches it
@@ -126,7 +145,11 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
         }
         cmd.current_dir(dir);
     }
-    let mut child = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    // Our copy of the status pipe's writing end goes now, or reading it
+    // would never end.
+    let reporter = reporter.map(|(read, _write)| read);
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => return ToolResult::error(format!("bash: cannot start {program}: {e}")),
     };
@@ -151,7 +174,8 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
         wait_until_gone(&exited, pid, &stdout, &stderr, Instant::now() + KILL_GRACE);
     }
 
-    // The shell has exited (or must stop) but is not reaped yet, so its pid still names this group and
+    // Unless the host reaps children for us, the shell has exited (or must
+    // stop) but is not reaped yet, so its pid still names this group and
     // cannot have been recycled: end whatever the group still holds
     // (background jobs, a command that ignored SIGTERM).
     let _ = killpg(pid, Signal::SIGKILL);
@@ -163,17 +187,42 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
         output.push_str(&format!("command timed out after {timeout}ms"));
         return ToolResult::error(output);
     }
-    match status {
-        Ok(s) if s.success() => ToolResult::ok(output),
-        Ok(s) => {
-            // A shell reports death by signal N as 128+N; do the same.
-            let code = s.code().or_else(|| s.signal().map(|n| 128 + n));
-            let code = code.map_or_else(|| "unknown".to_string(), |c| c.to_string());
-            output.push_str(&format!("exit code {code}"));
-            ToolResult::error(output)
+    let code = match (status, reporter) {
+        (_, Some(pipe)) => match read_status(pipe) {
+            Some(0) => return ToolResult::ok(output),
+            Some(code) => code.to_string(),
+            None => {
+                output.push_str("bash: the exit status is lost (its reporter did not finish)");
+                return ToolResult::error(output);
+            }
+        },
+        (Ok(s), None) if s.success() => return ToolResult::ok(output),
+        // A shell reports death by signal N as 128+N; do the same.
+        (Ok(s), None) => match s.code().or_else(|| s.signal().map(|n| 128 + n)) {
+            Some(c) => c.to_string(),
+            None => "unknown".to_string(),
+        },
+        (Err(e), None) if e.raw_os_error() == Some(Errno::ECHILD as i32) => {
+            output.push_str(
+                "bash: the exit status is lost: the host began ignoring SIGCHLD while the \
+                 command ran, so the kernel discarded it",
+            );
+            return ToolResult::error(output);
         }
-        Err(e) => ToolResult::error(format!("{output}bash: cannot wait for the shell: {e}")),
-    }
+        (Err(e), None) => {
+            return ToolResult::error(format!("{output}bash: cannot wait for the shell: {e}"))
+        }
+    };
+    output.push_str(&format!("exit code {code}"));
+    ToolResult::error(output)
+}
+
+/// The status the reporter wrote, once it has exited; None when it wrote
+/// none (it was killed) or could not wait.
+fn read_status(mut pipe: std::io::PipeReader) -> Option<i32> {
+    let mut bytes = [0u8; 4];
+    pipe.read_exact(&mut bytes).ok()?;
+    Some(i32::from_ne_bytes(bytes)).filter(|c| *c >= 0)
 }
 
 /// After SIGTERM: returns once the shell has exited and nothing of its
@@ -232,7 +281,8 @@ fn group_has_running_member(pgid: Pid) -> Option<bool> {
 }
 
 /// Signals once `pid` has exited, without reaping it (WNOWAIT), so the caller
-/// can still signal its process group safely.
+/// can still signal its process group safely. Where the kernel reaps it
+/// (SIGCHLD ignored) the wait ends with ECHILD at its exit instead.
 fn wait_for_exit(pid: Pid) -> Option<Receiver<()>> {
     let (tx, rx) = mpsc::channel();
     thread::Builder::new()

@@ -1,12 +1,17 @@
-//! The two signal calls `nix` 0.29 has no safe wrapper for, wrapped here so
-//! the rest of the crate stays free of `unsafe`: asking whether SIGPIPE is
-//! pending on the calling thread (`sigpending`), and taking one pending
-//! SIGPIPE without waiting (`sigtimedwait` with a zero timeout).
+//! The signal calls `nix` 0.29 has no safe wrapper for, wrapped here so the
+//! rest of the crate stays free of `unsafe`: asking whether SIGPIPE is
+//! pending on the calling thread (`sigpending`), taking one pending SIGPIPE
+//! without waiting (`sigtimedwait` with a zero timeout), reading the
+//! host's SIGCHLD disposition, and the pre-exec step of bash's status
+//! reporter.
 //!
-//! The policy that uses them (which threads block SIGPIPE, and when a
-//! pending one is taken) is in `crate::runtime`.
+//! The policies that use them are in `crate::runtime` (SIGPIPE) and
+//! `crate::builtin::bash` (SIGCHLD).
 
 use nix::libc;
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 
 /// A signal set holding only SIGPIPE.
 fn sigpipe_set() -> libc::sigset_t {
@@ -55,4 +60,107 @@ pub(crate) fn take_pending_sigpipe() {
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Whether the kernel reaps this process's children by itself (SIGCHLD set
+/// to SIG_IGN, or a handler with SA_NOCLDWAIT), which discards their exit
+/// status before any wait can see it. False when the question fails.
+pub(crate) fn children_are_autoreaped() -> bool {
+    // SAFETY: a NULL new action only reads the current one into `old`, a
+    // sigaction we own.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut old) != 0 {
+            return false;
+        }
+        old.sa_sigaction == libc::SIG_IGN || old.sa_flags & libc::SA_NOCLDWAIT != 0
+    }
+}
+
+/// Puts a reporter between us and the child `cmd` starts, for a host whose
+/// SIGCHLD makes the kernel discard our children's exit status. Between
+/// fork and exec the child sets SIGCHLD back to its default (for itself
+/// only: the host's disposition is never changed) and forks again: the new
+/// process goes on to exec the command, and the reporter, the child we
+/// spawned, waits for it as any parent can, writes its status (the exit code,
+/// or 128+N for signal N) to `status_fd` as four native-endian bytes, and
+/// exits. It closes every other descriptor first, so it holds no pipe
+/// open: not the command's output, not the one std reads exec errors from.
+/// The reporter leads the process group (std set it up before this runs)
+/// and the command is in that group.
+pub(crate) fn report_child_status(cmd: &mut Command, status_fd: RawFd) {
+    // SAFETY: the closure runs in the forked child of a multi-threaded
+    // process, before exec; it calls only async-signal-safe functions
+    // (sigaction, fork, close, close_range, waitpid, write, _exit) on values
+    // it owns, and neither allocates nor takes a lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut dfl: libc::sigaction = std::mem::zeroed();
+            dfl.sa_sigaction = libc::SIG_DFL;
+            if libc::sigaction(libc::SIGCHLD, &dfl, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let pid = libc::fork();
+            if pid < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if pid == 0 {
+                // The command: exec as std would have.
+                libc::close(status_fd);
+                return Ok(());
+            }
+            close_all_but(status_fd);
+            let mut raw: libc::c_int = 0;
+            let code: i32 = loop {
+                let r = libc::waitpid(pid, &mut raw, 0);
+                if r == pid {
+                    break if libc::WIFEXITED(raw) {
+                        libc::WEXITSTATUS(raw)
+                    } else if libc::WIFSIGNALED(raw) {
+                        128 + libc::WTERMSIG(raw)
+                    } else {
+                        -1
+                    };
+                }
+                if r == -1 && *libc::__errno_location() != libc::EINTR {
+                    break -1;
+                }
+            };
+            let bytes = code.to_ne_bytes();
+            libc::write(status_fd, bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(0)
+        });
+    }
+}
+
+/// Closes every descriptor but `keep`: close_range(2) where the kernel has
+/// it (5.9+), else one by one up to the descriptor limit.
+///
+/// # Safety
+/// Only in a forked child that will exit without returning to Rust code.
+unsafe fn close_all_but(keep: libc::c_int) {
+    let keep = keep.max(0) as libc::c_uint;
+    // SAFETY: close_range and close only close descriptors of this process.
+    unsafe {
+        let below = if keep > 0 {
+            libc::syscall(libc::SYS_close_range, 0 as libc::c_uint, keep - 1, 0 as libc::c_uint)
+        } else {
+            0
+        };
+        let above = libc::syscall(
+            libc::SYS_close_range,
+            keep + 1,
+            libc::c_uint::MAX,
+            0 as libc::c_uint,
+        );
+        if below != 0 || above != 0 {
+            let max = libc::sysconf(libc::_SC_OPEN_MAX);
+            let max = if max > 0 { max.min(1 << 20) } else { 1024 } as libc::c_int;
+            for fd in 0..max {
+                if fd as libc::c_uint != keep {
+                    libc::close(fd);
+                }
+            }
+        }
+    }
 }

@@ -173,6 +173,39 @@ static void probe_bash_timeout(void) {
     rmdir(dir);
 }
 
+/* ---- a host that ignores SIGCHLD: the kernel reaps bash's shell ---- */
+
+static void expect_bash(const tn_toolkit *tk, const char *what, const char *args, const char *want) {
+    char *out = execute(tk, "bash", args, NULL);
+    if (out != NULL && strcmp(out, want) != 0) FAIL("%s: got %s, want %s", what, out, want);
+    tn_string_free(out);
+}
+
+static void probe_sigchld_ignored(void) {
+    struct sigaction old, ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGCHLD, &ign, &old);
+    tn_toolkit *tk = build(BASH_ONLY);
+    if (tk != NULL) {
+        expect_bash(tk, "sigchld exit 3", "{\"command\":\"echo partial; exit 3\"}",
+                    "{\"output\":\"partial\\nexit code 3\",\"isError\":true}");
+        expect_bash(tk, "sigchld success", "{\"command\":\"echo ok\"}",
+                    "{\"output\":\"ok\\n\",\"isError\":false}");
+        expect_bash(tk, "sigchld signal", "{\"command\":\"kill -9 $$\"}",
+                    "{\"output\":\"exit code 137\",\"isError\":true}");
+        expect_bash(tk, "sigchld inner status", "{\"command\":\"sh -c 'exit 5'; echo $?\"}",
+                    "{\"output\":\"5\\n\",\"isError\":false}");
+        expect_bash(tk, "sigchld timeout", "{\"command\":\"sleep 5\",\"timeout\":300}",
+                    "{\"output\":\"command timed out after 300ms\",\"isError\":true}");
+        tn_toolkit_free(tk);
+    }
+    /* The library never changed the host's disposition. */
+    struct sigaction now;
+    sigaction(SIGCHLD, &old, &now);
+    if (now.sa_handler != SIG_IGN) FAIL("sigchld: the host's SIG_IGN was replaced");
+}
+
 struct probe {
     const char *name;
     void (*run)(void);
@@ -184,6 +217,9 @@ static const struct probe probes[] = {
     {"preamble", probe_preamble},
     {"bash_output", probe_bash_output},
     {"bash_timeout", probe_bash_timeout},
+    /* Last: ignoring SIGCHLD is process-wide, and the probes above start
+     * MCP servers whose reaping it would disturb. */
+    {"sigchld_ignored", probe_sigchld_ignored},
 };
 
 #define NPROBES (sizeof probes / sizeof probes[0])
