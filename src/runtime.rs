@@ -20,6 +20,9 @@
 //!   is never delivered; one the kernel left pending on such a thread stays
 //!   inert (the mask is never lifted) and goes away with the thread; the
 //!   stdio transport takes it right after the EPIPE it came with anyway.
+//!   A process started from such a thread would inherit the mask across
+//!   exec, so MCP servers and bash commands unblock SIGPIPE in the child
+//!   (`ffi::signal::unblock_sigpipe_in_child`).
 //! - **Host threads** enter the runtime only through [`block_on`], which
 //!   blocks SIGPIPE for exactly the duration of the call and restores the
 //!   host's own mask on the way out (also on unwind). A SIGPIPE that became
@@ -64,6 +67,12 @@ pub fn get() -> &'static Runtime {
 pub fn block_on<F: Future>(fut: F) -> F::Output {
     let _guard = SigpipeGuard::enter();
     get().block_on(fut)
+}
+
+/// Whether the calling thread is one of the runtime's (SIGPIPE blocked for
+/// good). Processes started from one unblock it in the child.
+pub fn on_a_runtime_thread() -> bool {
+    std::thread::current().name() == Some(THREAD_NAME)
 }
 
 fn only_sigpipe() -> SigSet {

@@ -303,3 +303,23 @@ fn a_six_megabyte_binary_preamble_before_the_first_message_is_skipped() {
     let r = call(&source, "noisy_ping", json!({}));
     assert_eq!((r.output.as_str(), r.is_error), ("pong", false));
 }
+
+#[test]
+fn a_server_does_not_inherit_the_blocked_sigpipe_of_the_runtime_threads() {
+    // The library blocks SIGPIPE on its own threads; a server started from
+    // one must see the default mask, or its pipelines break differently.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let mask = dir.path().join("mask");
+    let mask_file = mask.to_string_lossy();
+    let source =
+        connect(json!({"mcpServers": {"m": stdio("mask_report.py", &[&mask_file], 20000)}}));
+    assert_eq!(status(&source, "m"), "connected", "{:?}", source.errors);
+    let line = std::fs::read_to_string(&mask).unwrap_or_default();
+    let hex = line.trim().trim_start_matches("SigBlk:").trim();
+    let blocked = u64::from_str_radix(hex, 16).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    assert_eq!(
+        blocked & (1 << (13 - 1)),
+        0,
+        "SIGPIPE is blocked in the server: {line}"
+    );
+}

@@ -133,6 +133,10 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
             Err(e) => return ToolResult::error(format!("bash: cannot make a pipe: {e}")),
         }
     }
+    if crate::runtime::on_a_runtime_thread() {
+        // SIGPIPE is blocked here for the library's sake, not the command's.
+        sig::unblock_sigpipe_in_std_child(&mut cmd);
+    }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -102,6 +102,8 @@ pub fn spawn(
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
+    // Spawned from a runtime thread, where SIGPIPE is blocked.
+    crate::ffi::signal::unblock_sigpipe_in_child(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("transport (spawn-failed): cannot start '{program}': {e}"))?;
