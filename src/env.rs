@@ -1,35 +1,191 @@
 //! `${NAME}` expansion from the process environment, shared by HTTP tool
-//! headers and MCP server headers (SPEC §0.3, §7). Expanded values are
-//! secrets: callers never log them or put them in an error.
+//! headers and MCP server headers (SPEC §0.3, §7), and the redaction of what
+//! it expanded. Expanded values are secrets: they go into the request and
+//! nowhere else. A server may still echo them back (a 401 page quoting the
+//! request, a debug endpoint), so everything a caller derives from the
+//! answer — output, metadata, status, error text — goes through
+//! [`Secrets::redact`] before it leaves the library.
+
+use crate::tool::ToolResult;
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// What an expanded secret is replaced with wherever it appears (the same
+/// marker translate puts in place of its API key).
+pub const REDACTED: &str = "[redacted]";
 
 /// Expands every `${NAME}` in `template` from the process environment, NAME
 /// being `[A-Za-z_][A-Za-z0-9_]*`; an unset variable expands to `""`. Anything
 /// else (`$NAME`, `${1BAD}`, an unterminated `${`) stays as written.
 pub fn expand(template: &str) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after.find('}') {
-            Some(end) if is_env_name(&after[..end]) => {
-                if let Some(value) = std::env::var_os(&after[..end]) {
-                    out.push_str(&value.to_string_lossy());
+    Secrets::default().expand(template)
+}
+
+/// The values some `${NAME}` references expanded to, remembered so they can
+/// be taken out of whatever comes back. Deliberately not `Debug`.
+#[derive(Default, Clone)]
+pub struct Secrets {
+    /// Distinct non-empty values, longest first, so a value that contains
+    /// another is replaced whole.
+    values: Vec<String>,
+}
+
+impl Secrets {
+    /// [`expand`], remembering each non-empty value it put in.
+    pub fn expand(&mut self, template: &str) -> String {
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            match after.find('}') {
+                Some(end) if is_env_name(&after[..end]) => {
+                    if let Some(value) = std::env::var_os(&after[..end]) {
+                        let value = value.to_string_lossy();
+                        out.push_str(&value);
+                        self.remember(&value);
+                    }
+                    rest = &after[end + 1..];
                 }
-                rest = &after[end + 1..];
-            }
-            _ => {
-                out.push_str("${");
-                rest = after;
+                _ => {
+                    out.push_str("${");
+                    rest = after;
+                }
             }
         }
+        out.push_str(rest);
+        out
     }
-    out.push_str(rest);
-    out
+
+    /// Adds one secret value (ignored when empty or already known).
+    pub fn remember(&mut self, value: &str) {
+        if value.is_empty() || self.values.iter().any(|v| v == value) {
+            return;
+        }
+        let at = self
+            .values
+            .iter()
+            .position(|v| v.len() < value.len())
+            .unwrap_or(self.values.len());
+        self.values.insert(at, value.to_string());
+    }
+
+    /// Whether nothing was expanded (then redaction is a no-op).
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `text` with every occurrence of every secret replaced by [`REDACTED`];
+    /// borrowed unchanged when none occurs.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for v in &self.values {
+            if out.contains(v.as_str()) {
+                out = Cow::Owned(out.replace(v.as_str(), REDACTED));
+            }
+        }
+        out
+    }
+
+    /// Redacts `text` in place.
+    pub fn redact_string(&self, text: &mut String) {
+        if let Cow::Owned(clean) = self.redact(text) {
+            *text = clean;
+        }
+    }
+
+    /// Redacts every string (and object key) inside a JSON value.
+    pub fn redact_value(&self, v: &mut Value) {
+        if self.is_empty() {
+            return;
+        }
+        match v {
+            Value::String(s) => self.redact_string(s),
+            Value::Array(items) => items.iter_mut().for_each(|i| self.redact_value(i)),
+            Value::Object(m) => {
+                let dirty = m.keys().any(|k| matches!(self.redact(k), Cow::Owned(_)));
+                if dirty {
+                    let taken = std::mem::take(m);
+                    for (k, mut val) in taken {
+                        self.redact_value(&mut val);
+                        m.insert(self.redact(&k).into_owned(), val);
+                    }
+                } else {
+                    m.values_mut().for_each(|val| self.redact_value(val));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A ToolResult with its output and metadata redacted.
+    pub fn redact_result(&self, mut r: ToolResult) -> ToolResult {
+        if self.is_empty() {
+            return r;
+        }
+        self.redact_string(&mut r.output);
+        if let Some(md) = r.metadata.take() {
+            let mut v = Value::Object(md);
+            self.redact_value(&mut v);
+            if let Value::Object(md) = v {
+                r.metadata = Some(md);
+            }
+        }
+        r
+    }
 }
 
 fn is_env_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn secrets(values: &[&str]) -> Secrets {
+        let mut s = Secrets::default();
+        for v in values {
+            s.remember(v);
+        }
+        s
+    }
+
+    #[test]
+    fn every_occurrence_is_replaced_longest_first() {
+        let s = secrets(&["tok", "tok-long", ""]);
+        assert_eq!(
+            s.redact("a tok-long b tok c"),
+            "a [redacted] b [redacted] c"
+        );
+        assert!(matches!(s.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn results_lose_the_secret_in_output_and_metadata() {
+        let s = secrets(&["K3Y"]);
+        let mut md = serde_json::Map::new();
+        md.insert(
+            "echo".into(),
+            json!({"authorization": "Bearer K3Y", "K3Y": [1, "K3Y"]}),
+        );
+        let r = s.redact_result(ToolResult::error("HTTP 401: Bearer K3Y").with_metadata(md));
+        let text = r.to_json_string();
+        assert!(!text.contains("K3Y"), "{text}");
+        assert_eq!(r.output, "HTTP 401: Bearer [redacted]");
+    }
+
+    #[test]
+    fn expansion_remembers_what_it_put_in() {
+        std::env::set_var("TN_ENV_REDACT_TEST", "v4lue");
+        let mut s = Secrets::default();
+        assert_eq!(
+            s.expand("Bearer ${TN_ENV_REDACT_TEST} ${TN_ENV_REDACT_UNSET_Q}"),
+            "Bearer v4lue "
+        );
+        assert_eq!(s.redact("echo v4lue"), "echo [redacted]");
+    }
 }

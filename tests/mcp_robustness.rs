@@ -323,3 +323,36 @@ fn a_server_does_not_inherit_the_blocked_sigpipe_of_the_runtime_threads() {
         "SIGPIPE is blocked in the server: {line}"
     );
 }
+
+#[test]
+fn a_server_echoing_the_request_in_its_error_never_puts_a_header_secret_in_the_status() {
+    std::env::set_var("TN_MCP_ECHO_SECRET", "echo-s3cr3t-Zq93");
+    // Answers every request (streamable POST and the SSE fallback's GET)
+    // with a 401 whose body is the request itself, headers included.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let n = conn.read(&mut buf).unwrap_or(0);
+            let body = &buf[..n];
+            let head = format!(
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(body);
+        }
+    });
+    let source = connect(json!({"mcpServers": {"echo": {
+        "url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 3000,
+        "headers": {"Authorization": "Bearer ${TN_MCP_ECHO_SECRET}"}}}}));
+    assert_eq!(status(&source, "echo"), "failed");
+    let e = error(&source, "echo");
+    assert!(e.contains("http-status (401)"), "{e}");
+    assert!(
+        !e.contains("echo-s3cr3t"),
+        "the secret is in the status: {e}"
+    );
+}

@@ -45,6 +45,8 @@ pub struct Session {
     peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     child: Option<stdio::ChildProc>,
+    /// Expanded `${ENV}` header values, redacted from everything we report.
+    secrets: crate::env::Secrets,
     closed: AtomicBool,
     closing: Notify,
 }
@@ -90,6 +92,20 @@ pub async fn connect(
     cfg: &ServerConfig,
     phase: &PhaseCell,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
+    let secrets = match &cfg.transport {
+        ServerTransport::Remote { secrets, .. } => &secrets.0,
+        _ => &crate::env::Secrets::default(),
+    };
+    connect_inner(cfg, phase, secrets)
+        .await
+        .map_err(|e| secrets.redact(&e).into_owned())
+}
+
+async fn connect_inner(
+    cfg: &ServerConfig,
+    phase: &PhaseCell,
+    secrets: &crate::env::Secrets,
+) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
     let (service, child) = match &cfg.transport {
         ServerTransport::Invalid(msg) => {
@@ -133,6 +149,7 @@ pub async fn connect(
             url,
             headers,
             sse_only,
+            ..
         } => {
             phase.set("initialize");
             let service = connect_remote(cfg, url, headers, *sse_only, phase).await?;
@@ -162,6 +179,7 @@ pub async fn connect(
             peer,
             service: Mutex::new(Some(service)),
             child,
+            secrets: secrets.clone(),
             closed: AtomicBool::new(false),
             closing: Notify::new(),
         },
@@ -310,8 +328,24 @@ fn describe_http_error(e: &HttpError) -> String {
             }
         }
         HttpError::HttpStatus(h) => format!("http-status ({})", h.status),
+        // rmcp's text for a 4xx answer carries the body, which may echo the
+        // request (headers included): the status alone names the failure.
+        HttpError::UnexpectedServerResponse(text) => match status_of(text) {
+            Some(status) => format!("http-status ({status})"),
+            None => format!("transport (unexpected server response: {text})"),
+        },
         other => format!("transport ({other})"),
     }
+}
+
+/// The status of rmcp's `HTTP 401 Unauthorized: <body>` text.
+fn status_of(text: &str) -> Option<u16> {
+    let rest = text.strip_prefix("HTTP ")?;
+    let digits = rest.get(..3)?;
+    digits
+        .parse()
+        .ok()
+        .filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The innermost cause of an error: a reqwest error's own text carries the
@@ -440,6 +474,16 @@ impl Session {
     /// tools/call. Never waits out the timeout on a transport that is
     /// already gone: a dead child or a closed session ends the wait at once.
     pub async fn call_tool(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+    ) -> ToolResult {
+        let result = self.call_tool_inner(tool, args, timeout).await;
+        self.secrets.redact_result(result)
+    }
+
+    async fn call_tool_inner(
         &self,
         tool: &str,
         args: Map<String, Value>,
