@@ -206,6 +206,49 @@ static void probe_sigchld_ignored(void) {
     if (now.sa_handler != SIG_IGN) FAIL("sigchld: the host's SIG_IGN was replaced");
 }
 
+/* ---- when a host tool's user_data_free runs ---- */
+
+static int freed_a, freed_b, freed_c;
+
+static void answer_tool(void *user_data, const char *args_json, tn_call *call) {
+    (void)args_json;
+    tn_call_set_output(call, (const char *)user_data, false);
+}
+
+static void free_a(void *user_data) { (void)user_data; freed_a++; }
+static void free_b(void *user_data) { (void)user_data; freed_b++; }
+static void free_c(void *user_data) { (void)user_data; freed_c++; }
+
+/* Once when the tool is replaced (no call in flight), once at
+ * tn_toolkit_free, and at once when registration fails. */
+static void probe_user_data_free(void) {
+    tn_toolkit *tk = build("{\"builtins\":false}");
+    if (tk == NULL) return;
+    char *err = NULL;
+    if (tn_toolkit_register(tk, "t", NULL, NULL, answer_tool, "first", free_a, &err) != TN_OK)
+        FAIL("user_data_free: register: %s", err);
+    char *out = execute(tk, "t", "{}", NULL);
+    if (out != NULL && strcmp(out, "{\"output\":\"first\",\"isError\":false}") != 0)
+        FAIL("user_data_free: got %s", out);
+    tn_string_free(out);
+    if (freed_a != 0) FAIL("user_data_free: ran while the tool was registered");
+    if (tn_toolkit_register(tk, "t", NULL, NULL, answer_tool, "second", free_b, &err) != TN_OK)
+        FAIL("user_data_free: re-register: %s", err);
+    if (freed_a != 1) FAIL("user_data_free: replacing the tool ran it %d times, want 1", freed_a);
+    out = execute(tk, "t", "{}", NULL);
+    if (out != NULL && strcmp(out, "{\"output\":\"second\",\"isError\":false}") != 0)
+        FAIL("user_data_free: after replacing, got %s", out);
+    tn_string_free(out);
+    /* A failed registration (empty name) releases its user_data before it returns. */
+    if (tn_toolkit_register(tk, "", NULL, NULL, answer_tool, "third", free_c, &err) == TN_OK)
+        FAIL("user_data_free: an empty name was registered");
+    tn_string_free(err);
+    if (freed_c != 1) FAIL("user_data_free: a failed registration ran it %d times, want 1", freed_c);
+    if (freed_b != 0) FAIL("user_data_free: the live tool's ran early");
+    tn_toolkit_free(tk);
+    if (freed_a != 1 || freed_b != 1) FAIL("user_data_free: after free a=%d b=%d, want 1 1", freed_a, freed_b);
+}
+
 struct probe {
     const char *name;
     void (*run)(void);
@@ -217,6 +260,7 @@ static const struct probe probes[] = {
     {"preamble", probe_preamble},
     {"bash_output", probe_bash_output},
     {"bash_timeout", probe_bash_timeout},
+    {"user_data_free", probe_user_data_free},
     /* Last: ignoring SIGCHLD is process-wide, and the probes above start
      * MCP servers whose reaping it would disturb. */
     {"sigchld_ignored", probe_sigchld_ignored},
