@@ -225,9 +225,13 @@ tn_status tn_call_set_output(tn_call *call,
 
 /*
  Sets a host tool's result from a full ToolResult JSON
- `{"output": string, "isError"?: bool, "metadata"?: object}` (copied).
- Returns `TN_INVALID_JSON` for text that does not parse and
- `TN_INVALID_ARGUMENT` for JSON of another shape.
+ `{"output": string, "isError"?: bool, "metadata"?: object, "parts"?:
+ [part]}` (copied). A part is `{"type": "text", "text"}` or `{"type":
+ "image"|"file"|"audio", "mimeType", "data" (standard base64) | "url",
+ "name"?}` (SPEC §1B). Returns `TN_INVALID_JSON` for text that does not
+ parse and `TN_INVALID_ARGUMENT` for JSON of another shape; then the
+ call's result, until the host sets another, is an isError result naming
+ what was wrong.
 
  # Safety
  As `tn_call_set_output`.

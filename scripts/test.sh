@@ -27,6 +27,17 @@ if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
   (cd bindings/go && GOGC=1 go test -count=1 ./...)
 fi
 
+if [ -f bindings/python/pyproject.toml ]; then
+  echo "== python binding (installed into a fresh venv, against the release library)"
+  venv="$(mktemp -d)/venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check ./bindings/python "pytest==8.3.4"
+  (cd "$venv" && TOOLNEXUS_LIB="$OLDPWD/target/release/libtoolnexus.so" \
+    "$venv/bin/python" -m pytest -q -s -p no:cacheprovider "$OLDPWD/bindings/python/tests" 2>&1 \
+    | grep -E '^(parity|FAIL|FAILED|ERROR)|passed|failed' ; test "${PIPESTATUS[0]}" -eq 0)
+  rm -rf "$(dirname "$venv")"
+fi
+
 if [ -f bindings/c/Makefile ]; then
   echo "== C layer"
   make -C bindings/c ci

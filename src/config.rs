@@ -8,7 +8,7 @@ use crate::skill;
 use serde_json::{Map, Value};
 
 /// Every top-level key the toolkit config accepts.
-pub const KEYS: [&str; 9] = [
+pub const KEYS: [&str; 10] = [
     "skillsDir",
     "skills",
     "skillsFilter",
@@ -18,6 +18,7 @@ pub const KEYS: [&str; 9] = [
     "mcpConfig",
     "httpTools",
     "disableTools",
+    "maxPartBytes",
 ];
 
 /// A validated toolkit config.
@@ -31,6 +32,9 @@ pub struct ToolkitConfig {
     pub mcp_config: Option<Value>,
     pub http_tools: Vec<Value>,
     pub disable_tools: Vec<String>,
+    /// The largest content part (SPEC §1B, decoded bytes) a tool may hand
+    /// back; `None` is no limit.
+    pub max_part_bytes: Option<u64>,
 }
 
 fn wrong_type(key: &str, expected: &str, got: &Value) -> Error {
@@ -166,6 +170,12 @@ impl ToolkitConfig {
         }
         if let Some(v) = get("disableTools") {
             cfg.disable_tools = string_list("disableTools", v)?;
+        }
+        if let Some(v) = get("maxPartBytes") {
+            match v.as_u64() {
+                Some(n) => cfg.max_part_bytes = Some(n),
+                None => return Err(wrong_type("maxPartBytes", "a non-negative integer", v)),
+            }
         }
         Ok(cfg)
     }

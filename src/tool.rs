@@ -1,6 +1,7 @@
 //! Tool and ToolResult: the uniform shape every source collapses into
 //! (CONTRACT.md §2, SPEC §0.1).
 
+use crate::parts::Part;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
@@ -35,6 +36,12 @@ pub struct ToolResult {
     pub output: String,
     pub is_error: bool,
     pub metadata: Option<Map<String, Value>>,
+    /// Non-text output (SPEC §1B): images, files, audio as bytes or URLs.
+    /// `output` stays what a text-only reader sees; an empty list is left out
+    /// of the JSON, so a result without parts is byte-identical to before.
+    /// A boxed slice keeps a ToolResult small: it is the error type of many
+    /// helpers, and nearly every result has no parts.
+    pub parts: Box<[Part]>,
 }
 
 impl ToolResult {
@@ -43,6 +50,7 @@ impl ToolResult {
             output: output.into(),
             is_error: false,
             metadata: None,
+            parts: Box::default(),
         }
     }
 
@@ -51,6 +59,7 @@ impl ToolResult {
             output: output.into(),
             is_error: true,
             metadata: None,
+            parts: Box::default(),
         }
     }
 
@@ -59,13 +68,32 @@ impl ToolResult {
         self
     }
 
-    /// `{"output","isError"}` plus `"metadata"` when the tool set any.
+    pub fn with_parts(mut self, parts: Vec<Part>) -> Self {
+        self.parts = parts.into_boxed_slice();
+        self
+    }
+
+    /// The canonical part objects, or `None` when there are none.
+    fn parts_value(&self) -> Option<Value> {
+        if self.parts.is_empty() {
+            return None;
+        }
+        Some(Value::Array(
+            self.parts.iter().map(Part::to_value).collect(),
+        ))
+    }
+
+    /// `{"output","isError"}` plus `"metadata"` when the tool set any and
+    /// `"parts"` when it returned any.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("output".into(), Value::String(self.output.clone()));
         m.insert("isError".into(), Value::Bool(self.is_error));
         if let Some(md) = &self.metadata {
             m.insert("metadata".into(), Value::Object(md.clone()));
+        }
+        if let Some(parts) = self.parts_value() {
+            m.insert("parts".into(), parts);
         }
         Value::Object(m)
     }
@@ -99,35 +127,63 @@ impl ToolResult {
         } else {
             b",\"isError\":false}"
         };
-        let Some(md) = &self.metadata else {
+        let parts = self.parts_value();
+        if self.metadata.is_none() && parts.is_none() {
             return Cow::Borrowed(closed);
-        };
+        }
         let mut tail = closed[..closed.len() - 1].to_vec();
-        tail.extend_from_slice(b",\"metadata\":");
-        // Writing a Map into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut tail, md);
+        // Writing a Map or a Value into a Vec cannot fail.
+        if let Some(md) = &self.metadata {
+            tail.extend_from_slice(b",\"metadata\":");
+            let _ = serde_json::to_writer(&mut tail, md);
+        }
+        if let Some(parts) = &parts {
+            tail.extend_from_slice(b",\"parts\":");
+            let _ = serde_json::to_writer(&mut tail, parts);
+        }
         tail.push(b'}');
         Cow::Owned(tail)
     }
 
     /// Reads a full ToolResult JSON (as a host function may hand back).
+    /// `None` when it is not one; see [`ToolResult::parse_json`] for why.
     pub fn from_json(v: &Value) -> Option<ToolResult> {
-        let obj = v.as_object()?;
-        let output = obj.get("output")?.as_str()?.to_string();
+        ToolResult::parse_json(v).ok()
+    }
+
+    /// Reads a full ToolResult JSON, or says which key is wrong.
+    pub fn parse_json(v: &Value) -> Result<ToolResult, String> {
+        let obj = v.as_object().ok_or("a ToolResult must be an object")?;
+        let output = match obj.get("output") {
+            Some(Value::String(s)) => s.clone(),
+            _ => return Err("a ToolResult needs a string \"output\"".into()),
+        };
         let is_error = match obj.get("isError") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return None,
+            Some(_) => return Err("ToolResult \"isError\" must be a boolean".into()),
         };
         let metadata = match obj.get("metadata") {
             None | Some(Value::Null) => None,
             Some(Value::Object(m)) => Some(m.clone()),
-            Some(_) => return None,
+            Some(_) => return Err("ToolResult \"metadata\" must be an object".into()),
         };
-        Some(ToolResult {
+        let parts = match obj.get("parts") {
+            None | Some(Value::Null) => Box::default(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    Part::from_value(p).map_err(|e| format!("ToolResult parts[{i}]: {e}"))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("ToolResult \"parts\" must be an array".into()),
+        };
+        Ok(ToolResult {
             output,
             is_error,
             metadata,
+            parts,
         })
     }
 }
@@ -231,6 +287,10 @@ pub fn sanitize(s: &str) -> String {
 mod tests {
     use super::*;
 
+    fn png() -> Part {
+        Part::media_from_bytes("a.png", b"\x89PNG\r\n\x1a\n", Some("a.png".into())).unwrap()
+    }
+
     #[test]
     fn the_direct_result_text_is_the_value_text() {
         let mut md = Map::new();
@@ -241,6 +301,10 @@ mod tests {
             ToolResult::error("line\n\"quoted\" \\ tab\t nul\u{0} ✓ 😀"),
             ToolResult::ok("").with_metadata(md.clone()),
             ToolResult::error("x").with_metadata(Map::new()),
+            ToolResult::ok("a.png (image/png, 8 bytes)").with_parts(vec![png()]),
+            ToolResult::ok("")
+                .with_metadata(md.clone())
+                .with_parts(vec![png(), png()]),
         ];
         for r in &cases {
             assert_eq!(r.to_json_string(), r.to_json().to_string());
@@ -253,5 +317,34 @@ mod tests {
             cases[2].to_json_string(),
             r#"{"output":"","isError":false,"metadata":{"status":200,"note":"a \"q\"\n\u0001é"}}"#
         );
+        // Parts come after metadata, only when there are some (SPEC §1B).
+        assert_eq!(
+            cases[4].to_json_string(),
+            r#"{"output":"a.png (image/png, 8 bytes)","isError":false,"parts":[{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo=","name":"a.png"}]}"#
+        );
+    }
+
+    #[test]
+    fn a_host_result_with_parts_is_read_back_or_refused_by_key() {
+        let v = cases_json();
+        let r = ToolResult::parse_json(&v).unwrap();
+        assert_eq!(&*r.parts, &[png()]);
+        assert_eq!(r.to_json(), v);
+        let bad = serde_json::json!({"output": "x", "parts": [{"type": "image", "data": "AA=="}]});
+        assert_eq!(
+            ToolResult::parse_json(&bad).unwrap_err(),
+            "ToolResult parts[0]: a image part needs a mimeType"
+        );
+        let bad = serde_json::json!({"output": "x", "parts": {}});
+        assert_eq!(
+            ToolResult::parse_json(&bad).unwrap_err(),
+            "ToolResult \"parts\" must be an array"
+        );
+        assert!(ToolResult::parse_json(&serde_json::json!({"isError": true})).is_err());
+    }
+
+    fn cases_json() -> Value {
+        serde_json::json!({"output": "o", "isError": false,
+            "parts": [{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo=","name":"a.png"}]})
     }
 }

@@ -69,6 +69,7 @@ pub struct Toolkit {
     native: Mutex<Vec<Tool>>,
     tools: RwLock<Arc<Snapshot>>,
     disable_tools: Vec<String>,
+    max_part_bytes: Option<u64>,
     catalog: Option<Arc<skill::Catalog>>,
     status: Status,
     /// The MCP sessions; dropping the toolkit closes them and ends every
@@ -158,6 +159,7 @@ impl Toolkit {
             native: Mutex::new(Vec::new()),
             tools: RwLock::new(Arc::new(Snapshot::default())),
             disable_tools: cfg.disable_tools.clone(),
+            max_part_bytes: cfg.max_part_bytes,
             catalog,
             status,
             sessions: Mutex::new(sessions),
@@ -369,12 +371,47 @@ impl Toolkit {
         };
         let args = normalize_args(args);
         match catch_unwind(AssertUnwindSafe(|| tool.exec.execute(&args, ctx))) {
-            Ok(r) => r,
+            Ok(r) => self.limit_parts(r),
             Err(panic) => ToolResult::error(format!(
                 "{name}: the tool failed unexpectedly: {}",
                 panic_message(&panic)
             )),
         }
+    }
+}
+
+impl Toolkit {
+    /// `maxPartBytes` (SPEC §1B): a part over the limit is taken out of the
+    /// result, and the output says which and why; the rest of the result is
+    /// kept as the tool gave it.
+    fn limit_parts(&self, mut r: ToolResult) -> ToolResult {
+        let Some(limit) = self.max_part_bytes else {
+            return r;
+        };
+        if r.parts.iter().all(|p| p.byte_len() as u64 <= limit) {
+            return r;
+        }
+        let mut notes = Vec::new();
+        let mut parts = std::mem::take(&mut r.parts).into_vec();
+        parts.retain(|p| {
+            let keep = p.byte_len() as u64 <= limit;
+            if !keep {
+                notes.push(format!(
+                    "[{} part dropped: {}]",
+                    p.kind.as_str(),
+                    crate::parts::over_limit_message(p.byte_len(), limit)
+                ));
+            }
+            keep
+        });
+        r.parts = parts.into_boxed_slice();
+        for note in notes {
+            if !r.output.is_empty() {
+                r.output.push('\n');
+            }
+            r.output.push_str(&note);
+        }
+        r
     }
 }
 

@@ -192,7 +192,7 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 		res = &ToolResult{Output: "toolnexus: stale Go tool handle", IsError: true}
 	}
 	res.Output = strings.ToValidUTF8(res.Output, "\uFFFD")
-	if res.Metadata == nil && strings.IndexByte(res.Output, 0) < 0 {
+	if res.Metadata == nil && len(res.Parts) == 0 && strings.IndexByte(res.Output, 0) < 0 {
 		// The common case: plain text, no JSON on either side.
 		// Borrowed Go memory (the library copies it): no C malloc, no free.
 		out := make([]byte, len(res.Output)+1)

@@ -113,6 +113,21 @@ type ToolResult struct {
 	Output   string         `json:"output"`
 	IsError  bool           `json:"isError"`
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// Parts is the non-text output (SPEC §1B): images, files and audio as
+	// base64 bytes or URLs. Output stays what a text-only reader sees.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Part is one content part (SPEC §1B): Type "text" carries Text; "image",
+// "file" and "audio" carry MimeType and exactly one of Data (standard
+// base64) or URL — never a path.
+type Part struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	MimeType string `json:"mimeType,omitempty"`
+	Data     string `json:"data,omitempty"`
+	URL      string `json:"url,omitempty"`
+	Name     string `json:"name,omitempty"`
 }
 
 // takeString copies a library-owned string into Go memory and frees it.

@@ -2,6 +2,7 @@
 
 use super::args;
 use super::text::lines;
+use crate::parts::Part;
 use crate::tool::ToolResult;
 use serde_json::Value;
 
@@ -19,6 +20,9 @@ pub fn run(args: &Value) -> ToolResult {
         Ok(b) => b,
         Err(e) => return e,
     };
+    if let Some(result) = media(&path, &bytes) {
+        return result;
+    }
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(_) => return ToolResult::error(format!("read: {path} is not valid UTF-8 text")),
@@ -37,4 +41,17 @@ pub fn run(args: &Value) -> ToolResult {
         None => window.collect(),
     };
     ToolResult::ok(out.join("\n"))
+}
+
+/// A file whose extension is in the media table (SPEC §1B, §6 `read`):
+/// `"<path> (<mime>, N bytes)"` as the output and the bytes as one part named
+/// after the file. `offset`/`limit` mean nothing for media and are ignored.
+fn media(path: &str, bytes: &[u8]) -> Option<ToolResult> {
+    let name = std::path::Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    let part = Part::media_from_bytes(path, bytes, name)?;
+    let mime = part.mime_type.as_deref().unwrap_or_default();
+    let output = format!("{path} ({mime}, {} bytes)", bytes.len());
+    Some(ToolResult::ok(output).with_parts(vec![part]))
 }

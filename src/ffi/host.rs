@@ -103,9 +103,13 @@ pub unsafe extern "C" fn tn_call_set_output(
 }
 
 /// Sets a host tool's result from a full ToolResult JSON
-/// `{"output": string, "isError"?: bool, "metadata"?: object}` (copied).
-/// Returns `TN_INVALID_JSON` for text that does not parse and
-/// `TN_INVALID_ARGUMENT` for JSON of another shape.
+/// `{"output": string, "isError"?: bool, "metadata"?: object, "parts"?:
+/// [part]}` (copied). A part is `{"type": "text", "text"}` or `{"type":
+/// "image"|"file"|"audio", "mimeType", "data" (standard base64) | "url",
+/// "name"?}` (SPEC §1B). Returns `TN_INVALID_JSON` for text that does not
+/// parse and `TN_INVALID_ARGUMENT` for JSON of another shape; then the
+/// call's result, until the host sets another, is an isError result naming
+/// what was wrong.
 ///
 /// # Safety
 /// As `tn_call_set_output`.
@@ -126,14 +130,16 @@ pub unsafe extern "C" fn tn_call_set_result_json(
     let Ok(v) = serde_json::from_str::<Value>(text) else {
         return TN_INVALID_JSON;
     };
-    match ToolResult::from_json(&v) {
-        Some(r) => {
-            // SAFETY: non-NULL and live during the callback.
-            unsafe { (*call).result = Some(r) };
-            TN_OK
-        }
-        None => TN_INVALID_ARGUMENT,
-    }
+    let (r, status) = match ToolResult::parse_json(&v) {
+        Ok(r) => (r, TN_OK),
+        Err(why) => (
+            ToolResult::error(format!("the host tool's result was refused: {why}")),
+            TN_INVALID_ARGUMENT,
+        ),
+    };
+    // SAFETY: non-NULL and live during the callback.
+    unsafe { (*call).result = Some(r) };
+    status
 }
 
 /// Registers a host function as the tool `name` (source `native`), replacing

@@ -209,7 +209,7 @@ async fn connect_one(cfg: &ServerConfig) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::session::shape_call_result;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn the_source_can_live_in_a_shared_toolkit() {
@@ -233,5 +233,45 @@ mod tests {
         assert_eq!(r.output, r#"{"z":1,"a":2}"#);
         let r = shape_call_result(&json!({"content": []}));
         assert_eq!((r.output.as_str(), r.is_error), ("", false));
+        assert!(r.parts.is_empty());
+    }
+
+    /// Media in a call result becomes §1B parts on every branch (upstream
+    /// 0.21 mcp_source._collect_parts; test_multimodal.py's MCP cases).
+    #[test]
+    fn media_in_call_results_becomes_parts() {
+        let r = shape_call_result(&json!({"content": [
+            {"type": "text", "text": "first"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///n.txt", "text": "embedded note"}},
+            {"type": "resource", "resource": {"uri": "file:///b.pdf", "blob": "JVBERg==", "mimeType": "application/pdf"}},
+            {"type": "resource_link", "uri": "https://h/r.bin", "name": "r.bin"},
+            {"type": "audio", "data": "SUQz", "mimeType": "audio/mpeg"}]}));
+        assert_eq!(r.output, "first\nembedded note");
+        let parts: Vec<Value> = r.parts.iter().map(|p| p.to_value()).collect();
+        assert_eq!(
+            parts,
+            vec![
+                json!({"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}),
+                json!({"type": "file", "mimeType": "application/pdf", "data": "JVBERg==", "name": "file:///b.pdf"}),
+                json!({"type": "file", "mimeType": "application/octet-stream", "url": "https://h/r.bin", "name": "r.bin"}),
+                json!({"type": "audio", "mimeType": "audio/mpeg", "data": "SUQz"}),
+            ]
+        );
+        // Media alone: output says what came back instead of "".
+        let r = shape_call_result(&json!({"content": [
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]}));
+        assert_eq!(r.output, "image (image/png, 8 bytes)");
+        // The error and structuredContent branches keep their media too.
+        let r = shape_call_result(&json!({"isError": true, "content": [
+            {"type": "text", "text": "bad"},
+            {"type": "image", "data": "AA==", "mimeType": "image/gif"}]}));
+        assert_eq!(
+            (r.output.as_str(), r.is_error, r.parts.len()),
+            ("bad", true, 1)
+        );
+        let r = shape_call_result(&json!({"structuredContent": {"a": 1}, "content": [
+            {"type": "image", "data": "AA==", "mimeType": "image/gif"}]}));
+        assert_eq!((r.output.as_str(), r.parts.len()), (r#"{"a":1}"#, 1));
     }
 }

@@ -6,6 +6,7 @@
 //! translate_helpers vectors pin.
 
 use super::node::{self, array, object, Node, ObjectBuilder, EMPTY_OBJECT};
+use crate::parts::{BlockStyle, Part};
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 
@@ -307,7 +308,19 @@ impl<'a> Conversation<'a> {
                 block.push("tool_use_id", Node::Str(id));
             }
         }
-        block.push("content", Node::Str(content_text(bump, m.get("content"))));
+        let content = m.get("content");
+        let text = content_text(bump, content);
+        let media = media_parts(content);
+        if media.is_empty() {
+            block.push("content", Node::Str(text));
+        } else {
+            // §8A: a tool result's media goes inside its tool_result, after
+            // the text, as native blocks keyed to the tool_use_id.
+            let mut blocks = BVec::with_capacity_in(media.len() + 1, bump);
+            blocks.push(text_block(bump, text));
+            blocks.extend(media.iter().map(|p| anthropic_part_block(bump, *p)));
+            block.push("content", array(blocks));
+        }
         self.pending.push(block.build());
     }
 
@@ -346,7 +359,10 @@ impl<'a> Conversation<'a> {
         self.drain();
         let content = m.get("content");
         let text = content_text(self.bump, content);
-        if !text.is_empty() {
+        if let (Some(Node::Array(items)), false) = (content, media_parts(content).is_empty()) {
+            let t = turn(self.bump, "user", user_blocks(self.bump, text, items));
+            self.out.push(t);
+        } else if !text.is_empty() {
             let t = turn(self.bump, "user", Node::Str(text));
             self.out.push(t);
         } else if let Some(parts @ Node::Array([_, ..])) = content {
@@ -355,6 +371,63 @@ impl<'a> Conversation<'a> {
             self.out.push(t);
         }
     }
+}
+
+/// The §1B media parts (image, file, audio) of a message's content array:
+/// objects whose `type` names a medium and whose `mimeType` is a string, as
+/// opposed to provider blocks such as `image_url`. No allocation when there
+/// are none.
+fn media_parts<'a>(content: Option<Node<'a>>) -> Vec<Node<'a>> {
+    let Some(Node::Array(items)) = content else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .copied()
+        .filter(|b| is_media_part(*b))
+        .collect()
+}
+
+fn is_media_part(b: Node) -> bool {
+    matches!(str_of(b.get("type")), "image" | "file" | "audio")
+        && b.get("mimeType").and_then(Node::as_str).is_some()
+}
+
+fn text_block<'a>(bump: &'a Bump, text: &'a str) -> Node<'a> {
+    object(
+        bump,
+        &[("type", Node::Str("text")), ("text", Node::Str(text))],
+    )
+}
+
+/// A user turn's content with media in it (§11): the joined text first (when
+/// there is any), then every other entry in order — media as Anthropic
+/// blocks, provider blocks as given; text entries are already in the text.
+fn user_blocks<'a>(bump: &'a Bump, text: &'a str, items: &'a [Node<'a>]) -> Node<'a> {
+    let mut blocks = BVec::with_capacity_in(items.len() + 1, bump);
+    if !text.is_empty() {
+        blocks.push(text_block(bump, text));
+    }
+    for b in items {
+        if is_media_part(*b) {
+            blocks.push(anthropic_part_block(bump, *b));
+        } else if str_of(b.get("type")) != "text" {
+            blocks.push(*b);
+        }
+    }
+    array(blocks)
+}
+
+/// The Anthropic block of one §1B part through the one §8A mapping
+/// ([`crate::parts`]); a part Anthropic has no block for (audio) becomes
+/// its text placeholder, never a silent drop. A part whose fields are not
+/// strings goes through as given.
+fn anthropic_part_block<'a>(bump: &'a Bump, part: Node<'a>) -> Node<'a> {
+    let Ok(p) = Part::read_value(&part.to_value()) else {
+        return part;
+    };
+    let block = p.to_block_or_placeholder(BlockStyle::Anthropic).to_string();
+    node::parse(bump, bump.alloc_str(&block)).unwrap_or(part)
 }
 
 /// OpenAI `messages` converted for Anthropic: assistant `tool_calls` become

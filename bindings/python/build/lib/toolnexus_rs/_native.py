@@ -1,0 +1,143 @@
+"""The shared library and the C signatures of every function this package calls.
+
+Every function gets its ``argtypes`` and ``restype`` here, once: a ctypes call
+without a ``restype`` truncates a returned pointer to a C ``int``.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+ABI_VERSION = 1
+
+c_char_p_p = ctypes.POINTER(ctypes.c_char_p)
+#: Out-parameters that receive library-owned strings are read as raw pointers
+#: (``c_void_p``) so the exact pointer can be handed back to ``tn_string_free``.
+c_void_p_p = ctypes.POINTER(ctypes.c_void_p)
+
+TOOL_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+
+
+def _candidates(explicit: Optional[str]) -> list[str]:
+    found: list[str] = []
+    if explicit:
+        return [explicit]
+    env = os.environ.get("TOOLNEXUS_LIB")
+    if env:
+        return [env]
+    here = Path(__file__).resolve()
+    # A checkout: bindings/python/src/toolnexus_rs/_native.py -> repo root.
+    for parent in here.parents:
+        lib = parent / "target" / "release" / "libtoolnexus.so"
+        if lib.exists():
+            found.append(str(lib))
+            break
+    name = ctypes.util.find_library("toolnexus")
+    if name:
+        found.append(name)
+    for prefix in ("/usr/local/lib", "/usr/lib"):
+        for so in ("libtoolnexus.so", "libtoolnexus.so.0"):
+            p = Path(prefix) / so
+            if p.exists():
+                found.append(str(p))
+    return found
+
+
+def load(path: Optional[str] = None) -> ctypes.CDLL:
+    """The library, loaded once per process: ``path`` if given, else
+    ``$TOOLNEXUS_LIB``, else a checkout's ``target/release``, else the
+    installed location. Raises ``OSError`` naming every place tried."""
+    global _lib
+    with _lock:
+        if _lib is not None and path is None:
+            return _lib
+        tried = _candidates(path)
+        errors = []
+        for candidate in tried:
+            try:
+                lib = ctypes.CDLL(candidate)
+            except OSError as e:
+                errors.append(f"{candidate}: {e}")
+                continue
+            _declare(lib)
+            got = lib.tn_abi_version()
+            if got != ABI_VERSION:
+                raise OSError(f"{candidate} speaks ABI {got}; this package needs {ABI_VERSION}")
+            if path is None:
+                _lib = lib
+            return lib
+        where = "; ".join(errors) if errors else "no candidate (set TOOLNEXUS_LIB)"
+        raise OSError(f"cannot load libtoolnexus: {where}")
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    status = ctypes.c_int32
+    sig = {
+        "tn_version": ([], ctypes.c_char_p),
+        "tn_abi_version": ([], ctypes.c_uint32),
+        "tn_string_free": ([ctypes.c_void_p], None),
+        "tn_toolkit_build": ([ctypes.c_char_p, c_void_p_p, c_void_p_p], status),
+        "tn_toolkit_free": ([ctypes.c_void_p], None),
+        "tn_render": ([ctypes.c_void_p, ctypes.c_char_p, c_void_p_p], status),
+        "tn_execute": (
+            [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, c_void_p_p],
+            status,
+        ),
+        "tn_translate": (
+            [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
+        "tn_helper": ([ctypes.c_char_p, ctypes.c_char_p, c_void_p_p], status),
+        "tn_cancel_new": ([], ctypes.c_void_p),
+        "tn_cancel_trigger": ([ctypes.c_void_p], None),
+        "tn_cancel_free": ([ctypes.c_void_p], None),
+        "tn_call_set_output": ([ctypes.c_void_p, ctypes.c_char_p, ctypes.c_bool], status),
+        "tn_call_set_result_json": ([ctypes.c_void_p, ctypes.c_char_p], status),
+        "tn_toolkit_register": (
+            [
+                ctypes.c_void_p,
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                TOOL_CALLBACK,
+                ctypes.c_void_p,
+                # The finalizer slot is always NULL here (the Toolkit keeps
+                # its callbacks alive itself), so a plain pointer.
+                ctypes.c_void_p,
+                c_void_p_p,
+            ],
+            status,
+        ),
+    }
+    for name, (args, res) in sig.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = res
+
+
+def take(lib: ctypes.CDLL, ptr: ctypes.c_void_p) -> Optional[str]:
+    """Copies a library-owned string into Python and frees it."""
+    if not ptr.value:
+        return None
+    try:
+        return ctypes.string_at(ptr.value).decode("utf-8")
+    finally:
+        lib.tn_string_free(ptr)
+
+
+def cstr(value: Any, what: str) -> bytes:
+    """A Python value as the NUL-terminated UTF-8 JSON text the ABI takes; a
+    ``str`` is taken as JSON text already, anything else is encoded."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    data = text.encode("utf-8")
+    if b"\0" in data:
+        raise ValueError(f"{what}: JSON text cannot hold a NUL byte")
+    return data

@@ -1,0 +1,426 @@
+"""toolnexus-rs for Python: one toolkit of uniform LLM tools (skills, builtins,
+MCP servers, HTTP endpoints, Python functions), rendered for OpenAI, Anthropic
+or Gemini, executed by name, and one-call translation to a provider — over the
+native library through ctypes.
+
+    from toolnexus_rs import Toolkit
+
+    with Toolkit({"skillsDir": "examples/skills"}) as tk:
+        tools = tk.render("openai")
+        result = tk.execute("skill", {"name": "hello-world"})
+"""
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+from . import _native
+
+__all__ = [
+    "CancelToken",
+    "Toolkit",
+    "ToolResult",
+    "ToolnexusError",
+    "ProviderError",
+    "TimeoutError",
+    "CancelledError",
+    "InvalidConfigError",
+    "InvalidArgumentError",
+    "InvalidJsonError",
+    "UnknownFormatError",
+    "InternalError",
+    "helper",
+    "translate",
+    "atranslate",
+    "version",
+    "load",
+]
+
+load = _native.load
+
+
+class ToolnexusError(Exception):
+    """An ABI error: ``code`` is the snake_case code (``invalid_config``,
+    ``provider_error``, …), ``status`` its number, ``message`` the sentence."""
+
+    def __init__(self, code: str, status: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.status = status
+        self.message = message
+
+
+class InvalidJsonError(ToolnexusError):
+    pass
+
+
+class InvalidConfigError(ToolnexusError):
+    pass
+
+
+class InvalidArgumentError(ToolnexusError):
+    pass
+
+
+class UnknownFormatError(ToolnexusError):
+    pass
+
+
+class ProviderError(ToolnexusError):
+    pass
+
+
+class TimeoutError(ToolnexusError):  # noqa: A001 — the ABI's own word
+    pass
+
+
+class CancelledError(ToolnexusError):
+    pass
+
+
+class InternalError(ToolnexusError):
+    pass
+
+
+_BY_CODE = {
+    "invalid_json": InvalidJsonError,
+    "invalid_config": InvalidConfigError,
+    "invalid_argument": InvalidArgumentError,
+    "unknown_format": UnknownFormatError,
+    "provider_error": ProviderError,
+    "timeout": TimeoutError,
+    "cancelled": CancelledError,
+    "internal": InternalError,
+}
+
+
+def _error(status: int, text: Optional[str]) -> ToolnexusError:
+    try:
+        err = json.loads(text or "")["error"]
+        code, message = str(err["code"]), str(err["message"])
+    except (ValueError, KeyError, TypeError):
+        code, message = "internal", text or f"status {status} with no message"
+    return _BY_CODE.get(code, ToolnexusError)(code, status, message)
+
+
+def _call(fn: Callable[..., int], *args: Any) -> str:
+    """Runs an ABI call whose last argument is the out-string and returns that
+    string, or raises the typed error it carries."""
+    lib = _native.load()
+    out = ctypes.c_void_p()
+    status = fn(*args, ctypes.byref(out))
+    text = _native.take(lib, out)
+    if status != 0:
+        raise _error(status, text)
+    return text or ""
+
+
+def version() -> str:
+    """The library's version (``tn_version``)."""
+    v = _native.load().tn_version()
+    return v.decode("utf-8") if v else ""
+
+
+@dataclass
+class ToolResult:
+    """What a tool hands back (SPEC §1): a failing tool is a value, not an
+    exception. ``parts`` are §1B content parts (images, files, audio)."""
+
+    output: str
+    is_error: bool = False
+    metadata: Optional[dict[str, Any]] = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ToolResult":
+        v = json.loads(text)
+        return cls(
+            output=v.get("output", ""),
+            is_error=bool(v.get("isError", False)),
+            metadata=v.get("metadata"),
+            parts=list(v.get("parts") or []),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"output": self.output, "isError": self.is_error}
+        if self.metadata is not None:
+            out["metadata"] = self.metadata
+        if self.parts:
+            out["parts"] = self.parts
+        return out
+
+    @property
+    def pending(self) -> Optional[dict[str, Any]]:
+        """The §10 Request when the tool suspended, else ``None``."""
+        return (self.metadata or {}).get("pending")
+
+
+class CancelToken:
+    """Aborts a ``translate`` (and the calls that accept one) from any thread."""
+
+    def __init__(self) -> None:
+        self._lib = _native.load()
+        self._ptr: Optional[int] = self._lib.tn_cancel_new()
+
+    def cancel(self) -> None:
+        if self._ptr:
+            self._lib.tn_cancel_trigger(self._ptr)
+
+    def close(self) -> None:
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            self._lib.tn_cancel_free(ptr)
+
+    def __del__(self) -> None:  # a safety net; close() is the way
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 — interpreter shutdown
+            pass
+
+    @property
+    def handle(self) -> Optional[int]:
+        return self._ptr
+
+
+#: What a registered Python function may return: text, a ToolResult, or a
+#: ToolResult-shaped dict (``{"output", "isError"?, "metadata"?, "parts"?}``).
+ToolReturn = Union[str, ToolResult, dict]
+
+
+class Toolkit:
+    """A toolkit built from a config (a dict, or its JSON text; keys as in the
+    README's toolkit config table). Use it as a context manager, or call
+    :meth:`close`. Safe to use from many threads at once."""
+
+    def __init__(self, config: Union[dict, str, None] = None) -> None:
+        self._lib = _native.load()
+        cfg = _native.cstr(config if config is not None else {}, "config")
+        out = ctypes.c_void_p()
+        err = ctypes.c_void_p()
+        status = self._lib.tn_toolkit_build(cfg, ctypes.byref(out), ctypes.byref(err))
+        text = _native.take(self._lib, err)
+        if status != 0:
+            raise _error(status, text)
+        self._ptr: Optional[int] = out.value
+        # The ctypes callback objects must outlive every call that may use
+        # them: kept until the toolkit is freed.
+        self._callbacks: list[Any] = []
+        self._close_lock = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------
+    def close(self) -> None:
+        """Closes MCP connections, ends child processes, frees the toolkit.
+        Idempotent; no call may still be running on it."""
+        with self._close_lock:
+            ptr, self._ptr = self._ptr, None
+        if ptr:
+            self._lib.tn_toolkit_free(ptr)
+        self._callbacks.clear()
+
+    def __enter__(self) -> "Toolkit":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 — interpreter shutdown
+            pass
+
+    def _handle(self) -> int:
+        if not self._ptr:
+            raise ToolnexusError("null_argument", 1, "the toolkit is closed")
+        return self._ptr
+
+    @property
+    def handle(self) -> int:
+        """The native ``tn_toolkit *`` (for translate and the client loop)."""
+        return self._handle()
+
+    # -- render ----------------------------------------------------------
+    def render_json(self, format: str, tools: Optional[list[str]] = None) -> str:  # noqa: A002
+        """The rendering as JSON text: ``openai``, ``anthropic``, ``gemini``,
+        ``toolNames``, ``skillsPrompt``, ``tools``, ``status``, ``skills``,
+        ``skillsInventory``; ``tools`` renders exactly those, in that order."""
+        spec = format if tools is None else json.dumps({"format": format, "tools": tools})
+        return _call(self._lib.tn_render, self._handle(), spec.encode("utf-8"))
+
+    def render(self, format: str, tools: Optional[list[str]] = None) -> Any:  # noqa: A002
+        """:meth:`render_json`, parsed."""
+        return json.loads(self.render_json(format, tools))
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return self.render("status")
+
+    # -- execute ---------------------------------------------------------
+    def execute_json(
+        self,
+        name: str,
+        args: Union[dict, str, None] = None,
+        *,
+        timeout: Optional[float] = None,
+        answer: Optional[dict[str, Any]] = None,
+    ) -> str:
+        """Runs a tool and returns the ToolResult JSON text. ``timeout`` is in
+        seconds; ``answer`` resolves a suspended tool (SPEC §10)."""
+        ctx: dict[str, Any] = {}
+        if timeout is not None:
+            ctx["timeoutMs"] = max(0, int(timeout * 1000))
+        if answer is not None:
+            ctx["answer"] = answer
+        ctx_text = json.dumps(ctx).encode("utf-8") if ctx else None
+        return _call(
+            self._lib.tn_execute,
+            self._handle(),
+            name.encode("utf-8"),
+            _native.cstr(args if args is not None else {}, "args"),
+            ctx_text,
+        )
+
+    def execute(
+        self,
+        name: str,
+        args: Union[dict, str, None] = None,
+        *,
+        timeout: Optional[float] = None,
+        answer: Optional[dict[str, Any]] = None,
+    ) -> ToolResult:
+        """Runs a tool by name. A tool that fails is ``is_error``; an unknown
+        name is too (``unknown tool: NAME``)."""
+        return ToolResult.from_json(self.execute_json(name, args, timeout=timeout, answer=answer))
+
+    async def aexecute(self, name: str, args: Union[dict, str, None] = None, **kw: Any) -> ToolResult:
+        """:meth:`execute` off the event loop, in a worker thread."""
+        return await asyncio.to_thread(self.execute, name, args, **kw)
+
+    # -- host functions --------------------------------------------------
+    def register(
+        self,
+        name: str,
+        description: str = "",
+        schema: Optional[dict[str, Any]] = None,
+    ) -> Callable[[Callable[[dict[str, Any]], ToolReturn]], Callable[[dict[str, Any]], ToolReturn]]:
+        """Registers a Python callable as the tool ``name`` (source ``native``):
+
+            @tk.register("add", "Add two numbers.", {"type": "object", ...})
+            def add(args):
+                return str(args["a"] + args["b"])
+
+        The function gets the arguments as a dict and returns text, a
+        :class:`ToolResult` or a ToolResult dict. An exception becomes an
+        ``is_error`` result with its message. It may be called on any thread,
+        concurrently."""
+
+        def decorate(fn: Callable[[dict[str, Any]], ToolReturn]) -> Callable[[dict[str, Any]], ToolReturn]:
+            self.register_function(name, fn, description, schema)
+            return fn
+
+        return decorate
+
+    def register_function(
+        self,
+        name: str,
+        fn: Callable[[dict[str, Any]], ToolReturn],
+        description: str = "",
+        schema: Optional[dict[str, Any]] = None,
+    ) -> None:
+        lib = self._lib
+
+        def trampoline(_user_data: Any, args_json: Optional[bytes], call: int) -> None:
+            # Nothing may raise through the C frames below: every failure is
+            # an is_error result.
+            try:
+                args = json.loads(args_json.decode("utf-8")) if args_json else {}
+                result = fn(args)
+                if isinstance(result, str):
+                    lib.tn_call_set_output(call, _text_arg(result), False)
+                    return
+                if isinstance(result, ToolResult):
+                    result = result.to_json()
+                if not isinstance(result, dict):
+                    raise TypeError(
+                        f"tool {name} returned {type(result).__name__}; expected str, ToolResult or dict"
+                    )
+                lib.tn_call_set_result_json(call, _native.cstr(result, "result"))
+            except BaseException as e:  # noqa: BLE001 — a host tool's failure is a result
+                message = str(e) or type(e).__name__
+                try:
+                    lib.tn_call_set_output(call, _text_arg(message), True)
+                except Exception:  # noqa: BLE001
+                    traceback.print_exc()
+
+        cb = _native.TOOL_CALLBACK(trampoline)
+        self._callbacks.append(cb)
+        err = ctypes.c_void_p()
+        schema_text = json.dumps(schema).encode("utf-8") if schema is not None else None
+        status = lib.tn_toolkit_register(
+            self._handle(),
+            name.encode("utf-8"),
+            description.encode("utf-8"),
+            schema_text,
+            cb,
+            None,
+            None,
+            ctypes.byref(err),
+        )
+        text = _native.take(lib, err)
+        if status != 0:
+            raise _error(status, text)
+
+
+def _text_arg(text: str) -> bytes:
+    # A NUL cannot cross as C text; U+FFFD stands in for it.
+    return text.replace("\0", "\ufffd").encode("utf-8", errors="replace")
+
+
+def translate(
+    client: Union[dict, str],
+    request: Union[dict, str],
+    toolkit: Optional[Toolkit] = None,
+    cancel: Optional[CancelToken] = None,
+) -> dict[str, Any]:
+    """One OpenAI-shaped chat request, one provider call (SPEC §11):
+    ``{text, toolCalls, finishReason, usage, model, raw}``. ``toolkit`` is
+    declared (never executed). Raises :class:`ProviderError`,
+    :class:`TimeoutError`, :class:`CancelledError`, …"""
+    lib = _native.load()
+    text = _call(
+        lib.tn_translate,
+        _native.cstr(client, "client"),
+        _native.cstr(request, "request"),
+        toolkit.handle if toolkit is not None else None,
+        cancel.handle if cancel is not None else None,
+    )
+    return json.loads(text)
+
+
+async def atranslate(
+    client: Union[dict, str],
+    request: Union[dict, str],
+    toolkit: Optional[Toolkit] = None,
+) -> dict[str, Any]:
+    """:func:`translate` off the event loop; cancelling the task cancels the
+    provider call."""
+    token = CancelToken()
+    try:
+        return await asyncio.shield(asyncio.to_thread(translate, client, request, toolkit, token))
+    except asyncio.CancelledError:
+        # The worker thread still holds the token: it is freed with the
+        # CancelToken object once nothing refers to it.
+        token.cancel()
+        raise
+
+
+def helper(name: str, args: Optional[list[Any]] = None) -> Any:
+    """A pure §11 translate helper by its conformance name (``tn_helper``)."""
+    lib = _native.load()
+    text = _call(lib.tn_helper, name.encode("utf-8"), _native.cstr(args or [], "args"))
+    return json.loads(text)

@@ -1,0 +1,216 @@
+"""The Python binding as a Python agent uses it: build, render, execute,
+Python functions as tools (from many threads), typed errors, translate, the
+asyncio wrappers, and the parity harness over the vectors."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from parity import MockServer, tn  # noqa: E402
+
+REPO = HERE.parents[2]
+SKILLS = str(REPO / "examples" / "skills")
+
+
+def test_version_and_abi():
+    assert tn.version() == "0.1.0"
+
+
+def test_build_render_and_execute_a_skill():
+    with tn.Toolkit({"skillsDir": SKILLS}) as tk:
+        names = tk.render("toolNames")
+        assert "skill" in names and "bash" in names
+        gemini = tk.render("gemini")
+        assert len(gemini) == 1 and "functionDeclarations" in gemini[0]
+        subset = tk.render("anthropic", tools=["write", "bash"])
+        assert [t["name"] for t in subset] == ["write", "bash"]
+        skills = tk.render("skills")["skills"]
+        assert skills, "examples/skills holds skills"
+        first = skills[0]["name"]
+        r = tk.execute("skill", {"name": first})
+        assert not r.is_error and first in r.output
+        # The OpenAI wire form: arguments as a JSON string.
+        r = tk.execute("skill", json.dumps({"name": first}))
+        assert not r.is_error
+
+
+def test_a_failing_tool_is_a_result_not_an_exception():
+    with tn.Toolkit({}) as tk:
+        r = tk.execute("no_such_tool", {})
+        assert r.is_error and r.output == "unknown tool: no_such_tool"
+        r = tk.execute("bash", {"command": "echo out; exit 3"})
+        assert r.is_error and "exit code 3" in r.output
+
+
+def test_bad_config_raises_a_typed_error_naming_the_key():
+    with pytest.raises(tn.InvalidConfigError) as e:
+        tn.Toolkit({"skilsDir": "x"})
+    assert e.value.code == "invalid_config" and e.value.status == 4
+    assert "skilsDir" in e.value.message
+    with pytest.raises(tn.InvalidJsonError):
+        tn.Toolkit("{not json")
+    with tn.Toolkit({}) as tk, pytest.raises(tn.UnknownFormatError):
+        tk.render("yaml")
+
+
+def test_python_functions_as_tools():
+    with tn.Toolkit({"builtins": False}) as tk:
+
+        @tk.register("add", "Add two integers.", {"type": "object", "properties": {"a": {"type": "integer"}}})
+        def add(args):
+            return str(args["a"] + args["b"])
+
+        @tk.register("lookup")
+        def lookup(args):
+            return tn.ToolResult("not found", is_error=True, metadata={"status": 404})
+
+        @tk.register("shot")
+        def shot(args):
+            png = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
+            return {"output": "the screen", "parts": [{"type": "image", "mimeType": "image/png", "data": png}]}
+
+        @tk.register("boom")
+        def boom(args):
+            raise RuntimeError("it broke")
+
+        @tk.register("wrong")
+        def wrong(args):
+            return 42
+
+        decl = {t["name"]: t for t in tk.render("tools")}
+        assert decl["add"]["source"] == "native" and decl["add"]["description"] == "Add two integers."
+        assert tk.execute("add", {"a": 2, "b": 40}).output == "42"
+        r = tk.execute("lookup")
+        assert r.is_error and r.metadata == {"status": 404}
+        r = tk.execute("shot")
+        assert r.parts[0]["mimeType"] == "image/png"
+        r = tk.execute("boom")
+        assert r.is_error and r.output == "it broke"
+        r = tk.execute("wrong")
+        assert r.is_error and "expected str, ToolResult or dict" in r.output
+
+
+def test_tools_called_from_many_threads_at_once():
+    with tn.Toolkit({"builtins": False}) as tk:
+        seen = set()
+        lock = threading.Lock()
+
+        @tk.register("whoami")
+        def whoami(args):
+            with lock:
+                seen.add(threading.get_ident())
+            return str(args["n"])
+
+        errors = []
+
+        def worker(base):
+            for i in range(200):
+                n = base * 1000 + i
+                if tk.execute("whoami", {"n": n}).output != str(n):
+                    errors.append(n)
+
+        threads = [threading.Thread(target=worker, args=(b,)) for b in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert len(seen) >= 2
+
+
+def test_a_tool_may_call_back_into_the_library():
+    with tn.Toolkit({}) as tk:
+
+        @tk.register("outer")
+        def outer(args):
+            return tk.execute("bash", {"command": "echo inner"}).output.strip()
+
+        assert tk.execute("outer").output == "inner"
+
+
+def test_a_closed_toolkit_refuses_calls():
+    tk = tn.Toolkit({})
+    tk.close()
+    tk.close()  # idempotent
+    with pytest.raises(tn.ToolnexusError) as e:
+        tk.execute("bash", {"command": "true"})
+    assert "closed" in e.value.message
+
+
+def _openai_answer(text):
+    return {"status": 200, "body": {"choices": [{"index": 0, "finish_reason": "stop",
+                                                 "message": {"role": "assistant", "content": text}}],
+                                    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}}
+
+
+def test_translate_and_its_errors():
+    srv = MockServer()
+    try:
+        srv.responses += [_openai_answer("hello"), {"status": 400, "bodyText": "bad request body"}]
+        client = {"baseUrl": srv.base, "model": "gpt-test", "apiKey": "sk-test", "retries": 0}
+        with tn.Toolkit({"builtins": {"tools": {"bash": True}}}) as tk:
+            out = tn.translate(client, {"messages": [{"role": "user", "content": "Hi"}]}, toolkit=tk)
+        assert out["text"] == "hello" and out["usage"]["totalTokens"] == 5
+        sent = json.loads(srv.requests[0]["body"])
+        assert sent["model"] == "gpt-test" and any(t["function"]["name"] == "bash" for t in sent["tools"])
+        with pytest.raises(tn.ProviderError) as e:
+            tn.translate(client, {"messages": [{"role": "user", "content": "Hi"}]})
+        assert "400" in e.value.message and "bad request body" in e.value.message
+    finally:
+        srv.close()
+
+
+def test_asyncio_wrappers_run_off_the_event_loop():
+    srv = MockServer()
+    try:
+        srv.responses.append(_openai_answer("async hello"))
+        client = {"baseUrl": srv.base, "model": "gpt-test", "apiKey": "sk-test", "retries": 0}
+
+        async def main():
+            with tn.Toolkit({}) as tk:
+                ticks = 0
+
+                async def ticker():
+                    nonlocal ticks
+                    while True:
+                        ticks += 1
+                        await asyncio.sleep(0.01)
+
+                t = asyncio.ensure_future(ticker())
+                r = await tk.aexecute("bash", {"command": "sleep 0.3; echo done"})
+                t.cancel()
+                out = await tn.atranslate(client, {"messages": [{"role": "user", "content": "Hi"}]})
+                return r, out, ticks
+
+        r, out, ticks = asyncio.run(main())
+        assert r.output == "done\n" and out["text"] == "async hello"
+        assert ticks >= 3, "the event loop kept running while the tool ran"
+    finally:
+        srv.close()
+
+
+def test_a_missing_library_is_a_clear_error():
+    with pytest.raises(OSError) as e:
+        tn.load("/nonexistent/libtoolnexus.so")
+    assert "/nonexistent/libtoolnexus.so" in str(e.value)
+
+
+def test_parity_harness_passes_every_vector():
+    env = dict(os.environ)
+    proc = subprocess.run([sys.executable, str(HERE / "parity.py")], capture_output=True, text=True, env=env,
+                          timeout=900)
+    print(proc.stdout)
+    summary = [ln for ln in proc.stdout.splitlines() if ln.startswith("parity: ")]
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert summary and " 0 failed" in summary[-1]
