@@ -35,8 +35,9 @@
 #define TN_ABI_VERSION 1
 
 /*
- Where a host tool puts its result. Valid only during the callback that
- received it; the library copies what it is given.
+ Where a host tool puts its result, and what it can ask about its call
+ (`tn_call_deadline_ms`, `tn_call_cancelled`). Valid only during the
+ callback that received it; the library copies what it is given.
  */
 typedef struct tn_call tn_call;
 
@@ -69,7 +70,8 @@ typedef void (*tn_tool_callback)(void *user_data,
                                  tn_call *call);
 
 /*
- Releases a host tool's `user_data` when the toolkit is freed.
+ Releases a host tool's `user_data`: once, when the last use of the tool
+ is over (see `tn_toolkit_register`).
  */
 typedef void (*tn_user_data_free)(void *user_data);
 
@@ -200,6 +202,27 @@ tn_status tn_execute(const tn_toolkit *toolkit,
                      char **out_json);
 
 /*
+ `tn_execute` with a cancel token (nullable): triggering it from another
+ thread (`tn_cancel_trigger`) stops the call as its deadline would, with
+ the isError result `<tool>: cancelled` (metadata `{"error":"cancelled"}`)
+ and status `TN_OK`. A token triggered before the call makes it return
+ that result at once. Who notices: read, write, edit, grep, glob and
+ apply_patch at their checkpoints, and host tools (the caller stops
+ waiting within about 10 ms; the callback sees `tn_call_cancelled`).
+ bash, webfetch, HTTP and MCP tools still run to their own timeout. The
+ token is borrowed for the call and may be shared by many calls.
+
+ # Safety
+ As `tn_execute`; `cancel` is NULL or a live token from `tn_cancel_new`.
+ */
+tn_status tn_execute_with_cancel(const tn_toolkit *toolkit,
+                                 const char *name,
+                                 const char *args_json,
+                                 const char *context_json,
+                                 const tn_cancel *cancel,
+                                 char **out_json);
+
+/*
  The library version, e.g. "0.1.0". Static: never freed.
  */
 const char *tn_version(void);
@@ -209,6 +232,27 @@ const char *tn_version(void);
  with). A wrapper checks it at start-up.
  */
 uint32_t tn_abi_version(void);
+
+/*
+ Milliseconds left before the deadline of the call (0 once it passed),
+ or -1 when the caller set no timeout. A host tool that may run long
+ should look at it and stop in time: an answer set after the deadline is
+ dropped, and the caller has already had the timeout result.
+
+ # Safety
+ `call` is NULL or the `tn_call` of a callback that is still running.
+ */
+int64_t tn_call_deadline_ms(const tn_call *call);
+
+/*
+ Whether the caller has stopped waiting for this call: its deadline
+ passed or it was cancelled. Once true, whatever the callback sets is
+ dropped; it should return as soon as it can. False for NULL.
+
+ # Safety
+ `call` is NULL or the `tn_call` of a callback that is still running.
+ */
+bool tn_call_cancelled(const tn_call *call);
 
 /*
  Sets a host tool's result from output text and an error flag (copied).
@@ -243,10 +287,24 @@ tn_status tn_call_set_result_json(tn_call *call,
  Registers a host function as the tool `name` (source `native`), replacing
  an earlier host tool of that name. MCP tools of the same name still win;
  `disableTools` still applies. `input_schema_json` NULL means
- `{"type":"object"}`. `user_data_free` (nullable) runs once when the
- toolkit is freed — also when registration fails, so the caller never
- frees `user_data` itself after this call. On failure `*out_error` holds
- the error JSON (free with `tn_string_free`), else NULL.
+ `{"type":"object"}`. On failure `*out_error` holds the error JSON (free
+ with `tn_string_free`), else NULL.
+
+ `user_data_free` (nullable) runs exactly once, on whichever thread lets
+ go of the tool last, when the tool is no longer reachable and no call of
+ it is running: after `tn_toolkit_free`, or after a later registration of
+ the same name replaced it; in both cases only once every call still in
+ flight has returned, including a callback still running past its
+ deadline (see below). When registration fails it runs before this
+ function returns. So the caller never frees `user_data` itself.
+
+ When `tn_execute` is given a `timeoutMs`, the callback runs on a thread
+ of the library's and the caller waits at most that long: a callback that
+ has not answered by then keeps running, but `tn_execute` returns the
+ isError result `<name>: timed out after N ms (timeoutMs)` (metadata
+ `{"error":"timeout"}`) and drops the late answer. A callback sees its
+ deadline with `tn_call_deadline_ms` and whether it is still awaited with
+ `tn_call_cancelled`. Without a timeout it runs on the caller's thread.
 
  May be called while other threads use the toolkit.
 

@@ -215,9 +215,30 @@ fn selection_from_object(m: &Map<String, Value>) -> Result<Selection> {
         Some(v) => bool_map("builtins.tools", v)?,
     };
     let shell = builtin_shell(m.get("shell"))?;
+    let base_dir = match m.get("baseDir") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(wrong_type(
+                "builtins.baseDir",
+                "a directory path (a string)",
+                other,
+            ))
+        }
+    };
+    let confine = flag("confineToBaseDir")?.unwrap_or(false);
+    if confine && base_dir.is_none() {
+        return Err(Error::invalid_config(
+            "builtins.confineToBaseDir is true but builtins.baseDir is empty: \
+             confinement needs the directory to confine to",
+        ));
+    }
+    let boundary = builtin::Boundary { base_dir, confine };
     if disabled || !enabled {
         return Ok(Selection {
             source_on: false,
+            boundary,
             ..Selection::default()
         });
     }
@@ -229,6 +250,7 @@ fn selection_from_object(m: &Map<String, Value>) -> Result<Selection> {
     Ok(Selection {
         source_on: true,
         off,
+        boundary,
         shell,
     })
 }

@@ -8,14 +8,18 @@
 //! - 2xx: the body (per `resultMode`) with metadata `{"status": n}`;
 //! - any other status: isError `HTTP <status>: <body>`, metadata `{"status": n}`;
 //! - no response at all: isError `HTTP transport failure: <kind>` with metadata
-//!   `{"error": kind}`, kind one of `timeout`, `dns`, `connect-failed`, `transport`.
+//!   `{"error": kind}`, kind one of `timeout`, `dns`, `connect-failed`, `transport`,
+//!   or `too-large` for a body past the 64 MiB cap.
 //!
 //! Header values may name environment variables (`${TOKEN}`); they are expanded
 //! at every call and the expanded value goes into the request and nowhere else:
-//! not into a result, an error, a log line or a panic message.
+//! not into a result, an error, a log line or a panic message. A server that
+//! echoes it back finds it replaced by `[redacted]` in the result
+//! ([`crate::env::Secrets`]).
 
 pub(crate) mod transport;
 
+use crate::env::Secrets;
 use crate::error::Error;
 use crate::json::{display_string, type_name};
 use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
@@ -391,20 +395,25 @@ struct HttpTool {
 
 impl Execute for HttpTool {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
-        let prepared = match self.prepare(args) {
+        let (prepared, secrets) = match self.prepare(args) {
             Ok(p) => p,
             Err(result) => return result,
         };
-        let timeout = ctx.timeout_ms.map_or(self.timeout, Duration::from_millis);
+        // The host's timeout replaces the declared one; what is left of it
+        // once the call has started.
+        let timeout = ctx.remaining().unwrap_or(self.timeout);
         let outcome = transport::run(prepared, timeout);
-        self.render(outcome)
+        // A server may echo the request (a 401 page quoting the headers):
+        // the expanded values never leave the library.
+        secrets.redact_result(self.render(outcome))
     }
 }
 
 impl HttpTool {
-    /// Everything up to the network: the URL, headers and body for `args`,
-    /// or the isError result that stops the call before a request is sent.
-    fn prepare(&self, args: &Value) -> Result<Prepared, ToolResult> {
+    /// Everything up to the network: the URL, headers and body for `args`
+    /// with the values the headers' `${ENV}` references expanded to, or the
+    /// isError result that stops the call before a request is sent.
+    fn prepare(&self, args: &Value) -> Result<(Prepared, Secrets), ToolResult> {
         let empty = Map::new();
         let args = match args {
             Value::Object(m) => m,
@@ -454,8 +463,9 @@ impl HttpTool {
         }
 
         let mut headers = HeaderMap::with_capacity(self.headers.len() + 1);
+        let mut secrets = Secrets::default();
         for (name, template) in &self.headers {
-            let mut value = HeaderValue::from_str(&crate::env::expand(template)).map_err(|_| {
+            let mut value = HeaderValue::from_str(&secrets.expand(template)).map_err(|_| {
                 ToolResult::error(format!(
                     "header '{name}' is not a valid HTTP header value after ${{ENV}} expansion \
                      (an environment variable it names holds a control character)"
@@ -481,12 +491,15 @@ impl HttpTool {
             );
         }
 
-        Ok(Prepared {
-            method: self.method.clone(),
-            url,
-            headers,
-            body,
-        })
+        Ok((
+            Prepared {
+                method: self.method.clone(),
+                url,
+                headers,
+                body,
+            },
+            secrets,
+        ))
     }
 
     /// The arguments left after the URL and query took theirs, as the body.
@@ -521,12 +534,7 @@ impl HttpTool {
 
     fn render(&self, outcome: Outcome) -> ToolResult {
         match outcome {
-            Outcome::Failed(kind) => {
-                let mut md = Map::new();
-                md.insert("error".into(), Value::String(kind.as_str().into()));
-                ToolResult::error(format!("HTTP transport failure: {}", kind.as_str()))
-                    .with_metadata(md)
-            }
+            Outcome::Failed(kind) => transport_failure(kind),
             Outcome::Response { status, body } => {
                 let mut md = Map::new();
                 md.insert("status".into(), Value::from(status));
@@ -564,16 +572,33 @@ fn append_query(url: &str, query: &str) -> String {
 }
 
 impl Failure {
-    fn as_str(self) -> &'static str {
+    /// The kind as results and metadata name it.
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Failure::Timeout => "timeout",
             Failure::Dns => "dns",
             Failure::ConnectFailed => "connect-failed",
-            // SPEC §7 names four kinds; a body past the size limit is a
-            // failure of the transfer.
-            Failure::Transport | Failure::TooLarge => "transport",
+            Failure::Transport => "transport",
+            Failure::TooLarge => "too-large",
         }
     }
+}
+
+/// The isError result of a request that got no (usable) response, shared by
+/// HTTP tools and webfetch: `HTTP transport failure: <kind>` with metadata
+/// `{"error": kind}`; a body past the size cap says so and names the cap.
+pub(crate) fn transport_failure(kind: Failure) -> ToolResult {
+    let mut md = Map::new();
+    md.insert("error".into(), Value::String(kind.as_str().into()));
+    let output = match kind {
+        Failure::TooLarge => format!(
+            "HTTP transport failure: too-large (the response body is larger than {} MiB, \
+             the most one call reads)",
+            transport::MAX_BODY_BYTES >> 20
+        ),
+        other => format!("HTTP transport failure: {}", other.as_str()),
+    };
+    ToolResult::error(output).with_metadata(md)
 }
 
 #[cfg(test)]

@@ -3,7 +3,10 @@
 //! This is the safe core: a Rust closure becomes a [`Tool`]. The C boundary
 //! (src/ffi/) wraps a C function pointer and its `user_data` in such a
 //! closure. The closure may run on many threads at once; no lock is held
-//! while it runs, so it may call back into the library.
+//! while it runs, so it may call back into the library. It sees the call's
+//! deadline and cancellation in its [`ExecContext`] (`ctx.remaining()`,
+//! `ctx.stop()`); an answer it gives after either is dropped for the
+//! timeout (or cancelled) result.
 
 use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
 use serde_json::Value;
@@ -47,7 +50,12 @@ struct Native {
 impl Execute for Native {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
         match catch_unwind(AssertUnwindSafe(|| (self.f)(args, ctx))) {
-            Ok(result) => result,
+            // An answer that comes after the deadline (or a cancel) is
+            // dropped: the caller was promised a bounded call.
+            Ok(result) => match ctx.stop() {
+                Some(why) => ctx.stopped(&self.name, why),
+                None => result,
+            },
             Err(payload) => {
                 let why = payload
                     .downcast_ref::<&str>()

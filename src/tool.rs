@@ -2,10 +2,12 @@
 //! (CONTRACT.md §2, SPEC §0.1).
 
 use crate::parts::Part;
+pub use crate::translate::CancelToken;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Where a tool came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,13 +190,103 @@ impl ToolResult {
     }
 }
 
-/// The optional execution context of CONTRACT.md §5.
+/// The optional execution context of CONTRACT.md §5, and the per-call
+/// control every tool observes: a deadline and a cancellation.
+///
+/// `timeout_ms` is what the host asked for; `deadline` is the instant it
+/// ends, fixed when the call starts ([`ExecContext::armed`], done by
+/// `Toolkit::execute` and `builtin::run`). `cancel` is a token the host may
+/// trigger from another thread (the same [`CancelToken`] `tn_translate`
+/// takes, so a host token can be threaded into `tn_execute` unchanged).
+/// A tool that finds [`ExecContext::stop`] set ends with
+/// [`ExecContext::stopped`] as its result.
 #[derive(Debug, Clone, Default)]
 pub struct ExecContext {
     /// A per-call timeout in milliseconds, when the host set one.
     pub timeout_ms: Option<u64>,
     /// The host's resolution of a suspended tool (SPEC §10), on the re-run.
     pub answer: Option<Value>,
+    /// When the call must be over; `None` with a `timeout_ms` means "not
+    /// started yet".
+    pub deadline: Option<Instant>,
+    /// A cancellation the host can trigger while the call runs.
+    pub cancel: Option<CancelToken>,
+}
+
+/// Why a call must stop before it is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The deadline passed.
+    Timeout,
+    /// The host cancelled the call.
+    Cancelled,
+}
+
+impl ExecContext {
+    /// This context with its deadline fixed from `timeout_ms`, counted from
+    /// now; borrowed unchanged when there is nothing to fix.
+    pub fn armed(&self) -> Cow<'_, ExecContext> {
+        match (self.timeout_ms, self.deadline) {
+            (Some(ms), None) => {
+                let mut ctx = self.clone();
+                ctx.deadline = Instant::now().checked_add(Duration::from_millis(ms));
+                Cow::Owned(ctx)
+            }
+            _ => Cow::Borrowed(self),
+        }
+    }
+
+    /// The time left before the deadline (zero once it passed), `None`
+    /// without one. Before [`ExecContext::armed`], the whole `timeout_ms`.
+    pub fn remaining(&self) -> Option<Duration> {
+        match self.deadline {
+            Some(d) => Some(d.saturating_duration_since(Instant::now())),
+            None => self.timeout_ms.map(Duration::from_millis),
+        }
+    }
+
+    /// Whether the host cancelled the call.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
+    }
+
+    /// Whether (and why) the call must stop now.
+    pub fn stop(&self) -> Option<Stop> {
+        if self.is_cancelled() {
+            Some(Stop::Cancelled)
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some(Stop::Timeout)
+        } else {
+            None
+        }
+    }
+
+    /// The result of a call of `tool` that stopped for `why`:
+    /// `<tool>: timed out after N ms (timeoutMs)` or `<tool>: cancelled`,
+    /// isError, metadata `{"error": "timeout" | "cancelled"}`.
+    pub fn stopped(&self, tool: &str, why: Stop) -> ToolResult {
+        let (output, kind) = match why {
+            Stop::Timeout => (
+                format!(
+                    "{tool}: timed out after {} ms (timeoutMs)",
+                    self.timeout_ms.unwrap_or(0)
+                ),
+                "timeout",
+            ),
+            Stop::Cancelled => (format!("{tool}: cancelled"), "cancelled"),
+        };
+        let mut md = Map::new();
+        md.insert("error".into(), Value::String(kind.into()));
+        ToolResult::error(output).with_metadata(md)
+    }
+
+    /// `Err(result)` when the call must stop now: `ctx.check("grep")?`.
+    pub fn check(&self, tool: &str) -> Result<(), ToolResult> {
+        match self.stop() {
+            Some(why) => Err(self.stopped(tool, why)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The behaviour behind a tool. Implementations must be safe to call from

@@ -370,6 +370,8 @@ impl Toolkit {
             return ToolResult::error(format!("unknown tool: {name}"));
         };
         let args = normalize_args(args);
+        // The deadline counts from here.
+        let ctx = &*ctx.armed();
         match catch_unwind(AssertUnwindSafe(|| tool.exec.execute(&args, ctx))) {
             Ok(r) => self.limit_parts(r),
             Err(panic) => ToolResult::error(format!(

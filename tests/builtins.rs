@@ -109,6 +109,8 @@ fn check(case: &Value) -> Result<(), String> {
     let ctx = ExecContext {
         timeout_ms: None,
         answer: case.get("ctx").and_then(|c| c.get("answer")).cloned(),
+
+        ..Default::default()
     };
     let name = case["name"].as_str().unwrap_or_default();
 

@@ -328,15 +328,18 @@ fn a_refused_connection_is_connect_failed() {
 }
 
 #[test]
-fn a_body_past_64_mib_is_a_transport_failure_not_unbounded_memory() {
+fn a_body_past_64_mib_is_a_too_large_failure_not_unbounded_memory() {
     let server = endless_server::EndlessServer::start();
     let t = tool(json!({"name": "t", "url": format!("http://127.0.0.1:{}/big", server.port)}));
     let r = call(&t, json!({}));
     assert!(r.is_error);
-    assert_eq!(r.output, "HTTP transport failure: transport");
+    assert_eq!(
+        r.output,
+        "HTTP transport failure: too-large (the response body is larger than 64 MiB, the most one call reads)"
+    );
     assert_eq!(
         r.metadata,
-        json!({"error": "transport"}).as_object().cloned()
+        json!({"error": "too-large"}).as_object().cloned()
     );
     assert_eq!(server.requests(), 1);
 }

@@ -16,9 +16,11 @@ use toolnexus::http_tool::http_tool;
 use toolnexus::tool::{ExecContext, Tool, ToolResult};
 
 const SECRET: &str = "s3cr3t-Tn-7f9e2c41";
-const SCENARIOS: [&str; 8] = [
+const SCENARIOS: [&str; 10] = [
     "success",
     "non-2xx",
+    "echo-401",
+    "echo-200",
     "connect-failed",
     "timeout",
     "redirect-elsewhere",
@@ -74,6 +76,27 @@ fn secret_scenarios_in_a_child_process() {
     let r = run(&build(declared(format!("{}/no", server.base()))), None);
     show("non-2xx", &r);
     assert_eq!(r.output, "HTTP 401: denied");
+
+    // A server that echoes the request's headers back, as a debug endpoint
+    // or a 401 page quoting the request does (issue 14).
+    for (scenario, status) in [("echo-401", 401), ("echo-200", 200)] {
+        let server = MockServer::with_responder(move |req| {
+            let echoed: Vec<String> = req
+                .headers
+                .iter()
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect();
+            Reply::text(status, &echoed.join("\n")).header("x-echo", &echoed.join(" | "))
+        });
+        let r = run(&build(declared(format!("{}/echo", server.base()))), None);
+        show(scenario, &r);
+        assert_eq!(r.is_error, status != 200);
+        assert!(
+            r.output.contains("authorization: Bearer [redacted]"),
+            "the echo was not redacted in place"
+        );
+        assert!(r.output.contains("x-api-key: [redacted]"));
+    }
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

@@ -88,7 +88,7 @@ fn a_call_honours_the_context_timeout() {
     assert_eq!(status(&source, "slow"), "connected", "{:?}", source.errors);
     let ctx = ExecContext {
         timeout_ms: Some(300),
-        answer: None,
+        ..Default::default()
     };
     let r = tool(&source, "slow_ping").exec.execute(&json!({}), &ctx);
     assert!(r.is_error);

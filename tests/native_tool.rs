@@ -78,6 +78,7 @@ fn the_result_and_context_pass_through_untouched() {
     let ctx = ExecContext {
         timeout_ms: Some(1234),
         answer: Some(json!({"id": "sus-1", "ok": true})),
+        ..Default::default()
     };
     let r = t.exec.execute(&json!({"k": [1, "two"]}), &ctx);
     assert_eq!(

@@ -18,6 +18,7 @@ import (
 	"runtime/cgo"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -143,13 +144,12 @@ func (tk *Toolkit) register(tool *goTool, description string, schema any) error 
 
 // invoke runs the tool function, turning an error or a panic into an isError
 // result: a Go panic must never unwind into the Rust frames below us.
-func (t *goTool) invoke(args []byte) (res *ToolResult) {
+func (t *goTool) invoke(ctx context.Context, args []byte) (res *ToolResult) {
 	defer func() {
 		if r := recover(); r != nil {
 			res = &ToolResult{Output: fmt.Sprintf("tool %s panicked: %v", t.name, r), IsError: true}
 		}
 	}()
-	ctx := context.Background()
 	if t.text != nil {
 		out, err := t.text(ctx, json.RawMessage(args))
 		if err != nil {
@@ -187,7 +187,16 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 	}
 	var res *ToolResult
 	if t := lookupTool(cgo.Handle(handle)); t != nil {
-		res = t.invoke(argBytes)
+		// The call's deadline (timeoutMs of Execute) becomes the context's:
+		// a function that honours ctx stops in time; a late answer is dropped
+		// by the library either way.
+		ctx := context.Background()
+		if ms := int64(C.tn_call_deadline_ms(call)); ms >= 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+			defer cancel()
+		}
+		res = t.invoke(ctx, argBytes)
 	} else {
 		res = &ToolResult{Output: "toolnexus: stale Go tool handle", IsError: true}
 	}

@@ -10,7 +10,7 @@
 //! ```
 
 use super::{args, fsx, text};
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, ToolResult};
 use serde_json::Value;
 use std::path::Path;
 
@@ -59,22 +59,59 @@ struct Plan<'a> {
     content: Option<String>,
 }
 
-pub fn run(args: &Value) -> ToolResult {
+pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
+    run_in(args, ctx, &|p| Ok(p.to_string()))
+}
+
+/// [`run`] with every path inside the patch text mapped by `resolve` (the
+/// builtins' base directory and confinement) before anything is read.
+pub fn run_in(
+    args: &Value,
+    ctx: &ExecContext,
+    resolve: &dyn Fn(&str) -> Result<String, String>,
+) -> ToolResult {
     let patch = args::string(args, "patchText");
     let ops = match parse(&patch) {
         Ok(ops) => ops,
         Err(e) => return ToolResult::error(format!("apply_patch: {e}")),
     };
+    let mut resolved = Vec::with_capacity(ops.len());
+    for op in &ops {
+        match op.path {
+            "" => resolved.push(String::new()),
+            p => match resolve(p) {
+                Ok(full) => resolved.push(full),
+                Err(e) => return ToolResult::error(format!("apply_patch: {e}")),
+            },
+        }
+    }
+    let ops: Vec<Op<'_>> = ops
+        .into_iter()
+        .zip(&resolved)
+        .map(|(op, path)| Op {
+            path: path.as_str(),
+            ..op
+        })
+        .collect();
     let mut plans = Vec::with_capacity(ops.len());
     for op in &ops {
+        if let Err(stopped) = ctx.check("apply_patch") {
+            return stopped;
+        }
         match plan(op) {
             Ok(p) => plans.push(p),
             Err(e) => return ToolResult::error(format!("apply_patch: {e}")),
         }
     }
+    // The last look at the deadline: once writing starts, every planned
+    // change is made, so a patch is never left half applied.
+    if let Err(stopped) = ctx.check("apply_patch") {
+        return stopped;
+    }
+    let unbounded = ExecContext::default();
     for p in &plans {
         let done = match &p.content {
-            Some(c) => fsx::write_file("apply_patch", p.path, c.as_bytes()),
+            Some(c) => fsx::write_file("apply_patch", p.path, c.as_bytes(), &unbounded),
             None => std::fs::remove_file(p.path)
                 .map_err(|e| fsx::io_error("apply_patch", "cannot delete", p.path, &e)),
         };
@@ -155,7 +192,7 @@ fn plan<'a>(op: &Op<'a>) -> Result<Plan<'a>, String> {
         }),
         Kind::Update if !exists => Err(format!("Update File target does not exist: {path}")),
         Kind::Update => {
-            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+            let bytes = fsx::read_bytes(path)?;
             let original =
                 String::from_utf8(bytes).map_err(|_| format!("{path} is not valid UTF-8 text"))?;
             let content = update(&original, &op.lines)

@@ -2,15 +2,15 @@
 //! `replaceAll` is `true`.
 
 use super::{args, fsx};
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, ToolResult};
 use serde_json::Value;
 
-pub fn run(args: &Value) -> ToolResult {
+pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let path = args::string(args, "path");
     let old = args::string(args, "oldString");
     let new = args::string(args, "newString");
     let replace_all = args::is_true(args, "replaceAll");
-    let bytes = match fsx::read_file("edit", &path) {
+    let bytes = match fsx::read_file("edit", &path, ctx) {
         Ok(b) => b,
         Err(e) => return e,
     };
@@ -38,7 +38,7 @@ pub fn run(args: &Value) -> ToolResult {
     } else {
         text.replacen(old.as_str(), &new, 1)
     };
-    if let Err(e) = fsx::write_file("edit", &path, updated.as_bytes()) {
+    if let Err(e) = fsx::write_file("edit", &path, updated.as_bytes(), ctx) {
         return e;
     }
     ToolResult::ok(format!("Replaced {hits} occurrence(s) in {path}"))

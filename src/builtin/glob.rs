@@ -2,10 +2,10 @@
 //! `pattern`, in code-point order, at most `limit`.
 
 use super::{args, walk};
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, ToolResult};
 use serde_json::Value;
 
-pub fn run(args: &Value) -> ToolResult {
+pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let pattern = args::string(args, "pattern");
     let root = args::opt_string(args, "path").unwrap_or_else(|| ".".into());
     let limit = match args::integer("glob", args, "limit", 100) {
@@ -16,7 +16,7 @@ pub fn run(args: &Value) -> ToolResult {
         Ok(m) => m,
         Err(e) => return e,
     };
-    let found = walk::files("glob", &root, || {
+    let found = walk::files("glob", &root, ctx, || {
         let matcher = &matcher;
         move |_: &str, rel: &str| matcher.is_match(rel).then(|| rel.to_string())
     });

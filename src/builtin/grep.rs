@@ -1,14 +1,15 @@
 //! `grep` (SPEC §4A): every line matching a regex under `path`, as
-//! `path:line:text`, ordered by path (code points) then line, at most
-//! `limit`. Binary and non-UTF-8 files are skipped.
+//! `file:line:text` with `file` relative to `path` and `/`-separated
+//! (upstream 0.21, A24/A28), ordered by that relative path (code points)
+//! then line, at most `limit`. Binary and non-UTF-8 files are skipped.
 
 use super::{args, walk};
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, ToolResult};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 use serde_json::Value;
 
-pub fn run(args: &Value) -> ToolResult {
+pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let pattern = args::string(args, "pattern");
     let root = args::opt_string(args, "path").unwrap_or_else(|| ".".into());
     let limit = match args::integer("grep", args, "limit", 100) {
@@ -37,7 +38,7 @@ pub fn run(args: &Value) -> ToolResult {
     if limit == 0 {
         return ToolResult::ok("");
     }
-    let found = walk::files("grep", &root, || {
+    let found = walk::files("grep", &root, ctx, || {
         let mut searcher = SearcherBuilder::new()
             .line_terminator(grep_matcher::LineTerminator::crlf())
             .line_number(true)
@@ -48,7 +49,7 @@ pub fn run(args: &Value) -> ToolResult {
             if include.as_ref().is_some_and(|g| !g.is_match(rel)) {
                 return None;
             }
-            search_file(&mut searcher, matcher, shown, limit)
+            search_file(&mut searcher, matcher, shown, limit).map(|hits| (rel.to_string(), hits))
         }
     });
     let files = match found {
@@ -56,9 +57,12 @@ pub fn run(args: &Value) -> ToolResult {
         Err(e) => return e,
     };
     let mut out = String::new();
+    // Each file is shown by its path relative to `path` (the string the
+    // walk ordered by), as 0.21 does (A28); a `path` that is a file is
+    // shown as given.
     let hits = files
         .iter()
-        .flat_map(|(path, hits)| hits.iter().map(move |h| (path, h)))
+        .flat_map(|(_, (rel, hits))| hits.iter().map(move |h| (rel, h)))
         .take(limit);
     for (i, (path, (line, text))) in hits.enumerate() {
         if i > 0 {
@@ -92,11 +96,40 @@ fn search_file(
     }
     // The search may have stopped early; a file reported must be text all
     // the way through. Only files with hits pay for this check.
-    let bytes = std::fs::read(path).ok()?;
-    if memchr::memchr(0, &bytes).is_some() || std::str::from_utf8(&bytes).is_err() {
-        return None;
+    is_text(path).then_some(sink.hits)
+}
+
+/// Whether the file at `path` is UTF-8 without a NUL byte, read in 64 KiB
+/// steps (never the whole file at once: it may be of any size).
+fn is_text(path: &str) -> bool {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    // The start of a UTF-8 sequence cut by the end of the last step.
+    let mut carry = 0;
+    loop {
+        let n = match file.read(&mut buf[carry..]) {
+            Ok(0) => return carry == 0,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        };
+        let len = carry + n;
+        if memchr::memchr(0, &buf[carry..len]).is_some() {
+            return false;
+        }
+        carry = match std::str::from_utf8(&buf[..len]) {
+            Ok(_) => 0,
+            Err(e) if e.error_len().is_some() => return false,
+            Err(e) => {
+                let valid = e.valid_up_to();
+                buf.copy_within(valid..len, 0);
+                len - valid
+            }
+        };
     }
-    Some(sink.hits)
 }
 
 struct Hits {

@@ -2,12 +2,14 @@
 //! dispatch to one module per tool.
 
 use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
+pub use boundary::Boundary;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 mod apply_patch;
 mod args;
 mod bash;
+mod boundary;
 mod edit;
 mod fsx;
 mod glob;
@@ -153,6 +155,8 @@ pub fn declaration(name: &str) -> Option<(&'static str, Value)> {
 pub struct Selection {
     pub source_on: bool,
     pub off: Vec<String>,
+    /// `baseDir` and `confineToBaseDir` (ADR 0034).
+    pub boundary: Boundary,
     /// `builtins.shell`: bash's argv prefix, used verbatim; None or empty ⇒
     /// detected (`bash::resolve_shell`).
     pub shell: Option<Vec<String>>,
@@ -163,6 +167,7 @@ impl Default for Selection {
         Selection {
             source_on: true,
             off: Vec::new(),
+            boundary: Boundary::default(),
             shell: None,
         }
     }
@@ -181,55 +186,119 @@ pub fn tools(sel: &Selection) -> Result<Vec<Tool>, String> {
         true => Some(bash::resolve_shell(sel.shell.as_deref())?.into()),
         false => None,
     };
+    let boundary = Arc::new(sel.boundary.clone());
     Ok(NAMES
         .iter()
         .filter(kept)
         .filter_map(|n| {
             let (desc, schema) = declaration(n)?;
-            let exec: Arc<dyn Execute> = match (*n, &shell) {
-                ("bash", Some(shell)) => Arc::new(Bash(Arc::clone(shell))),
-                _ => Arc::new(Builtin(n)),
+            let exec = Builtin {
+                name: n,
+                boundary: Arc::clone(&boundary),
+                shell: if *n == "bash" { shell.clone() } else { None },
             };
-            Some(Tool::new(*n, desc, Some(schema), Source::Builtin, exec))
+            Some(Tool::new(
+                *n,
+                desc,
+                Some(schema),
+                Source::Builtin,
+                Arc::new(exec) as Arc<dyn Execute>,
+            ))
         })
         .collect())
 }
 
-struct Builtin(&'static str);
+struct Builtin {
+    name: &'static str,
+    boundary: Arc<Boundary>,
+    /// bash's resolved shell (None for every other tool).
+    shell: Option<Arc<[String]>>,
+}
 
 impl Execute for Builtin {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
-        run(self.0, args, ctx)
+        run_in_with(&self.boundary, self.shell.as_deref(), self.name, args, ctx)
     }
 }
 
-/// `bash` with the shell its toolkit resolved.
-struct Bash(Arc<[String]>);
+/// Runs one builtin by name inside a host boundary: every path a file
+/// builtin is given (`path` of read, write, edit, grep and glob; bash's
+/// `workdir`; the paths inside apply_patch's text) is resolved against
+/// `baseDir` and, when confined, refused if it leaves it; grep, glob and
+/// bash given no directory use `baseDir`.
+pub fn run_in(boundary: &Boundary, name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
+    run_in_with(boundary, None, name, args, ctx)
+}
 
-impl Execute for Bash {
-    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
-        bash::run(args, ctx, &self.0)
+/// [`run_in`] with bash's shell (None: the detected one).
+fn run_in_with(
+    boundary: &Boundary,
+    shell: Option<&[String]>,
+    name: &str,
+    args: &Value,
+    ctx: &ExecContext,
+) -> ToolResult {
+    if boundary.is_open() {
+        return run_with(name, args, ctx, shell);
     }
+    let ctx = &*ctx.armed();
+    if name == "apply_patch" {
+        return apply_patch::run_in(args, ctx, &|p| boundary.resolve(p));
+    }
+    let (key, defaults_to_base) = match name {
+        "read" | "write" | "edit" => ("path", false),
+        "grep" | "glob" => ("path", true),
+        "bash" => ("workdir", true),
+        _ => return run_with(name, args, ctx, shell),
+    };
+    let given = args::opt_string(args, key).filter(|p| !p.is_empty());
+    let resolved = match (&given, boundary.dir()) {
+        (Some(p), _) => match boundary.resolve(p) {
+            Ok(full) => full,
+            Err(e) => return ToolResult::error(format!("{name}: {e}")),
+        },
+        (None, Some(base)) if defaults_to_base => base.to_string(),
+        // An empty path keeps the tool's own error (read: file not found).
+        (None, _) => return run_with(name, args, ctx, shell),
+    };
+    let mut args = match args {
+        Value::Object(m) => m.clone(),
+        _ => serde_json::Map::new(),
+    };
+    args.insert(key.to_string(), Value::String(resolved));
+    run_with(name, &Value::Object(args), ctx, shell)
 }
 
 /// Runs one builtin by name. `args` may be any JSON value: a non-object
 /// reads as every field missing. A failure is an `is_error` result, never a
 /// panic; every builtin is safe to call from many threads at once.
+///
+/// Every builtin honours the context's deadline (`timeoutMs`) and
+/// cancellation; see each tool for where it looks (`ExecContext::stop`).
 pub fn run(name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
+    run_with(name, args, ctx, None)
+}
+
+/// [`run`] with bash's shell (None: the detected one).
+fn run_with(name: &str, args: &Value, ctx: &ExecContext, shell: Option<&[String]>) -> ToolResult {
+    let ctx = &*ctx.armed();
     match name {
-        "apply_patch" => apply_patch::run(args),
-        "bash" => match bash::default_shell() {
-            Ok(shell) => bash::run(args, ctx, shell),
-            Err(e) => ToolResult::error(format!("bash: {e}")),
+        "apply_patch" => apply_patch::run(args, ctx),
+        "bash" => match shell {
+            Some(shell) => bash::run(args, ctx, shell),
+            None => match bash::default_shell() {
+                Ok(shell) => bash::run(args, ctx, shell),
+                Err(e) => ToolResult::error(format!("bash: {e}")),
+            },
         },
-        "edit" => edit::run(args),
-        "glob" => glob::run(args),
-        "grep" => grep::run(args),
+        "edit" => edit::run(args, ctx),
+        "glob" => glob::run(args, ctx),
+        "grep" => grep::run(args, ctx),
         "question" => question::run(args, ctx),
-        "read" => read::run(args),
+        "read" => read::run(args, ctx),
         "todowrite" => todowrite::run(args),
         "webfetch" => webfetch::run(args, ctx),
-        "write" => write::run(args),
+        "write" => write::run(args, ctx),
         _ => ToolResult::error(format!("unknown tool: {name}")),
     }
 }

@@ -3,10 +3,10 @@
 use super::args;
 use super::text::lines;
 use crate::parts::Part;
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, ToolResult};
 use serde_json::Value;
 
-pub fn run(args: &Value) -> ToolResult {
+pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let path = args::string(args, "path");
     let offset = match args::number("read", args, "offset") {
         Ok(v) => v,
@@ -16,7 +16,7 @@ pub fn run(args: &Value) -> ToolResult {
         Ok(v) => v,
         Err(e) => return e,
     };
-    let bytes = match super::fsx::read_file("read", &path) {
+    let bytes = match super::fsx::read_file("read", &path, ctx) {
         Ok(b) => b,
         Err(e) => return e,
     };

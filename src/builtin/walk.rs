@@ -1,7 +1,7 @@
 //! The parallel directory walk grep and glob share (the `ignore` crate with
 //! every ignore rule off: hidden and git-ignored files are files too).
 
-use crate::tool::ToolResult;
+use crate::tool::{ExecContext, Stop, ToolResult};
 use ignore::{WalkBuilder, WalkState};
 use std::path::Path;
 use std::sync::Mutex;
@@ -10,9 +10,13 @@ use std::sync::Mutex;
 /// `root` itself when it is a file) and returns what it kept, ordered by
 /// path in code-point order. The visitor gets the path as displayed (root
 /// joined with the relative path) and the path relative to `root`.
+///
+/// The walk stops as soon as the call's deadline passes or it is cancelled
+/// (checked at every entry), and the result is then that stop.
 pub fn files<T, V, M>(
     tool: &str,
     root: &str,
+    ctx: &ExecContext,
     make_visitor: M,
 ) -> Result<Vec<(String, T)>, ToolResult>
 where
@@ -31,6 +35,7 @@ where
         format!("{root}/")
     };
     let found: Mutex<Vec<(String, T)>> = Mutex::new(Vec::new());
+    let stopped: Mutex<Option<Stop>> = Mutex::new(None);
     WalkBuilder::new(root)
         .standard_filters(false)
         .follow_links(false)
@@ -39,8 +44,15 @@ where
         .run(|| {
             let mut visit = make_visitor();
             let found = &found;
+            let stopped = &stopped;
             let prefix = prefix.as_str();
             Box::new(move |entry| {
+                if let Some(why) = ctx.stop() {
+                    if let Ok(mut s) = stopped.lock() {
+                        *s = Some(why);
+                    }
+                    return WalkState::Quit;
+                }
                 let Ok(entry) = entry else {
                     return WalkState::Continue;
                 };
@@ -62,6 +74,9 @@ where
                 WalkState::Continue
             })
         });
+    if let Some(why) = stopped.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(ctx.stopped(tool, why));
+    }
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     // Rust orders strings by UTF-8 bytes, which is code-point order.
     found.sort_unstable_by(|a, b| a.0.cmp(&b.0));

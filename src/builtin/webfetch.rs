@@ -1,9 +1,15 @@
 //! `webfetch` (SPEC §4A): HTTP GET a URL and return its body as markdown,
 //! text or html. Redirects are followed, at most 10 (divergences.json,
 //! execute/webfetch/redirect-not-followed); a non-2xx final status is
-//! `HTTP <status>`.
+//! `HTTP <status>`. A request that gets no response is reported as HTTP tools
+//! report it, `HTTP transport failure: <kind>` with metadata `{"error": kind}`
+//! (`timeout`, `dns`, `connect-failed`, `transport`), and a body larger than
+//! 64 MiB (announced or read) is `too-large`: no server can make a call hold
+//! unbounded memory.
 
 use super::args;
+use crate::http_tool::transport::{Failure, MAX_BODY_BYTES};
+use crate::http_tool::transport_failure;
 use crate::runtime;
 use crate::tool::{ExecContext, ToolResult};
 use regex::Regex;
@@ -31,8 +37,8 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
         ));
     }
     let mut limit = Duration::from_secs(u64::try_from(secs).unwrap_or(0));
-    if let Some(host) = ctx.timeout_ms {
-        limit = limit.min(Duration::from_millis(host));
+    if let Some(left) = ctx.remaining() {
+        limit = limit.min(left);
     }
     let client = match client() {
         Ok(c) => c.clone(),
@@ -44,8 +50,9 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
         let _ = tx.send(fetch(&client, &target, limit).await);
     });
     let (status, body) = match rx.recv() {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => return ToolResult::error(e),
+        Ok(Ok((status, bytes))) => (status, String::from_utf8_lossy(&bytes).into_owned()),
+        Ok(Err(Failed::Transport(kind))) => return transport_failure(kind),
+        Ok(Err(Failed::Other(why))) => return ToolResult::error(why),
         Err(_) => return ToolResult::error(format!("webfetch: the request for {url} was dropped")),
     };
     if !(200..300).contains(&status) {
@@ -77,32 +84,70 @@ fn client() -> Result<&'static reqwest::Client, String> {
         .map_err(Clone::clone)
 }
 
+/// Why a fetch got no usable response.
+enum Failed {
+    /// A classified transport failure, reported as HTTP tools report it.
+    Transport(Failure),
+    /// Anything else (a bad URL, a redirect loop): the sentence to report.
+    Other(String),
+}
+
 async fn fetch(
     client: &reqwest::Client,
     url: &str,
     limit: Duration,
-) -> Result<(u16, String), String> {
+) -> Result<(u16, Vec<u8>), Failed> {
     let failed = |e: reqwest::Error| {
         if e.is_timeout() {
-            format!(
-                "webfetch: GET {url} timed out after {}s",
-                limit.as_secs_f64()
-            )
+            Failed::Transport(Failure::Timeout)
         } else if e.is_builder() {
-            format!("webfetch: invalid url {url:?}: {}", error_chain(&e))
+            Failed::Other(format!(
+                "webfetch: invalid url {url:?}: {}",
+                error_chain(&e)
+            ))
+        } else if e.is_redirect() {
+            Failed::Other(format!(
+                "webfetch: GET {url} gave up after {MAX_REDIRECTS} redirects"
+            ))
+        } else if e.is_connect() {
+            Failed::Transport(connect_failure(&e))
         } else {
-            format!("webfetch: GET {url} failed: {}", error_chain(&e))
+            Failed::Transport(Failure::Transport)
         }
     };
-    let resp = client
+    let mut resp = client
         .get(url)
         .timeout(limit)
         .send()
         .await
         .map_err(failed)?;
     let status = resp.status().as_u16();
-    let body = resp.text().await.map_err(failed)?;
+    let cap = MAX_BODY_BYTES;
+    // An announced size past the cap fails before a byte of the body is read.
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(Failed::Transport(Failure::TooLarge));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(failed)? {
+        if body.len() + chunk.len() > cap {
+            return Err(Failed::Transport(Failure::TooLarge));
+        }
+        body.extend_from_slice(&chunk);
+    }
     Ok((status, body))
+}
+
+/// A failed connection: `dns` when the name did not resolve (hyper-util
+/// reports that as "dns error"), else `connect-failed`.
+fn connect_failure(e: &reqwest::Error) -> Failure {
+    let mut cause: Option<&dyn std::error::Error> = Some(e);
+    while let Some(c) = cause {
+        if c.to_string().starts_with("dns error") {
+            return Failure::Dns;
+        }
+        cause = c.source();
+    }
+    Failure::ConnectFailed
 }
 
 /// An error with its causes, "a: b: c", since reqwest's own message alone

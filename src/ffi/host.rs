@@ -6,16 +6,49 @@ use super::{
 };
 use super::{TN_INVALID_ARGUMENT, TN_INVALID_UTF8, TN_NULL_ARGUMENT, TN_OK};
 use crate::error::Error;
-use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
+use crate::tool::{CancelToken, ExecContext, Execute, Source, Tool, ToolResult};
 use serde_json::Value;
 use std::ffi::{c_char, c_void, CString};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
-/// Where a host tool puts its result. Valid only during the callback that
-/// received it; the library copies what it is given.
+/// Where a host tool puts its result, and what it can ask about its call
+/// (`tn_call_deadline_ms`, `tn_call_cancelled`). Valid only during the
+/// callback that received it; the library copies what it is given.
 #[allow(non_camel_case_types)]
 pub struct tn_call {
-    result: Option<ToolResult>,
+    result: Mutex<Option<ToolResult>>,
+    /// When the call must be over, if the caller set a timeout.
+    deadline: Option<Instant>,
+    /// Set once the caller stopped waiting (deadline passed or cancelled):
+    /// whatever the callback sets after that is dropped.
+    abandoned: AtomicBool,
+    /// The caller's cancellation, if any.
+    cancel: Option<CancelToken>,
+}
+
+impl tn_call {
+    fn new(ctx: &ExecContext) -> tn_call {
+        tn_call {
+            result: Mutex::new(None),
+            deadline: ctx.deadline,
+            abandoned: AtomicBool::new(false),
+            cancel: ctx.cancel.clone(),
+        }
+    }
+
+    fn set(&self, r: ToolResult) {
+        *self.result.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+    }
+
+    fn take(&self) -> Option<ToolResult> {
+        self.result
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
 }
 
 /// A host tool: called with its `user_data`, the args JSON (borrowed for the
@@ -26,7 +59,8 @@ pub type tn_tool_callback = Option<
     unsafe extern "C" fn(user_data: *mut c_void, args_json: *const c_char, call: *mut tn_call),
 >;
 
-/// Releases a host tool's `user_data` when the toolkit is freed.
+/// Releases a host tool's `user_data`: once, when the last use of the tool
+/// is over (see `tn_toolkit_register`).
 #[allow(non_camel_case_types)]
 pub type tn_user_data_free = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
@@ -53,20 +87,125 @@ impl Drop for HostFn {
     }
 }
 
-impl Execute for HostFn {
-    fn execute(&self, args: &Value, _ctx: &ExecContext) -> ToolResult {
+impl HostFn {
+    /// Runs the callback on the current thread and returns what it set.
+    fn call(&self, args: &CString, call: &tn_call) {
+        // The callback writes through this pointer only via the tn_call_*
+        // setters, which take `&tn_call` (the result sits behind a mutex).
+        let ptr = call as *const tn_call as *mut tn_call;
+        // SAFETY: the callback is the host's registered function; the args
+        // string and `call` outlive the call.
+        unsafe { (self.callback)(self.user_data, args.as_ptr(), ptr) };
+    }
+
+    fn no_result(&self) -> ToolResult {
+        ToolResult::error(format!("{}: the host tool set no result", self.name))
+    }
+}
+
+/// How often a waiting caller looks at its cancel token.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// The tool a host function serves. Without a deadline or a cancel token
+/// the callback runs on the caller's thread. With one, it runs on a thread
+/// of its own while the caller waits at most until the deadline (or the
+/// cancel): a callback that answers too late has its answer dropped, and
+/// the caller gets the timeout (or cancelled) result at once. The late
+/// callback keeps `user_data` alive until it returns.
+struct HostTool(Arc<HostFn>);
+
+impl Execute for HostTool {
+    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+        let host = &self.0;
         let mut buf = Vec::with_capacity(64);
         // Writing a Value into a Vec cannot fail; JSON text holds no NUL byte.
         let _ = serde_json::to_writer(&mut buf, args);
         let text = CString::new(buf).unwrap_or_default();
-        let mut call = tn_call { result: None };
-        // SAFETY: the callback is the host's registered function; the args
-        // string and `call` outlive the call.
-        unsafe { (self.callback)(self.user_data, text.as_ptr(), &mut call) };
-        call.result.unwrap_or_else(|| {
-            ToolResult::error(format!("{}: the host tool set no result", self.name))
-        })
+        if ctx.deadline.is_none() && ctx.cancel.is_none() {
+            let call = tn_call::new(ctx);
+            host.call(&text, &call);
+            return call.take().unwrap_or_else(|| host.no_result());
+        }
+        if let Some(why) = ctx.stop() {
+            return ctx.stopped(&host.name, why);
+        }
+        let call = Arc::new(tn_call::new(ctx));
+        let (done_tx, done) = mpsc::channel::<()>();
+        let spawned = {
+            let (host, call) = (Arc::clone(host), Arc::clone(&call));
+            std::thread::Builder::new()
+                .name("tn-host-call".into())
+                .spawn(move || {
+                    host.call(&text, &call);
+                    let _ = done_tx.send(());
+                })
+        };
+        if spawned.is_err() {
+            return ToolResult::error(format!(
+                "{}: cannot start a thread to run the host tool under its deadline",
+                host.name
+            ));
+        }
+        loop {
+            let wait = match ctx.remaining() {
+                Some(left) if ctx.cancel.is_some() => left.min(CANCEL_POLL),
+                Some(left) => left,
+                None => CANCEL_POLL,
+            };
+            match done.recv_timeout(wait) {
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(why) = ctx.stop() {
+                        call.abandoned.store(true, Ordering::SeqCst);
+                        return ctx.stopped(&host.name, why);
+                    }
+                }
+            }
+        }
+        match ctx.stop() {
+            Some(why) => ctx.stopped(&host.name, why),
+            None => call.take().unwrap_or_else(|| host.no_result()),
+        }
     }
+}
+
+/// Milliseconds left before the deadline of the call (0 once it passed),
+/// or -1 when the caller set no timeout. A host tool that may run long
+/// should look at it and stop in time: an answer set after the deadline is
+/// dropped, and the caller has already had the timeout result.
+///
+/// # Safety
+/// `call` is NULL or the `tn_call` of a callback that is still running.
+#[no_mangle]
+pub unsafe extern "C" fn tn_call_deadline_ms(call: *const tn_call) -> i64 {
+    // SAFETY: NULL or live during the callback (this function's contract).
+    let Some(call) = (unsafe { call.as_ref() }) else {
+        return -1;
+    };
+    match call.deadline {
+        None => -1,
+        Some(d) => {
+            let left = d.saturating_duration_since(Instant::now()).as_millis();
+            i64::try_from(left).unwrap_or(i64::MAX)
+        }
+    }
+}
+
+/// Whether the caller has stopped waiting for this call: its deadline
+/// passed or it was cancelled. Once true, whatever the callback sets is
+/// dropped; it should return as soon as it can. False for NULL.
+///
+/// # Safety
+/// `call` is NULL or the `tn_call` of a callback that is still running.
+#[no_mangle]
+pub unsafe extern "C" fn tn_call_cancelled(call: *const tn_call) -> bool {
+    // SAFETY: NULL or live during the callback (this function's contract).
+    let Some(call) = (unsafe { call.as_ref() }) else {
+        return false;
+    };
+    call.abandoned.load(Ordering::SeqCst)
+        || call.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
+        || call.deadline.is_some_and(|d| Instant::now() >= d)
 }
 
 /// Sets a host tool's result from output text and an error flag (copied).
@@ -94,7 +233,7 @@ pub unsafe extern "C" fn tn_call_set_output(
                 ToolResult::ok(text)
             };
             // SAFETY: non-NULL and live during the callback.
-            unsafe { (*call).result = Some(r) };
+            unsafe { (*call).set(r) };
             TN_OK
         }
         Err(e) if e.code == crate::error::ErrorCode::NullArgument => TN_NULL_ARGUMENT,
@@ -138,17 +277,31 @@ pub unsafe extern "C" fn tn_call_set_result_json(
         ),
     };
     // SAFETY: non-NULL and live during the callback.
-    unsafe { (*call).result = Some(r) };
+    unsafe { (*call).set(r) };
     status
 }
 
 /// Registers a host function as the tool `name` (source `native`), replacing
 /// an earlier host tool of that name. MCP tools of the same name still win;
 /// `disableTools` still applies. `input_schema_json` NULL means
-/// `{"type":"object"}`. `user_data_free` (nullable) runs once when the
-/// toolkit is freed — also when registration fails, so the caller never
-/// frees `user_data` itself after this call. On failure `*out_error` holds
-/// the error JSON (free with `tn_string_free`), else NULL.
+/// `{"type":"object"}`. On failure `*out_error` holds the error JSON (free
+/// with `tn_string_free`), else NULL.
+///
+/// `user_data_free` (nullable) runs exactly once, on whichever thread lets
+/// go of the tool last, when the tool is no longer reachable and no call of
+/// it is running: after `tn_toolkit_free`, or after a later registration of
+/// the same name replaced it; in both cases only once every call still in
+/// flight has returned, including a callback still running past its
+/// deadline (see below). When registration fails it runs before this
+/// function returns. So the caller never frees `user_data` itself.
+///
+/// When `tn_execute` is given a `timeoutMs`, the callback runs on a thread
+/// of the library's and the caller waits at most that long: a callback that
+/// has not answered by then keeps running, but `tn_execute` returns the
+/// isError result `<name>: timed out after N ms (timeoutMs)` (metadata
+/// `{"error":"timeout"}`) and drops the late answer. A callback sees its
+/// deadline with `tn_call_deadline_ms` and whether it is still awaited with
+/// `tn_call_cancelled`. Without a timeout it runs on the caller's thread.
 ///
 /// May be called while other threads use the toolkit.
 ///
@@ -219,7 +372,7 @@ pub unsafe extern "C" fn tn_toolkit_register(
             description.unwrap_or(""),
             schema,
             Source::Native,
-            Arc::new(host),
+            Arc::new(HostTool(Arc::new(host))),
         ));
         Ok(String::new())
     });

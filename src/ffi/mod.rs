@@ -236,6 +236,53 @@ pub unsafe extern "C" fn tn_execute(
     })
 }
 
+/// `tn_execute` with a cancel token (nullable): triggering it from another
+/// thread (`tn_cancel_trigger`) stops the call as its deadline would, with
+/// the isError result `<tool>: cancelled` (metadata `{"error":"cancelled"}`)
+/// and status `TN_OK`. A token triggered before the call makes it return
+/// that result at once. Who notices: read, write, edit, grep, glob and
+/// apply_patch at their checkpoints, and host tools (the caller stops
+/// waiting within about 10 ms; the callback sees `tn_call_cancelled`).
+/// bash, webfetch, HTTP and MCP tools still run to their own timeout. The
+/// token is borrowed for the call and may be shared by many calls.
+///
+/// # Safety
+/// As `tn_execute`; `cancel` is NULL or a live token from `tn_cancel_new`.
+#[no_mangle]
+pub unsafe extern "C" fn tn_execute_with_cancel(
+    toolkit: *const tn_toolkit,
+    name: *const c_char,
+    args_json: *const c_char,
+    context_json: *const c_char,
+    cancel: *const tn_cancel,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_json, || {
+        // SAFETY: forwarded from this function's contract.
+        let (tk, name, args, ctx) = unsafe {
+            (
+                read_toolkit(toolkit)?,
+                read_str(name, "name")?,
+                read_opt_str(args_json, "args_json")?,
+                read_opt_str(context_json, "context_json")?,
+            )
+        };
+        let args = match args {
+            None => serde_json::Value::Object(Default::default()),
+            Some(text) => {
+                serde_json::from_str(text).map_err(|e| Error::invalid_json("args_json", &e))?
+            }
+        };
+        let mut ctx = parse_context(ctx)?;
+        // SAFETY: NULL or a live token (this function's contract).
+        ctx.cancel = unsafe { cancel.as_ref() }.map(|c| c.token().clone());
+        if let Some(why) = ctx.stop() {
+            return Ok(ctx.stopped(name, why).into_json_bytes());
+        }
+        Ok(tk.execute(name, args, &ctx).into_json_bytes())
+    })
+}
+
 /// The library version, e.g. "0.1.0". Static: never freed.
 #[no_mangle]
 pub extern "C" fn tn_version() -> *const c_char {

@@ -14,6 +14,13 @@ pub struct tn_cancel {
     token: CancelToken,
 }
 
+impl tn_cancel {
+    /// The token, for the other entry points that take one.
+    pub(super) fn token(&self) -> &CancelToken {
+        &self.token
+    }
+}
+
 /// A new, untriggered cancel token. Never NULL.
 #[no_mangle]
 pub extern "C" fn tn_cancel_new() -> *mut tn_cancel {

@@ -287,6 +287,15 @@ async fn exchange(
             .await
             .map_err(ExchangeError::Hyper)?;
         let (parts, body) = response.into_parts();
+        // An announced size past the cap fails before the body is read.
+        let announced = parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if announced.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+            return Err(ExchangeError::TooLarge);
+        }
         let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<LengthLimitError>() => return Err(ExchangeError::TooLarge),
