@@ -214,6 +214,7 @@ fn selection_from_object(m: &Map<String, Value>) -> Result<Selection> {
         None | Some(Value::Null) => Vec::new(),
         Some(v) => bool_map("builtins.tools", v)?,
     };
+    let shell = builtin_shell(m.get("shell"))?;
     let base_dir = match m.get("baseDir") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
@@ -237,8 +238,8 @@ fn selection_from_object(m: &Map<String, Value>) -> Result<Selection> {
     if disabled || !enabled {
         return Ok(Selection {
             source_on: false,
-            off: Vec::new(),
             boundary,
+            ..Selection::default()
         });
     }
     let off = tools
@@ -250,7 +251,33 @@ fn selection_from_object(m: &Map<String, Value>) -> Result<Selection> {
         source_on: true,
         off,
         boundary,
+        shell,
     })
+}
+
+/// `builtins.shell` (ADR 0034): an array of strings, bash's argv prefix
+/// (`["/bin/bash", "-c"]`: the command is appended as one more argument).
+/// Absent, null or `[]` ⇒ detected, as upstream treats an empty value.
+fn builtin_shell(v: Option<&Value>) -> Result<Option<Vec<String>>> {
+    let expected = "an array of strings, the argv prefix bash runs a command with \
+                    (e.g. [\"/bin/bash\", \"-c\"])";
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                other => Err(wrong_type(
+                    &format!("builtins.shell[{i}]"),
+                    "a non-empty string",
+                    other,
+                )),
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(|argv| (!argv.is_empty()).then_some(argv)),
+        Some(other) => Err(wrong_type("builtins.shell", expected, other)),
+    }
 }
 
 #[cfg(test)]
@@ -330,5 +357,31 @@ mod tests {
         let s = sel(r#"{"tools":{"bash":false,"read":true,"nope":false}}"#).unwrap_or_default();
         assert!(s.source_on);
         assert_eq!(s.off, vec!["bash".to_string()]);
+    }
+
+    #[test]
+    fn builtins_shell_is_an_argv_prefix_and_anything_else_is_named() {
+        let sel = |t: &str| builtin_selection(&serde_json::from_str(t).unwrap_or(Value::Null));
+        let s = sel(r#"{"shell":["/bin/bash","-c"]}"#).unwrap_or_default();
+        assert_eq!(
+            s.shell,
+            Some(vec!["/bin/bash".to_string(), "-c".to_string()])
+        );
+        assert_eq!(sel(r#"{"shell":[]}"#).unwrap_or_default().shell, None);
+        let e = err(r#"{"builtins":{"shell":"/bin/bash -c"}}"#);
+        assert_eq!(e.code, ErrorCode::InvalidConfig);
+        assert!(
+            e.message
+                .starts_with("builtins.shell: expected an array of strings"),
+            "{}",
+            e.message
+        );
+        let e = err(r#"{"builtins":{"shell":["/bin/bash", 3]}}"#);
+        assert!(
+            e.message
+                .starts_with("builtins.shell[1]: expected a non-empty string"),
+            "{}",
+            e.message
+        );
     }
 }

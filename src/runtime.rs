@@ -1,6 +1,44 @@
 //! The one tokio runtime the library drives its network and process I/O on,
 //! created on first use and shared by every toolkit and every thread.
+//!
+//! # SIGPIPE
+//!
+//! A write to a pipe or socket whose reading end is gone raises SIGPIPE in
+//! the thread that wrote, and the default action ends the whole process. A
+//! Rust program ignores SIGPIPE from `main`; a C program, or a Go program on
+//! a thread Go did not start, does not — so one MCP server that closes its
+//! stdin, or exits before `initialize` is written, would take the host with
+//! it. The library therefore guarantees that no write it does raises SIGPIPE
+//! in the host: the write fails with EPIPE instead and the call reports
+//! `transport (... broken pipe)`. Signal dispositions are process-wide and
+//! belong to the host, so the library never changes them; it only changes
+//! the signal *mask* of threads while they run its code:
+//!
+//! - **Threads the library owns** (this runtime's workers and blocking pool,
+//!   and any thread started from them, which inherits their mask) block
+//!   SIGPIPE for their whole life, from `on_thread_start`. A blocked SIGPIPE
+//!   is never delivered; one the kernel left pending on such a thread stays
+//!   inert (the mask is never lifted) and goes away with the thread; the
+//!   stdio transport takes it right after the EPIPE it came with anyway.
+//!   A process started from such a thread would inherit the mask across
+//!   exec, so MCP servers and bash commands unblock SIGPIPE in the child
+//!   (`ffi::signal::unblock_sigpipe_in_child`).
+//! - **Host threads** enter the runtime only through [`block_on`], which
+//!   blocks SIGPIPE for exactly the duration of the call and restores the
+//!   host's own mask on the way out (also on unwind). A SIGPIPE that became
+//!   pending meanwhile was raised by our write (a thread-directed signal
+//!   reaches only the thread that wrote) and is taken with a zero-timeout
+//!   `sigtimedwait` before the mask is restored, so restoring it cannot
+//!   deliver it. One that was already pending when the call began belongs to
+//!   the host and is left alone.
+//!
+//! Sockets written outside the runtime (the translator's exchange on the
+//! calling thread) go through `std::net::TcpStream::write`, which passes
+//! `MSG_NOSIGNAL` on Linux; vectored socket writes (`writev`) do not, which
+//! is why the runtime-side rule above is about threads and not about calls.
 
+use crate::ffi::signal as sig;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use std::future::Future;
 use std::sync::OnceLock;
 use tokio::runtime::{Builder, Runtime};
@@ -16,15 +54,73 @@ pub fn get() -> &'static Runtime {
         Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name(THREAD_NAME)
+            .on_thread_start(block_sigpipe_for_good)
             .enable_all()
             .build()
             .unwrap_or_else(|e| panic!("toolnexus: cannot start the I/O runtime: {e}"))
     })
 }
 
-/// Runs `fut` to completion from a host thread. Must not be called from a
-/// thread of the runtime itself; library code that is already async awaits
-/// instead.
+/// Runs `fut` to completion from a host thread, with SIGPIPE blocked on this
+/// thread meanwhile (see the module docs). Must not be called from a thread
+/// of the runtime itself; library code that is already async awaits instead.
 pub fn block_on<F: Future>(fut: F) -> F::Output {
+    let _guard = SigpipeGuard::enter();
     get().block_on(fut)
+}
+
+/// Whether the calling thread is one of the runtime's (SIGPIPE blocked for
+/// good). Processes started from one unblock it in the child.
+pub fn on_a_runtime_thread() -> bool {
+    std::thread::current().name() == Some(THREAD_NAME)
+}
+
+fn only_sigpipe() -> SigSet {
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGPIPE);
+    set
+}
+
+fn block_sigpipe_for_good() {
+    // Cannot fail for a valid set; should it, writes on this thread keep the
+    // host's disposition, which is the state before this rule existed.
+    let _ = only_sigpipe().thread_block();
+}
+
+/// SIGPIPE blocked on this thread from `enter` until drop.
+struct SigpipeGuard {
+    /// The thread's mask before, to restore; None when blocking failed.
+    old: Option<SigSet>,
+    /// A SIGPIPE the host already had pending: not ours to take.
+    was_pending: bool,
+}
+
+impl SigpipeGuard {
+    fn enter() -> Self {
+        // Pending before blocking can only be a signal the host itself keeps
+        // blocked (an unblocked one would have been delivered).
+        let was_pending = sig::sigpipe_pending();
+        let old = only_sigpipe().thread_swap_mask(SigmaskHow::SIG_BLOCK).ok();
+        SigpipeGuard { old, was_pending }
+    }
+}
+
+impl Drop for SigpipeGuard {
+    fn drop(&mut self) {
+        let Some(old) = self.old.take() else {
+            return;
+        };
+        if !self.was_pending && sig::sigpipe_pending() {
+            sig::take_pending_sigpipe();
+        }
+        let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    }
+}
+
+/// Takes a SIGPIPE left pending on the calling thread, for code on a runtime
+/// thread that just saw a write fail with EPIPE (SIGPIPE is blocked there).
+pub(crate) fn take_sigpipe_after_epipe() {
+    if sig::sigpipe_pending() {
+        sig::take_pending_sigpipe();
+    }
 }

@@ -117,7 +117,7 @@ impl Toolkit {
             Some(v) => config::builtin_selection(v)?,
             None => builtin::Selection::default(),
         };
-        layers.builtin = builtin::tools(&selection);
+        layers.builtin = builtin::tools(&selection).map_err(Error::invalid_config)?;
         status.statuses.push((
             "builtin".into(),
             if selection.source_on {

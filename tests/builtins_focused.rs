@@ -95,13 +95,202 @@ fn bash_host_timeout_applies_when_shorter() {
 
 #[test]
 fn bash_large_output_on_both_pipes_does_not_deadlock() {
-    let cmd = "head -c 3000000 /dev/zero | tr '\\0' a; head -c 2000000 /dev/zero | tr '\\0' b >&2; echo -n end";
+    // Each stream stays under the 1 MiB it keeps whole.
+    let cmd = "head -c 900000 /dev/zero | tr '\\0' a; head -c 800000 /dev/zero | tr '\\0' b >&2; echo -n end";
     let r = call("bash", json!({"command": cmd}));
     assert!(!r.is_error);
-    assert_eq!(r.output.len(), 5_000_003);
+    assert_eq!(r.output.len(), 1_700_003);
     assert!(r.output.starts_with("aaa"));
-    assert!(r.output[..3_000_003].ends_with("end"), "stdout first");
+    assert!(r.output[..900_003].ends_with("end"), "stdout first");
     assert!(r.output.ends_with("bbb"), "then stderr");
+}
+
+/// The dropped-bytes line bash puts between the head and the tail it keeps.
+fn dropped_marker(bytes: usize, stream: &str) -> String {
+    format!(
+        "\n[toolnexus: {bytes} bytes of {stream} dropped; bash keeps the first and the last 512 KiB of each stream]\n"
+    )
+}
+
+#[test]
+fn bash_keeps_the_head_and_the_tail_of_a_huge_output_and_says_what_it_dropped() {
+    // 64 MiB of NULs, then a line to recognise the tail by; on stderr 3 MB
+    // and an exit code. The command runs to its end: nothing blocks it.
+    let cmd = "head -c 67108864 /dev/zero; echo tail-of-stdout; \
+               head -c 3000000 /dev/zero | tr '\\0' e >&2; exit 4";
+    let r = call("bash", json!({"command": cmd}));
+    assert!(r.is_error);
+    let half = 512 * 1024;
+    let out_total = 67_108_864 + "tail-of-stdout\n".len();
+    let want_head = "\0".repeat(half);
+    let marker = dropped_marker(out_total - 2 * half, "stdout");
+    assert!(
+        r.output.starts_with(&(want_head + &marker)),
+        "head, then the marker"
+    );
+    let rest = &r.output[half + marker.len()..];
+    let (stdout_tail, stderr_part) = rest.split_at(half);
+    assert!(
+        stdout_tail.ends_with("\0tail-of-stdout\n"),
+        "the tail is the end of stdout"
+    );
+    let err_marker = dropped_marker(3_000_000 - 2 * half, "stderr");
+    assert_eq!(
+        stderr_part,
+        format!(
+            "{}{err_marker}{}exit code 4",
+            "e".repeat(half),
+            "e".repeat(half)
+        )
+    );
+}
+
+#[test]
+fn bash_output_of_an_endless_command_is_bounded_until_its_timeout() {
+    // `cat /dev/zero` never ends: its timeout does, with bounded output.
+    let r = call("bash", json!({"command": "cat /dev/zero", "timeout": 1500}));
+    assert!(r.is_error);
+    assert!(
+        r.output.ends_with("command timed out after 1500ms"),
+        "{}",
+        &r.output[r.output.len() - 80..]
+    );
+    assert!(
+        r.output.len() < 1024 * 1024 + 200,
+        "kept {} bytes",
+        r.output.len()
+    );
+    assert!(r.output.contains(" bytes of stdout dropped; "));
+}
+
+/// Follows upstream 0.21 test_host_boundary.py `orphan_command`: the
+/// grandchild writes the marker, `sleep 0.2` keeps the shell from exec-ing
+/// the single command away.
+fn orphan_command(marker: &str) -> String {
+    format!("sleep 0.2; sh -c 'sleep 1; touch {marker}'")
+}
+
+#[test]
+fn bash_timeout_kills_the_whole_job_and_its_control_writes_the_marker() {
+    // Follows test_timeout_kills_the_whole_job and
+    // test_control_the_probe_command_can_write_the_marker.
+    let (_d, root) = root();
+    let killed = format!("{root}/orphan.marker");
+    let r = call(
+        "bash",
+        json!({"command": orphan_command(&killed), "timeout": 300}),
+    );
+    assert!(r.is_error);
+    assert_eq!(r.output, "command timed out after 300ms");
+    let control = format!("{root}/control.marker");
+    let r = call(
+        "bash",
+        json!({"command": orphan_command(&control), "timeout": 20000}),
+    );
+    assert!(!r.is_error, "{}", r.output);
+    assert!(
+        Path::new(&control).exists(),
+        "the probe command cannot write its marker"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !Path::new(&killed).exists(),
+        "the grandchild outlived the kill"
+    );
+}
+
+#[test]
+fn bash_timeout_asks_with_sigterm_first() {
+    // ADR 0034: a job that cleans up on SIGTERM gets to do so.
+    let (_d, root) = root();
+    let cmd = "trap 'echo cleaned > cleaned.txt; exit 0' TERM; sleep 30 & wait";
+    let r = call(
+        "bash",
+        json!({"command": cmd, "timeout": 500, "workdir": root}),
+    );
+    assert!(r.is_error);
+    assert_eq!(r.output, "command timed out after 500ms");
+    let cleaned = std::fs::read_to_string(format!("{root}/cleaned.txt"));
+    assert_eq!(
+        cleaned.ok().as_deref(),
+        Some("cleaned\n"),
+        "the job saw SIGTERM"
+    );
+}
+
+#[test]
+fn bash_timeout_insists_with_sigkill_after_the_grace() {
+    // A job that ignores SIGTERM (its children inherit that) is killed once
+    // the 2,000 ms grace is over; the call returns with it dead.
+    let (_d, root) = root();
+    let cmd = "trap '' TERM; echo $$ > shell.pid; sleep 30 & echo $! > child.pid; wait";
+    let r = call(
+        "bash",
+        json!({"command": cmd, "timeout": 500, "workdir": root}),
+    );
+    assert!(r.is_error);
+    assert_eq!(r.output, "command timed out after 500ms");
+    assert_eq!(process_state(read_pid(&format!("{root}/shell.pid"))), None);
+    assert!(
+        is_dead(read_pid(&format!("{root}/child.pid"))),
+        "the child still runs"
+    );
+}
+
+fn toolkit(config: Value) -> toolnexus::toolkit::Toolkit {
+    toolnexus::toolkit::Toolkit::build_from_json(&config.to_string())
+        .unwrap_or_else(|e| panic!("build {config}: {e}"))
+}
+
+#[test]
+fn builtins_shell_is_used_verbatim() {
+    // Follows test_host_supplied_shell_is_used_verbatim; python3 proves the
+    // prefix, not sh, ran the command.
+    let tk = toolkit(json!({"builtins": {"shell": ["/bin/sh", "-c"]}}));
+    let r = tk.execute(
+        "bash",
+        json!({"command": "echo verbatim"}),
+        &ExecContext::default(),
+    );
+    assert_eq!((r.output.as_str(), r.is_error), ("verbatim\n", false));
+    let tk = toolkit(json!({"builtins": {"shell": ["python3", "-c"]}}));
+    let r = tk.execute(
+        "bash",
+        json!({"command": "print(6 * 7)"}),
+        &ExecContext::default(),
+    );
+    assert_eq!((r.output.as_str(), r.is_error), ("42\n", false));
+    let tk = toolkit(json!({"builtins": {"shell": ["/no/such/shell", "-c"]}}));
+    let r = tk.execute("bash", json!({"command": "true"}), &ExecContext::default());
+    assert!(r.is_error);
+    assert!(
+        r.output.starts_with("bash: cannot start /no/such/shell: "),
+        "{}",
+        r.output
+    );
+}
+
+#[test]
+fn builtins_shell_is_detected_and_bash_can_be_disabled() {
+    // Follows test_builtin_shell_reports_detection_and_bash_can_be_disabled
+    // (the no-shell-found error is a unit test of builtin::bash).
+    let tk = toolkit(json!({}));
+    let r = tk.execute(
+        "bash",
+        json!({"command": "echo detected"}),
+        &ExecContext::default(),
+    );
+    assert_eq!((r.output.as_str(), r.is_error), ("detected\n", false));
+    let tk = toolkit(json!({"builtins": {"tools": {"bash": false}}}));
+    assert!(!tk.tool_names().contains(&"bash".to_string()));
+    let e = toolnexus::toolkit::Toolkit::build_from_json(r#"{"builtins":{"shell":"sh"}}"#)
+        .err()
+        .map(|e| e.message)
+        .unwrap_or_default();
+    assert!(
+        e.starts_with("builtins.shell: expected an array of strings"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -262,3 +262,97 @@ fn tools_work_and_close_from_inside_the_runtime_too() {
     assert_eq!((output.output.as_str(), output.is_error), ("pong", false));
     assert!(all_dead_soon(&pids));
 }
+
+#[test]
+fn a_server_that_closed_its_stdin_fails_each_call_at_once_with_a_broken_pipe() {
+    // A one-minute timeout: the answer must come from the failed write.
+    let source = connect(json!({"mcpServers": {"deaf": stdio("closed_stdin.py", &[], 60000)}}));
+    assert_eq!(status(&source, "deaf"), "connected", "{:?}", source.errors);
+    for _ in 0..3 {
+        let r = call(&source, "deaf_ping", json!({}));
+        assert!(r.is_error);
+        assert_eq!(
+            r.output,
+            "mcp server \"deaf\" failed at tools/call: \
+             transport (send failed: broken pipe (the server closed its stdin))"
+        );
+    }
+}
+
+#[test]
+fn a_server_that_exits_before_initialize_is_named_by_its_exit_status() {
+    // Whether the child is gone before initialize is written (a broken pipe)
+    // or after (EOF), the status names its exit; never a raw transport error.
+    for _ in 0..10 {
+        let source =
+            connect(json!({"mcpServers": {"gone": {"command": ["/bin/true"], "timeout": 5000}}}));
+        assert_eq!(status(&source, "gone"), "failed");
+        assert_eq!(
+            error(&source, "gone"),
+            "mcp server \"gone\" failed at initialize: peer-exited (status 0)"
+        );
+    }
+}
+
+#[test]
+fn a_six_megabyte_binary_preamble_before_the_first_message_is_skipped() {
+    // Thousands of preamble lines look like JSON values; none may make the
+    // client write (and block) while the server is still writing.
+    let source = connect(json!({"mcpServers": {"noisy": stdio("binary_preamble.py", &[], 10000)}}));
+    assert_eq!(status(&source, "noisy"), "connected", "{:?}", source.errors);
+    let r = call(&source, "noisy_ping", json!({}));
+    assert_eq!((r.output.as_str(), r.is_error), ("pong", false));
+}
+
+#[test]
+fn a_server_does_not_inherit_the_blocked_sigpipe_of_the_runtime_threads() {
+    // The library blocks SIGPIPE on its own threads; a server started from
+    // one must see the default mask, or its pipelines break differently.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let mask = dir.path().join("mask");
+    let mask_file = mask.to_string_lossy();
+    let source =
+        connect(json!({"mcpServers": {"m": stdio("mask_report.py", &[&mask_file], 20000)}}));
+    assert_eq!(status(&source, "m"), "connected", "{:?}", source.errors);
+    let line = std::fs::read_to_string(&mask).unwrap_or_default();
+    let hex = line.trim().trim_start_matches("SigBlk:").trim();
+    let blocked = u64::from_str_radix(hex, 16).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    assert_eq!(
+        blocked & (1 << (13 - 1)),
+        0,
+        "SIGPIPE is blocked in the server: {line}"
+    );
+}
+
+#[test]
+fn a_server_echoing_the_request_in_its_error_never_puts_a_header_secret_in_the_status() {
+    std::env::set_var("TN_MCP_ECHO_SECRET", "echo-s3cr3t-Zq93");
+    // Answers every request (streamable POST and the SSE fallback's GET)
+    // with a 401 whose body is the request itself, headers included.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 8192];
+            let n = conn.read(&mut buf).unwrap_or(0);
+            let body = &buf[..n];
+            let head = format!(
+                "HTTP/1.1 401 Unauthorized\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(body);
+        }
+    });
+    let source = connect(json!({"mcpServers": {"echo": {
+        "url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 3000,
+        "headers": {"Authorization": "Bearer ${TN_MCP_ECHO_SECRET}"}}}}));
+    assert_eq!(status(&source, "echo"), "failed");
+    let e = error(&source, "echo");
+    assert!(e.contains("http-status (401)"), "{e}");
+    assert!(
+        !e.contains("echo-s3cr3t"),
+        "the secret is in the status: {e}"
+    );
+}

@@ -162,6 +162,7 @@ fn declared_for(toolkit: &Value) -> Option<Vec<Value>> {
     }
     Some(
         builtin::tools(&sel)
+            .unwrap_or_else(|e| panic!("builtin tools: {e}"))
             .iter()
             .map(|t| {
                 serde_json::json!({"type": "function", "function": {

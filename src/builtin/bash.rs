@@ -1,32 +1,111 @@
-//! `bash` (SPEC §4A): `sh -c COMMAND` in its own process group, all stdout
-//! then all stderr, the exit code on failure, and a timeout that kills the
-//! whole group.
+//! `bash` (SPEC §4A, ADR 0034): COMMAND run by the host's shell, an argv
+//! prefix (`builtins.shell`, else the first of `/bin/sh -c`, `sh -c` that
+//! exists), in its own process group; all stdout then all stderr, the exit
+//! code on failure.
+//!
+//! - **Timeout.** The whole job ends, not just the shell: SIGTERM to the
+//!   group, then SIGKILL after [`KILL_GRACE`] — or as soon as the job is gone,
+//!   whichever comes first, so a command that stops on SIGTERM does not make
+//!   the caller wait out the grace (upstream `test_timeout_returns_as_soon_as_
+//!   the_job_is_gone`).
+//! - **Output.** Each stream is read to its end (the command is never blocked
+//!   on a full pipe), but only [`OUTPUT_CAP`] bytes of it are kept: the first
+//!   and the last half, with a line in between saying how many bytes were
+//!   dropped. `cat /dev/zero` costs a bounded amount of memory and ends at
+//!   its timeout like any other command.
+//! - **A host that ignores SIGCHLD** (SIG_IGN or SA_NOCLDWAIT) makes the
+//!   kernel reap our child itself and throw its exit status away, so no wait
+//!   can report it. There a reporter process stands between us and the
+//!   shell (`ffi::signal::report_child_status`): its SIGCHLD is back at the
+//!   default (in that process only; the host's disposition is never
+//!   touched), it waits for the shell as any parent does and writes the
+//!   status into a pipe we read.
 
 use super::args;
+use crate::ffi::signal as sig;
 use crate::tool::{ExecContext, ToolResult};
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use nix::unistd::Pid;
 use serde_json::Value;
+use std::collections::VecDeque;
+use std::ffi::OsStr;
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// SPEC §4A: `timeout` defaults to 60 s.
 const DEFAULT_TIMEOUT_MS: i64 = 60_000;
 
+/// ADR 0034: how long a timed-out job gets between SIGTERM and SIGKILL.
+/// Fixed, and the same in every port.
+pub const KILL_GRACE: Duration = Duration::from_millis(2000);
+
+/// How much of each stream (stdout, stderr) bash keeps: the first half and
+/// the last half of this many bytes. Upstream 0.21 keeps everything; 1 MiB
+/// is far above what a model reads usefully and far below what hurts a host.
+pub const OUTPUT_CAP: usize = 1024 * 1024;
+
 /// How long to wait for the pipes to close once the group is dead. Only a
 /// process that left the group (setsid) can hold them longer; its output is
 /// then cut off rather than hanging the call.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
+/// The interpreters tried, in order, when the host names none (as upstream:
+/// the absolute path first, then a PATH lookup).
+const CANDIDATES: [[&str; 2]; 2] = [["/bin/sh", "-c"], ["sh", "-c"]];
+
+/// The shell of `builtins.shell` when given (non-empty), else the detected
+/// one; an error naming what was tried when there is none.
+pub fn resolve_shell(given: Option<&[String]>) -> Result<Vec<String>, String> {
+    match given {
+        Some(argv) if !argv.is_empty() => Ok(argv.to_vec()),
+        _ => detect_shell(&CANDIDATES, std::env::var_os("PATH").as_deref()),
+    }
+}
+
+/// The shell `builtin::run` uses (no toolkit, so no `builtins.shell`).
+pub fn default_shell() -> Result<&'static [String], &'static str> {
+    static SHELL: OnceLock<Result<Vec<String>, String>> = OnceLock::new();
+    match SHELL.get_or_init(|| resolve_shell(None)) {
+        Ok(argv) => Ok(argv),
+        Err(e) => Err(e),
+    }
+}
+
+/// The first candidate whose program exists (as a path, or on `path`).
+fn detect_shell(candidates: &[[&str; 2]], path: Option<&OsStr>) -> Result<Vec<String>, String> {
+    for [program, flag] in candidates {
+        if find_program(program, path).is_some() {
+            return Ok(vec![program.to_string(), flag.to_string()]);
+        }
+    }
+    let tried: Vec<&str> = candidates.iter().map(|[p, _]| *p).collect();
+    Err(format!(
+        "builtins.shell: no shell interpreter found (tried: {}); set builtins.shell to the \
+         argv prefix of one (e.g. [\"/bin/bash\", \"-c\"]), or disable bash with \
+         builtins.tools.bash = false",
+        tried.join(", ")
+    ))
+}
+
+fn find_program(program: &str, path: Option<&OsStr>) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).is_file().then(|| PathBuf::from(program));
+    }
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
     let command = args::string(args, "command");
     let timeout = match args::integer("bash", args, "timeout", DEFAULT_TIMEOUT_MS) {
         Ok(t) => t,
@@ -37,11 +116,28 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
         None => timeout,
     };
     let workdir = args::opt_string(args, "workdir").filter(|w| !w.is_empty());
+    let Some((program, prefix)) = shell.split_first() else {
+        return ToolResult::error("bash: builtins.shell is empty");
+    };
 
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(&command)
-        .stdin(Stdio::null())
+    let mut cmd = Command::new(program);
+    cmd.args(prefix).arg(&command);
+    // Where the exit status comes from when the kernel would discard it.
+    let mut reporter = None;
+    if sig::children_are_autoreaped() {
+        match std::io::pipe() {
+            Ok((read, write)) => {
+                sig::report_child_status(&mut cmd, write.as_raw_fd());
+                reporter = Some((read, write));
+            }
+            Err(e) => return ToolResult::error(format!("bash: cannot make a pipe: {e}")),
+        }
+    }
+    if crate::runtime::on_a_runtime_thread() {
+        // SIGPIPE is blocked here for the library's sake, not the command's.
+        sig::unblock_sigpipe_in_std_child(&mut cmd);
+    }
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // The command leads a new process group, so one signal reaches it
@@ -53,9 +149,13 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
         }
         cmd.current_dir(dir);
     }
-    let mut child = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    // Our copy of the status pipe's writing end goes now, or reading it
+    // would never end.
+    let reporter = reporter.map(|(read, _write)| read);
+    let mut child = match spawned {
         Ok(c) => c,
-        Err(e) => return ToolResult::error(format!("bash: cannot start sh: {e}")),
+        Err(e) => return ToolResult::error(format!("bash: cannot start {program}: {e}")),
     };
     let Ok(raw_pid) = i32::try_from(child.id()) else {
         let _ = child.kill();
@@ -69,18 +169,23 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let Some(exited) = wait_for_exit(pid) else {
         let _ = killpg(pid, Signal::SIGKILL);
         let _ = child.wait();
-        return ToolResult::error("bash: cannot start a thread to wait for sh");
+        return ToolResult::error("bash: cannot start a thread to wait for the shell");
     };
     let limit = Duration::from_millis(u64::try_from(timeout).unwrap_or(0));
     let stop = wait_until(&exited, limit, ctx);
+    if !matches!(stop, Stop::Exited) {
+        let _ = killpg(pid, Signal::SIGTERM);
+        wait_until_gone(&exited, pid, &stdout, &stderr, Instant::now() + KILL_GRACE);
+    }
 
-    // The shell has exited or must stop, but is not reaped yet, so its pid
-    // still names this group and cannot have been recycled: kill whatever
-    // the group still holds (background jobs, a command still running).
+    // Unless the host reaps children for us, the shell has exited (or must
+    // stop) but is not reaped yet, so its pid still names this group and
+    // cannot have been recycled: end whatever the group still holds
+    // (background jobs, a command that ignored SIGTERM).
     let _ = killpg(pid, Signal::SIGKILL);
     let status = child.wait();
-    let mut output = stdout.finish();
-    output.push_str(&stderr.finish());
+    let mut output = stdout.finish("stdout");
+    output.push_str(&stderr.finish("stderr"));
 
     match stop {
         Stop::Exited => {}
@@ -93,17 +198,34 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
             return ToolResult::error(output);
         }
     }
-    match status {
-        Ok(s) if s.success() => ToolResult::ok(output),
-        Ok(s) => {
-            // A shell reports death by signal N as 128+N; do the same.
-            let code = s.code().or_else(|| s.signal().map(|n| 128 + n));
-            let code = code.map_or_else(|| "unknown".to_string(), |c| c.to_string());
-            output.push_str(&format!("exit code {code}"));
-            ToolResult::error(output)
+    let code = match (status, reporter) {
+        (_, Some(pipe)) => match read_status(pipe) {
+            Some(0) => return ToolResult::ok(output),
+            Some(code) => code.to_string(),
+            None => {
+                output.push_str("bash: the exit status is lost (its reporter did not finish)");
+                return ToolResult::error(output);
+            }
+        },
+        (Ok(s), None) if s.success() => return ToolResult::ok(output),
+        // A shell reports death by signal N as 128+N; do the same.
+        (Ok(s), None) => match s.code().or_else(|| s.signal().map(|n| 128 + n)) {
+            Some(c) => c.to_string(),
+            None => "unknown".to_string(),
+        },
+        (Err(e), None) if e.raw_os_error() == Some(Errno::ECHILD as i32) => {
+            output.push_str(
+                "bash: the exit status is lost: the host began ignoring SIGCHLD while the \
+                 command ran, so the kernel discarded it",
+            );
+            return ToolResult::error(output);
         }
-        Err(e) => ToolResult::error(format!("{output}bash: cannot wait for sh: {e}")),
-    }
+        (Err(e), None) => {
+            return ToolResult::error(format!("{output}bash: cannot wait for the shell: {e}"))
+        }
+    };
+    output.push_str(&format!("exit code {code}"));
+    ToolResult::error(output)
 }
 
 enum Stop {
@@ -140,8 +262,72 @@ fn wait_until(exited: &Receiver<()>, limit: Duration, ctx: &ExecContext) -> Stop
     }
 }
 
+/// The status the reporter wrote, once it has exited; None when it wrote
+/// none (it was killed) or could not wait.
+fn read_status(mut pipe: std::io::PipeReader) -> Option<i32> {
+    let mut bytes = [0u8; 4];
+    pipe.read_exact(&mut bytes).ok()?;
+    Some(i32::from_ne_bytes(bytes)).filter(|c| *c >= 0)
+}
+
+/// After SIGTERM: returns once the shell has exited and nothing of its
+/// group runs any more (the pipes are closed where /proc cannot be read),
+/// or at `deadline`.
+fn wait_until_gone(
+    exited: &Receiver<()>,
+    pgid: Pid,
+    stdout: &Drain,
+    stderr: &Drain,
+    deadline: Instant,
+) {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if exited.recv_timeout(left).is_err() {
+        return;
+    }
+    while Instant::now() < deadline {
+        let gone = match group_has_running_member(pgid) {
+            Some(running) => !running,
+            None => stdout.is_done() && stderr.is_done(),
+        };
+        if gone {
+            return;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether a process of group `pgid` still runs (zombies do not count), by
+/// /proc; None where /proc cannot be read.
+fn group_has_running_member(pgid: Pid) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let want = pgid.as_raw().to_string();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold anything, so the
+        // fields start after the last ')'.
+        let Some((_, fields)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let mut f = fields.split(' ');
+        let state = f.next();
+        let pgrp = f.nth(1);
+        if pgrp == Some(want.as_str()) && !matches!(state, Some("Z") | Some("X")) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
 /// Signals once `pid` has exited, without reaping it (WNOWAIT), so the caller
-/// can still signal its process group safely.
+/// can still signal its process group safely. Where the kernel reaps it
+/// (SIGCHLD ignored) the wait ends with ECHILD at its exit instead.
 fn wait_for_exit(pid: Pid) -> Option<Receiver<()>> {
     let (tx, rx) = mpsc::channel();
     thread::Builder::new()
@@ -159,29 +345,97 @@ fn wait_for_exit(pid: Pid) -> Option<Receiver<()>> {
     Some(rx)
 }
 
+/// What bash keeps of one stream: the first `OUTPUT_CAP / 2` bytes, and the
+/// last `OUTPUT_CAP / 2` of the rest, counting what falls between.
+#[derive(Default)]
+struct Capped {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    dropped: u64,
+}
+
+impl Capped {
+    const HALF: usize = OUTPUT_CAP / 2;
+
+    fn push(&mut self, mut chunk: &[u8]) {
+        if self.head.len() < Self::HALF {
+            let n = chunk.len().min(Self::HALF - self.head.len());
+            self.head.extend_from_slice(&chunk[..n]);
+            chunk = &chunk[n..];
+        }
+        if chunk.len() >= Self::HALF {
+            self.dropped += (self.tail.len() + chunk.len() - Self::HALF) as u64;
+            self.tail.clear();
+            self.tail.extend(&chunk[chunk.len() - Self::HALF..]);
+            return;
+        }
+        self.tail.extend(chunk);
+        let over = self.tail.len().saturating_sub(Self::HALF);
+        if over > 0 {
+            self.tail.drain(..over);
+            self.dropped += over as u64;
+        }
+    }
+
+    /// The kept text; where bytes were dropped, the cut falls on character
+    /// boundaries and a line names how many bytes of `stream` went.
+    fn text(self, stream: &str) -> String {
+        let mut head = self.head;
+        let mut tail: Vec<u8> = self.tail.into();
+        if self.dropped == 0 {
+            head.extend_from_slice(&tail);
+            return String::from_utf8_lossy(&head).into_owned();
+        }
+        let mut dropped = self.dropped;
+        // A character cut in two at the end of the head or the start of the
+        // tail goes with the dropped bytes.
+        if let Err(e) = std::str::from_utf8(&head) {
+            if e.error_len().is_none() {
+                dropped += (head.len() - e.valid_up_to()) as u64;
+                head.truncate(e.valid_up_to());
+            }
+        }
+        let skip = tail
+            .iter()
+            .take(3)
+            .take_while(|b| (**b & 0xC0) == 0x80)
+            .count();
+        dropped += skip as u64;
+        tail.drain(..skip);
+        format!(
+            "{}\n[toolnexus: {dropped} bytes of {stream} dropped; bash keeps the first and the \
+             last {} KiB of each stream]\n{}",
+            String::from_utf8_lossy(&head),
+            Self::HALF / 1024,
+            String::from_utf8_lossy(&tail)
+        )
+    }
+}
+
 /// One pipe read to its end on its own thread, so a command filling both
 /// pipes never blocks on the one not being read.
 struct Drain {
-    buf: Arc<Mutex<Vec<u8>>>,
+    kept: Arc<Mutex<Capped>>,
     done: Receiver<()>,
+    finished: Mutex<bool>,
 }
 
 fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drain {
-    let buf = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::new(Mutex::new(Capped::default()));
     let (tx, done) = mpsc::channel();
     if let Some(mut pipe) = pipe {
-        let sink = Arc::clone(&buf);
+        let sink = Arc::clone(&kept);
         // Should the thread not start, the pipe is dropped with the closure
         // and the output of that stream is lost, never the call.
         let _ = thread::Builder::new()
             .name("tn-bash-pipe".into())
             .spawn(move || {
-                let mut chunk = [0u8; 64 * 1024];
+                let mut chunk = vec![0u8; 64 * 1024];
                 loop {
                     match pipe.read(&mut chunk) {
                         Ok(0) => break,
                         Ok(n) => match sink.lock() {
-                            Ok(mut b) => b.extend_from_slice(&chunk[..n]),
+                            Ok(mut k) => k.push(&chunk[..n]),
                             Err(_) => break,
                         },
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -191,17 +445,100 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drain {
                 let _ = tx.send(());
             });
     }
-    Drain { buf, done }
+    Drain {
+        kept,
+        done,
+        finished: Mutex::new(false),
+    }
 }
 
 impl Drain {
-    /// The text read so far, once the pipe closed or the grace ran out.
-    fn finish(self) -> String {
-        let _ = self.done.recv_timeout(DRAIN_GRACE);
-        let bytes = match self.buf.lock() {
-            Ok(mut b) => std::mem::take(&mut *b),
+    /// Whether the pipe has closed (without waiting).
+    fn is_done(&self) -> bool {
+        let Ok(mut finished) = self.finished.lock() else {
+            return false;
+        };
+        if !*finished {
+            *finished = !matches!(self.done.try_recv(), Err(mpsc::TryRecvError::Empty));
+        }
+        *finished
+    }
+
+    /// The text kept, once the pipe closed or the grace ran out.
+    fn finish(self, stream: &str) -> String {
+        if !self.is_done() {
+            let _ = self.done.recv_timeout(DRAIN_GRACE);
+        }
+        let kept = match self.kept.lock() {
+            Ok(mut k) => std::mem::take(&mut *k),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
         };
-        String::from_utf8_lossy(&bytes).into_owned()
+        kept.text(stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_takes_the_first_candidate_that_exists_and_names_all_it_tried() {
+        let none = [["/no/such/sh", "-c"], ["tn-no-such-shell", "-c"]];
+        let e = detect_shell(&none, Some(OsStr::new("/no/such/dir"))).expect_err("nothing to find");
+        assert!(
+            e.starts_with(
+                "builtins.shell: no shell interpreter found (tried: /no/such/sh, tn-no-such-shell)"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("builtins.tools.bash = false"), "{e}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("tn-shell"), "").expect("write");
+        let found = detect_shell(
+            &[["/no/such/sh", "-c"], ["tn-shell", "-x"]],
+            Some(dir.path().as_os_str()),
+        );
+        assert_eq!(found, Ok(vec!["tn-shell".to_string(), "-x".to_string()]));
+        assert_eq!(
+            resolve_shell(Some(&["/opt/zsh".to_string(), "-c".to_string()])),
+            Ok(vec!["/opt/zsh".to_string(), "-c".to_string()])
+        );
+    }
+
+    #[test]
+    fn the_cap_keeps_head_and_tail_and_counts_what_it_drops() {
+        let half = Capped::HALF;
+        let mut small = Capped::default();
+        small.push(b"abc");
+        small.push(b"def");
+        assert_eq!(small.text("stdout"), "abcdef");
+
+        let mut big = Capped::default();
+        let total = 3 * OUTPUT_CAP + 17;
+        let bytes: Vec<u8> = (0..total).map(|i| b'a' + (i % 26) as u8).collect();
+        for piece in bytes.chunks(7001) {
+            big.push(piece);
+        }
+        let text = big.text("stdout");
+        let marker = format!(
+            "\n[toolnexus: {} bytes of stdout dropped; bash keeps the first and the last 512 KiB of each stream]\n",
+            total - 2 * half
+        );
+        let (head, tail) = text.split_once(&marker).expect("the marker");
+        assert_eq!(head.as_bytes(), &bytes[..half]);
+        assert_eq!(tail.as_bytes(), &bytes[total - half..]);
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_character() {
+        let mut c = Capped::default();
+        // 'é' is two bytes: an odd filler puts one astride each cut.
+        let mut bytes = vec![b'x'; Capped::HALF - 1];
+        bytes.extend("é".repeat(OUTPUT_CAP).as_bytes());
+        c.push(&bytes);
+        let text = c.text("stderr");
+        assert!(!text.contains('\u{FFFD}'), "no replacement character");
+        assert!(text.ends_with('é'));
+        assert!(text.contains("bytes of stderr dropped"));
     }
 }

@@ -157,6 +157,9 @@ pub struct Selection {
     pub off: Vec<String>,
     /// `baseDir` and `confineToBaseDir` (ADR 0034).
     pub boundary: Boundary,
+    /// `builtins.shell`: bash's argv prefix, used verbatim; None or empty ⇒
+    /// detected (`bash::resolve_shell`).
+    pub shell: Option<Vec<String>>,
 }
 
 impl Default for Selection {
@@ -165,43 +168,56 @@ impl Default for Selection {
             source_on: true,
             off: Vec::new(),
             boundary: Boundary::default(),
+            shell: None,
         }
     }
 }
 
-/// The builtin tools a selection keeps.
-pub fn tools(sel: &Selection) -> Vec<Tool> {
+/// The builtin tools a selection keeps. Fails when `bash` is kept and no
+/// shell can be found (upstream's construction-time rule, ADR 0034 D1: a
+/// missing interpreter is a configuration fact, learnt at build and not on
+/// the first call); a toolkit without bash needs none.
+pub fn tools(sel: &Selection) -> Result<Vec<Tool>, String> {
     if !sel.source_on {
-        return Vec::new();
+        return Ok(Vec::new());
     }
+    let kept = |n: &&&str| !sel.off.iter().any(|o| o == **n);
+    let shell: Option<Arc<[String]>> = match NAMES.iter().filter(kept).any(|n| *n == "bash") {
+        true => Some(bash::resolve_shell(sel.shell.as_deref())?.into()),
+        false => None,
+    };
     let boundary = Arc::new(sel.boundary.clone());
-    NAMES
+    Ok(NAMES
         .iter()
-        .filter(|n| !sel.off.iter().any(|o| o == *n))
+        .filter(kept)
         .filter_map(|n| {
             let (desc, schema) = declaration(n)?;
+            let exec = Builtin {
+                name: n,
+                boundary: Arc::clone(&boundary),
+                shell: if *n == "bash" { shell.clone() } else { None },
+            };
             Some(Tool::new(
                 *n,
                 desc,
                 Some(schema),
                 Source::Builtin,
-                Arc::new(Builtin {
-                    name: n,
-                    boundary: Arc::clone(&boundary),
-                }) as Arc<dyn Execute>,
+                Arc::new(exec) as Arc<dyn Execute>,
             ))
         })
-        .collect()
+        .collect())
 }
 
 struct Builtin {
     name: &'static str,
     boundary: Arc<Boundary>,
+    /// bash's resolved shell (None for every other tool).
+    shell: Option<Arc<[String]>>,
 }
 
 impl Execute for Builtin {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
-        run_in(&self.boundary, self.name, args, ctx)
+        run_in_with(&self.boundary, self.shell.as_deref(), self.name, args, ctx)
     }
 }
 
@@ -211,8 +227,19 @@ impl Execute for Builtin {
 /// `baseDir` and, when confined, refused if it leaves it; grep, glob and
 /// bash given no directory use `baseDir`.
 pub fn run_in(boundary: &Boundary, name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
+    run_in_with(boundary, None, name, args, ctx)
+}
+
+/// [`run_in`] with bash's shell (None: the detected one).
+fn run_in_with(
+    boundary: &Boundary,
+    shell: Option<&[String]>,
+    name: &str,
+    args: &Value,
+    ctx: &ExecContext,
+) -> ToolResult {
     if boundary.is_open() {
-        return run(name, args, ctx);
+        return run_with(name, args, ctx, shell);
     }
     let ctx = &*ctx.armed();
     if name == "apply_patch" {
@@ -222,7 +249,7 @@ pub fn run_in(boundary: &Boundary, name: &str, args: &Value, ctx: &ExecContext) 
         "read" | "write" | "edit" => ("path", false),
         "grep" | "glob" => ("path", true),
         "bash" => ("workdir", true),
-        _ => return run(name, args, ctx),
+        _ => return run_with(name, args, ctx, shell),
     };
     let given = args::opt_string(args, key).filter(|p| !p.is_empty());
     let resolved = match (&given, boundary.dir()) {
@@ -232,14 +259,14 @@ pub fn run_in(boundary: &Boundary, name: &str, args: &Value, ctx: &ExecContext) 
         },
         (None, Some(base)) if defaults_to_base => base.to_string(),
         // An empty path keeps the tool's own error (read: file not found).
-        (None, _) => return run(name, args, ctx),
+        (None, _) => return run_with(name, args, ctx, shell),
     };
     let mut args = match args {
         Value::Object(m) => m.clone(),
         _ => serde_json::Map::new(),
     };
     args.insert(key.to_string(), Value::String(resolved));
-    run(name, &Value::Object(args), ctx)
+    run_with(name, &Value::Object(args), ctx, shell)
 }
 
 /// Runs one builtin by name. `args` may be any JSON value: a non-object
@@ -249,10 +276,21 @@ pub fn run_in(boundary: &Boundary, name: &str, args: &Value, ctx: &ExecContext) 
 /// Every builtin honours the context's deadline (`timeoutMs`) and
 /// cancellation; see each tool for where it looks (`ExecContext::stop`).
 pub fn run(name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
+    run_with(name, args, ctx, None)
+}
+
+/// [`run`] with bash's shell (None: the detected one).
+fn run_with(name: &str, args: &Value, ctx: &ExecContext, shell: Option<&[String]>) -> ToolResult {
     let ctx = &*ctx.armed();
     match name {
         "apply_patch" => apply_patch::run(args, ctx),
-        "bash" => bash::run(args, ctx),
+        "bash" => match shell {
+            Some(shell) => bash::run(args, ctx, shell),
+            None => match bash::default_shell() {
+                Ok(shell) => bash::run(args, ctx, shell),
+                Err(e) => ToolResult::error(format!("bash: {e}")),
+            },
+        },
         "edit" => edit::run(args, ctx),
         "glob" => glob::run(args, ctx),
         "grep" => grep::run(args, ctx),

@@ -8,6 +8,7 @@ mod client;
 mod client_ext;
 mod host;
 mod serve;
+pub(crate) mod signal;
 mod strings;
 mod translate;
 

@@ -53,9 +53,29 @@ pub enum Transport {
         /// Header values after `${ENV}` expansion. Never logged or reported.
         headers: Vec<(String, String)>,
         sse_only: bool,
+        /// What those `${ENV}` references expanded to, taken out of every
+        /// error, status and result of this server.
+        secrets: HeaderSecrets,
     },
     /// The entry cannot describe a server; the message names the bad field.
     Invalid(String),
+}
+
+/// The expanded `${ENV}` values of a server's headers. Never printed (its
+/// Debug says nothing of them) and not part of what makes two configs equal.
+#[derive(Clone, Default)]
+pub struct HeaderSecrets(pub crate::env::Secrets);
+
+impl std::fmt::Debug for HeaderSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeaderSecrets(..)")
+    }
+}
+
+impl PartialEq for HeaderSecrets {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// One configured server.
@@ -238,16 +258,12 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
             None | Some(Value::Null) => return Err("url: a remote server needs a url".into()),
             Some(other) => return Err(format!("url: expected a string, got {}", type_name(other))),
         };
+        let mut secrets = crate::env::Secrets::default();
         let headers = match m.get("headers") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Object(h)) => h
                 .iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        crate::env::expand(&crate::json::display_string(v)),
-                    )
-                })
+                .map(|(k, v)| (k.clone(), secrets.expand(&crate::json::display_string(v))))
                 .collect(),
             Some(other) => {
                 return Err(format!(
@@ -260,6 +276,7 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
             url,
             headers,
             sse_only: kind == Some("sse"),
+            secrets: HeaderSecrets(secrets),
         });
     }
     let mut command = match m.get("command") {

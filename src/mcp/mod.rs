@@ -9,6 +9,7 @@
 
 pub mod config;
 mod known_ids;
+mod lines;
 mod session;
 mod sse;
 mod stdio;

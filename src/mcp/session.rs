@@ -9,7 +9,7 @@
 
 use super::config::{ServerConfig, Transport as ServerTransport};
 use super::known_ids::KnownIds;
-use super::{sse, stdio};
+use super::{lines, sse, stdio};
 use crate::parts::{Part, PartKind};
 use crate::tool::{default_schema, ToolResult};
 use crate::translate::CancelToken;
@@ -18,7 +18,6 @@ use rmcp::model::{
     ClientRequest, CustomRequest, Implementation, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
@@ -49,6 +48,8 @@ pub struct Session {
     peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     child: Option<stdio::ChildProc>,
+    /// Expanded `${ENV}` header values, redacted from everything we report.
+    secrets: crate::env::Secrets,
     closed: AtomicBool,
     closing: Notify,
 }
@@ -94,6 +95,20 @@ pub async fn connect(
     cfg: &ServerConfig,
     phase: &PhaseCell,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
+    let secrets = match &cfg.transport {
+        ServerTransport::Remote { secrets, .. } => &secrets.0,
+        _ => &crate::env::Secrets::default(),
+    };
+    connect_inner(cfg, phase, secrets)
+        .await
+        .map_err(|e| secrets.redact(&e).into_owned())
+}
+
+async fn connect_inner(
+    cfg: &ServerConfig,
+    phase: &PhaseCell,
+    secrets: &crate::env::Secrets,
+) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
     let (service, child) = match &cfg.transport {
         ServerTransport::Invalid(msg) => {
@@ -106,7 +121,7 @@ pub async fn connect(
             phase.set("initialize");
             let init = tokio::time::timeout(
                 cfg.timeout,
-                client_config().serve(KnownIds::new(AsyncRwTransport::new_client(
+                client_config().serve(KnownIds::new(lines::LineTransport::new(
                     spawned.stdout,
                     spawned.stdin,
                 ))),
@@ -116,7 +131,10 @@ pub async fn connect(
                 Ok(Ok(service)) => (service, Some(spawned.child)),
                 Ok(Err(e)) => {
                     let mut detail = describe_init_error(&e);
-                    if detail.starts_with("peer-eof") {
+                    // A server that exited before reading initialize shows as
+                    // EOF or as a broken pipe, whichever came first: name
+                    // the exit instead.
+                    if detail.starts_with("peer-eof") || detail.contains(stdio::BROKEN_PIPE) {
                         if let Some(status) = spawned
                             .child
                             .exit_status_within(Duration::from_millis(250))
@@ -134,6 +152,7 @@ pub async fn connect(
             url,
             headers,
             sse_only,
+            ..
         } => {
             phase.set("initialize");
             let service = connect_remote(cfg, url, headers, *sse_only, phase).await?;
@@ -163,6 +182,7 @@ pub async fn connect(
             peer,
             service: Mutex::new(Some(service)),
             child,
+            secrets: secrets.clone(),
             closed: AtomicBool::new(false),
             closing: Notify::new(),
         },
@@ -269,6 +289,9 @@ fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> String {
             if let Some(http) = error.error.downcast_ref::<HttpError>() {
                 return describe_http_error(http);
             }
+            if let Some(io) = error.error.downcast_ref::<std::io::Error>() {
+                return format!("transport ({io})");
+            }
         }
         _ => {}
     }
@@ -308,8 +331,24 @@ fn describe_http_error(e: &HttpError) -> String {
             }
         }
         HttpError::HttpStatus(h) => format!("http-status ({})", h.status),
+        // rmcp's text for a 4xx answer carries the body, which may echo the
+        // request (headers included): the status alone names the failure.
+        HttpError::UnexpectedServerResponse(text) => match status_of(text) {
+            Some(status) => format!("http-status ({status})"),
+            None => format!("transport (unexpected server response: {text})"),
+        },
         other => format!("transport ({other})"),
     }
+}
+
+/// The status of rmcp's `HTTP 401 Unauthorized: <body>` text.
+fn status_of(text: &str) -> Option<u16> {
+    let rest = text.strip_prefix("HTTP ")?;
+    let digits = rest.get(..3)?;
+    digits
+        .parse()
+        .ok()
+        .filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The innermost cause of an error: a reqwest error's own text carries the
@@ -524,6 +563,17 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancelToken>,
     ) -> ToolResult {
+        let result = self.call_tool_inner(tool, args, timeout, cancel).await;
+        self.secrets.redact_result(result)
+    }
+
+    async fn call_tool_inner(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+        cancel: Option<&CancelToken>,
+    ) -> ToolResult {
         let fail = |detail: &str| ToolResult::error(failure(&self.name, "tools/call", detail));
         if self.closed.load(Ordering::SeqCst) {
             return fail("closed (the toolkit was closed)");
@@ -550,6 +600,11 @@ impl Session {
                 Ok(result) => shape_call_result(&result),
                 Err(detail) => {
                     let detail = match &self.child {
+                        // A live server that closed its stdin: say so now.
+                        Some(c) if detail.contains(stdio::BROKEN_PIPE) => match c.exit_status() {
+                            Some(status) => stdio::describe_exit(status),
+                            None => detail,
+                        },
                         Some(c) if detail.starts_with("peer-eof") => {
                             match c.exit_status_within(Duration::from_millis(250)).await {
                                 Some(status) => stdio::describe_exit(status),

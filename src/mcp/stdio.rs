@@ -6,14 +6,20 @@
 //! tree and not just the direct child; its exit status is observable, so a
 //! server that dies is reported as `peer-exited (status N)` at once; and
 //! stderr is drained continuously, so a chatty server cannot fill the pipe
-//! and deadlock. stdin/stdout are handed to rmcp's line transport.
+//! and deadlock. stdin/stdout are handed to the line transport
+//! (`super::lines`), stdin through [`PipeStdin`], which turns a write into a server that closed its
+//! stdin into a plain `broken pipe` error (never a SIGPIPE: see
+//! `crate::runtime`).
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use std::io;
+use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWrite};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
@@ -32,7 +38,47 @@ pub struct ChildProc {
 pub struct Spawned {
     pub child: ChildProc,
     pub stdout: ChildStdout,
-    pub stdin: ChildStdin,
+    pub stdin: PipeStdin,
+}
+
+/// The error text of a write into a server's closed stdin.
+pub const BROKEN_PIPE: &str = "broken pipe (the server closed its stdin)";
+
+/// The server's stdin. A write after the server closed its end fails with
+/// EPIPE (SIGPIPE is blocked on the runtime's threads, where every write to
+/// it runs); this wrapper takes the SIGPIPE the kernel left pending with it
+/// and says in the error what happened, so the call fails at once with
+/// `transport (send failed: broken pipe ...)`.
+pub struct PipeStdin(ChildStdin);
+
+impl PipeStdin {
+    fn check<T>(res: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match res {
+            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+                crate::runtime::take_sigpipe_after_epipe();
+                Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, BROKEN_PIPE)))
+            }
+            other => other,
+        }
+    }
+}
+
+impl AsyncWrite for PipeStdin {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Self::check(Pin::new(&mut self.0).poll_write(cx, buf))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Self::check(Pin::new(&mut self.0).poll_flush(cx))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Self::check(Pin::new(&mut self.0).poll_shutdown(cx))
+    }
 }
 
 /// Starts `command` with piped stdio in a new process group. Must run inside
@@ -56,6 +102,8 @@ pub fn spawn(
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
+    // Spawned from a runtime thread, where SIGPIPE is blocked.
+    crate::ffi::signal::unblock_sigpipe_in_child(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("transport (spawn-failed): cannot start '{program}': {e}"))?;
@@ -83,7 +131,7 @@ pub fn spawn(
             ended: AtomicBool::new(false),
         },
         stdout,
-        stdin,
+        stdin: PipeStdin(stdin),
     })
 }
 

@@ -1,0 +1,180 @@
+//! The stdio transport: one JSON-RPC message per line each way.
+//!
+//! rmcp's own line transport answers a line that parses as JSON but not as a
+//! message (`7…`, `[]`, `{}`) with an `Invalid request` error written to the
+//! server — from inside `receive`, and waiting for the write to finish.
+//! A server that prints a large binary preamble before its first message
+//! produces such lines by the thousand while it is still writing and not yet
+//! reading its stdin: once those replies fill the stdin pipe (64 KiB, about
+//! 900 replies), `receive` blocks on the write, stops reading stdout, the
+//! server blocks writing stdout, and the session stalls until its timeout.
+//! Whether a given preamble does this depends only on how many of its lines
+//! happen to start like a JSON value (issue 14: one 6,176,768-byte preamble
+//! stalled, one a byte shorter did not).
+//!
+//! Here reading never writes. A line that is not a message the client
+//! understands is dropped without an answer, as the reference SDKs' stdio
+//! clients do (they log it and read on); a request or response the server
+//! got wrong is not something a client must reply to. Lines longer than
+//! [`MAX_LINE`] are dropped too, without ever holding more than that.
+
+use super::stdio::PipeStdin;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::RoleClient;
+use rmcp::transport::Transport;
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::ChildStdout;
+use tokio::sync::Mutex;
+
+/// The longest line kept: the same 64 MiB the streamable-HTTP leg allows
+/// for one JSON response.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// How much of stdout one read takes.
+const READ_CHUNK: usize = 64 * 1024;
+
+pub struct LineTransport {
+    read: BufReader<ChildStdout>,
+    /// The line read so far. Lives here, not in `receive`, because rmcp
+    /// polls `receive` in a `select!` and may drop it mid-line: the next
+    /// call goes on where the last one stopped.
+    line: Vec<u8>,
+    /// Dropping the rest of a line that grew past `MAX_LINE`.
+    discarding: bool,
+    /// None once closed (stdin EOF for the server).
+    write: Arc<Mutex<Option<PipeStdin>>>,
+}
+
+impl LineTransport {
+    pub fn new(stdout: ChildStdout, stdin: PipeStdin) -> Self {
+        LineTransport {
+            read: BufReader::with_capacity(READ_CHUNK, stdout),
+            line: Vec::new(),
+            discarding: false,
+            write: Arc::new(Mutex::new(Some(stdin))),
+        }
+    }
+
+    /// Reads until `self.line` holds one whole line (its newline stripped).
+    /// False at EOF or on a read error: the server is gone.
+    async fn next_line(&mut self) -> bool {
+        loop {
+            let (used, complete) = {
+                let Ok(available) = self.read.fill_buf().await else {
+                    return false;
+                };
+                if available.is_empty() {
+                    return false;
+                }
+                let newline = memchr::memchr(b'\n', available);
+                let used = newline.map_or(available.len(), |i| i + 1);
+                let body = &available[..newline.unwrap_or(available.len())];
+                if !self.discarding {
+                    if self.line.len() + body.len() > MAX_LINE {
+                        self.line = Vec::new();
+                        self.discarding = true;
+                    } else {
+                        self.line.extend_from_slice(body);
+                    }
+                }
+                (used, newline.is_some())
+            };
+            // No await between the copy above and this consume: a receive
+            // dropped at an await loses nothing and repeats nothing.
+            self.read.consume(used);
+            if complete {
+                if self.discarding {
+                    self.discarding = false;
+                    continue;
+                }
+                return true;
+            }
+        }
+    }
+}
+
+/// A line as a server message, or None for anything else.
+fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    // Only an object can be a message; skip the parser for anything else.
+    let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
+    serde_json::from_slice(line).ok()
+}
+
+impl Transport<RoleClient> for LineTransport {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let write = Arc::clone(&self.write);
+        async move {
+            let mut bytes = serde_json::to_vec(&item).map_err(io::Error::other)?;
+            bytes.push(b'\n');
+            // One writer at a time, so lines never interleave.
+            let mut pipe = write.lock().await;
+            let Some(pipe) = pipe.as_mut() else {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    "the transport is closed",
+                ));
+            };
+            pipe.write_all(&bytes).await?;
+            pipe.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            if !self.next_line().await {
+                return None;
+            }
+            let msg = parse(&self.line);
+            self.line.clear();
+            if msg.is_some() {
+                return msg;
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // Dropping the pipe closes the server's stdin.
+        self.write.lock().await.take();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn only_whole_messages_parse() {
+        let ok = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        assert!(parse(ok).is_some());
+        let mut crlf = ok.to_vec();
+        crlf.push(b'\r');
+        assert!(parse(&crlf).is_some());
+        let mut bom = b"\xEF\xBB\xBF".to_vec();
+        bom.extend_from_slice(ok);
+        assert!(parse(&bom).is_some());
+        for junk in [
+            &b"7\xff\xfe"[..],
+            b"[]",
+            b"{}",
+            b"\"x\"",
+            b"",
+            b"{\"jsonrpc\":",
+        ] {
+            assert!(parse(junk).is_none(), "{junk:?}");
+        }
+    }
+}
