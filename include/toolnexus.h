@@ -264,6 +264,25 @@ tn_status tn_toolkit_register(const tn_toolkit *toolkit,
                               char **out_error);
 
 /*
+ Connects to every enabled server of an MCP config, lists its tools and
+ disconnects: no toolkit, no child process left running when it returns.
+ `mcp_config_json` is what a toolkit's `mcpConfig` takes, as JSON text: an
+ object (`mcpServers` / `servers` / `mcp`), or a JSON string holding a
+ path to an `mcp.json` file. `*out_json` receives `{"tools": {server:
+ [{name, description, inputSchema}]}, "status": {server: "connected" |
+ "disabled" | "failed"}, "errors": {server: message}}` — tools under
+ their original names, unfiltered by each server's `tools` allow-list — or
+ the error JSON (`invalid_json`, `invalid_config`). A server that fails is
+ a `failed` status, never an error of the call. Safe from any thread.
+
+ # Safety
+ `mcp_config_json` is NULL or NUL-terminated; `out_json` is NULL or
+ writable.
+ */
+tn_status tn_mcp_list_tools(const char *mcp_config_json,
+                            char **out_json);
+
+/*
  Frees a string the library handed out. NULL is a no-op; not twice; never
  a string from another allocator.
 

@@ -5,10 +5,12 @@
 //! single write of the out-parameter. Business logic lives elsewhere.
 
 mod host;
+mod mcp;
 mod strings;
 mod translate;
 
 pub use host::*;
+pub use mcp::*;
 pub use strings::*;
 pub use translate::*;
 

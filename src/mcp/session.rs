@@ -33,7 +33,7 @@ pub const SERVER_SLACK: Duration = Duration::from_millis(500);
 type Service = RunningService<RoleClient, ClientConfig>;
 
 /// A tool as the server listed it (original name).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RemoteTool {
     pub name: String,
     pub description: String,
