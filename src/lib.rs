@@ -15,6 +15,7 @@ pub mod error;
 pub mod ffi;
 pub mod http_tool;
 pub mod json;
+pub mod log;
 pub mod mcp;
 pub mod native;
 pub mod parts;

@@ -5,11 +5,13 @@
 //! single write of the out-parameter. Business logic lives elsewhere.
 
 mod host;
+mod log;
 mod mcp;
 mod strings;
 mod translate;
 
 pub use host::*;
+pub use log::*;
 pub use mcp::*;
 pub use strings::*;
 pub use translate::*;

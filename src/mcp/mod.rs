@@ -159,6 +159,7 @@ async fn connect_all(config: &McpConfig) -> McpSource {
         match outcome {
             Outcome::Disabled => source.statuses.push((cfg.name.clone(), "disabled".into())),
             Outcome::Failed(msg) => {
+                crate::log::emit(crate::log::Level::Warn, "mcp", || msg.clone());
                 source.statuses.push((cfg.name.clone(), "failed".into()));
                 source.errors.push((cfg.name.clone(), msg));
             }

@@ -99,8 +99,8 @@ pub async fn connect(
         }
         ServerTransport::Stdio { command, env, cwd } => {
             phase.set("connect");
-            let spawned =
-                stdio::spawn(command, env, cwd.as_deref()).map_err(|d| fail("connect", &d))?;
+            let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref())
+                .map_err(|d| fail("connect", &d))?;
             phase.set("initialize");
             let init = tokio::time::timeout(
                 cfg.timeout,
