@@ -107,6 +107,18 @@ typedef void (*tn_tool_callback)(void *user_data,
                                  tn_call *call);
 
 /*
+ A log callback: `level` 1 error, 2 warn, 3 info, 4 debug; `target` the
+ subsystem (`mcp`, `http`, `translate`, `skills`, `client`); `message` one
+ line of text. Both strings are borrowed for the call only. It may run on
+ any thread, concurrently, and may call back into the library (but not
+ `tn_log_set`, which waits for no one and would only take effect later).
+ */
+typedef void (*tn_log_callback)(void *user_data,
+                                int32_t level,
+                                const char *target,
+                                const char *message);
+
+/*
  Hears every `tools/call` the server answers: `user_data`, and the event
  JSON `{"name","source","ms","isError"}` (borrowed for the call only).
  Runs on a library thread, possibly for several calls at once.
@@ -604,6 +616,43 @@ tn_status tn_toolkit_register(const tn_toolkit *toolkit,
                               void *user_data,
                               tn_user_data_free user_data_free,
                               char **out_error);
+
+/*
+ Sets the process-wide log callback: messages at `level` and more severe
+ ones (1 error, 2 warn, 3 info — MCP servers' stderr lines are info —, 4
+ debug) go to `callback` from then on. `level` 0 or a NULL `callback`
+ turns logging off. The previous callback's `user_data_free` (nullable)
+ runs once no message can reach it any more; so does this one's, later.
+ Off by default; when off, no message is ever built. Messages never carry
+ a header value, an API key or an `${ENV}` expansion.
+
+ # Safety
+ `callback`, when not NULL, may be called from any thread with
+ `user_data` until its `user_data_free` has run.
+ */
+void tn_log_set(int32_t level,
+                tn_log_callback callback,
+                void *user_data,
+                tn_user_data_free user_data_free);
+
+/*
+ Connects to every enabled server of an MCP config, lists its tools and
+ disconnects: no toolkit, no child process left running when it returns.
+ `mcp_config_json` is what a toolkit's `mcpConfig` takes, as JSON text: an
+ object (`mcpServers` / `servers` / `mcp`), or a JSON string holding a
+ path to an `mcp.json` file. `*out_json` receives `{"tools": {server:
+ [{name, description, inputSchema}]}, "status": {server: "connected" |
+ "disabled" | "failed"}, "errors": {server: message}}` — tools under
+ their original names, unfiltered by each server's `tools` allow-list — or
+ the error JSON (`invalid_json`, `invalid_config`). A server that fails is
+ a `failed` status, never an error of the call. Safe from any thread.
+
+ # Safety
+ `mcp_config_json` is NULL or NUL-terminated; `out_json` is NULL or
+ writable.
+ */
+tn_status tn_mcp_list_tools(const char *mcp_config_json,
+                            char **out_json);
 
 /*
  Serves the toolkit as an MCP server. `serve_json` is

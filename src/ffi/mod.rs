@@ -7,6 +7,8 @@
 mod client;
 mod client_ext;
 mod host;
+mod log;
+mod mcp;
 mod serve;
 pub(crate) mod signal;
 mod strings;
@@ -15,6 +17,8 @@ mod translate;
 pub use client::*;
 pub use client_ext::*;
 pub use host::*;
+pub use log::*;
+pub use mcp::*;
 pub use serve::*;
 pub use strings::*;
 pub use translate::*;

@@ -15,6 +15,7 @@ mod sse;
 mod stdio;
 
 pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
+pub use session::RemoteTool;
 
 use crate::json::normalize_args;
 use crate::runtime;
@@ -162,6 +163,7 @@ async fn connect_all(config: &McpConfig) -> McpSource {
         match outcome {
             Outcome::Disabled => source.statuses.push((cfg.name.clone(), "disabled".into())),
             Outcome::Failed(msg) => {
+                crate::log::emit(crate::log::Level::Warn, "mcp", || msg.clone());
                 source.statuses.push((cfg.name.clone(), "failed".into()));
                 source.errors.push((cfg.name.clone(), msg));
             }
@@ -191,6 +193,93 @@ async fn connect_all(config: &McpConfig) -> McpSource {
         }
     }
     source
+}
+
+/// What [`list_tools`] found (SPEC §2 Gap 6).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inventory {
+    /// Per connected server, its tools under their original names, in the
+    /// server's order, unfiltered by the server's `tools` allow-list (the
+    /// inventory exists to write those lists).
+    pub tools: Vec<(String, Vec<RemoteTool>)>,
+    /// `connected` | `disabled` | `failed`, per server in config order.
+    pub statuses: Vec<(String, String)>,
+    pub errors: Vec<(String, String)>,
+}
+
+impl Inventory {
+    /// `{"tools": {server: [{name, description, inputSchema}]}, "status":
+    /// {server: status}, "errors": {server: message}}`.
+    pub fn to_json(&self) -> Value {
+        let tools: serde_json::Map<String, Value> = self
+            .tools
+            .iter()
+            .map(|(server, defs)| {
+                let defs = defs
+                    .iter()
+                    .map(|d| {
+                        serde_json::json!({
+                            "name": d.name,
+                            "description": d.description,
+                            "inputSchema": d.input_schema,
+                        })
+                    })
+                    .collect();
+                (server.clone(), Value::Array(defs))
+            })
+            .collect();
+        let pairs = |v: &[(String, String)]| -> serde_json::Map<String, Value> {
+            v.iter()
+                .map(|(k, s)| (k.clone(), Value::from(s.as_str())))
+                .collect()
+        };
+        serde_json::json!({
+            "tools": tools,
+            "status": pairs(&self.statuses),
+            "errors": pairs(&self.errors),
+        })
+    }
+}
+
+/// Connects to every enabled server, lists its tools and disconnects
+/// (SPEC §2 Gap 6): no toolkit, nothing left running when it returns. A
+/// server that fails is a `failed` status with its message, never an error
+/// for the whole call.
+pub fn list_tools(config: &McpConfig) -> Inventory {
+    block_on_anywhere(async {
+        let attempts: Vec<_> = config
+            .servers
+            .iter()
+            .map(|cfg| {
+                let cfg = cfg.clone();
+                tokio::spawn(async move { connect_one(&cfg).await })
+            })
+            .collect();
+        let mut inv = Inventory::default();
+        for (cfg, attempt) in config.servers.iter().zip(attempts) {
+            let outcome = attempt.await.unwrap_or_else(|e| {
+                Outcome::Failed(session::failure(
+                    &cfg.name,
+                    "connect",
+                    &format!("internal ({e})"),
+                ))
+            });
+            let status = match outcome {
+                Outcome::Disabled => "disabled",
+                Outcome::Failed(msg) => {
+                    inv.errors.push((cfg.name.clone(), msg));
+                    "failed"
+                }
+                Outcome::Connected(session, tools) => {
+                    session.close().await;
+                    inv.tools.push((cfg.name.clone(), tools));
+                    "connected"
+                }
+            };
+            inv.statuses.push((cfg.name.clone(), status.into()));
+        }
+        inv
+    })
 }
 
 async fn connect_one(cfg: &ServerConfig) -> Outcome {

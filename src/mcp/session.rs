@@ -34,7 +34,7 @@ pub const SERVER_SLACK: Duration = Duration::from_millis(500);
 type Service = RunningService<RoleClient, ClientConfig>;
 
 /// A tool as the server listed it (original name).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RemoteTool {
     pub name: String,
     pub description: String,
@@ -116,8 +116,8 @@ async fn connect_inner(
         }
         ServerTransport::Stdio { command, env, cwd } => {
             phase.set("connect");
-            let spawned =
-                stdio::spawn(command, env, cwd.as_deref()).map_err(|d| fail("connect", &d))?;
+            let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref())
+                .map_err(|d| fail("connect", &d))?;
             phase.set("initialize");
             let init = tokio::time::timeout(
                 cfg.timeout,

@@ -84,6 +84,7 @@ impl AsyncWrite for PipeStdin {
 /// Starts `command` with piped stdio in a new process group. Must run inside
 /// the runtime (it starts the exit watcher and the stderr drain).
 pub fn spawn(
+    server: &str,
     command: &[String],
     env: &[(String, String)],
     cwd: Option<&str>,
@@ -115,7 +116,7 @@ pub fn spawn(
     let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
         return Err("transport (spawn-failed): the child exited at once".into());
     };
-    tokio::spawn(drain(stderr));
+    tokio::spawn(drain(stderr, server.to_string()));
     let (tx, rx) = watch::channel(None);
     tokio::spawn(async move {
         // The watcher owns the child: it reaps it (no zombie) and publishes
@@ -135,15 +136,56 @@ pub fn spawn(
     })
 }
 
-/// Reads and discards the child's stderr so it can never block on a full pipe.
-async fn drain(mut stderr: tokio::process::ChildStderr) {
+/// Reads the child's stderr continuously, so it can never block on a full
+/// pipe, and hands each line to the host's log callback (target `mcp`, level
+/// info) when one wants it; otherwise the bytes are dropped unlooked-at. A
+/// line is cut at [`STDERR_LINE_MAX`] bytes, so a server that floods stderr
+/// without a newline costs bounded memory.
+async fn drain(mut stderr: tokio::process::ChildStderr, server: String) {
+    use crate::log::{emit, enabled, Level};
     let mut buf = vec![0u8; 16 * 1024];
+    let mut line: Vec<u8> = Vec::new();
+    let mut cut = false;
+    let flush = |line: &mut Vec<u8>, cut: &mut bool| {
+        if !line.is_empty() || *cut {
+            let text = String::from_utf8_lossy(line);
+            let text = text.trim_end_matches('\r');
+            let more = if *cut { " [line cut]" } else { "" };
+            emit(Level::Info, "mcp", || {
+                format!("server \"{server}\" stderr: {text}{more}")
+            });
+        }
+        line.clear();
+        *cut = false;
+    };
     while let Ok(n) = stderr.read(&mut buf).await {
         if n == 0 {
             break;
         }
+        if !enabled(Level::Info) {
+            line.clear();
+            continue;
+        }
+        for chunk in buf[..n].split_inclusive(|b| *b == b'\n') {
+            let (body, ends) = match chunk.strip_suffix(b"\n") {
+                Some(b) => (b, true),
+                None => (chunk, false),
+            };
+            let room = STDERR_LINE_MAX.saturating_sub(line.len());
+            line.extend_from_slice(&body[..body.len().min(room)]);
+            cut |= body.len() > room;
+            if ends {
+                flush(&mut line, &mut cut);
+            }
+        }
+    }
+    if enabled(Level::Info) {
+        flush(&mut line, &mut cut);
     }
 }
+
+/// The longest stderr line passed to the log callback.
+const STDERR_LINE_MAX: usize = 8 * 1024;
 
 impl ChildProc {
     /// The process id of the server (also its process group id).

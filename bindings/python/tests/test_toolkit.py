@@ -200,6 +200,19 @@ def test_asyncio_wrappers_run_off_the_event_loop():
         srv.close()
 
 
+def test_mcp_inventory_without_a_toolkit(tmp_path):
+    server = str(REPO / "tests" / "mcp_servers" / "sdk_server.py")
+    config = {"mcpServers": {"sdk": {"command": ["python3", server, "stdio"], "timeout": 20000},
+                             "dead": {"command": ["/nonexistent/tn-server"]}}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    for given in (config, str(path)):
+        inv = tn.list_mcp_tools(given)
+        assert inv["status"] == {"sdk": "connected", "dead": "failed"}
+        assert sorted(t["name"] for t in inv["tools"]["sdk"]) == ["add", "echo", "explode"]
+        assert "dead" in inv["errors"]
+
+
 def test_a_missing_library_is_a_clear_error():
     with pytest.raises(OSError) as e:
         tn.load("/nonexistent/libtoolnexus.so")

@@ -35,6 +35,7 @@ __all__ = [
     "UnknownFormatError",
     "InternalError",
     "helper",
+    "list_mcp_tools",
     "translate",
     "atranslate",
     "version",
@@ -424,3 +425,14 @@ def helper(name: str, args: Optional[list[Any]] = None) -> Any:
     lib = _native.load()
     text = _call(lib.tn_helper, name.encode("utf-8"), _native.cstr(args or [], "args"))
     return json.loads(text)
+
+
+def list_mcp_tools(config: Union[dict, str]) -> dict[str, Any]:
+    """Connects to every enabled server of an MCP config, lists its tools and
+    disconnects (SPEC §2 Gap 6): ``{"tools": {server: [{name, description,
+    inputSchema}]}, "status": {server: ...}, "errors": {server: ...}}``.
+    ``config`` is a dict, its JSON text, or a path to an ``mcp.json``."""
+    if isinstance(config, str) and not config.lstrip().startswith("{"):
+        config = json.dumps(config)  # a path travels as a JSON string
+    lib = _native.load()
+    return json.loads(_call(lib.tn_mcp_list_tools, _native.cstr(config, "config")))

@@ -96,6 +96,7 @@ def _declare(lib: ctypes.CDLL) -> None:
             status,
         ),
         "tn_helper": ([ctypes.c_char_p, ctypes.c_char_p, c_void_p_p], status),
+        "tn_mcp_list_tools": ([ctypes.c_char_p, c_void_p_p], status),
         "tn_cancel_new": ([], ctypes.c_void_p),
         "tn_cancel_trigger": ([ctypes.c_void_p], None),
         "tn_cancel_free": ([ctypes.c_void_p], None),
