@@ -17,6 +17,7 @@ pub mod http_tool;
 pub mod json;
 pub mod mcp;
 pub mod native;
+pub mod net;
 pub mod runtime;
 pub mod skill;
 pub mod tool;
