@@ -191,7 +191,7 @@ fn mcp_vectors() {
             }
             Verdict::Skip(why) => {
                 skipped += 1;
-                eprintln!("skipped {id}: {why}");
+                eprintln!("skipped {id}: {why}; the whole toolkit runs it in tests/conformance_core.rs and the Go and C harnesses");
             }
         }
     }

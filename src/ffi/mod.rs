@@ -254,6 +254,10 @@ pub extern "C" fn tn_abi_version() -> u32 {
 pub const TN_ABI_VERSION: u32 = 1;
 
 #[cfg(test)]
+#[path = "../../tests/quiet_panic/mod.rs"]
+mod quiet_panic;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::ffi::{CStr, CString};
@@ -276,7 +280,9 @@ mod tests {
     #[test]
     fn a_panic_becomes_the_internal_status() {
         let mut out = ptr::null_mut();
-        let status = boundary(&mut out, || -> Result<String, Error> { panic!("boom") });
+        let status = quiet_panic::quietly(|| {
+            boundary(&mut out, || -> Result<String, Error> { panic!("boom") })
+        });
         assert_eq!(status, TN_INTERNAL);
         let text = take(out);
         assert_eq!(error_code(&text), "internal");
