@@ -35,7 +35,7 @@ LD_LIBRARY_PATH="$prefix/lib" ./quickstart_shared > shared.txt
 echo "C, shared ($needed): $(head -1 shared.txt)"
 
 # Static: the archive by name, then Libs.private.
-cc -std=c11 -Wall -Wextra -Wpedantic -Werror -o quickstart_static quickstart.c \
+cc -std=c11 -Wall -Wextra -Wpedantic -Werror -Wl,--gc-sections -o quickstart_static quickstart.c \
   $(pkg-config --cflags toolnexus) \
   $(pkg-config --static --libs toolnexus | sed 's/-ltoolnexus\b/-l:libtoolnexus.a/')
 if readelf -d quickstart_static | grep -q 'NEEDED.*libtoolnexus'; then

@@ -96,7 +96,7 @@ where
     status
 }
 
-/// Builds a toolkit from a toolkit config (CONTRACT.md §3).
+/// Builds a toolkit from a toolkit config (docs/CONTRACT.md §3).
 ///
 /// On success `*out_toolkit` receives the toolkit and `*out_error` NULL; on
 /// failure `*out_toolkit` receives NULL and `*out_error` the error JSON, which
@@ -165,7 +165,7 @@ pub unsafe extern "C" fn tn_toolkit_free(toolkit: *mut tn_toolkit) {
     let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
 }
 
-/// Renders the toolkit (CONTRACT.md §4): `format` is `openai`, `anthropic`,
+/// Renders the toolkit (docs/CONTRACT.md §4): `format` is `openai`, `anthropic`,
 /// `gemini`, `toolNames`, `skillsPrompt`, `tools`, `status`, `skills`,
 /// `skillsInventory`, or JSON text `{"format": "openai", "tools": [names]}`
 /// for exactly those tools in that order. `*out_json` receives the JSON (or
