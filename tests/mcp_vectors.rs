@@ -191,12 +191,13 @@ fn mcp_vectors() {
             }
             Verdict::Skip(why) => {
                 skipped += 1;
-                eprintln!("skipped {id}: {why}; the whole toolkit runs it in tests/conformance_core.rs and the Go and C harnesses");
+                eprintln!("skipped {id}: {why}");
             }
         }
     }
     eprintln!(
-        "mcp parity: {passed} passed, {failed} failed, {diverged} divergences, {skipped} skipped"
+        "mcp parity: {passed} passed, {failed} failed, {diverged} divergences, {skipped} skipped \
+         (each run with the whole toolkit by tests/conformance_core.rs and the Go and C harnesses)"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(passed > 0);
