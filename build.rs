@@ -11,6 +11,15 @@ fn main() {
     let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let version = env::var("CARGO_PKG_VERSION").expect("cargo sets CARGO_PKG_VERSION");
     let part = |name: &str| env::var(name).expect("cargo sets the version parts");
+    // The shared library's soname carries the major version (the cargo-c
+    // convention): scripts/install.sh installs libtoolnexus.so.X.Y.Z with the
+    // libtoolnexus.so.X and libtoolnexus.so links.
+    if env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
+        println!(
+            "cargo:rustc-cdylib-link-arg=-Wl,-soname,libtoolnexus.so.{}",
+            part("CARGO_PKG_VERSION_MAJOR")
+        );
+    }
     let mut config =
         cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml is readable");
     config.after_includes = Some(format!(

@@ -12,8 +12,11 @@ OUT=${TN_BENCH_TREE:-target/bench-tree}
 cargo build --release --quiet
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cc -O2 -Wall -Wextra -Iinclude bench/c/bench_builtins.c -Ltarget/release -ltoolnexus \
-   -Wl,-rpath,"$PWD/target/release" -o "$work/bench_builtins"
+# The shared library as installed (its soname needs the libtoolnexus.so.X link).
+PREFIX="$work/prefix" scripts/install.sh
+cc -O2 -Wall -Wextra bench/c/bench_builtins.c \
+   $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs toolnexus) \
+   -Wl,-rpath,"$work/prefix/lib" -o "$work/bench_builtins"
 PY=${TN_PYTHON:-bench/.venv/bin/python}
 if [ -z "${TN_PYTHON:-}" ] && [ ! -x bench/.venv/bin/python ]; then
   python3 -m venv bench/.venv && bench/.venv/bin/pip install --quiet toolnexus==0.21.0

@@ -31,7 +31,9 @@ for i in $(seq "$runs"); do
   "$work/bench_host" 200 >> "$work/c.txt"
 done
 
-(cd bindings/go && go test -run '^$' -bench 'GoToolRoundTrip$|GoToolParallel8$' \
+# The Go binding links the installed library through pkg-config.
+PREFIX="$work/prefix" scripts/install.sh
+(cd bindings/go && PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" LD_LIBRARY_PATH="$work/prefix/lib" go test -run '^$' -bench 'GoToolRoundTrip$|GoToolParallel8$' \
    -benchtime 200000x -count "$runs") > "$work/go.txt"
 go_rt=$(awk '/BenchmarkGoToolRoundTrip/ {print $3/1000}' "$work/go.txt" | median)
 go_par=$(awk '/BenchmarkGoToolParallel8/ {printf "%.0f\n", 1e9/$3}' "$work/go.txt" | median)

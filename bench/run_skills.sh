@@ -9,8 +9,11 @@ trap 'rm -rf "$work"' EXIT
 
 python3 bench/gen_skills.py "$work/skills" 1000
 cargo build --release --quiet
-cc -O2 -Wall -Wextra -Iinclude bench/c/bench_skills.c -Ltarget/release -ltoolnexus \
-   -Wl,-rpath,"$PWD/target/release" -o "$work/bench_skills"
+# The shared library as installed (its soname needs the libtoolnexus.so.X link).
+PREFIX="$work/prefix" scripts/install.sh
+cc -O2 -Wall -Wextra bench/c/bench_skills.c \
+   $(PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config --cflags --libs toolnexus) \
+   -Wl,-rpath,"$work/prefix/lib" -o "$work/bench_skills"
 if [ ! -x bench/.venv/bin/python ]; then
   python3 -m venv bench/.venv
   bench/.venv/bin/pip install --quiet toolnexus==0.21.0

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond Rust, Go, Python and a C compiler:
 # Debian's libcjson-dev (the C parity harness) and valgrind, and the official
-# MCP Python SDK (the test MCP servers). Idempotent; skips what is present.
+# MCP Python SDK (the test MCP servers) with its dependencies, pinned in
+# tests/requirements.txt, in the virtual environment .venv (never the system
+# Python). Idempotent; skips what is present.
 set -euo pipefail
 
 need_apt=()
@@ -9,6 +11,7 @@ need_apt=()
 command -v valgrind >/dev/null || need_apt+=(valgrind)
 command -v cc >/dev/null || need_apt+=(build-essential)
 command -v npm >/dev/null || need_apt+=(nodejs npm)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -16,8 +19,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-if ! python3 -c 'import mcp.server' 2>/dev/null; then
-  python3 -m pip install --quiet --disable-pip-version-check mcp
+cd "$(dirname "$0")/.."
+if ! cmp -s tests/requirements.txt .venv/requirements.txt 2>/dev/null; then
+  [ -x .venv/bin/python3 ] || python3 -m venv .venv
+  .venv/bin/python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+  cp tests/requirements.txt .venv/requirements.txt
 fi
 
 # MCP Inspector's command-line mode (tests/mcp_inspector.rs), pinned, in a

@@ -2,23 +2,37 @@
 # Every test of the project: Rust (unit, integration, conformance), the Go
 # package with its parity harness (-race, and once with GOGC=1), and the C
 # layer (warnings as errors, valgrind, ASan+UBSan, C++ header compile, the C
-# parity harness), and the demo of the README. scripts/setup.sh installs what
-# it needs first.
+# parity harness), the demo of the README, and the installed library used from
+# outside the repository (scripts/install_check.sh). scripts/setup.sh installs
+# what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
+# Every `python3` a test spawns (the MCP servers of the Rust, Go and C tests
+# and of the vectors) is the pinned virtual environment's (tests/requirements.txt).
+export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== cargo test"
 # Benchmarks are not run here (timing belongs to bench/); CI's clippy
 # --all-targets compiles them.
-cargo test --lib --bins --tests -- --nocapture 2>&1 | grep -E '^(test result|FAIL|.*parity:)|panicked|^error' ; test "${PIPESTATUS[0]}" -eq 0
-
-echo "== release library"
-cargo build --release --quiet
+cargo test --lib --bins --tests -- --nocapture 2>&1 | grep -E '^(test result|FAIL|.*parity:)|^test .* ignored|panicked|^error' ; test "${PIPESTATUS[0]}" -eq 0
 
 echo "== demo (the README's first command, against its bundled mock provider)"
-cargo run --release --quiet --example demo > /dev/null
+# The same debug build as the tests above: nothing is compiled again.
+cargo run --quiet --example demo > /dev/null
+
+echo "== install (scripts/install.sh: the release build under a temporary PREFIX)"
+prefix_root=$(mktemp -d)
+trap 'rm -rf "$prefix_root"' EXIT
+PREFIX="$prefix_root/prefix" scripts/install.sh
+# The Go tests below link the installed shared library through pkg-config,
+# as a user's module does (README, "Using it from Go").
+export PKG_CONFIG_PATH="$prefix_root/prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$prefix_root/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+echo "== the installed library from outside the repository (C shared, C static, a Go module)"
+scripts/install_check.sh "$prefix_root/prefix"
 
 if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
   echo "== go test -race"
@@ -28,11 +42,11 @@ if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
 fi
 
 if [ -f bindings/python/pyproject.toml ]; then
-  echo "== python binding (installed into a fresh venv, against the release library)"
+  echo "== python binding (installed into a fresh venv, against the installed library)"
   venv="$(mktemp -d)/venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check ./bindings/python "pytest==8.3.4"
-  (cd "$venv" && TOOLNEXUS_LIB="$OLDPWD/target/release/libtoolnexus.so" \
+  (cd "$venv" && TOOLNEXUS_LIB="$prefix_root/prefix/lib/libtoolnexus.so" \
     "$venv/bin/python" -m pytest -q -s -p no:cacheprovider "$OLDPWD/bindings/python/tests" 2>&1 \
     | grep -E '^(parity|FAIL|FAILED|ERROR)|passed|failed' ; test "${PIPESTATUS[0]}" -eq 0)
   rm -rf "$(dirname "$venv")"

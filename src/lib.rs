@@ -21,6 +21,7 @@ pub mod log;
 pub mod mcp;
 pub mod mcp_server;
 pub mod native;
+pub mod net;
 pub mod parts;
 pub mod runtime;
 pub mod skill;

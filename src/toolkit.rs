@@ -130,6 +130,7 @@ impl Toolkit {
 
         let catalog = cfg.skills.as_ref().map(|opts| Arc::new(skill::load(opts)));
         if let Some(cat) = &catalog {
+            status.warnings.extend(cat.root_warnings.iter().cloned());
             for name in &cat.filter_unmatched {
                 status
                     .warnings

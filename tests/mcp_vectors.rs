@@ -207,7 +207,8 @@ fn mcp_vectors() {
         }
     }
     eprintln!(
-        "mcp parity: {passed} passed, {failed} failed, {diverged} divergences, {skipped} skipped, {proposed} proposed"
+        "mcp parity: {passed} passed, {failed} failed, {diverged} divergences, {skipped} skipped, {proposed} proposed \
+         (a skipped case is run with the whole toolkit by tests/conformance_core.rs and the Go and C harnesses)"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(passed > 0);

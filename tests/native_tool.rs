@@ -3,6 +3,7 @@
 
 #[path = "http_tool_mock/mod.rs"]
 mod http_tool_mock;
+mod quiet_panic;
 
 use http_tool_mock::{MockServer, Reply};
 use serde_json::{json, Map, Value};
@@ -102,12 +103,14 @@ fn a_panicking_host_function_is_an_error_result() {
         }),
     );
     let ctx = ExecContext::default();
+    let borrowed = quiet_panic::quietly(|| t.exec.execute(&json!({}), &ctx));
+    let owned = quiet_panic::quietly(|| t.exec.execute(&json!({"owned": true}), &ctx));
     assert_eq!(
-        t.exec.execute(&json!({}), &ctx),
+        borrowed,
         ToolResult::error("native tool 'boom' panicked: static message")
     );
     assert_eq!(
-        t.exec.execute(&json!({"owned": true}), &ctx),
+        owned,
         ToolResult::error("native tool 'boom' panicked: something went wrong")
     );
 }

@@ -141,6 +141,24 @@ func (t *tally) add(o tally) {
 	t.proposed += o.proposed
 }
 
+// skipReasons says why a file's cases were skipped, so no skipped count in
+// the log goes unexplained: " (skipped: 69 unknown op run)".
+func skipReasons(why map[string]int) string {
+	if len(why) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(why))
+	for k := range why {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", why[k], k)
+	}
+	return " (skipped: " + strings.Join(parts, "; ") + ")"
+}
+
 func (t tally) line() string {
 	return fmt.Sprintf("%d passed, %d failed, %d divergences, %d skipped, %d proposed",
 		t.pass, t.fail, t.div, t.skip, t.proposed)
@@ -279,6 +297,7 @@ func TestParity(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ft tally
+		skipped := map[string]int{} // why -> cases, printed with the file's line
 		for _, raw := range cases {
 			var head struct {
 				ID string `json:"id"`
@@ -298,6 +317,7 @@ func TestParity(t *testing.T) {
 				ft.pass++
 			case outSkip:
 				ft.skip++
+				skipped[why]++
 				if os.Getenv("TN_PARITY_VERBOSE") != "" {
 					t.Logf("skip %s: %s", head.ID, why)
 				}
@@ -307,7 +327,7 @@ func TestParity(t *testing.T) {
 			}
 		}
 		rel, _ := filepath.Rel(vecDir, file)
-		fmt.Printf("parity[%s]: %s\n", rel, ft.line())
+		fmt.Printf("parity[%s]: %s%s\n", rel, ft.line(), skipReasons(skipped))
 		total.add(ft)
 	}
 	for _, f := range failures {

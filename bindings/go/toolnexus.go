@@ -3,17 +3,16 @@
 // HTTP endpoints and Go functions, rendered for OpenAI, Anthropic or Gemini and
 // executed by name, plus a one-call OpenAI-to-provider translator.
 //
-// The library is linked statically from target/release/libtoolnexus.a, so run
-// `cargo build --release` at the repository root before `go build` or
-// `go test`.
+// cgo finds the library through pkg-config (toolnexus.pc): install it first
+// with scripts/install.sh from the repository root, under a PREFIX whose
+// lib/pkgconfig is on PKG_CONFIG_PATH (README, "Using it from Go").
 //
 // Every value crossing the boundary is JSON. A *Toolkit is safe for concurrent
 // use by many goroutines; Close waits for calls in flight and is idempotent.
 package toolnexus
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: ${SRCDIR}/../../target/release/libtoolnexus.a -ldl -lm -lpthread
+#cgo pkg-config: toolnexus
 #include <stdlib.h>
 #include <string.h>
 #include "toolnexus.h"

@@ -1,52 +1,96 @@
 //! The toolnexus demo: build a toolkit from the bundled example skills and
-//! the ten builtins, render it for OpenAI, Anthropic and Gemini, execute two
-//! tools, and translate one OpenAI-shaped request against a bundled mock
-//! provider on 127.0.0.1 (no API key, no network).
+//! the ten builtins, show the `skill` tool as OpenAI, Anthropic and Gemini
+//! declare it, ask a bundled mock provider on 127.0.0.1 (no API key, no
+//! network) what to do, and run the tool calls it asks for.
 //!
-//! Run: `cargo run --release --example demo`
+//! The demo calls the Rust API. Each step is headed by the C ABI call that
+//! runs the same code (`tn_toolkit_build` builds through
+//! `Toolkit::build_from_json`, `tn_render` through `Toolkit::render`,
+//! `tn_execute` through `Toolkit::execute`, `tn_translate` through
+//! `toolnexus::translate`), so its output is what a C or Go program gets.
+//!
+//! Run: `cargo run --example demo`. Each step is one function below; add a
+//! step by writing another and calling it from `main`.
 
 mod mock_provider;
 
 use serde_json::{json, Value};
-use toolnexus::tool::ExecContext;
+use toolnexus::tool::{ExecContext, ToolResult};
 use toolnexus::toolkit::Toolkit;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
-    let config = json!({"skillsDir": skills});
-    println!("== build  {config}");
-    let tk = Toolkit::build_from_json(&config.to_string())?;
-    println!("tools: {}", tk.render("toolNames")?);
-    println!("status: {}", tk.render("status")?);
+type Step<T> = Result<T, Box<dyn std::error::Error>>;
 
-    for format in ["openai", "anthropic", "gemini"] {
-        let rendered: Value = serde_json::from_str(&tk.render(format)?)?;
-        let first = match format {
-            "gemini" => rendered[0]["functionDeclarations"][0].clone(),
-            _ => rendered[0].clone(),
-        };
-        let text = tk.render(format)?;
-        println!(
-            "\n== render {format}  ({} bytes)\nfirst entry: {first}",
-            text.len()
-        );
-    }
-
-    println!("\n== skillsPrompt\n{}", tk.skills_prompt());
-
-    let ctx = ExecContext::default();
-    let skill = tk.execute("skill", json!({"name": "hello-world"}), &ctx);
+fn main() -> Step<()> {
     println!(
-        "\n== execute skill {{\"name\":\"hello-world\"}}\n{}",
-        skill.output
+        "toolnexus {} demo: the Rust API, each step headed by its C ABI call",
+        env!("CARGO_PKG_VERSION")
     );
-    let bash = tk.execute(
+    let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
+    let tk = build(skills)?;
+    declarations(&tk)?;
+    prompt(&tk);
+    let calls = ask_the_model(&tk)?;
+    run_tool_calls(&tk, &calls);
+    // The model's next step, as the skill's instructions say: run its script.
+    run(
+        &tk,
         "bash",
         json!({"command": format!("sh {skills}/hello-world/scripts/greet.sh Ada")}),
-        &ctx,
     );
-    println!("\n== execute bash greet.sh Ada\n{}", bash.to_json());
+    Ok(())
+}
 
+/// `tn_toolkit_build`, then the status: sources, the skills loaded, warnings.
+fn build(skills: &str) -> Step<Toolkit> {
+    let config = json!({"skillsDir": skills});
+    println!("\n== tn_toolkit_build({config})");
+    let tk = Toolkit::build_from_json(&config.to_string())?;
+    let names: Vec<String> = serde_json::from_str(&tk.render("toolNames")?)?;
+    println!("{} tools: {}", names.len(), names.join(", "));
+
+    let loaded: Value = serde_json::from_str(&tk.render("skills")?)?;
+    let skill_names: Vec<&str> = loaded["skills"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s["name"].as_str()).collect())
+        .unwrap_or_default();
+    println!("\n== tn_render(tk, \"status\")");
+    println!("{}", tk.render("status")?);
+    println!(
+        "skills loaded behind the `skill` tool: {}",
+        skill_names.join(", ")
+    );
+    Ok(tk)
+}
+
+/// The `skill` tool in each provider's shape: an explicit subset render.
+fn declarations(tk: &Toolkit) -> Step<()> {
+    for format in ["openai", "anthropic", "gemini"] {
+        let all = tk.render(format)?;
+        let subset = json!({"format": format, "tools": ["skill"]}).to_string();
+        let one: Value = serde_json::from_str(&tk.render(&subset)?)?;
+        println!(
+            "\n== tn_render(tk, {subset:?})   (all tools: tn_render(tk, \"{format}\"), {} bytes)",
+            all.len()
+        );
+        if format == "gemini" {
+            println!("(Gemini wraps every declaration in one {{\"functionDeclarations\": [...]}} object)");
+        }
+        println!("{}", serde_json::to_string_pretty(&one)?);
+    }
+    Ok(())
+}
+
+/// `tn_render(tk, "skillsPrompt")`: the catalog a system prompt carries.
+fn prompt(tk: &Toolkit) {
+    println!(
+        "\n== tn_render(tk, \"skillsPrompt\")\n{}",
+        tk.skills_prompt()
+    );
+}
+
+/// `tn_translate` against the mock Anthropic-style provider; returns the
+/// tool calls the model asked for.
+fn ask_the_model(tk: &Toolkit) -> Step<Vec<Value>> {
     let base = mock_provider::start()?;
     let client = json!({"baseUrl": base, "style": "anthropic", "model": "mock-claude", "apiKey": "demo-key"});
     let request = json!({
@@ -56,7 +100,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ],
         "maxTokens": 512
     });
-    println!("\n== translate against the mock provider at {base}");
+    println!("\n== tn_translate(client, request, tk, NULL)   (mock provider at {base})");
+    println!("request: {request}");
     let result =
         toolnexus::translate::translate(&client, &request, &tk.openai_declarations(), None)?;
     println!("text: {}", result["text"]);
@@ -65,15 +110,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "finishReason: {}  usage: {}",
         result["finishReason"], result["usage"]
     );
+    Ok(result["toolCalls"].as_array().cloned().unwrap_or_default())
+}
 
-    if let Some(call) = result["toolCalls"].as_array().and_then(|c| c.first()) {
+/// Runs every tool call the model asked for.
+fn run_tool_calls(tk: &Toolkit, calls: &[Value]) {
+    for call in calls {
         let name = call["name"].as_str().unwrap_or_default();
-        let args = call["arguments"].clone();
-        let r = tk.execute(name, args, &ctx);
-        println!(
-            "\n== executing the model's tool call {name}: isError={}",
-            r.is_error
-        );
+        run(tk, name, call["arguments"].clone());
     }
-    Ok(())
+}
+
+/// `tn_execute`, and its ToolResult printed the one way every result is.
+fn run(tk: &Toolkit, name: &str, args: Value) {
+    println!("\n== tn_execute(tk, \"{name}\", {args}, NULL)");
+    show(&tk.execute(name, args, &ExecContext::default()));
+}
+
+fn show(result: &ToolResult) {
+    println!("isError: {}", result.is_error);
+    if let Some(md) = &result.metadata {
+        println!("metadata: {}", Value::Object(md.clone()));
+    }
+    println!("output:");
+    for line in result.output.lines() {
+        println!("  {line}");
+    }
 }

@@ -75,7 +75,8 @@ fn client() -> Result<&'static reqwest::Client, String> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            reqwest::Client::builder()
+            crate::net::reqwest_builder()
+                .map_err(|e| format!("cannot create the HTTP client: {e}"))?
                 .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
                 .build()
                 .map_err(|e| format!("cannot create the HTTP client: {e}"))

@@ -1,4 +1,4 @@
-//! Host functions as tools (CONTRACT.md §7): a C function pointer with its
+//! Host functions as tools (docs/CONTRACT.md §7): a C function pointer with its
 //! `user_data`, called with the args JSON, answering through `tn_call_set_*`.
 
 use super::{

@@ -112,7 +112,7 @@ where
     status
 }
 
-/// Builds a toolkit from a toolkit config (CONTRACT.md §3).
+/// Builds a toolkit from a toolkit config (docs/CONTRACT.md §3).
 ///
 /// On success `*out_toolkit` receives the toolkit and `*out_error` NULL; on
 /// failure `*out_toolkit` receives NULL and `*out_error` the error JSON, which
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn tn_toolkit_free(toolkit: *mut tn_toolkit) {
     let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
 }
 
-/// Renders the toolkit (CONTRACT.md §4): `format` is `openai`, `anthropic`,
+/// Renders the toolkit (docs/CONTRACT.md §4): `format` is `openai`, `anthropic`,
 /// `gemini`, `toolNames`, `skillsPrompt`, `tools`, `status`, `skills`,
 /// `skillsInventory`, or JSON text `{"format": "openai", "tools": [names]}`
 /// for exactly those tools in that order. `*out_json` receives the JSON (or
@@ -319,6 +319,10 @@ pub extern "C" fn tn_abi_version() -> u32 {
 pub const TN_ABI_VERSION: u32 = 1;
 
 #[cfg(test)]
+#[path = "../../tests/quiet_panic/mod.rs"]
+mod quiet_panic;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::ffi::{CStr, CString};
@@ -341,7 +345,9 @@ mod tests {
     #[test]
     fn a_panic_becomes_the_internal_status() {
         let mut out = ptr::null_mut();
-        let status = boundary(&mut out, || -> Result<String, Error> { panic!("boom") });
+        let status = quiet_panic::quietly(|| {
+            boundary(&mut out, || -> Result<String, Error> { panic!("boom") })
+        });
         assert_eq!(status, TN_INTERNAL);
         let text = take(out);
         assert_eq!(error_code(&text), "internal");

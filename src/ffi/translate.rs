@@ -60,7 +60,7 @@ fn parse(text: &str, what: &str) -> Result<Value, Error> {
 }
 
 /// One OpenAI-shaped chat request in, one provider call (plus retries), one
-/// OpenAI-shaped result out (CONTRACT.md §6). `toolkit` (nullable) is
+/// OpenAI-shaped result out (docs/CONTRACT.md §6). `toolkit` (nullable) is
 /// declared before `request.tools` and never executed; `cancel` (nullable)
 /// aborts the call from another thread. `*out_json` receives
 /// `{text, toolCalls, finishReason, usage, model, raw}` or the error JSON

@@ -243,12 +243,12 @@ fn streamable_transport(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
-) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
     let mut map = HashMap::new();
     for (k, v) in headers {
-        let name = reqwest_mcp::header::HeaderName::from_bytes(k.as_bytes())
+        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
             .map_err(|_| format!("invalid config (headers: '{k}' is not a valid header name)"))?;
-        let value = reqwest_mcp::header::HeaderValue::from_str(v).map_err(|_| {
+        let value = reqwest::header::HeaderValue::from_str(v).map_err(|_| {
             format!("invalid config (headers.{k}: the value is not a valid header value)")
         })?;
         map.insert(name, value);
@@ -261,19 +261,10 @@ fn streamable_transport(
     Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
-/// A reqwest 0.13 client with rustls on the ring provider and the webpki roots.
-fn http_client(timeout: Duration) -> Result<reqwest_mcp::Client, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("transport (tls: {e})"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    reqwest_mcp::Client::builder()
-        .tls_backend_preconfigured(tls)
+/// The crate's reqwest client (rustls on ring, webpki roots).
+fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    crate::net::reqwest_builder()
+        .map_err(|e| format!("transport ({e})"))?
         .connect_timeout(timeout)
         .build()
         .map_err(|e| format!("transport (client: {e})"))
@@ -298,7 +289,7 @@ fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> String {
     let mut src: Option<&dyn std::error::Error> = Some(e);
     let mut deepest = e.to_string();
     while let Some(s) = src {
-        if let Some(re) = s.downcast_ref::<reqwest_mcp::Error>() {
+        if let Some(re) = s.downcast_ref::<reqwest::Error>() {
             if re.is_connect() {
                 return "transport (connect-failed)".into();
             }
@@ -315,7 +306,7 @@ fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> String {
     format!("transport ({deepest})")
 }
 
-type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest_mcp::Error>;
+type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>;
 
 fn describe_http_error(e: &HttpError) -> String {
     match e {

@@ -52,7 +52,8 @@ pub async fn connect(
     timeout: Duration,
 ) -> Result<SseTransport, String> {
     let base = url::Url::parse(url).map_err(|e| format!("transport (bad url: {e})"))?;
-    let client = reqwest::Client::builder()
+    let client = crate::net::reqwest_builder()
+        .map_err(|e| format!("transport ({e})"))?
         .connect_timeout(timeout)
         .build()
         .map_err(|e| format!("transport (client: {e})"))?;

@@ -123,6 +123,9 @@ pub struct Catalog {
     pub skipped: Vec<Skip>,
     /// Filter names that matched no skill, sorted.
     pub filter_unmatched: Vec<String>,
+    /// One line per `skillsDir` root that gave nothing: it does not exist, is
+    /// not a directory, or holds no SKILL.md (the toolkit's status warnings).
+    pub root_warnings: Vec<String>,
     pub sample_limit: i64,
     by_name: HashMap<String, usize>,
 }
@@ -134,11 +137,15 @@ enum Candidate {
 
 /// Discovers and filters the skills of `opts`.
 pub fn load(opts: &Options) -> Catalog {
-    let paths: Vec<PathBuf> = opts
-        .dirs
-        .iter()
-        .flat_map(|dir| discover(Path::new(dir)))
-        .collect();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut root_warnings = Vec::new();
+    for dir in &opts.dirs {
+        let found = discover(Path::new(dir));
+        if found.is_empty() {
+            root_warnings.push(empty_root(dir));
+        }
+        paths.extend(found);
+    }
     let mut cands = parse_files(&paths);
     for def in &opts.defs {
         cands.push(from_def(def));
@@ -171,8 +178,21 @@ pub fn load(opts: &Options) -> Catalog {
         loaded,
         skipped,
         filter_unmatched,
+        root_warnings,
         sample_limit: opts.sample_limit,
         by_name,
+    }
+}
+
+/// Why the skills root `dir` gave no skill, as a status warning.
+fn empty_root(dir: &str) -> String {
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            format!("skillsDir \"{dir}\" does not exist")
+        }
+        Err(e) => format!("skillsDir \"{dir}\" cannot be read: {e}"),
+        Ok(m) if !m.is_dir() => format!("skillsDir \"{dir}\" is not a directory"),
+        Ok(_) => format!("skillsDir \"{dir}\" holds no SKILL.md"),
     }
 }
 

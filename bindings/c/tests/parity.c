@@ -1733,6 +1733,10 @@ int main(void) {
         }
         const cJSON *cases = cJSON_IsArray(doc) ? doc : get(doc, "cases");
         int p = 0, f = 0, d = 0, s = 0, x = 0;
+        /* Why cases were skipped, printed with the file's line so no skipped
+         * count goes unexplained (the first 4 distinct reasons, counted). */
+        char *why_text[4] = {0};
+        int why_n[4] = {0}, why_other = 0;
         const cJSON *c;
         cJSON_ArrayForEach(c, cases) {
             const char *id = cJSON_GetStringValue(get(c, "id"));
@@ -1748,10 +1752,20 @@ int main(void) {
             char *why = NULL;
             switch (run_case(c, &why)) {
             case PASS: p++; break;
-            case SKIP:
+            case SKIP: {
                 s++;
                 if (verbose) fprintf(stderr, "skip %s: %s\n", id, why ? why : "");
+                const char *w = why ? why : "no reason given";
+                int k = 0;
+                while (k < 4 && why_text[k] && strcmp(why_text[k], w) != 0) k++;
+                if (k == 4) {
+                    why_other++;
+                } else {
+                    if (!why_text[k]) why_text[k] = strdup(w);
+                    why_n[k]++;
+                }
                 break;
+            }
             case FAIL:
                 f++;
                 buf_printf(&failures, "FAIL %s\n", id);
@@ -1762,7 +1776,13 @@ int main(void) {
         }
         const char *rel = files.v[i] + strlen(vec);
         while (*rel == '/') rel++;
-        printf("parity[%s]: %d passed, %d failed, %d divergences, %d skipped, %d proposed\n", rel, p, f, d, s, x);
+        printf("parity[%s]: %d passed, %d failed, %d divergences, %d skipped, %d proposed", rel, p, f, d, s, x);
+        for (int k = 0; k < 4 && why_text[k]; k++) {
+            printf("%s%d %s", k == 0 ? " (skipped: " : "; ", why_n[k], why_text[k]);
+            free(why_text[k]);
+        }
+        if (why_other) printf("; %d for other reasons (TN_PARITY_VERBOSE=1 lists them)", why_other);
+        printf("%s\n", s ? ")" : "");
         fflush(stdout);
         P += p, F += f, D += d, S += s, X += x;
         cJSON_Delete(doc);

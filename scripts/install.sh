@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Installs libtoolnexus with the layout cargo-c's `cargo cinstall` gives a Rust
+# C library, without needing cargo-c itself (README, "Installing the library"):
+#
+#   $LIBDIR/libtoolnexus.so.X.Y.Z        the shared library, stripped; soname libtoolnexus.so.X
+#   $LIBDIR/libtoolnexus.so.X            -> libtoolnexus.so.X.Y.Z (what programs load)
+#   $LIBDIR/libtoolnexus.so              -> libtoolnexus.so.X     (what -ltoolnexus finds)
+#   $LIBDIR/libtoolnexus.a               the static archive
+#   $LIBDIR/pkgconfig/toolnexus.pc       Cflags, Libs, and Libs.private for static linking
+#   $INCLUDEDIR/toolnexus/toolnexus.h    the header
+#
+#   scripts/install.sh                   PREFIX=/usr/local
+#   PREFIX=$HOME/.local scripts/install.sh
+#   DESTDIR=/tmp/stage PREFIX=/usr scripts/install.sh   (packaging: files under the stage,
+#                                                        paths in toolnexus.pc without it)
+#
+# PREFIX (default /usr/local), LIBDIR (default $PREFIX/lib), INCLUDEDIR
+# (default $PREFIX/include), DESTDIR (default empty). It runs
+# `cargo build --release` first (a no-op when the build is current); set
+# TN_INSTALL_NO_BUILD=1 to install the release build as it is.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+PREFIX=${PREFIX:-/usr/local}
+LIBDIR=${LIBDIR:-$PREFIX/lib}
+INCLUDEDIR=${INCLUDEDIR:-$PREFIX/include}
+DESTDIR=${DESTDIR:-}
+case "$PREFIX$LIBDIR$INCLUDEDIR" in
+  *[[:space:]]*) echo "install.sh: PREFIX, LIBDIR and INCLUDEDIR must not contain blanks" >&2; exit 2 ;;
+esac
+for v in PREFIX LIBDIR INCLUDEDIR; do
+  case "${!v}" in
+    /*) ;;
+    *) echo "install.sh: $v must be an absolute path (got '${!v}')" >&2; exit 2 ;;
+  esac
+done
+
+if [ "${TN_INSTALL_NO_BUILD:-0}" != 1 ]; then
+  cargo build --release --quiet
+fi
+target=${CARGO_TARGET_DIR:-$root/target}
+so="$target/release/libtoolnexus.so"
+archive="$target/release/libtoolnexus.a"
+header="$root/include/toolnexus.h"
+for f in "$so" "$archive" "$header"; do
+  [ -f "$f" ] || { echo "install.sh: $f is missing (run cargo build --release)" >&2; exit 1; }
+done
+
+# The version and the soname come from the build itself: the header's
+# TOOLNEXUS_VERSION (generated from Cargo.toml) and the library's SONAME.
+version=$(sed -n 's/^#define TOOLNEXUS_VERSION "\(.*\)"$/\1/p' "$header")
+major=${version%%.*}
+soname="libtoolnexus.so.$major"
+if command -v readelf >/dev/null; then
+  got=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [ "$got" = "$soname" ] || { echo "install.sh: $so has soname '$got', expected $soname" >&2; exit 1; }
+fi
+
+# What a program linking the static archive must add: the native libraries
+# Rust's standard library needs (rustc's own list for a staticlib; no
+# dependency of the crate links a system library of its own; ring's C code is
+# inside the archive). CI links a C program statically with exactly this list.
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+: > "$probe/probe.rs"
+native=$("${RUSTC:-rustc}" --crate-type staticlib --crate-name tn_probe --edition 2021 \
+  --print native-static-libs -o "$probe/libtn_probe.a" "$probe/probe.rs" 2>&1 \
+  | sed -n 's/^note: native-static-libs: //p')
+[ -n "$native" ] || { echo "install.sh: rustc printed no native-static-libs" >&2; exit 1; }
+
+lib="$DESTDIR$LIBDIR"
+inc="$DESTDIR$INCLUDEDIR/toolnexus"
+mkdir -p "$lib/pkgconfig" "$inc"
+install -m 0755 "$so" "$lib/libtoolnexus.so.$version"
+strip --strip-unneeded "$lib/libtoolnexus.so.$version"
+ln -sf "libtoolnexus.so.$version" "$lib/$soname"
+ln -sf "$soname" "$lib/libtoolnexus.so"
+# The archive without what no C or Go link uses: the LLVM bitcode every
+# object carries for the release profile's thin LTO (.llvmbc/.llvmcmd, about
+# half the archive) and the standard library's debug info.
+install -m 0644 "$archive" "$lib/libtoolnexus.a"
+objcopy --remove-section=.llvmbc --remove-section=.llvmcmd --strip-debug "$lib/libtoolnexus.a"
+install -m 0644 "$header" "$inc/toolnexus.h"
+
+# Paths in the .pc file are relative to ${prefix} when they lie under it, so
+# the file stays right when a packager relocates the tree.
+rel() { case "$1" in "$PREFIX"/*) echo "\${prefix}${1#"$PREFIX"}" ;; *) echo "$1" ;; esac; }
+cat > "$lib/pkgconfig/toolnexus.pc" <<EOF
+prefix=$PREFIX
+libdir=$(rel "$LIBDIR")
+includedir=$(rel "$INCLUDEDIR")
+
+Name: toolnexus
+Description: toolnexus: skills, builtins, MCP, HTTP and host tools in one toolkit, as a C library
+Version: $version
+Libs: -L\${libdir} -ltoolnexus
+Libs.private: $native
+Cflags: -I\${includedir}/toolnexus
+EOF
+echo "installed libtoolnexus $version under $DESTDIR$PREFIX" >&2

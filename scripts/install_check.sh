@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Uses an installed libtoolnexus the way a user outside the repository does:
+#   - bindings/c/examples/quickstart.c, copied out, compiled with
+#     `pkg-config --cflags --libs toolnexus` (the shared library), then again
+#     statically (the archive plus `pkg-config --static`'s Libs.private);
+#   - tests/install/go, a Go module outside the repository that imports the
+#     binding (cgo finds the library through pkg-config; a `replace` points the
+#     unpublished module at this checkout).
+# All of them run. scripts/test.sh calls it with the temporary PREFIX it
+# installed to; without an argument it installs to a temporary PREFIX itself.
+#
+#   scripts/install_check.sh [PREFIX]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix=${1:-}
+if [ -z "$prefix" ]; then
+  prefix="$work/prefix"
+  PREFIX="$prefix" "$root/scripts/install.sh"
+fi
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+cd "$work"
+
+echo "pkg-config: $(pkg-config --modversion toolnexus): $(pkg-config --cflags --libs toolnexus)"
+cp "$root/bindings/c/examples/quickstart.c" .
+
+# Shared: the program records the soname and loads it from LD_LIBRARY_PATH.
+cc -std=c11 -Wall -Wextra -Wpedantic -Werror -o quickstart_shared quickstart.c \
+  $(pkg-config --cflags --libs toolnexus)
+needed=$(readelf -d quickstart_shared | sed -n 's/.*(NEEDED).*\[\(libtoolnexus[^]]*\)\]/\1/p')
+[ "$needed" = "libtoolnexus.so.$(pkg-config --modversion toolnexus | cut -d. -f1)" ] \
+  || { echo "quickstart_shared needs '$needed', not the soname" >&2; exit 1; }
+LD_LIBRARY_PATH="$prefix/lib" ./quickstart_shared > shared.txt
+echo "C, shared ($needed): $(head -1 shared.txt)"
+
+# Static: the archive by name, then Libs.private.
+cc -std=c11 -Wall -Wextra -Wpedantic -Werror -Wl,--gc-sections -o quickstart_static quickstart.c \
+  $(pkg-config --cflags toolnexus) \
+  $(pkg-config --static --libs toolnexus | sed 's/-ltoolnexus\b/-l:libtoolnexus.a/')
+if readelf -d quickstart_static | grep -q 'NEEDED.*libtoolnexus'; then
+  echo "quickstart_static still needs the shared library" >&2; exit 1
+fi
+env -u LD_LIBRARY_PATH ./quickstart_static > static.txt
+cmp -s shared.txt static.txt || { echo "the static and the shared quickstart differ" >&2; diff shared.txt static.txt >&2; exit 1; }
+echo "C, static: same output"
+
+# Go, outside the repository and outside go.work.
+cp -r "$root/tests/install/go" gomod
+(cd gomod && go mod edit -replace "github.com/toolnexus/toolnexus-rs/bindings/go=$root/bindings/go" \
+  && GOWORK=off GOFLAGS=-mod=mod LD_LIBRARY_PATH="$prefix/lib" go run . "$root/examples/skills")
