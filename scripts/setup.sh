@@ -18,3 +18,8 @@ fi
 if ! python3 -c 'import mcp.server' 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check mcp
 fi
+# cargo-fuzz, for the short fuzz run of .ci/run (scripts/fuzz.sh); only where
+# a nightly toolchain is installed, which libFuzzer builds need.
+if rustup run nightly rustc --version >/dev/null 2>&1 && ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install --quiet --locked cargo-fuzz
+fi

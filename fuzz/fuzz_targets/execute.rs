@@ -24,7 +24,9 @@ const TOOLS: [&std::ffi::CStr; 7] = [
 fn inside(text: &CString) -> bool {
     match serde_json::from_slice::<Value>(text.as_bytes()) {
         // A JSON string holding the args is read as the args.
-        Ok(Value::String(s)) => serde_json::from_str::<Value>(&s).map_or(true, |v| stays_inside(&v)),
+        Ok(Value::String(s)) => {
+            serde_json::from_str::<Value>(&s).map_or(true, |v| stays_inside(&v))
+        }
         Ok(v) => stays_inside(&v),
         Err(_) => true,
     }

@@ -63,14 +63,21 @@ fn read_like_serde<'a>(bump: &'a Bump, text: &'a str) -> Option<(Node<'a>, node:
             assert_eq!(b.to_string(), v.to_string());
             None
         }
-        (a, b, v) => panic!("reader and serde_json disagree: {a:?} / {:?} / {v:?}", b.map(|x| x.0)),
+        (a, b, v) => panic!(
+            "reader and serde_json disagree: {a:?} / {:?} / {v:?}",
+            b.map(|x| x.0)
+        ),
     }
 }
 
 /// Written JSON: parses, and the source copy changed no byte.
 fn check_written(n: Node, sources: &[node::Source]) {
     let plain = n.to_vec();
-    assert_eq!(n.to_vec_from(sources, 0), plain, "the source copy changed the bytes");
+    assert_eq!(
+        n.to_vec_from(sources, 0),
+        plain,
+        "the source copy changed the bytes"
+    );
     let text = std::str::from_utf8(&plain).expect("written JSON is UTF-8");
     serde_json::from_str::<Value>(text).expect("written JSON parses");
 }

@@ -25,7 +25,8 @@ pub fn take_json(ptr: *mut c_char, what: &str) -> Value {
         .to_owned();
     // SAFETY: freed once, by the library's own free.
     unsafe { tn_string_free(ptr) };
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{what}: output is not JSON ({e}): {text}"))
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{what}: output is not JSON ({e}): {text}"))
 }
 
 /// The error code a status stands for (CONTRACT.md's numbering).
@@ -67,7 +68,10 @@ pub fn scratch() -> &'static PathBuf {
     DIR.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("tn-fuzz-{}", std::process::id()));
         let files: [(&str, &str); 7] = [
-            ("t.txt", "line one\nline two\nline three\nline four\nline five\n"),
+            (
+                "t.txt",
+                "line one\nline two\nline three\nline four\nline five\n",
+            ),
             ("a/b.txt", "alpha\nbeta TODO\ngamma\n"),
             ("src/main.rs", "fn main() {\n    println!(\"hi\");\n}\n"),
             ("empty.txt", ""),
