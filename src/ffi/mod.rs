@@ -4,6 +4,8 @@
 //! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
 //! single write of the out-parameter. Business logic lives elsewhere.
 
+#[cfg(test)]
+mod glue_tests;
 mod host;
 mod strings;
 mod translate;
