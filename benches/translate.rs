@@ -5,11 +5,15 @@
 //! - `translate/conversion`: the pure work with JSON text in and out — parse
 //!   the request, build and encode the provider body; parse the provider's
 //!   answer, build and encode the OpenAI-shaped result.
+//! - `translate/conversion_serde_typed`: the same conversion written with
+//!   typed serde structs over the borrowed input (issue 14's experiment,
+//!   `benches/translate_serde`), checked to write the same bytes first.
 //! - `translate/whole_call`: `translate()` against a mock provider on
 //!   127.0.0.1 (keep-alive), result encoded to JSON text.
 
 #[path = "../tests/translate_mock/mod.rs"]
 mod translate_mock;
+mod translate_serde;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
@@ -80,6 +84,14 @@ fn convert(config: &ClientConfig, request_text: &str, reply_text: &str) -> (Vec<
     (body, result)
 }
 
+/// The conversion the ordinary way: typed serde structs over borrowed input,
+/// bodies written by serde_json.
+fn convert_serde(request_text: &str, reply_text: &str) -> (Vec<u8>, Vec<u8>) {
+    let body = translate_serde::provider_body(request_text, "claude-test").expect("request");
+    let result = translate_serde::read_response(reply_text, "claude-test").expect("reply");
+    (body, result)
+}
+
 /// The same conversion through `serde_json::Value` trees, for comparison:
 /// what it costs to parse and encode this JSON with the usual tool.
 fn convert_via_value(request_text: &str, reply_text: &str) -> (Vec<u8>, String) {
@@ -97,15 +109,29 @@ fn benches(c: &mut Criterion) {
     let client = json!({"baseUrl": mock.base(), "style": "anthropic", "model": "claude-test", "apiKey": "bench-key"});
     let config = ClientConfig::from_json(&client).expect("valid client");
 
+    // The typed-serde conversion writes what the arena conversion writes.
+    let ours = convert(&config, &request_text, &reply_text);
+    let typed = convert_serde(&request_text, &reply_text);
+    assert!(
+        ours.0 == typed.0 && ours.1 == typed.1,
+        "the typed-serde conversion writes other bytes"
+    );
+
     // TN_TRANSLATE_ITERS=N runs the conversion N times and exits, so that
     // `perf stat` can count CPU time and instructions per conversion on a
-    // machine too busy for wall-clock figures.
+    // machine too busy for wall-clock figures; with TN_TRANSLATE_SERDE=1 it
+    // runs the typed-serde conversion instead.
     if let Some(n) = std::env::var("TN_TRANSLATE_ITERS")
         .ok()
         .and_then(|n| n.parse::<u32>().ok())
     {
+        let typed = std::env::var_os("TN_TRANSLATE_SERDE").is_some();
         for _ in 0..n {
-            black_box(convert(&config, &request_text, &reply_text));
+            if typed {
+                black_box(convert_serde(&request_text, &reply_text));
+            } else {
+                black_box(convert(&config, &request_text, &reply_text));
+            }
         }
         return;
     }
@@ -114,6 +140,9 @@ fn benches(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(4));
     group.bench_function("conversion", |b| {
         b.iter(|| convert(&config, black_box(&request_text), black_box(&reply_text)))
+    });
+    group.bench_function("conversion_serde_typed", |b| {
+        b.iter(|| convert_serde(black_box(&request_text), black_box(&reply_text)))
     });
     group.bench_function("part_parse_request", |b| {
         b.iter(|| {

@@ -36,3 +36,8 @@ if ! grep -qs "\"version\": \"$INSPECTOR_VERSION\"" \
   npm install --prefix "$INSPECTOR_PREFIX" --no-audit --no-fund --loglevel=error \
     "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null
 fi
+# cargo-fuzz, for the short fuzz run of .ci/run (scripts/fuzz.sh); only where
+# a nightly toolchain is installed, which libFuzzer builds need.
+if rustup run nightly rustc --version >/dev/null 2>&1 && ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install --quiet --locked cargo-fuzz
+fi

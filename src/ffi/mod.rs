@@ -6,6 +6,9 @@
 
 mod client;
 mod client_ext;
+
+#[cfg(test)]
+mod glue_tests;
 mod host;
 mod log;
 mod mcp;
