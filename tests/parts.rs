@@ -214,3 +214,93 @@ fn an_mcp_image_reaches_an_anthropic_provider_as_an_image_block() {
         ])
     );
 }
+
+/// client.py _wire_messages through the §8 loop (upstream 0.21
+/// test_multimodal.py, the loop's tool-result cases): `read` of a PNG in a
+/// run; the transcript keeps the canonical part on the tool_result, and the
+/// next anthropic request carries it as an image block inside that
+/// tool_result; on openai the image moves into one user message after the
+/// tool messages.
+#[test]
+fn the_loop_feeds_a_tools_image_back_as_a_provider_block() {
+    use toolnexus::client::{Client, RunData, RunRequest};
+    let (_d, root) = scratch();
+    let path = format!("{root}/chart.png");
+    std::fs::write(&path, PNG).unwrap();
+    let tk = toolkit(json!({}));
+    let data = b64(PNG);
+
+    // anthropic
+    let tool_use = translate_mock::Canned::json(
+        200,
+        &json!({"id": "m1", "type": "message", "role": "assistant", "model": "claude-test",
+                "content": [{"type": "tool_use", "id": "tu_1", "name": "read", "input": {"path": path}}],
+                "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 3}}),
+    );
+    let mock = translate_mock::MockProvider::start(vec![tool_use, anthropic_reply()]);
+    let client = Client::from_json(&json!({"baseUrl": mock.base(), "style": "anthropic",
+        "model": "claude-test", "apiKey": "k", "retries": 0}))
+    .expect("client");
+    let request = RunRequest {
+        prompt: "What is in the chart?".into(),
+        history: Vec::new(),
+    };
+    let result = client
+        .run(
+            &tk,
+            &request,
+            &toolnexus::translate::CancelToken::new(),
+            RunData::default(),
+        )
+        .expect("run");
+    assert_eq!(result["text"], "a bar chart");
+    let fed = &result["messages"][2]["content"][0];
+    assert_eq!(fed["parts"][0]["data"], data.as_str());
+    let second: Value = serde_json::from_slice(&mock.requests()[1].body).expect("body");
+    assert_eq!(
+        second["messages"][2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "tu_1", "is_error": false, "content": [
+            {"type": "text", "text": format!("{path} (image/png, {} bytes)", PNG.len())},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}]})
+    );
+
+    // openai
+    let call = translate_mock::Canned::json(
+        200,
+        &json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+            "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "read", "arguments": json!({"path": path}).to_string()}}]}}]}),
+    );
+    let answer = translate_mock::Canned::json(
+        200,
+        &json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "a bar chart"}}]}),
+    );
+    let mock = translate_mock::MockProvider::start(vec![call, answer]);
+    let client = Client::from_json(&json!({"baseUrl": mock.base(), "style": "openai",
+        "model": "gpt-test", "apiKey": "k", "retries": 0}))
+    .expect("client");
+    let result = client
+        .run(
+            &tk,
+            &request,
+            &toolnexus::translate::CancelToken::new(),
+            RunData::default(),
+        )
+        .expect("run");
+    assert_eq!(result["text"], "a bar chart");
+    let second: Value = serde_json::from_slice(&mock.requests()[1].body).expect("body");
+    let sent = second["messages"].as_array().expect("messages");
+    let n = sent.len();
+    assert_eq!(
+        sent[n - 2],
+        json!({"role": "tool", "tool_call_id": "c1",
+               "content": format!("{path} (image/png, {} bytes)", PNG.len())})
+    );
+    assert_eq!(
+        sent[n - 1],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "Output of tool read (c1):"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{data}")}}]})
+    );
+}

@@ -202,8 +202,10 @@ pub(super) fn resume(
         };
         let fed = Fed {
             id: &settled.call.id,
+            name: &settled.call.name,
             output: &settled.result.output,
             is_error: settled.result.is_error,
+            parts: &settled.result.parts,
         };
         match style {
             Style::OpenAi => kept_messages.extend(shape::result_messages(style, &[fed])),

@@ -250,11 +250,27 @@ impl Run<'_> {
     /// One provider round trip, with `onError` consulted on each failure.
     fn complete(&self, turn: u32) -> Result<Value> {
         let params = &self.client.config.request_params;
+        // §8A: a transcript holding content parts goes out with them as the
+        // style's blocks; one without parts goes out as it is.
+        let wired;
+        let messages: &[Value] = if crate::parts::transcript_has_parts(&self.messages) {
+            let style = match self.style() {
+                Style::OpenAi => crate::parts::BlockStyle::OpenAi,
+                Style::Anthropic => crate::parts::BlockStyle::Anthropic,
+            };
+            wired = crate::parts::wire_messages(style, &self.messages, &Default::default())
+                .map_err(|e| {
+                    Error::new(ErrorCode::InvalidArgument, format!("content part: {e}"))
+                })?;
+            &wired
+        } else {
+            &self.messages
+        };
         let body = Body {
             style: self.style(),
             model: self.model(),
             system: &self.system,
-            messages: &self.messages,
+            messages,
             tools: &self.tools,
             params,
             stream: self.streaming,
@@ -581,8 +597,10 @@ impl Run<'_> {
             .iter()
             .map(|s| Fed {
                 id: &s.call.id,
+                name: &s.call.name,
                 output: &s.result.output,
                 is_error: s.result.is_error,
+                parts: &s.result.parts,
             })
             .collect();
         let messages = shape::result_messages(self.style(), &fed);

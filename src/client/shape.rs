@@ -301,18 +301,33 @@ impl Usage {
 /// One tool's result as it goes back to the provider.
 pub struct Fed<'a> {
     pub id: &'a str,
+    /// The tool's name: an openai tool message with parts carries it, so the
+    /// wire form can say whose output the moved media is (§8A).
+    pub name: &'a str,
     pub output: &'a str,
     pub is_error: bool,
+    /// The result's §1B parts; none ⇒ the message is exactly as before.
+    pub parts: &'a [crate::parts::Part],
 }
 
-/// The anthropic `tool_result` block of one result.
+fn parts_value(parts: &[crate::parts::Part]) -> Value {
+    Value::Array(parts.iter().map(crate::parts::Part::to_value).collect())
+}
+
+/// The anthropic `tool_result` block of one result, with `parts` when the
+/// tool returned any (the transcript keeps canonical parts; the request
+/// carries them as blocks, see [`crate::parts::wire_messages`]).
 pub fn anthropic_block(f: &Fed) -> Value {
-    json!({
+    let mut block = json!({
         "type": "tool_result",
         "tool_use_id": f.id,
         "content": f.output,
         "is_error": f.is_error,
-    })
+    });
+    if !f.parts.is_empty() {
+        block["parts"] = parts_value(f.parts);
+    }
+    block
 }
 
 /// The provider's tool-result shape: openai one `tool` message per call,
@@ -321,7 +336,14 @@ pub fn result_messages(style: Style, fed: &[Fed]) -> Vec<Value> {
     match style {
         Style::OpenAi => fed
             .iter()
-            .map(|f| json!({"role": "tool", "tool_call_id": f.id, "content": f.output}))
+            .map(|f| {
+                let mut m = json!({"role": "tool", "tool_call_id": f.id, "content": f.output});
+                if !f.parts.is_empty() {
+                    m["parts"] = parts_value(f.parts);
+                    m["name"] = Value::from(f.name);
+                }
+                m
+            })
             .collect(),
         Style::Anthropic => vec![json!({
             "role": "user",
