@@ -1,13 +1,16 @@
 //! The toolnexus demo: build a toolkit from the bundled example skills and
 //! the ten builtins, show the `skill` tool as OpenAI, Anthropic and Gemini
 //! declare it, ask a bundled mock provider on 127.0.0.1 (no API key, no
-//! network) what to do, and run the tool calls it asks for.
+//! network) what to do, run the tool calls it asks for, and then run the
+//! whole client loop against the same mock: a tool call, a suspension that a
+//! `waitFor` callback answers, and the final answer.
 //!
 //! The demo calls the Rust API. Each step is headed by the C ABI call that
 //! runs the same code (`tn_toolkit_build` builds through
 //! `Toolkit::build_from_json`, `tn_render` through `Toolkit::render`,
 //! `tn_execute` through `Toolkit::execute`, `tn_translate` through
-//! `toolnexus::translate`), so its output is what a C or Go program gets.
+//! `toolnexus::translate`, `tn_run` through `Client::run`), so its output
+//! is what a C or Go program gets.
 //!
 //! Run: `cargo run --example demo`. Each step is one function below; add a
 //! step by writing another and calling it from `main`.
@@ -37,6 +40,57 @@ fn main() -> Step<()> {
         "bash",
         json!({"command": format!("sh {skills}/hello-world/scripts/greet.sh Ada")}),
     );
+    client_loop(&tk)?;
+    Ok(())
+}
+
+/// `tn_client_new` + `tn_run`: the whole SPEC §8 loop in one call. The mock
+/// model loads the skill, then asks the user a question (a §10 suspension),
+/// which the `waitFor` callback answers inline, then gives its answer.
+fn client_loop(tk: &Toolkit) -> Step<()> {
+    use std::sync::Arc;
+    use toolnexus::client::{Client, RunData, RunRequest, Slot};
+    let base = mock_provider::start()?;
+    let config = json!({"baseUrl": base, "style": "anthropic", "model": "mock-claude",
+                        "apiKey": "demo-key", "systemPrompt": "You are a helpful agent."});
+    println!("\n== tn_client_new({config}) + tn_client_set_callback(client, \"waitFor\", ...)");
+    let client = Client::from_json(&config)?;
+    client.set_callback(
+        Slot::WaitFor,
+        Some(Arc::new(|request: &Value, _: RunData| {
+            println!("waitFor got the Request: {request}");
+            let answer = json!({"ok": true, "data": {"answer": "warmly"}});
+            println!("waitFor answers: {answer}");
+            Ok(Some(answer))
+        })),
+    );
+    let request = RunRequest {
+        prompt: "Greet Ada using the hello-world skill.".into(),
+        history: Vec::new(),
+    };
+    println!(
+        "\n== tn_run(client, tk, {{\"prompt\": {:?}}}, NULL, NULL)",
+        request.prompt
+    );
+    let cancel = toolnexus::translate::CancelToken::new();
+    let result = client.run(tk, &request, &cancel, RunData::default())?;
+    for call in result["toolCalls"].as_array().cloned().unwrap_or_default() {
+        let first = call["output"]
+            .as_str()
+            .unwrap_or_default()
+            .lines()
+            .next()
+            .unwrap_or_default();
+        println!(
+            "tool call: {} {} -> isError {}, output starts {first:?}",
+            call["name"], call["args"], call["isError"]
+        );
+    }
+    println!(
+        "status: {}  turns: {}  usage: {}",
+        result["status"], result["turns"], result["usage"]
+    );
+    println!("text: {}", result["text"]);
     Ok(())
 }
 
