@@ -107,7 +107,7 @@ fn runner_of(file: &str) -> &'static str {
         "http" => "run by tests/http_tool_vectors.rs",
         "mcp" => "run by tests/mcp_vectors.rs",
         "translate" | "translate_helpers" => "run by tests/translate_parity.rs",
-        "run" => "not run yet (the client loop is not in this build; the Go and C harnesses report them as \"needs run\")",
+        "run" => "run by tests/run_parity.rs",
         _ => "run by the Go and C harnesses (go test -run Parity, make -C bindings/c parity)",
     }
 }
