@@ -1,20 +1,15 @@
 package toolnexus
 
-// Answer is the SPEC §10 resolution of a suspended tool, as the "answer" of
-// an execute context takes it: ExecuteWithContext(name, args,
-// map[string]any{"answer": AnswerOutput(id, "staging")}).
-type Answer struct {
-	ID     string         `json:"id"`
-	OK     bool           `json:"ok"`
-	Data   map[string]any `json:"data,omitempty"`
-	Reason string         `json:"reason,omitempty"`
-}
+import "encoding/json"
 
 // AnswerOutput is the answer that supplies output as the result of request
 // id: data {"output": output}, the one spelling the library reads (upstream
 // D4, #89). The library refuses a non-string output in an execute context.
+//
+// The Answer type is the one the client loop's WaitFor returns (client.go).
 func AnswerOutput(id, output string) Answer {
-	return Answer{ID: id, OK: true, Data: map[string]any{"output": output}}
+	data, _ := json.Marshal(map[string]string{"output": output}) // a string map always marshals
+	return Answer{ID: id, OK: true, Data: data}
 }
 
 // AnswerDeclined is the answer that refuses request id; reason is

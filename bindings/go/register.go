@@ -193,7 +193,11 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 		ctx := context.Background()
 		if ms := int64(C.tn_call_deadline_ms(call)); ms >= 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+			// One millisecond more than the whole milliseconds the library
+			// reports: the Go deadline must not fall before the library's,
+			// or a tool that stops on ctx.Done() would answer "in time" with
+			// its context error instead of the call's timeout result.
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(ms+1)*time.Millisecond)
 			defer cancel()
 		}
 		res = t.invoke(ctx, argBytes)
