@@ -6,7 +6,8 @@
 writes OUT_DIR/tree: 2,000 files (20 dirs x 5 subdirs x 20 files, three in
 four of them .txt, the rest .md/.rs/.json) of about 50 MB of word lines, with
 80 planted lines matching the regex `TNX_NEEDLE_[0-9]+_ZQ`; and
-OUT_DIR/read-1mib.txt, 1 MiB of text lines. Same bytes on every run and every
+OUT_DIR/read-1mib.txt, 1 MiB of text lines, and OUT_DIR/read-1mib.png, 1 MiB
+of binary bytes behind a PNG signature. Same bytes on every run and every
 Python 3: a fixed linear congruential generator, no `random`.
 """
 import os
@@ -80,6 +81,13 @@ def main():
         n += len(line)
     with open(os.path.join(out, "read-1mib.txt"), "wb") as fh:
         fh.write(b"".join(body)[: 1 << 20])
+    # A 1 MiB "PNG" (the signature, then generator bytes): `read` returns it
+    # as a base64 content part (SPEC §1B); the bytes are never decoded.
+    png = bytearray(b"\x89PNG\r\n\x1a\n")
+    while len(png) < 1 << 20:
+        png += rng.next(1 << 32).to_bytes(4, "little")
+    with open(os.path.join(out, "read-1mib.png"), "wb") as fh:
+        fh.write(bytes(png[: 1 << 20]))
     print(f"{len(paths)} files, {total} bytes, {PLANTED} planted matches under {out}/tree")
 
 

@@ -1,5 +1,5 @@
 /* The issue-3 builtin benchmark through the C ABI, JSON in and out:
- * `read` of a 1 MiB file, `grep` for a regex over the bench/gen_tree.py tree,
+ * `read` of a 1 MiB file and of a 1 MiB PNG (a base64 content part), `grep` for a regex over the bench/gen_tree.py tree,
  * `glob` of every .txt file over it. Prints "name median_seconds" lines.
  * For scale, `cat_1mib` is what `cat` does without starting a process:
  * open, read(2) the same file into a page-aligned buffer, close. (Aligned
@@ -77,6 +77,8 @@ int main(int argc, char **argv) {
     char args[4096];
     snprintf(args, sizeof args, "{\"path\":\"%s/read-1mib.txt\"}", dir);
     printf("read_1mib %.9f\n", run(tk, "read", args, 201));
+    snprintf(args, sizeof args, "{\"path\":\"%s/read-1mib.png\"}", dir);
+    printf("read_png_1mib %.9f\n", run(tk, "read", args, 201));
     snprintf(args, sizeof args, "%s/read-1mib.txt", dir);
     printf("cat_1mib %.9f\n", cat(args, 201));
     snprintf(args, sizeof args, "{\"pattern\":\"TNX_NEEDLE_[0-9]+_ZQ\",\"path\":\"%s/tree\"}", dir);
