@@ -270,54 +270,6 @@ impl Part {
         Value::Object(m)
     }
 
-    /// [`Part::to_value`]'s JSON text, written straight into `out`. A
-    /// `data` of base64 characters only (what every part read from a file
-    /// holds) needs no escaping and is copied as it is, without first being
-    /// copied into a `Value`.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
-        // Writing a str into a Vec cannot fail.
-        let string = |out: &mut Vec<u8>, s: &str| {
-            let _ = serde_json::to_writer(&mut *out, s);
-        };
-        out.extend_from_slice(b"{\"type\":\"");
-        out.extend_from_slice(self.kind.as_str().as_bytes());
-        out.push(b'"');
-        if self.kind == PartKind::Text {
-            out.extend_from_slice(b",\"text\":");
-            string(out, self.text.as_deref().unwrap_or_default());
-            out.push(b'}');
-            return;
-        }
-        out.extend_from_slice(b",\"mimeType\":");
-        match &self.mime_type {
-            Some(m) => string(out, m),
-            None => out.extend_from_slice(b"null"),
-        }
-        if let Some(d) = &self.data {
-            out.extend_from_slice(b",\"data\":");
-            let plain = d
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
-            if plain {
-                out.reserve(d.len() + 2);
-                out.push(b'"');
-                out.extend_from_slice(d.as_bytes());
-                out.push(b'"');
-            } else {
-                string(out, d);
-            }
-        }
-        if let Some(u) = &self.url {
-            out.extend_from_slice(b",\"url\":");
-            string(out, u);
-        }
-        if let Some(n) = self.name.as_deref().filter(|n| !n.is_empty()) {
-            out.extend_from_slice(b",\"name\":");
-            string(out, n);
-        }
-        out.push(b'}');
-    }
-
     /// `<type> (<mimeType>, <bytes> bytes)`: a part described in words, as
     /// an MCP result made only of media says it in `output` (§8A).
     pub fn describe(&self) -> String {
@@ -755,22 +707,6 @@ mod tests {
         let ogg = Part::from_value(&json!({"type":"audio","mimeType":"audio/ogg","data":"AA=="}))
             .unwrap();
         assert!(ogg.to_block(BlockStyle::OpenAi).is_err());
-    }
-
-    #[test]
-    fn the_written_json_is_the_value_text() {
-        let parts = [
-            png(),
-            Part::from_value(&json!({"type":"text","text":"a \"q\"\n"})).unwrap(),
-            Part::from_value(&json!({"type":"file","mimeType":"application/pdf","url":"https://h/d.pdf","name":"d\u{1}.pdf"})).unwrap(),
-            // Not base64 (a server may send anything): escaped, not copied.
-            Part::from_value(&json!({"type":"audio","mimeType":"audio/wav","data":"a\"b\\c\n"})).unwrap(),
-        ];
-        for p in &parts {
-            let mut out = Vec::new();
-            p.write_json(&mut out);
-            assert_eq!(String::from_utf8(out).unwrap(), p.to_value().to_string());
-        }
     }
 
     #[test]

@@ -129,30 +129,19 @@ impl ToolResult {
         } else {
             b",\"isError\":false}"
         };
-        if self.metadata.is_none() && self.parts.is_empty() {
+        let parts = self.parts_value();
+        if self.metadata.is_none() && parts.is_none() {
             return Cow::Borrowed(closed);
         }
-        let part_bytes: usize = self
-            .parts
-            .iter()
-            .map(|p| p.data.as_ref().map_or(0, String::len) + 128)
-            .sum();
-        let mut tail = Vec::with_capacity(closed.len() + 64 + part_bytes);
-        tail.extend_from_slice(&closed[..closed.len() - 1]);
+        let mut tail = closed[..closed.len() - 1].to_vec();
         // Writing a Map or a Value into a Vec cannot fail.
         if let Some(md) = &self.metadata {
             tail.extend_from_slice(b",\"metadata\":");
             let _ = serde_json::to_writer(&mut tail, md);
         }
-        if !self.parts.is_empty() {
-            tail.extend_from_slice(b",\"parts\":[");
-            for (i, p) in self.parts.iter().enumerate() {
-                if i > 0 {
-                    tail.push(b',');
-                }
-                p.write_json(&mut tail);
-            }
-            tail.push(b']');
+        if let Some(parts) = &parts {
+            tail.extend_from_slice(b",\"parts\":");
+            let _ = serde_json::to_writer(&mut tail, parts);
         }
         tail.push(b'}');
         Cow::Owned(tail)
