@@ -96,6 +96,22 @@ pub unsafe extern "C" fn tn_client_new(
     out_client: *mut *mut tn_client,
     out_error: *mut *mut c_char,
 ) -> tn_status {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { new_client(client_json, out_client, out_error, Client::from_json) }
+}
+
+/// What both client constructors do: check the out-pointers, read and parse
+/// `client_json`, build the client with `make`, and write each out-pointer
+/// exactly once (the client and NULL, or NULL and the error JSON).
+///
+/// # Safety
+/// As `tn_client_new`.
+pub(super) unsafe fn new_client(
+    client_json: *const c_char,
+    out_client: *mut *mut tn_client,
+    out_error: *mut *mut c_char,
+    make: impl FnOnce(&Value) -> Result<Client, Error>,
+) -> tn_status {
     if out_client.is_null() {
         return boundary(out_error, || -> Result<String, Error> {
             Err(Error::new(ErrorCode::NullArgument, "out_client is NULL"))
@@ -112,9 +128,7 @@ pub unsafe extern "C" fn tn_client_new(
         let text = unsafe { read_str(client_json, "client_json") }?;
         let v: Value =
             serde_json::from_str(text).map_err(|e| Error::invalid_json("client_json", &e))?;
-        built = Some(Box::new(tn_client {
-            inner: Client::from_json(&v)?,
-        }));
+        built = Some(Box::new(tn_client { inner: make(&v)? }));
         Ok(String::new())
     });
     // SAFETY: both out-pointers were checked non-NULL above.

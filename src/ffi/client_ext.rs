@@ -4,8 +4,7 @@
 
 use super::client::{read_client, run_inputs, tn_callback, tn_client, token_or_new, HostCallback};
 use super::translate::tn_cancel;
-use super::{boundary, read_str, tn_status, tn_toolkit, tn_user_data_free};
-use super::{TN_NULL_ARGUMENT, TN_OK};
+use super::{boundary, tn_status, tn_toolkit, tn_user_data_free};
 use crate::client::{AskRequest, Client, HostFn, RunData};
 use crate::error::{Error, ErrorCode};
 use serde_json::Value;
@@ -59,47 +58,19 @@ pub unsafe extern "C" fn tn_client_new_in_process(
             unsafe { free(user_data) };
         }
     }
-    if out_client.is_null() {
-        return boundary(out_error, || -> Result<String, Error> {
-            Err(Error::new(ErrorCode::NullArgument, "out_client is NULL"))
-        });
-    }
-    if out_error.is_null() {
-        // SAFETY: checked non-NULL just above.
-        unsafe { *out_client = std::ptr::null_mut() };
-        return TN_NULL_ARGUMENT;
-    }
-    let mut built: Option<Box<tn_client>> = None;
-    let status = boundary(out_error, || {
+    let make = |v: &Value| {
         let Some(host) = host else {
             return Err(Error::new(
                 ErrorCode::NullArgument,
                 "generate is NULL: an in-process client needs its generate callback",
             ));
         };
-        // SAFETY: forwarded from this function's contract.
-        let text = unsafe { read_str(client_json, "client_json") }?;
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| Error::invalid_json("client_json", &e))?;
         let host = Arc::new(host);
         let generate: HostFn = Arc::new(move |event: &Value, data: RunData| host.call(event, data));
-        built = Some(Box::new(tn_client {
-            inner: Client::in_process(&v, generate)?,
-        }));
-        Ok(String::new())
-    });
-    // SAFETY: both out-pointers were checked non-NULL above.
-    unsafe {
-        match built {
-            Some(c) if status == TN_OK => {
-                super::tn_string_free(*out_error);
-                *out_error = std::ptr::null_mut();
-                *out_client = Box::into_raw(c);
-            }
-            _ => *out_client = std::ptr::null_mut(),
-        }
-    }
-    status
+        Client::in_process(v, generate)
+    };
+    // SAFETY: forwarded from this function's contract.
+    unsafe { super::client::new_client(client_json, out_client, out_error, make) }
 }
 
 /// The client's metrics as Prometheus text (SPEC §8 Observability), byte
