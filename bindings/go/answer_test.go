@@ -1,6 +1,7 @@
 package toolnexus
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 )
@@ -11,7 +12,7 @@ import (
 func TestAnswerOutputReachesTheQuestionTool(t *testing.T) {
 	tk := mustBuild(t, map[string]any{"builtins": true})
 	args := map[string]any{"questions": []map[string]any{{"question": "Which environment?"}}}
-	res, err := tk.ExecuteWithContext("question", args, map[string]any{"answer": AnswerOutput("req-1", "staging")})
+	res, err := tk.ExecuteWithContext(context.Background(), "question", args, map[string]any{"answer": AnswerOutput("req-1", "staging")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func TestAnswerOutputMustBeAString(t *testing.T) {
 	tk := mustBuild(t, map[string]any{"builtins": true})
 	args := map[string]any{"questions": []map[string]any{{"question": "Which environment?"}}}
 	bad := map[string]any{"answer": map[string]any{"id": "req-1", "ok": true, "data": map[string]any{"output": map[string]any{"value": "staging"}}}}
-	_, err := tk.ExecuteWithContext("question", args, bad)
+	_, err := tk.ExecuteWithContext(context.Background(), "question", args, bad)
 	wantCode(t, err, "invalid_argument", StatusInvalidArgument)
 
 	a, err := AnswerDeclined("req-1", "cancelled")

@@ -7,7 +7,7 @@ import (
 )
 
 func benchToolkit(b *testing.B) *Toolkit {
-	tk, err := Build(`{"builtins":false,"skills":[{"name":"greet","description":"Greets.","content":"Say hello."}]}`)
+	tk, err := Build(context.Background(), `{"builtins":false,"skills":[{"name":"greet","description":"Greets.","content":"Say hello."}]}`)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func BenchmarkGoToolRoundTrip(b *testing.B) {
 	args := json.RawMessage(`{"x":1}`)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := tk.ExecuteJSON("noop", args, nil); err != nil {
+		if _, err := tk.ExecuteJSON(context.Background(), "noop", args, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func BenchmarkGoToolParallel8(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := tk.ExecuteJSON("noop", args, nil); err != nil {
+			if _, err := tk.ExecuteJSON(context.Background(), "noop", args, nil); err != nil {
 				b.Error(err)
 				return
 			}
@@ -55,7 +55,7 @@ func BenchmarkSkillToolFromGo(b *testing.B) {
 	args := json.RawMessage(`{"name":"greet"}`)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := tk.ExecuteJSON("skill", args, nil); err != nil {
+		if _, err := tk.ExecuteJSON(context.Background(), "skill", args, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -506,34 +506,19 @@ func (c *Client) call(ctx context.Context, tk *Toolkit, req map[string]any, mode
 	var out []byte
 	var status C.tn_status
 	body := func(tkp *C.tn_toolkit) error {
-		token := C.tn_cancel_new()
-		done, exited := make(chan struct{}), make(chan struct{})
-		if ctx.Done() == nil {
-			close(exited)
-		} else {
-			go func() {
-				defer close(exited)
-				select {
-				case <-ctx.Done():
-					C.tn_cancel_trigger(token)
-				case <-done:
-				}
-			}()
-		}
-		var cout *C.char
-		switch mode {
-		case callResume:
-			status = C.tngo_run_resume(ptr, tkp, cPtr(creq), token, C.uintptr_t(rh), &cout)
-		case callAsk, callStream:
-			status = C.tngo_ask(ptr, tkp, cPtr(creq), C.bool(mode == callStream), token, C.uintptr_t(rh), &cout)
-		default:
-			status = C.tngo_run(ptr, tkp, cPtr(creq), token, C.uintptr_t(rh), &cout)
-		}
-		close(done)
-		<-exited
-		C.tn_cancel_free(token)
-		out = takeString(cout)
-		return nil
+		return withCancelToken(ctx, func(token *C.tn_cancel) error {
+			var cout *C.char
+			switch mode {
+			case callResume:
+				status = C.tngo_run_resume(ptr, tkp, cPtr(creq), token, C.uintptr_t(rh), &cout)
+			case callAsk, callStream:
+				status = C.tngo_ask(ptr, tkp, cPtr(creq), C.bool(mode == callStream), token, C.uintptr_t(rh), &cout)
+			default:
+				status = C.tngo_run(ptr, tkp, cPtr(creq), token, C.uintptr_t(rh), &cout)
+			}
+			out = takeString(cout)
+			return nil
+		})
 	}
 	if tk == nil {
 		_ = body(nil)

@@ -67,7 +67,7 @@ func sseProvider(t *testing.T) *httptest.Server {
 
 func adderToolkit(t *testing.T) *toolnexus.Toolkit {
 	t.Helper()
-	tk, err := toolnexus.Build(map[string]any{"builtins": false})
+	tk, err := toolnexus.Build(context.Background(), map[string]any{"builtins": false})
 	if err != nil {
 		t.Fatal(err)
 	}

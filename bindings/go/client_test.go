@@ -60,7 +60,7 @@ func loopWorld(t *testing.T, extra map[string]any, opts ClientOptions, responses
 
 func questionToolkit(t *testing.T) *Toolkit {
 	t.Helper()
-	tk, err := Build(`{"builtins":{"tools":{"apply_patch":false,"bash":false,"edit":false,"glob":false,"grep":false,"read":false,"todowrite":false,"webfetch":false,"write":false}}}`)
+	tk, err := Build(context.Background(), `{"builtins":{"tools":{"apply_patch":false,"bash":false,"edit":false,"glob":false,"grep":false,"read":false,"todowrite":false,"webfetch":false,"write":false}}}`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestGoToolHonoursTheCallDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ignore := range []bool{false, true} {
-		r, err := tk.ExecuteWithContext("patient", map[string]any{"ignore": ignore}, map[string]any{"timeoutMs": 100})
+		r, err := tk.ExecuteWithContext(context.Background(), "patient", map[string]any{"ignore": ignore}, map[string]any{"timeoutMs": 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestGoToolHonoursTheCallDeadline(t *testing.T) {
 		}
 	}
 	// Without a timeout the context has none, and the answer comes back.
-	r, err := tk.Execute("patient", map[string]any{"ignore": true})
+	r, err := tk.Execute(context.Background(), "patient", map[string]any{"ignore": true})
 	if err != nil {
 		t.Fatal(err)
 	}

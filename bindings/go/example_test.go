@@ -10,7 +10,7 @@ import (
 )
 
 func Example() {
-	tk, err := toolnexus.Build(map[string]any{
+	tk, err := toolnexus.Build(context.Background(), map[string]any{
 		"builtins": false,
 		"skills": []map[string]any{
 			{"name": "haiku", "description": "Write a haiku.", "content": "Three lines: 5, 7, 5 syllables."},
@@ -36,10 +36,10 @@ func Example() {
 	names, _ := tk.Render("toolNames")
 	fmt.Println(string(names))
 
-	res, _ := tk.Execute("shout", map[string]string{"text": "old pond"})
+	res, _ := tk.Execute(context.Background(), "shout", map[string]string{"text": "old pond"})
 	fmt.Println(res.Output, res.IsError)
 
-	res, _ = tk.Execute("nope", nil)
+	res, _ = tk.Execute(context.Background(), "nope", nil)
 	fmt.Println(res.Output, res.IsError)
 	// Output:
 	// ["shout","skill"]

@@ -1,6 +1,7 @@
 package toolnexus
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -52,7 +53,7 @@ func TestHostileSigpipeAtBuildNeverKillsTheHost(t *testing.T) {
 		"gone": map[string]any{"command": []string{"/bin/true"}, "timeout": 5000}}}}
 	want := `mcp server \"gone\" failed at initialize: peer-exited (status 0)`
 	for i := 0; i < 40; i++ {
-		tk, err := Build(config)
+		tk, err := Build(context.Background(), config)
 		if err != nil {
 			t.Fatalf("build %d: %v", i, err)
 		}
@@ -75,12 +76,12 @@ func TestHostileSigpipeAtCallNeverKillsTheHost(t *testing.T) {
 		"deaf": map[string]any{"command": []string{"python3", script}, "timeout": 60000}}}}
 	want := `mcp server "deaf" failed at tools/call: transport (send failed: broken pipe (the server closed its stdin))`
 	for i := 0; i < 4; i++ {
-		tk, err := Build(config)
+		tk, err := Build(context.Background(), config)
 		if err != nil {
 			t.Fatalf("build %d: %v", i, err)
 		}
 		for j := 0; j < 4; j++ {
-			r, err := tk.Execute("deaf_ping", map[string]any{})
+			r, err := tk.Execute(context.Background(), "deaf_ping", map[string]any{})
 			if err != nil {
 				t.Fatalf("call: %v", err)
 			}

@@ -1,6 +1,7 @@
 package toolnexus
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ func TestSetLoggerDeliversMcpDiagnostics(t *testing.T) {
 		lines = append(lines, target+"|"+message)
 		_ = level
 	})
-	tk, err := Build(map[string]any{"builtins": false, "mcpConfig": map[string]any{"mcpServers": map[string]any{
+	tk, err := Build(context.Background(), map[string]any{"builtins": false, "mcpConfig": map[string]any{"mcpServers": map[string]any{
 		"chatty": map[string]any{"command": []string{"sh", "-c", "echo 'hello from stderr' >&2; exec python3 " + server + " stdio"}, "timeout": 20000},
 		"gone":   map[string]any{"command": []string{"/nonexistent/tn-server"}},
 	}}})
@@ -41,7 +42,7 @@ func TestSetLoggerDeliversMcpDiagnostics(t *testing.T) {
 		t.Fatalf("no failure of server gone in:\n%s", got)
 	}
 	before := len(lines)
-	tk2, err := Build(map[string]any{"mcpConfig": map[string]any{"mcpServers": map[string]any{
+	tk2, err := Build(context.Background(), map[string]any{"mcpConfig": map[string]any{"mcpServers": map[string]any{
 		"gone": map[string]any{"command": []string{"/nonexistent/tn-server"}}}}})
 	if err != nil {
 		t.Fatal(err)

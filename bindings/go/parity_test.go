@@ -57,7 +57,7 @@ var supported = map[string]bool{
 // mcpWired asks the library whether it connects MCP servers yet: a toolkit
 // with one unspawnable server must list that server in its status.
 func mcpWired() bool {
-	tk, err := Build(`{"builtins":false,"mcpConfig":{"mcpServers":{"tn-probe":{"command":["/nonexistent/tn-probe"]}}}}`)
+	tk, err := Build(context.Background(), `{"builtins":false,"mcpConfig":{"mcpServers":{"tn-probe":{"command":["/nonexistent/tn-probe"]}}}}`)
 	if err != nil {
 		return false
 	}
@@ -532,7 +532,7 @@ func buildToolkit(c *vectorCase) (*Toolkit, error) {
 	if len(cfg) == 0 {
 		cfg = json.RawMessage("{}")
 	}
-	return Build(cfg)
+	return Build(context.Background(), cfg)
 }
 
 // ---- ops ----
@@ -638,7 +638,7 @@ func runExecute(c *vectorCase, root string, srv *mockServer) ([]string, error) {
 	if len(c.Ctx) > 0 && string(c.Ctx) != "null" {
 		ctx = c.Ctx
 	}
-	out, err := tk.ExecuteJSON(c.Name, args, ctx)
+	out, err := tk.ExecuteJSON(context.Background(), c.Name, args, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -843,7 +843,7 @@ func runTranslate(c *vectorCase, srv *mockServer) ([]string, error) {
 	}
 	var tk *Toolkit
 	if tkConfig != nil {
-		if tk, err = Build(tkConfig); err != nil {
+		if tk, err = Build(context.Background(), tkConfig); err != nil {
 			return nil, err
 		}
 		defer tk.Close()

@@ -22,7 +22,7 @@ func TestGoToolReturnsParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tk.Execute("screenshot", nil)
+	res, err := tk.Execute(context.Background(), "screenshot", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestGoToolWithABadPartIsAnErrorNamingIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tk.Execute("bad", nil)
+	res, err := tk.Execute(context.Background(), "bad", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestReadOfAnImageGivesAPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk := mustBuild(t, `{}`)
-	res, err := tk.Execute("read", map[string]any{"path": path})
+	res, err := tk.Execute(context.Background(), "read", map[string]any{"path": path})
 	if err != nil {
 		t.Fatal(err)
 	}

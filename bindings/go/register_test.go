@@ -12,7 +12,7 @@ import (
 )
 
 func TestRegisterGoFunc(t *testing.T) {
-	tk, err := Build(`{"builtins":false}`)
+	tk, err := Build(context.Background(), `{"builtins":false}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,20 +62,20 @@ func TestRegisterGoFunc(t *testing.T) {
 		t.Fatalf("schemas %s", tools)
 	}
 
-	res, err := tk.Execute("add", map[string]int{"a": 2, "b": 40})
+	res, err := tk.Execute(context.Background(), "add", map[string]int{"a": 2, "b": 40})
 	if err != nil || res.IsError || res.Output != "42" {
 		t.Fatalf("add: %+v %v", res, err)
 	}
 	// The OpenAI wire form: arguments as a JSON string holding the object.
-	res, err = tk.Execute("add", `"{\"a\":1,\"b\":2}"`)
+	res, err = tk.Execute(context.Background(), "add", `"{\"a\":1,\"b\":2}"`)
 	if err != nil || res.IsError || res.Output != "3" {
 		t.Fatalf("add (string args): %+v %v", res, err)
 	}
-	res, err = tk.Execute("fails", nil)
+	res, err = tk.Execute(context.Background(), "fails", nil)
 	if err != nil || !res.IsError || res.Output != "the disk is on fire" {
 		t.Fatalf("fails: %+v %v", res, err)
 	}
-	res, err = tk.Execute("panics", nil)
+	res, err = tk.Execute(context.Background(), "panics", nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Output, "boom") {
 		t.Fatalf("panics: %+v %v", res, err)
 	}
@@ -110,7 +110,7 @@ func TestRegisteredToolCallsBackIntoTheToolkit(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		r, err := tk.Execute("inner", nil)
+		r, err := tk.Execute(context.Background(), "inner", nil)
 		if err != nil {
 			return "", err
 		}
@@ -118,7 +118,7 @@ func TestRegisteredToolCallsBackIntoTheToolkit(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := tk.Execute("outer", nil)
+	res, err := tk.Execute(context.Background(), "outer", nil)
 	if err != nil || res.IsError || res.Output != `["inner","outer"] inner ok` {
 		t.Fatalf("outer: %+v %v", res, err)
 	}
@@ -126,7 +126,7 @@ func TestRegisteredToolCallsBackIntoTheToolkit(t *testing.T) {
 
 // Many goroutines call Go tools at once; run under -race.
 func TestRegisteredToolsConcurrently(t *testing.T) {
-	tk, err := Build(`{"builtins":false}`)
+	tk, err := Build(context.Background(), `{"builtins":false}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRegisteredToolsConcurrently(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
 				n := g*each + i
-				res, err := tk.Execute("count", map[string]int{"n": n})
+				res, err := tk.Execute(context.Background(), "count", map[string]int{"n": n})
 				if err != nil || res.IsError || res.Output != fmt.Sprint(n*2) {
 					errs <- fmt.Errorf("n=%d: %+v %v", n, res, err)
 					return
@@ -179,7 +179,7 @@ func TestRegisteredToolsConcurrently(t *testing.T) {
 // Close waits for a Go tool still running; a call that tool makes back into
 // the toolkit meanwhile is refused instead of deadlocking.
 func TestCloseWaitsForARunningToolAndRefusesItsCallbacks(t *testing.T) {
-	tk, err := Build(`{"builtins":false}`)
+	tk, err := Build(context.Background(), `{"builtins":false}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestCloseWaitsForARunningToolAndRefusesItsCallbacks(t *testing.T) {
 	}
 	result := make(chan *ToolResult, 1)
 	go func() {
-		r, _ := tk.Execute("slow", nil)
+		r, _ := tk.Execute(context.Background(), "slow", nil)
 		result <- r
 	}()
 	<-started
@@ -235,7 +235,7 @@ func TestRegisterResultCarriesMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := tk.Execute("lookup", nil)
+	res, err := tk.Execute(context.Background(), "lookup", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestServeExposesTheToolkitOverStreamableHTTP(t *testing.T) {
 }
 
 func TestServeErrorsNameTheOptionAndClosingTheToolkitStopsItsServers(t *testing.T) {
-	tk, err := Build(map[string]any{})
+	tk, err := Build(context.Background(), map[string]any{})
 	if err != nil {
 		t.Fatal(err)
 	}

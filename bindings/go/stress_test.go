@@ -71,7 +71,7 @@ func TestStressMixedTools(t *testing.T) {
 			"url": "http://" + ln.Addr().String() + "/echo/{id}",
 		}},
 	}
-	tk, err := Build(config)
+	tk, err := Build(context.Background(), config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,19 +104,19 @@ func TestStressMixedTools(t *testing.T) {
 				id := int64(g)*1_000_000 + int64(i)
 				switch (i + g) % 3 {
 				case 0:
-					out, err := tk.ExecuteJSON("double", fmt.Sprintf(`{"n":%d}`, id), nil)
+					out, err := tk.ExecuteJSON(context.Background(), "double", fmt.Sprintf(`{"n":%d}`, id), nil)
 					want := fmt.Sprintf(`{"output":"%d","isError":false}`, 2*id)
 					if err != nil || string(out) != want {
 						fail("goroutine %d call %d (double): %s %v, want %s", g, i, out, err, want)
 					}
 				case 1:
-					res, err := tk.Execute("echo", map[string]string{"id": strconv.FormatInt(id, 10)})
+					res, err := tk.Execute(context.Background(), "echo", map[string]string{"id": strconv.FormatInt(id, 10)})
 					if err != nil || res.IsError || res.Output != "echo:"+strconv.FormatInt(id, 10) ||
 						fmt.Sprint(res.Metadata["status"]) != "200" {
 						fail("goroutine %d call %d (echo): %+v %v", g, i, res, err)
 					}
 				default:
-					res, err := tk.Execute("skill", map[string]string{"name": "greet"})
+					res, err := tk.Execute(context.Background(), "skill", map[string]string{"name": "greet"})
 					if err != nil || res.IsError || !strings.Contains(res.Output, "Say hello.") {
 						fail("goroutine %d call %d (skill): %+v %v", g, i, res, err)
 					}

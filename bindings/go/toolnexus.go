@@ -20,6 +20,7 @@ package toolnexus
 import "C"
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -292,8 +293,12 @@ func (s *toolkitState) free() {
 var errClosed = &Error{Code: "invalid_argument", Status: StatusInvalidArgument, Message: "toolkit is closed"}
 
 // Build builds a toolkit from its config (CONTRACT §3): a JSON string or
-// []byte, or any value encoding/json can marshal (a map, a struct).
-func Build(config any) (*Toolkit, error) {
+// []byte, or any value encoding/json can marshal (a map, a struct). A ctx
+// that is already done refuses the build with a cancelled error.
+func Build(ctx context.Context, config any) (*Toolkit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Code: "cancelled", Status: StatusCancelled, Message: "build cancelled: " + err.Error()}
+	}
 	text, err := jsonText(config)
 	if err != nil {
 		return nil, fmt.Errorf("toolnexus: config: %w", err)
@@ -388,9 +393,12 @@ func (tk *Toolkit) RenderTools(format string, names []string) (json.RawMessage, 
 }
 
 // ExecuteJSON runs a tool and returns the ToolResult JSON as the library wrote
-// it. args is JSON text (string, []byte) or a value to marshal; ctx is the
+// it. args is JSON text (string, []byte) or a value to marshal; execCtx is the
 // optional execution context JSON ({"timeoutMs":n,"answer":{...}}) or nil.
-func (tk *Toolkit) ExecuteJSON(name string, args any, ctx any) ([]byte, error) {
+// Cancelling ctx (or its deadline passing) ends the call promptly with a
+// cancelled ToolResult; what the tool started (a child process, a request)
+// is ended too.
+func (tk *Toolkit) ExecuteJSON(ctx context.Context, name string, args any, execCtx any) ([]byte, error) {
 	argText, err := jsonText(args)
 	if err != nil {
 		return nil, fmt.Errorf("toolnexus: args of %s: %w", name, err)
@@ -405,8 +413,8 @@ func (tk *Toolkit) ExecuteJSON(name string, args any, ctx any) ([]byte, error) {
 	}
 	cname, cargs := cPtr(bname), cPtr(bargs)
 	var cctx *C.char
-	if ctx != nil {
-		ctxText, err := jsonText(ctx)
+	if execCtx != nil {
+		ctxText, err := jsonText(execCtx)
 		if err != nil {
 			return nil, fmt.Errorf("toolnexus: context of %s: %w", name, err)
 		}
@@ -418,28 +426,32 @@ func (tk *Toolkit) ExecuteJSON(name string, args any, ctx any) ([]byte, error) {
 	}
 	var out []byte
 	err = tk.with(func(p *C.tn_toolkit) error {
-		var cout *C.char
-		status := C.tn_execute(p, cname, cargs, cctx, &cout)
-		body := takeString(cout)
-		if status != C.TN_OK {
-			return statusError(status, body)
-		}
-		out = body
-		return nil
+		return withCancelToken(ctx, func(token *C.tn_cancel) error {
+			var cout *C.char
+			status := C.tn_execute_with_cancel(p, cname, cargs, cctx, token, &cout)
+			body := takeString(cout)
+			if status != C.TN_OK {
+				return statusError(status, body)
+			}
+			out = body
+			return nil
+		})
 	})
 	return out, err
 }
 
 // Execute runs a tool by name. A tool that fails is not an error here: it is
 // a ToolResult with IsError set (an unknown name too). The error is for a call
-// the library refused (closed toolkit, malformed args JSON, ...).
-func (tk *Toolkit) Execute(name string, args any) (*ToolResult, error) {
-	return tk.ExecuteWithContext(name, args, nil)
+// the library refused (closed toolkit, malformed args JSON, ...). Cancelling
+// ctx ends the call (see ExecuteJSON).
+func (tk *Toolkit) Execute(ctx context.Context, name string, args any) (*ToolResult, error) {
+	return tk.ExecuteWithContext(ctx, name, args, nil)
 }
 
-// ExecuteWithContext is Execute with the optional context JSON of CONTRACT §5.
-func (tk *Toolkit) ExecuteWithContext(name string, args any, ctx any) (*ToolResult, error) {
-	body, err := tk.ExecuteJSON(name, args, ctx)
+// ExecuteWithContext is Execute with the optional execution context JSON of
+// CONTRACT §5 ({"timeoutMs":n,"answer":{...}}).
+func (tk *Toolkit) ExecuteWithContext(ctx context.Context, name string, args any, execCtx any) (*ToolResult, error) {
+	body, err := tk.ExecuteJSON(ctx, name, args, execCtx)
 	if err != nil {
 		return nil, err
 	}

@@ -39,9 +39,9 @@ func vectorExpect(t *testing.T, file, id string) json.RawMessage {
 
 func mustBuild(t *testing.T, config any) *Toolkit {
 	t.Helper()
-	tk, err := Build(config)
+	tk, err := Build(context.Background(), config)
 	if err != nil {
-		t.Fatalf("Build(%v): %v", config, err)
+		t.Fatalf("Build(context.Background(), %v): %v", config, err)
 	}
 	t.Cleanup(func() { tk.Close() })
 	return tk
@@ -103,7 +103,7 @@ func TestBuildAcceptsValuesAndText(t *testing.T) {
 		if string(names) != `["skill"]` {
 			t.Fatalf("toolNames %s", names)
 		}
-		res, err := tk.Execute("skill", map[string]string{"name": "greet"})
+		res, err := tk.Execute(context.Background(), "skill", map[string]string{"name": "greet"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,9 +114,9 @@ func TestBuildAcceptsValuesAndText(t *testing.T) {
 }
 
 func TestBuildErrorsAreTyped(t *testing.T) {
-	_, err := Build(`{"skills": [`)
+	_, err := Build(context.Background(), `{"skills": [`)
 	wantCode(t, err, "invalid_json", StatusInvalidJSON)
-	_, err = Build(`{"noSuchOption": 1}`)
+	_, err = Build(context.Background(), `{"noSuchOption": 1}`)
 	e := wantCode(t, err, "invalid_config", StatusInvalidConfig)
 	if !strings.Contains(e.Message, "noSuchOption") {
 		t.Fatalf("message does not name the key: %s", e.Message)
@@ -124,9 +124,9 @@ func TestBuildErrorsAreTyped(t *testing.T) {
 	if !errors.Is(err, &Error{Code: "invalid_config"}) {
 		t.Fatal("errors.Is by code")
 	}
-	_, err = Build("{\"skillsDir\": \"\xff\"}")
+	_, err = Build(context.Background(), "{\"skillsDir\": \"\xff\"}")
 	wantCode(t, err, "invalid_utf8", StatusInvalidUTF8)
-	_, err = Build("{\"a\":\"x\x00y\"}")
+	_, err = Build(context.Background(), "{\"a\":\"x\x00y\"}")
 	wantCode(t, err, "invalid_argument", StatusInvalidArgument)
 }
 
@@ -175,26 +175,26 @@ func vectorExpectCompact(t *testing.T, file, id string) []byte {
 
 func TestExecuteUnknownToolIsAResult(t *testing.T) {
 	tk := mustBuild(t, `{"builtins":false}`)
-	res, err := tk.Execute("nope", nil)
+	res, err := tk.Execute(context.Background(), "nope", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.IsError || res.Output != "unknown tool: nope" {
 		t.Fatalf("got %+v", res)
 	}
-	raw, err := tk.ExecuteJSON("nope", `{}`, nil)
+	raw, err := tk.ExecuteJSON(context.Background(), "nope", `{}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !json.Valid(raw) {
 		t.Fatalf("ExecuteJSON not JSON: %s", raw)
 	}
-	_, err = tk.Execute("nope", `{"a":`)
+	_, err = tk.Execute(context.Background(), "nope", `{"a":`)
 	wantCode(t, err, "invalid_json", StatusInvalidJSON)
 }
 
 func TestCloseIsIdempotentAndFencesCalls(t *testing.T) {
-	tk, err := Build(`{}`)
+	tk, err := Build(context.Background(), `{}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestCloseIsIdempotentAndFencesCalls(t *testing.T) {
 	}
 	_, err = tk.Render("toolNames")
 	wantCode(t, err, "invalid_argument", StatusInvalidArgument)
-	_, err = tk.Execute("bash", `{"command":"true"}`)
+	_, err = tk.Execute(context.Background(), "bash", `{"command":"true"}`)
 	wantCode(t, err, "invalid_argument", StatusInvalidArgument)
 	if err := tk.Register("x", "", nil, func(context.Context, json.RawMessage) (string, error) { return "", nil }); err == nil {
 		t.Fatal("Register on a closed toolkit succeeded")
@@ -220,7 +220,7 @@ func TestConcurrentRenderAndExecute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantSkill, err := tk.ExecuteJSON("skill", `{"name":"greet"}`, nil)
+	wantSkill, err := tk.ExecuteJSON(context.Background(), "skill", `{"name":"greet"}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestConcurrentRenderAndExecute(t *testing.T) {
 					errs <- fmt.Errorf("render: %v", err)
 					return
 				}
-				s, err := tk.ExecuteJSON("skill", `{"name":"greet"}`, nil)
+				s, err := tk.ExecuteJSON(context.Background(), "skill", `{"name":"greet"}`, nil)
 				if err != nil || string(s) != string(wantSkill) {
 					errs <- fmt.Errorf("execute: %v %s", err, s)
 					return
@@ -256,7 +256,7 @@ func TestConcurrentRenderAndExecute(t *testing.T) {
 func TestForgottenToolkitIsFreedByTheCleanup(t *testing.T) {
 	before := LiveHandles()
 	func() {
-		tk, err := Build(`{"builtins":false}`)
+		tk, err := Build(context.Background(), `{"builtins":false}`)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,38 +44,18 @@ func Translate(ctx context.Context, client, request any, tk *Toolkit) (json.RawM
 	defer C.free(unsafe.Pointer(crequest))
 
 	call := func(p *C.tn_toolkit) (json.RawMessage, error) {
-		token := C.tn_cancel_new()
-		if token == nil {
-			return nil, &Error{Code: "internal", Status: StatusInternal, Message: "tn_cancel_new returned NULL"}
-		}
-		// The watcher triggers the token from another goroutine (another OS
-		// thread, while this one is blocked in C). The token is freed only
-		// after the watcher has exited, so a late trigger never touches freed
-		// memory.
-		done := make(chan struct{})
-		exited := make(chan struct{})
-		if ctx.Done() == nil { // a context that is never cancelled needs no watcher
-			close(exited)
-		} else {
-			go func() {
-				defer close(exited)
-				select {
-				case <-ctx.Done():
-					C.tn_cancel_trigger(token)
-				case <-done:
-				}
-			}()
-		}
-		var cout *C.char
-		status := C.tn_translate(cclient, crequest, p, token, &cout)
-		close(done)
-		<-exited
-		C.tn_cancel_free(token)
-		body := takeString(cout)
-		if status != C.TN_OK {
-			return nil, statusError(status, body)
-		}
-		return body, nil
+		var out json.RawMessage
+		err := withCancelToken(ctx, func(token *C.tn_cancel) error {
+			var cout *C.char
+			status := C.tn_translate(cclient, crequest, p, token, &cout)
+			body := takeString(cout)
+			if status != C.TN_OK {
+				return statusError(status, body)
+			}
+			out = body
+			return nil
+		})
+		return out, err
 	}
 
 	if tk == nil {

@@ -138,6 +138,10 @@ impl Execute for HostTool {
                 .name("tn-host-call".into())
                 .spawn(move || {
                     host.call(&text, &call);
+                    // Let go of the host function before saying done: a
+                    // caller that frees the toolkit right after this call
+                    // must see user_data_free run, not race this thread.
+                    drop(host);
                     let _ = done_tx.send(());
                 })
         };

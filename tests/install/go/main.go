@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,7 +19,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: go run . SKILLS_DIR")
 		os.Exit(2)
 	}
-	tk, err := toolnexus.Build(map[string]any{"skillsDir": os.Args[1]})
+	tk, err := toolnexus.Build(context.Background(), map[string]any{"skillsDir": os.Args[1]})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build:", err)
 		os.Exit(1)
@@ -36,7 +37,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "status: %s\n", status)
 		os.Exit(1)
 	}
-	res, err := tk.Execute("skill", map[string]any{"name": "hello-world"})
+	res, err := tk.Execute(context.Background(), "skill", map[string]any{"name": "hello-world"})
 	if err != nil || res.IsError || !strings.Contains(res.Output, "hello-world") {
 		fmt.Fprintf(os.Stderr, "skill: %v %+v\n", err, res)
 		os.Exit(1)
