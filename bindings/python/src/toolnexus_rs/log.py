@@ -39,6 +39,11 @@ _RELEASE = _native.USER_DATA_FREE(_release)
 _registered_exit = False
 
 
+def _off() -> None:
+    # NULL function pointers (ctypes takes no None for a CFUNCTYPE argument).
+    _native.load().tn_log_set(0, _native.LOG_CALLBACK(), None, _native.USER_DATA_FREE())
+
+
 def _level_of(level: Union[int, str]) -> int:
     if isinstance(level, str):
         if level.lower() not in _NAMES:
@@ -64,7 +69,7 @@ def set_logger(
     lib = _native.load()
     lvl = _level_of(level)
     if logger is None or lvl == LOG_OFF:
-        lib.tn_log_set(0, None, None, None)
+        _off()
         return
     if isinstance(logger, logging.Logger):
         target_logger = logger
@@ -89,6 +94,6 @@ def set_logger(
         _live[ident] = cb
         if not _registered_exit:
             # No message may reach Python while the interpreter goes away.
-            atexit.register(lambda: lib.tn_log_set(0, None, None, None))
+            atexit.register(_off)
             _registered_exit = True
     lib.tn_log_set(lvl, cb, ident, _RELEASE)
