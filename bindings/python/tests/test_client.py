@@ -96,6 +96,9 @@ def test_run_executes_the_tool_calls_and_feeds_the_results_back(srv, adder):
     third = sent(srv, 2)["messages"]
     assert third[:-1] == r.messages and third[-1] == {"role": "user", "content": "Once more?"}
     assert again.text == "again"
+    with pytest.raises(tn.ToolnexusError) as closed:
+        client.run(adder, "after close")
+    assert "closed" in closed.value.message
 
 
 def test_wait_for_answers_a_suspension_inline(srv):
@@ -186,8 +189,12 @@ def test_a_raising_callback_ends_the_run_with_callback_error_never_a_crash(srv, 
         # The client is still usable; a per-run hook was for that run only.
         srv.responses[:] = [text("fine")]
         assert client.run(adder, "again").text == "fine"
-    with pytest.raises(ValueError):
-        tn.Hooks and tn.Client(config(srv), hooks={"beforeTol": explode})
+    with pytest.raises(ValueError) as bad:
+        tn.Client(config(srv), hooks={"beforeTol": explode})
+    assert "beforeTol" in str(bad.value)
+    with pytest.raises(tn.InvalidConfigError) as bad_key:
+        tn.Client(config(srv, maxTurn=3))
+    assert "maxTurn" in bad_key.value.message
 
 
 def test_on_error_classifies_provider_failures(srv):

@@ -659,20 +659,20 @@ class Client:
         core = self._core
         lib = core.lib
         text = _native.cstr(request, "run request")
-        token, timer, unlink, own = None, None, None, None
+        ptr = core.acquire()
+        token, timer, unlink, own = cancel, None, None, None
         if timeout is not None:
+            # A token of this call's own, cancelled by the timer or by the
+            # caller's token (which other calls may share).
             own = CancelToken()
             token = own
             timer = threading.Timer(max(0.0, timeout), own.cancel)
             timer.daemon = True
             if cancel is not None:
                 unlink = cancel._link(own.cancel)
-        else:
-            token = cancel
         run = _Run(slots)
         rid = next(_RUN_IDS)
         _RUNS[rid] = run
-        ptr = core.acquire()
         out = ctypes.c_void_p()
         try:
             tk = toolkit.handle if toolkit is not None else None
