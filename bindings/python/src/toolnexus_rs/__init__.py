@@ -351,7 +351,8 @@ class Toolkit:
         if "cancel" in kw or "cancel" not in inspect.signature(self.execute).parameters:
             return await asyncio.to_thread(self.execute, name, args, **kw)
         token = CancelToken()
-        work = asyncio.ensure_future(asyncio.to_thread(self.execute, name, args, cancel=token, **kw))
+        kw["cancel"] = token
+        work = asyncio.ensure_future(asyncio.to_thread(self.execute, name, args, **kw))
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:

@@ -71,12 +71,14 @@ def set_logger(
     if logger is None or lvl == LOG_OFF:
         _off()
         return
+    fn: Callable[[int, str, str], Any]
     if isinstance(logger, logging.Logger):
         target_logger = logger
 
-        def fn(level: int, target: str, message: str) -> None:
+        def to_logging(level: int, target: str, message: str) -> None:
             target_logger.log(_TO_LOGGING.get(level, logging.INFO), "%s: %s", target, message)
 
+        fn = to_logging
     elif callable(logger):
         fn = logger
     else:
