@@ -310,11 +310,9 @@ def test_leaving_a_stream_early_cancels_its_run(srv, tmp_path):
         text("never asked for")]
     with tn.Toolkit({}) as tk, tn.Client(config(srv)) as client:
         seen = []
-        stream = client.stream(tk, "run it")
-        for ev in stream:
+        for ev in client.stream(tk, "run it"):
             seen.append(ev["type"])
-            break
-        stream.close()  # what leaving the loop does once the iterator is dropped
+            break  # the iterator is dropped here, which closes it
         assert seen == ["tool_call"]
         assert not marker.exists(), "the bash call was ended with the run"
         assert len(srv.requests) == 1, "the run stopped before its next turn"
@@ -435,3 +433,21 @@ def test_set_logger_delivers_diagnostics_to_a_callable_and_a_logging_logger(capl
     assert len(lines) == before, "nothing arrives once logging is off"
     with pytest.raises(ValueError):
         tn.set_logger(print, level="loud")
+
+
+def test_closing_an_astream_early_cancels_its_run(srv, tmp_path):
+    marker = tmp_path / "late"
+    srv.responses += [sse({"choices": [{"index": 0, "delta": {"tool_calls": [{
+        "index": 0, "id": "c1", "type": "function", "function": {"name": "bash", "arguments": slow_bash(marker)}}]}}]}),
+        text("never asked for")]
+
+    async def main():
+        with tn.Toolkit({}) as tk, tn.Client(config(srv)) as client:
+            events = client.astream(tk, "run it")
+            first = await events.__anext__()
+            await events.aclose()
+            return first
+
+    assert asyncio.run(main())["type"] == "tool_call"
+    assert not marker.exists(), "the bash call was ended with the run"
+    assert len(srv.requests) == 1

@@ -934,7 +934,9 @@ class Client:
 
     async def astream(self, toolkit: Optional[Toolkit], prompt: str, **kw: Any) -> AsyncIterator[dict[str, Any]]:
         """:meth:`stream` as an async iterator: the run goes on in a worker
-        thread; leaving the loop early, or cancelling the task, cancels it."""
+        thread; closing the iterator early (``aclose()``, or ``async with
+        contextlib.aclosing(...)`` around the loop), or cancelling the task,
+        cancels it."""
         if kw.get("on_event") is not None:
             raise ValueError("astream yields the events; on_event is for stream()")
         loop = asyncio.get_running_loop()
