@@ -451,3 +451,21 @@ def test_closing_an_astream_early_cancels_its_run(srv, tmp_path):
     assert asyncio.run(main())["type"] == "tool_call"
     assert not marker.exists(), "the bash call was ended with the run"
     assert len(srv.requests) == 1
+
+
+def test_cancelling_an_aexecute_task_cancels_the_call(tmp_path):
+    import inspect
+    if "cancel" not in inspect.signature(tn.Toolkit.execute).parameters:
+        pytest.skip("Toolkit.execute takes no CancelToken on this branch")
+    marker = tmp_path / "late"
+
+    async def main():
+        with tn.Toolkit({}) as tk:
+            task = asyncio.ensure_future(tk.aexecute("bash", json.loads(slow_bash(marker))))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(main())
+    assert not marker.exists(), "the bash call was ended with the task"

@@ -357,6 +357,12 @@ class Toolkit:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
             token.cancel()
+            # The call returns promptly once cancelled: wait for it, so that
+            # nothing of it outlives the task.
+            try:
+                await work
+            except BaseException:  # noqa: BLE001 — the task is cancelled either way
+                pass
             raise
 
     # -- host functions --------------------------------------------------
