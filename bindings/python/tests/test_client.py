@@ -360,6 +360,24 @@ def test_the_in_process_client_runs_the_loop_with_no_http(adder):
         for t in threads:
             t.join()
         assert not errors and results == ["the answer is 42"] * 8
+
+        # Each run's own hooks see only that run's calls.
+        seen: dict[int, list] = {n: [] for n in range(6)}
+
+        def hooked(n):
+            def after_tool(ev):
+                seen[n].append(ev["result"]["output"])
+                return f"{ev['result']['output']} (run {n})"
+
+            results.append(client.run(adder, "again", hooks={"after_tool": after_tool}).text)
+
+        threads = [threading.Thread(target=hooked, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(seen[n] == ["42"] for n in seen)
+        assert sorted(results[8:]) == sorted(f"the answer is 42 (run {n})" for n in range(6))
         with pytest.raises(tn.InvalidArgumentError):
             list(client.stream(adder, "no streaming in process"))
 
