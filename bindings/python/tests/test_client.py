@@ -321,7 +321,7 @@ def test_leaving_a_stream_early_cancels_its_run(srv, tmp_path):
 
 
 def test_cancel_from_another_thread_and_a_timeout(srv):
-    srv.responses += [{"status": 200, "delayMs": 5000, "body": text("slow")["body"]}] * 2
+    srv.responses += [{"status": 200, "delayMs": 5000, "body": text("slow")["body"]}] * 4
     with tn.Client(config(srv)) as client:
         token = tn.CancelToken()
         threading.Timer(0.2, token.cancel).start()
@@ -330,7 +330,18 @@ def test_cancel_from_another_thread_and_a_timeout(srv):
         with pytest.raises(tn.TimeoutError) as e:
             client.run(None, "hi", timeout=0.2)
         assert e.value.code == "timeout"
-        token.close()
+        # The caller's token still cancels a run that has a timeout too.
+        both = tn.CancelToken()
+        threading.Timer(0.2, both.cancel).start()
+        with pytest.raises(tn.CancelledError):
+            client.run(None, "hi", cancel=both, timeout=30)
+        # And a stream iterator.
+        streamed = tn.CancelToken()
+        threading.Timer(0.2, streamed.cancel).start()
+        with pytest.raises(tn.CancelledError):
+            list(client.stream(None, "hi", cancel=streamed))
+        for t in (token, both, streamed):
+            t.close()
 
 
 def test_the_in_process_client_runs_the_loop_with_no_http(adder):

@@ -840,24 +840,24 @@ class Client:
     ) -> Iterator[dict[str, Any]]:
         events: "queue.Queue[tuple[str, Any]]" = queue.Queue()
         stopped = threading.Event()
-        token = CancelToken()
-        unlink = cancel._link(token.cancel) if cancel is not None else None
 
         def sink(ev: Any) -> None:
             if stopped.is_set():
                 raise _StreamStopped()
             events.put(("event", ev))
 
-        def work() -> None:
+        def work(token: CancelToken) -> None:
             try:
                 self._call("stream", toolkit, req, cancel=token, timeout=timeout, slots={**slots, "onEvent": sink})
                 events.put(("end", None))
             except BaseException as e:  # noqa: BLE001 — handed to the consumer
                 events.put(("error", e))
 
-        # The worker starts when iteration does (a generator's body).
+        # The run starts when iteration does (a generator's body).
         def iterate() -> Iterator[dict[str, Any]]:
-            worker = threading.Thread(target=work, name="toolnexus-stream", daemon=True)
+            token = CancelToken()
+            unlink = cancel._link(token.cancel) if cancel is not None else None
+            worker = threading.Thread(target=work, args=(token,), name="toolnexus-stream", daemon=True)
             worker.start()
             finished = False
             try:
