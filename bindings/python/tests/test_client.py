@@ -303,6 +303,18 @@ def slow_bash(marker):
     return json.dumps({"command": f"sleep 5; echo late > {marker}"})
 
 
+def test_a_streamed_suspension_is_a_pending_event_with_its_request(srv):
+    srv.responses.append(sse({"choices": [{"index": 0, "delta": {"tool_calls": [{
+        "index": 0, "id": "q1", "type": "function", "function": {"name": "question", "arguments": ASK_NAME}}]}}]}))
+    with tn.Toolkit(QUESTION_ONLY) as tk, tn.Client(config(srv)) as client:
+        events = list(client.stream(tk, "Greet me by name."))
+    pending = [e for e in events if e["type"] == "pending"]
+    assert len(pending) == 1 and isinstance(pending[0]["request"], tn.Request)
+    assert pending[0]["request"].prompt == "What is your name?"
+    done = events[-1]["result"]
+    assert done.status == "pending" and done.pending.id == pending[0]["request"].id
+
+
 def test_leaving_a_stream_early_cancels_its_run(srv, tmp_path):
     marker = tmp_path / "late"
     srv.responses += [sse({"choices": [{"index": 0, "delta": {"tool_calls": [{

@@ -808,8 +808,8 @@ class Client:
         """SPEC §8 ``stream``: the loop with the provider's answers streamed.
         Events are dicts: ``{"type": "text", "delta"}``, ``tool_call`` (id,
         name, args), ``tool_result`` (id, name, output, isError),
-        ``pending`` (request), ``usage`` (usage), then ``done`` whose
-        ``result`` is the :class:`RunResult`.
+        ``pending`` (``request``, a :class:`Request`), ``usage`` (usage),
+        then ``done`` whose ``result`` is the :class:`RunResult`.
 
         With ``on_event`` each event goes to it on this thread and the
         RunResult is returned; without, an iterator of the events is
@@ -989,4 +989,6 @@ def _stream_event(ev: Any) -> dict[str, Any]:
         return {"type": "unknown", "value": ev}
     if ev.get("type") == "done" and isinstance(ev.get("result"), dict):
         return {**ev, "result": RunResult.from_json(ev["result"])}
+    if ev.get("type") == "pending" and isinstance(ev.get("request"), dict):
+        return {**ev, "request": Request.from_json(ev["request"])}
     return ev
