@@ -517,9 +517,14 @@ class _Core:
             if self.in_flight == 0:
                 self.idle.notify_all()
 
-    def free(self) -> None:
+    def free(self, wait: bool = True) -> None:
+        """Frees the native client once no run uses it. ``wait=False`` (a
+        finalizer, perhaps at interpreter exit with a daemon thread frozen
+        in a run) leaves a client that is still in use alone instead."""
         with self.lock:
             self.closing = True
+            if not wait and self.in_flight > 0:
+                return
             while self.in_flight > 0:
                 self.idle.wait()
             ptr, self.ptr = self.ptr, None
@@ -623,8 +628,10 @@ class Client:
         self.close()
 
     def __del__(self) -> None:
+        core = getattr(self, "_core", None)
         try:
-            self.close()
+            if core is not None:
+                core.free(wait=False)
         except Exception:  # noqa: BLE001 — interpreter shutdown
             pass
 
