@@ -356,6 +356,23 @@ def test_cancel_from_another_thread_and_a_timeout(srv):
             t.close()
 
 
+def test_ctrl_c_on_the_main_thread_cancels_the_run(srv, tmp_path):
+    import os
+    import signal
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    marker = tmp_path / "late"
+    srv.responses += [tool_calls(("s1", "bash", slow_bash(marker))), text("never asked for")]
+    with tn.Toolkit({}) as tk, tn.Client(config(srv)) as client:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            client.run(tk, "run it")
+        assert not marker.exists(), "the bash call was ended with the run"
+        assert len(srv.requests) == 1
+        srv.responses[:] = [text("still usable")]
+        assert client.run(tk, "hi").text == "still usable"
+
+
 def test_the_in_process_client_runs_the_loop_with_no_http(adder):
     def generate(ev):
         if not any(m.get("role") == "tool" for m in ev["messages"]):

@@ -439,6 +439,40 @@ class _StreamStopped(Exception):
         return "the stream's consumer stopped"
 
 
+def _interruptible(invoke: Callable[[], int], token: CancelToken) -> int:
+    """Runs ``invoke`` on a worker thread while this (the main) thread
+    waits; a KeyboardInterrupt meanwhile cancels ``token``, waits for the
+    call to end (it does so promptly once cancelled) and is raised again."""
+    box: dict[str, Any] = {}
+    # An Event of our own, not Thread.join: a join interrupted by
+    # KeyboardInterrupt may leave is_alive() wrong, and the call must be
+    # over before the client it uses can be released.
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["status"] = invoke()
+        except BaseException as e:  # noqa: BLE001 — handed back below
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="toolnexus-run", daemon=True).start()
+    try:
+        done.wait()
+    except KeyboardInterrupt:
+        token.cancel()
+        while not done.is_set():
+            try:
+                done.wait()
+            except KeyboardInterrupt:
+                continue
+        raise
+    if "error" in box:
+        raise box["error"]
+    return int(box["status"])
+
+
 def _message(e: BaseException) -> str:
     text = str(e)
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
@@ -561,6 +595,10 @@ class Client:
       ``config`` then holds only ``model``, ``systemPrompt``, ``maxTurns``,
       ``retries``, ``timeoutMs``, ``requestParams``.
 
+    A call made on the main thread runs on a helper thread while the main
+    thread waits, so that Ctrl-C cancels the run (its tools included) and
+    raises ``KeyboardInterrupt`` once it has ended.
+
     Use it as a context manager, or call :meth:`close`."""
 
     def __init__(
@@ -667,14 +705,19 @@ class Client:
         lib = core.lib
         text = _native.cstr(request, "run request")
         ptr = core.acquire()
+        # On the main thread the run goes to a worker so that Ctrl-C (a
+        # KeyboardInterrupt, which Python delivers only between bytecodes of
+        # the main thread) cancels it instead of waiting for it to end.
+        interruptible = threading.current_thread() is threading.main_thread()
         token, timer, unlink, own = cancel, None, None, None
-        if timeout is not None:
-            # A token of this call's own, cancelled by the timer or by the
-            # caller's token (which other calls may share).
+        if timeout is not None or interruptible:
+            # A token of this call's own, cancelled by the timer, Ctrl-C or
+            # the caller's token (which other calls may share).
             own = CancelToken()
             token = own
-            timer = threading.Timer(max(0.0, timeout), own.cancel)
-            timer.daemon = True
+            if timeout is not None:
+                timer = threading.Timer(max(0.0, timeout), own.cancel)
+                timer.daemon = True
             if cancel is not None:
                 unlink = cancel._link(own.cancel)
         run = _Run(slots)
@@ -684,14 +727,17 @@ class Client:
         try:
             tk = toolkit.handle if toolkit is not None else None
             handle = token.handle if token is not None else None
+
+            def invoke() -> int:
+                if mode == "resume":
+                    return int(lib.tn_run_resume(ptr, tk, text, handle, rid, ctypes.byref(out)))
+                if mode in ("ask", "stream"):
+                    return int(lib.tn_ask(ptr, tk, text, mode == "stream", handle, rid, ctypes.byref(out)))
+                return int(lib.tn_run(ptr, tk, text, handle, rid, ctypes.byref(out)))
+
             if timer is not None:
                 timer.start()
-            if mode == "resume":
-                status = lib.tn_run_resume(ptr, tk, text, handle, rid, ctypes.byref(out))
-            elif mode in ("ask", "stream"):
-                status = lib.tn_ask(ptr, tk, text, mode == "stream", handle, rid, ctypes.byref(out))
-            else:
-                status = lib.tn_run(ptr, tk, text, handle, rid, ctypes.byref(out))
+            status = _interruptible(invoke, own) if interruptible and own is not None else invoke()
             body = _native.take(lib, out)
         finally:
             if timer is not None:
@@ -818,7 +864,9 @@ class Client:
         ``pending`` (``request``, a :class:`Request`), ``usage`` (usage),
         then ``done`` whose ``result`` is the :class:`RunResult`.
 
-        With ``on_event`` each event goes to it on this thread and the
+        With ``on_event`` each event goes to it, in order and one at a
+        time, while the call runs (from the main thread, on a helper
+        thread, so that Ctrl-C can cancel the run), and the
         RunResult is returned; without, an iterator of the events is
         returned (the run goes on in a worker thread; leaving the loop early
         cancels it). ``id`` makes it stateful, as for :meth:`ask`."""
