@@ -107,6 +107,9 @@ def test_wait_for_answers_a_suspension_inline(srv):
 
     def wait_for(req):
         seen.append(req)
+        # A callback may call back into the library.
+        assert "toolnexus_llm_requests_total" in client.metrics()
+        assert tk.render("toolNames") == ["question"]
         return tn.answer_output(req.id, "Ada")
 
     with tn.Toolkit(QUESTION_ONLY) as tk, tn.Client(config(srv), wait_for=wait_for) as client:
@@ -229,6 +232,13 @@ def test_metrics_and_on_metric(srv, adder):
     assert 'toolnexus_tool_calls_total{tool="add",source="native",is_error="false",pending="false"} 1' in text_
     assert text_.endswith("\n")
     assert sorted({m["event"] for m in seen}) == ["llm", "run", "tool"]
+
+    def broken(m):
+        raise RuntimeError("an observer that fails")
+
+    srv.responses.append(text("unharmed"))
+    with tn.Client(config(srv), on_metric=broken) as client:
+        assert client.run(None, "hi").text == "unharmed", "observing never fails a run"
 
 
 def test_ask_remembers_a_conversation_in_the_default_and_a_host_store(srv):
