@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import inspect
 import json
 import threading
 import traceback
@@ -22,7 +23,20 @@ from typing import Any, Callable, Optional, Union
 from . import _native
 
 __all__ = [
+    "Answer",
+    "CallbackError",
     "CancelToken",
+    "Client",
+    "ConversationStore",
+    "Hooks",
+    "InMemoryStore",
+    "Request",
+    "RunResult",
+    "ToolCall",
+    "Usage",
+    "answer_declined",
+    "answer_output",
+    "set_logger",
     "Toolkit",
     "ToolResult",
     "ToolnexusError",
@@ -88,6 +102,11 @@ class InternalError(ToolnexusError):
     pass
 
 
+class CallbackError(ToolnexusError):
+    """A host callback of the client loop failed; ``__cause__`` is the
+    exception it raised, when it was a Python one."""
+
+
 _BY_CODE = {
     "invalid_json": InvalidJsonError,
     "invalid_config": InvalidConfigError,
@@ -97,6 +116,7 @@ _BY_CODE = {
     "timeout": TimeoutError,
     "cancelled": CancelledError,
     "internal": InternalError,
+    "callback_error": CallbackError,
 }
 
 
@@ -167,10 +187,36 @@ class CancelToken:
     def __init__(self) -> None:
         self._lib = _native.load()
         self._ptr: Optional[int] = self._lib.tn_cancel_new()
+        self._cancelled = False
+        self._on_cancel: list[Callable[[], None]] = []
 
     def cancel(self) -> None:
+        self._cancelled = True
         if self._ptr:
             self._lib.tn_cancel_trigger(self._ptr)
+        for fn in list(self._on_cancel):
+            fn()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+        return self._cancelled
+
+    def _link(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Calls ``fn`` when this token is cancelled (at once if it already
+        is); gives the function that undoes the link. The client loop uses
+        it to cancel its own per-call token (a run with a timeout)."""
+        self._on_cancel.append(fn)
+        if self._cancelled:
+            fn()
+
+        def unlink() -> None:
+            try:
+                self._on_cancel.remove(fn)
+            except ValueError:
+                pass
+
+        return unlink
 
     def close(self) -> None:
         ptr, self._ptr = self._ptr, None
@@ -299,8 +345,25 @@ class Toolkit:
         return ToolResult.from_json(self.execute_json(name, args, timeout=timeout, answer=answer))
 
     async def aexecute(self, name: str, args: Union[dict, str, None] = None, **kw: Any) -> ToolResult:
-        """:meth:`execute` off the event loop, in a worker thread."""
-        return await asyncio.to_thread(self.execute, name, args, **kw)
+        """:meth:`execute` off the event loop, in a worker thread; cancelling
+        the task cancels the call (its ``CancelToken``) when :meth:`execute`
+        takes one."""
+        if "cancel" in kw or "cancel" not in inspect.signature(self.execute).parameters:
+            return await asyncio.to_thread(self.execute, name, args, **kw)
+        token = CancelToken()
+        kw["cancel"] = token
+        work = asyncio.ensure_future(asyncio.to_thread(self.execute, name, args, **kw))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            token.cancel()
+            # The call returns promptly once cancelled: wait for it, so that
+            # nothing of it outlives the task.
+            try:
+                await work
+            except BaseException:  # noqa: BLE001 — the task is cancelled either way
+                pass
+            raise
 
     # -- host functions --------------------------------------------------
     def register(
@@ -436,3 +499,20 @@ def list_mcp_tools(config: Union[dict, str]) -> dict[str, Any]:
         config = json.dumps(config)  # a path travels as a JSON string
     lib = _native.load()
     return json.loads(_call(lib.tn_mcp_list_tools, _native.cstr(config, "config")))
+
+
+# The client loop and the logger (their modules import what is above).
+from .client import (  # noqa: E402
+    Answer,
+    Client,
+    ConversationStore,
+    Hooks,
+    InMemoryStore,
+    Request,
+    RunResult,
+    ToolCall,
+    Usage,
+    answer_declined,
+    answer_output,
+)
+from .log import set_logger  # noqa: E402
