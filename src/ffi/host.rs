@@ -213,6 +213,24 @@ pub unsafe extern "C" fn tn_call_cancelled(call: *const tn_call) -> bool {
         || call.deadline.is_some_and(|d| Instant::now() >= d)
 }
 
+/// Whether this call can be stopped before the callback answers: its caller
+/// set a timeout or passed a cancel token. When false, `tn_call_cancelled`
+/// stays false for the whole call (the callback runs on the caller's
+/// thread, which waits for it), so a host need not watch it: a binding can
+/// skip the watcher it would run to turn cancellation into its own signal.
+/// False for NULL.
+///
+/// # Safety
+/// `call` is NULL or the `tn_call` of a callback that is still running.
+#[no_mangle]
+pub unsafe extern "C" fn tn_call_cancellable(call: *const tn_call) -> bool {
+    // SAFETY: NULL or live during the callback (this function's contract).
+    let Some(call) = (unsafe { call.as_ref() }) else {
+        return false;
+    };
+    call.deadline.is_some() || call.cancel.is_some()
+}
+
 /// Sets a host tool's result from output text and an error flag (copied).
 /// Returns `TN_NULL_ARGUMENT` for a NULL call or output, `TN_INVALID_UTF8`
 /// for output that is not UTF-8. A later call replaces an earlier one.
@@ -306,7 +324,10 @@ pub unsafe extern "C" fn tn_call_set_result_json(
 /// isError result `<name>: timed out after N ms (timeoutMs)` (metadata
 /// `{"error":"timeout"}`) and drops the late answer. A callback sees its
 /// deadline with `tn_call_deadline_ms` and whether it is still awaited with
-/// `tn_call_cancelled`. Without a timeout it runs on the caller's thread.
+/// `tn_call_cancelled`. A cancel token given to `tn_execute_with_cancel`
+/// works the same way: once triggered the caller returns the cancelled
+/// result within about 10 ms and a late answer is dropped. Without a
+/// timeout or a token the callback runs on the caller's thread.
 ///
 /// May be called while other threads use the toolkit.
 ///
