@@ -109,7 +109,7 @@ const CANCEL_POLL: Duration = Duration::from_millis(10);
 
 /// The tool a host function serves. Without a deadline or a cancel token
 /// the callback runs on the caller's thread. With one, it runs on a thread
-/// of its own while the caller waits at most until the deadline (or the
+/// of the pool below while the caller waits at most until the deadline (or the
 /// cancel): a callback that answers too late has its answer dropped, and
 /// the caller gets the timeout (or cancelled) result at once. The late
 /// callback keeps `user_data` alive until it returns.
@@ -134,18 +134,19 @@ impl Execute for HostTool {
         let (done_tx, done) = mpsc::channel::<()>();
         let spawned = {
             let (host, call) = (Arc::clone(host), Arc::clone(&call));
-            std::thread::Builder::new()
-                .name("tn-host-call".into())
-                .spawn(move || {
+            pool::run(
+                Box::new(move || {
                     host.call(&text, &call);
-                    // Let go of the host function before saying done: a
-                    // caller that frees the toolkit right after this call
-                    // must see user_data_free run, not race this thread.
+                    // Let go of the host function before the pool says
+                    // done: a caller that frees the toolkit right after
+                    // this call must see user_data_free run, not race this
+                    // thread.
                     drop(host);
-                    let _ = done_tx.send(());
-                })
+                }),
+                done_tx,
+            )
         };
-        if spawned.is_err() {
+        if !spawned {
             return ToolResult::error(format!(
                 "{}: cannot start a thread to run the host tool under its deadline",
                 host.name
@@ -170,6 +171,90 @@ impl Execute for HostTool {
         match ctx.stop() {
             Some(why) => ctx.stopped(&host.name, why),
             None => call.take().unwrap_or_else(|| host.no_result()),
+        }
+    }
+}
+
+/// The threads that run host calls the caller may stop waiting for (a
+/// timeout or a cancel token). Starting a thread per call cost ~50 µs, two
+/// hundred times the call itself; a thread that finished its call waits
+/// [`pool::IDLE`] for the next one before it exits, so a busy host reuses a
+/// few threads and an idle one keeps none.
+mod pool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+    use std::sync::{Mutex, PoisonError};
+    use std::time::Duration;
+
+    pub(super) type Job = Box<dyn FnOnce() + Send>;
+
+    /// A job, and where to say it is done.
+    type Task = (Job, Sender<()>);
+
+    /// How long a thread without work waits before it exits.
+    pub(super) const IDLE: Duration = Duration::from_secs(10);
+
+    /// The threads waiting for work: an id and where to send it.
+    static IDLE_THREADS: Mutex<Vec<(u64, Sender<Task>)>> = Mutex::new(Vec::new());
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+    fn idle() -> std::sync::MutexGuard<'static, Vec<(u64, Sender<Task>)>> {
+        IDLE_THREADS.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `job` on a waiting thread, or a new one, then sends on `done`
+    /// (once that thread is back on the idle list, so a caller that goes on
+    /// to its next call finds it there); false when no thread could be
+    /// started.
+    pub(super) fn run(job: Job, done: Sender<()>) -> bool {
+        let mut job = (job, done);
+        // A thread taken off the list always gets its send: it only exits
+        // after finding itself still on the list (see `work`).
+        while let Some((_, tx)) = idle().pop() {
+            match tx.send(job) {
+                Ok(()) => return true,
+                // Its thread is gone (it cannot be: see above); try another.
+                Err(mpsc::SendError(back)) => job = back,
+            }
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        std::thread::Builder::new()
+            .name("tn-host-call".into())
+            .spawn(move || work(id, job))
+            .is_ok()
+    }
+
+    fn work(id: u64, first: Task) {
+        let (tx, rx): (Sender<Task>, Receiver<Task>) = mpsc::channel();
+        let mut task = first;
+        loop {
+            let (job, done) = task;
+            job();
+            idle().push((id, tx.clone()));
+            let _ = done.send(());
+            // Nothing of the call stays with an idle thread.
+            drop(done);
+            task = match rx.recv_timeout(IDLE) {
+                Ok(task) => task,
+                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => {
+                    let mut list = idle();
+                    match list.iter().position(|(i, _)| *i == id) {
+                        Some(at) => {
+                            list.swap_remove(at);
+                            return;
+                        }
+                        // Taken by `run` just now: its job is on the way.
+                        None => {
+                            drop(list);
+                            match rx.recv() {
+                                Ok(task) => task,
+                                Err(_) => return,
+                            }
+                        }
+                    }
+                }
+            };
         }
     }
 }
