@@ -11,7 +11,7 @@ use super::config::{ServerConfig, Transport as ServerTransport};
 use super::known_ids::KnownIds;
 use super::{lines, sse, stdio};
 use crate::parts::{Part, PartKind};
-use crate::tool::{default_schema, ToolResult};
+use crate::tool::{default_schema, Stop, ToolResult};
 use crate::translate::CancelToken;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig,
@@ -27,6 +27,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
+
+/// How the detail of a call the caller cancelled starts.
+const CANCELLED: &str = "cancelled";
 
 /// The extra time a whole server may take beyond its per-phase timeout.
 pub const SERVER_SLACK: Duration = Duration::from_millis(500);
@@ -397,7 +400,7 @@ async fn request(
                     Some("the caller cancelled the call".into()),
                 ));
                 let _ = peer.send_notification(note.into()).await;
-                return Err("cancelled (the caller cancelled the call)".into());
+                return Err(format!("{CANCELLED} (the caller cancelled the call)"));
             }
         },
     }
@@ -589,6 +592,9 @@ impl Session {
         tokio::select! {
             res = call => match res {
                 Ok(result) => shape_call_result(&result),
+                Err(detail) if detail.starts_with(CANCELLED) => {
+                    fail(&detail).with_metadata(Stop::Cancelled.metadata())
+                }
                 Err(detail) => {
                     let detail = match &self.child {
                         // A live server that closed its stdin: say so now.

@@ -26,7 +26,7 @@ TOOL_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.
 CLIENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
 #: ``tn_log_callback``: user_data, level, target, message.
 LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p)
-#: ``tn_user_data_free``.
+#: ``tn_user_data_free`` (a host tool's, a slot's or the logger's).
 USER_DATA_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 _lock = threading.Lock()
@@ -104,6 +104,12 @@ def _declare(lib: ctypes.CDLL) -> None:
         ),
         "tn_helper": ([ctypes.c_char_p, ctypes.c_char_p, c_void_p_p], status),
         "tn_mcp_list_tools": ([ctypes.c_char_p, c_void_p_p], status),
+        "tn_execute_with_cancel": (
+            [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
+        "tn_call_cancelled": ([ctypes.c_void_p], ctypes.c_bool),
+        "tn_call_deadline_ms": ([ctypes.c_void_p], ctypes.c_int64),
         "tn_cancel_new": ([], ctypes.c_void_p),
         "tn_cancel_trigger": ([ctypes.c_void_p], None),
         "tn_cancel_free": ([ctypes.c_void_p], None),
@@ -117,8 +123,8 @@ def _declare(lib: ctypes.CDLL) -> None:
                 ctypes.c_char_p,
                 TOOL_CALLBACK,
                 ctypes.c_void_p,
-                # The finalizer slot is always NULL here (the Toolkit keeps
-                # its callbacks alive itself), so a plain pointer.
+                # The finalizer (a USER_DATA_FREE cast to a plain pointer,
+                # or NULL).
                 ctypes.c_void_p,
                 c_void_p_p,
             ],
