@@ -8,6 +8,7 @@
 //! appear in it.
 
 use super::config::{ServerConfig, Transport as ServerTransport};
+use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 use super::{lines, sse, stdio};
 use crate::parts::{Part, PartKind};
@@ -27,6 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
+use tokio_util::sync::DropGuard;
 
 /// How the detail of a call the caller cancelled starts.
 const CANCELLED: &str = "cancelled";
@@ -55,15 +57,23 @@ pub struct Session {
     secrets: crate::env::Secrets,
     closed: AtomicBool,
     closing: Notify,
+    /// Ends the requests of a streamable HTTP session's client when the
+    /// session goes (see `super::guarded`).
+    _requests: Option<DropGuard>,
 }
 
-/// Where a connect attempt is, so a deadline can name the phase it hit.
+/// Where a connect attempt is, so a deadline can name the phase it hit, and
+/// the exit watch of the child it started (if any), so a build cancelled
+/// mid-connect can wait until that child is reaped.
 #[derive(Clone)]
-pub struct PhaseCell(Arc<Mutex<&'static str>>);
+pub struct PhaseCell(
+    Arc<Mutex<&'static str>>,
+    Arc<Mutex<Option<stdio::ExitWatch>>>,
+);
 
 impl PhaseCell {
     pub fn new() -> Self {
-        PhaseCell(Arc::new(Mutex::new("connect")))
+        PhaseCell(Arc::new(Mutex::new("connect")), Arc::new(Mutex::new(None)))
     }
     fn set(&self, phase: &'static str) {
         if let Ok(mut p) = self.0.lock() {
@@ -72,6 +82,15 @@ impl PhaseCell {
     }
     pub fn get(&self) -> &'static str {
         self.0.lock().map(|p| *p).unwrap_or("connect")
+    }
+    fn track(&self, child: &stdio::ChildProc) {
+        if let Ok(mut w) = self.1.lock() {
+            *w = Some(child.exit_watch());
+        }
+    }
+    /// The exit watch of the child this attempt started, if it started one.
+    pub fn child(&self) -> Option<stdio::ExitWatch> {
+        self.1.lock().ok().and_then(|w| w.clone())
     }
 }
 
@@ -113,7 +132,7 @@ async fn connect_inner(
     secrets: &crate::env::Secrets,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
-    let (service, child) = match &cfg.transport {
+    let (service, child, requests) = match &cfg.transport {
         ServerTransport::Invalid(msg) => {
             return Err(fail("connect", &format!("invalid config ({msg})")));
         }
@@ -121,6 +140,7 @@ async fn connect_inner(
             phase.set("connect");
             let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref())
                 .map_err(|d| fail("connect", &d))?;
+            phase.track(&spawned.child);
             phase.set("initialize");
             let init = tokio::time::timeout(
                 cfg.timeout,
@@ -131,7 +151,7 @@ async fn connect_inner(
             )
             .await;
             match init {
-                Ok(Ok(service)) => (service, Some(spawned.child)),
+                Ok(Ok(service)) => (service, Some(spawned.child), None),
                 Ok(Err(e)) => {
                     let mut detail = describe_init_error(&e);
                     // A server that exited before reading initialize shows as
@@ -158,8 +178,8 @@ async fn connect_inner(
             ..
         } => {
             phase.set("initialize");
-            let service = connect_remote(cfg, url, headers, *sse_only, phase).await?;
-            (service, None)
+            let (service, requests) = connect_remote(cfg, url, headers, *sse_only, phase).await?;
+            (service, None, requests)
         }
     };
     let peer = service.peer().clone();
@@ -188,6 +208,7 @@ async fn connect_inner(
             secrets: secrets.clone(),
             closed: AtomicBool::new(false),
             closing: Notify::new(),
+            _requests: requests,
         },
         tools,
     ))
@@ -199,17 +220,19 @@ async fn connect_remote(
     headers: &[(String, String)],
     sse_only: bool,
     phase: &PhaseCell,
-) -> Result<Service, String> {
+) -> Result<(Service, Option<DropGuard>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
     let streamable_err = if sse_only {
         None
     } else {
-        let transport =
+        // Dropped on every way out but success (a timeout, a cancelled
+        // build): rmcp's worker then gives up the request it has in flight.
+        let (transport, requests) =
             streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
         match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport)))
             .await
         {
-            Ok(Ok(service)) => return Ok(service),
+            Ok(Ok(service)) => return Ok((service, Some(requests))),
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
                 // Nothing listening: the legacy transport cannot help.
@@ -236,7 +259,7 @@ async fn connect_remote(
         .map_err(report)?;
     phase.set("initialize");
     match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport))).await {
-        Ok(Ok(service)) => Ok(service),
+        Ok(Ok(service)) => Ok((service, None)),
         Ok(Err(e)) => Err(fail("initialize", &describe_init_error(&e))),
         Err(_) => Err(fail("initialize", &timeout_detail(cfg.timeout))),
     }
@@ -246,7 +269,7 @@ fn streamable_transport(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<(StreamableHttpClientTransport<GuardedClient>, DropGuard), String> {
     let mut map = HashMap::new();
     for (k, v) in headers {
         let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
@@ -256,12 +279,15 @@ fn streamable_transport(
         })?;
         map.insert(name, value);
     }
-    let client = http_client(timeout)?;
+    let (client, requests) = GuardedClient::new(http_client(timeout)?);
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
         .max_json_response_size(64 * 1024 * 1024)
         .max_sse_event_size(64 * 1024 * 1024);
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok((
+        StreamableHttpClientTransport::with_client(client, config),
+        requests,
+    ))
 }
 
 /// The crate's reqwest client (rustls on ring, webpki roots).
