@@ -45,9 +45,9 @@ pub fn normalize_args(args: Value) -> Value {
 /// below U+0020 as `\b \t \n \f \r` or `\u00XX`, everything else verbatim.
 ///
 /// Tool outputs can be large (a 1 MiB `read`), so the text is checked
-/// sixteen bytes at a time (two words of exact escape flags) and clean runs
-/// are copied whole; only a block holding a byte to escape is looked at
-/// closer, through an exact bit mask of its escapes.
+/// sixteen bytes at a time (a loop the compiler turns into vector compares)
+/// and clean runs are copied whole; only a block holding a byte to escape is
+/// looked at closer, through an exact bit mask of its escapes.
 pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
@@ -57,8 +57,7 @@ pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
     let mut blocks = bytes.chunks_exact(16);
     let mut base = 0;
     for block in &mut blocks {
-        // Two words' exact flags: a dozen instructions for sixteen bytes.
-        if escape_flags(word(&block[..8])) | escape_flags(word(&block[8..])) != 0 {
+        if block.iter().fold(false, |any, &b| any | needs_escape(b)) {
             let mut mask = escape_mask(block);
             while mask != 0 {
                 let i = base + mask.trailing_zeros() as usize;
