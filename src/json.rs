@@ -164,13 +164,42 @@ fn push_escape(out: &mut Vec<u8>, b: u8) {
     }
 }
 
+/// Texts up to this size are escaped forward into a new buffer; larger ones
+/// in their own buffer ([`escape_backward`]). A second buffer this small
+/// comes from the heap's free lists (far below glibc's mmap threshold), and
+/// one forward pass beats counting first and then moving every line.
+const SMALL_TEXT: usize = 32 * 1024;
+
 /// `prefix`, then `text` as a JSON string literal (exactly [`write_escaped`]),
-/// then `suffix`, written in `text`'s own buffer: it grows to the final
-/// length plus one spare byte for a C string's NUL (once, or twice when the
-/// text holds a `\u00XX` escape) and the text moves right, last byte first,
-/// as each escape opens a gap. No second buffer the size of the text is ever
-/// allocated.
+/// then `suffix`, with at least one spare byte of capacity for a C string's
+/// NUL. A large text is escaped in its own buffer, so no second buffer the
+/// size of a 1 MiB output is ever allocated.
 pub fn escape_in_place(text: String, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
+    if text.len() <= SMALL_TEXT {
+        escape_forward(&text, prefix, suffix)
+    } else {
+        escape_backward(text, prefix, suffix)
+    }
+}
+
+/// [`escape_in_place`] for a small text: one pass into a buffer sized for
+/// the text, the quotes, the affixes, the NUL and an escape in sixteen bytes
+/// (grown only when the text holds more).
+fn escape_forward(text: &str, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
+    let room = prefix.len() + text.len() + text.len() / 16 + 2 + suffix.len() + 1;
+    let mut buf = Vec::with_capacity(room);
+    buf.extend_from_slice(prefix);
+    write_escaped(&mut buf, text);
+    buf.reserve_exact(suffix.len() + 1);
+    buf.extend_from_slice(suffix);
+    buf
+}
+
+/// [`escape_in_place`] in `text`'s own buffer: it grows to the final length
+/// plus one spare byte for a C string's NUL (once, or twice when the text
+/// holds a `\u00XX` escape) and the text moves right, last byte first, as
+/// each escape opens a gap.
+fn escape_backward(text: String, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
     let n = text.len();
     // Every escape adds at least one byte; a `\u00XX` adds four more, and
     // room for those is made only if one turns up (they are rare in text,
@@ -279,7 +308,7 @@ impl Placer {
 
 #[cfg(test)]
 mod tests {
-    use super::{escape_in_place, write_escaped};
+    use super::{escape_backward, escape_forward, escape_in_place, write_escaped};
 
     fn ours(s: &str) -> String {
         let mut v = Vec::new();
@@ -323,13 +352,23 @@ mod tests {
             samples.push(s);
         }
         samples.push("\n\u{1}\"".repeat(300));
+        // Past the small-text size, so escape_in_place takes the backward
+        // walk, and just under it.
+        samples.push("a line with \"quotes\", a \\ and a \u{1}\n".repeat(1200));
+        samples.push("x".repeat(super::SMALL_TEXT - 3) + "\n\t");
         for s in samples {
             let want = serde_json::to_string(&s).unwrap_or_default();
             assert_eq!(ours(&s), want, "{s:?}");
             for prefix in ["", "{\"output\":"] {
-                let placed = escape_in_place(s.clone(), prefix.as_bytes(), b"}");
-                assert_eq!(placed, format!("{prefix}{want}}}").into_bytes(), "{s:?}");
-                assert!(placed.capacity() > placed.len(), "no room for the NUL");
+                let expected = format!("{prefix}{want}}}").into_bytes();
+                for placed in [
+                    escape_in_place(s.clone(), prefix.as_bytes(), b"}"),
+                    escape_forward(&s, prefix.as_bytes(), b"}"),
+                    escape_backward(s.clone(), prefix.as_bytes(), b"}"),
+                ] {
+                    assert_eq!(placed, expected, "{s:?}");
+                    assert!(placed.capacity() > placed.len(), "no room for the NUL");
+                }
             }
         }
     }

@@ -39,15 +39,17 @@ type goTool struct {
 // liveHandles tracks every cgo.Handle handed to the library, so a handle is
 // deleted exactly once (by the library's user_data_free, or here when the
 // registration failed) and tests can see the table drain after Close.
+// The tool is kept beside its handle, so a call finds it with one map
+// lookup under the read lock instead of a second one in h.Value.
 var liveHandles = struct {
 	sync.RWMutex
-	m map[cgo.Handle]struct{}
-}{m: map[cgo.Handle]struct{}{}}
+	m map[cgo.Handle]*goTool
+}{m: map[cgo.Handle]*goTool{}}
 
 func newToolHandle(t *goTool) cgo.Handle {
 	h := cgo.NewHandle(t)
 	liveHandles.Lock()
-	liveHandles.m[h] = struct{}{}
+	liveHandles.m[h] = t
 	liveHandles.Unlock()
 	return h
 }
@@ -66,12 +68,8 @@ func releaseToolHandle(h cgo.Handle) {
 // handle would panic, and that panic must not cross into C.
 func lookupTool(h cgo.Handle) *goTool {
 	liveHandles.RLock()
-	_, ok := liveHandles.m[h]
+	t := liveHandles.m[h]
 	liveHandles.RUnlock()
-	if !ok {
-		return nil
-	}
-	t, _ := h.Value().(*goTool)
 	return t
 }
 
@@ -183,7 +181,7 @@ func encodeResult(r *ToolResult) []byte {
 func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 	var argBytes []byte
 	if args != nil {
-		argBytes = C.GoBytes(unsafe.Pointer(args), C.int(C.strlen(args)))
+		argBytes = cBytes(args)
 	}
 	var res *ToolResult
 	if t := lookupTool(cgo.Handle(handle)); t != nil {

@@ -20,6 +20,7 @@ package toolnexus
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,9 +144,33 @@ func takeString(s *C.char) []byte {
 	if s == nil {
 		return nil
 	}
-	defer C.tn_string_free(s)
-	return C.GoBytes(unsafe.Pointer(s), C.int(C.strlen(s)))
+	b := cBytes(s)
+	C.tn_string_free(s)
+	return b
 }
+
+// cBytes copies the NUL-terminated C string s into Go memory. Its length is
+// found in Go (no cgo call for strlen): page by page, so no read goes past
+// the page that holds the NUL.
+func cBytes(s *C.char) []byte {
+	p := unsafe.Pointer(s)
+	n := 0
+	for {
+		room := pageSize - int(uintptr(unsafe.Add(p, n))%pageSize)
+		if i := bytes.IndexByte(unsafe.Slice((*byte)(unsafe.Add(p, n)), room), 0); i >= 0 {
+			n += i
+			break
+		}
+		n += room
+	}
+	out := make([]byte, n)
+	copy(out, unsafe.Slice((*byte)(p), n))
+	return out
+}
+
+// pageSize is a lower bound of the memory page size on every platform Go
+// supports: a string's bytes up to its NUL never end a page early.
+const pageSize = 4096
 
 // statusError turns a failed status and its error JSON into an *Error.
 func statusError(status C.tn_status, body []byte) error {
@@ -400,15 +425,17 @@ func (tk *Toolkit) ExecuteJSON(ctx context.Context, name string, args any, execC
 	if err != nil {
 		return nil, fmt.Errorf("toolnexus: args of %s: %w", name, err)
 	}
-	bname, err := cBorrowed("name", name)
-	if err != nil {
-		return nil, err
+	// Name and args borrowed from one Go buffer: "name\x00args\x00".
+	for _, f := range [2][2]string{{"name", name}, {"args", argText}} {
+		if strings.IndexByte(f[1], 0) >= 0 {
+			return nil, &Error{Code: "invalid_argument", Status: StatusInvalidArgument,
+				Message: f[0] + " contains a NUL byte"}
+		}
 	}
-	bargs, err := cBorrowed("args", argText)
-	if err != nil {
-		return nil, err
-	}
-	cname, cargs := cPtr(bname), cPtr(bargs)
+	both := make([]byte, len(name)+1+len(argText)+1)
+	copy(both, name)
+	copy(both[len(name)+1:], argText)
+	cname, cargs := cPtr(both), cPtr(both[len(name)+1:])
 	var cctx *C.char
 	if execCtx != nil {
 		ctxText, err := jsonText(execCtx)
@@ -421,20 +448,37 @@ func (tk *Toolkit) ExecuteJSON(ctx context.Context, name string, args any, execC
 		}
 		cctx = cPtr(bctx)
 	}
+	if tk == nil || tk.state == nil {
+		return nil, errClosed
+	}
+	p := tk.state.acquire()
+	if p == nil {
+		return nil, errClosed
+	}
+	defer tk.state.release()
+	defer runtime.KeepAlive(tk)
+	if ctx.Done() == nil {
+		// No token, no closure: a Go tool runs on this thread.
+		return executeOnce(p, cname, cargs, cctx, nil)
+	}
 	var out []byte
-	err = tk.with(func(p *C.tn_toolkit) error {
-		return withCancelToken(ctx, func(token *C.tn_cancel) error {
-			var cout *C.char
-			status := C.tn_execute_with_cancel(p, cname, cargs, cctx, token, &cout)
-			body := takeString(cout)
-			if status != C.TN_OK {
-				return statusError(status, body)
-			}
-			out = body
-			return nil
-		})
+	err = withCancelToken(ctx, func(token *C.tn_cancel) error {
+		var e error
+		out, e = executeOnce(p, cname, cargs, cctx, token)
+		return e
 	})
 	return out, err
+}
+
+// executeOnce is one tn_execute_with_cancel call and its answer.
+func executeOnce(p *C.tn_toolkit, cname, cargs, cctx *C.char, token *C.tn_cancel) ([]byte, error) {
+	var cout *C.char
+	status := C.tn_execute_with_cancel(p, cname, cargs, cctx, token, &cout)
+	body := takeString(cout)
+	if status != C.TN_OK {
+		return nil, statusError(status, body)
+	}
+	return body, nil
 }
 
 // Execute runs a tool by name. A tool that fails is not an error here: it is

@@ -457,7 +457,7 @@ impl Catalog {
         match skill.origin {
             Origin::Logical if skill.resources.is_empty() => None,
             Origin::Logical => Some(skill.resources.iter().take(limit).cloned().collect()),
-            Origin::Fs => Some(sampler::sample(Path::new(&skill.dir), limit)),
+            Origin::Fs => Some(sampler::sample(&skill.dir, limit)),
         }
     }
 }
@@ -475,9 +475,16 @@ fn render_output(skill: &Skill, files: Option<&[String]>) -> String {
     out.push_str(&skill.base);
     out.push_str("\nRelative paths in this skill (e.g., scripts/, reference/) are relative to this base directory.\n");
     if let Some(files) = files {
-        out.push_str("Note: file list is sampled.\n\n<skill_files>\n");
-        let lines: Vec<String> = files.iter().map(|f| format!("<file>{f}</file>")).collect();
-        out.push_str(&lines.join("\n"));
+        out.push_str("Note: file list is sampled.\n\n<skill_files>");
+        for f in files {
+            out.push_str("\n<file>");
+            out.push_str(f);
+            out.push_str("</file>");
+        }
+        if files.is_empty() {
+            // An empty list is a blank line.
+            out.push('\n');
+        }
         out.push_str("\n</skill_files>\n");
     }
     out.push_str("</skill_content>");
