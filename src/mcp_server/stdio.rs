@@ -143,12 +143,26 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let line = serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        // Out at once when no other answer holds the writer (see
+        // `runtime::write_now`); the lock is kept until the line is whole.
+        let now = match (&line, Arc::clone(&self.writer).try_lock_owned()) {
+            (Ok(bytes), Ok(mut w)) => Some((crate::runtime::write_now(&mut *w, bytes), w)),
+            _ => None,
+        };
         let writer = Arc::clone(&self.writer);
         async move {
-            let mut line = serde_json::to_vec(&item)?;
-            line.push(b'\n');
-            let mut w = writer.lock().await;
-            w.write_all(&line).await?;
+            let line = line?;
+            let (mut w, written) = match now {
+                Some((written, w)) => (w, written?),
+                None => (writer.lock_owned().await, 0),
+            };
+            if written < line.len() {
+                w.write_all(&line[written..]).await?;
+            }
             w.flush().await
         }
     }
