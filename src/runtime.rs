@@ -124,3 +124,27 @@ pub(crate) fn take_sigpipe_after_epipe() {
         sig::take_pending_sigpipe();
     }
 }
+
+/// Writes as much of `buf` as `w` takes at once, without waiting: the
+/// bytes written (0 when it would block). A transport's `send` calls this
+/// before it hands rmcp its future, so a message leaves while the caller is
+/// still running instead of after rmcp has scheduled that future as a task
+/// of its own; what is left over (a full pipe) the future writes.
+pub(crate) fn write_now<W>(w: &mut W, buf: &[u8]) -> std::io::Result<usize>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    use std::task::{Context, Poll, Waker};
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut done = 0;
+    while done < buf.len() {
+        match std::pin::Pin::new(&mut *w).poll_write(&mut cx, &buf[done..]) {
+            Poll::Ready(Ok(0)) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Poll::Ready(Ok(n)) => done += n,
+            Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Poll::Ready(Err(e)) => return Err(e),
+            Poll::Pending => break,
+        }
+    }
+    Ok(done)
+}

@@ -6,6 +6,8 @@ pub use crate::translate::CancelToken;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -301,10 +303,26 @@ impl ExecContext {
     }
 }
 
+/// A tool call running on the library's runtime ([`Execute::execute_async`]).
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolResult> + Send + 'a>>;
+
 /// The behaviour behind a tool. Implementations must be safe to call from
 /// many threads at once.
 pub trait Execute: Send + Sync {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult;
+
+    /// The same call as a future, for a tool whose work is all I/O on the
+    /// library's runtime (an MCP tool): a caller that is itself on the
+    /// runtime (the served toolkit) awaits it there, with no blocking thread
+    /// and no thread hop. `None`, the default, means "blocking only": such a
+    /// caller runs [`Execute::execute`] on the runtime's blocking pool.
+    fn execute_async<'a>(
+        &'a self,
+        _args: &'a Value,
+        _ctx: &'a ExecContext,
+    ) -> Option<ToolFuture<'a>> {
+        None
+    }
 }
 
 impl<F> Execute for F

@@ -517,11 +517,17 @@ impl Toolkit {
         };
         let args = normalize_args(args);
         // The deadline counts from here.
-        let ctx = &*ctx.armed();
-        match catch_unwind(AssertUnwindSafe(|| tool.exec.execute(&args, ctx))) {
+        self.run(tool, &args, &ctx.armed())
+    }
+
+    /// Runs `tool` with arguments already normalized and a deadline already
+    /// fixed; a panic is an isError result.
+    fn run(&self, tool: &Tool, args: &Value, ctx: &ExecContext) -> ToolResult {
+        match catch_unwind(AssertUnwindSafe(|| tool.exec.execute(args, ctx))) {
             Ok(r) => self.limit_parts(r),
             Err(panic) => ToolResult::error(format!(
-                "{name}: the tool failed unexpectedly: {}",
+                "{}: the tool failed unexpectedly: {}",
+                tool.name,
                 panic_message(&panic)
             )),
         }
@@ -529,6 +535,53 @@ impl Toolkit {
 }
 
 impl Toolkit {
+    /// [`Toolkit::execute`] for a caller on the library's runtime (the
+    /// served toolkit): a tool with an async form (an MCP tool) is awaited
+    /// right here, with no thread hop; any other tool runs on the runtime's
+    /// blocking pool, so a slow one never holds up a runtime thread. Same
+    /// results as `execute`: an unknown name and a panic are isError results.
+    pub async fn execute_on_runtime(
+        self: &Arc<Self>,
+        name: &str,
+        args: Value,
+        ctx: &ExecContext,
+    ) -> ToolResult {
+        let tools = self.snapshot();
+        let Some(tool) = tools.get(name) else {
+            return ToolResult::error(format!("unknown tool: {name}"));
+        };
+        // Shared with the blocking pool when the tool has no async form.
+        let args = Arc::new(normalize_args(args));
+        let armed = ctx.armed();
+        let ctx: &ExecContext = &armed;
+        let failed = |panic: &Box<dyn std::any::Any + Send>| {
+            ToolResult::error(format!(
+                "{name}: the tool failed unexpectedly: {}",
+                panic_message(panic)
+            ))
+        };
+        let offered = catch_unwind(AssertUnwindSafe(|| tool.exec.execute_async(&args, ctx)));
+        let call = match offered {
+            Ok(Some(call)) => call,
+            Ok(None) => {
+                let (toolkit, tools) = (Arc::clone(self), Arc::clone(&tools));
+                let (tool, args, ctx) = (name.to_string(), Arc::clone(&args), ctx.clone());
+                let job = tokio::task::spawn_blocking(move || match tools.get(&tool) {
+                    Some(t) => toolkit.run(t, &args, &ctx),
+                    None => ToolResult::error(format!("unknown tool: {tool}")),
+                });
+                return job.await.unwrap_or_else(|e| {
+                    ToolResult::error(format!("{name}: the tool failed unexpectedly: {e}"))
+                });
+            }
+            Err(panic) => return failed(&panic),
+        };
+        match CatchUnwind(call).await {
+            Ok(r) => self.limit_parts(r),
+            Err(panic) => failed(&panic),
+        }
+    }
+
     /// `maxPartBytes` (SPEC §1B): a part over the limit is taken out of the
     /// result, and the output says which and why; the rest of the result is
     /// kept as the tool gave it.
@@ -626,4 +679,24 @@ pub fn parse_context(text: Option<&str>) -> Result<ExecContext> {
         }
     }
     Ok(ctx)
+}
+
+/// A tool's future with its panics caught: a tool that panics while it is
+/// polled ends as an error result, as one that panics in `execute` does.
+struct CatchUnwind<'a>(crate::tool::ToolFuture<'a>);
+
+impl std::future::Future for CatchUnwind<'_> {
+    type Output = std::result::Result<ToolResult, Box<dyn std::any::Any + Send>>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let call = &mut self.get_mut().0;
+        match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Ready(r)) => std::task::Poll::Ready(Ok(r)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        }
+    }
 }

@@ -412,6 +412,40 @@ fn the_sdk_client_drives_toolnexus_serve_over_stdio_and_cancels_a_call() {
     assert_eq!(text_of(&out[6]), "still here\n");
 }
 
+/// A served call of a proxied MCP tool runs on the runtime (no thread of its
+/// own): the client's cancellation still reaches the proxied server as
+/// notifications/cancelled, and the gateway goes on serving that server.
+#[test]
+fn cancelling_a_served_call_of_a_proxied_tool_cancels_it_on_its_server() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let server =
+        json!({"command": [python(), server_script("cancel_report.py")], "timeout": 20000});
+    let config = write_config(
+        dir.path(),
+        "mcp.json",
+        &json!({"mcpServers": {"slow": server}}),
+    );
+    let (started, cancelled) = (dir.path().join("started"), dir.path().join("cancelled"));
+    let args = json!({"hang": true, "started": started, "cancelled": cancelled});
+    let out = sdk_client(
+        &json!({"steps": [
+            {"op": "cancel", "name": "slow_ping", "arguments": args, "waitFile": started},
+            {"op": "call", "name": "slow_ping", "arguments": {}}
+        ]}),
+        &["stdio", BIN, "serve", "--stdio", "--config", &config],
+    );
+    assert_eq!(out[0], json!({"cancelled": true}));
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !cancelled.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        cancelled.exists(),
+        "the proxied server never heard notifications/cancelled for the call"
+    );
+    assert_eq!(text_of(&out[1]), "pong", "{}", out[1]);
+}
+
 /// Reads lines from the child's stdout until one answers `id` (or none
 /// comes within a bounded while).
 fn answer_to(

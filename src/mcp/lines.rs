@@ -19,7 +19,7 @@
 //! [`MAX_LINE`] are dropped too, without ever holding more than that.
 
 use super::stdio::PipeStdin;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, CustomResult, ServerJsonRpcMessage, ServerResult};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 use std::future::Future;
@@ -105,7 +105,44 @@ fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     if *first != b'{' {
         return None;
     }
-    serde_json::from_slice(line).ok()
+    fast_call_result(line).or_else(|| serde_json::from_slice(line).ok())
+}
+
+/// The envelope of a message, read in one pass with the result kept as
+/// plain JSON.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[allow(dead_code)]
+    jsonrpc: rmcp::model::JsonRpcVersion2_0,
+    id: Option<rmcp::model::RequestId>,
+    result: Option<serde_json::Map<String, serde_json::Value>>,
+    method: Option<serde::de::IgnoredAny>,
+    error: Option<serde::de::IgnoredAny>,
+}
+
+/// A tools/call answer (a result with `content`) as a custom result that
+/// holds its JSON as it came: the session reads it as JSON anyway
+/// (`shape_call_result`), and rmcp's own parse tries every result type of
+/// the protocol in turn before this one, then the session encoded it back.
+/// Anything else is None, for the full parse (an initialize answer always
+/// goes there, whatever else it holds).
+fn fast_call_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
+    let env: Envelope = serde_json::from_slice(line).ok()?;
+    match env {
+        Envelope {
+            id: Some(id),
+            result: Some(result),
+            method: None,
+            error: None,
+            ..
+        } if result.contains_key("content") && !result.contains_key("protocolVersion") => {
+            Some(ServerJsonRpcMessage::response(
+                ServerResult::CustomResult(CustomResult::new(serde_json::Value::Object(result))),
+                id,
+            ))
+        }
+        _ => None,
+    }
 }
 
 impl Transport<RoleClient> for LineTransport {
@@ -115,19 +152,39 @@ impl Transport<RoleClient> for LineTransport {
         &mut self,
         item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let bytes = serde_json::to_vec(&item).map(|mut bytes| {
+            bytes.push(b'\n');
+            bytes
+        });
+        // The request leaves now, on the caller's turn, when no other write
+        // holds the pipe (see `runtime::write_now`); one writer at a time,
+        // the lock kept until the line is whole, so lines never interleave.
+        let now = match (&bytes, Arc::clone(&self.write).try_lock_owned()) {
+            (Ok(line), Ok(mut pipe)) => {
+                let written = match pipe.as_mut() {
+                    Some(p) => crate::runtime::write_now(p, line),
+                    None => Ok(0),
+                };
+                Some((written, pipe))
+            }
+            _ => None,
+        };
         let write = Arc::clone(&self.write);
         async move {
-            let mut bytes = serde_json::to_vec(&item).map_err(io::Error::other)?;
-            bytes.push(b'\n');
-            // One writer at a time, so lines never interleave.
-            let mut pipe = write.lock().await;
+            let bytes = bytes.map_err(io::Error::other)?;
+            let (mut pipe, written) = match now {
+                Some((written, pipe)) => (pipe, written?),
+                None => (write.lock_owned().await, 0),
+            };
             let Some(pipe) = pipe.as_mut() else {
                 return Err(io::Error::new(
                     io::ErrorKind::NotConnected,
                     "the transport is closed",
                 ));
             };
-            pipe.write_all(&bytes).await?;
+            if written < bytes.len() {
+                pipe.write_all(&bytes[written..]).await?;
+            }
             pipe.flush().await
         }
     }
@@ -155,6 +212,37 @@ impl Transport<RoleClient> for LineTransport {
 #[cfg(test)]
 mod tests {
     use super::parse;
+    use rmcp::model::{JsonRpcMessage, ServerResult};
+
+    fn result_of(line: &str) -> Option<ServerResult> {
+        match parse(line.as_bytes())? {
+            JsonRpcMessage::Response(r) => Some(r.result),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_call_answer_keeps_its_json_and_an_initialize_answer_is_typed() {
+        let call = r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi"}],"structuredContent":{"z":1,"a":2},"extra":true}}"#;
+        let Some(ServerResult::CustomResult(custom)) = result_of(call) else {
+            panic!("a tools/call answer is kept as JSON");
+        };
+        assert_eq!(
+            serde_json::to_string(&custom.0).unwrap_or_default(),
+            r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"z":1,"a":2},"extra":true}"#
+        );
+        let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"},"content":[]}}"#;
+        assert!(matches!(
+            result_of(init),
+            Some(ServerResult::InitializeResult(_))
+        ));
+        // Not JSON-RPC 2.0, or a request: never a call answer.
+        assert!(parse(br#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#).is_none());
+        assert!(!matches!(
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{"content":[]}}"#),
+            Some(JsonRpcMessage::Response(_))
+        ));
+    }
 
     #[test]
     fn only_whole_messages_parse() {

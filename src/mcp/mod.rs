@@ -20,7 +20,7 @@ pub use session::RemoteTool;
 
 use crate::json::normalize_args;
 use crate::runtime;
-use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolResult};
+use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolFuture, ToolResult};
 use crate::translate::CancelToken;
 use serde_json::Value;
 use session::{PhaseCell, Session, SERVER_SLACK};
@@ -88,8 +88,9 @@ struct McpTool {
     remote: String,
 }
 
-impl Execute for McpTool {
-    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+impl McpTool {
+    /// tools/call on the session, awaited on the runtime.
+    async fn call(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
         let args = match normalize_args(args.clone()) {
             Value::Object(m) => m,
             other => {
@@ -105,10 +106,23 @@ impl Execute for McpTool {
             .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(self.session.timeout);
-        block_on_anywhere(
-            self.session
-                .call_tool(&self.remote, args, timeout, ctx.cancel.as_ref()),
-        )
+        self.session
+            .call_tool(&self.remote, args, timeout, ctx.cancel.as_ref())
+            .await
+    }
+}
+
+impl Execute for McpTool {
+    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+        block_on_anywhere(self.call(args, ctx))
+    }
+
+    fn execute_async<'a>(
+        &'a self,
+        args: &'a Value,
+        ctx: &'a ExecContext,
+    ) -> Option<ToolFuture<'a>> {
+        Some(Box::pin(self.call(args, ctx)))
     }
 }
 

@@ -431,7 +431,11 @@ async fn request(
         },
     }
     .map_err(|e| describe_service_error(&e))?;
-    serde_json::to_value(&result).map_err(|e| format!("malformed-result ({e})"))
+    match result {
+        // A tools/call answer as it came (`lines::fast_call_result`).
+        ServerResult::CustomResult(custom) => Ok(custom.0),
+        other => serde_json::to_value(&other).map_err(|e| format!("malformed-result ({e})")),
+    }
 }
 
 /// tools/list through every page. A cursor seen before is an error, not a loop.

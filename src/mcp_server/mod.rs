@@ -29,7 +29,7 @@ pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION}
 
 use crate::error::Result;
 use crate::parts::{Part, PartKind};
-use crate::tool::{ExecContext, Source, ToolResult};
+use crate::tool::{ExecContext, Source};
 use crate::toolkit::Toolkit;
 use crate::translate::CancelToken;
 use rmcp::model::{
@@ -135,19 +135,19 @@ impl Gateway {
             cancel: Some(cancel.clone()),
             ..ExecContext::default()
         };
-        let toolkit = Arc::clone(&self.toolkit);
-        let tool = name.clone();
-        let mut job = tokio::task::spawn_blocking(move || toolkit.execute(&tool, args, &ctx));
-        let joined = tokio::select! {
-            r = &mut job => r,
-            _ = cancelled.cancelled() => {
-                cancel.cancel();
-                job.await
+        // An MCP tool's call is awaited on this task (no thread per call);
+        // any other tool runs on the blocking pool.
+        let result = {
+            let run = self.toolkit.execute_on_runtime(&name, args, &ctx);
+            tokio::pin!(run);
+            tokio::select! {
+                r = &mut run => r,
+                _ = cancelled.cancelled() => {
+                    cancel.cancel();
+                    run.await
+                }
             }
         };
-        let result = joined.unwrap_or_else(|e| {
-            ToolResult::error(format!("{name}: the tool failed unexpectedly: {e}"))
-        });
         if let Some(on_call) = &self.on_call {
             let event = CallEvent {
                 name,
@@ -345,7 +345,13 @@ pub fn serve(
     let gateway = Arc::new(Gateway::new(toolkit, &config.profile, on_call));
     match &config.transport {
         Transport::Http { addr } => http::serve(gateway, addr),
-        Transport::Stdio => Ok(serve_io(gateway, tokio::io::stdin(), tokio::io::stdout())),
+        Transport::Stdio => {
+            let (reader, writer, blocking) = {
+                let _inside = crate::runtime::get().enter();
+                stdio::process_stdio()
+            };
+            Ok(serve_io(gateway, reader, writer, blocking))
+        }
     }
 }
 
@@ -366,10 +372,16 @@ where
         Arc::new(Gateway::new(toolkit, profile, on_call)),
         reader,
         writer,
+        Vec::new(),
     )
 }
 
-fn serve_io<R, W>(gateway: Arc<Gateway>, reader: R, writer: W) -> Server
+fn serve_io<R, W>(
+    gateway: Arc<Gateway>,
+    reader: R,
+    writer: W,
+    blocking: Vec<stdio::Blocking>,
+) -> Server
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -382,6 +394,8 @@ where
     let ended = SetOnDrop(Arc::clone(&done));
     crate::runtime::get().spawn(async move {
         let _ended = ended;
+        // Dropped after the transport: stdin/stdout blocking again.
+        let _blocking = blocking;
         let handler = Handler(gateway);
         if let Ok(running) = handler.serve_with_ct(transport, ct).await {
             let _ = running.waiting().await;

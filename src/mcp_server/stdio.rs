@@ -143,12 +143,26 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let line = serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        // Out at once when no other answer holds the writer (see
+        // `runtime::write_now`); the lock is kept until the line is whole.
+        let now = match (&line, Arc::clone(&self.writer).try_lock_owned()) {
+            (Ok(bytes), Ok(mut w)) => Some((crate::runtime::write_now(&mut *w, bytes), w)),
+            _ => None,
+        };
         let writer = Arc::clone(&self.writer);
         async move {
-            let mut line = serde_json::to_vec(&item)?;
-            line.push(b'\n');
-            let mut w = writer.lock().await;
-            w.write_all(&line).await?;
+            let line = line?;
+            let (mut w, written) = match now {
+                Some((written, w)) => (w, written?),
+                None => (writer.lock_owned().await, 0),
+            };
+            if written < line.len() {
+                w.write_all(&line[written..]).await?;
+            }
             w.flush().await
         }
     }
@@ -184,6 +198,75 @@ where
     fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
         let writer = Arc::clone(&self.writer);
         async move { writer.lock().await.flush().await }
+    }
+}
+
+/// A reader or writer of the served stdio.
+pub type Reader = Box<dyn AsyncRead + Unpin + Send>;
+pub type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// The process's stdin and stdout for the server. When one is a pipe (how
+/// MCP clients spawn a server) it is read or written straight on the
+/// runtime, through a duplicate of the descriptor made non-blocking:
+/// `tokio::io::stdin()`/`stdout()` do every read and every write on the
+/// blocking pool, a thread handoff each way per message. Anything else (a
+/// terminal, a file, a socket) keeps tokio's own. Must be called inside the
+/// runtime. The [`Blocking`] guards put the blocking mode back when the
+/// server ends, since it belongs to a description shared with the fd 0/1.
+pub fn process_stdio() -> (Reader, Writer, Vec<Blocking>) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let mut guards = Vec::new();
+    let stdin = std::io::stdin();
+    let reader: Reader = match stdin.as_fd().try_clone_to_owned() {
+        Ok(fd) => {
+            let guard = Blocking::remember(0);
+            match pipe::Receiver::from_owned_fd(fd) {
+                Ok(rx) => {
+                    guards.extend(guard);
+                    Box::new(rx)
+                }
+                // Not a pipe: tokio's checks come before any change.
+                Err(_) => Box::new(tokio::io::stdin()),
+            }
+        }
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let stdout = std::io::stdout();
+    let writer: Writer = match stdout.as_fd().try_clone_to_owned() {
+        Ok(fd) => {
+            let guard = Blocking::remember(1);
+            match pipe::Sender::from_owned_fd(fd) {
+                Ok(tx) => {
+                    guards.extend(guard);
+                    Box::new(tx)
+                }
+                Err(_) => Box::new(tokio::io::stdout()),
+            }
+        }
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    (reader, writer, guards)
+}
+
+/// Clears `O_NONBLOCK` again on drop for a descriptor that had it clear.
+pub struct Blocking(std::os::fd::RawFd);
+
+impl Blocking {
+    fn remember(fd: std::os::fd::RawFd) -> Option<Blocking> {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        let flags = fcntl(fd, FcntlArg::F_GETFL).ok()?;
+        (!OFlag::from_bits_truncate(flags).contains(OFlag::O_NONBLOCK)).then_some(Blocking(fd))
+    }
+}
+
+impl Drop for Blocking {
+    fn drop(&mut self) {
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        if let Ok(flags) = fcntl(self.0, FcntlArg::F_GETFL) {
+            let flags = OFlag::from_bits_truncate(flags) - OFlag::O_NONBLOCK;
+            let _ = fcntl(self.0, FcntlArg::F_SETFL(flags));
+        }
     }
 }
 
