@@ -118,8 +118,9 @@ pub struct Options {
 pub struct Catalog {
     /// Every skill discovered, before the filter (the inventory).
     pub all: Vec<Skill>,
-    /// The skills the filter keeps, in discovery order.
-    pub loaded: Vec<Skill>,
+    /// The skills the filter keeps, in discovery order, as indexes into
+    /// `all` (a filter never copies a skill).
+    kept: Vec<usize>,
     pub skipped: Vec<Skip>,
     /// Filter names that matched no skill, sorted.
     pub filter_unmatched: Vec<String>,
@@ -167,15 +168,11 @@ pub fn load(opts: &Options) -> Catalog {
         }
     }
 
-    let (loaded, filter_unmatched) = apply_filter(&all, &opts.filter);
-    let by_name = loaded
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.name.clone(), i))
-        .collect();
+    let (kept, filter_unmatched) = apply_filter(&all, &opts.filter);
+    let by_name = kept.iter().map(|&i| (all[i].name.clone(), i)).collect();
     Catalog {
         all,
-        loaded,
+        kept,
         skipped,
         filter_unmatched,
         root_warnings,
@@ -198,9 +195,9 @@ fn empty_root(dir: &str) -> String {
 
 /// SPEC §3 S2: empty ⇒ every skill; any `true` ⇒ an allow-list of the true
 /// names; only `false` ⇒ a drop-list. Later entries override earlier ones.
-fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<String>) {
+fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<usize>, Vec<String>) {
     if filter.is_empty() {
-        return (all.to_vec(), Vec::new());
+        return ((0..all.len()).collect(), Vec::new());
     }
     let mut m: BTreeMap<&str, bool> = BTreeMap::new();
     for (k, v) in filter {
@@ -216,7 +213,7 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<St
         .filter(|k| !all.iter().any(|s| s.name == **k))
         .map(|k| k.to_string())
         .collect();
-    let loaded = all.iter().filter(|s| keep(&s.name)).cloned().collect();
+    let loaded = (0..all.len()).filter(|&i| keep(&all[i].name)).collect();
     (loaded, unmatched)
 }
 
@@ -227,8 +224,7 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<St
 /// first of two skills with one name wins, so a top-level skill beats a
 /// nested copy whatever their names. A missing root yields none.
 fn discover(root: &Path) -> Vec<PathBuf> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let found = walk::files_parallel(root, &|name| name == "SKILL.md", threads);
+    let found = walk::files(root, &|name| name == "SKILL.md");
     let mut keyed: Vec<(usize, PathBuf)> = found
         .into_iter()
         .map(|p| {
@@ -248,27 +244,13 @@ fn discover(root: &Path) -> Vec<PathBuf> {
     keyed.into_iter().map(|(_, p)| p).collect()
 }
 
-/// Reads and parses every file, in order, spreading the work over the
-/// available cores when there is enough of it.
+/// Reads and parses every file, in order, on the calling thread: the build
+/// is bound by the kernel's open/read/close, worker threads cost more to
+/// start than they save on a tree of a thousand skills, and the skills they
+/// read would land in per-thread malloc arenas, a megabyte and a half of
+/// resident memory each (issue 15).
 fn parse_files(paths: &[PathBuf]) -> Vec<Candidate> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if threads < 2 || paths.len() < 64 {
-        return paths.iter().map(|p| parse_file(p)).collect();
-    }
-    let chunk = paths.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = paths
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|p| parse_file(p)).collect::<Vec<_>>()))
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| match w.join() {
-                Ok(c) => c,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
-    })
+    paths.iter().map(|p| parse_file(p)).collect()
 }
 
 fn parse_file(path: &Path) -> Candidate {
@@ -282,7 +264,12 @@ fn parse_file(path: &Path) -> Candidate {
             })
         }
     };
-    let text = String::from_utf8_lossy(&bytes);
+    // Valid UTF-8 (nearly every file) is checked by the fast validator and
+    // borrowed as is; only invalid bytes take the lossy path.
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(&bytes),
+    };
     let (name, description, body, detail) = match frontmatter::parse(&text) {
         FrontMatter::Malformed { detail } => {
             return Candidate::Skip(Skip {
@@ -361,17 +348,19 @@ fn from_def(def: &Value) -> Candidate {
 impl Catalog {
     /// The loaded skill called `name`, if the filter kept one.
     pub fn get(&self, name: &str) -> Option<&Skill> {
-        self.by_name.get(name).map(|i| &self.loaded[*i])
+        self.by_name.get(name).map(|i| &self.all[*i])
+    }
+
+    /// The skills the filter keeps, in discovery order.
+    pub fn loaded(&self) -> impl Iterator<Item = &Skill> {
+        self.kept.iter().map(|&i| &self.all[i])
     }
 
     /// The skills prompt: the preamble and one line per described skill,
     /// sorted by name; the no-skills sentence when none is described.
     pub fn prompt(&self) -> String {
-        let mut described: Vec<&Skill> = self
-            .loaded
-            .iter()
-            .filter(|s| s.description.is_some())
-            .collect();
+        let mut described: Vec<&Skill> =
+            self.loaded().filter(|s| s.description.is_some()).collect();
         if described.is_empty() {
             return NO_SKILLS.to_string();
         }
@@ -391,7 +380,7 @@ impl Catalog {
     /// The `skills` render format.
     pub fn loaded_json(&self) -> Value {
         json!({
-            "skills": self.loaded.iter().map(Skill::to_json).collect::<Vec<_>>(),
+            "skills": self.loaded().map(Skill::to_json).collect::<Vec<_>>(),
             "skipped": self.skipped.iter().map(Skip::to_json).collect::<Vec<_>>(),
             "filterUnmatched": self.filter_unmatched,
             "sampleLimit": self.sample_limit,
