@@ -147,29 +147,46 @@ pub fn load(opts: &Options) -> Catalog {
         }
         paths.extend(found);
     }
-    let mut cands = parse_files(&paths);
-    for def in &opts.defs {
-        cands.push(from_def(def));
-    }
-
-    let mut all: Vec<Skill> = Vec::new();
+    // Each file is parsed and placed at once, into vectors sized up front:
+    // no list of candidates beside the catalog, and no buffers left behind
+    // by growth (what stays resident after a build is the catalog).
+    let mut all: Vec<Skill> = Vec::with_capacity(paths.len() + opts.defs.len());
     let mut skipped = Vec::new();
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    for c in cands {
-        match c {
-            Candidate::Skip(s) => skipped.push(s),
-            Candidate::Skill(s) => {
-                if seen.insert(s.name.clone(), ()).is_some() {
-                    skipped.push(Skip::new(s.location, "duplicate-name"));
-                } else {
-                    all.push(s);
-                }
+    let mut seen: HashMap<String, usize> = HashMap::with_capacity(all.capacity());
+    let mut place = |c: Candidate| match c {
+        Candidate::Skip(s) => skipped.push(s),
+        Candidate::Skill(s) => {
+            if seen.contains_key(&s.name) {
+                skipped.push(Skip::new(s.location, "duplicate-name"));
+            } else {
+                seen.insert(s.name.clone(), all.len());
+                all.push(s);
             }
         }
+    };
+    // The files are read and parsed in order on the calling thread: the
+    // build is bound by the kernel's open/read/close, worker threads cost
+    // more to start than they save on a tree of a thousand skills, and the
+    // skills they read would land in per-thread malloc arenas, a megabyte
+    // and a half of resident memory each (issue 15). One read buffer serves
+    // every file.
+    let mut buf = Vec::new();
+    for p in &paths {
+        place(parse_file(p, &mut buf));
     }
+    drop(buf);
+    for def in &opts.defs {
+        place(from_def(def));
+    }
+    drop(paths);
 
     let (kept, filter_unmatched) = apply_filter(&all, &opts.filter);
-    let by_name = kept.iter().map(|&i| (all[i].name.clone(), i)).collect();
+    // With every skill kept, the names seen are the index.
+    let by_name = if kept.len() == all.len() {
+        seen
+    } else {
+        kept.iter().map(|&i| (all[i].name.clone(), i)).collect()
+    };
     Catalog {
         all,
         kept,
@@ -225,13 +242,16 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<usize>, Vec<St
 /// nested copy whatever their names. A missing root yields none.
 fn discover(root: &Path) -> Vec<PathBuf> {
     let found = walk::files(root, &|name| name == "SKILL.md");
+    // Every path found is the root's text joined with names (no `.` or
+    // `..`, no empty segment), so its depth is the separators after the root.
+    let skip = root.as_os_str().len();
     let mut keyed: Vec<(usize, PathBuf)> = found
         .into_iter()
         .map(|p| {
-            let depth = p
-                .strip_prefix(root)
-                .map_or(0, |rel| rel.components().count());
-            (depth, p)
+            let bytes = p.as_os_str().as_encoded_bytes();
+            let rel = bytes.get(skip..).unwrap_or_default();
+            let rel = rel.strip_prefix(b"/").unwrap_or(rel);
+            (1 + memchr::memchr_iter(b'/', rel).count(), p)
         })
         .collect();
     keyed.sort_by(|(da, a), (db, b)| {
@@ -244,19 +264,30 @@ fn discover(root: &Path) -> Vec<PathBuf> {
     keyed.into_iter().map(|(_, p)| p).collect()
 }
 
-/// Reads and parses every file, in order, on the calling thread: the build
-/// is bound by the kernel's open/read/close, worker threads cost more to
-/// start than they save on a tree of a thousand skills, and the skills they
-/// read would land in per-thread malloc arenas, a megabyte and a half of
-/// resident memory each (issue 15).
-fn parse_files(paths: &[PathBuf]) -> Vec<Candidate> {
-    paths.iter().map(|p| parse_file(p)).collect()
+/// The whole file at `path`, in `buf[..n]`; returns n. Reads until a read
+/// returns 0, without the size lookup `fs::read` makes first (a statx and
+/// an lseek per file).
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize((buf.len() * 2).max(16 * 1024), 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => return Ok(len),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
-fn parse_file(path: &Path) -> Candidate {
+fn parse_file(path: &Path, buf: &mut Vec<u8>) -> Candidate {
     let location = path.to_string_lossy().into_owned();
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    let bytes = match read_into(path, buf) {
+        Ok(n) => &buf[..n],
         Err(e) => {
             return Candidate::Skip(Skip {
                 detail: e.to_string(),
@@ -266,9 +297,9 @@ fn parse_file(path: &Path) -> Candidate {
     };
     // Valid UTF-8 (nearly every file) is checked by the fast validator and
     // borrowed as is; only invalid bytes take the lossy path.
-    let text = match std::str::from_utf8(&bytes) {
+    let text = match std::str::from_utf8(bytes) {
         Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(_) => String::from_utf8_lossy(&bytes),
+        Err(_) => String::from_utf8_lossy(bytes),
     };
     let (name, description, body, detail) = match frontmatter::parse(&text) {
         FrontMatter::Malformed { detail } => {
