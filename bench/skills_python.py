@@ -2,8 +2,10 @@
 """The Python toolnexus port (0.21.0) on the skills benchmark work, for the
 side-by-side table in README.md. Run by bench/run_skills.sh inside a venv.
 
-usage: skills_python.py SKILLS_DIR [rss]
-Prints one line per measurement: name median_seconds.
+usage: skills_python.py SKILLS_DIR [rss|cold]
+Prints one line per measurement: name median_seconds. `cold` builds the
+toolkit once, renders it for OpenAI and exits (the cold-start row, timed from
+outside by bench_spawn).
 """
 import asyncio
 import json
@@ -36,8 +38,20 @@ def main():
     if len(sys.argv) > 2 and sys.argv[2] == "rss":
         asyncio.run(toolnexus.create_toolkit(skills_dir=skills_dir))
         return
+    if len(sys.argv) > 2 and sys.argv[2] == "cold":
+        tk = asyncio.run(toolnexus.create_toolkit(skills_dir=skills_dir))
+        assert json.dumps(tk.to_openai()).startswith("[")
+        return
     build = lambda: asyncio.run(toolnexus.create_toolkit(skills_dir=skills_dir))
     print("build_1000_skills", median_time(build, 15))
+    def first_render():
+        # A fresh list of tools each time: the port caches nothing, so every
+        # render is a first one.
+        tools = tools_1000()
+        t0 = time.perf_counter()
+        json.dumps(toolnexus.to_openai(tools))
+        return time.perf_counter() - t0
+    print("render_first_1000_openai", statistics.median(first_render() for _ in range(15)))
     tools = tools_1000()
     for name, fn in (("openai", toolnexus.to_openai), ("anthropic", toolnexus.to_anthropic),
                      ("gemini", toolnexus.to_gemini)):

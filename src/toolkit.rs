@@ -13,13 +13,14 @@ use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
-/// The tools of each source, lowest precedence first.
+/// The tools of each source, lowest precedence first. Shared with every
+/// snapshot (a rebuild copies pointers, not declarations).
 #[derive(Default)]
 struct Layers {
-    builtin: Vec<Tool>,
-    skill: Vec<Tool>,
-    http: Vec<Tool>,
-    mcp: Vec<Tool>,
+    builtin: Vec<Arc<Tool>>,
+    skill: Vec<Arc<Tool>>,
+    http: Vec<Arc<Tool>>,
+    mcp: Vec<Arc<Tool>>,
 }
 
 /// The merged tools at one moment, with their provider renderings computed
@@ -27,12 +28,12 @@ struct Layers {
 /// which makes a new snapshot, so a rendering never goes stale.
 #[derive(Default)]
 struct Snapshot {
-    tools: BTreeMap<String, Tool>,
+    tools: BTreeMap<String, Arc<Tool>>,
     rendered: [OnceLock<String>; 3],
 }
 
 impl std::ops::Deref for Snapshot {
-    type Target = BTreeMap<String, Tool>;
+    type Target = BTreeMap<String, Arc<Tool>>;
     fn deref(&self) -> &Self::Target {
         &self.tools
     }
@@ -47,7 +48,7 @@ impl Snapshot {
         };
         self.rendered[slot]
             .get_or_init(|| {
-                let tools: Vec<&Tool> = self.tools.values().collect();
+                let tools: Vec<&Tool> = self.tools.values().map(|t| &**t).collect();
                 adapter::render(p, &tools)
             })
             .clone()
@@ -159,7 +160,7 @@ fn provided_skills(provider: &SkillProvider) -> std::result::Result<Vec<Value>, 
 /// threads at once; no lock is held while a tool runs.
 pub struct Toolkit {
     layers: Layers,
-    native: Mutex<Vec<Tool>>,
+    native: Mutex<Vec<Arc<Tool>>>,
     tools: RwLock<Arc<Snapshot>>,
     disable_tools: Vec<String>,
     max_part_bytes: Option<u64>,
@@ -220,7 +221,11 @@ impl Toolkit {
             Some(v) => config::builtin_selection(v)?,
             None => builtin::Selection::default(),
         };
-        layers.builtin = builtin::tools(&selection).map_err(Error::invalid_config)?;
+        layers.builtin = builtin::tools(&selection)
+            .map_err(Error::invalid_config)?
+            .into_iter()
+            .map(Arc::new)
+            .collect();
         status.statuses.push((
             "builtin".into(),
             if selection.source_on {
@@ -259,12 +264,12 @@ impl Toolkit {
                     .warnings
                     .push(format!("skill filter name \"{name}\" matched no skill"));
             }
-            layers.skill.push(skill::tool(Arc::clone(cat)));
+            layers.skill.push(Arc::new(skill::tool(Arc::clone(cat))));
         }
 
         for (i, decl) in cfg.http_tools.iter().enumerate() {
             match crate::http_tool::http_tool(i, decl) {
-                Ok(t) => layers.http.push(t),
+                Ok(t) => layers.http.push(Arc::new(t)),
                 Err(e) => status.errors.push((format!("httpTools[{i}]"), e.message)),
             }
         }
@@ -277,7 +282,7 @@ impl Toolkit {
             let Some(src) = crate::mcp::connect_cancellable(m, opts.cancel.as_ref()) else {
                 return Err(build_cancelled("while connecting MCP servers"));
             };
-            layers.mcp = src.tools;
+            layers.mcp = src.tools.into_iter().map(Arc::new).collect();
             status.statuses.extend(src.statuses);
             status.errors.extend(src.errors);
             sessions = src.sessions;
@@ -311,7 +316,7 @@ impl Toolkit {
             .chain(native.iter())
             .chain(&self.layers.mcp)
         {
-            map.insert(t.name.clone(), t.clone());
+            map.insert(t.name.clone(), Arc::clone(t));
         }
         for name in &self.disable_tools {
             map.remove(name);
@@ -343,7 +348,7 @@ impl Toolkit {
         {
             let mut native = self.native.lock().unwrap_or_else(PoisonError::into_inner);
             native.retain(|t| t.name != tool.name);
-            native.push(tool);
+            native.push(Arc::new(tool));
         }
         self.rebuild();
     }
@@ -359,7 +364,7 @@ impl Toolkit {
 
     /// Every tool in name order, as the toolkit has them now.
     pub fn tools(&self) -> Vec<Tool> {
-        self.snapshot().values().cloned().collect()
+        self.snapshot().values().map(|t| Tool::clone(t)).collect()
     }
 
     /// The skills prompt (SPEC §3).
@@ -379,7 +384,7 @@ impl Toolkit {
     /// The OpenAI declarations of every tool, for translate.
     pub fn openai_declarations(&self) -> Vec<Value> {
         let snap = self.snapshot();
-        let tools: Vec<&Tool> = snap.values().collect();
+        let tools: Vec<&Tool> = snap.values().map(|t| &**t).collect();
         adapter::openai_values(&tools)
     }
 
@@ -396,7 +401,7 @@ impl Toolkit {
         let v = match format {
             "toolNames" => json!(snap.keys().collect::<Vec<_>>()),
             "skillsPrompt" => json!(self.skills_prompt()),
-            "tools" => Value::Array(snap.values().map(Tool::declaration).collect()),
+            "tools" => Value::Array(snap.values().map(|t| t.declaration()).collect()),
             "status" => self.status_json(),
             "skills" => match &self.catalog {
                 Some(c) => c.loaded_json(),
@@ -453,7 +458,7 @@ impl Toolkit {
         };
         let snap = self.snapshot();
         let tools: Vec<&Tool> = match v.get("tools") {
-            None | Some(Value::Null) => snap.values().collect(),
+            None | Some(Value::Null) => snap.values().map(|t| &**t).collect(),
             Some(Value::Array(names)) => names
                 .iter()
                 .enumerate()
@@ -464,7 +469,7 @@ impl Toolkit {
                             type_name(n)
                         ))
                     })?;
-                    snap.get(name).ok_or_else(|| {
+                    snap.get(name).map(|t| &**t).ok_or_else(|| {
                         Error::invalid_argument(format!("tools[{i}]: no tool named '{name}'"))
                     })
                 })

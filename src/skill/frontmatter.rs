@@ -66,7 +66,7 @@ pub enum FrontMatter {
 /// The text with `\r\n` and lone `\r` made `\n` (what the Python port's
 /// universal-newline read does before its regex sees the text).
 fn normalize_newlines(text: &str) -> Cow<'_, str> {
-    if !text.contains('\r') {
+    if memchr::memchr(b'\r', text.as_bytes()).is_none() {
         return Cow::Borrowed(text);
     }
     Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
@@ -87,6 +87,12 @@ fn one_line(message: &str) -> String {
 
 /// Parses the front matter of a SKILL.md text.
 pub fn parse(text: &str) -> FrontMatter {
+    parse_with(text, true)
+}
+
+/// [`parse`], with or without the fast path for simple blocks (the tests
+/// hold the two to one answer).
+fn parse_with(text: &str, fast: bool) -> FrontMatter {
     let text = normalize_newlines(text);
     let Some((block, body)) = fences(&text) else {
         return FrontMatter::Absent;
@@ -105,6 +111,14 @@ pub fn parse(text: &str) -> FrontMatter {
             "the front matter holds {openers} '[' and '{{', more than the {MAX_FLOW_OPENERS} given to the YAML parser"
         );
         return refused(block, body, detail);
+    }
+    if let Some((name, description)) = simple_block(block).filter(|_| fast) {
+        return FrontMatter::Parsed {
+            name,
+            description,
+            body,
+            detail: String::new(),
+        };
     }
     let map = match serde_yaml_ng::from_str::<Yaml>(block) {
         Ok(Yaml::Null) => serde_yaml_ng::Mapping::new(),
@@ -153,6 +167,80 @@ pub fn parse(text: &str) -> FrontMatter {
         body,
         detail: String::new(),
     }
+}
+
+/// The most keys [`simple_block`] reads; a longer block goes to YAML.
+const SIMPLE_MAX_KEYS: usize = 16;
+
+/// The `name` and `description` of a block made only of lines YAML can read
+/// one way alone — what nearly every SKILL.md holds — without the YAML
+/// parser; None whenever the block is anything else, and the parser reads
+/// it. The fast path never decides a case the parser could decide otherwise:
+///
+/// - every line is empty or `key: value`, the key at column 0 and made of
+///   lowercase ASCII letters, digits, `_` and `-`, starting with a letter,
+///   one or more spaces after the colon (no tab), and no key twice;
+/// - a key is never one YAML resolves to a non-string (`null`, `true`, ...),
+///   so two keys differ exactly when their text does;
+/// - a value is printable ASCII, starts with an ASCII letter (so it is
+///   never a number, an indicator, a quote, an anchor, a tag or a block
+///   scalar), holds no `:` or `#` (no nested mapping, no comment) and no
+///   flow bracket, and is not one of YAML's null or boolean words: a plain
+///   scalar that reads as its own text, trailing spaces aside.
+fn simple_block(block: &str) -> Option<(Option<String>, Option<String>)> {
+    let mut keys: [&str; SIMPLE_MAX_KEYS] = [""; SIMPLE_MAX_KEYS];
+    let mut count = 0;
+    let (mut name, mut description) = (None, None);
+    for line in block.split('\n') {
+        if line.is_empty() {
+            continue;
+        }
+        let (key, rest) = line.split_once(':')?;
+        let value = rest.strip_prefix(' ')?.trim_matches(' ');
+        if !simple_key(key) || !simple_value(value) || count == SIMPLE_MAX_KEYS {
+            return None;
+        }
+        if keys[..count].contains(&key) {
+            return None;
+        }
+        keys[count] = key;
+        count += 1;
+        match key {
+            "name" => name = Some(value.to_string()),
+            "description" => description = Some(value.to_string()),
+            _ => {}
+        }
+    }
+    (count > 0).then_some((name, description))
+}
+
+/// YAML's words for null and the booleans, in any case (a superset of what
+/// the parser resolves, so a word it might read as a non-string never takes
+/// the fast path).
+fn yaml_word(s: &str) -> bool {
+    ["null", "true", "false", "yes", "no", "on", "off", "y", "n"]
+        .iter()
+        .any(|w| s.eq_ignore_ascii_case(w))
+}
+
+fn simple_key(key: &str) -> bool {
+    let b = key.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-')
+        && !yaml_word(key)
+}
+
+fn simple_value(value: &str) -> bool {
+    let b = value.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_alphabetic()
+        && b.iter().all(|&c| {
+            (0x20..0x7f).contains(&c) && !matches!(c, b':' | b'#' | b'[' | b']' | b'{' | b'}')
+        })
+        && !yaml_word(value)
 }
 
 /// A block YAML refused (or was never given): the rescue's name and
@@ -378,6 +466,125 @@ mod tests {
             parsed("---\nname: tab\ndescription: tab-indented continuation\n\tmore: x\n---\n");
         assert_eq!(n.as_deref(), Some("tab"));
         assert_eq!(d.as_deref(), Some("tab-indented continuation"));
+    }
+
+    // The fast path for simple blocks gives exactly what the YAML parser
+    // gives, on every block built from these lines (tricky values and keys
+    // included), and it does run on the ordinary ones.
+    #[test]
+    fn the_simple_block_fast_path_agrees_with_the_yaml_parser() {
+        let values = [
+            "skill-0001",
+            "Benchmark skill number 1 of 1000.",
+            "a  b",
+            "trailing   ",
+            "Yes",
+            "no",
+            "NULL",
+            "Null",
+            "nan",
+            "inf",
+            "e5",
+            "a #b",
+            "a#b",
+            "a: b",
+            "a:b",
+            "a - b",
+            "it's",
+            "say \"hi\"",
+            "a !b",
+            "a &b *c",
+            "a|b >c",
+            "tab\there",
+            "caf\u{e9}",
+            "a,b",
+            "a [b]",
+            "a {b}",
+            "True",
+            "off",
+            "On",
+            "x%y",
+            "a\\b",
+            "a ? b",
+            "a`b",
+            "a@b",
+            "a ~",
+            "n",
+            "y",
+            "Z",
+            "1.5",
+            "0x1F",
+            "'q'",
+            "\"q\"",
+            "|",
+            ">",
+            "&a x",
+            "*a",
+            "!t x",
+            "-",
+            "- x",
+            "? x",
+            "~",
+            "",
+            "%x",
+            "@x",
+            "`x",
+            ".inf",
+            "a\u{85}b",
+            "a\u{2028}b",
+        ];
+        let keys = [
+            "name",
+            "description",
+            "license",
+            "allowed-tools",
+            "true",
+            "null",
+            "on",
+            "e",
+            "k_2",
+            "Name",
+            "name ",
+            "-x",
+            " name",
+            "name\t",
+            "<<",
+            "y",
+        ];
+        let mut lines = Vec::new();
+        for k in keys {
+            for v in values {
+                lines.push(format!("{k}: {v}"));
+            }
+            lines.push(format!("{k}:"));
+            lines.push(format!("{k}:x"));
+            lines.push(format!("{k}:\tx"));
+        }
+        lines.extend(["", "  indented: x", "# comment", "...", "- item"].map(String::from));
+        let first = [
+            "name: skill-0001",
+            "name: a: b",
+            "name: Yes",
+            "description: d",
+        ];
+        let mut fast_taken = 0;
+        for a in first {
+            for b in &lines {
+                for c in ["", "description: Benchmark skill.", "name: dup", "\n"] {
+                    let text = format!("---\n{a}\n{b}\n{c}\n---\nbody\n");
+                    assert_eq!(
+                        parse_with(&text, true),
+                        parse_with(&text, false),
+                        "{text:?}"
+                    );
+                    let block = &text[4..text.len() - 10];
+                    fast_taken += usize::from(simple_block(block).is_some());
+                }
+            }
+        }
+        assert!(fast_taken > 500, "the fast path ran {fast_taken} times");
+        let bench = "---\nname: skill-0001\ndescription: Benchmark skill number 1 of 1000.\n---\n";
+        assert!(simple_block(&bench[4..bench.len() - 5]).is_some());
     }
 
     #[test]

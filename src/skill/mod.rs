@@ -118,8 +118,9 @@ pub struct Options {
 pub struct Catalog {
     /// Every skill discovered, before the filter (the inventory).
     pub all: Vec<Skill>,
-    /// The skills the filter keeps, in discovery order.
-    pub loaded: Vec<Skill>,
+    /// The skills the filter keeps, in discovery order, as indexes into
+    /// `all` (a filter never copies a skill).
+    kept: Vec<usize>,
     pub skipped: Vec<Skip>,
     /// Filter names that matched no skill, sorted.
     pub filter_unmatched: Vec<String>,
@@ -155,39 +156,53 @@ pub fn load_until(opts: &Options, stop: &(dyn Fn() -> bool + Sync)) -> Option<Ca
         }
         paths.extend(found);
     }
-    let mut cands = parse_files(&paths, stop);
-    if stop() {
-        return None;
-    }
-    for def in &opts.defs {
-        cands.push(from_def(def));
-    }
-
-    let mut all: Vec<Skill> = Vec::new();
+    // Each file is parsed and placed at once, into vectors sized up front:
+    // no list of candidates beside the catalog, and no buffers left behind
+    // by growth (what stays resident after a build is the catalog).
+    let mut all: Vec<Skill> = Vec::with_capacity(paths.len() + opts.defs.len());
     let mut skipped = Vec::new();
-    let mut seen: HashMap<String, ()> = HashMap::new();
-    for c in cands {
-        match c {
-            Candidate::Skip(s) => skipped.push(s),
-            Candidate::Skill(s) => {
-                if seen.insert(s.name.clone(), ()).is_some() {
-                    skipped.push(Skip::new(s.location, "duplicate-name"));
-                } else {
-                    all.push(s);
-                }
+    let mut seen: HashMap<String, usize> = HashMap::with_capacity(all.capacity());
+    let mut place = |c: Candidate| match c {
+        Candidate::Skip(s) => skipped.push(s),
+        Candidate::Skill(s) => {
+            if seen.contains_key(&s.name) {
+                skipped.push(Skip::new(s.location, "duplicate-name"));
+            } else {
+                seen.insert(s.name.clone(), all.len());
+                all.push(s);
             }
         }
+    };
+    // The files are read and parsed in order on the calling thread: the
+    // build is bound by the kernel's open/read/close, worker threads cost
+    // more to start than they save on a tree of a thousand skills, and the
+    // skills they read would land in per-thread malloc arenas, a megabyte
+    // and a half of resident memory each (issue 15). One read buffer serves
+    // every file.
+    let mut buf = Vec::new();
+    for p in &paths {
+        // Files left once `stop` answers true are not read.
+        if stop() {
+            return None;
+        }
+        place(parse_file(p, &mut buf));
     }
+    drop(buf);
+    for def in &opts.defs {
+        place(from_def(def));
+    }
+    drop(paths);
 
-    let (loaded, filter_unmatched) = apply_filter(&all, &opts.filter);
-    let by_name = loaded
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.name.clone(), i))
-        .collect();
+    let (kept, filter_unmatched) = apply_filter(&all, &opts.filter);
+    // With every skill kept, the names seen are the index.
+    let by_name = if kept.len() == all.len() {
+        seen
+    } else {
+        kept.iter().map(|&i| (all[i].name.clone(), i)).collect()
+    };
     Some(Catalog {
         all,
-        loaded,
+        kept,
         skipped,
         filter_unmatched,
         root_warnings,
@@ -210,9 +225,9 @@ fn empty_root(dir: &str) -> String {
 
 /// SPEC §3 S2: empty ⇒ every skill; any `true` ⇒ an allow-list of the true
 /// names; only `false` ⇒ a drop-list. Later entries override earlier ones.
-fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<String>) {
+fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<usize>, Vec<String>) {
     if filter.is_empty() {
-        return (all.to_vec(), Vec::new());
+        return ((0..all.len()).collect(), Vec::new());
     }
     let mut m: BTreeMap<&str, bool> = BTreeMap::new();
     for (k, v) in filter {
@@ -228,7 +243,7 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<St
         .filter(|k| !all.iter().any(|s| s.name == **k))
         .map(|k| k.to_string())
         .collect();
-    let loaded = all.iter().filter(|s| keep(&s.name)).cloned().collect();
+    let loaded = (0..all.len()).filter(|&i| keep(&all[i].name)).collect();
     (loaded, unmatched)
 }
 
@@ -239,15 +254,17 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<St
 /// first of two skills with one name wins, so a top-level skill beats a
 /// nested copy whatever their names. A missing root yields none.
 fn discover(root: &Path, stop: &(dyn Fn() -> bool + Sync)) -> Vec<PathBuf> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let found = walk::files_parallel(root, &|name| name == "SKILL.md", threads, stop);
+    let found = walk::files_parallel(root, &|name| name == "SKILL.md", 1, stop);
+    // Every path found is the root's text joined with names (no `.` or
+    // `..`, no empty segment), so its depth is the separators after the root.
+    let skip = root.as_os_str().len();
     let mut keyed: Vec<(usize, PathBuf)> = found
         .into_iter()
         .map(|p| {
-            let depth = p
-                .strip_prefix(root)
-                .map_or(0, |rel| rel.components().count());
-            (depth, p)
+            let bytes = p.as_os_str().as_encoded_bytes();
+            let rel = bytes.get(skip..).unwrap_or_default();
+            let rel = rel.strip_prefix(b"/").unwrap_or(rel);
+            (1 + memchr::memchr_iter(b'/', rel).count(), p)
         })
         .collect();
     keyed.sort_by(|(da, a), (db, b)| {
@@ -260,41 +277,30 @@ fn discover(root: &Path, stop: &(dyn Fn() -> bool + Sync)) -> Vec<PathBuf> {
     keyed.into_iter().map(|(_, p)| p).collect()
 }
 
-/// Reads and parses every file, in order, spreading the work over the
-/// available cores when there is enough of it.
-/// Files left once `stop` answers true are not read.
-fn parse_files(paths: &[PathBuf], stop: &(dyn Fn() -> bool + Sync)) -> Vec<Candidate> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let parse_file = |p: &PathBuf| {
-        if stop() {
-            Candidate::Skip(Skip::new(p.to_string_lossy().into_owned(), "unreadable"))
-        } else {
-            parse_file(p)
+/// The whole file at `path`, in `buf[..n]`; returns n. Reads until a read
+/// returns 0, without the size lookup `fs::read` makes first (a statx and
+/// an lseek per file).
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize((buf.len() * 2).max(16 * 1024), 0);
         }
-    };
-    if threads < 2 || paths.len() < 64 {
-        return paths.iter().map(parse_file).collect();
+        match file.read(&mut buf[len..]) {
+            Ok(0) => return Ok(len),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
-    let chunk = paths.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = paths
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(parse_file).collect::<Vec<_>>()))
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| match w.join() {
-                Ok(c) => c,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
-    })
 }
 
-fn parse_file(path: &Path) -> Candidate {
+fn parse_file(path: &Path, buf: &mut Vec<u8>) -> Candidate {
     let location = path.to_string_lossy().into_owned();
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    let bytes = match read_into(path, buf) {
+        Ok(n) => &buf[..n],
         Err(e) => {
             return Candidate::Skip(Skip {
                 detail: e.to_string(),
@@ -302,7 +308,12 @@ fn parse_file(path: &Path) -> Candidate {
             })
         }
     };
-    let text = String::from_utf8_lossy(&bytes);
+    // Valid UTF-8 (nearly every file) is checked by the fast validator and
+    // borrowed as is; only invalid bytes take the lossy path.
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
     let (name, description, body, detail) = match frontmatter::parse(&text) {
         FrontMatter::Malformed { detail } => {
             return Candidate::Skip(Skip {
@@ -381,17 +392,19 @@ fn from_def(def: &Value) -> Candidate {
 impl Catalog {
     /// The loaded skill called `name`, if the filter kept one.
     pub fn get(&self, name: &str) -> Option<&Skill> {
-        self.by_name.get(name).map(|i| &self.loaded[*i])
+        self.by_name.get(name).map(|i| &self.all[*i])
+    }
+
+    /// The skills the filter keeps, in discovery order.
+    pub fn loaded(&self) -> impl Iterator<Item = &Skill> {
+        self.kept.iter().map(|&i| &self.all[i])
     }
 
     /// The skills prompt: the preamble and one line per described skill,
     /// sorted by name; the no-skills sentence when none is described.
     pub fn prompt(&self) -> String {
-        let mut described: Vec<&Skill> = self
-            .loaded
-            .iter()
-            .filter(|s| s.description.is_some())
-            .collect();
+        let mut described: Vec<&Skill> =
+            self.loaded().filter(|s| s.description.is_some()).collect();
         if described.is_empty() {
             return NO_SKILLS.to_string();
         }
@@ -411,7 +424,7 @@ impl Catalog {
     /// The `skills` render format.
     pub fn loaded_json(&self) -> Value {
         json!({
-            "skills": self.loaded.iter().map(Skill::to_json).collect::<Vec<_>>(),
+            "skills": self.loaded().map(Skill::to_json).collect::<Vec<_>>(),
             "skipped": self.skipped.iter().map(Skip::to_json).collect::<Vec<_>>(),
             "filterUnmatched": self.filter_unmatched,
             "sampleLimit": self.sample_limit,

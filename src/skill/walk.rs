@@ -22,10 +22,12 @@ fn is_ignored_dir(name: &OsStr) -> bool {
     name == "node_modules" || name == ".git"
 }
 
-/// A directory to read: the path it was reached by and its real path.
+/// A directory to read: the path it was reached by, its real path, and
+/// whether a symlinked directory led to it.
 struct Dir {
     path: PathBuf,
     real: PathBuf,
+    linked: bool,
 }
 
 /// What reading one directory found.
@@ -56,11 +58,17 @@ pub fn files_parallel(
     let Ok(real) = fs::canonicalize(root) else {
         return Vec::new();
     };
-    let mut seen: HashSet<PathBuf> = HashSet::new();
-    seen.insert(real.clone());
+    // Below the root, a plain directory's real path is its parent's joined
+    // with its name, so until a symlinked directory turns up no two
+    // directories can share one: the walk only keeps their real paths, and
+    // builds the set that drops a second way in at the first link (hashing
+    // every directory's path was a quarter of a skills build).
+    let mut visited: Vec<PathBuf> = Vec::new();
+    let mut seen: Option<HashSet<PathBuf>> = None;
     let mut level = vec![Dir {
         path: root.to_path_buf(),
         real,
+        linked: false,
     }];
     let mut out = Vec::new();
     while !level.is_empty() && !stop() {
@@ -69,13 +77,21 @@ pub fn files_parallel(
             out.extend(found.files);
             next.extend(found.dirs);
         }
+        if seen.is_none() {
+            visited.extend(level.into_iter().map(|d| d.real));
+        }
         next.sort_by(|a, b| {
             a.path
                 .as_os_str()
                 .as_encoded_bytes()
                 .cmp(b.path.as_os_str().as_encoded_bytes())
         });
-        next.retain(|d| seen.insert(d.real.clone()));
+        if seen.is_none() && next.iter().any(|d| d.linked) {
+            seen = Some(std::mem::take(&mut visited).into_iter().collect());
+        }
+        if let Some(seen) = &mut seen {
+            next.retain(|d| seen.insert(d.real.clone()));
+        }
         level = next;
     }
     out
@@ -124,30 +140,39 @@ fn read(dir: &Dir, keep: &(dyn Fn(&OsStr) -> bool + Sync)) -> Found {
     };
     for entry in entries.flatten() {
         let Ok(ft) = entry.file_type() else { continue };
-        let name = entry.file_name();
+        // One allocation per entry: the name is borrowed from the path.
+        let path = entry.path();
+        let Some(name) = path.file_name() else {
+            continue;
+        };
         if ft.is_file() {
-            if keep(&name) {
-                found.files.push(entry.path());
+            if keep(name) {
+                found.files.push(path);
             }
         } else if ft.is_dir() {
-            if !is_ignored_dir(&name) {
+            if !is_ignored_dir(name) {
+                let real = dir.real.join(name);
                 found.dirs.push(Dir {
-                    path: entry.path(),
-                    real: dir.real.join(&name),
+                    path,
+                    real,
+                    linked: dir.linked,
                 });
             }
         } else if ft.is_symlink() {
-            let path = entry.path();
             let Ok(meta) = fs::metadata(&path) else {
                 continue;
             };
             if meta.is_file() {
-                if keep(&name) {
+                if keep(name) {
                     found.files.push(path);
                 }
-            } else if meta.is_dir() && !is_ignored_dir(&name) {
+            } else if meta.is_dir() && !is_ignored_dir(name) {
                 if let Ok(real) = fs::canonicalize(&path) {
-                    found.dirs.push(Dir { path, real });
+                    found.dirs.push(Dir {
+                        path,
+                        real,
+                        linked: true,
+                    });
                 }
             }
         }
