@@ -556,7 +556,7 @@ mod stop_tests {
             dirs: vec![tmp.path().to_string_lossy().into_owned()],
             ..Options::default()
         };
-        assert_eq!(load(&opts).loaded.len(), 6);
+        assert_eq!(load(&opts).loaded().count(), 6);
         // Stop once the walk has asked three times: it is mid-tree then.
         let asked = AtomicUsize::new(0);
         let stop = || asked.fetch_add(1, Ordering::SeqCst) >= 3;
