@@ -293,7 +293,18 @@ impl ExecContext {
 /// many threads at once.
 pub trait Execute: Send + Sync {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult;
+
+    /// The same call as a future that needs no thread of its own (an MCP
+    /// call is I/O on the library's runtime), so that a caller can run
+    /// several calls at once on its own thread; `None` (the default) for a
+    /// tool that only runs through [`Execute::execute`].
+    fn execute_async(&self, _args: &Value, _ctx: &ExecContext) -> Option<ToolFuture> {
+        None
+    }
 }
+
+/// A tool call under way (see [`Execute::execute_async`]).
+pub type ToolFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ToolResult> + Send>>;
 
 impl<F> Execute for F
 where

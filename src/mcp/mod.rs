@@ -19,7 +19,7 @@ pub use session::RemoteTool;
 
 use crate::json::normalize_args;
 use crate::runtime;
-use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolResult};
+use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolFuture, ToolResult};
 use serde_json::Value;
 use session::{PhaseCell, Session, SERVER_SLACK};
 use std::sync::Arc;
@@ -84,27 +84,56 @@ struct McpTool {
     remote: String,
 }
 
-impl Execute for McpTool {
-    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+impl McpTool {
+    /// The tools/call of `args` as a future that owns what it needs, or the
+    /// result at once when the arguments cannot be sent.
+    fn call(
+        &self,
+        args: &Value,
+        ctx: &ExecContext,
+    ) -> std::result::Result<
+        impl std::future::Future<Output = ToolResult> + Send + 'static,
+        ToolResult,
+    > {
         let args = match normalize_args(args.clone()) {
             Value::Object(m) => m,
             other => {
-                return ToolResult::error(format!(
+                return Err(ToolResult::error(format!(
                     "mcp tool \"{}\" of server \"{}\": arguments must be a JSON object, got {}",
                     self.remote,
                     self.session.name,
                     crate::json::type_name(&other)
-                ))
+                )))
             }
         };
         let timeout = ctx
             .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(self.session.timeout);
-        block_on_anywhere(
-            self.session
-                .call_tool(&self.remote, args, timeout, ctx.cancel.as_ref()),
-        )
+        let session = Arc::clone(&self.session);
+        let remote = self.remote.clone();
+        let cancel = ctx.cancel.clone();
+        Ok(async move {
+            session
+                .call_tool(&remote, args, timeout, cancel.as_ref())
+                .await
+        })
+    }
+}
+
+impl Execute for McpTool {
+    fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+        match self.call(args, ctx) {
+            Ok(call) => block_on_anywhere(call),
+            Err(refused) => refused,
+        }
+    }
+
+    fn execute_async(&self, args: &Value, ctx: &ExecContext) -> Option<ToolFuture> {
+        Some(match self.call(args, ctx) {
+            Ok(call) => Box::pin(call),
+            Err(refused) => Box::pin(std::future::ready(refused)),
+        })
     }
 }
 
