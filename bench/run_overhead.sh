@@ -39,7 +39,7 @@ mock_pid=
 cleanup() { [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-cargo build --release --quiet
+cargo build --release --lib --quiet
 PREFIX="$work/prefix" TN_INSTALL_NO_BUILD=1 scripts/install.sh >/dev/null
 pc() { PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig" pkg-config "$@" toolnexus; }
 cc -std=c11 -O2 -Wall -Wextra -D_POSIX_C_SOURCE=200809L bench/c/bench_overhead.c $(pc --cflags --libs) \
@@ -141,6 +141,6 @@ if extra:
             seen.append(k)
     for k in seen:
         v = [x for kk, x in extra if kk == k]
-        print(f"| {k} | {span(v, lambda x: f'{x:.3f}' if isinstance(x, float) else str(x))} |")
+        print(f"| {k} | {span(v, lambda x: f'{x:.3f}' if x < 100 else f'{x:.0f}')} |")
 PY
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
