@@ -4,8 +4,11 @@
 #   - the whole call against the in-process Rust mock provider (keep-alive)
 #   - the whole call against the Python port's mock provider process, the
 #     very server the Python figure below is measured against
-#   - the Python port (toolnexus 0.21.0 in bench/.venv): conversion and whole
-#     call (bench/translate_python.py)
+#   - the conversion of the same request with image parts (issue 12: a user
+#     turn with two images, a tool result carrying one), after checking that
+#     both ports build the same provider body for it
+#   - the Python port (toolnexus 0.21.0 in bench/.venv): conversion, with
+#     images, and whole call (bench/translate_python.py)
 #
 #   bench/run_translate.sh
 #
@@ -20,6 +23,8 @@ cleanup() { [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null; rm -rf "$work"; 
 trap cleanup EXIT
 
 cargo bench --bench translate --no-run --quiet 2>/dev/null
+TN_TRANSLATE_DUMP_IMAGES="$work/images_body.json" cargo bench --bench translate --quiet 2>/dev/null
+"$py" bench/translate_python.py --check-images "$work/images_body.json" >&2
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 "$py" bench/translate_python.py --serve > "$work/port" &
@@ -29,7 +34,7 @@ port=$(head -1 "$work/port")
 
 TN_TRANSLATE_BASE_URL="http://127.0.0.1:$port" \
   cargo bench --bench translate --quiet -- --warm-up-time 1 --measurement-time 4 \
-  'conversion$|whole_call' 2>/dev/null | tee "$work/rust.txt" >&2
+  'conversion$|conversion_images|whole_call' 2>/dev/null | tee "$work/rust.txt" >&2
 "$py" bench/translate_python.py | tee "$work/py.txt" >&2
 
 # criterion prints "translate/NAME  time: [low median high]"; the median is
@@ -38,12 +43,13 @@ crit() {
   awk -v k="translate/$1" '$1==k && /time:/ {print $5, $6; exit}
       $1==k {getline; print $4, $5; exit}' "$work/rust.txt"
 }
-pyfig() { awk -v k="$1" '$0 ~ k {print $(NF-1), $NF}' "$work/py.txt"; }
+pyfig() { awk -v k="$1:" '$0 ~ k {print $(NF-1), $NF}' "$work/py.txt"; }
 
 echo
 echo "| work | toolnexus-rs | Python 0.21.0 |"
 echo "|---|---|---|"
 echo "| conversion, JSON in and out | $(crit conversion) | $(pyfig 'translate/conversion') |"
+echo "| conversion with 3 image parts (2 in a user turn, 1 in a tool result) | $(crit conversion_images) | $(pyfig 'translate/conversion_images') |"
 echo "| whole call, Rust mock in process | $(crit whole_call) | — |"
 echo "| whole call, the Python mock process | $(crit whole_call_external_mock) | $(pyfig 'translate/whole_call') |"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

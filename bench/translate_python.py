@@ -13,12 +13,22 @@ with 2 tool_use blocks.
 - conversion: the pure work with JSON text in and out: parse the request,
   convert messages/tools/tool_choice, encode the provider body; parse the
   provider's answer, build the OpenAI-shaped result, encode it.
+- conversion with images (issue 12): the same with three more messages — a
+  user turn holding text and two §1B image parts, an assistant tool call,
+  and its tool result carrying an image (32 KiB each) — which reach
+  Anthropic as native image blocks (the port's openai_messages_to_anthropic
+  does that mapping).
 - whole call: Client.translate() against a mock provider on 127.0.0.1 (run in
   a separate process so it does not share this interpreter's GIL), result
   encoded to JSON.
 
 Prints the median time per operation.
 
+    translate_python.py --check-images BODY
+                                  checks that the port's provider body for
+                                  the image workload equals BODY (written by
+                                  benches/translate.rs with
+                                  TN_TRANSLATE_DUMP_IMAGES), as JSON values.
     translate_python.py --serve   only runs the mock provider (printing its
                                   port), for bench/run_translate.sh to point
                                   the Rust whole-call benchmark at the same
@@ -26,6 +36,7 @@ Prints the median time per operation.
 """
 
 import asyncio
+import base64
 import json
 import statistics
 import subprocess
@@ -66,6 +77,35 @@ def workload():
         messages.append({"role": "assistant", "content": f"City {r}: 18C, 14:00."})
         r += 1
     return {"messages": messages[:20], "tools": tools, "toolChoice": "auto", "maxTokens": 1024}
+
+
+IMAGE_BYTES = 32 * 1024
+
+
+def image_base64(n, seed):
+    """n bytes of a fake PNG (the signature, then a fixed pattern), base64,
+    as benches/translate.rs builds them."""
+    head = b"\x89PNG\r\n\x1a\n"
+    body = bytes((i * 31 + seed * 7) % 251 for i in range(len(head), n))
+    return base64.b64encode(head + body).decode()
+
+
+def workload_images():
+    request = workload()
+
+    def image(seed):
+        return {"type": "image", "mimeType": "image/png", "data": image_base64(IMAGE_BYTES, seed)}
+
+    request["messages"] += [
+        {"role": "user", "content": [
+            {"type": "text", "text": "Which of these two charts shows more rain?"}, image(1), image(2)]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_img", "type": "function",
+             "function": {"name": "tool_3", "arguments": "{\"city\":\"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_img", "content": [
+            {"type": "text", "text": "the rain chart for Paris"}, image(3)]},
+    ]
+    return request
 
 
 REPLY = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
@@ -152,6 +192,9 @@ def main():
     reply_text = json.dumps(REPLY)
     conv = median_us(lambda: conversion(request_text, reply_text))
     print(f"python toolnexus 0.21.0 translate/conversion: median {conv:.1f} us")
+    images_text = json.dumps(workload_images())
+    conv_images = median_us(lambda: conversion(images_text, reply_text))
+    print(f"python toolnexus 0.21.0 translate/conversion_images: median {conv_images:.1f} us")
 
     mock = subprocess.Popen([sys.executable, "-c", MOCK, json.dumps(REPLY, separators=(",", ":"))],
                             stdout=subprocess.PIPE, text=True)
@@ -176,8 +219,26 @@ def main():
         mock.wait()
 
 
+def check_images(path):
+    ours = json.load(open(path))
+    body, _ = conversion(json.dumps(workload_images()), json.dumps(REPLY))
+    theirs = json.loads(body)
+    if ours != theirs:
+        for key in sorted(set(ours) | set(theirs)):
+            if ours.get(key) != theirs.get(key):
+                print(f"image workload: provider bodies differ at {key!r}", file=sys.stderr)
+        sys.exit(1)
+    images = sum(1 for m in theirs["messages"] if isinstance(m["content"], list)
+                 for b in m["content"]
+                 for x in ([b] + (b.get("content") if isinstance(b.get("content"), list) else []))
+                 if x.get("type") == "image")
+    print(f"image workload: the same provider body from both ports ({images} image blocks)")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--serve"]:
+    if sys.argv[1:2] == ["--check-images"]:
+        check_images(sys.argv[2])
+    elif sys.argv[1:] == ["--serve"]:
         sys.argv = [sys.argv[0], json.dumps(REPLY, separators=(",", ":"))]
         exec(MOCK)
     else:

@@ -10,6 +10,11 @@
 //!   `benches/translate_serde`), checked to write the same bytes first.
 //! - `translate/whole_call`: `translate()` against a mock provider on
 //!   127.0.0.1 (keep-alive), result encoded to JSON text.
+//! - `translate/conversion_images` (issue 12): the conversion of the same
+//!   request with three more messages carrying §1B image parts — a user turn
+//!   with two images, the assistant's tool call, and a tool result carrying
+//!   an image — which reach Anthropic as native `image` blocks
+//!   ([`workload_images`]).
 
 #[path = "../tests/translate_mock/mod.rs"]
 mod translate_mock;
@@ -57,6 +62,39 @@ pub fn workload() -> Value {
     }
     messages.truncate(20);
     json!({"messages": messages, "tools": tools, "toolChoice": "auto", "maxTokens": 1024})
+}
+
+/// Decoded bytes of each image in [`workload_images`].
+pub const IMAGE_BYTES: usize = 32 * 1024;
+
+/// `n` bytes of a fake PNG (the signature, then a fixed pattern), base64.
+pub fn image_base64(n: usize, seed: usize) -> String {
+    use base64::Engine as _;
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.extend((bytes.len()..n).map(|i| ((i * 31 + seed * 7) % 251) as u8));
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// [`workload`] with three more messages (issue 12): a user turn holding
+/// text and two image parts, an assistant call of `tool_3`, and its result
+/// carrying an image part — 3 images of [`IMAGE_BYTES`] each (base64 in
+/// the request).
+pub fn workload_images() -> Value {
+    let mut request = workload();
+    let image = |seed| json!({"type": "image", "mimeType": "image/png", "data": image_base64(IMAGE_BYTES, seed)});
+    if let Some(messages) = request["messages"].as_array_mut() {
+        messages.push(json!({"role": "user", "content": [
+            {"type": "text", "text": "Which of these two charts shows more rain?"},
+            image(1), image(2)]}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_img", "type": "function",
+             "function": {"name": "tool_3", "arguments": "{\"city\":\"Paris\"}"}}]}));
+        messages.push(
+            json!({"role": "tool", "tool_call_id": "call_img", "content": [
+            {"type": "text", "text": "the rain chart for Paris"}, image(3)]}),
+        );
+    }
+    request
 }
 
 /// The provider's answer: some text and 2 tool_use blocks.
@@ -136,10 +174,23 @@ fn benches(c: &mut Criterion) {
         return;
     }
 
+    // TN_TRANSLATE_DUMP_IMAGES=PATH writes the provider body of the image
+    // workload there and exits (bench/translate_python.py --check-images
+    // compares the Python port's body with it).
+    let images_text = workload_images().to_string();
+    if let Some(path) = std::env::var_os("TN_TRANSLATE_DUMP_IMAGES") {
+        let (body, _) = convert(&config, &images_text, &reply_text);
+        std::fs::write(path, body).expect("write the image workload's body");
+        return;
+    }
+
     let mut group = c.benchmark_group("translate");
     group.measurement_time(Duration::from_secs(4));
     group.bench_function("conversion", |b| {
         b.iter(|| convert(&config, black_box(&request_text), black_box(&reply_text)))
+    });
+    group.bench_function("conversion_images", |b| {
+        b.iter(|| convert(&config, black_box(&images_text), black_box(&reply_text)))
     });
     group.bench_function("conversion_serde_typed", |b| {
         b.iter(|| convert_serde(black_box(&request_text), black_box(&reply_text)))

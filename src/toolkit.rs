@@ -587,6 +587,51 @@ impl Toolkit {
         }
     }
 
+    /// Runs several calls at once on the calling thread, when every one is
+    /// a tool that runs as a future ([`crate::tool::Execute::execute_async`]:
+    /// MCP tools): no thread per call, one wait for all of them. Each result
+    /// comes as [`Toolkit::execute`] would give it, with the instant it was
+    /// ready, in call order. `None` — nothing has run then — when a name is
+    /// unknown, a tool has no future form, or the caller is a thread of the
+    /// library's runtime; the caller runs the calls its own way.
+    pub fn execute_concurrently(
+        &self,
+        calls: &[(&str, &Value)],
+        ctx: &ExecContext,
+    ) -> Option<Vec<(ToolResult, std::time::Instant)>> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return None;
+        }
+        let tools = self.snapshot();
+        let ctx = &*ctx.armed();
+        let mut picked = Vec::with_capacity(calls.len());
+        for (name, args) in calls {
+            picked.push((tools.get(*name)?, normalize_args((*args).clone())));
+        }
+        let mut futures = Vec::with_capacity(calls.len());
+        for (tool, args) in &picked {
+            let future = catch_unwind(AssertUnwindSafe(|| tool.exec.execute_async(args, ctx)));
+            futures.push(future.ok().flatten()?);
+        }
+        let outcomes = crate::runtime::block_on(join_in_order(futures));
+        Some(
+            calls
+                .iter()
+                .zip(outcomes)
+                .map(|((name, _), (outcome, ready))| {
+                    let result = match outcome {
+                        Ok(r) => self.limit_parts(r),
+                        Err(panic) => ToolResult::error(format!(
+                            "{name}: the tool failed unexpectedly: {}",
+                            panic_message(&panic)
+                        )),
+                    };
+                    (result, ready)
+                })
+                .collect(),
+        )
+    }
+
     /// `maxPartBytes` (SPEC §1B): a part over the limit is taken out of the
     /// result, and the output says which and why; the rest of the result is
     /// kept as the tool gave it.
@@ -619,6 +664,37 @@ impl Toolkit {
         }
         r
     }
+}
+
+/// What one future of [`join_in_order`] came to: its output or its panic,
+/// and when.
+type Joined = (std::thread::Result<ToolResult>, std::time::Instant);
+
+/// Polls every future until all are ready (a panic in one ends only that
+/// one); the outcomes in the futures' order.
+async fn join_in_order(mut futures: Vec<crate::tool::ToolFuture<'_>>) -> Vec<Joined> {
+    use std::task::Poll;
+    let mut done: Vec<Option<Joined>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (future, slot) in futures.iter_mut().zip(done.iter_mut()) {
+            if slot.is_some() {
+                continue;
+            }
+            match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => waiting = true,
+                Ok(Poll::Ready(r)) => *slot = Some((Ok(r), std::time::Instant::now())),
+                Err(panic) => *slot = Some((Err(panic), std::time::Instant::now())),
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
 }
 
 /// The text of a caught panic payload.

@@ -238,3 +238,132 @@ fn an_observer_sees_the_run_in_order() {
         ]
     );
 }
+
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
+
+/// The MCP calls of one turn run together on the calling thread
+/// (`Toolkit::execute_concurrently`); a turn that mixes in a builtin runs
+/// its calls on threads. Either way every call gets its own result, fed
+/// back in call order, in `toolCalls` and in the metrics — with the SDK
+/// server (official MCP Python SDK) over stdio.
+#[test]
+fn the_mcp_calls_of_a_turn_come_back_in_call_order() {
+    let call = |id: &str, name: &str, args: &str| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}});
+    let turns = |calls: Vec<Value>| {
+        vec![
+            Canned::json(
+                200,
+                &json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": null, "tool_calls": calls}}]}),
+            ),
+            Canned::json(
+                200,
+                &json!({"choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "done"}}]}),
+            ),
+        ]
+    };
+    let tk = toolnexus::toolkit::Toolkit::build_from_json(
+        &json!({"builtins": {"tools": {"apply_patch": false, "bash": false, "edit": false,
+                 "glob": false, "grep": false, "read": false, "webfetch": false,
+                 "write": false, "question": false}},
+                "mcpConfig": {"mcpServers": {"sdk": {"command": [
+                    "python3", mcp_support::server_script("sdk_server.py"), "stdio"],
+                    "timeout": 20000}}}})
+        .to_string(),
+    )
+    .expect("toolkit");
+    let mcp_only = vec![
+        call("c1", "sdk_add", r#"{"a":2,"b":3}"#),
+        call("c2", "sdk_explode", r#"{"reason":"on purpose"}"#),
+        call("c3", "sdk_echo", r#"{"text":"third"}"#),
+        call("c4", "sdk_add", r#"{"a":40,"b":2}"#),
+    ];
+    let mut mixed = mcp_only.clone();
+    mixed.insert(
+        1,
+        call(
+            "c5",
+            "todowrite",
+            r#"{"todos":[{"id":"1","text":"a","completed":false}]}"#,
+        ),
+    );
+    for (calls, names) in [
+        (
+            mcp_only,
+            vec!["sdk_add", "sdk_explode", "sdk_echo", "sdk_add"],
+        ),
+        (
+            mixed,
+            vec!["sdk_add", "todowrite", "sdk_explode", "sdk_echo", "sdk_add"],
+        ),
+    ] {
+        let ids: Vec<String> = calls
+            .iter()
+            .map(|c| c["id"].as_str().unwrap_or_default().to_string())
+            .collect();
+        let mock = MockProvider::start(turns(calls));
+        let c = client(&mock.base(), json!({}));
+        let out = c
+            .run(&tk, &hi(), &CancelToken::new(), RunData::default())
+            .expect("runs");
+        assert_eq!(out["text"], "done");
+        let records = out["toolCalls"].as_array().cloned().unwrap_or_default();
+        let got: Vec<&str> = records
+            .iter()
+            .map(|r| r["name"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(got, names);
+        let outputs: Vec<(String, bool)> = records
+            .iter()
+            .filter(|r| r["name"] != "todowrite")
+            .map(|r| {
+                (
+                    r["output"].as_str().unwrap_or_default().to_string(),
+                    r["isError"] == true,
+                )
+            })
+            .collect();
+        // Results come back as the SDK shapes them (`5` or `{"result":5}`).
+        assert!(
+            !outputs[0].1 && outputs[0].0.contains('5') && !outputs[0].0.contains("42"),
+            "{outputs:?}"
+        );
+        assert!(
+            outputs[1].1 && outputs[1].0.contains("explode"),
+            "{outputs:?}"
+        );
+        assert!(
+            !outputs[2].1 && outputs[2].0.contains("third"),
+            "{outputs:?}"
+        );
+        assert!(!outputs[3].1 && outputs[3].0.contains("42"), "{outputs:?}");
+        // The second request carries one tool message per call, in call order.
+        let sent = mock.requests();
+        let body: Value = serde_json::from_slice(&sent[1].body).expect("JSON body");
+        let fed: Vec<&str> = body["messages"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .filter(|m| m["role"] == "tool")
+                    .map(|m| m["tool_call_id"].as_str().unwrap_or_default())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(fed, ids);
+        let metrics = c.metrics_text();
+        assert!(
+            metrics.contains(
+                "toolnexus_tool_calls_total{tool=\"sdk_add\",source=\"mcp\",is_error=\"false\",pending=\"false\"} 2"
+            ),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains(
+                "toolnexus_tool_calls_total{tool=\"sdk_explode\",source=\"mcp\",is_error=\"true\",pending=\"false\"} 1"
+            ),
+            "{metrics}"
+        );
+    }
+}

@@ -375,7 +375,7 @@ impl Run<'_> {
 
     /// The `tool` metric of one execution (SPEC §8; a suspension is
     /// `pending`, never an error, §10).
-    fn tool_metric(&self, name: &str, started: Instant, result: &ToolResult) {
+    fn tool_metric(&self, name: &str, took: std::time::Duration, result: &ToolResult) {
         let source = self
             .toolkit
             .source_of(name)
@@ -386,7 +386,7 @@ impl Run<'_> {
             source,
             is_error: result.is_error && !pending,
             pending,
-            ms: started.elapsed().as_secs_f64() * 1000.0,
+            ms: took.as_secs_f64() * 1000.0,
         });
     }
 
@@ -397,16 +397,28 @@ impl Run<'_> {
                 .map(|c| self.execute_one(c, turn))
                 .collect();
         }
+        let calls = match self.execute_together(calls) {
+            Ok(settled) => return Ok(settled),
+            Err(calls) => calls,
+        };
+        // One thread per call but the last, which runs on this one.
         let run: &Self = self;
         std::thread::scope(|scope| {
+            let mut calls = calls;
+            let last = calls.pop();
             let handles: Vec<_> = calls
                 .into_iter()
                 .map(|c| scope.spawn(move || run.execute_one(c, turn)))
                 .collect();
+            let last = last.map(|c| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.execute_one(c, turn)))
+            });
             handles
                 .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|panic| {
+                .map(|h| h.join())
+                .chain(last)
+                .map(|joined| {
+                    joined.unwrap_or_else(|panic| {
                         Err(Error::new(
                             ErrorCode::Internal,
                             format!(
@@ -418,6 +430,42 @@ impl Run<'_> {
                 })
                 .collect()
         })
+    }
+
+    /// The calls of a turn at once on this thread, when no tool hook is set
+    /// and every call is to a tool that runs as a future (MCP tools; see
+    /// [`Toolkit::execute_concurrently`]): the same results, metrics and
+    /// timings as [`Run::execute_one`] on each, without a thread per call.
+    /// The calls back when that cannot be done.
+    fn execute_together(&self, calls: Vec<Call>) -> std::result::Result<Vec<Settled>, Vec<Call>> {
+        if self.callbacks.get(Slot::BeforeTool).is_some()
+            || self.callbacks.get(Slot::AfterTool).is_some()
+        {
+            return Err(calls);
+        }
+        let started = Instant::now();
+        let pairs: Vec<(&str, &Value)> = calls.iter().map(|c| (c.name.as_str(), &c.args)).collect();
+        let Some(results) = self
+            .toolkit
+            .execute_concurrently(&pairs, &self.tool_ctx(None))
+        else {
+            return Err(calls);
+        };
+        drop(pairs);
+        Ok(calls
+            .into_iter()
+            .zip(results)
+            .map(|(call, (result, ready))| {
+                let took = ready.saturating_duration_since(started);
+                self.tool_metric(&call.name, took, &result);
+                let ms = if self.observer.is_some() {
+                    u64::try_from(took.as_millis()).unwrap_or(u64::MAX)
+                } else {
+                    0
+                };
+                Settled { call, result, ms }
+            })
+            .collect())
     }
 
     /// One call through `beforeTool` (short-circuit or rewrite), the tool,
@@ -447,7 +495,7 @@ impl Run<'_> {
                             &r,
                         )
                     })?;
-                    self.tool_metric(&call.name, started, &result);
+                    self.tool_metric(&call.name, started.elapsed(), &result);
                     return Ok(Settled {
                         call,
                         result,
@@ -464,7 +512,7 @@ impl Run<'_> {
         let result = self
             .toolkit
             .execute(&call.name, call.args.clone(), &self.tool_ctx(None));
-        self.tool_metric(&call.name, started, &result);
+        self.tool_metric(&call.name, started.elapsed(), &result);
         let ms = t0.map_or(0, ms_since);
         let result = if pending_of(&result).is_some() {
             result
@@ -564,7 +612,7 @@ impl Run<'_> {
         let ctx = self.tool_ctx(Some(answer));
         let started = Instant::now();
         let retried = self.toolkit.execute(&call.name, call.args.clone(), &ctx);
-        self.tool_metric(&call.name, started, &retried);
+        self.tool_metric(&call.name, started.elapsed(), &retried);
         let retried = self.after_tool(call, retried, turn)?;
         if pending_of(&retried).is_some() {
             return Ok(ToolResult::error(format!("unresolved: {prompt}")));

@@ -89,32 +89,48 @@ struct McpTool {
 }
 
 impl McpTool {
-    /// tools/call on the session, awaited on the runtime.
-    async fn call(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
+    /// The tools/call of `args` as a future that owns what it needs, or the
+    /// result at once when the arguments cannot be sent.
+    fn call(
+        &self,
+        args: &Value,
+        ctx: &ExecContext,
+    ) -> std::result::Result<
+        impl std::future::Future<Output = ToolResult> + Send + 'static,
+        ToolResult,
+    > {
         let args = match normalize_args(args.clone()) {
             Value::Object(m) => m,
             other => {
-                return ToolResult::error(format!(
+                return Err(ToolResult::error(format!(
                     "mcp tool \"{}\" of server \"{}\": arguments must be a JSON object, got {}",
                     self.remote,
                     self.session.name,
                     crate::json::type_name(&other)
-                ))
+                )))
             }
         };
         let timeout = ctx
             .timeout_ms
             .map(Duration::from_millis)
             .unwrap_or(self.session.timeout);
-        self.session
-            .call_tool(&self.remote, args, timeout, ctx.cancel.as_ref())
-            .await
+        let session = Arc::clone(&self.session);
+        let remote = self.remote.clone();
+        let cancel = ctx.cancel.clone();
+        Ok(async move {
+            session
+                .call_tool(&remote, args, timeout, cancel.as_ref())
+                .await
+        })
     }
 }
 
 impl Execute for McpTool {
     fn execute(&self, args: &Value, ctx: &ExecContext) -> ToolResult {
-        block_on_anywhere(self.call(args, ctx))
+        match self.call(args, ctx) {
+            Ok(call) => block_on_anywhere(call),
+            Err(refused) => refused,
+        }
     }
 
     fn execute_async<'a>(
@@ -122,7 +138,10 @@ impl Execute for McpTool {
         args: &'a Value,
         ctx: &'a ExecContext,
     ) -> Option<ToolFuture<'a>> {
-        Some(Box::pin(self.call(args, ctx)))
+        Some(match self.call(args, ctx) {
+            Ok(call) => Box::pin(call),
+            Err(refused) => Box::pin(std::future::ready(refused)),
+        })
     }
 }
 
