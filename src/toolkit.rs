@@ -94,13 +94,27 @@ impl Toolkit {
     /// Builds a toolkit. A failing source never fails the build: it shows up
     /// in the status.
     pub fn build(cfg: &ToolkitConfig) -> Result<Toolkit> {
+        Toolkit::build_with_wait_for(cfg, None)
+    }
+
+    /// [`Toolkit::build`] with the host's §10 `waitFor` for the MCP
+    /// elicitation bridge (SPEC §2, [`crate::mcp::elicit`]): with one, every
+    /// MCP server is told the client supports `elicitation`, and a server's
+    /// question during a tool call is answered through it.
+    pub fn build_with_wait_for(
+        cfg: &ToolkitConfig,
+        wait_for: Option<crate::mcp::WaitFor>,
+    ) -> Result<Toolkit> {
         let mut status = Status::default();
         let mut layers = Layers::default();
 
         let mcp = match &cfg.mcp_config {
             None => None,
             Some(v) => match crate::mcp::parse_config(v) {
-                Ok(c) => Some(c),
+                Ok(mut c) => {
+                    c.set_wait_for(wait_for);
+                    Some(c)
+                }
                 Err(e) => {
                     status.errors.push(("<config>".into(), e.message));
                     None
