@@ -386,6 +386,21 @@ tn_status tn_reply_set_error(tn_reply *reply,
 void *tn_reply_run_data(const tn_reply *reply);
 
 /*
+ Whether the answer this callback would give is no longer awaited: true
+ in a toolkit's `waitFor` (the MCP elicitation bridge) once every tool
+ call that was in flight when the server asked has ended (cancelled or
+ out of time), the server withdrew its request, or the toolkit is
+ closing; the library has then answered the server `cancel` and drops
+ whatever this callback answers. A callback that waits for a human can
+ poll it and return early. Always false in a client's callbacks, and for
+ a NULL reply.
+
+ # Safety
+ `reply` is NULL or the `tn_reply` of a callback still running.
+ */
+bool tn_reply_cancelled(const tn_reply *reply);
+
+/*
  Runs the client loop (SPEC §8, §10) for `request_json` = `{prompt,
  history?}` against `toolkit` (NULL: no tools). `*out_json` receives the
  RunResult `{text, messages, toolCalls, toolCallCount, turns, usage,
@@ -532,6 +547,37 @@ tn_status tn_stream(const tn_client *client,
                     const tn_cancel *cancel,
                     void *run_data,
                     char **out_json);
+
+/*
+ `tn_toolkit_build` with the host's SPEC §10 `waitFor` for the MCP
+ elicitation bridge (SPEC §2): every MCP server of the toolkit is told the
+ client supports `elicitation` (form and URL mode), and a server that asks
+ for input during a tool call is answered through `wait_for` while the
+ call waits. The callback is the client's `waitFor` shape
+ (`tn_client_set_callback`): the event is the Request — form mode
+ `{id, kind:"input", prompt, data:{schema}}`, URL mode `{id,
+ kind:"authorization", prompt, url}` — and the reply the Answer `{id?, ok,
+ data?, reason?}`: `ok` accepts (form mode: `data`, an object, is the
+ content), `reason:"declined"` declines, any other refusal cancels. A
+ callback that fails or sets no Answer makes the server's request fail;
+ the tool call still ends with a result. It runs on a library thread,
+ possibly several at once; `tn_reply_cancelled` turns true once the call
+ it serves has ended (deadline or cancel). A NULL `wait_for` is a plain
+ `tn_toolkit_build` (elicitation not advertised). `user_data_free`
+ (nullable) runs once, when the library no longer needs the callback: at
+ the latest when the toolkit is freed, during the build when no MCP server
+ connected, at once when the build fails.
+
+ # Safety
+ As `tn_toolkit_build`; `wait_for` and `user_data` must be usable from any
+ thread until `user_data_free` runs.
+ */
+tn_status tn_toolkit_build_with_wait_for(const char *config_json,
+                                         tn_callback wait_for,
+                                         void *user_data,
+                                         tn_user_data_free user_data_free,
+                                         tn_toolkit **out_toolkit,
+                                         char **out_error);
 
 /*
  Milliseconds left before the deadline of the call (0 once it passed),

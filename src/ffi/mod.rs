@@ -6,6 +6,7 @@
 
 mod client;
 mod client_ext;
+mod elicit;
 
 #[cfg(test)]
 mod glue_tests;
@@ -19,6 +20,7 @@ mod translate;
 
 pub use client::*;
 pub use client_ext::*;
+pub use elicit::*;
 pub use host::*;
 pub use log::*;
 pub use mcp::*;
