@@ -7,7 +7,7 @@ use crate::config::{self, ToolkitConfig};
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::{normalize_args, type_name};
 use crate::skill;
-use crate::tool::{ExecContext, Tool, ToolResult};
+use crate::tool::{CancelToken, ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -62,6 +62,117 @@ pub struct Status {
     pub warnings: Vec<String>,
 }
 
+/// A host callback supplying skills as data at build time (SPEC §3 S1): it
+/// answers a JSON array of skill objects, the shape the `skills` config key
+/// takes (`{name, description?, content?, resources?, base?}`), or a message
+/// saying why it could not. Called once per build, on the building thread.
+pub type SkillProvider = Arc<dyn Fn() -> std::result::Result<Value, String> + Send + Sync>;
+
+/// What a host adds to a build beyond the config (`Toolkit::build_with`).
+/// `Default` is a plain build; new fields keep that meaning when unset.
+#[derive(Clone, Default)]
+pub struct BuildOptions {
+    /// Triggered from any thread, it ends the build promptly with the
+    /// `cancelled` error: MCP connects in flight are dropped (each child
+    /// process group killed and reaped, each request ended) and skill
+    /// loading stops.
+    pub cancel: Option<CancelToken>,
+    /// Skills supplied by the host, loaded after the `skills` config entries
+    /// (directory skills first, then `skills`, then these; the first of a
+    /// name wins). A provider that fails or panics fails neither the build
+    /// nor the other skill sources: its message is the status error
+    /// `skillProvider`.
+    pub skill_provider: Option<SkillProvider>,
+    /// The host's §10 `waitFor` for the MCP elicitation bridge (SPEC §2,
+    /// [`crate::mcp::elicit`]): with one, every MCP server is told the client
+    /// supports `elicitation` (form and URL mode), and a server's question
+    /// during a tool call is answered through it while the call waits;
+    /// without one the capability is not advertised.
+    pub wait_for: Option<crate::mcp::WaitFor>,
+}
+
+impl BuildOptions {
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    pub fn with_skill_provider(
+        mut self,
+        provider: impl Fn() -> std::result::Result<Value, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.skill_provider = Some(Arc::new(provider));
+        self
+    }
+
+    pub fn with_wait_for(
+        mut self,
+        wait_for: impl Fn(&Value, &CancelToken) -> std::result::Result<Value, String>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.wait_for = Some(Arc::new(wait_for));
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
+    }
+}
+
+impl std::fmt::Debug for BuildOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildOptions")
+            .field("cancel", &self.cancel)
+            .field("skill_provider", &self.skill_provider.is_some())
+            .field("wait_for", &self.wait_for.is_some())
+            .finish()
+    }
+}
+
+/// The error of a cancelled build.
+fn build_cancelled(during: &str) -> Error {
+    Error::new(
+        ErrorCode::Cancelled,
+        format!("the toolkit build was cancelled ({during})"),
+    )
+}
+
+/// The status error key of a failing skill provider.
+pub const SKILL_PROVIDER_KEY: &str = "skillProvider";
+
+/// Calls the provider and checks its answer's shape; a panic is a failure.
+fn provided_skills(provider: &SkillProvider) -> std::result::Result<Vec<Value>, String> {
+    let answer = match catch_unwind(AssertUnwindSafe(|| provider())) {
+        Ok(Ok(v)) => v,
+        Ok(Err(message)) => return Err(format!("skill provider failed: {message}")),
+        Err(panic) => {
+            return Err(format!(
+                "skill provider failed: it panicked: {}",
+                panic_message(&panic)
+            ))
+        }
+    };
+    let items = match answer {
+        Value::Array(items) => items,
+        Value::Null => return Ok(Vec::new()),
+        other => {
+            return Err(format!(
+                "skill provider: expected an array of skill objects, got {}",
+                type_name(&other)
+            ))
+        }
+    };
+    if let Some((i, bad)) = items.iter().enumerate().find(|(_, d)| !d.is_object()) {
+        return Err(format!(
+            "skill provider: skills[{i}]: expected an object, got {}",
+            type_name(bad)
+        ));
+    }
+    Ok(items)
+}
+
 /// A built toolkit. Every method takes `&self` and is safe to call from many
 /// threads at once; no lock is held while a tool runs.
 pub struct Toolkit {
@@ -94,17 +205,17 @@ impl Toolkit {
     /// Builds a toolkit. A failing source never fails the build: it shows up
     /// in the status.
     pub fn build(cfg: &ToolkitConfig) -> Result<Toolkit> {
-        Toolkit::build_with_wait_for(cfg, None)
+        Toolkit::build_with(cfg, &BuildOptions::default())
     }
 
-    /// [`Toolkit::build`] with the host's §10 `waitFor` for the MCP
-    /// elicitation bridge (SPEC §2, [`crate::mcp::elicit`]): with one, every
-    /// MCP server is told the client supports `elicitation`, and a server's
-    /// question during a tool call is answered through it.
-    pub fn build_with_wait_for(
-        cfg: &ToolkitConfig,
-        wait_for: Option<crate::mcp::WaitFor>,
-    ) -> Result<Toolkit> {
+    /// [`Toolkit::build`] with host extensions: a cancel token, a skill
+    /// provider and a `waitFor` for MCP elicitation (see [`BuildOptions`]).
+    /// A cancelled build is the `cancelled` error, and leaves nothing
+    /// running.
+    pub fn build_with(cfg: &ToolkitConfig, opts: &BuildOptions) -> Result<Toolkit> {
+        if opts.cancelled() {
+            return Err(build_cancelled("before it started"));
+        }
         let mut status = Status::default();
         let mut layers = Layers::default();
 
@@ -112,7 +223,7 @@ impl Toolkit {
             None => None,
             Some(v) => match crate::mcp::parse_config(v) {
                 Ok(mut c) => {
-                    c.set_wait_for(wait_for);
+                    c.set_wait_for(opts.wait_for.clone());
                     Some(c)
                 }
                 Err(e) => {
@@ -142,7 +253,27 @@ impl Toolkit {
             .into(),
         ));
 
-        let catalog = cfg.skills.as_ref().map(|opts| Arc::new(skill::load(opts)));
+        let mut skill_opts = cfg.skills.clone();
+        if let Some(provider) = &opts.skill_provider {
+            let skill_opts = skill_opts.get_or_insert_with(skill::Options::default);
+            match provided_skills(provider) {
+                Ok(defs) => skill_opts.defs.extend(defs),
+                Err(message) => {
+                    crate::log::emit(crate::log::Level::Warn, "skills", || message.clone());
+                    status.errors.push((SKILL_PROVIDER_KEY.into(), message));
+                }
+            }
+            if opts.cancelled() {
+                return Err(build_cancelled("while the skill provider ran"));
+            }
+        }
+        let catalog = match &skill_opts {
+            None => None,
+            Some(o) => match skill::load_until(o, &|| opts.cancelled()) {
+                Some(cat) => Some(Arc::new(cat)),
+                None => return Err(build_cancelled("while loading skills")),
+            },
+        };
         if let Some(cat) = &catalog {
             status.warnings.extend(cat.root_warnings.iter().cloned());
             for name in &cat.filter_unmatched {
@@ -160,9 +291,14 @@ impl Toolkit {
             }
         }
 
+        if opts.cancelled() {
+            return Err(build_cancelled("before connecting MCP servers"));
+        }
         let mut sessions = crate::mcp::McpSessions::default();
         if let Some(m) = &mcp {
-            let src = crate::mcp::connect(m);
+            let Some(src) = crate::mcp::connect_cancellable(m, opts.cancel.as_ref()) else {
+                return Err(build_cancelled("while connecting MCP servers"));
+            };
             layers.mcp = src.tools;
             status.statuses.extend(src.statuses);
             status.errors.extend(src.errors);

@@ -14,7 +14,7 @@ use std::time::Duration;
 use toolnexus::config::ToolkitConfig;
 use toolnexus::mcp::WaitFor;
 use toolnexus::tool::{CancelToken, ExecContext, ToolResult};
-use toolnexus::toolkit::Toolkit;
+use toolnexus::toolkit::{BuildOptions, Toolkit};
 
 fn config(mode: &[&str]) -> ToolkitConfig {
     let mut command = vec![
@@ -31,8 +31,12 @@ fn config(mode: &[&str]) -> ToolkitConfig {
 
 /// A toolkit over the stdio server, with `wait_for` (or none).
 fn toolkit(wait_for: Option<WaitFor>) -> Toolkit {
-    let tk = Toolkit::build_with_wait_for(&config(&["stdio"]), wait_for)
-        .unwrap_or_else(|e| panic!("build: {e}"));
+    let opts = BuildOptions {
+        wait_for,
+        ..BuildOptions::default()
+    };
+    let tk =
+        Toolkit::build_with(&config(&["stdio"]), &opts).unwrap_or_else(|e| panic!("build: {e}"));
     assert!(
         tk.tool_names().contains(&"el_ask_name".to_string()),
         "the server did not connect: {}",
@@ -289,7 +293,11 @@ fn elicitation_works_over_streamable_http() {
         .unwrap_or_else(|e| panic!("config: {e}"));
         let (f, _) =
             recording(|r| Ok(json!({"id": r["id"], "ok": true, "data": {"name": "Grace"}})));
-        let tk = Toolkit::build_with_wait_for(&cfg, Some(f)).unwrap_or_else(|e| panic!("{e}"));
+        let opts = BuildOptions {
+            wait_for: Some(f),
+            ..BuildOptions::default()
+        };
+        let tk = Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"));
         let r = run(&tk, "el_ask_name");
         assert_eq!(
             text(&r),

@@ -10,7 +10,7 @@ use crate::config::ToolkitConfig;
 use crate::error::{Error, ErrorCode};
 use crate::mcp::WaitFor;
 use crate::tool::CancelToken;
-use crate::toolkit::Toolkit;
+use crate::toolkit::{BuildOptions, Toolkit};
 use serde_json::Value;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
@@ -87,7 +87,11 @@ pub unsafe extern "C" fn tn_toolkit_build_with_wait_for(
         // SAFETY: forwarded from this function's contract.
         let text = unsafe { read_str(config_json, "config_json") }?;
         let cfg = ToolkitConfig::from_json_text(text)?;
-        let tk = Toolkit::build_with_wait_for(&cfg, host.map(wait_for_of))?;
+        let opts = BuildOptions {
+            wait_for: host.map(wait_for_of),
+            ..BuildOptions::default()
+        };
+        let tk = Toolkit::build_with(&cfg, &opts)?;
         built = Some(Box::new(tn_toolkit {
             inner: Arc::new(tk),
         }));

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod elicit;
+mod guarded;
 mod known_ids;
 mod lines;
 mod session;
@@ -22,12 +23,15 @@ pub use session::RemoteTool;
 use crate::json::normalize_args;
 use crate::runtime;
 use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolResult};
+use crate::translate::CancelToken;
 use serde_json::Value;
 use session::{PhaseCell, Session, SERVER_SLACK};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinHandle;
 
 /// What connecting the configured servers produced.
+#[derive(Default)]
 pub struct McpSource {
     /// Source `Mcp`, named `sanitize(server)_sanitize(tool)`, in server order
     /// then list order; when two tools get the same name the later one wins.
@@ -119,7 +123,18 @@ enum Outcome {
 /// Connects every enabled server in parallel (each bounded by its timeout per
 /// phase and timeout + 500 ms overall) and never fails.
 pub fn connect(config: &McpConfig) -> McpSource {
-    block_on_anywhere(connect_all(config))
+    connect_cancellable(config, None).unwrap_or_default()
+}
+
+/// [`connect`], abandoned as soon as `cancel` is triggered: then `None`,
+/// after every attempt still running was dropped (its request ended, its
+/// child process group killed), every session already made was dropped the
+/// same way, and every child this call started has been reaped.
+pub fn connect_cancellable(config: &McpConfig, cancel: Option<&CancelToken>) -> Option<McpSource> {
+    if cancel.is_some_and(CancelToken::is_cancelled) {
+        return None;
+    }
+    block_on_anywhere(connect_all(config, cancel))
 }
 
 /// `runtime::block_on`, also from a thread that is inside the runtime (where
@@ -139,29 +154,26 @@ where
     })
 }
 
-async fn connect_all(config: &McpConfig) -> McpSource {
-    let attempts: Vec<_> = config
+/// How long a cancelled connect waits for a killed child to be reaped.
+const REAP_LIMIT: Duration = Duration::from_secs(2);
+
+async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option<McpSource> {
+    let phases: Vec<PhaseCell> = config.servers.iter().map(|_| PhaseCell::new()).collect();
+    let mut attempts: Vec<JoinHandle<Outcome>> = config
         .servers
         .iter()
-        .map(|cfg| {
-            let cfg = cfg.clone();
-            tokio::spawn(async move { connect_one(&cfg).await })
+        .zip(&phases)
+        .map(|(cfg, phase)| {
+            let (cfg, phase) = (cfg.clone(), phase.clone());
+            tokio::spawn(async move { connect_one(&cfg, &phase).await })
         })
         .collect();
-    let mut source = McpSource {
-        tools: Vec::new(),
-        statuses: Vec::new(),
-        errors: Vec::new(),
-        sessions: McpSessions::default(),
+    let Some(outcomes) = gather(config, &mut attempts, cancel).await else {
+        abandon(attempts, &phases).await;
+        return None;
     };
-    for (cfg, attempt) in config.servers.iter().zip(attempts) {
-        let outcome = attempt.await.unwrap_or_else(|e| {
-            Outcome::Failed(session::failure(
-                &cfg.name,
-                "connect",
-                &format!("internal ({e})"),
-            ))
-        });
+    let mut source = McpSource::default();
+    for (cfg, outcome) in config.servers.iter().zip(outcomes) {
         match outcome {
             Outcome::Disabled => source.statuses.push((cfg.name.clone(), "disabled".into())),
             Outcome::Failed(msg) => {
@@ -194,7 +206,57 @@ async fn connect_all(config: &McpConfig) -> McpSource {
             }
         }
     }
-    source
+    Some(source)
+}
+
+/// Every attempt's outcome in config order, or `None` once `cancel` fires
+/// (the outcomes gathered so far are dropped then: a session dropped kills
+/// its child's group).
+async fn gather(
+    config: &McpConfig,
+    attempts: &mut [JoinHandle<Outcome>],
+    cancel: Option<&CancelToken>,
+) -> Option<Vec<Outcome>> {
+    let mut outcomes = Vec::with_capacity(attempts.len());
+    for (cfg, attempt) in config.servers.iter().zip(attempts.iter_mut()) {
+        let joined = match cancel {
+            None => attempt.await,
+            Some(token) => tokio::select! {
+                biased;
+                _ = token.cancelled() => return None,
+                joined = attempt => joined,
+            },
+        };
+        outcomes.push(joined.unwrap_or_else(|e| {
+            Outcome::Failed(session::failure(
+                &cfg.name,
+                "connect",
+                &format!("internal ({e})"),
+            ))
+        }));
+    }
+    Some(outcomes)
+}
+
+/// Ends a cancelled connect: every attempt aborted and awaited (its future,
+/// with any child handle or session it held, is dropped by then), then each
+/// child started waited on until it is reaped (bounded).
+async fn abandon(attempts: Vec<JoinHandle<Outcome>>, phases: &[PhaseCell]) {
+    for attempt in &attempts {
+        attempt.abort();
+    }
+    for attempt in attempts {
+        // A finished attempt's outcome (a session, say) is dropped with its
+        // handle; one still running is awaited until its future is gone.
+        if !attempt.is_finished() {
+            let _ = attempt.await;
+        }
+    }
+    for phase in phases {
+        if let Some(child) = phase.child() {
+            child.reaped_within(REAP_LIMIT).await;
+        }
+    }
 }
 
 /// What [`list_tools`] found (SPEC §2 Gap 6).
@@ -254,7 +316,7 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
             .iter()
             .map(|cfg| {
                 let cfg = cfg.clone();
-                tokio::spawn(async move { connect_one(&cfg).await })
+                tokio::spawn(async move { connect_one(&cfg, &PhaseCell::new()).await })
             })
             .collect();
         let mut inv = Inventory::default();
@@ -284,12 +346,11 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
     })
 }
 
-async fn connect_one(cfg: &ServerConfig) -> Outcome {
+async fn connect_one(cfg: &ServerConfig, phase: &PhaseCell) -> Outcome {
     if !cfg.enabled {
         return Outcome::Disabled;
     }
-    let phase = PhaseCell::new();
-    match tokio::time::timeout(cfg.timeout + SERVER_SLACK, session::connect(cfg, &phase)).await {
+    match tokio::time::timeout(cfg.timeout + SERVER_SLACK, session::connect(cfg, phase)).await {
         Ok(Ok((session, tools))) => Outcome::Connected(Box::new(session), tools),
         Ok(Err(msg)) => Outcome::Failed(msg),
         Err(_) => Outcome::Failed(session::failure(

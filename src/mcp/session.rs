@@ -9,6 +9,7 @@
 
 use super::config::{ServerConfig, Transport as ServerTransport};
 use super::elicit::{self, Calls, WaitFor};
+use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 use super::{lines, sse, stdio};
 use crate::parts::{Part, PartKind};
@@ -27,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// The extra time a whole server may take beyond its per-phase timeout.
 pub const SERVER_SLACK: Duration = Duration::from_millis(500);
@@ -57,15 +58,23 @@ pub struct Session {
     calls: Arc<Calls>,
     /// Cancelled on close: ends every elicitation still waiting.
     stopped: CancellationToken,
+    /// Ends the requests of a streamable HTTP session's client when the
+    /// session goes (see `super::guarded`).
+    _requests: Option<DropGuard>,
 }
 
-/// Where a connect attempt is, so a deadline can name the phase it hit.
+/// Where a connect attempt is, so a deadline can name the phase it hit, and
+/// the exit watch of the child it started (if any), so a build cancelled
+/// mid-connect can wait until that child is reaped.
 #[derive(Clone)]
-pub struct PhaseCell(Arc<Mutex<&'static str>>);
+pub struct PhaseCell(
+    Arc<Mutex<&'static str>>,
+    Arc<Mutex<Option<stdio::ExitWatch>>>,
+);
 
 impl PhaseCell {
     pub fn new() -> Self {
-        PhaseCell(Arc::new(Mutex::new("connect")))
+        PhaseCell(Arc::new(Mutex::new("connect")), Arc::new(Mutex::new(None)))
     }
     fn set(&self, phase: &'static str) {
         if let Ok(mut p) = self.0.lock() {
@@ -74,6 +83,15 @@ impl PhaseCell {
     }
     pub fn get(&self) -> &'static str {
         self.0.lock().map(|p| *p).unwrap_or("connect")
+    }
+    fn track(&self, child: &stdio::ChildProc) {
+        if let Ok(mut w) = self.1.lock() {
+            *w = Some(child.exit_watch());
+        }
+    }
+    /// The exit watch of the child this attempt started, if it started one.
+    pub fn child(&self) -> Option<stdio::ExitWatch> {
+        self.1.lock().ok().and_then(|w| w.clone())
     }
 }
 
@@ -138,7 +156,7 @@ async fn connect_inner(
     side: Side,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
-    let (service, child) = match &cfg.transport {
+    let (service, child, requests) = match &cfg.transport {
         ServerTransport::Invalid(msg) => {
             return Err(fail("connect", &format!("invalid config ({msg})")));
         }
@@ -146,6 +164,7 @@ async fn connect_inner(
             phase.set("connect");
             let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref())
                 .map_err(|d| fail("connect", &d))?;
+            phase.track(&spawned.child);
             phase.set("initialize");
             let init = tokio::time::timeout(
                 cfg.timeout,
@@ -157,7 +176,7 @@ async fn connect_inner(
             )
             .await;
             match init {
-                Ok(Ok(service)) => (service, Some(spawned.child)),
+                Ok(Ok(service)) => (service, Some(spawned.child), None),
                 Ok(Err(e)) => {
                     let mut detail = describe_init_error(&e);
                     // A server that exited before reading initialize shows as
@@ -184,8 +203,9 @@ async fn connect_inner(
             ..
         } => {
             phase.set("initialize");
-            let service = connect_remote(cfg, url, headers, *sse_only, phase, &side).await?;
-            (service, None)
+            let (service, requests) =
+                connect_remote(cfg, url, headers, *sse_only, phase, &side).await?;
+            (service, None, requests)
         }
     };
     let peer = service.peer().clone();
@@ -216,6 +236,7 @@ async fn connect_inner(
             closing: Notify::new(),
             calls: side.calls,
             stopped: side.stopped,
+            _requests: requests,
         },
         tools,
     ))
@@ -228,17 +249,19 @@ async fn connect_remote(
     sse_only: bool,
     phase: &PhaseCell,
     side: &Side,
-) -> Result<Service, String> {
+) -> Result<(Service, Option<DropGuard>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
     let streamable_err = if sse_only {
         None
     } else {
-        let transport =
+        // Dropped on every way out but success (a timeout, a cancelled
+        // build): rmcp's worker then gives up the request it has in flight.
+        let (transport, requests) =
             streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
         match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
             .await
         {
-            Ok(Ok(service)) => return Ok(service),
+            Ok(Ok(service)) => return Ok((service, Some(requests))),
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
                 // Nothing listening: the legacy transport cannot help.
@@ -265,7 +288,7 @@ async fn connect_remote(
         .map_err(report)?;
     phase.set("initialize");
     match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport))).await {
-        Ok(Ok(service)) => Ok(service),
+        Ok(Ok(service)) => Ok((service, None)),
         Ok(Err(e)) => Err(fail("initialize", &describe_init_error(&e))),
         Err(_) => Err(fail("initialize", &timeout_detail(cfg.timeout))),
     }
@@ -275,7 +298,7 @@ fn streamable_transport(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<(StreamableHttpClientTransport<GuardedClient>, DropGuard), String> {
     let mut map = HashMap::new();
     for (k, v) in headers {
         let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
@@ -285,12 +308,15 @@ fn streamable_transport(
         })?;
         map.insert(name, value);
     }
-    let client = http_client(timeout)?;
+    let (client, requests) = GuardedClient::new(http_client(timeout)?);
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
         .max_json_response_size(64 * 1024 * 1024)
         .max_sse_event_size(64 * 1024 * 1024);
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok((
+        StreamableHttpClientTransport::with_client(client, config),
+        requests,
+    ))
 }
 
 /// The crate's reqwest client (rustls on ring, webpki roots).

@@ -69,15 +69,15 @@ pub async fn connect(
     }
     let (endpoint_tx, endpoint_rx) = oneshot::channel();
     let (tx, inbox) = mpsc::channel(64);
-    let reader = tokio::spawn(read_events(resp, endpoint_tx, tx));
+    // Aborted on every way out but success, a connect abandoned mid-wait
+    // (a cancelled build) included: no reader outlives its stream's owner.
+    let mut reader = AbortOnDrop(Some(tokio::spawn(read_events(resp, endpoint_tx, tx))));
     let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
         Ok(Ok(e)) => e,
         Ok(Err(_)) => {
-            reader.abort();
             return Err("peer-eof (the event stream ended before the endpoint event)".into());
         }
         Err(_) => {
-            reader.abort();
             return Err(format!(
                 "timeout (no endpoint event within {} ms)",
                 timeout.as_millis()
@@ -87,6 +87,9 @@ pub async fn connect(
     let post_url = base
         .join(&endpoint)
         .map_err(|e| format!("transport (bad endpoint '{endpoint}': {e})"))?;
+    let Some(reader) = reader.0.take() else {
+        return Err("transport (internal: the event reader is gone)".into());
+    };
     Ok(SseTransport {
         client,
         post_url: post_url.to_string(),
@@ -94,6 +97,17 @@ pub async fn connect(
         inbox,
         reader,
     })
+}
+
+/// Aborts the task it holds when dropped, unless the task was taken out.
+struct AbortOnDrop(Option<JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
 }
 
 /// Parses the event stream: the first `endpoint` event goes to `endpoint`,

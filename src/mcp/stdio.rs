@@ -187,7 +187,39 @@ async fn drain(mut stderr: tokio::process::ChildStderr, server: String) {
 /// The longest stderr line passed to the log callback.
 const STDERR_LINE_MAX: usize = 8 * 1024;
 
+/// A clone of a child's exit status channel: outlives the [`ChildProc`]
+/// (the watcher task that reaps the child publishes into it).
+#[derive(Clone)]
+pub struct ExitWatch(watch::Receiver<Option<ExitStatus>>);
+
+impl ExitWatch {
+    /// Waits until the child has been reaped, or up to `limit`; `true` if it
+    /// was.
+    pub async fn reaped_within(&self, limit: Duration) -> bool {
+        let mut rx = self.0.clone();
+        let wait = async {
+            loop {
+                if rx.borrow_and_update().is_some() {
+                    return true;
+                }
+                if rx.changed().await.is_err() {
+                    // The watcher ended: it reaped the child, or the
+                    // runtime is going away (kill_on_drop then fires).
+                    return rx.borrow().is_some();
+                }
+            }
+        };
+        tokio::time::timeout(limit, wait).await.unwrap_or(false)
+    }
+}
+
 impl ChildProc {
+    /// The exit status channel, for waiting on the reaping after this
+    /// handle is gone.
+    pub fn exit_watch(&self) -> ExitWatch {
+        ExitWatch(self.exit.clone())
+    }
+
     /// The process id of the server (also its process group id).
     pub fn pid(&self) -> u32 {
         self.pgid.as_raw().unsigned_abs()

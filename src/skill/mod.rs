@@ -137,16 +137,28 @@ enum Candidate {
 
 /// Discovers and filters the skills of `opts`.
 pub fn load(opts: &Options) -> Catalog {
+    load_until(opts, &|| false).unwrap_or_default()
+}
+
+/// [`load`], given up (`None`) as soon as `stop` answers true: it is asked
+/// between directories of the walk and between files.
+pub fn load_until(opts: &Options, stop: &(dyn Fn() -> bool + Sync)) -> Option<Catalog> {
     let mut paths: Vec<PathBuf> = Vec::new();
     let mut root_warnings = Vec::new();
     for dir in &opts.dirs {
-        let found = discover(Path::new(dir));
+        let found = discover(Path::new(dir), stop);
+        if stop() {
+            return None;
+        }
         if found.is_empty() {
             root_warnings.push(empty_root(dir));
         }
         paths.extend(found);
     }
-    let mut cands = parse_files(&paths);
+    let mut cands = parse_files(&paths, stop);
+    if stop() {
+        return None;
+    }
     for def in &opts.defs {
         cands.push(from_def(def));
     }
@@ -173,7 +185,7 @@ pub fn load(opts: &Options) -> Catalog {
         .enumerate()
         .map(|(i, s)| (s.name.clone(), i))
         .collect();
-    Catalog {
+    Some(Catalog {
         all,
         loaded,
         skipped,
@@ -181,7 +193,7 @@ pub fn load(opts: &Options) -> Catalog {
         root_warnings,
         sample_limit: opts.sample_limit,
         by_name,
-    }
+    })
 }
 
 /// Why the skills root `dir` gave no skill, as a status warning.
@@ -226,9 +238,9 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<Skill>, Vec<St
 /// root first, then the path relative to the root in code-point order. The
 /// first of two skills with one name wins, so a top-level skill beats a
 /// nested copy whatever their names. A missing root yields none.
-fn discover(root: &Path) -> Vec<PathBuf> {
+fn discover(root: &Path, stop: &(dyn Fn() -> bool + Sync)) -> Vec<PathBuf> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    let found = walk::files_parallel(root, &|name| name == "SKILL.md", threads);
+    let found = walk::files_parallel(root, &|name| name == "SKILL.md", threads, stop);
     let mut keyed: Vec<(usize, PathBuf)> = found
         .into_iter()
         .map(|p| {
@@ -250,16 +262,24 @@ fn discover(root: &Path) -> Vec<PathBuf> {
 
 /// Reads and parses every file, in order, spreading the work over the
 /// available cores when there is enough of it.
-fn parse_files(paths: &[PathBuf]) -> Vec<Candidate> {
+/// Files left once `stop` answers true are not read.
+fn parse_files(paths: &[PathBuf], stop: &(dyn Fn() -> bool + Sync)) -> Vec<Candidate> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let parse_file = |p: &PathBuf| {
+        if stop() {
+            Candidate::Skip(Skip::new(p.to_string_lossy().into_owned(), "unreadable"))
+        } else {
+            parse_file(p)
+        }
+    };
     if threads < 2 || paths.len() < 64 {
-        return paths.iter().map(|p| parse_file(p)).collect();
+        return paths.iter().map(parse_file).collect();
     }
     let chunk = paths.len().div_ceil(threads);
     std::thread::scope(|scope| {
         let workers: Vec<_> = paths
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|p| parse_file(p)).collect::<Vec<_>>()))
+            .map(|part| scope.spawn(move || part.iter().map(parse_file).collect::<Vec<_>>()))
             .collect();
         workers
             .into_iter()
@@ -486,5 +506,45 @@ impl Execute for SkillTool {
     fn execute(&self, args: &Value, _ctx: &ExecContext) -> ToolResult {
         let name = args.get("name").map(display_string).unwrap_or_default();
         self.0.execute(&name)
+    }
+}
+
+#[cfg(test)]
+mod stop_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn tree(levels: usize) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let mut dir = tmp.path().to_path_buf();
+        for i in 0..levels {
+            dir = dir.join(format!("d{i}"));
+            let skill = dir.join("s");
+            let _ = std::fs::create_dir_all(&skill);
+            let _ = std::fs::write(
+                skill.join("SKILL.md"),
+                format!("---\nname: s{i}\ndescription: d\n---\nbody"),
+            );
+        }
+        tmp
+    }
+
+    #[test]
+    fn a_stop_during_the_walk_gives_up_the_load() {
+        let tmp = tree(6);
+        let opts = Options {
+            dirs: vec![tmp.path().to_string_lossy().into_owned()],
+            ..Options::default()
+        };
+        assert_eq!(load(&opts).loaded.len(), 6);
+        // Stop once the walk has asked three times: it is mid-tree then.
+        let asked = AtomicUsize::new(0);
+        let stop = || asked.fetch_add(1, Ordering::SeqCst) >= 3;
+        assert!(load_until(&opts, &stop).is_none());
+        let walked = asked.load(Ordering::SeqCst);
+        assert!(
+            walked < 20,
+            "the walk went on after the stop ({walked} checks)"
+        );
     }
 }

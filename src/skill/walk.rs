@@ -40,15 +40,18 @@ struct Found {
 /// included, entered once), pruning `node_modules` and `.git`. Unordered. A
 /// missing or unreadable root yields nothing.
 pub fn files(root: &Path, keep: &(dyn Fn(&OsStr) -> bool + Sync)) -> Vec<PathBuf> {
-    files_parallel(root, keep, 1)
+    files_parallel(root, keep, 1, &|| false)
 }
 
 /// Like [`files`], with the directories of each level read on up to
 /// `threads` threads (the order of the result is unspecified either way).
+/// Once `stop` answers true the walk reads no further directory and returns
+/// what it found so far.
 pub fn files_parallel(
     root: &Path,
     keep: &(dyn Fn(&OsStr) -> bool + Sync),
     threads: usize,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Vec<PathBuf> {
     let Ok(real) = fs::canonicalize(root) else {
         return Vec::new();
@@ -60,9 +63,9 @@ pub fn files_parallel(
         real,
     }];
     let mut out = Vec::new();
-    while !level.is_empty() {
+    while !level.is_empty() && !stop() {
         let mut next = Vec::new();
-        for found in read_level(&level, keep, threads) {
+        for found in read_level(&level, keep, threads, stop) {
             out.extend(found.files);
             next.extend(found.dirs);
         }
@@ -80,15 +83,27 @@ pub fn files_parallel(
 
 /// Reads every directory of one level, spread over `threads` threads when
 /// there are enough of them.
-fn read_level(level: &[Dir], keep: &(dyn Fn(&OsStr) -> bool + Sync), threads: usize) -> Vec<Found> {
+fn read_level(
+    level: &[Dir],
+    keep: &(dyn Fn(&OsStr) -> bool + Sync),
+    threads: usize,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Vec<Found> {
+    let read = |d: &Dir| {
+        if stop() {
+            Found::default()
+        } else {
+            read(d, keep)
+        }
+    };
     if threads < 2 || level.len() < 4 {
-        return level.iter().map(|d| read(d, keep)).collect();
+        return level.iter().map(read).collect();
     }
     let chunk = level.len().div_ceil(threads);
     std::thread::scope(|scope| {
         let workers: Vec<_> = level
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|d| read(d, keep)).collect::<Vec<_>>()))
+            .map(|part| scope.spawn(move || part.iter().map(read).collect::<Vec<_>>()))
             .collect();
         workers
             .into_iter()
@@ -179,7 +194,7 @@ mod tests {
         let _ = std::os::unix::fs::symlink(tmp.join("root/b"), tmp.join("root/a/l1"));
         let _ = std::os::unix::fs::symlink(tmp.join("root/a"), tmp.join("root/b/l2"));
         let found = files(&tmp.join("root"), &|_| true);
-        let parallel = files_parallel(&tmp.join("root"), &|_| true, 2);
+        let parallel = files_parallel(&tmp.join("root"), &|_| true, 2, &|| false);
         let _ = fs::remove_dir_all(&tmp);
         assert!(!found.is_empty() && found.len() < 10, "{found:?}");
         assert_eq!(found.len(), parallel.len());
@@ -199,7 +214,7 @@ mod tests {
         let _ = std::os::unix::fs::symlink(tmp.join("shared"), tmp.join("root/b"));
         let _ = std::os::unix::fs::symlink(tmp.join("shared"), tmp.join("root/deep/er/a"));
         for threads in [1, 4] {
-            let got: Vec<String> = files_parallel(&tmp.join("root"), &|_| true, threads)
+            let got: Vec<String> = files_parallel(&tmp.join("root"), &|_| true, threads, &|| false)
                 .into_iter()
                 .map(|p| {
                     p.strip_prefix(&tmp)
