@@ -39,6 +39,14 @@
 #define TN_ABI_VERSION 1
 
 /*
+ Options for `tn_toolkit_build_with`, made by `tn_build_options_new` and
+ released by `tn_build_options_free`. One object may serve many builds
+ (one after another or at once); it is not changed by a build. The
+ setters must not race with each other or with a build using it.
+ */
+typedef struct tn_build_options tn_build_options;
+
+/*
  Where a host tool puts its result, and what it can ask about its call
  (`tn_call_deadline_ms`, `tn_call_cancelled`). Valid only during the
  callback that received it; the library copies what it is given.
@@ -295,6 +303,98 @@ const char *tn_version(void);
 uint32_t tn_abi_version(void);
 
 /*
+ New, empty build options (a build with them is `tn_toolkit_build`'s).
+ Never NULL.
+ */
+tn_build_options *tn_build_options_new(void);
+
+/*
+ Frees build options; the `user_data_free` of each callback set runs now
+ (or, for one a build is still calling, when that build is done). NULL is
+ a no-op. Not twice.
+
+ # Safety
+ `opts` is NULL or a pointer from `tn_build_options_new` not yet freed.
+ */
+void tn_build_options_free(tn_build_options *opts);
+
+/*
+ Sets the cancel token of the builds made with `opts` (NULL clears it).
+ The options keep their own reference to the token: the caller may free
+ its `tn_cancel` afterwards, and triggering it (from any thread) still
+ ends a build in progress: it returns `TN_CANCELLED` promptly, with every
+ MCP server process it started killed and reaped and every request it
+ made ended. A token already triggered fails the build at once.
+
+ # Safety
+ `opts` is NULL or live; `cancel` is NULL or a live token.
+ */
+tn_status tn_build_options_set_cancel(tn_build_options *opts,
+                                      const tn_cancel *cancel);
+
+/*
+ Sets the callback of one build slot, replacing the one there (whose
+ `user_data_free` then runs). Slots:
+
+ - `skillProvider` (SPEC §3 S1): called once per build, on the building
+   thread, with the event `{}`; answers through `tn_reply_set_json` with
+   an array of skill objects, the shape of the `skills` config key
+   (`{name, description?, content?, resources?, base?}`). They load
+   after the config's `skills` (the first skill of a name wins); the
+   provider alone makes the toolkit have a skill source. No answer (or
+   `null`) is no skill. `tn_reply_set_error`, or an answer of another
+   shape, fails neither the build nor the other skill sources: the
+   message is the status error `skillProvider` (`tn_render(tk,
+   "status")`).
+ - `waitFor` (SPEC §2, the MCP elicitation bridge): the client's
+   `waitFor` shape. With one, every MCP server is told the client
+   supports `elicitation` (form and URL mode), and a server's question
+   during a tool call is the event — form mode `{id, kind:"input",
+   prompt, data:{schema}}`, URL mode `{id, kind:"authorization", prompt,
+   url}` — answered with the Answer `{id?, ok, data?, reason?}` while the
+   call waits: `ok` accepts (form mode: `data`, an object, is the
+   content), `reason:"declined"` declines, any other refusal cancels. A
+   callback that fails, sets nothing or answers a wrong shape makes the
+   server's request fail; the tool call still ends with a result. Called
+   on a library thread, several at once when calls overlap;
+   `tn_reply_cancelled` turns true once nobody waits for the answer (the
+   call hit its deadline or was cancelled, or the toolkit is closing).
+   The toolkits built keep it: its `user_data_free` runs once the
+   options and those toolkits are all freed. Without one, elicitation is
+   not advertised and a server that asks is refused (`-32601`).
+
+ A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
+ for this `user_data` — also when this call fails. An unknown slot is
+ `TN_INVALID_ARGUMENT` naming the known ones. On failure `*out_error`
+ (nullable) holds the error JSON, else NULL.
+
+ # Safety
+ `opts` is NULL or live; `slot` is NULL or NUL-terminated; `callback` and
+ `user_data` must be usable from any thread until released.
+ */
+tn_status tn_build_options_set_callback(tn_build_options *opts,
+                                        const char *slot,
+                                        tn_callback callback,
+                                        void *user_data,
+                                        tn_user_data_free user_data_free,
+                                        char **out_error);
+
+/*
+ `tn_toolkit_build` with options (`opts` NULL: none). Besides the errors
+ of `tn_toolkit_build`, `TN_CANCELLED` when the options' cancel token was
+ triggered before or during the build; nothing the build started is left
+ running then. Out-parameters as `tn_toolkit_build`.
+
+ # Safety
+ As `tn_toolkit_build`; `opts` is NULL or live and no setter runs on it
+ meanwhile.
+ */
+tn_status tn_toolkit_build_with(const char *config_json,
+                                const tn_build_options *opts,
+                                tn_toolkit **out_toolkit,
+                                char **out_error);
+
+/*
  Builds a client from client JSON: the `tn_translate` client keys
  (`baseUrl`, `style`, `model`, `apiKey`, `headers`, `systemPrompt`,
  `retries`, `retryBaseMs`, `timeoutMs` — here a whole-run deadline —,
@@ -547,37 +647,6 @@ tn_status tn_stream(const tn_client *client,
                     const tn_cancel *cancel,
                     void *run_data,
                     char **out_json);
-
-/*
- `tn_toolkit_build` with the host's SPEC §10 `waitFor` for the MCP
- elicitation bridge (SPEC §2): every MCP server of the toolkit is told the
- client supports `elicitation` (form and URL mode), and a server that asks
- for input during a tool call is answered through `wait_for` while the
- call waits. The callback is the client's `waitFor` shape
- (`tn_client_set_callback`): the event is the Request — form mode
- `{id, kind:"input", prompt, data:{schema}}`, URL mode `{id,
- kind:"authorization", prompt, url}` — and the reply the Answer `{id?, ok,
- data?, reason?}`: `ok` accepts (form mode: `data`, an object, is the
- content), `reason:"declined"` declines, any other refusal cancels. A
- callback that fails or sets no Answer makes the server's request fail;
- the tool call still ends with a result. It runs on a library thread,
- possibly several at once; `tn_reply_cancelled` turns true once the call
- it serves has ended (deadline or cancel). A NULL `wait_for` is a plain
- `tn_toolkit_build` (elicitation not advertised). `user_data_free`
- (nullable) runs once, when the library no longer needs the callback: at
- the latest when the toolkit is freed, during the build when no MCP server
- connected, at once when the build fails.
-
- # Safety
- As `tn_toolkit_build`; `wait_for` and `user_data` must be usable from any
- thread until `user_data_free` runs.
- */
-tn_status tn_toolkit_build_with_wait_for(const char *config_json,
-                                         tn_callback wait_for,
-                                         void *user_data,
-                                         tn_user_data_free user_data_free,
-                                         tn_toolkit **out_toolkit,
-                                         char **out_error);
 
 /*
  Milliseconds left before the deadline of the call (0 once it passed),

@@ -7,8 +7,7 @@ package toolnexus
 #include <string.h>
 #include "toolnexus.h"
 
-tn_status tngo_build_with_wait_for(const char *config_json, uintptr_t handle, tn_toolkit **out_toolkit,
-                                   char **out_error);
+tn_status tngo_build_set_wait_for(tn_build_options *opts, uintptr_t handle, char **out_error);
 */
 import "C"
 
@@ -16,7 +15,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"runtime/cgo"
 	"sync"
 	"time"
@@ -32,7 +30,7 @@ type toolkitWaitFor struct {
 	f WaitForFunc
 }
 
-// BuildWithWaitFor is Build with the host's waitFor for the MCP elicitation
+// WithWaitFor gives the toolkit the host's waitFor for the MCP elicitation
 // bridge (SPEC §2): every MCP server of the toolkit is told the client
 // supports elicitation, and a server that asks for input during a tool call
 // is answered by waitFor while the call waits. A form-mode question is a
@@ -43,44 +41,30 @@ type toolkitWaitFor struct {
 // makes the server's request fail, and the tool call still ends with a
 // result. waitFor runs on library threads, possibly several at once; its ctx
 // is cancelled once nobody waits for the answer any more (the tool call hit
-// its deadline or was cancelled, or the toolkit is closing). A nil waitFor
-// is Build: elicitation is not advertised.
-func BuildWithWaitFor(ctx context.Context, config any, waitFor WaitForFunc) (*Toolkit, error) {
+// its deadline or was cancelled, or the toolkit is closing). Without it,
+// elicitation is not advertised. The toolkit keeps waitFor until Close.
+func WithWaitFor(waitFor WaitForFunc) BuildOption {
+	return func(o *buildOptions) { o.waitFor = waitFor }
+}
+
+// setWaitFor puts waitFor (if any) in the build's "waitFor" slot.
+func setWaitFor(copts *C.tn_build_options, waitFor WaitForFunc) error {
 	if waitFor == nil {
-		return Build(ctx, config)
+		return nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, &Error{Code: "cancelled", Status: StatusCancelled, Message: "build cancelled: " + err.Error()}
-	}
-	text, err := jsonText(config)
-	if err != nil {
-		return nil, fmt.Errorf("toolnexus: config: %w", err)
-	}
-	cconf, err := cString("config", text)
-	if err != nil {
-		return nil, err
-	}
-	defer C.free(unsafe.Pointer(cconf))
 	h := cgo.NewHandle(&toolkitWaitFor{f: waitFor})
 	liveSlots.Lock()
 	liveSlots.m[h] = struct{}{}
 	liveSlots.Unlock()
-	var ptr *C.tn_toolkit
 	var cerr *C.char
 	// The library owns h from here: it releases it (goToolkitWaitForRelease)
-	// when the toolkit is freed, or at once when the build fails.
-	status := C.tngo_build_with_wait_for(cconf, C.uintptr_t(h), &ptr, &cerr)
+	// once the options and every toolkit built with them are freed.
+	status := C.tngo_build_set_wait_for(copts, C.uintptr_t(h), &cerr)
 	body := takeString(cerr)
 	if status != C.TN_OK {
-		return nil, statusError(status, body)
+		return statusError(status, body)
 	}
-	if ptr == nil {
-		return nil, &Error{Code: "internal", Status: StatusInternal, Message: "tn_toolkit_build_with_wait_for returned ok without a toolkit"}
-	}
-	st := newToolkitState(ptr)
-	tk := &Toolkit{state: st}
-	tk.cleanup = runtime.AddCleanup(tk, func(s *toolkitState) { s.free() }, st)
-	return tk, nil
+	return nil
 }
 
 // pollStop cancels ctx once the library says the answer is no longer

@@ -12,8 +12,7 @@ static void tngo_wait_for_release(void *user_data) {
     goToolkitWaitForRelease((uintptr_t)user_data);
 }
 
-tn_status tngo_build_with_wait_for(const char *config_json, uintptr_t handle, tn_toolkit **out_toolkit,
-                                   char **out_error) {
-    return tn_toolkit_build_with_wait_for(config_json, tngo_wait_for_trampoline, (void *)handle,
-                                          tngo_wait_for_release, out_toolkit, out_error);
+tn_status tngo_build_set_wait_for(tn_build_options *opts, uintptr_t handle, char **out_error) {
+    return tn_build_options_set_callback(opts, "waitFor", tngo_wait_for_trampoline, (void *)handle,
+                                         tngo_wait_for_release, out_error);
 }

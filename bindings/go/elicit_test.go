@@ -19,11 +19,11 @@ func elicitToolkit(t *testing.T, waitFor WaitForFunc) *Toolkit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := BuildWithWaitFor(context.Background(), map[string]any{
+	tk, err := Build(context.Background(), map[string]any{
 		"builtins": false,
 		"mcpConfig": map[string]any{"mcpServers": map[string]any{
 			"el": map[string]any{"command": []string{"python3", server, "stdio"}, "timeout": 20000}}},
-	}, waitFor)
+	}, WithWaitFor(waitFor))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -294,8 +294,11 @@ var errClosed = &Error{Code: "invalid_argument", Status: StatusInvalidArgument, 
 
 // Build builds a toolkit from its config (CONTRACT §3): a JSON string or
 // []byte, or any value encoding/json can marshal (a map, a struct). A ctx
-// that is already done refuses the build with a cancelled error.
-func Build(ctx context.Context, config any) (*Toolkit, error) {
+// that is already done refuses the build with a cancelled error; one done
+// during the build (cancelled, or past its deadline) ends it promptly with
+// a cancelled error, even while it waits on an MCP server, and leaves no
+// process it started running. opts add host extensions (WithSkillProvider).
+func Build(ctx context.Context, config any, opts ...BuildOption) (*Toolkit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Code: "cancelled", Status: StatusCancelled, Message: "build cancelled: " + err.Error()}
 	}
@@ -308,15 +311,9 @@ func Build(ctx context.Context, config any) (*Toolkit, error) {
 		return nil, err
 	}
 	defer C.free(unsafe.Pointer(cconf))
-	var ptr *C.tn_toolkit
-	var cerr *C.char
-	status := C.tn_toolkit_build(cconf, &ptr, &cerr)
-	body := takeString(cerr)
-	if status != C.TN_OK {
-		return nil, statusError(status, body)
-	}
-	if ptr == nil {
-		return nil, &Error{Code: "internal", Status: StatusInternal, Message: "tn_toolkit_build returned ok without a toolkit"}
+	ptr, err := build(ctx, cconf, opts)
+	if err != nil {
+		return nil, err
 	}
 	st := newToolkitState(ptr)
 	tk := &Toolkit{state: st}

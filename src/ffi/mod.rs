@@ -4,6 +4,7 @@
 //! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
 //! single write of the out-parameter. Business logic lives elsewhere.
 
+mod build;
 mod client;
 mod client_ext;
 mod elicit;
@@ -18,9 +19,9 @@ pub(crate) mod signal;
 mod strings;
 mod translate;
 
+pub use build::*;
 pub use client::*;
 pub use client_ext::*;
-pub use elicit::*;
 pub use host::*;
 pub use log::*;
 pub use mcp::*;
@@ -135,39 +136,8 @@ pub unsafe extern "C" fn tn_toolkit_build(
     out_toolkit: *mut *mut tn_toolkit,
     out_error: *mut *mut c_char,
 ) -> tn_status {
-    if out_toolkit.is_null() {
-        // Nowhere to put a toolkit: report it through out_error when we can.
-        return boundary(out_error, || -> Result<String, Error> {
-            Err(Error::new(ErrorCode::NullArgument, "out_toolkit is NULL"))
-        });
-    }
-    if out_error.is_null() {
-        // SAFETY: checked non-NULL just above.
-        unsafe { *out_toolkit = std::ptr::null_mut() };
-        return TN_NULL_ARGUMENT;
-    }
-    let mut built: Option<Box<tn_toolkit>> = None;
-    let status = boundary(out_error, || {
-        // SAFETY: forwarded from this function's contract.
-        let text = unsafe { read_str(config_json, "config_json") }?;
-        let tk = Toolkit::build_from_json(text)?;
-        built = Some(Box::new(tn_toolkit {
-            inner: std::sync::Arc::new(tk),
-        }));
-        Ok(String::new())
-    });
-    // SAFETY: both out-pointers were checked non-NULL above.
-    unsafe {
-        match built {
-            Some(tk) if status == TN_OK => {
-                tn_string_free(*out_error);
-                *out_error = std::ptr::null_mut();
-                *out_toolkit = Box::into_raw(tk);
-            }
-            _ => *out_toolkit = std::ptr::null_mut(),
-        }
-    }
-    status
+    // SAFETY: forwarded from this function's contract; no options.
+    unsafe { tn_toolkit_build_with(config_json, std::ptr::null(), out_toolkit, out_error) }
 }
 
 /// Frees a toolkit: closes its MCP sessions, ends the child processes it

@@ -1,5 +1,6 @@
 /* The MCP elicitation bridge (SPEC §2) from C, through nothing but
- * include/toolnexus.h: a toolkit built with a C waitFor over a server on the
+ * include/toolnexus.h: a toolkit built with a C waitFor (the "waitFor" slot of
+ * tn_build_options_set_callback, then tn_toolkit_build_with) over a server on the
  * official Python MCP SDK (tests/mcp_servers/sdk_elicit_server.py) whose
  * tools call ctx.elicit (form mode) and ctx.elicit_url (URL mode) during
  * tools/call. What the C callback answers is what the server's tool sees:
@@ -112,8 +113,14 @@ int main(void) {
     struct host h = {0};
     tn_toolkit *tk = NULL;
     char *err = NULL;
-    tn_status st = tn_toolkit_build_with_wait_for(CONFIG, wait_for, &h, host_free, &tk, &err);
+    tn_build_options *opts = tn_build_options_new();
+    tn_status st = tn_build_options_set_callback(opts, "waitFor", wait_for, &h, host_free, &err);
+    CHECK(st == TN_OK && err == NULL, "set waitFor: %d %s", st, err ? err : "");
+    st = tn_toolkit_build_with(CONFIG, opts, &tk, &err);
     CHECK(st == TN_OK && tk != NULL, "build: %d %s", st, err ? err : "");
+    /* The toolkit keeps its waitFor: the options may go now. */
+    tn_build_options_free(opts);
+    CHECK(atomic_load(&h.frees) == 0, "user_data_free ran while the toolkit holds it");
 
     char *status = NULL;
     tn_render(tk, "status", &status);
@@ -168,18 +175,21 @@ int main(void) {
     CHECK(atomic_load(&h.frees) == 1, "user_data_free ran %d times", atomic_load(&h.frees));
 
     /* Without a waitFor: not advertised, and a server that asks anyway is refused. */
-    st = tn_toolkit_build_with_wait_for(CONFIG, NULL, NULL, NULL, &tk, &err);
+    st = tn_toolkit_build_with(CONFIG, NULL, &tk, &err);
     CHECK(st == TN_OK && tk != NULL, "build: %d %s", st, err ? err : "");
     expect(tk, "el_client_caps", "\\\"none\\\"");
     expect(tk, "el_ask_name", "without a waitFor");
     tn_toolkit_free(tk);
 
-    /* A build that fails still releases user_data, once. */
+    /* A build that fails keeps nothing: user_data goes, once, with the options. */
     struct host bad = {0};
-    st = tn_toolkit_build_with_wait_for("{\"nope\":1}", wait_for, &bad, host_free, &tk, &err);
+    opts = tn_build_options_new();
+    tn_build_options_set_callback(opts, "waitFor", wait_for, &bad, host_free, NULL);
+    st = tn_toolkit_build_with("{\"nope\":1}", opts, &tk, &err);
     CHECK(st == TN_INVALID_CONFIG && tk == NULL, "%d", st);
-    CHECK(atomic_load(&bad.frees) == 1, "user_data_free ran %d times", atomic_load(&bad.frees));
     tn_string_free(err);
+    tn_build_options_free(opts);
+    CHECK(atomic_load(&bad.frees) == 1, "user_data_free ran %d times", atomic_load(&bad.frees));
 
     printf("%d passed, 0 failed\n", passed);
     return 0;

@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
-from . import _native
+from . import _build, _native
 
 __all__ = [
     "CancelToken",
@@ -198,16 +198,31 @@ class Toolkit:
     README's toolkit config table). Use it as a context manager, or call
     :meth:`close`. Safe to use from many threads at once."""
 
-    def __init__(self, config: Union[dict, str, None] = None) -> None:
+    def __init__(
+        self,
+        config: Union[dict, str, None] = None,
+        *,
+        cancel: Optional["CancelToken"] = None,
+        timeout: Optional[float] = None,
+        skill_provider: Optional[Callable[[], Optional[list]]] = None,
+    ) -> None:
+        """``cancel`` (triggered from another thread) or ``timeout`` (seconds)
+        ends a build that hangs, on an MCP server say: it raises
+        :class:`CancelledError` or :class:`TimeoutError`, and leaves no process
+        it started running. ``skill_provider`` is called once during the build
+        and returns skills as data (a list of dicts shaped like the ``skills``
+        key); an exception in it is reported in ``status["errors"]
+        ["skillProvider"]`` and fails nothing else."""
         self._lib = _native.load()
         cfg = _native.cstr(config if config is not None else {}, "config")
-        out = ctypes.c_void_p()
-        err = ctypes.c_void_p()
-        status = self._lib.tn_toolkit_build(cfg, ctypes.byref(out), ctypes.byref(err))
-        text = _native.take(self._lib, err)
+        status, ptr, text, timed_out = _build.build(
+            self._lib, cfg, cancel.handle if cancel is not None else None, timeout, skill_provider
+        )
         if status != 0:
+            if timed_out and timeout is not None:
+                raise TimeoutError("timeout", 8, _build.timeout_message(timeout, text))
             raise _error(status, text)
-        self._ptr: Optional[int] = out.value
+        self._ptr: Optional[int] = ptr
         # The ctypes callback objects must outlive every call that may use
         # them: kept until the toolkit is freed.
         self._callbacks: list[Any] = []

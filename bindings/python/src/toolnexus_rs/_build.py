@@ -1,0 +1,131 @@
+"""``tn_toolkit_build_with`` for :class:`toolnexus_rs.Toolkit`: a cancel token,
+a timeout, and a ``skillProvider`` callback (issue 17).
+
+The build-options signatures are declared here, once per loaded library, so
+that this file is all the build options add to the package."""
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+from typing import Any, Callable, Optional
+
+from . import _native
+
+#: ``tn_callback``: (user_data, event_json, tn_reply *).
+REPLY_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+
+_declared: set[int] = set()
+_declare_lock = threading.Lock()
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    with _declare_lock:
+        if id(lib) in _declared:
+            return
+        status = ctypes.c_int32
+        vpp = _native.c_void_p_p
+        sig = {
+            "tn_build_options_new": ([], ctypes.c_void_p),
+            "tn_build_options_free": ([ctypes.c_void_p], None),
+            "tn_build_options_set_cancel": ([ctypes.c_void_p, ctypes.c_void_p], status),
+            "tn_build_options_set_callback": (
+                # The finalizer is always NULL: the callback object is kept
+                # alive by the build that uses it.
+                [ctypes.c_void_p, ctypes.c_char_p, REPLY_CALLBACK, ctypes.c_void_p, ctypes.c_void_p, vpp],
+                status,
+            ),
+            "tn_toolkit_build_with": ([ctypes.c_char_p, ctypes.c_void_p, vpp, vpp], status),
+            "tn_reply_set_json": ([ctypes.c_void_p, ctypes.c_char_p], status),
+            "tn_reply_set_error": ([ctypes.c_void_p, ctypes.c_char_p], status),
+        }
+        for name, (args, res) in sig.items():
+            fn = getattr(lib, name)
+            fn.argtypes = args
+            fn.restype = res
+        _declared.add(id(lib))
+
+
+#: What a skill provider returns: a list of skill dicts, the shape of the
+#: ``skills`` config key (``{"name", "description"?, "content"?,
+#: "resources"?, "base"?}``), or ``None`` for no skill.
+SkillProvider = Callable[[], Optional[list]]
+
+
+def _provider_callback(lib: ctypes.CDLL, provider: SkillProvider) -> Any:
+    def trampoline(_user_data: Any, _event: Optional[bytes], reply: int) -> None:
+        # Nothing may raise through the C frames: a failure is reported.
+        try:
+            skills = provider()
+            text = _native.cstr(skills if skills is not None else [], "skills")
+            lib.tn_reply_set_json(reply, text)
+        except BaseException as e:  # noqa: BLE001 — isolated by the library
+            message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            lib.tn_reply_set_error(reply, message.replace("\0", "\ufffd").encode("utf-8", "replace"))
+
+    return REPLY_CALLBACK(trampoline)
+
+
+def build(
+    lib: ctypes.CDLL,
+    config: bytes,
+    cancel: Optional[int],
+    timeout: Optional[float],
+    skill_provider: Optional[SkillProvider],
+) -> tuple[int, Optional[int], Optional[str], bool]:
+    """Runs the build: ``(status, toolkit pointer, error text, timed out)``.
+    ``cancel`` is a live ``tn_cancel *`` or ``None``; ``timeout`` (seconds)
+    triggers a token of its own."""
+    _declare(lib)
+    opts = lib.tn_build_options_new()
+    own_token: Optional[int] = None
+    timer: Optional[threading.Timer] = None
+    fired = threading.Event()
+    callback = None
+    try:
+        if skill_provider is not None:
+            callback = _provider_callback(lib, skill_provider)
+            err = ctypes.c_void_p()
+            status = lib.tn_build_options_set_callback(
+                opts, b"skillProvider", callback, None, None, ctypes.byref(err)
+            )
+            text = _native.take(lib, err)
+            if status != 0:
+                return status, None, text, False
+        if timeout is not None:
+            if cancel is not None:
+                # One token per build: the caller's is watched alongside.
+                raise ValueError("give either cancel or timeout, not both")
+            own_token = lib.tn_cancel_new()
+            lib.tn_build_options_set_cancel(opts, own_token)
+
+            def expire() -> None:
+                fired.set()
+                lib.tn_cancel_trigger(own_token)
+
+            timer = threading.Timer(max(0.0, timeout), expire)
+            timer.daemon = True
+            timer.start()
+        elif cancel is not None:
+            lib.tn_build_options_set_cancel(opts, cancel)
+        out = ctypes.c_void_p()
+        err = ctypes.c_void_p()
+        status = lib.tn_toolkit_build_with(config, opts, ctypes.byref(out), ctypes.byref(err))
+        text = _native.take(lib, err)
+        return status, out.value, text, fired.is_set()
+    finally:
+        if timer is not None:
+            timer.cancel()
+            timer.join()
+        lib.tn_build_options_free(opts)
+        if own_token is not None:
+            lib.tn_cancel_free(own_token)
+        del callback
+
+
+def timeout_message(timeout: float, text: Optional[str]) -> str:
+    try:
+        detail = json.loads(text or "")["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        detail = text or ""
+    return f"the toolkit build did not finish within {timeout:g} s ({detail})"
