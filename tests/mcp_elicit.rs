@@ -312,3 +312,45 @@ fn elicitation_works_over_streamable_http() {
         std::panic::resume_unwind(p);
     }
 }
+
+/// In the client loop (SPEC §8): a model calls the server's tool, the server
+/// elicits, and one host function — given to the toolkit here, and the
+/// shape a client's `waitFor` slot takes — answers; the model gets the
+/// tool's output with the answer in it.
+#[test]
+fn an_elicitation_inside_a_client_run_reaches_the_model() {
+    use toolnexus::client::{Client, HostFn, RunData, RunRequest, Slot};
+    let answer =
+        |request: &Value| json!({"id": request["id"], "ok": true, "data": {"name": "Lin"}});
+    let f: WaitFor = Arc::new(move |request: &Value, _: &CancelToken| Ok(answer(request)));
+    let tk = toolkit(Some(f));
+    let generate: HostFn = Arc::new(|request: &Value, _: RunData| {
+        if request["turn"] == 0 {
+            return Ok(Some(
+                json!({"toolCalls": [{"name": "el_ask_name", "arguments": {}}]}),
+            ));
+        }
+        let result = request["messages"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["role"] == "tool"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("?")
+            .to_string();
+        Ok(Some(json!({"content": format!("the tool said {result}")})))
+    });
+    let client = Client::in_process(&json!({"model": "local"}), generate)
+        .unwrap_or_else(|e| panic!("client: {e}"));
+    // The client's own waitFor slot is the same Request → Answer shape.
+    let same: HostFn = Arc::new(move |request: &Value, _: RunData| Ok(Some(answer(request))));
+    client.set_callback(Slot::WaitFor, Some(same));
+    let run = RunRequest {
+        prompt: "who am I?".into(),
+        history: Vec::new(),
+    };
+    let result = client
+        .run(&tk, &run, &CancelToken::new(), RunData(0))
+        .unwrap_or_else(|e| panic!("run: {e}"));
+    assert_eq!(result["status"], "done", "{result}");
+    let text = result["text"].as_str().unwrap_or_default();
+    assert!(text.contains("accepted: name=Lin age=0"), "{text}");
+}
