@@ -9,6 +9,7 @@ mod quiet_panic;
 
 use mcp_support::*;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use toolnexus::config::ToolkitConfig;
@@ -129,25 +130,27 @@ fn without_a_wait_for_the_server_is_refused_and_its_tool_says_so() {
 
 #[test]
 fn declined_is_decline_and_every_other_refusal_is_cancel() {
-    let (f, _) = recording(|r| {
-        let reason = match r["prompt"].as_str() {
-            Some("Who are you?") => "declined",
-            _ => "expired",
-        };
-        Ok(json!({"id": r["id"], "ok": false, "reason": reason}))
-    });
-    let tk = toolkit(Some(f));
-    assert_eq!(text(&run(&tk, "el_ask_name")), "decline");
-    // login's prompt is another: answered `expired`, which maps to cancel.
-    assert_eq!(text(&run(&tk, "el_login")), "cancel");
-
-    for answer in [
+    // One server, one answer after another.
+    let answers = [
+        json!({"ok": false, "reason": "declined"}),
+        json!({"ok": false, "reason": "expired"}),
         json!({"ok": false, "reason": "cancelled"}),
         json!({"ok": false}),
-    ] {
-        let (f, _) = recording(move |_| Ok(answer.clone()));
-        assert_eq!(text(&run(&toolkit(Some(f)), "el_ask_name")), "cancel");
+    ];
+    let next = Arc::new(AtomicUsize::new(0));
+    let pick = Arc::clone(&next);
+    let (f, _) = recording(move |_| Ok(answers[pick.load(Ordering::SeqCst)].clone()));
+    let tk = toolkit(Some(f));
+    for (i, want) in ["decline", "cancel", "cancel", "cancel"]
+        .into_iter()
+        .enumerate()
+    {
+        next.store(i, Ordering::SeqCst);
+        assert_eq!(text(&run(&tk, "el_ask_name")), want, "answer {i}");
     }
+    // URL mode maps the same way.
+    next.store(0, Ordering::SeqCst);
+    assert_eq!(text(&run(&tk, "el_login")), "decline");
 }
 
 #[test]
@@ -167,24 +170,23 @@ fn url_mode_is_an_authorization_request_with_the_link() {
 
 #[test]
 fn a_failing_wait_for_gives_a_clean_result() {
-    let failing: [(&str, WaitFor); 3] = [
-        (
-            "an error",
-            Arc::new(|_: &Value, _: &CancelToken| Err("no human here".into())),
-        ),
-        (
-            "a bad answer",
-            Arc::new(|_: &Value, _: &CancelToken| Ok(json!({"ok": "yes"}))),
-        ),
-        (
-            "a panic",
-            Arc::new(|_: &Value, _: &CancelToken| -> Result<Value, String> {
-                quiet_panic::quietly(|| panic!("the host's waitFor panicked on purpose"))
-            }),
-        ),
-    ];
-    for (what, f) in failing {
-        let tk = toolkit(Some(f));
+    // One server; the waitFor fails a different way each call.
+    let how = Arc::new(AtomicUsize::new(0));
+    let pick = Arc::clone(&how);
+    let f: WaitFor =
+        Arc::new(
+            move |_: &Value, _: &CancelToken| match pick.load(Ordering::SeqCst) {
+                0 => Err("no human here".into()),
+                1 => Ok(json!({"ok": "yes"})),
+                _ => quiet_panic::quietly(|| panic!("the host's waitFor panicked on purpose")),
+            },
+        );
+    let tk = toolkit(Some(f));
+    for (i, what) in ["an error", "a bad answer", "a panic"]
+        .into_iter()
+        .enumerate()
+    {
+        how.store(i, Ordering::SeqCst);
         let r = run(&tk, "el_ask_name");
         // The server's tool got an error reply, caught it and finished.
         assert!(!r.is_error, "{what}: {}", r.output);
