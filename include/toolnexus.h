@@ -275,11 +275,21 @@ tn_status tn_execute(const tn_toolkit *toolkit,
  thread (`tn_cancel_trigger`) stops the call as its deadline would, with
  the isError result `<tool>: cancelled` (metadata `{"error":"cancelled"}`)
  and status `TN_OK`. A token triggered before the call makes it return
- that result at once. Who notices: read, write, edit, grep, glob and
- apply_patch at their checkpoints, and host tools (the caller stops
- waiting within about 10 ms; the callback sees `tn_call_cancelled`).
- bash, webfetch, HTTP and MCP tools still run to their own timeout. The
- token is borrowed for the call and may be shared by many calls.
+ that result at once. Every cancelled result has metadata
+ `{"error":"cancelled"}`. Who notices, and what is ended:
+ - read, write, edit, grep, glob and apply_patch at their checkpoints;
+ - bash within about 20 ms: its whole process group gets SIGTERM, then
+   SIGKILL once it is gone or after 2,000 ms; the output written so far
+   comes back, followed by `command cancelled`;
+ - HTTP tools and webfetch at once: the request is dropped and its
+   connection closed;
+ - MCP tools at once: the server is sent `notifications/cancelled` for
+   the request (the output names the server); the session stays up;
+ - host tools: the caller stops waiting within about 10 ms and drops a
+   late answer; the callback sees `tn_call_cancelled`.
+
+ The toolkit stays usable. The token is borrowed for the call and may be
+ shared by many calls.
 
  # Safety
  As `tn_execute`; `cancel` is NULL or a live token from `tn_cancel_new`.
@@ -670,6 +680,19 @@ int64_t tn_call_deadline_ms(const tn_call *call);
 bool tn_call_cancelled(const tn_call *call);
 
 /*
+ Whether this call can be stopped before the callback answers: its caller
+ set a timeout or passed a cancel token. When false, `tn_call_cancelled`
+ stays false for the whole call (the callback runs on the caller's
+ thread, which waits for it), so a host need not watch it: a binding can
+ skip the watcher it would run to turn cancellation into its own signal.
+ False for NULL.
+
+ # Safety
+ `call` is NULL or the `tn_call` of a callback that is still running.
+ */
+bool tn_call_cancellable(const tn_call *call);
+
+/*
  Sets a host tool's result from output text and an error flag (copied).
  Returns `TN_NULL_ARGUMENT` for a NULL call or output, `TN_INVALID_UTF8`
  for output that is not UTF-8. A later call replaces an earlier one.
@@ -719,7 +742,10 @@ tn_status tn_call_set_result_json(tn_call *call,
  isError result `<name>: timed out after N ms (timeoutMs)` (metadata
  `{"error":"timeout"}`) and drops the late answer. A callback sees its
  deadline with `tn_call_deadline_ms` and whether it is still awaited with
- `tn_call_cancelled`. Without a timeout it runs on the caller's thread.
+ `tn_call_cancelled`. A cancel token given to `tn_execute_with_cancel`
+ works the same way: once triggered the caller returns the cancelled
+ result within about 10 ms and a late answer is dropped. Without a
+ timeout or a token the callback runs on the caller's thread.
 
  May be called while other threads use the toolkit.
 

@@ -22,7 +22,7 @@ pub(crate) mod transport;
 use crate::env::Secrets;
 use crate::error::Error;
 use crate::json::{display_string, type_name};
-use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
+use crate::tool::{ExecContext, Execute, Source, Stop, Tool, ToolResult};
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use http::Method;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
@@ -131,6 +131,7 @@ pub fn http_tool(index: usize, decl: &Value) -> Result<Tool, Error> {
     };
 
     let exec = HttpTool {
+        name: name.clone(),
         method,
         url,
         headers,
@@ -383,6 +384,7 @@ enum ResultMode {
 /// The behaviour behind one HTTP tool. Deliberately not `Debug`: the header
 /// templates may hold hard-coded credentials.
 struct HttpTool {
+    name: String,
     method: Method,
     url: UrlTemplate,
     headers: Vec<(HeaderName, String)>,
@@ -402,7 +404,7 @@ impl Execute for HttpTool {
         // The host's timeout replaces the declared one; what is left of it
         // once the call has started.
         let timeout = ctx.remaining().unwrap_or(self.timeout);
-        let outcome = transport::run(prepared, timeout);
+        let outcome = transport::run(prepared, timeout, ctx.cancel.as_ref());
         // A server may echo the request (a 401 page quoting the headers):
         // the expanded values never leave the library.
         secrets.redact_result(self.render(outcome))
@@ -535,6 +537,7 @@ impl HttpTool {
     fn render(&self, outcome: Outcome) -> ToolResult {
         match outcome {
             Outcome::Failed(kind) => transport_failure(kind),
+            Outcome::Cancelled => ExecContext::default().stopped(&self.name, Stop::Cancelled),
             Outcome::Response { status, body } => {
                 let mut md = Map::new();
                 md.insert("status".into(), Value::from(status));

@@ -222,6 +222,23 @@ pub enum Stop {
     Cancelled,
 }
 
+impl Stop {
+    /// The word results carry for it: `timeout` or `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::Timeout => "timeout",
+            Stop::Cancelled => "cancelled",
+        }
+    }
+
+    /// The metadata of a result that stopped for this: `{"error": word}`.
+    pub fn metadata(self) -> Map<String, Value> {
+        let mut md = Map::new();
+        md.insert("error".into(), Value::String(self.as_str().into()));
+        md
+    }
+}
+
 impl ExecContext {
     /// This context with its deadline fixed from `timeout_ms`, counted from
     /// now; borrowed unchanged when there is nothing to fix.
@@ -265,19 +282,14 @@ impl ExecContext {
     /// `<tool>: timed out after N ms (timeoutMs)` or `<tool>: cancelled`,
     /// isError, metadata `{"error": "timeout" | "cancelled"}`.
     pub fn stopped(&self, tool: &str, why: Stop) -> ToolResult {
-        let (output, kind) = match why {
-            Stop::Timeout => (
-                format!(
-                    "{tool}: timed out after {} ms (timeoutMs)",
-                    self.timeout_ms.unwrap_or(0)
-                ),
-                "timeout",
+        let output = match why {
+            Stop::Timeout => format!(
+                "{tool}: timed out after {} ms (timeoutMs)",
+                self.timeout_ms.unwrap_or(0)
             ),
-            Stop::Cancelled => (format!("{tool}: cancelled"), "cancelled"),
+            Stop::Cancelled => format!("{tool}: cancelled"),
         };
-        let mut md = Map::new();
-        md.insert("error".into(), Value::String(kind.into()));
-        ToolResult::error(output).with_metadata(md)
+        ToolResult::error(output).with_metadata(why.metadata())
     }
 
     /// `Err(result)` when the call must stop now: `ctx.check("grep")?`.

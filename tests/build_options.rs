@@ -112,6 +112,18 @@ fn cancelling_ends_a_build_hung_on_initialize_and_kills_every_child() {
 
 #[test]
 fn cancelling_ends_a_build_waiting_on_an_http_server_that_never_answers() {
+    cancel_a_build_on_a_mute_http_server(None);
+}
+
+#[test]
+fn cancelling_ends_a_build_waiting_on_a_legacy_sse_server_that_never_answers() {
+    cancel_a_build_on_a_mute_http_server(Some("sse"));
+}
+
+/// A server on 127.0.0.1 that accepts one connection, reads and never
+/// answers; the build (streamable HTTP, or `"type"` given) is cancelled
+/// once it connected, and the server must then see the connection closed.
+fn cancel_a_build_on_a_mute_http_server(kind: Option<&str>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
     let accepted = Arc::new(AtomicBool::new(false));
@@ -138,7 +150,7 @@ fn cancelling_ends_a_build_waiting_on_an_http_server_that_never_answers() {
     let cfg = config(json!({
         "builtins": false,
         "mcpConfig": {"mcpServers": {
-            "remote": {"url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 20000}
+            "remote": {"url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 20000, "type": kind}
         }}
     }));
     let token = CancelToken::new();

@@ -73,6 +73,44 @@ fn grep_orders_by_the_relative_path_it_shows() {
     assert_eq!(r.output, "B.txt:1:hit\n_.txt:1:hit");
 }
 
+/// test_a24_builtin_grep_and_glob_walk_in_a_deterministic_order, for glob:
+/// a nested file sorts under its directory's name (code point of the whole
+/// relative path: no depth rule, no case folding), not by its basename.
+#[test]
+fn glob_orders_by_the_whole_relative_path() {
+    let (_d, root) = tempdir();
+    for name in ["m.txt", "a.txt", "zdir/aaa.txt", "Adir/zzz.txt"] {
+        write(&root, name, "x");
+    }
+    let tk = toolkit(json!({}));
+    let r = exec(&tk, "glob", json!({"pattern": "**/*.txt", "path": root}));
+    assert!(!r.is_error, "{}", r.output);
+    assert_eq!(r.output, "Adir/zzz.txt\na.txt\nm.txt\nzdir/aaa.txt");
+}
+
+/// test_a27c_the_builtin_cap_selects_a_different_SET_than_the_raw_walk:
+/// `limit` keeps the first matches in that order, so a nested file that
+/// sorts first is kept even though a walk would reach it last. (0.21's
+/// glob also matches a slash-less pattern against the basename, as the
+/// Python port did at 0.16; the Clojure port and the public vector
+/// `execute/glob/star` match it against the whole relative path, so this
+/// test uses `**/`.)
+#[test]
+fn glob_limit_keeps_the_first_in_sorted_order_not_walk_order() {
+    let (_d, root) = tempdir();
+    for name in ["m.txt", "n.txt", "A-dir/zz.txt"] {
+        write(&root, name, "x");
+    }
+    let tk = toolkit(json!({}));
+    let r = exec(
+        &tk,
+        "glob",
+        json!({"pattern": "**/*.txt", "path": root, "limit": 2}),
+    );
+    assert!(!r.is_error, "{}", r.output);
+    assert_eq!(r.output, "A-dir/zz.txt\nm.txt");
+}
+
 /// A `path` that names a file shows that file as given.
 #[test]
 fn grep_of_a_single_file_shows_it_as_given() {

@@ -21,6 +21,10 @@ func withCancelToken(ctx context.Context, f func(token *C.tn_cancel) error) erro
 	if token == nil {
 		return &Error{Code: "internal", Status: StatusInternal, Message: "tn_cancel_new returned NULL"}
 	}
+	if ctx.Err() != nil {
+		// Already over: the call must not start its tool at all.
+		C.tn_cancel_trigger(token)
+	}
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)

@@ -206,87 +206,68 @@ func (r *runState) fail(err error, p any) {
 	}
 }
 
-func decodeEvent[T any](event []byte, raw *json.RawMessage) (T, error) {
-	var v T
-	err := json.Unmarshal(event, &v)
-	*raw = append(json.RawMessage(nil), event...)
-	return v, err
+// eventSlot adapts a typed Go callback to a slot: the event JSON decoded
+// into E, with its Raw field (named by raw) holding a copy of the JSON.
+func eventSlot[E any](name string, raw func(*E) *json.RawMessage, f func(context.Context, E) (any, error)) slotFunc {
+	return slotFunc{name, func(ctx context.Context, ev []byte) (any, error) {
+		var e E
+		if err := json.Unmarshal(ev, &e); err != nil {
+			return nil, err
+		}
+		*raw(&e) = append(json.RawMessage(nil), ev...)
+		return f(ctx, e)
+	}}
+}
+
+// answer turns a hook's (*R, error) into a slot's answer. A nil *R is "no
+// answer": it must become a nil interface, not a typed nil inside one (which
+// would be encoded as JSON null and taken as a reply).
+func answer[R any](r *R, err error) (any, error) {
+	if r == nil || err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func (o *ClientOptions) slots() []slotFunc {
 	var s []slotFunc
 	if f := o.WaitFor; f != nil {
-		s = append(s, slotFunc{"waitFor", func(ctx context.Context, ev []byte) (any, error) {
-			var req Request
-			if err := json.Unmarshal(ev, &req); err != nil {
-				return nil, err
-			}
-			req.Raw = append(json.RawMessage(nil), ev...)
-			a, err := f(ctx, req)
-			if err != nil {
-				return nil, err
-			}
-			if a.ID == "" {
-				a.ID = req.ID
-			}
-			return a, nil
-		}})
+		s = append(s, eventSlot("waitFor", func(r *Request) *json.RawMessage { return &r.Raw },
+			func(ctx context.Context, req Request) (any, error) {
+				a, err := f(ctx, req)
+				if err != nil {
+					return nil, err
+				}
+				if a.ID == "" {
+					a.ID = req.ID
+				}
+				return a, nil
+			}))
 	}
+	llmRaw := func(e *LLMEvent) *json.RawMessage { return &e.Raw }
+	toolRaw := func(e *ToolEvent) *json.RawMessage { return &e.Raw }
 	if f := o.Hooks.BeforeLLM; f != nil {
-		s = append(s, slotFunc{"beforeLLM", func(ctx context.Context, ev []byte) (any, error) {
-			var raw json.RawMessage
-			e, err := decodeEvent[LLMEvent](ev, &raw)
-			if err != nil {
-				return nil, err
-			}
-			e.Raw = raw
-			o, err := f(ctx, e)
-			if o == nil || err != nil {
-				return nil, err
-			}
-			return o, nil
-		}})
+		s = append(s, eventSlot("beforeLLM", llmRaw, func(ctx context.Context, e LLMEvent) (any, error) {
+			return answer(f(ctx, e))
+		}))
 	}
 	if f := o.Hooks.AfterLLM; f != nil {
-		s = append(s, slotFunc{"afterLLM", func(ctx context.Context, ev []byte) (any, error) {
-			var raw json.RawMessage
-			e, err := decodeEvent[LLMResponseEvent](ev, &raw)
-			if err != nil {
-				return nil, err
-			}
-			e.Raw = raw
-			return nil, f(ctx, e)
-		}})
+		s = append(s, eventSlot("afterLLM", func(e *LLMResponseEvent) *json.RawMessage { return &e.Raw },
+			func(ctx context.Context, e LLMResponseEvent) (any, error) { return nil, f(ctx, e) }))
 	}
 	if f := o.Hooks.BeforeTool; f != nil {
-		s = append(s, slotFunc{"beforeTool", func(ctx context.Context, ev []byte) (any, error) {
-			var raw json.RawMessage
-			e, err := decodeEvent[ToolEvent](ev, &raw)
-			if err != nil {
-				return nil, err
-			}
-			e.Raw = raw
-			o, err := f(ctx, e)
-			if o == nil || err != nil {
-				return nil, err
-			}
-			return o, nil
-		}})
+		s = append(s, eventSlot("beforeTool", toolRaw, func(ctx context.Context, e ToolEvent) (any, error) {
+			return answer(f(ctx, e))
+		}))
 	}
 	if f := o.Hooks.AfterTool; f != nil {
-		s = append(s, slotFunc{"afterTool", func(ctx context.Context, ev []byte) (any, error) {
-			var raw json.RawMessage
-			e, err := decodeEvent[ToolEvent](ev, &raw)
-			if err != nil {
-				return nil, err
-			}
-			e.Raw = raw
+		s = append(s, eventSlot("afterTool", toolRaw, func(ctx context.Context, e ToolEvent) (any, error) {
 			r, err := f(ctx, e)
 			if r == nil || err != nil {
 				return nil, err
 			}
 			return map[string]any{"result": r}, nil
-		}})
+		}))
 	}
 	if f := o.OnError; f != nil {
 		s = append(s, slotFunc{"onError", func(ctx context.Context, ev []byte) (any, error) {

@@ -88,15 +88,11 @@ func (o *ClientOptions) extSlots() []slotFunc {
 		return nil, nil
 	}}}
 	if f := o.OnMetric; f != nil {
-		s = append(s, slotFunc{"onMetric", func(ctx context.Context, ev []byte) (any, error) {
-			var m MetricEvent
-			if err := json.Unmarshal(ev, &m); err != nil {
-				return nil, err
-			}
-			m.Raw = append(json.RawMessage(nil), ev...)
-			f(m)
-			return nil, nil
-		}})
+		s = append(s, eventSlot("onMetric", func(m *MetricEvent) *json.RawMessage { return &m.Raw },
+			func(_ context.Context, m MetricEvent) (any, error) {
+				f(m)
+				return nil, nil
+			}))
 	}
 	if st := o.Store; st != nil {
 		type storeEvent struct {

@@ -200,6 +200,14 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 			ctx, cancel = context.WithTimeout(ctx, time.Duration(ms+1)*time.Millisecond)
 			defer cancel()
 		}
+		if C.tn_call_cancellable(call) {
+			// The caller may cancel (Execute's ctx): the function's context
+			// is cancelled with it. The watcher is done before this returns,
+			// since call is valid only during the callback.
+			var stop func()
+			ctx, stop = watchCancelled(ctx, call)
+			defer stop()
+		}
 		res = t.invoke(ctx, argBytes)
 	} else {
 		res = &ToolResult{Output: "toolnexus: stale Go tool handle", IsError: true}
@@ -215,6 +223,37 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 	}
 	result := append(encodeResult(res), 0) // JSON text: no NUL inside
 	C.tn_call_set_result_json(call, (*C.char)(unsafe.Pointer(&result[0])))
+}
+
+// cancelPoll is how often a running Go tool's watcher asks the library
+// whether its call was cancelled.
+const cancelPoll = 5 * time.Millisecond
+
+// watchCancelled returns a context cancelled once tn_call_cancelled turns
+// true, and the function that ends the watch (waiting for the watcher).
+func watchCancelled(parent context.Context, call *C.tn_call) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(cancelPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if C.tn_call_cancelled(call) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		cancel()
+		<-done
+	}
 }
 
 //export goToolRelease

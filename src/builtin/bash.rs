@@ -194,8 +194,11 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
             return ToolResult::error(output);
         }
         Stop::Cancelled => {
+            // What the command wrote before it was ended, then the word;
+            // the metadata marks it as every cancelled result is marked.
             output.push_str("command cancelled");
-            return ToolResult::error(output);
+            return ToolResult::error(output)
+                .with_metadata(crate::tool::Stop::Cancelled.metadata());
         }
     }
     let code = match (status, reporter) {

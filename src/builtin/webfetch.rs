@@ -11,7 +11,7 @@ use super::args;
 use crate::http_tool::transport::{Failure, MAX_BODY_BYTES};
 use crate::http_tool::transport_failure;
 use crate::runtime;
-use crate::tool::{ExecContext, ToolResult};
+use crate::tool::{ExecContext, Stop, ToolResult};
 use regex::Regex;
 use serde_json::Value;
 use std::sync::{mpsc, OnceLock};
@@ -46,13 +46,26 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     };
     let (tx, rx) = mpsc::channel();
     let target = url.clone();
+    let cancel = ctx.cancel.clone();
     runtime::get().spawn(async move {
-        let _ = tx.send(fetch(&client, &target, limit).await);
+        let fetched = fetch(&client, &target, limit);
+        // A cancel drops the request (its connection goes with it).
+        let outcome = match cancel {
+            None => Some(fetched.await),
+            Some(cancel) => tokio::select! {
+                r = fetched => Some(r),
+                _ = cancel.cancelled() => None,
+            },
+        };
+        let _ = tx.send(outcome);
     });
     let (status, body) = match rx.recv() {
-        Ok(Ok((status, bytes))) => (status, String::from_utf8_lossy(&bytes).into_owned()),
-        Ok(Err(Failed::Transport(kind))) => return transport_failure(kind),
-        Ok(Err(Failed::Other(why))) => return ToolResult::error(why),
+        Ok(None) => return ctx.stopped("webfetch", Stop::Cancelled),
+        Ok(Some(fetched)) => match fetched {
+            Ok((status, bytes)) => (status, String::from_utf8_lossy(&bytes).into_owned()),
+            Err(Failed::Transport(kind)) => return transport_failure(kind),
+            Err(Failed::Other(why)) => return ToolResult::error(why),
+        },
         Err(_) => return ToolResult::error(format!("webfetch: the request for {url} was dropped")),
     };
     if !(200..300).contains(&status) {

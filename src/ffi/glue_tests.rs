@@ -309,3 +309,84 @@ fn helpers_and_cancel_tokens_through_the_abi() {
         tn_cancel_free(ptr::null_mut());
     }
 }
+
+/// The threads `whoami` ran on.
+static WHO: std::sync::Mutex<Vec<std::thread::ThreadId>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C" fn whoami(_: *mut c_void, _: *const c_char, call: *mut tn_call) {
+    WHO.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(std::thread::current().id());
+    // SAFETY: the live call and a NUL-terminated output.
+    unsafe { tn_call_set_output(call, c"here".as_ptr(), false) };
+}
+
+/// With a cancel token (never triggered) a host call runs off the caller's
+/// thread, on threads that are reused, not one started per call; every
+/// call, from several callers at once, gets its own answer.
+#[test]
+#[cfg_attr(miri, ignore)] // the pool's idle threads outlive the test
+fn host_calls_under_a_token_reuse_their_threads() {
+    static FREED: AtomicUsize = AtomicUsize::new(0);
+    let tk = bare_toolkit();
+    assert_eq!(register(tk, c"who", Some(whoami), counter(&FREED)).0, TN_OK);
+    let token = tn_cancel_new();
+    let tk_addr = tk as usize;
+    let token_addr = token as usize;
+    let callers: Vec<_> = (0..3)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut outs = Vec::new();
+                for _ in 0..20 {
+                    let mut out = ptr::null_mut();
+                    // SAFETY: the toolkit and token stay live until every
+                    // caller is joined; NUL-terminated strings; a local.
+                    let status = unsafe {
+                        tn_execute_with_cancel(
+                            tk_addr as *const tn_toolkit,
+                            c"who".as_ptr(),
+                            c"{}".as_ptr(),
+                            ptr::null(),
+                            token_addr as *const tn_cancel,
+                            &mut out,
+                        )
+                    };
+                    assert_eq!(status, TN_OK);
+                    outs.push(take(out));
+                }
+                (std::thread::current().id(), outs)
+            })
+        })
+        .collect();
+    let mut caller_ids = Vec::new();
+    for c in callers {
+        let (id, outs) = c.join().expect("caller");
+        caller_ids.push(id);
+        for out in outs {
+            assert_eq!(
+                json(&out),
+                serde_json::json!({"output": "here", "isError": false})
+            );
+        }
+    }
+    let who = WHO.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert_eq!(who.len(), 60);
+    assert!(
+        who.iter().all(|id| !caller_ids.contains(id)),
+        "ran on a caller's thread"
+    );
+    let mut distinct = who.clone();
+    distinct.sort_by_key(|id| format!("{id:?}"));
+    distinct.dedup();
+    assert!(
+        distinct.len() < 20,
+        "{} threads for 60 calls",
+        distinct.len()
+    );
+    // SAFETY: freed once, after every call returned.
+    unsafe {
+        tn_cancel_free(token);
+        tn_toolkit_free(tk);
+    }
+    assert_eq!(FREED.load(Ordering::SeqCst), 1);
+}

@@ -109,7 +109,7 @@ const CANCEL_POLL: Duration = Duration::from_millis(10);
 
 /// The tool a host function serves. Without a deadline or a cancel token
 /// the callback runs on the caller's thread. With one, it runs on a thread
-/// of its own while the caller waits at most until the deadline (or the
+/// of the pool below while the caller waits at most until the deadline (or the
 /// cancel): a callback that answers too late has its answer dropped, and
 /// the caller gets the timeout (or cancelled) result at once. The late
 /// callback keeps `user_data` alive until it returns.
@@ -134,18 +134,19 @@ impl Execute for HostTool {
         let (done_tx, done) = mpsc::channel::<()>();
         let spawned = {
             let (host, call) = (Arc::clone(host), Arc::clone(&call));
-            std::thread::Builder::new()
-                .name("tn-host-call".into())
-                .spawn(move || {
+            pool::run(
+                Box::new(move || {
                     host.call(&text, &call);
-                    // Let go of the host function before saying done: a
-                    // caller that frees the toolkit right after this call
-                    // must see user_data_free run, not race this thread.
+                    // Let go of the host function before the pool says
+                    // done: a caller that frees the toolkit right after
+                    // this call must see user_data_free run, not race this
+                    // thread.
                     drop(host);
-                    let _ = done_tx.send(());
-                })
+                }),
+                done_tx,
+            )
         };
-        if spawned.is_err() {
+        if !spawned {
             return ToolResult::error(format!(
                 "{}: cannot start a thread to run the host tool under its deadline",
                 host.name
@@ -170,6 +171,90 @@ impl Execute for HostTool {
         match ctx.stop() {
             Some(why) => ctx.stopped(&host.name, why),
             None => call.take().unwrap_or_else(|| host.no_result()),
+        }
+    }
+}
+
+/// The threads that run host calls the caller may stop waiting for (a
+/// timeout or a cancel token). Starting a thread per call cost ~50 µs, two
+/// hundred times the call itself; a thread that finished its call waits
+/// [`pool::IDLE`] for the next one before it exits, so a busy host reuses a
+/// few threads and an idle one keeps none.
+mod pool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+    use std::sync::{Mutex, PoisonError};
+    use std::time::Duration;
+
+    pub(super) type Job = Box<dyn FnOnce() + Send>;
+
+    /// A job, and where to say it is done.
+    type Task = (Job, Sender<()>);
+
+    /// How long a thread without work waits before it exits.
+    pub(super) const IDLE: Duration = Duration::from_secs(10);
+
+    /// The threads waiting for work: an id and where to send it.
+    static IDLE_THREADS: Mutex<Vec<(u64, Sender<Task>)>> = Mutex::new(Vec::new());
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+    fn idle() -> std::sync::MutexGuard<'static, Vec<(u64, Sender<Task>)>> {
+        IDLE_THREADS.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `job` on a waiting thread, or a new one, then sends on `done`
+    /// (once that thread is back on the idle list, so a caller that goes on
+    /// to its next call finds it there); false when no thread could be
+    /// started.
+    pub(super) fn run(job: Job, done: Sender<()>) -> bool {
+        let mut job = (job, done);
+        // A thread taken off the list always gets its send: it only exits
+        // after finding itself still on the list (see `work`).
+        while let Some((_, tx)) = idle().pop() {
+            match tx.send(job) {
+                Ok(()) => return true,
+                // Its thread is gone (it cannot be: see above); try another.
+                Err(mpsc::SendError(back)) => job = back,
+            }
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        std::thread::Builder::new()
+            .name("tn-host-call".into())
+            .spawn(move || work(id, job))
+            .is_ok()
+    }
+
+    fn work(id: u64, first: Task) {
+        let (tx, rx): (Sender<Task>, Receiver<Task>) = mpsc::channel();
+        let mut task = first;
+        loop {
+            let (job, done) = task;
+            job();
+            idle().push((id, tx.clone()));
+            let _ = done.send(());
+            // Nothing of the call stays with an idle thread.
+            drop(done);
+            task = match rx.recv_timeout(IDLE) {
+                Ok(task) => task,
+                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => {
+                    let mut list = idle();
+                    match list.iter().position(|(i, _)| *i == id) {
+                        Some(at) => {
+                            list.swap_remove(at);
+                            return;
+                        }
+                        // Taken by `run` just now: its job is on the way.
+                        None => {
+                            drop(list);
+                            match rx.recv() {
+                                Ok(task) => task,
+                                Err(_) => return,
+                            }
+                        }
+                    }
+                }
+            };
         }
     }
 }
@@ -211,6 +296,24 @@ pub unsafe extern "C" fn tn_call_cancelled(call: *const tn_call) -> bool {
     call.abandoned.load(Ordering::SeqCst)
         || call.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
         || call.deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// Whether this call can be stopped before the callback answers: its caller
+/// set a timeout or passed a cancel token. When false, `tn_call_cancelled`
+/// stays false for the whole call (the callback runs on the caller's
+/// thread, which waits for it), so a host need not watch it: a binding can
+/// skip the watcher it would run to turn cancellation into its own signal.
+/// False for NULL.
+///
+/// # Safety
+/// `call` is NULL or the `tn_call` of a callback that is still running.
+#[no_mangle]
+pub unsafe extern "C" fn tn_call_cancellable(call: *const tn_call) -> bool {
+    // SAFETY: NULL or live during the callback (this function's contract).
+    let Some(call) = (unsafe { call.as_ref() }) else {
+        return false;
+    };
+    call.deadline.is_some() || call.cancel.is_some()
 }
 
 /// Sets a host tool's result from output text and an error flag (copied).
@@ -306,7 +409,10 @@ pub unsafe extern "C" fn tn_call_set_result_json(
 /// isError result `<name>: timed out after N ms (timeoutMs)` (metadata
 /// `{"error":"timeout"}`) and drops the late answer. A callback sees its
 /// deadline with `tn_call_deadline_ms` and whether it is still awaited with
-/// `tn_call_cancelled`. Without a timeout it runs on the caller's thread.
+/// `tn_call_cancelled`. A cancel token given to `tn_execute_with_cancel`
+/// works the same way: once triggered the caller returns the cancelled
+/// result within about 10 ms and a late answer is dropped. Without a
+/// timeout or a token the callback runs on the caller's thread.
 ///
 /// May be called while other threads use the toolkit.
 ///

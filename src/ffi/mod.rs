@@ -232,11 +232,21 @@ pub unsafe extern "C" fn tn_execute(
 /// thread (`tn_cancel_trigger`) stops the call as its deadline would, with
 /// the isError result `<tool>: cancelled` (metadata `{"error":"cancelled"}`)
 /// and status `TN_OK`. A token triggered before the call makes it return
-/// that result at once. Who notices: read, write, edit, grep, glob and
-/// apply_patch at their checkpoints, and host tools (the caller stops
-/// waiting within about 10 ms; the callback sees `tn_call_cancelled`).
-/// bash, webfetch, HTTP and MCP tools still run to their own timeout. The
-/// token is borrowed for the call and may be shared by many calls.
+/// that result at once. Every cancelled result has metadata
+/// `{"error":"cancelled"}`. Who notices, and what is ended:
+/// - read, write, edit, grep, glob and apply_patch at their checkpoints;
+/// - bash within about 20 ms: its whole process group gets SIGTERM, then
+///   SIGKILL once it is gone or after 2,000 ms; the output written so far
+///   comes back, followed by `command cancelled`;
+/// - HTTP tools and webfetch at once: the request is dropped and its
+///   connection closed;
+/// - MCP tools at once: the server is sent `notifications/cancelled` for
+///   the request (the output names the server); the session stays up;
+/// - host tools: the caller stops waiting within about 10 ms and drops a
+///   late answer; the callback sees `tn_call_cancelled`.
+///
+/// The toolkit stays usable. The token is borrowed for the call and may be
+/// shared by many calls.
 ///
 /// # Safety
 /// As `tn_execute`; `cancel` is NULL or a live token from `tn_cancel_new`.

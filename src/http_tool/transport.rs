@@ -12,6 +12,7 @@
 //! thread hand-offs per call; no lock is held while a request is in flight.
 
 use crate::runtime;
+use crate::tool::CancelToken;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, LOCATION};
 use http::{Method, Request, StatusCode, Uri};
@@ -58,8 +59,14 @@ pub(super) struct Prepared {
 
 /// What came back: a response, or the reason there was none.
 pub(super) enum Outcome {
-    Response { status: u16, body: String },
+    Response {
+        status: u16,
+        body: String,
+    },
     Failed(Failure),
+    /// The caller's cancel token fired first; the request was dropped
+    /// (its connection closed) mid-flight.
+    Cancelled,
 }
 
 /// Why no response arrived. Only the kind is ever reported; the underlying
@@ -75,13 +82,19 @@ pub(crate) enum Failure {
 }
 
 /// Sends `prepared` (following redirects) and reads the body, all within
-/// `timeout`, on the shared runtime. Safe to call from any thread.
-pub(super) fn run(prepared: Prepared, timeout: Duration) -> Outcome {
+/// `timeout`, on the shared runtime; a triggered `cancel` drops the request
+/// at once. Safe to call from any thread.
+pub(super) fn run(prepared: Prepared, timeout: Duration, cancel: Option<&CancelToken>) -> Outcome {
     block_on(async move {
-        match tokio::time::timeout(timeout, send(prepared)).await {
-            Ok(outcome) => outcome,
-            Err(_) => Outcome::Failed(Failure::Timeout),
-        }
+        let sent = tokio::time::timeout(timeout, send(prepared));
+        let outcome = match cancel {
+            None => sent.await,
+            Some(cancel) => tokio::select! {
+                r = sent => r,
+                _ = cancel.cancelled() => return Outcome::Cancelled,
+            },
+        };
+        outcome.unwrap_or(Outcome::Failed(Failure::Timeout))
     })
 }
 

@@ -13,7 +13,7 @@ use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 use super::{lines, sse, stdio};
 use crate::parts::{Part, PartKind};
-use crate::tool::{default_schema, ToolResult};
+use crate::tool::{default_schema, Stop, ToolResult};
 use crate::translate::CancelToken;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
@@ -29,6 +29,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// How the detail of a call the caller cancelled starts.
+const CANCELLED: &str = "cancelled";
 
 /// The extra time a whole server may take beyond its per-phase timeout.
 pub const SERVER_SLACK: Duration = Duration::from_millis(500);
@@ -455,7 +458,7 @@ async fn request(
                     Some("the caller cancelled the call".into()),
                 ));
                 let _ = peer.send_notification(note.into()).await;
-                return Err("cancelled (the caller cancelled the call)".into());
+                return Err(format!("{CANCELLED} (the caller cancelled the call)"));
             }
         },
     }
@@ -649,6 +652,9 @@ impl Session {
         tokio::select! {
             res = call => match res {
                 Ok(result) => shape_call_result(&result),
+                Err(detail) if detail.starts_with(CANCELLED) => {
+                    fail(&detail).with_metadata(Stop::Cancelled.metadata())
+                }
                 Err(detail) => {
                     let detail = match &self.child {
                         // A live server that closed its stdin: say so now.

@@ -6,6 +6,9 @@ as the Go and C harnesses (bindings/go/parity_test.go):
 
 - hostSpecific: a ToolResult compares isError and a trailing "exit code N"
   line only; expectFiles by names; a translate error by its status only.
+- op run (the client loop): a Client from the case's client, its hooks and
+  waitFor (described as data) as Python callables that record what they
+  saw, tool requests (paths under /tool/) answered from serverResponses.
 - divergences.json cases count D, proposed-divergences.json cases count apart;
   neither is run. An op this harness does not know counts S.
 
@@ -44,6 +47,10 @@ class MockServer:
 
     def __init__(self) -> None:
         self.responses: list[dict[str, Any]] = []
+        # op run: requests under /tool/ (HTTP tools) answer from their own
+        # queue once ``routed`` is set.
+        self.routed = False
+        self.tool_responses: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         mock = self
@@ -66,7 +73,8 @@ class MockServer:
                         {"method": self.command, "path": path, "query": query if sep else None,
                          "headers": headers, "body": body}
                     )
-                    resp = mock.responses.pop(0) if mock.responses else None
+                    queue = mock.tool_responses if mock.routed and path.startswith("/tool/") else mock.responses
+                    resp = queue.pop(0) if queue else None
                 if resp is None:
                     self.send_response(404)
                     self.send_header("content-length", "0")
@@ -97,7 +105,9 @@ class MockServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever's next poll: a short interval
+        # keeps closing a case's server from costing half a second.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()
 
     @property
@@ -118,7 +128,11 @@ def json_text_equal(a: str, b: str) -> tuple[bool, bool]:
     return not compare("", av, bv, set(), set()), True
 
 
-def compare(path: str, exp: Any, act: Any, volatile: set, text_at: set) -> list[str]:
+def compare(path: str, exp: Any, act: Any, volatile: set, text_at: set, json_strings: bool = False) -> list[str]:
+    """Every difference of act from exp. Strings compare byte for byte,
+    except under a key "arguments", at the paths in text_at and, with
+    json_strings (op run), any string holding a JSON object or array: JSON
+    text compares as the value it encodes."""
     if path in volatile:
         return []
     label = path or "(root)"
@@ -132,7 +146,7 @@ def compare(path: str, exp: Any, act: Any, volatile: set, text_at: set) -> list[
                 if sub not in volatile:
                     diffs.append(f"{sub}: missing, want {json.dumps(exp[k])[:200]}")
                 continue
-            diffs += compare(sub, exp[k], act[k], volatile, text_at)
+            diffs += compare(sub, exp[k], act[k], volatile, text_at, json_strings)
         for k in sorted(act):
             if k not in exp:
                 diffs.append(f"{(path + '.' if path else '') + k}: unexpected, got {json.dumps(act[k])[:200]}")
@@ -144,12 +158,13 @@ def compare(path: str, exp: Any, act: Any, volatile: set, text_at: set) -> list[
             return [f"{label}: got {len(act)} elements, want {len(exp)}"]
         out: list[str] = []
         for i, (e, a) in enumerate(zip(exp, act)):
-            out += compare(f"{path}.{i}" if path else str(i), e, a, volatile, text_at)
+            out += compare(f"{path}.{i}" if path else str(i), e, a, volatile, text_at, json_strings)
         return out
     if isinstance(exp, str):
         if not isinstance(act, str):
             return [f"{label}: got {act!r:.200}, want string {exp!r:.200}"]
-        if path in text_at or ("." + path).endswith(".arguments"):
+        json_text = json_strings and exp.startswith(("{", "["))
+        if json_text or path in text_at or ("." + path).endswith(".arguments"):
             eq, both = json_text_equal(exp, act)
             if both:
                 return [] if eq else [f"{label}: got JSON {act:.200}, want {exp:.200}"]
@@ -261,39 +276,45 @@ def run_execute(case: dict, root: str, srv: Optional[MockServer]) -> list[str]:
     else:
         diffs = compare("", exp, act, set(case.get("volatile") or []), text_paths(case))
     if case.get("expectFiles") is not None:
-        got = list_files(root)
-        want = case["expectFiles"]
-        for name in sorted(want):
-            if name not in got:
-                diffs.append(f"expectFiles: {name} missing")
-            elif case.get("hostSpecific") is None and got[name] != want[name]:
-                diffs.append(f"expectFiles: {name} = {got[name]!r:.200}, want {want[name]!r:.200}")
-        diffs += [f"expectFiles: unexpected file {n}" for n in sorted(set(got) - set(want))]
+        diffs += compare_files(case["expectFiles"], list_files(root), names_only=case.get("hostSpecific") is not None)
     if case.get("expectServerRequests") is not None:
-        got_reqs = srv.requests if srv else []
-        want_reqs = case["expectServerRequests"]
-        if len(got_reqs) != len(want_reqs):
-            diffs.append(f"server requests: got {len(got_reqs)}, want {len(want_reqs)}")
-        else:
-            for i, (e, g) in enumerate(zip(want_reqs, got_reqs)):
-                where = f"request[{i}]"
-                for key in ("method", "path", "query"):
-                    if e.get(key) != g[key]:
-                        diffs.append(f"{where} {key}: got {g[key]!r}, want {e.get(key)!r}")
-                diffs += headers_match(where, e.get("headers") or {}, g["headers"])
-                if e.get("body") is not None:
-                    body = g["body"].decode("utf-8", "replace")
-                    is_json = any("json" in v.lower() for v in g["headers"].get("content-type", [])) or "json" in (
-                        (e.get("headers") or {}).get("content-type", "").lower()
-                    )
-                    if is_json:
-                        eq, both = json_text_equal(e["body"], body)
-                        if both:
-                            if not eq:
-                                diffs.append(f"{where} body: got {body:.200}, want {e['body']:.200}")
-                            continue
-                    if body != e["body"]:
-                        diffs.append(f"{where} body: got {body!r:.200}, want {e['body']!r:.200}")
+        diffs += compare_server_requests(case["expectServerRequests"], srv.requests if srv else [])
+    return diffs
+
+
+def compare_files(want: dict[str, str], got: dict[str, str], names_only: bool) -> list[str]:
+    diffs = []
+    for name in sorted(want):
+        if name not in got:
+            diffs.append(f"expectFiles: {name} missing")
+        elif not names_only and got[name] != want[name]:
+            diffs.append(f"expectFiles: {name} = {got[name]!r:.200}, want {want[name]!r:.200}")
+    return diffs + [f"expectFiles: unexpected file {n}" for n in sorted(set(got) - set(want))]
+
+
+def compare_server_requests(want_reqs: list[dict], got_reqs: list[dict]) -> list[str]:
+    if len(got_reqs) != len(want_reqs):
+        return [f"server requests: got {len(got_reqs)}, want {len(want_reqs)}"]
+    diffs: list[str] = []
+    for i, (e, g) in enumerate(zip(want_reqs, got_reqs)):
+        where = f"request[{i}]"
+        for key in ("method", "path", "query"):
+            if e.get(key) != g[key]:
+                diffs.append(f"{where} {key}: got {g[key]!r}, want {e.get(key)!r}")
+        diffs += headers_match(where, e.get("headers") or {}, g["headers"])
+        if e.get("body") is not None:
+            body = g["body"].decode("utf-8", "replace")
+            is_json = any("json" in v.lower() for v in g["headers"].get("content-type", [])) or "json" in (
+                (e.get("headers") or {}).get("content-type", "").lower()
+            )
+            if is_json:
+                eq, both = json_text_equal(e["body"], body)
+                if both:
+                    if not eq:
+                        diffs.append(f"{where} body: got {body:.200}, want {e['body']:.200}")
+                    continue
+            if body != e["body"]:
+                diffs.append(f"{where} body: got {body!r:.200}, want {e['body']!r:.200}")
     return diffs
 
 
@@ -370,7 +391,151 @@ def run_translate(case: dict, srv: Optional[MockServer]) -> list[str]:
     return diffs
 
 
-OPS = {"render", "loadSkills", "execute", "helper", "translate"}
+class RunLog:
+    """What a run's hooks and waitFor saw; a turn's tool calls run in
+    parallel, so appends are locked."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.hooks: list[dict[str, Any]] = []
+        self.waits: list[Any] = []
+
+    def hook(self, name: str, event: Any) -> dict[str, Any]:
+        ev = event if isinstance(event, dict) else {}
+        with self.lock:
+            self.hooks.append({"hook": name, **ev})
+        return ev
+
+
+def rule_reply(rules: list[dict], event: dict) -> Optional[dict]:
+    """The first rule matching the event (its optional name and turn),
+    without those keys; None when none matches."""
+    for rule in rules:
+        if not isinstance(rule, dict):
+            continue
+        if "name" in rule and rule["name"] != event.get("name"):
+            continue
+        if "turn" in rule and not (isinstance(event.get("turn"), (int, float)) and float(rule["turn"]) == float(
+                event["turn"])):
+            continue
+        return {k: v for k, v in rule.items() if k not in ("name", "turn")}
+    return None
+
+
+def hooks_for(case: dict, log: RunLog) -> dict[str, Any]:
+    spec = case.get("hooks") or {}
+    hooks: dict[str, Any] = {}
+    if "beforeLLM" in spec:
+        hooks["before_llm"] = lambda ev: rule_reply(spec["beforeLLM"], log.hook("beforeLLM", ev))
+    if "afterLLM" in spec:
+        hooks["after_llm"] = lambda ev: rule_reply(spec["afterLLM"], log.hook("afterLLM", ev)) and None
+    if "beforeTool" in spec:
+        hooks["before_tool"] = lambda ev: rule_reply(spec["beforeTool"], log.hook("beforeTool", ev))
+
+    def after_tool(ev: Any) -> Any:
+        r = rule_reply(spec["afterTool"], log.hook("afterTool", ev))
+        return r["result"] if r and r.get("result") is not None else None
+
+    if "afterTool" in spec:
+        hooks["after_tool"] = after_tool
+    return hooks
+
+
+def wait_for_of(spec: Any, log: RunLog) -> Any:
+    """waitFor as data: {answer} for every Request, or {answers} in order
+    (the last repeats); the Answer is {id, ok, data?, reason? (not ok)}."""
+    if not isinstance(spec, dict):
+        return None
+    answers = [spec["answer"]] if "answer" in spec else list(spec.get("answers") or [])
+
+    def wait_for(req: "tn.Request") -> dict[str, Any]:
+        with log.lock:
+            seen = len(log.waits)
+            log.waits.append(req.raw)
+        given = answers[min(seen, len(answers) - 1)] if answers else {}
+        ok = given.get("ok") is True
+        out: dict[str, Any] = {"id": req.id, "ok": ok}
+        if given.get("data") is not None:
+            out["data"] = given["data"]
+        if not ok and given.get("reason"):
+            out["reason"] = given["reason"]
+        return out
+
+    return wait_for
+
+
+HOOK_RANK = {"beforeLLM": 0, "afterLLM": 1, "beforeTool": 2, "afterTool": 3}
+
+
+def drop_null_metadata(v: Any) -> Any:
+    """``metadata: null`` is the same as no metadata."""
+    if isinstance(v, dict):
+        return {k: drop_null_metadata(x) for k, x in v.items() if not (k == "metadata" and x is None)}
+    if isinstance(v, list):
+        return [drop_null_metadata(x) for x in v]
+    return v
+
+
+def run_run(case: dict, root: str, srv: Optional[MockServer]) -> list[str]:
+    exp = case["expect"]
+    vol = set(case.get("volatile") or [])
+    log = RunLog()
+    tk = tn.Toolkit(case.get("toolkit") or {})
+    run_err: Optional[tn.ToolnexusError] = None
+    out: Optional[tn.RunResult] = None
+    try:
+        with tn.Client(case.get("client") or {}, hooks=hooks_for(case, log),
+                       wait_for=wait_for_of(case.get("waitFor"), log)) as client:
+            try:
+                out = client.run(tk, case.get("prompt", ""), history=case.get("history"))
+            except tn.ToolnexusError as e:
+                if e.code not in ("provider_error", "timeout"):
+                    raise
+                run_err = e
+    finally:
+        tk.close()  # ends MCP children before the files are listed
+    diffs: list[str] = []
+    result = exp.get("result") or {}
+    if "error" in result and len(result) == 1:
+        if run_err is None:
+            diffs.append(f"want failure {result['error']!r}, got result {json.dumps(out.raw if out else None)[:200]}")
+        else:
+            m = LLM_STATUS.match(result["error"] or "")
+            if m and (m.group(1) not in run_err.message or m.group(2) not in run_err.message):
+                diffs.append(f"error message {run_err.message!r} does not carry status {m.group(1)} "
+                             f"and body {m.group(2)!r}")
+    else:
+        if run_err is not None:
+            raise run_err
+        assert out is not None
+        want = rename_keys(result, {"tool-calls": "toolCalls", "tool-call-count": "toolCallCount",
+                                    "prompt-tokens": "promptTokens", "completion-tokens": "completionTokens",
+                                    "total-tokens": "totalTokens"})
+        diffs += compare("result", drop_null_metadata(want), drop_null_metadata(out.raw), vol, set(), True)
+    if "waitForRequests" in exp:
+        diffs += compare("waitForRequests", exp["waitForRequests"], list(log.waits), vol, set(), True)
+    if "hookCalls" in exp:
+        got_hooks = sorted(log.hooks, key=lambda h: (float(h.get("turn") or 0), HOOK_RANK.get(h.get("hook"), 9),
+                                                     str(h.get("id"))))
+        diffs += compare("hookCalls", drop_null_metadata(exp["hookCalls"]), drop_null_metadata(got_hooks), vol,
+                         set(), True)
+    recorded = srv.requests if srv else []
+    provider = [r for r in recorded if not r["path"].startswith("/tool/")]
+    tools = [r for r in recorded if r["path"].startswith("/tool/")]
+    want_list = exp.get("providerRequests") or []
+    if len(want_list) != len(provider):
+        diffs.append(f"provider requests: got {len(provider)}, want {len(want_list)}")
+    else:
+        for i, (e, g) in enumerate(zip(want_list, provider)):
+            diffs += compare_provider_request(f"providerRequests[{i}]", e, g)
+    if case.get("expectServerRequests") is not None:
+        diffs += compare_server_requests(case["expectServerRequests"], tools)
+    if case.get("expectFiles") is not None:
+        diffs += compare_files(case["expectFiles"], list_files(root), names_only=False)
+    return diffs
+
+
+OPS = {"render", "loadSkills", "execute", "helper", "translate", "run"}
 
 
 def run_case(raw_case: dict) -> tuple[str, str]:
@@ -391,7 +556,11 @@ def run_case(raw_case: dict) -> tuple[str, str]:
             srv = MockServer()
             text = text.replace("${BASE}", srv.base)
         case = json.loads(text)
-        if srv:
+        if srv and case.get("op") == "run":
+            srv.routed = True
+            srv.tool_responses = list(case.get("serverResponses") or [])
+            srv.responses = list(case.get("providerResponses") or [])
+        elif srv:
             for key in ("serverResponse", "providerResponse"):
                 if isinstance(case.get(key), dict):
                     srv.responses.append(case[key])
@@ -424,6 +593,8 @@ def run_case(raw_case: dict) -> tuple[str, str]:
             diffs = run_execute(case, root, srv)
         elif op == "helper":
             diffs = run_helper(case)
+        elif op == "run":
+            diffs = run_run(case, root, srv)
         else:
             diffs = run_translate(case, srv)
     except tn.ToolnexusError as e:

@@ -22,7 +22,20 @@ from typing import Any, Callable, Optional, Union
 from . import _build, _native
 
 __all__ = [
+    "Answer",
+    "CallbackError",
     "CancelToken",
+    "Client",
+    "ConversationStore",
+    "Hooks",
+    "InMemoryStore",
+    "Request",
+    "RunResult",
+    "ToolCall",
+    "Usage",
+    "answer_declined",
+    "answer_output",
+    "set_logger",
     "Toolkit",
     "ToolResult",
     "ToolnexusError",
@@ -34,6 +47,7 @@ __all__ = [
     "InvalidJsonError",
     "UnknownFormatError",
     "InternalError",
+    "call_cancelled",
     "helper",
     "list_mcp_tools",
     "translate",
@@ -88,6 +102,11 @@ class InternalError(ToolnexusError):
     pass
 
 
+class CallbackError(ToolnexusError):
+    """A host callback of the client loop failed; ``__cause__`` is the
+    exception it raised, when it was a Python one."""
+
+
 _BY_CODE = {
     "invalid_json": InvalidJsonError,
     "invalid_config": InvalidConfigError,
@@ -97,6 +116,7 @@ _BY_CODE = {
     "timeout": TimeoutError,
     "cancelled": CancelledError,
     "internal": InternalError,
+    "callback_error": CallbackError,
 }
 
 
@@ -167,10 +187,36 @@ class CancelToken:
     def __init__(self) -> None:
         self._lib = _native.load()
         self._ptr: Optional[int] = self._lib.tn_cancel_new()
+        self._cancelled = False
+        self._on_cancel: list[Callable[[], None]] = []
 
     def cancel(self) -> None:
+        self._cancelled = True
         if self._ptr:
             self._lib.tn_cancel_trigger(self._ptr)
+        for fn in list(self._on_cancel):
+            fn()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+        return self._cancelled
+
+    def _link(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Calls ``fn`` when this token is cancelled (at once if it already
+        is); gives the function that undoes the link. The client loop uses
+        it to cancel its own per-call token (a run with a timeout)."""
+        self._on_cancel.append(fn)
+        if self._cancelled:
+            fn()
+
+        def unlink() -> None:
+            try:
+                self._on_cancel.remove(fn)
+            except ValueError:
+                pass
+
+        return unlink
 
     def close(self) -> None:
         ptr, self._ptr = self._ptr, None
@@ -284,15 +330,26 @@ class Toolkit:
         *,
         timeout: Optional[float] = None,
         answer: Optional[dict[str, Any]] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> str:
         """Runs a tool and returns the ToolResult JSON text. ``timeout`` is in
-        seconds; ``answer`` resolves a suspended tool (SPEC §10)."""
+        seconds; ``answer`` resolves a suspended tool (SPEC §10); ``cancel``
+        (see :meth:`execute`) stops the call from another thread."""
         ctx: dict[str, Any] = {}
         if timeout is not None:
             ctx["timeoutMs"] = max(0, int(timeout * 1000))
         if answer is not None:
             ctx["answer"] = answer
         ctx_text = json.dumps(ctx).encode("utf-8") if ctx else None
+        if cancel is not None:
+            return _call(
+                self._lib.tn_execute_with_cancel,
+                self._handle(),
+                name.encode("utf-8"),
+                _native.cstr(args if args is not None else {}, "args"),
+                ctx_text,
+                cancel.handle,
+            )
         return _call(
             self._lib.tn_execute,
             self._handle(),
@@ -308,14 +365,43 @@ class Toolkit:
         *,
         timeout: Optional[float] = None,
         answer: Optional[dict[str, Any]] = None,
+        cancel: Optional[CancelToken] = None,
     ) -> ToolResult:
         """Runs a tool by name. A tool that fails is ``is_error``; an unknown
-        name is too (``unknown tool: NAME``)."""
-        return ToolResult.from_json(self.execute_json(name, args, timeout=timeout, answer=answer))
+        name is too (``unknown tool: NAME``).
+
+        ``timeout`` (seconds) and ``cancel`` (a :class:`CancelToken` another
+        thread may trigger) stop the call early: it returns an ``is_error``
+        result whose ``metadata["error"]`` is ``"timeout"`` or
+        ``"cancelled"``, and what the tool started ends with it (bash's whole
+        process group, an HTTP request, an MCP call). A Python tool that
+        ignores it keeps running, but its late answer is dropped; one that
+        looks at :func:`call_cancelled` can stop. The toolkit stays usable."""
+        return ToolResult.from_json(
+            self.execute_json(name, args, timeout=timeout, answer=answer, cancel=cancel)
+        )
 
     async def aexecute(self, name: str, args: Union[dict, str, None] = None, **kw: Any) -> ToolResult:
-        """:meth:`execute` off the event loop, in a worker thread."""
-        return await asyncio.to_thread(self.execute, name, args, **kw)
+        """:meth:`execute` off the event loop, in a worker thread. Cancelling
+        the task cancels the call and waits for it to end (unless ``cancel=``
+        names a token of the caller's own, which is then the caller's to
+        trigger)."""
+        if kw.get("cancel") is not None:
+            return await asyncio.to_thread(self.execute, name, args, **kw)
+        token = CancelToken()
+        kw["cancel"] = token
+        work = asyncio.ensure_future(asyncio.to_thread(self.execute, name, args, **kw))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            token.cancel()
+            # The call returns promptly once cancelled: wait for it, so that
+            # nothing of it outlives the task.
+            try:
+                await work
+            except BaseException:  # noqa: BLE001 — the task is cancelled either way
+                pass
+            raise
 
     # -- host functions --------------------------------------------------
     def register(
@@ -353,6 +439,8 @@ class Toolkit:
         def trampoline(_user_data: Any, args_json: Optional[bytes], call: int) -> None:
             # Nothing may raise through the C frames below: every failure is
             # an is_error result.
+            outer = getattr(_current, "call", None)
+            _current.call = call
             try:
                 args = json.loads(args_json.decode("utf-8")) if args_json else {}
                 result = fn(args)
@@ -372,9 +460,15 @@ class Toolkit:
                     lib.tn_call_set_output(call, _text_arg(message), True)
                 except Exception:  # noqa: BLE001
                     traceback.print_exc()
+            finally:
+                _current.call = outer
 
         cb = _native.TOOL_CALLBACK(trampoline)
         self._callbacks.append(cb)
+        # The library may still run the callback after close() (a call it
+        # stopped waiting for): the callback object lives until the library's
+        # user_data_free says the last call has returned.
+        key = _keep_callback(cb)
         err = ctypes.c_void_p()
         schema_text = json.dumps(schema).encode("utf-8") if schema is not None else None
         status = lib.tn_toolkit_register(
@@ -383,13 +477,50 @@ class Toolkit:
             description.encode("utf-8"),
             schema_text,
             cb,
-            None,
-            None,
+            key,
+            _RELEASE_PTR,
             ctypes.byref(err),
         )
         text = _native.take(lib, err)
         if status != 0:
             raise _error(status, text)
+
+
+# -- the lifetime of host-tool callbacks, and the call a callback serves ------
+
+_current = threading.local()
+_live_lock = threading.Lock()
+_live: dict[int, Any] = {}
+_next_key = 1
+
+
+def _keep_callback(cb: Any) -> int:
+    global _next_key
+    with _live_lock:
+        key, _next_key = _next_key, _next_key + 1
+        _live[key] = cb
+    return key
+
+
+def _release_callback(user_data: Optional[int]) -> None:
+    with _live_lock:
+        _live.pop(user_data or 0, None)
+
+
+# Module-level, so it outlives every toolkit.
+_RELEASE = _native.USER_DATA_FREE(_release_callback)
+_RELEASE_PTR = ctypes.cast(_RELEASE, ctypes.c_void_p)
+
+
+def call_cancelled() -> bool:
+    """Inside a registered Python tool: whether its caller has stopped
+    waiting (the call was cancelled or its timeout passed). Once true the
+    tool's answer is dropped, so a long-running tool should return. False
+    outside a tool call."""
+    call = getattr(_current, "call", None)
+    if not call:
+        return False
+    return bool(_native.load().tn_call_cancelled(call))
 
 
 def _text_arg(text: str) -> bytes:
@@ -451,3 +582,20 @@ def list_mcp_tools(config: Union[dict, str]) -> dict[str, Any]:
         config = json.dumps(config)  # a path travels as a JSON string
     lib = _native.load()
     return json.loads(_call(lib.tn_mcp_list_tools, _native.cstr(config, "config")))
+
+
+# The client loop and the logger (their modules import what is above).
+from .client import (  # noqa: E402
+    Answer,
+    Client,
+    ConversationStore,
+    Hooks,
+    InMemoryStore,
+    Request,
+    RunResult,
+    ToolCall,
+    Usage,
+    answer_declined,
+    answer_output,
+)
+from .log import set_logger  # noqa: E402

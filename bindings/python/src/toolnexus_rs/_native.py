@@ -21,6 +21,13 @@ c_char_p_p = ctypes.POINTER(ctypes.c_char_p)
 c_void_p_p = ctypes.POINTER(ctypes.c_void_p)
 
 TOOL_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+#: ``tn_callback``: a client slot (and an in-process client's generate):
+#: user_data, the event JSON, the ``tn_reply *`` to answer through.
+CLIENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+#: ``tn_log_callback``: user_data, level, target, message.
+LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p)
+#: ``tn_user_data_free`` (a host tool's, a slot's or the logger's).
+USER_DATA_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -97,6 +104,12 @@ def _declare(lib: ctypes.CDLL) -> None:
         ),
         "tn_helper": ([ctypes.c_char_p, ctypes.c_char_p, c_void_p_p], status),
         "tn_mcp_list_tools": ([ctypes.c_char_p, c_void_p_p], status),
+        "tn_execute_with_cancel": (
+            [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
+        "tn_call_cancelled": ([ctypes.c_void_p], ctypes.c_bool),
+        "tn_call_deadline_ms": ([ctypes.c_void_p], ctypes.c_int64),
         "tn_cancel_new": ([], ctypes.c_void_p),
         "tn_cancel_trigger": ([ctypes.c_void_p], None),
         "tn_cancel_free": ([ctypes.c_void_p], None),
@@ -110,13 +123,49 @@ def _declare(lib: ctypes.CDLL) -> None:
                 ctypes.c_char_p,
                 TOOL_CALLBACK,
                 ctypes.c_void_p,
-                # The finalizer slot is always NULL here (the Toolkit keeps
-                # its callbacks alive itself), so a plain pointer.
+                # The finalizer (a USER_DATA_FREE cast to a plain pointer,
+                # or NULL).
                 ctypes.c_void_p,
                 c_void_p_p,
             ],
             status,
         ),
+        # The client loop (src/ffi/client.rs, client_ext.rs).
+        "tn_client_new": ([ctypes.c_char_p, c_void_p_p, c_void_p_p], status),
+        "tn_client_new_in_process": (
+            [ctypes.c_char_p, CLIENT_CALLBACK, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p, c_void_p_p],
+            status,
+        ),
+        "tn_client_free": ([ctypes.c_void_p], None),
+        "tn_client_set_callback": (
+            [ctypes.c_void_p, ctypes.c_char_p, CLIENT_CALLBACK, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
+        "tn_reply_set_json": ([ctypes.c_void_p, ctypes.c_char_p], status),
+        "tn_reply_set_error": ([ctypes.c_void_p, ctypes.c_char_p], status),
+        "tn_reply_run_data": ([ctypes.c_void_p], ctypes.c_void_p),
+        "tn_run": (
+            [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
+        "tn_run_resume": (
+            [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
+        "tn_ask": (
+            [
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_char_p,
+                ctypes.c_bool,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                c_void_p_p,
+            ],
+            status,
+        ),
+        "tn_client_metrics": ([ctypes.c_void_p, c_void_p_p], status),
+        "tn_log_set": ([ctypes.c_int32, LOG_CALLBACK, ctypes.c_void_p, USER_DATA_FREE], None),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)
