@@ -356,6 +356,22 @@ tn_status tn_build_options_set_cancel(tn_build_options *opts,
    shape, fails neither the build nor the other skill sources: the
    message is the status error `skillProvider` (`tn_render(tk,
    "status")`).
+ - `waitFor` (SPEC §2, the MCP elicitation bridge): the client's
+   `waitFor` shape. With one, every MCP server is told the client
+   supports `elicitation` (form and URL mode), and a server's question
+   during a tool call is the event — form mode `{id, kind:"input",
+   prompt, data:{schema}}`, URL mode `{id, kind:"authorization", prompt,
+   url}` — answered with the Answer `{id?, ok, data?, reason?}` while the
+   call waits: `ok` accepts (form mode: `data`, an object, is the
+   content), `reason:"declined"` declines, any other refusal cancels. A
+   callback that fails, sets nothing or answers a wrong shape makes the
+   server's request fail; the tool call still ends with a result. Called
+   on a library thread, several at once when calls overlap;
+   `tn_reply_cancelled` turns true once nobody waits for the answer (the
+   call hit its deadline or was cancelled, or the toolkit is closing).
+   The toolkits built keep it: its `user_data_free` runs once the
+   options and those toolkits are all freed. Without one, elicitation is
+   not advertised and a server that asks is refused (`-32601`).
 
  A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
  for this `user_data` — also when this call fails. An unknown slot is
@@ -478,6 +494,21 @@ tn_status tn_reply_set_error(tn_reply *reply,
  `reply` is NULL or the `tn_reply` of a callback still running.
  */
 void *tn_reply_run_data(const tn_reply *reply);
+
+/*
+ Whether the answer this callback would give is no longer awaited: true
+ in a toolkit's `waitFor` (the MCP elicitation bridge) once every tool
+ call that was in flight when the server asked has ended (cancelled or
+ out of time), the server withdrew its request, or the toolkit is
+ closing; the library has then answered the server `cancel` and drops
+ whatever this callback answers. A callback that waits for a human can
+ poll it and return early. Always false in a client's callbacks, and for
+ a NULL reply.
+
+ # Safety
+ `reply` is NULL or the `tn_reply` of a callback still running.
+ */
+bool tn_reply_cancelled(const tn_reply *reply);
 
 /*
  Runs the client loop (SPEC §8, §10) for `request_json` = `{prompt,

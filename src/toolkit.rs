@@ -84,6 +84,12 @@ pub struct BuildOptions {
     /// nor the other skill sources: its message is the status error
     /// `skillProvider`.
     pub skill_provider: Option<SkillProvider>,
+    /// The host's §10 `waitFor` for the MCP elicitation bridge (SPEC §2,
+    /// [`crate::mcp::elicit`]): with one, every MCP server is told the client
+    /// supports `elicitation` (form and URL mode), and a server's question
+    /// during a tool call is answered through it while the call waits;
+    /// without one the capability is not advertised.
+    pub wait_for: Option<crate::mcp::WaitFor>,
 }
 
 impl BuildOptions {
@@ -100,6 +106,17 @@ impl BuildOptions {
         self
     }
 
+    pub fn with_wait_for(
+        mut self,
+        wait_for: impl Fn(&Value, &CancelToken) -> std::result::Result<Value, String>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.wait_for = Some(Arc::new(wait_for));
+        self
+    }
+
     fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
     }
@@ -110,6 +127,7 @@ impl std::fmt::Debug for BuildOptions {
         f.debug_struct("BuildOptions")
             .field("cancel", &self.cancel)
             .field("skill_provider", &self.skill_provider.is_some())
+            .field("wait_for", &self.wait_for.is_some())
             .finish()
     }
 }
@@ -191,9 +209,10 @@ impl Toolkit {
         Toolkit::build_with(cfg, &BuildOptions::default())
     }
 
-    /// [`Toolkit::build`] with host extensions: a cancel token and a skill
-    /// provider (see [`BuildOptions`]). A cancelled build is the
-    /// `cancelled` error, and leaves nothing running.
+    /// [`Toolkit::build`] with host extensions: a cancel token, a skill
+    /// provider and a `waitFor` for MCP elicitation (see [`BuildOptions`]).
+    /// A cancelled build is the `cancelled` error, and leaves nothing
+    /// running.
     pub fn build_with(cfg: &ToolkitConfig, opts: &BuildOptions) -> Result<Toolkit> {
         if opts.cancelled() {
             return Err(build_cancelled("before it started"));
@@ -204,7 +223,10 @@ impl Toolkit {
         let mcp = match &cfg.mcp_config {
             None => None,
             Some(v) => match crate::mcp::parse_config(v) {
-                Ok(c) => Some(c),
+                Ok(mut c) => {
+                    c.set_wait_for(opts.wait_for.clone());
+                    Some(c)
+                }
                 Err(e) => {
                     status.errors.push(("<config>".into(), e.message));
                     None

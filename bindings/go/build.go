@@ -34,6 +34,7 @@ type BuildOption func(*buildOptions)
 
 type buildOptions struct {
 	skillProvider func(ctx context.Context) ([]SkillDef, error)
+	waitFor       WaitForFunc // elicit.go
 }
 
 // WithSkillProvider supplies skills from Go at build time (SPEC §3 S1), for
@@ -77,6 +78,9 @@ func build(ctx context.Context, cconf *C.char, opts []BuildOption) (*C.tn_toolki
 		if status != C.TN_OK {
 			return nil, statusError(status, body)
 		}
+	}
+	if err := setWaitFor(copts, o.waitFor); err != nil {
+		return nil, err
 	}
 	var ptr *C.tn_toolkit
 	err := withCancelToken(ctx, func(token *C.tn_cancel) error {

@@ -24,6 +24,8 @@ pub use ask::AskRequest;
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};
 pub use observe::{Event, Observer};
 pub use provider::{Exchange, HttpProvider, Provider};
+/// The Answer check of `waitFor`, shared with the MCP elicitation bridge.
+pub(crate) use run::check_answer;
 
 use crate::error::{Error, Result};
 use crate::json::type_name;

@@ -26,14 +26,17 @@ pub struct tn_build_options {
 /// The callback slots of a build.
 enum BuildSlot {
     SkillProvider,
+    /// SPEC §2's elicitation bridge (`super::elicit`).
+    WaitFor,
 }
 
-const BUILD_SLOTS: &str = "skillProvider";
+const BUILD_SLOTS: &str = "skillProvider, waitFor";
 
 impl BuildSlot {
     fn from_name(name: &str) -> Result<BuildSlot, Error> {
         match name {
             "skillProvider" => Ok(BuildSlot::SkillProvider),
+            "waitFor" => Ok(BuildSlot::WaitFor),
             other => Err(Error::invalid_argument(format!(
                 "unknown build callback slot '{other}' (expected {BUILD_SLOTS})"
             ))),
@@ -102,6 +105,22 @@ pub unsafe extern "C" fn tn_build_options_set_cancel(
 ///   shape, fails neither the build nor the other skill sources: the
 ///   message is the status error `skillProvider` (`tn_render(tk,
 ///   "status")`).
+/// - `waitFor` (SPEC §2, the MCP elicitation bridge): the client's
+///   `waitFor` shape. With one, every MCP server is told the client
+///   supports `elicitation` (form and URL mode), and a server's question
+///   during a tool call is the event — form mode `{id, kind:"input",
+///   prompt, data:{schema}}`, URL mode `{id, kind:"authorization", prompt,
+///   url}` — answered with the Answer `{id?, ok, data?, reason?}` while the
+///   call waits: `ok` accepts (form mode: `data`, an object, is the
+///   content), `reason:"declined"` declines, any other refusal cancels. A
+///   callback that fails, sets nothing or answers a wrong shape makes the
+///   server's request fail; the tool call still ends with a result. Called
+///   on a library thread, several at once when calls overlap;
+///   `tn_reply_cancelled` turns true once nobody waits for the answer (the
+///   call hit its deadline or was cancelled, or the toolkit is closing).
+///   The toolkits built keep it: its `user_data_free` runs once the
+///   options and those toolkits are all freed. Without one, elicitation is
+///   not advertised and a server that asks is refused (`-32601`).
 ///
 /// A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
 /// for this `user_data` — also when this call fails. An unknown slot is
@@ -148,6 +167,9 @@ pub unsafe extern "C" fn tn_build_options_set_callback(
         match BuildSlot::from_name(name)? {
             BuildSlot::SkillProvider => {
                 opts.inner.skill_provider = host.map(skill_provider);
+            }
+            BuildSlot::WaitFor => {
+                opts.inner.wait_for = host.map(super::elicit::wait_for_of);
             }
         }
         Ok(String::new())

@@ -26,6 +26,8 @@ pub struct tn_client {
 pub struct tn_reply {
     answer: Option<Result<Value, String>>,
     run_data: *mut c_void,
+    /// A toolkit `waitFor`'s stop token (`tn_reply_cancelled`).
+    stop: Option<CancelToken>,
 }
 
 /// A client callback: called with its `user_data`, the event JSON (borrowed
@@ -62,10 +64,22 @@ impl Drop for HostCallback {
 
 impl HostCallback {
     pub(super) fn call(&self, event: &Value, data: RunData) -> Result<Option<Value>, String> {
+        self.call_until(event, data, None)
+    }
+
+    /// [`HostCallback::call`], with a token the callback can poll through
+    /// `tn_reply_cancelled` to learn that its answer is no longer awaited.
+    pub(super) fn call_until(
+        &self,
+        event: &Value,
+        data: RunData,
+        stop: Option<&CancelToken>,
+    ) -> Result<Option<Value>, String> {
         let text = CString::new(event.to_string()).unwrap_or_default();
         let mut reply = tn_reply {
             answer: None,
             run_data: data.0 as *mut c_void,
+            stop: stop.cloned(),
         };
         // SAFETY: the host's registered function; the event string and the
         // reply outlive the call.
@@ -289,6 +303,26 @@ pub unsafe extern "C" fn tn_reply_run_data(reply: *const tn_reply) -> *mut c_voi
     }
     // SAFETY: non-NULL and live during the callback.
     unsafe { (*reply).run_data }
+}
+
+/// Whether the answer this callback would give is no longer awaited: true
+/// in a toolkit's `waitFor` (the MCP elicitation bridge) once every tool
+/// call that was in flight when the server asked has ended (cancelled or
+/// out of time), the server withdrew its request, or the toolkit is
+/// closing; the library has then answered the server `cancel` and drops
+/// whatever this callback answers. A callback that waits for a human can
+/// poll it and return early. Always false in a client's callbacks, and for
+/// a NULL reply.
+///
+/// # Safety
+/// `reply` is NULL or the `tn_reply` of a callback still running.
+#[no_mangle]
+pub unsafe extern "C" fn tn_reply_cancelled(reply: *const tn_reply) -> bool {
+    // SAFETY: NULL or live during the callback, by contract.
+    match unsafe { reply.as_ref() } {
+        Some(r) => r.stop.as_ref().is_some_and(CancelToken::is_cancelled),
+        None => false,
+    }
 }
 
 /// Borrows a client handle.

@@ -7,6 +7,7 @@
 mod build;
 mod client;
 mod client_ext;
+mod elicit;
 
 #[cfg(test)]
 mod glue_tests;

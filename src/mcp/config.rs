@@ -28,6 +28,16 @@ pub struct McpConfig {
 }
 
 impl McpConfig {
+    /// Gives every server the host's §10 `waitFor` for the elicitation
+    /// bridge (SPEC §2, [`super::elicit`]): a server connected with one is
+    /// told the client supports `elicitation` and is answered through it;
+    /// without one (the default) the capability is not advertised.
+    pub fn set_wait_for(&mut self, wait_for: Option<super::WaitFor>) {
+        for s in &mut self.servers {
+            s.wait_for = HostWaitFor(wait_for.clone());
+        }
+    }
+
     /// The top-level `builtins` key of the MCP config object, when present
     /// (divergence `mcp/config-top-level-builtins-key`): the toolkit applies
     /// it when its own config has no `builtins` key.
@@ -87,6 +97,29 @@ pub struct ServerConfig {
     pub timeout: Duration,
     /// The per-server `tools` filter on original tool names.
     pub tools_filter: Vec<(String, bool)>,
+    /// The host's `waitFor` for elicitation ([`McpConfig::set_wait_for`]).
+    pub wait_for: HostWaitFor,
+}
+
+/// A host `waitFor` carried by a server's config. Not data: its Debug says
+/// only whether it is set, and it is not part of what makes two configs equal.
+#[derive(Clone, Default)]
+pub struct HostWaitFor(pub Option<super::WaitFor>);
+
+impl std::fmt::Debug for HostWaitFor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "HostWaitFor(set)"
+        } else {
+            "HostWaitFor(none)"
+        })
+    }
+}
+
+impl PartialEq for HostWaitFor {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl ServerConfig {
@@ -181,6 +214,7 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         transport: Transport::Invalid(msg),
         timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
         tools_filter: Vec::new(),
+        wait_for: HostWaitFor::default(),
     };
     let Value::Object(m) = value else {
         return invalid(format!("expected an object, got {}", type_name(value)));
@@ -232,6 +266,7 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         transport,
         timeout: Duration::from_millis(timeout),
         tools_filter,
+        wait_for: HostWaitFor::default(),
     }
 }
 

@@ -8,6 +8,7 @@
 //! the live sessions, which close (ending every child process tree) on drop.
 
 pub mod config;
+pub mod elicit;
 mod guarded;
 mod known_ids;
 mod lines;
@@ -16,6 +17,7 @@ mod sse;
 mod stdio;
 
 pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
+pub use elicit::WaitFor;
 pub use session::RemoteTool;
 
 use crate::json::normalize_args;

@@ -8,6 +8,7 @@
 //! appear in it.
 
 use super::config::{ServerConfig, Transport as ServerTransport};
+use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 use super::{lines, sse, stdio};
@@ -15,8 +16,7 @@ use crate::parts::{Part, PartKind};
 use crate::tool::{default_schema, Stop, ToolResult};
 use crate::translate::CancelToken;
 use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientRequest, CustomRequest, Implementation, ServerResult,
+    CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio_util::sync::DropGuard;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// How the detail of a call the caller cancelled starts.
 const CANCELLED: &str = "cancelled";
@@ -36,7 +36,7 @@ const CANCELLED: &str = "cancelled";
 /// The extra time a whole server may take beyond its per-phase timeout.
 pub const SERVER_SLACK: Duration = Duration::from_millis(500);
 
-type Service = RunningService<RoleClient, ClientConfig>;
+type Service = RunningService<RoleClient, elicit::Handler>;
 
 /// A tool as the server listed it (original name).
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +57,10 @@ pub struct Session {
     secrets: crate::env::Secrets,
     closed: AtomicBool,
     closing: Notify,
+    /// The tool calls in flight, which a server's elicitation waits on.
+    calls: Arc<Calls>,
+    /// Cancelled on close: ends every elicitation still waiting.
+    stopped: CancellationToken,
     /// Ends the requests of a streamable HTTP session's client when the
     /// session goes (see `super::guarded`).
     _requests: Option<DropGuard>,
@@ -99,11 +103,27 @@ pub fn failure(server: &str, phase: &str, detail: &str) -> String {
     format!("mcp server \"{server}\" failed at {phase}: {detail}")
 }
 
-fn client_config() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("toolnexus", env!("CARGO_PKG_VERSION")),
-    )
+/// What one session's client side needs: the host's `waitFor` (SPEC §2's
+/// elicitation bridge; `None`: elicitation not advertised) and the state
+/// its handler shares with the session.
+#[derive(Clone)]
+struct Side {
+    server: String,
+    wait_for: Option<WaitFor>,
+    calls: Arc<Calls>,
+    stopped: CancellationToken,
+}
+
+impl Side {
+    /// A handler for one connection attempt.
+    fn handler(&self) -> elicit::Handler {
+        elicit::Handler::new(
+            &self.server,
+            self.wait_for.clone(),
+            Arc::clone(&self.calls),
+            self.stopped.clone(),
+        )
+    }
 }
 
 fn timeout_detail(t: Duration) -> String {
@@ -121,7 +141,13 @@ pub async fn connect(
         ServerTransport::Remote { secrets, .. } => &secrets.0,
         _ => &crate::env::Secrets::default(),
     };
-    connect_inner(cfg, phase, secrets)
+    let side = Side {
+        server: cfg.name.clone(),
+        wait_for: cfg.wait_for.0.clone(),
+        calls: Arc::new(Calls::default()),
+        stopped: CancellationToken::new(),
+    };
+    connect_inner(cfg, phase, secrets, side)
         .await
         .map_err(|e| secrets.redact(&e).into_owned())
 }
@@ -130,6 +156,7 @@ async fn connect_inner(
     cfg: &ServerConfig,
     phase: &PhaseCell,
     secrets: &crate::env::Secrets,
+    side: Side,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
     let (service, child, requests) = match &cfg.transport {
@@ -144,10 +171,11 @@ async fn connect_inner(
             phase.set("initialize");
             let init = tokio::time::timeout(
                 cfg.timeout,
-                client_config().serve(KnownIds::new(lines::LineTransport::new(
-                    spawned.stdout,
-                    spawned.stdin,
-                ))),
+                side.handler()
+                    .serve(KnownIds::new(lines::LineTransport::new(
+                        spawned.stdout,
+                        spawned.stdin,
+                    ))),
             )
             .await;
             match init {
@@ -178,7 +206,8 @@ async fn connect_inner(
             ..
         } => {
             phase.set("initialize");
-            let (service, requests) = connect_remote(cfg, url, headers, *sse_only, phase).await?;
+            let (service, requests) =
+                connect_remote(cfg, url, headers, *sse_only, phase, &side).await?;
             (service, None, requests)
         }
     };
@@ -208,6 +237,8 @@ async fn connect_inner(
             secrets: secrets.clone(),
             closed: AtomicBool::new(false),
             closing: Notify::new(),
+            calls: side.calls,
+            stopped: side.stopped,
             _requests: requests,
         },
         tools,
@@ -220,6 +251,7 @@ async fn connect_remote(
     headers: &[(String, String)],
     sse_only: bool,
     phase: &PhaseCell,
+    side: &Side,
 ) -> Result<(Service, Option<DropGuard>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
     let streamable_err = if sse_only {
@@ -229,7 +261,7 @@ async fn connect_remote(
         // build): rmcp's worker then gives up the request it has in flight.
         let (transport, requests) =
             streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
-        match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport)))
+        match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
             .await
         {
             Ok(Ok(service)) => return Ok((service, Some(requests))),
@@ -258,7 +290,7 @@ async fn connect_remote(
         .await
         .map_err(report)?;
     phase.set("initialize");
-    match tokio::time::timeout(cfg.timeout, client_config().serve(KnownIds::new(transport))).await {
+    match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport))).await {
         Ok(Ok(service)) => Ok((service, None)),
         Ok(Err(e)) => Err(fail("initialize", &describe_init_error(&e))),
         Err(_) => Err(fail("initialize", &timeout_detail(cfg.timeout))),
@@ -599,6 +631,8 @@ impl Session {
         cancel: Option<&CancelToken>,
     ) -> ToolResult {
         let fail = |detail: &str| ToolResult::error(failure(&self.name, "tools/call", detail));
+        // In flight until this returns, however the call ends.
+        let _in_flight = self.calls.enter();
         if self.closed.load(Ordering::SeqCst) {
             return fail("closed (the toolkit was closed)");
         }
@@ -656,6 +690,7 @@ impl Session {
             return;
         }
         self.closing.notify_waiters();
+        self.stopped.cancel();
         let service = self.service.lock().ok().and_then(|mut s| s.take());
         if let Some(service) = service {
             let _ = tokio::time::timeout(Duration::from_secs(2), service.cancel()).await;

@@ -1,0 +1,18 @@
+// The C side of a toolkit's Go waitFor (elicit.go): user_data is the
+// cgo.Handle of the Go function, carried as an integer.
+#include <stdint.h>
+#include "toolnexus.h"
+#include "_cgo_export.h"
+
+static void tngo_wait_for_trampoline(void *user_data, const char *event_json, tn_reply *reply) {
+    goToolkitWaitFor((uintptr_t)user_data, (char *)event_json, reply);
+}
+
+static void tngo_wait_for_release(void *user_data) {
+    goToolkitWaitForRelease((uintptr_t)user_data);
+}
+
+tn_status tngo_build_set_wait_for(tn_build_options *opts, uintptr_t handle, char **out_error) {
+    return tn_build_options_set_callback(opts, "waitFor", tngo_wait_for_trampoline, (void *)handle,
+                                         tngo_wait_for_release, out_error);
+}

@@ -1,0 +1,359 @@
+//! The MCP elicitation bridge (SPEC §2, onto §10): a server that asks for
+//! input in the middle of a `tools/call` (`elicitation/create`, a request
+//! from the server on the same session) gets it from the host's one
+//! `waitFor`, inline, while the call waits.
+//!
+//! - A toolkit built with a `waitFor` advertises the `elicitation`
+//!   capability (form and URL mode) in `initialize`; one built without does
+//!   not, and an `elicitation/create` that comes anyway is refused with
+//!   JSON-RPC `-32601` (method not found), which the server's tool sees.
+//! - Form mode becomes the Request `{id, kind:"input", prompt, data:{schema}}`,
+//!   URL mode `{id, kind:"authorization", prompt, url}`; `prompt` is the
+//!   server's message.
+//! - The Answer maps back: `ok` → `accept` (form mode: `data`, or `{}`, as
+//!   the content), `ok:false` with `reason:"declined"` → `decline`, any other
+//!   refusal (`cancelled`, `expired`, none) → `cancel`.
+//! - The wait ends with `cancel` as soon as nobody needs the answer any more:
+//!   every tool call that was in flight when the server asked has ended
+//!   (cancelled, or out of time), the server cancelled its request, or the
+//!   toolkit is closing. The host's `waitFor` is then told through its stop
+//!   token; whatever it answers later is dropped.
+//! - A `waitFor` that fails (an error, a panic, an Answer of the wrong shape)
+//!   answers the server with a JSON-RPC error naming the callback: the tool
+//!   call still ends with an ordinary result.
+
+use crate::tool::CancelToken;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorCode, ErrorData, FormElicitationCapability, Implementation,
+    UrlElicitationCapability,
+};
+use rmcp::service::{RequestContext, RoleClient};
+use rmcp::ClientHandler;
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// The host's §10 `waitFor` as a toolkit holds it: the Request JSON in, the
+/// Answer JSON `{id?, ok, data?, reason?}` out (`Err`: the callback failed,
+/// with why). `stop` is triggered once nobody waits for the answer any more;
+/// a host that can give up early watches it. Called on a thread of the
+/// library's pool, possibly on several at once.
+pub type WaitFor = Arc<dyn Fn(&Value, &CancelToken) -> Result<Value, String> + Send + Sync>;
+
+/// The tool calls in flight on one session, so that a server's question
+/// can be given up when the calls it could belong to are all over.
+#[derive(Default)]
+pub struct Calls {
+    next: AtomicU64,
+    live: Mutex<HashSet<u64>>,
+    ended: Notify,
+}
+
+/// One call in flight; dropping it (however the call ended) ends it.
+pub struct CallGuard<'a> {
+    calls: &'a Calls,
+    id: u64,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.calls.live().remove(&self.id);
+        self.calls.ended.notify_waiters();
+    }
+}
+
+impl Calls {
+    fn live(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn enter(&self) -> CallGuard<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.live().insert(id);
+        CallGuard { calls: self, id }
+    }
+
+    fn snapshot(&self) -> HashSet<u64> {
+        self.live().clone()
+    }
+
+    /// Resolves once none of `calls` is in flight any more.
+    async fn all_ended(&self, calls: &HashSet<u64>) {
+        loop {
+            let notified = self.ended.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.live().is_disjoint(calls) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The session's side of the client: what it advertises in `initialize`,
+/// and its answer to a server's `elicitation/create`.
+pub struct Handler {
+    config: ClientConfig,
+    wait_for: Option<WaitFor>,
+    server: String,
+    calls: Arc<Calls>,
+    /// Cancelled when the session closes.
+    closing: CancellationToken,
+}
+
+impl Handler {
+    pub fn new(
+        server: &str,
+        wait_for: Option<WaitFor>,
+        calls: Arc<Calls>,
+        closing: CancellationToken,
+    ) -> Handler {
+        let mut capabilities = ClientCapabilities::default();
+        if wait_for.is_some() {
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new())
+                    .with_url(UrlElicitationCapability::new()),
+            );
+        }
+        Handler {
+            config: ClientConfig::new(
+                capabilities,
+                Implementation::new("toolnexus", env!("CARGO_PKG_VERSION")),
+            ),
+            wait_for,
+            server: server.to_string(),
+            calls,
+            closing,
+        }
+    }
+
+    async fn elicit(&self, wait_for: &WaitFor, request: Value, ct: CancellationToken) -> Reply {
+        let waiting_on = self.calls.snapshot();
+        let stop = CancelToken::new();
+        let asked = {
+            let (f, request, stop) = (Arc::clone(wait_for), request.clone(), stop.clone());
+            tokio::task::spawn_blocking(move || f(&request, &stop))
+        };
+        let given_up = async {
+            tokio::select! {
+                _ = ct.cancelled() => {}
+                _ = self.closing.cancelled() => {}
+                _ = self.calls.all_ended(&waiting_on), if !waiting_on.is_empty() => {}
+            }
+        };
+        tokio::select! {
+            answered = asked => match answered {
+                Ok(Ok(answer)) => result_of(answer, &request),
+                Ok(Err(message)) => Err(format!("the waitFor callback failed: {message}")),
+                Err(e) if e.is_panic() => Err("the waitFor callback panicked".into()),
+                Err(e) => Err(format!("the waitFor callback did not finish ({e})")),
+            },
+            () = given_up => {
+                stop.cancel();
+                Ok(ElicitResult::new(ElicitationAction::Cancel))
+            }
+        }
+    }
+}
+
+type Reply = Result<ElicitResult, String>;
+
+impl ClientHandler for Handler {
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(wait_for) = &self.wait_for else {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "elicitation is not supported: this client did not advertise it \
+                 (the toolkit was built without a waitFor)",
+                None,
+            ));
+        };
+        let request = request_of(&params);
+        self.elicit(wait_for, request, context.ct)
+            .await
+            .map_err(|message| {
+                crate::log::emit(crate::log::Level::Warn, "mcp", || {
+                    format!(
+                        "mcp server \"{}\": elicitation not answered: {message}",
+                        self.server
+                    )
+                });
+                ErrorData::internal_error(message, None)
+            })
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh Request id: `elc-<ms since the epoch, hex>-<sequence>`.
+fn request_id() -> String {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    format!("elc-{ms:x}-{}", SEQ.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The §10 Request of an `elicitation/create`: read from the request's
+/// wire form, so a mode this SDK version does not know is still asked (as
+/// form input) rather than dropped.
+pub fn request_of(params: &ElicitRequestParams) -> Value {
+    let wire = serde_json::to_value(params).unwrap_or(Value::Null);
+    let text = |key: &str| wire.get(key).and_then(Value::as_str).unwrap_or_default();
+    let mut r = Map::new();
+    r.insert("id".into(), Value::String(request_id()));
+    if text("mode") == "url" {
+        r.insert("kind".into(), json!("authorization"));
+        r.insert("prompt".into(), json!(text("message")));
+        if !text("url").is_empty() {
+            r.insert("url".into(), json!(text("url")));
+        }
+    } else {
+        r.insert("kind".into(), json!("input"));
+        r.insert("prompt".into(), json!(text("message")));
+        if let Some(schema) = wire.get("requestedSchema").filter(|s| !s.is_null()) {
+            r.insert("data".into(), json!({ "schema": schema }));
+        }
+    }
+    Value::Object(r)
+}
+
+/// The elicitation result of the host's Answer to `request`.
+pub fn result_of(answer: Value, request: &Value) -> Reply {
+    let answer = crate::client::check_answer(answer, request).map_err(|(why, got)| {
+        format!("the waitFor callback answered {got}; expected an Answer {{id, ok, data?, reason?}} ({why})")
+    })?;
+    if answer.get("ok") != Some(&Value::Bool(true)) {
+        let action = match answer.get("reason").and_then(Value::as_str) {
+            Some("declined") => ElicitationAction::Decline,
+            _ => ElicitationAction::Cancel,
+        };
+        return Ok(ElicitResult::new(action));
+    }
+    let accept = ElicitResult::new(ElicitationAction::Accept);
+    if request.get("kind").and_then(Value::as_str) == Some("authorization") {
+        // URL mode: the interaction happened out of band; no content.
+        return Ok(accept);
+    }
+    match answer.get("data") {
+        None | Some(Value::Null) => Ok(accept.with_content(json!({}))),
+        Some(data @ Value::Object(_)) => Ok(accept.with_content(data.clone())),
+        Some(other) => Err(format!(
+            "the waitFor Answer's data must be an object for an MCP elicitation (the form's \
+             values), got {}",
+            crate::json::type_name(other)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form() -> ElicitRequestParams {
+        serde_json::from_value(json!({
+            "message": "Your name?",
+            "requestedSchema": {"type": "object",
+                "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        }))
+        .expect("a form elicitation")
+    }
+
+    fn url() -> ElicitRequestParams {
+        serde_json::from_value(json!({
+            "mode": "url", "message": "Log in", "url": "https://x/auth", "elicitationId": "e1"
+        }))
+        .expect("a URL elicitation")
+    }
+
+    // Follows upstream 0.21 test_unit.py::test_mcp_elicitation_maps_to_section10_request_and_answer.
+    #[test]
+    fn form_and_url_mode_become_input_and_authorization_requests() {
+        let r = request_of(&form());
+        assert_eq!(r["kind"], "input");
+        assert_eq!(r["prompt"], "Your name?");
+        assert_eq!(r["data"]["schema"]["properties"]["name"]["type"], "string");
+        assert_eq!(r["data"]["schema"]["required"], json!(["name"]));
+        assert!(r.get("url").is_none());
+        assert!(r["id"].as_str().is_some_and(|id| id.starts_with("elc-")));
+
+        let u = request_of(&url());
+        assert_eq!(
+            (&u["kind"], &u["prompt"], &u["url"]),
+            (
+                &json!("authorization"),
+                &json!("Log in"),
+                &json!("https://x/auth")
+            )
+        );
+        assert!(u.get("data").is_none());
+        assert_ne!(r["id"], u["id"]);
+    }
+
+    #[test]
+    fn answers_map_to_accept_decline_and_cancel() {
+        let req = request_of(&form());
+        let id = req["id"].clone();
+        let action = |a: Value| result_of(a, &req).map(|r| (r.action, r.content));
+        assert_eq!(
+            action(json!({"id": id, "ok": true, "data": {"name": "Ada"}})),
+            Ok((ElicitationAction::Accept, Some(json!({"name": "Ada"}))))
+        );
+        assert_eq!(
+            action(json!({"ok": true})),
+            Ok((ElicitationAction::Accept, Some(json!({}))))
+        );
+        assert_eq!(
+            action(json!({"ok": false, "reason": "declined"})),
+            Ok((ElicitationAction::Decline, None))
+        );
+        for reason in [json!("cancelled"), json!("expired"), Value::Null] {
+            assert_eq!(
+                action(json!({"ok": false, "reason": reason})),
+                Ok((ElicitationAction::Cancel, None))
+            );
+        }
+        let u = request_of(&url());
+        assert_eq!(
+            result_of(json!({"ok": true, "data": {"token": "t"}}), &u).map(|r| r.content),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn a_wrong_answer_is_an_error_naming_what_is_wrong() {
+        let req = request_of(&form());
+        let e = result_of(json!({"ok": "yes"}), &req).expect_err("refused");
+        assert!(e.contains("ok must be a boolean"), "{e}");
+        let e = result_of(json!({"id": "other", "ok": true}), &req).expect_err("refused");
+        assert!(e.contains("echo the Request's id"), "{e}");
+        let e = result_of(json!({"ok": true, "data": "Ada"}), &req).expect_err("refused");
+        assert!(e.contains("data must be an object"), "{e}");
+    }
+
+    #[test]
+    fn only_a_toolkit_with_a_wait_for_advertises_elicitation() {
+        let calls = Arc::new(Calls::default());
+        let without = Handler::new("s", None, Arc::clone(&calls), CancellationToken::new());
+        assert!(without.get_info().capabilities.elicitation.is_none());
+        let f: WaitFor = Arc::new(|_, _| Ok(json!({"ok": true})));
+        let with = Handler::new("s", Some(f), calls, CancellationToken::new());
+        let caps = serde_json::to_value(&with.get_info().capabilities).unwrap_or_default();
+        assert_eq!(caps["elicitation"], json!({"form": {}, "url": {}}));
+    }
+}
