@@ -13,7 +13,7 @@ import (
 
 // readPids waits (bounded) for the "SERVER GRANDCHILD" line that
 // tests/mcp_servers/silent_init_pids.py writes once it runs.
-func readPids(t *testing.T, path string) (server, grandchild int) {
+func readBuildPids(t *testing.T, path string) (server, grandchild int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -54,7 +54,7 @@ func TestBuildCancelledByCtxEndsAHungMcpServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		readPids(t, pidFile)
+		readBuildPids(t, pidFile)
 		cancel()
 	}()
 	tk, err := Build(ctx, muteServerConfig(t, pidFile))
@@ -66,7 +66,7 @@ func TestBuildCancelledByCtxEndsAHungMcpServer(t *testing.T) {
 	if !strings.Contains(e.Message, "MCP") {
 		t.Errorf("message %q does not say where the build was", e.Message)
 	}
-	server, grandchild := readPids(t, pidFile)
+	server, grandchild := readBuildPids(t, pidFile)
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", server)); err == nil {
 		t.Errorf("server %d still has a /proc entry after Build returned", server)
 	}
