@@ -3,6 +3,7 @@
 //! provider whose skills join the catalog (SPEC §3 S1).
 
 mod mcp_support;
+mod quiet_panic;
 
 use mcp_support::{alive, all_dead_soon, server_script};
 use serde_json::{json, Value};
@@ -298,7 +299,7 @@ fn a_failing_provider_is_isolated_and_named_in_the_status() {
         ),
         (
             "panicked: provider bug",
-            Box::new(|| panic!("provider bug")),
+            Box::new(|| quiet_panic::quietly(|| panic!("provider bug"))),
         ),
         (
             "expected an array of skill objects, got an object",
