@@ -426,8 +426,9 @@ fn anthropic_part_block<'a>(bump: &'a Bump, part: Node<'a>) -> Node<'a> {
     let Ok(p) = Part::read_value(&part.to_value()) else {
         return part;
     };
-    let block = p.to_block_or_placeholder(BlockStyle::Anthropic).to_string();
-    node::parse(bump, bump.alloc_str(&block)).unwrap_or(part)
+    // Straight into the arena: no JSON text of the block in between (the
+    // base64 of an image would be written out and read back).
+    node::copy_value(bump, &p.to_block_or_placeholder(BlockStyle::Anthropic))
 }
 
 /// OpenAI `messages` converted for Anthropic: assistant `tool_calls` become

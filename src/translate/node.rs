@@ -541,6 +541,28 @@ pub fn from_value<'a>(bump: &'a Bump, v: &'a Value) -> Node<'a> {
     }
 }
 
+/// The arena copy of a `Value` that does not outlive the call: its keys and
+/// strings are copied into the arena (one copy each), so the `Value` may be
+/// dropped at once. The same tree `parse(&v.to_string())` gives, without the
+/// text in between.
+pub fn copy_value<'a>(bump: &'a Bump, v: &Value) -> Node<'a> {
+    match v {
+        Value::Null => Node::Null,
+        Value::Bool(b) => Node::Bool(*b),
+        Value::Number(n) => Node::Number(Num::of(n)),
+        Value::String(s) => Node::Str(bump.alloc_str(s)),
+        Value::Array(items) => {
+            Node::Array(bump.alloc_slice_fill_iter(items.iter().map(|item| copy_value(bump, item))))
+        }
+        Value::Object(map) => Node::Object(
+            bump.alloc_slice_fill_iter(
+                map.iter()
+                    .map(|(k, item)| (&*bump.alloc_str(k), copy_value(bump, item))),
+            ),
+        ),
+    }
+}
+
 /// An object under construction: `insert` replaces the value of a key
 /// already present in place, as a `preserve_order` map does.
 pub struct ObjectBuilder<'a> {
@@ -1203,6 +1225,26 @@ impl<'a> Fast<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `copy_value` builds the tree that parsing the value's text builds,
+    /// and it outlives the value.
+    #[test]
+    fn copy_value_is_parse_of_the_text() {
+        let samples = [
+            r#"{"b":1,"a":[true,false,null],"c":{"x":"y\"\\\n\u0001é😀"}}"#,
+            r#"[0,-1,18446744073709551615,-9223372036854775808,1.5,-0.0,1e300,2.5e-8]"#,
+            r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}"#,
+        ];
+        for text in samples {
+            let bump = Bump::new();
+            let node = {
+                let v: Value = serde_json::from_str(text).expect("sample");
+                copy_value(&bump, &v)
+            };
+            let parsed = parse(&bump, text).expect("sample");
+            assert_eq!(node.to_vec(), parsed.to_vec(), "{text}");
+        }
+    }
 
     /// Every sample reads and writes exactly as serde_json's Value does.
     #[test]
