@@ -1,6 +1,7 @@
 //! Agent skills (SPEC §3): discovery of `**/SKILL.md`, skills given as data,
 //! the filter, the `skill` tool and the skills prompt.
 
+mod fastwalk;
 pub mod frontmatter;
 mod sampler;
 mod walk;
@@ -131,9 +132,19 @@ pub struct Catalog {
     by_name: HashMap<String, usize>,
 }
 
+#[derive(Debug, PartialEq)]
 enum Candidate {
     Skill(Skill),
     Skip(Skip),
+}
+
+impl Candidate {
+    fn location(&self) -> &str {
+        match self {
+            Candidate::Skill(s) => &s.location,
+            Candidate::Skip(s) => &s.location,
+        }
+    }
 }
 
 /// Discovers and filters the skills of `opts`.
@@ -144,54 +155,44 @@ pub fn load(opts: &Options) -> Catalog {
 /// [`load`], given up (`None`) as soon as `stop` answers true: it is asked
 /// between directories of the walk and between files.
 pub fn load_until(opts: &Options, stop: &(dyn Fn() -> bool + Sync)) -> Option<Catalog> {
-    let mut paths: Vec<PathBuf> = Vec::new();
+    // Each file is parsed as the walk meets it (one read buffer serves every
+    // file), and each root's skills are placed in discovery order into
+    // vectors sized for them: no buffers left behind by growth (what stays
+    // resident after a build is the catalog). The files are read on the
+    // calling thread: the build is bound by the kernel's open/read/close,
+    // worker threads cost more to start than they save on a tree of a
+    // thousand skills, and the skills they read would land in per-thread
+    // malloc arenas, a megabyte and a half of resident memory each (issue 15).
     let mut root_warnings = Vec::new();
+    let mut all: Vec<Skill> = Vec::new();
+    let mut skipped = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut buf = Vec::new();
     for dir in &opts.dirs {
-        let found = discover(Path::new(dir), stop);
+        let found = match fastwalk::skills(Path::new(dir), &mut buf, stop) {
+            fastwalk::Walked::Done(found) => found,
+            fastwalk::Walked::Stopped => return None,
+            // A symlinked directory (or an unusual tree): the general walk.
+            fastwalk::Walked::Handover => general(Path::new(dir), &mut buf, stop)?,
+        };
         if stop() {
             return None;
         }
         if found.is_empty() {
             root_warnings.push(empty_root(dir));
         }
-        paths.extend(found);
-    }
-    // Each file is parsed and placed at once, into vectors sized up front:
-    // no list of candidates beside the catalog, and no buffers left behind
-    // by growth (what stays resident after a build is the catalog).
-    let mut all: Vec<Skill> = Vec::with_capacity(paths.len() + opts.defs.len());
-    let mut skipped = Vec::new();
-    let mut seen: HashMap<String, usize> = HashMap::with_capacity(all.capacity());
-    let mut place = |c: Candidate| match c {
-        Candidate::Skip(s) => skipped.push(s),
-        Candidate::Skill(s) => {
-            if seen.contains_key(&s.name) {
-                skipped.push(Skip::new(s.location, "duplicate-name"));
-            } else {
-                seen.insert(s.name.clone(), all.len());
-                all.push(s);
-            }
+        all.reserve_exact(found.len());
+        seen.reserve(found.len());
+        for c in found {
+            place(c, &mut all, &mut skipped, &mut seen);
         }
-    };
-    // The files are read and parsed in order on the calling thread: the
-    // build is bound by the kernel's open/read/close, worker threads cost
-    // more to start than they save on a tree of a thousand skills, and the
-    // skills they read would land in per-thread malloc arenas, a megabyte
-    // and a half of resident memory each (issue 15). One read buffer serves
-    // every file.
-    let mut buf = Vec::new();
-    for p in &paths {
-        // Files left once `stop` answers true are not read.
-        if stop() {
-            return None;
-        }
-        place(parse_file(p, &mut buf));
     }
     drop(buf);
+    all.reserve_exact(opts.defs.len());
+    seen.reserve(opts.defs.len());
     for def in &opts.defs {
-        place(from_def(def));
+        place(from_def(def), &mut all, &mut skipped, &mut seen);
     }
-    drop(paths);
 
     let (kept, filter_unmatched) = apply_filter(&all, &opts.filter);
     // With every skill kept, the names seen are the index.
@@ -247,6 +248,25 @@ fn apply_filter(all: &[Skill], filter: &[(String, bool)]) -> (Vec<usize>, Vec<St
     (loaded, unmatched)
 }
 
+/// The skill files below `root` found by the general walk and parsed, in
+/// discovery order; `None` once `stop` answers true.
+fn general(
+    root: &Path,
+    buf: &mut Vec<u8>,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Option<Vec<Candidate>> {
+    let paths = discover(root, stop);
+    let mut found = Vec::with_capacity(paths.len());
+    for p in &paths {
+        // Files left once `stop` answers true are not read.
+        if stop() {
+            return None;
+        }
+        found.push(parse_file(p, buf));
+    }
+    Some(found)
+}
+
 /// Every `SKILL.md` below `root`, following symlinked directories (each
 /// real directory walked once), skipping `node_modules` and `.git`, in
 /// discovery order (upstream addenda A1/A15): fewer path segments below the
@@ -297,10 +317,37 @@ fn read_into(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     }
 }
 
+/// The first skill of a name is kept; a later one is skipped as a duplicate.
+fn place(
+    c: Candidate,
+    all: &mut Vec<Skill>,
+    skipped: &mut Vec<Skip>,
+    seen: &mut HashMap<String, usize>,
+) {
+    match c {
+        Candidate::Skip(s) => skipped.push(s),
+        Candidate::Skill(s) => {
+            if seen.contains_key(&s.name) {
+                skipped.push(Skip::new(s.location, "duplicate-name"));
+            } else {
+                seen.insert(s.name.clone(), all.len());
+                all.push(s);
+            }
+        }
+    }
+}
+
 fn parse_file(path: &Path, buf: &mut Vec<u8>) -> Candidate {
     let location = path.to_string_lossy().into_owned();
-    let bytes = match read_into(path, buf) {
-        Ok(n) => &buf[..n],
+    let read = read_into(path, buf);
+    parse_read(location, read.map(|n| &buf[..n]))
+}
+
+/// The skill (or the skip) of the file at `location`, given what reading
+/// it gave.
+fn parse_read(location: String, read: std::io::Result<&[u8]>) -> Candidate {
+    let bytes = match read {
+        Ok(bytes) => bytes,
         Err(e) => {
             return Candidate::Skip(Skip {
                 detail: e.to_string(),
