@@ -19,9 +19,13 @@ cleanup() { [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null; rm -rf "$work"; 
 trap cleanup EXIT
 
 TN_NO_SYMBOL_ORDER=1 cargo build --release --lib --quiet
-cp target/release/libtoolnexus.so "$work/lib.so"
+# The runner loads the library by its soname, as from an install.
+mkdir -p "$work/lib"
+cp target/release/libtoolnexus.so "$work/lib/libtoolnexus.so"
+soname=$(readelf -d "$work/lib/libtoolnexus.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+ln -s libtoolnexus.so "$work/lib/$soname"
 cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Iinclude bench/c/bench_overhead.c \
-   -L target/release -ltoolnexus -Wl,-rpath,"$PWD/target/release" -o "$work/bench_overhead"
+   -L "$work/lib" -ltoolnexus -Wl,-rpath,"$work/lib" -o "$work/bench_overhead"
 cc -O2 -pthread bench/c/overhead_mock_llm.c -o "$work/mock_llm"
 cc -O2 bench/c/overhead_mcp_server.c -o "$work/mcp_server"
 "$work/mock_llm" 0 > "$work/port" &
@@ -37,6 +41,6 @@ for extra in "" "--on-metric --render"; do
     > "$work/out.$n" 2> "$work/err.$n" || { tail -5 "$work/err.$n" >&2; exit 1; }
   grep -q '"final_ok":true' "$work/out.$n" || { echo "gen_symbol_order.sh: run $n did not answer" >&2; exit 1; }
 done
-python3 bench/gen_symbol_order.py "$work/lib.so" "$work"/cg.* > link/symbol-order.txt
+python3 bench/gen_symbol_order.py "$work/lib/libtoolnexus.so" "$work"/cg.* > link/symbol-order.txt
 echo "link/symbol-order.txt: $(grep -vc '^#' link/symbol-order.txt) functions" >&2
 cargo build --release --lib --quiet
