@@ -20,6 +20,7 @@ fn main() {
             part("CARGO_PKG_VERSION_MAJOR")
         );
         pack_relative_relocs();
+        symbol_order(&dir);
     }
     let mut config =
         cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml is readable");
@@ -67,5 +68,73 @@ fn pack_relative_relocs() {
     }
     if child.wait().is_ok_and(|s| s.success()) {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-z,pack-relative-relocs");
+    }
+}
+
+/// Release builds link the functions a client run executes next to each
+/// other (link/symbol-order.txt, written by bench/gen_symbol_order.sh; issue
+/// 11's peak RSS): the kernel maps 64 KB around every fault in the library's
+/// code, so a run's ~1 MB of functions spread over the 10 MB .text made most
+/// of that text resident. Only lld knows --symbol-ordering-file, so a tiny
+/// cdylib is linked with it first, through the same rustc, target and
+/// RUSTFLAGS; with another linker the library links as before. Names the
+/// file lists that a build no longer has are skipped (the order only moves
+/// code, never adds or drops any).
+fn symbol_order(dir: &std::path::Path) {
+    use std::process::{Command, Stdio};
+    println!("cargo:rerun-if-changed=link/symbol-order.txt");
+    println!("cargo:rerun-if-env-changed=TN_NO_SYMBOL_ORDER");
+    let order = dir.join("link/symbol-order.txt");
+    if env::var("PROFILE").map_or(true, |p| p != "release")
+        || env::var_os("TN_NO_SYMBOL_ORDER").is_some()
+        || !order.is_file()
+    {
+        return;
+    }
+    let (Ok(out), Ok(target)) = (env::var("OUT_DIR"), env::var("TARGET")) else {
+        return;
+    };
+    let out = PathBuf::from(out);
+    let src = out.join("order_probe.rs");
+    if std::fs::write(
+        &src,
+        "#[no_mangle]\npub extern \"C\" fn tn_order_probe() {}\n",
+    )
+    .is_err()
+    {
+        return;
+    }
+    let args = [
+        format!("-Wl,--symbol-ordering-file={}", order.display()),
+        "-Wl,--no-warn-symbol-ordering".to_string(),
+    ];
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    let mut probe = Command::new(rustc);
+    probe
+        .args([
+            "--crate-type",
+            "cdylib",
+            "--crate-name",
+            "tn_order_probe",
+            "--edition",
+            "2021",
+        ])
+        .args(["--target", &target, "--out-dir"])
+        .arg(&out)
+        .args(flags.split('\x1f').filter(|f| !f.is_empty()));
+    for a in &args {
+        probe.arg(format!("-Clink-arg={a}"));
+    }
+    let ok = probe
+        .arg(&src)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        for a in &args {
+            println!("cargo:rustc-cdylib-link-arg={a}");
+        }
     }
 }
