@@ -20,6 +20,10 @@ if [ -z "$prefix" ]; then
   PREFIX="$prefix" "$root/scripts/install.sh"
 fi
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# Go's build cache keys a cgo package on CGO_* but not on what pkg-config
+# answers: a package built against another (since deleted) prefix would be
+# reused with that prefix's -L. Naming the prefix here makes it part of the key.
+export CGO_LDFLAGS="-L$prefix/lib"
 cd "$work"
 
 echo "pkg-config: $(pkg-config --modversion toolnexus): $(pkg-config --cflags --libs toolnexus)"

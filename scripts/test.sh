@@ -30,6 +30,8 @@ PREFIX="$prefix_root/prefix" scripts/install.sh
 # as a user's module does (README, "Using it from Go").
 export PKG_CONFIG_PATH="$prefix_root/prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$prefix_root/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Part of Go's cache key (pkg-config's answer is not): see install_check.sh.
+export CGO_LDFLAGS="-L$prefix_root/prefix/lib"
 
 echo "== the installed library from outside the repository (C shared, C static, a Go module)"
 scripts/install_check.sh "$prefix_root/prefix"
