@@ -205,27 +205,17 @@ pub unsafe extern "C" fn tn_execute(
     context_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> tn_status {
-    boundary(out_json, || {
-        // SAFETY: forwarded from this function's contract.
-        let (tk, name, args, ctx) = unsafe {
-            (
-                read_toolkit(toolkit)?,
-                read_str(name, "name")?,
-                read_opt_str(args_json, "args_json")?,
-                read_opt_str(context_json, "context_json")?,
-            )
-        };
-        let args = match args {
-            None => serde_json::Value::Object(Default::default()),
-            Some(text) => {
-                serde_json::from_str(text).map_err(|e| Error::invalid_json("args_json", &e))?
-            }
-        };
-        let ctx = parse_context(ctx)?;
-        // Written in the output's own buffer, which becomes the C string;
-        // UTF-8 by construction, so not checked again.
-        Ok(tk.execute(name, args, &ctx).into_json_bytes())
-    })
+    // SAFETY: forwarded from this function's contract; no token.
+    unsafe {
+        tn_execute_with_cancel(
+            toolkit,
+            name,
+            args_json,
+            context_json,
+            std::ptr::null(),
+            out_json,
+        )
+    }
 }
 
 /// `tn_execute` with a cancel token (nullable): triggering it from another
