@@ -11,6 +11,7 @@
 //! when it meets a symlink to a directory, an entry of unknown type, a name
 //! that is not UTF-8, or a tree deeper than it keeps descriptors for.
 
+use super::walk::{is_ignored_dir, push_component};
 use super::Candidate;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, CWD};
@@ -188,20 +189,6 @@ fn read_skill(dir: &OwnedFd, buf: &mut Vec<u8>) -> std::io::Result<usize> {
             Err(e) => return Err(e.into()),
         }
     }
-}
-
-/// Directories never entered below a root.
-fn is_ignored_dir(name: &[u8]) -> bool {
-    name == b"node_modules" || name == b".git"
-}
-
-/// `path` joined with `name` as `Path::join` does: a `/` between them
-/// unless `path` is empty or already ends with one.
-fn push_component(path: &mut Vec<u8>, name: &[u8]) {
-    if !path.is_empty() && !path.ends_with(b"/") {
-        path.push(b'/');
-    }
-    path.extend_from_slice(name);
 }
 
 #[cfg(test)]

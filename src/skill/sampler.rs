@@ -11,6 +11,7 @@
 //! hands over to that general walk, which resolves real paths and keeps
 //! each real directory once.
 
+use super::walk::{is_ignored_dir, push_component};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir, CWD};
 use std::ffi::CStr;
@@ -123,20 +124,6 @@ fn list(
         listed?;
     }
     Ok(())
-}
-
-/// Directories never entered below a root.
-fn is_ignored_dir(name: &[u8]) -> bool {
-    name == b"node_modules" || name == b".git"
-}
-
-/// `path` joined with `name` as `Path::join` does: a `/` between them
-/// unless `path` is empty or already ends with one.
-fn push_component(path: &mut Vec<u8>, name: &[u8]) {
-    if !path.is_empty() && !path.ends_with(b"/") {
-        path.push(b'/');
-    }
-    path.extend_from_slice(name);
 }
 
 /// Keeps the file `name` in the directory `path` unless it is a `SKILL.md`,

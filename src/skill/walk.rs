@@ -18,8 +18,17 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Directories never entered below a root.
-fn is_ignored_dir(name: &OsStr) -> bool {
-    name == "node_modules" || name == ".git"
+pub(super) fn is_ignored_dir(name: &[u8]) -> bool {
+    name == b"node_modules" || name == b".git"
+}
+
+/// `path` joined with `name` as `Path::join` does: a `/` between them
+/// unless `path` is empty or already ends with one.
+pub(super) fn push_component(path: &mut Vec<u8>, name: &[u8]) {
+    if !path.is_empty() && !path.ends_with(b"/") {
+        path.push(b'/');
+    }
+    path.extend_from_slice(name);
 }
 
 /// A directory to read: the path it was reached by, its real path, and
@@ -150,7 +159,7 @@ fn read(dir: &Dir, keep: &(dyn Fn(&OsStr) -> bool + Sync)) -> Found {
                 found.files.push(path);
             }
         } else if ft.is_dir() {
-            if !is_ignored_dir(name) {
+            if !is_ignored_dir(name.as_encoded_bytes()) {
                 let real = dir.real.join(name);
                 found.dirs.push(Dir {
                     path,
@@ -166,7 +175,7 @@ fn read(dir: &Dir, keep: &(dyn Fn(&OsStr) -> bool + Sync)) -> Found {
                 if keep(name) {
                     found.files.push(path);
                 }
-            } else if meta.is_dir() && !is_ignored_dir(name) {
+            } else if meta.is_dir() && !is_ignored_dir(name.as_encoded_bytes()) {
                 if let Ok(real) = fs::canonicalize(&path) {
                     found.dirs.push(Dir {
                         path,
