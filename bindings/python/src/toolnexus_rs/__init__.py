@@ -239,6 +239,22 @@ class CancelToken:
 ToolReturn = Union[str, ToolResult, dict]
 
 
+async def _off_loop_cancellable(fn: Callable[..., Any], token: "CancelToken", *args: Any, **kw: Any) -> Any:
+    """``fn(*args, cancel=token, **kw)`` in a worker thread. Cancelling the
+    awaiting task triggers ``token`` and waits for the call to end (it
+    returns promptly once cancelled), so nothing of it outlives the task."""
+    work = asyncio.ensure_future(asyncio.to_thread(fn, *args, cancel=token, **kw))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        token.cancel()
+        try:
+            await work
+        except BaseException:  # noqa: BLE001 — the task is cancelled either way
+            pass
+        raise
+
+
 class Toolkit:
     """A toolkit built from a config (a dict, or its JSON text; keys as in the
     README's toolkit config table). Use it as a context manager, or call
@@ -388,20 +404,9 @@ class Toolkit:
         trigger)."""
         if kw.get("cancel") is not None:
             return await asyncio.to_thread(self.execute, name, args, **kw)
-        token = CancelToken()
-        kw["cancel"] = token
-        work = asyncio.ensure_future(asyncio.to_thread(self.execute, name, args, **kw))
-        try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            token.cancel()
-            # The call returns promptly once cancelled: wait for it, so that
-            # nothing of it outlives the task.
-            try:
-                await work
-            except BaseException:  # noqa: BLE001 — the task is cancelled either way
-                pass
-            raise
+        kw.pop("cancel", None)
+        result: ToolResult = await _off_loop_cancellable(self.execute, CancelToken(), name, args, **kw)
+        return result
 
     # -- host functions --------------------------------------------------
     def register(

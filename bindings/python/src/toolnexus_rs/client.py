@@ -31,6 +31,7 @@ from . import (
     ToolnexusError,
     ToolResult,
     _error,
+    _off_loop_cancellable,
     _text_arg,
     helper,
 )
@@ -957,18 +958,8 @@ class Client:
                         **kw: Any) -> Any:
         token = CancelToken()
         unlink = cancel._link(token.cancel) if cancel is not None else None
-        work = asyncio.ensure_future(asyncio.to_thread(fn, *args, cancel=token, **kw))
         try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            token.cancel()
-            # The run returns promptly once cancelled: wait for it, so that
-            # nothing of it outlives the task.
-            try:
-                await work
-            except BaseException:  # noqa: BLE001 — the task is cancelled either way
-                pass
-            raise
+            return await _off_loop_cancellable(fn, token, *args, **kw)
         finally:
             if unlink is not None:
                 unlink()
