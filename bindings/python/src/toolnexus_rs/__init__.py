@@ -267,6 +267,7 @@ class Toolkit:
         cancel: Optional["CancelToken"] = None,
         timeout: Optional[float] = None,
         skill_provider: Optional[Callable[[], Optional[list]]] = None,
+        wait_for: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         """``cancel`` (triggered from another thread) or ``timeout`` (seconds)
         ends a build that hangs, on an MCP server say: it raises
@@ -274,11 +275,25 @@ class Toolkit:
         it started running. ``skill_provider`` is called once during the build
         and returns skills as data (a list of dicts shaped like the ``skills``
         key); an exception in it is reported in ``status["errors"]
-        ["skillProvider"]`` and fails nothing else."""
+        ["skillProvider"]`` and fails nothing else.
+
+        ``wait_for(Request) -> Answer`` answers an MCP server that asks the
+        user something in the middle of a tool call (SPEC §2, elicitation).
+        With it, every MCP server is told the client supports elicitation; a
+        form-mode question is a Request of kind ``"input"`` with the form's
+        JSON schema in ``data["schema"]``, a URL-mode one kind
+        ``"authorization"`` with ``url``. ``answer_output``-style Answers
+        with ``ok=True`` accept (form mode: ``data``, a dict, is what the
+        user entered), ``answer_declined(id)`` declines, any other refusal
+        cancels; an exception makes the server's request fail and the tool
+        call still ends with a result. It runs on library threads, several
+        at once when calls overlap; ``request.abandoned()`` turns true once
+        nobody waits for the answer (the call's deadline or cancel, or the
+        toolkit closing). Without it, elicitation is not advertised."""
         self._lib = _native.load()
         cfg = _native.cstr(config if config is not None else {}, "config")
-        status, ptr, text, timed_out = _build.build(
-            self._lib, cfg, cancel.handle if cancel is not None else None, timeout, skill_provider
+        status, ptr, text, timed_out, kept = _build.build(
+            self._lib, cfg, cancel.handle if cancel is not None else None, timeout, skill_provider, wait_for
         )
         if status != 0:
             if timed_out and timeout is not None:
@@ -287,7 +302,7 @@ class Toolkit:
         self._ptr: Optional[int] = ptr
         # The ctypes callback objects must outlive every call that may use
         # them: kept until the toolkit is freed.
-        self._callbacks: list[Any] = []
+        self._callbacks: list[Any] = kept
         self._close_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------

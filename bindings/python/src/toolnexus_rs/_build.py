@@ -1,5 +1,6 @@
 """``tn_toolkit_build_with`` for :class:`toolnexus_rs.Toolkit`: a cancel token,
-a timeout, and a ``skillProvider`` callback (issue 17).
+a timeout, a ``skillProvider`` callback (issue 17) and a ``waitFor`` for the
+MCP elicitation bridge (SPEC §2).
 
 The build-options signatures are declared here, once per loaded library, so
 that this file is all the build options add to the package."""
@@ -38,6 +39,7 @@ def _declare(lib: ctypes.CDLL) -> None:
             "tn_toolkit_build_with": ([ctypes.c_char_p, ctypes.c_void_p, vpp, vpp], status),
             "tn_reply_set_json": ([ctypes.c_void_p, ctypes.c_char_p], status),
             "tn_reply_set_error": ([ctypes.c_void_p, ctypes.c_char_p], status),
+            "tn_reply_cancelled": ([ctypes.c_void_p], ctypes.c_bool),
         }
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
@@ -66,32 +68,70 @@ def _provider_callback(lib: ctypes.CDLL, provider: SkillProvider) -> Any:
     return REPLY_CALLBACK(trampoline)
 
 
+def _wait_for_callback(lib: ctypes.CDLL, wait_for: Callable[[Any], Any]) -> Any:
+    # client.py imports this package: its Request/Answer are reached late.
+    from .client import Request, _answer_json
+
+    def trampoline(_user_data: Any, event: Optional[bytes], reply: int) -> None:
+        # Nothing may raise through the C frames: a failure makes the
+        # server's elicitation request fail, the tool call still ends.
+        try:
+            raw = json.loads(event.decode("utf-8")) if event else {}
+            req = Request.from_json(raw if isinstance(raw, dict) else {})
+            req.abandoned = lambda: bool(lib.tn_reply_cancelled(reply))
+            answer = wait_for(req)
+            if answer is None:
+                raise TypeError("wait_for returned None; it must return an Answer (answer_output, answer_declined)")
+            text = json.dumps(_answer_json(answer, req.id, "wait_for's answer"), ensure_ascii=False)
+            if lib.tn_reply_set_json(reply, text.encode("utf-8", "surrogatepass")) != 0:
+                raise ValueError(f"the waitFor answer is not JSON the library reads: {text[:200]}")
+        except BaseException as e:  # noqa: BLE001 — isolated by the library
+            message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            lib.tn_reply_set_error(reply, message.replace("\0", "\ufffd").encode("utf-8", "replace"))
+
+    return REPLY_CALLBACK(trampoline)
+
+
+def _set_slot(lib: ctypes.CDLL, opts: int, slot: bytes, callback: Any) -> tuple[int, Optional[str]]:
+    err = ctypes.c_void_p()
+    status = lib.tn_build_options_set_callback(opts, slot, callback, None, None, ctypes.byref(err))
+    return status, _native.take(lib, err)
+
+
 def build(
     lib: ctypes.CDLL,
     config: bytes,
     cancel: Optional[int],
     timeout: Optional[float],
     skill_provider: Optional[SkillProvider],
-) -> tuple[int, Optional[int], Optional[str], bool]:
-    """Runs the build: ``(status, toolkit pointer, error text, timed out)``.
-    ``cancel`` is a live ``tn_cancel *`` or ``None``; ``timeout`` (seconds)
-    triggers a token of its own."""
+    wait_for: Optional[Callable[[Any], Any]] = None,
+) -> tuple[int, Optional[int], Optional[str], bool, list[Any]]:
+    """Runs the build: ``(status, toolkit pointer, error text, timed out,
+    callbacks the toolkit keeps)``. ``cancel`` is a live ``tn_cancel *`` or
+    ``None``; ``timeout`` (seconds) triggers a token of its own. The last
+    item holds the ctypes objects the built toolkit may still call (the
+    ``waitFor``): they must stay alive until ``tn_toolkit_free`` returns."""
     _declare(lib)
     opts = lib.tn_build_options_new()
     own_token: Optional[int] = None
     timer: Optional[threading.Timer] = None
     fired = threading.Event()
     callback = None
+    kept: list[Any] = []
     try:
         if skill_provider is not None:
             callback = _provider_callback(lib, skill_provider)
-            err = ctypes.c_void_p()
-            status = lib.tn_build_options_set_callback(
-                opts, b"skillProvider", callback, None, None, ctypes.byref(err)
-            )
-            text = _native.take(lib, err)
+            status, text = _set_slot(lib, opts, b"skillProvider", callback)
             if status != 0:
-                return status, None, text, False
+                return status, None, text, False, []
+        if wait_for is not None:
+            if not callable(wait_for):
+                raise TypeError(f"wait_for must be callable, got {type(wait_for).__name__}")
+            waiter = _wait_for_callback(lib, wait_for)
+            status, text = _set_slot(lib, opts, b"waitFor", waiter)
+            if status != 0:
+                return status, None, text, False, []
+            kept.append(waiter)
         if timeout is not None:
             if cancel is not None:
                 # One token per build: the caller's is watched alongside.
@@ -112,7 +152,7 @@ def build(
         err = ctypes.c_void_p()
         status = lib.tn_toolkit_build_with(config, opts, ctypes.byref(out), ctypes.byref(err))
         text = _native.take(lib, err)
-        return status, out.value, text, fired.is_set()
+        return status, out.value, text, fired.is_set(), kept
     finally:
         if timer is not None:
             timer.cancel()

@@ -68,6 +68,9 @@ class Request:
     data: Any = None
     expires_at: Optional[str] = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: For a toolkit's ``wait_for`` (MCP elicitation): true once nobody
+    #: waits for the answer any more. Always false elsewhere.
+    abandoned: Callable[[], bool] = field(default=lambda: False, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> "Request":
