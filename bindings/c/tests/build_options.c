@@ -16,30 +16,7 @@
 #include <unistd.h>
 
 #include "toolnexus.h"
-
-static int passed;
-
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (cond) {                                                           \
-            passed++;                                                         \
-        } else {                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
-                    #cond);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n1 failed (after %d passed)\n", passed);        \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
-
-static int contains(const char *haystack, const char *needle) {
-    return haystack != NULL && strstr(haystack, needle) != NULL;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
+#include "check.h"
 
 /* Reads "SERVER_PID GRANDCHILD_PID" from path, waiting up to 20 s. */
 static int read_pids(const char *path, long *server, long *grandchild) {

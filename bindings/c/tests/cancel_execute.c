@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #endif
 #include "toolnexus.h"
+#include "check.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -50,12 +51,6 @@ static int failures;
 /* Far below every "would have finished" time used here (30 s commands, a 20 s
  * MCP timeout, a 10 s HTTP answer): a call that ran its tool to the end fails. */
 #define PROMPT_MS 8000
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 static long now_ms(void) {
     struct timespec ts;

@@ -20,25 +20,7 @@
 #include <time.h>
 
 #include "toolnexus.h"
-
-static int passed;
-
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (cond) {                                                           \
-            passed++;                                                         \
-        } else {                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
-                    #cond);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n1 failed (after %d passed)\n", passed);        \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
-
-static int contains(const char *haystack, const char *needle) {
-    return haystack != NULL && strstr(haystack, needle) != NULL;
-}
+#include "check.h"
 
 static const char *CONFIG =
     "{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"el\":{"

@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #endif
 #include "toolnexus.h"
+#include "check.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -138,12 +139,6 @@ static int start_server(pthread_t *thread) {
 static atomic_long seen_deadline = -2;
 static atomic_int late_finished;
 static atomic_int user_data_freed;
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* Waits, looking at tn_call_cancelled, until it is set (or 10 s). */
 static void patient(void *user_data, const char *args_json, tn_call *call) {

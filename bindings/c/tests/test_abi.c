@@ -15,26 +15,8 @@
 #include <string.h>
 
 #include "toolnexus.h"
+#include "check.h"
 
-
-static int passed;
-
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (cond) {                                                           \
-            passed++;                                                         \
-        } else {                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
-                    #cond);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n1 failed (after %d passed)\n", passed);        \
-            exit(1);                                                          \
-        }                                                                     \
-    } while (0)
-
-static int contains(const char *haystack, const char *needle) {
-    return haystack != NULL && strstr(haystack, needle) != NULL;
-}
 
 /* An error JSON has the shape {"error":{"code":"<code>","message":"..."}}. */
 static void check_error_json(const char *json, const char *code) {
