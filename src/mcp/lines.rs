@@ -145,13 +145,43 @@ fn fast_call_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     }
 }
 
+/// rmcp puts a fresh `_meta.progressToken` on every request it sends, an
+/// invitation to send `notifications/progress` for it. Nothing here listens
+/// to progress (the served toolkit does not pass it on either), and a
+/// server that gets a token does work for it: the official Python SDK's
+/// server spends 30-70 us more CPU on a tools/call that carries one
+/// (bench/README.md, issue 13). So the token is taken out before the line
+/// goes; whatever else `_meta` holds stays.
+fn drop_progress_token(item: &mut ClientJsonRpcMessage) {
+    use rmcp::model::{ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, RequestMetaObject};
+    // Only where params are an object of their own: a request without
+    // params would otherwise go out as `"params": null`, which JSON-RPC
+    // does not allow (so the first tools/list page keeps its token).
+    let JsonRpcMessage::Request(req) = item else {
+        return;
+    };
+    let ClientRequest::CustomRequest(custom) = &mut req.request else {
+        return;
+    };
+    if !matches!(custom.params, Some(serde_json::Value::Object(_))) {
+        return;
+    }
+    let meta = custom.get_meta_mut();
+    meta.remove("progressToken");
+    if meta.is_empty() {
+        // An empty one would still go out as `"_meta": {}`.
+        custom.extensions_mut().remove::<RequestMetaObject>();
+    }
+}
+
 impl Transport<RoleClient> for LineTransport {
     type Error = io::Error;
 
     fn send(
         &mut self,
-        item: ClientJsonRpcMessage,
+        mut item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        drop_progress_token(&mut item);
         let bytes = serde_json::to_vec(&item).map(|mut bytes| {
             bytes.push(b'\n');
             bytes
@@ -242,6 +272,53 @@ mod tests {
             parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{"content":[]}}"#),
             Some(JsonRpcMessage::Response(_))
         ));
+    }
+
+    #[test]
+    fn a_request_goes_without_the_progress_token_rmcp_added() {
+        use rmcp::model::{
+            ClientRequest, CustomRequest, GetMeta, JsonRpcRequest, NumberOrString, ProgressToken,
+            RequestId,
+        };
+        let params = serde_json::json!({"name": "echo", "arguments": {"text": "hi"}});
+        let mut request =
+            ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
+        request
+            .get_meta_mut()
+            .set_progress_token(ProgressToken(NumberOrString::Number(4)));
+        request
+            .get_meta_mut()
+            .insert("trace".into(), serde_json::json!("t-1"));
+        let mut item = JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(9), request));
+        let before = serde_json::to_value(&item).unwrap_or_default();
+        assert_eq!(before["params"]["_meta"]["progressToken"], 4);
+        super::drop_progress_token(&mut item);
+        let after = serde_json::to_value(&item).unwrap_or_default();
+        assert_eq!(
+            after,
+            serde_json::json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"trace": "t-1"}}})
+        );
+        // A token alone leaves no `_meta` behind; a request without params
+        // keeps it (the only thing that makes its params an object).
+        for (params, expected) in [
+            (
+                Some(serde_json::json!({"cursor": "c"})),
+                serde_json::json!({"cursor": "c"}),
+            ),
+            (None, serde_json::json!({"_meta": {"progressToken": 5}})),
+        ] {
+            let mut request =
+                ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
+            request
+                .get_meta_mut()
+                .set_progress_token(ProgressToken(NumberOrString::Number(5)));
+            let mut item =
+                JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(10), request));
+            super::drop_progress_token(&mut item);
+            let after = serde_json::to_value(&item).unwrap_or_default();
+            assert_eq!(after["params"], expected, "{after}");
+        }
     }
 
     #[test]
