@@ -2,9 +2,9 @@
 """A stdio server built on the official MCP Python SDK with one tool,
 `hang(started, cancelled)`: it writes the file `started`, then waits a
 minute; when the SDK cancels the call (a notifications/cancelled naming it)
-it writes the file `cancelled` before the cancellation goes on. A server
-whose stdin closes does not cancel its calls, so the file means the
-notification came.
+it writes the file `cancelled` before the cancellation goes on. The SDK
+also cancels its calls when its stdin closes, so a test keeps that open
+(the toolkit alive): the file then means the notification came.
 
 Works with mcp 1.x (FastMCP) and mcp 2.x (MCPServer)."""
 import os
