@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
 """tools/call round trips through the served toolkit (issue 13), beside the
-Python port 0.21.0's MCP serve and beside the proxied server called directly.
+Python port 0.21.0's MCP serve and beside the proxied server called directly
+(and through a 10-line blocking Python relay, the least a gateway can do).
 
     cargo build --release --bin toolnexus
     python3 -m venv /tmp/tn021 && /tmp/tn021/bin/pip install toolnexus==0.21.0 mcp
     python3 bench/serve_bench.py [ROUNDS] [CALLS_PER_ROUND]
+
+Every gateway aggregates the same two stdio servers plus the builtins: the
+official SDK's (tests/mcp_servers/sdk_server.py; its tool `echo` is
+`py_echo` through a gateway) and the minimal JSON-RPC line server of
+bench/serve_overhead.py (`lean_echo`), which costs next to nothing, so its
+rows compare the gateways' own cost without the SDK server's ~0.7 ms.
 
 The client is the same lean one for every target (JSON-RPC over a pipe, or
 HTTP/1.1 keep-alive POSTs with http.client), so differences between rows
@@ -22,11 +29,26 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_overhead import LEAN_SERVER  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "toolnexus")
 SDK = os.path.join(ROOT, "tests", "mcp_servers", "sdk_server.py")
 PORT_PY = os.environ.get("TN_PORT_PYTHON", "/tmp/tn021/bin/python")
 PY = sys.executable
+
+# The least a gateway can do: pass each line on and block for the answer.
+RELAY = r"""
+import subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+for line in sys.stdin.buffer:
+    p.stdin.write(line)
+    p.stdin.flush()
+    if b'"id"' in line:
+        sys.stdout.buffer.write(p.stdout.readline())
+        sys.stdout.buffer.flush()
+"""
 
 PORT_SERVE = r"""
 import asyncio, json, sys, toolnexus
@@ -121,7 +143,11 @@ def main():
     small = os.path.join(tmp, "small.txt")
     with open(small, "w") as f:
         f.write("hello\n" * 10)
-    mcp = {"mcpServers": {"py": {"command": [PY, SDK, "stdio"], "timeout": 30000}}}
+    lean = os.path.join(tmp, "lean_server.py")
+    with open(lean, "w") as f:
+        f.write(LEAN_SERVER)
+    mcp = {"mcpServers": {"py": {"command": [PY, SDK, "stdio"], "timeout": 30000},
+                          "lean": {"command": [PY, lean], "timeout": 30000}}}
     cfg_path = os.path.join(tmp, "mcp.json")
     with open(cfg_path, "w") as f:
         json.dump(mcp, f)
@@ -135,6 +161,11 @@ def main():
     procs.append(gw)
     clients["toolnexus-rs http"] = Http(gw.stdout.readline().decode().strip())
     direct = Stdio([PY, SDK, "stdio"])
+    lean_direct = Stdio([PY, lean])
+    relay_py = os.path.join(tmp, "relay.py")
+    with open(relay_py, "w") as f:
+        f.write(RELAY)
+    relay = Stdio([PY, relay_py, PY, SDK, "stdio"])
     port = None
     if os.path.exists(PORT_PY):
         port = subprocess.Popen([PORT_PY, "-c", PORT_SERVE, json.dumps(mcp)],
@@ -147,7 +178,10 @@ def main():
     for name, c in clients.items():
         rows.append((f"{name} builtin read", c, "read"))
         rows.append((f"{name} proxied py_echo", c, "py_echo"))
+        rows.append((f"{name} proxied lean_echo", c, "lean_echo"))
     rows.append(("SDK server direct stdio echo", direct, "echo"))
+    rows.append(("SDK server through a Python line relay", relay, "echo"))
+    rows.append(("lean server direct stdio echo", lean_direct, "echo"))
     samples = {label: [] for label, _, _ in rows}
     for label, c, tool in rows:  # warm-up
         for _ in range(20):
@@ -163,16 +197,19 @@ def main():
     med = {label: statistics.median(v) * 1e6 for label, v in samples.items()}
     for label, _, _ in rows:
         print(f"{label:45s} median {med[label]:9.1f} us  (n={len(samples[label])})")
-    direct_us = med["SDK server direct stdio echo"]
-    print(f"gateway overhead, stdio (proxied - direct): "
-          f"{med['toolnexus-rs stdio proxied py_echo'] - direct_us:.1f} us")
+    for server, tool in (("SDK", "py_echo"), ("lean", "lean_echo")):
+        direct_us = med[f"{server} server direct stdio echo"]
+        print(f"gateway overhead over the {server} server, stdio (proxied - direct): "
+              f"{med[f'toolnexus-rs stdio proxied {tool}'] - direct_us:.1f} us")
     if port is not None:
-        for kind in ("builtin read", "proxied py_echo"):
+        for kind in ("builtin read", "proxied py_echo", "proxied lean_echo"):
             ratio = med[f"python port 0.21.0 http {kind}"] / med[f"toolnexus-rs http {kind}"]
             print(f"python port / toolnexus-rs, http {kind}: {ratio:.1f}x")
     for c in clients.values():
         c.close()
     direct.close()
+    lean_direct.close()
+    relay.close()
     for p in procs:
         if p.stdin:
             p.stdin.close()

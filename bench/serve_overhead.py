@@ -10,8 +10,10 @@ The proxied server is a minimal JSON-RPC line server (written below: one
 json.loads and one json.dumps per call). Two rows, measured in interleaved
 rounds with the same lean client as bench/serve_bench.py: `echo` on that
 server called directly over stdio, and `lean_echo` through `toolnexus serve
---stdio` aggregating it. Medians over every call of every round, in
-microseconds; the difference is the gateway's overhead per call.
+--stdio` aggregating it; and a third, the gateway with two I/O worker
+threads (`--io-threads 2`, the library's default) instead of its one.
+Medians over every call of every round, in microseconds; the difference is
+the gateway's overhead per call.
 """
 import json
 import os
@@ -84,7 +86,9 @@ def main():
         json.dump({"mcpServers": {"lean": {"command": [sys.executable, server]}}}, f)
     rows = [("lean server direct (stdio)", Stdio([sys.executable, server]), "echo"),
             ("through toolnexus serve --stdio", Stdio([BIN, "serve", "--stdio", "--config", cfg]),
-             "lean_echo")]
+             "lean_echo"),
+            ("through serve --stdio --io-threads 2",
+             Stdio([BIN, "serve", "--stdio", "--config", cfg, "--io-threads", "2"]), "lean_echo")]
     args = {"text": "ping"}
     samples = {label: [] for label, _, _ in rows}
     for label, c, tool in rows:  # warm-up
@@ -101,8 +105,9 @@ def main():
                     raise SystemExit(f"{label}: {answer}")
     med = {label: statistics.median(v) * 1e6 for label, v in samples.items()}
     for label, _, _ in rows:
-        print(f"{label:35s} median {med[label]:8.1f} us  (n={len(samples[label])})")
-    print(f"gateway overhead per proxied call: {med[rows[1][0]] - med[rows[0][0]]:.1f} us")
+        print(f"{label:40s} median {med[label]:8.1f} us  (n={len(samples[label])})")
+    print(f"gateway overhead per proxied call: {med[rows[1][0]] - med[rows[0][0]]:.1f} us"
+          f" (with --io-threads 2: {med[rows[2][0]] - med[rows[0][0]]:.1f} us)")
     for _, c, _ in rows:
         c.close()
 

@@ -40,10 +40,31 @@
 use crate::ffi::signal as sig;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use tokio::runtime::{Builder, Runtime};
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// Worker threads of the runtime when nobody asked for another number.
+pub const DEFAULT_WORKER_THREADS: usize = 2;
+
+/// The worker count [`get`] starts the runtime with (0: the default).
+static WORKERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets how many worker threads the runtime gets, before its first use;
+/// `false` (and no change) once it is running. With one worker every task
+/// runs on that thread, so a message that passes through several tasks
+/// (a served request, the proxied MCP call it makes, the answer) wakes one
+/// thread per message; with two, tokio wakes the idle worker as well each
+/// time the busy one picks up work. The `toolnexus serve` command uses one.
+pub fn set_worker_threads(n: usize) -> bool {
+    if RUNTIME.get().is_some() {
+        return false;
+    }
+    WORKERS.store(n.max(1), Ordering::SeqCst);
+    RUNTIME.get().is_none()
+}
 
 /// The name of the runtime's threads (workers and blocking pool).
 pub const THREAD_NAME: &str = "toolnexus-io";
@@ -51,8 +72,12 @@ pub const THREAD_NAME: &str = "toolnexus-io";
 /// The shared multi-threaded runtime.
 pub fn get() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
+        let workers = match WORKERS.load(Ordering::SeqCst) {
+            0 => DEFAULT_WORKER_THREADS,
+            n => n,
+        };
         Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(workers)
             .thread_name(THREAD_NAME)
             .on_thread_start(block_sigpipe_for_good)
             .enable_all()

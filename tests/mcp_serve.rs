@@ -606,3 +606,113 @@ fn a_gateway_serves_its_servers_and_another_gateway_with_one_child_each() {
         "servers outlived the gateway: {family:?}"
     );
 }
+
+/// Waits a bounded while for `path` to exist; whether it does.
+fn appears(path: &std::path::Path) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !path.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    path.exists()
+}
+
+/// A toolkit over the official SDK's server whose `hang` records being
+/// cancelled (tests/mcp_servers/sdk_cancel_server.py).
+fn cancel_toolkit() -> Arc<Toolkit> {
+    let server =
+        json!({"command": [python(), server_script("sdk_cancel_server.py")], "timeout": 20000});
+    Arc::new(
+        Toolkit::build_from_json(
+            &json!({"mcpConfig": {"mcpServers": {"slow": server}}}).to_string(),
+        )
+        .unwrap_or_else(|e| panic!("{e}")),
+    )
+}
+
+/// A served client that drops a call of a proxied tool without a word (the
+/// HTTP request closed mid-call): the proxied SDK server is told
+/// notifications/cancelled and cancels the call, while the toolkit (and so
+/// that server's stdin) stays open, so nothing but the notification can have
+/// cancelled it.
+#[test]
+fn an_http_client_that_vanishes_mid_call_cancels_the_proxied_call_on_its_server() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (started, cancelled) = (dir.path().join("started"), dir.path().join("cancelled"));
+    let tk = cancel_toolkit();
+    let served = serve_http(&tk, Value::Null);
+    sdk_client(
+        &json!({"steps": [{"op": "vanish", "name": "slow_hang",
+                 "arguments": {"started": started, "cancelled": cancelled},
+                 "waitFile": started}]}),
+        &["http", url(&served)],
+    );
+    assert!(
+        appears(&cancelled),
+        "the SDK server never saw the abandoned call cancelled"
+    );
+    let calls = served.calls.lock().map(|c| c.clone()).unwrap_or_default();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].is_error, "the dropped call is an error: {calls:?}");
+}
+
+/// The same over JSON-RPC lines: the client's input ends mid-call. The
+/// server ends only after the call it cancelled has told the proxied
+/// server, which cancels it (its stdin still open: the toolkit lives on).
+#[test]
+fn a_lines_client_that_vanishes_mid_call_cancels_the_proxied_call_on_its_server() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (started, cancelled) = (dir.path().join("started"), dir.path().join("cancelled"));
+    let tk = cancel_toolkit();
+    let (client, server_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    let server = mcp_server::serve_lines(
+        Arc::clone(&tk),
+        &mcp_server::Profile::default(),
+        None,
+        read,
+        write,
+    );
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "slow_hang", "arguments": {"started": started, "cancelled": cancelled}}});
+    let wait_started = started.clone();
+    toolnexus::runtime::block_on(async move {
+        let (from_server, mut to_server) = tokio::io::split(client);
+        let mut lines = tokio::io::BufReader::new(from_server).lines();
+        let send = format!(
+            "{init}\n{}\n",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        );
+        to_server
+            .write_all(send.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+            .await
+            .ok()
+            .and_then(|l| l.ok().flatten())
+            .unwrap_or_default();
+        assert!(answer.contains("serverInfo"), "{answer}");
+        to_server
+            .write_all(format!("{call}\n").as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let until = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !wait_started.exists() && tokio::time::Instant::now() < until {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        // Both halves dropped: the server reads the end of its input.
+    });
+    assert!(started.exists(), "the proxied call never started");
+    assert!(
+        server.wait_for(Some(std::time::Duration::from_secs(20))),
+        "the server never ended after its input did"
+    );
+    assert!(
+        appears(&cancelled),
+        "the SDK server never saw the abandoned call cancelled"
+    );
+}

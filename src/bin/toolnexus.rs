@@ -78,6 +78,13 @@ enum Command {
         /// Expose only this tool (repeatable; overrides mcpServer.tools).
         #[arg(long = "tool", value_name = "NAME")]
         tools: Vec<String>,
+        /// Worker threads of the I/O runtime. One (the default) keeps every
+        /// hop of a call (the request, the proxied server's answer, the
+        /// reply) on one thread; tools other than MCP ones run on a
+        /// separate blocking pool either way.
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u16).range(1..=256))]
+        io_threads: u16,
     },
     /// An agent at the terminal (SPEC §9): each line read is one run of the
     /// client loop over the toolkit; the answer is printed. Ctrl-D or `exit`
@@ -169,7 +176,12 @@ fn main() -> ExitCode {
             name,
             server_version,
             tools,
-        } => serve(&toolkit, http, name, server_version, tools),
+            io_threads,
+        } => {
+            // Before anything starts the runtime (building the toolkit does).
+            toolnexus::runtime::set_worker_threads(usize::from(io_threads));
+            serve(&toolkit, http, name, server_version, tools)
+        }
         Command::Run {
             toolkit,
             base_url,

@@ -145,14 +145,88 @@ fn fast_call_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     }
 }
 
+/// rmcp puts a fresh `_meta.progressToken` on every request it sends, an
+/// invitation to send `notifications/progress` for it. Nothing here listens
+/// to progress (the served toolkit does not pass it on either), and a
+/// server that gets a token does work for it: the official Python SDK's
+/// server spends 30-70 us more CPU on a tools/call that carries one
+/// (bench/README.md, issue 13). So the token is taken out before the line
+/// goes; whatever else `_meta` holds stays.
+fn drop_progress_token(item: &mut ClientJsonRpcMessage) {
+    use rmcp::model::{ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, RequestMetaObject};
+    // Only where params are an object of their own: a request without
+    // params would otherwise go out as `"params": null`, which JSON-RPC
+    // does not allow (so the first tools/list page keeps its token).
+    let JsonRpcMessage::Request(req) = item else {
+        return;
+    };
+    let ClientRequest::CustomRequest(custom) = &mut req.request else {
+        return;
+    };
+    if !matches!(custom.params, Some(serde_json::Value::Object(_))) {
+        return;
+    }
+    let meta = custom.get_meta_mut();
+    meta.remove("progressToken");
+    if meta.is_empty() {
+        // An empty one would still go out as `"_meta": {}`.
+        custom.extensions_mut().remove::<RequestMetaObject>();
+    }
+}
+
+/// A request whose params are a plain object and which carries no `_meta`
+/// (every tools/call once [`drop_progress_token`] ran), as rmcp writes it.
+#[derive(serde::Serialize)]
+struct RequestLine<'a> {
+    jsonrpc: &'static str,
+    id: &'a rmcp::model::RequestId,
+    method: &'a str,
+    params: &'a serde_json::Value,
+}
+
+/// The line of a message. rmcp writes a request's params through a
+/// flattened wrapper that merges in `_meta`, one map entry at a time (about
+/// a sixth of the gateway's instructions per proxied call, callgrind); a
+/// request with nothing to merge is written straight, the same bytes (a
+/// unit test compares them). Anything else goes through rmcp's own.
+fn encode(item: &ClientJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
+    use rmcp::model::{
+        ClientRequest, GetExtensions, JsonRpcMessage, MetaObject, RequestMetaObject,
+    };
+    if let JsonRpcMessage::Request(req) = item {
+        if let ClientRequest::CustomRequest(custom) = &req.request {
+            let ext = custom.extensions();
+            let no_meta =
+                ext.get::<RequestMetaObject>().is_none() && ext.get::<MetaObject>().is_none();
+            // rmcp writes a `_meta` of the params first: left to it.
+            let plain = match &custom.params {
+                Some(params @ serde_json::Value::Object(map)) if !map.contains_key("_meta") => {
+                    Some(params)
+                }
+                _ => None,
+            };
+            if let (true, Some(params)) = (no_meta, plain) {
+                return serde_json::to_vec(&RequestLine {
+                    jsonrpc: "2.0",
+                    id: &req.id,
+                    method: &custom.method,
+                    params,
+                });
+            }
+        }
+    }
+    serde_json::to_vec(item)
+}
+
 impl Transport<RoleClient> for LineTransport {
     type Error = io::Error;
 
     fn send(
         &mut self,
-        item: ClientJsonRpcMessage,
+        mut item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let bytes = serde_json::to_vec(&item).map(|mut bytes| {
+        drop_progress_token(&mut item);
+        let bytes = encode(&item).map(|mut bytes| {
             bytes.push(b'\n');
             bytes
         });
@@ -242,6 +316,95 @@ mod tests {
             parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{"content":[]}}"#),
             Some(JsonRpcMessage::Response(_))
         ));
+    }
+
+    #[test]
+    fn a_request_goes_without_the_progress_token_rmcp_added() {
+        use rmcp::model::{
+            ClientRequest, CustomRequest, GetMeta, JsonRpcRequest, NumberOrString, ProgressToken,
+            RequestId,
+        };
+        let params = serde_json::json!({"name": "echo", "arguments": {"text": "hi"}});
+        let mut request =
+            ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
+        request
+            .get_meta_mut()
+            .set_progress_token(ProgressToken(NumberOrString::Number(4)));
+        request
+            .get_meta_mut()
+            .insert("trace".into(), serde_json::json!("t-1"));
+        let mut item = JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(9), request));
+        let before = serde_json::to_value(&item).unwrap_or_default();
+        assert_eq!(before["params"]["_meta"]["progressToken"], 4);
+        super::drop_progress_token(&mut item);
+        let after = serde_json::to_value(&item).unwrap_or_default();
+        assert_eq!(
+            after,
+            serde_json::json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"trace": "t-1"}}})
+        );
+        // A token alone leaves no `_meta` behind; a request without params
+        // keeps it (the only thing that makes its params an object).
+        for (params, expected) in [
+            (
+                Some(serde_json::json!({"cursor": "c"})),
+                serde_json::json!({"cursor": "c"}),
+            ),
+            (None, serde_json::json!({"_meta": {"progressToken": 5}})),
+        ] {
+            let mut request =
+                ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
+            request
+                .get_meta_mut()
+                .set_progress_token(ProgressToken(NumberOrString::Number(5)));
+            let mut item =
+                JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(10), request));
+            super::drop_progress_token(&mut item);
+            let after = serde_json::to_value(&item).unwrap_or_default();
+            assert_eq!(after["params"], expected, "{after}");
+        }
+    }
+
+    #[test]
+    fn a_plain_request_is_written_as_rmcp_writes_it() {
+        use rmcp::model::{ClientRequest, CustomRequest, JsonRpcRequest, RequestId};
+        let args = serde_json::json!({"text": "a\"b\n\u{00e9}\u{1F600}\u{7f}", "n": [1, 2.5, null, {"z": true, "a": {}}]});
+        let cases = [
+            (
+                RequestId::Number(3),
+                Some(serde_json::json!({"name": "echo", "arguments": args})),
+            ),
+            (
+                RequestId::String("r-1".into()),
+                Some(serde_json::json!({"cursor": "c", "_meta": {"x": 1}})),
+            ),
+            (RequestId::Number(4), Some(serde_json::json!({}))),
+            (RequestId::Number(5), None),
+            (RequestId::Number(6), Some(serde_json::json!([1, 2]))),
+        ];
+        for (id, params) in cases {
+            let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", params));
+            let item = JsonRpcMessage::Request(JsonRpcRequest::new(id, request));
+            let ours = super::encode(&item).unwrap_or_default();
+            let rmcp = serde_json::to_vec(&item).unwrap_or_default();
+            assert!(!ours.is_empty());
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&rmcp)
+            );
+        }
+        // With a `_meta` to merge in, rmcp writes it.
+        let mut request = ClientRequest::CustomRequest(CustomRequest::new(
+            "tools/call",
+            Some(serde_json::json!({"name": "echo"})),
+        ));
+        rmcp::model::GetMeta::get_meta_mut(&mut request).insert("trace".into(), "t".into());
+        let item = JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(7), request));
+        let ours = String::from_utf8(super::encode(&item).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(
+            ours,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"trace":"t"},"name":"echo"}}"#
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -73,6 +74,45 @@ struct Gateway {
     info: ServerConfig,
     exposed: Option<HashSet<String>>,
     on_call: Option<OnCall>,
+    in_flight: InFlight,
+}
+
+/// The `tools/call`s running, so a stdio server ends only after the calls
+/// it cancelled on the way out have finished (and told their MCP servers).
+#[derive(Default)]
+struct InFlight {
+    count: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+struct InFlightGuard<'a>(&'a InFlight);
+
+impl InFlight {
+    fn enter(&self) -> InFlightGuard<'_> {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(self)
+    }
+
+    /// Resolves once no call is running.
+    async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 impl Gateway {
@@ -87,6 +127,7 @@ impl Gateway {
             info,
             exposed: profile.tools.as_ref().map(|t| t.iter().cloned().collect()),
             on_call,
+            in_flight: InFlight::default(),
         }
     }
 
@@ -129,6 +170,7 @@ impl Gateway {
                 ))
             }
         };
+        let _in_flight = self.in_flight.enter();
         let started = Instant::now();
         let cancel = CancelToken::new();
         let ctx = ExecContext {
@@ -294,6 +336,9 @@ pub struct Server {
     done: Arc<Done>,
 }
 
+/// How long a stdio server that ended waits for its cancelled calls.
+const CALLS_UNWIND: Duration = Duration::from_secs(2);
+
 /// How long [`Server::stop`] waits for the serving task to wind down.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -396,10 +441,16 @@ where
         let _ended = ended;
         // Dropped after the transport: stdin/stdout blocking again.
         let _blocking = blocking;
-        let handler = Handler(gateway);
+        let handler = Handler(Arc::clone(&gateway));
         if let Ok(running) = handler.serve_with_ct(transport, ct).await {
             let _ = running.waiting().await;
         }
+        // rmcp ends with the calls it cancelled still unwinding (a client
+        // that left mid-call: its input closed and the answers never came
+        // within rmcp's drain). Each is telling its MCP server
+        // notifications/cancelled; ending now would let the host close the
+        // toolkit under it first.
+        let _ = tokio::time::timeout(CALLS_UNWIND, gateway.in_flight.idle()).await;
     });
     Server {
         url: None,
