@@ -16,6 +16,7 @@ mod log;
 mod mcp;
 mod serve;
 pub(crate) mod signal;
+pub(crate) mod sse2;
 mod strings;
 mod translate;
 
