@@ -465,6 +465,10 @@ mod tests {
             "---\nname: odd\ndescription: d\n---\n\t\"quoted\" \\ back\u{1}\u{7f} h\u{e9} \u{1f600}\r\n",
         );
         write("a/odd \"dir\"/x\ty.txt", "x");
+        write(
+            "a/lonely/SKILL.md",
+            "---\nname: lonely\ndescription: d\n---\nOnly me.",
+        );
         let skills_dir = root.join("a").to_string_lossy().into_owned();
         let data = serde_json::json!([
             {"name": "data", "content": "from \"data\"", "resources": ["r1", "r\n2"]},
@@ -476,6 +480,7 @@ mod tests {
             "{\"name\":\"pl\\u0061in\"}",
             "{\"name\":\"data\"}",
             "{\"name\":\"bare\"}",
+            "{\"name\":\"lonely\"}",
             "{\"name\":\"missing\"}",
             "{\"name\":null}",
             "{\"name\":7}",
@@ -548,14 +553,14 @@ mod tests {
                     assert_eq!((status, &got), (want_status, &want), "{text} {ctx:?}");
                 }
             }
-            // The plain case does take the text path.
+            // The plain case does take the text path; an unknown skill does not.
             let direct = tool
                 .exec
                 .execute_json_text(args[0], &crate::tool::ExecContext::default());
             assert!(direct.is_some_and(|b| b.capacity() > b.len()));
             assert!(tool
                 .exec
-                .execute_json_text(args[5], &crate::tool::ExecContext::default())
+                .execute_json_text(args[6], &crate::tool::ExecContext::default())
                 .is_none());
             // SAFETY: freed once each.
             unsafe {

@@ -559,12 +559,18 @@ fn render_output(skill: &Skill, files: Option<&[String]>) -> String {
 /// Where [`render_into`] writes: a `String` takes the text as it is, an
 /// [`Escaping`] buffer as the inside of a JSON string literal.
 trait Sink {
+    /// Text of the skill (its name, content, paths).
     fn put(&mut self, s: &str);
+    /// Text of the format, given with its JSON escape ([`lit!`]).
+    fn lit(&mut self, text: (&str, &[u8]));
 }
 
 impl Sink for String {
     fn put(&mut self, s: &str) {
         self.push_str(s);
+    }
+    fn lit(&mut self, (raw, _): (&str, &[u8])) {
+        self.push_str(raw);
     }
 }
 
@@ -577,33 +583,45 @@ impl Sink for Escaping<'_> {
     fn put(&mut self, s: &str) {
         crate::json::write_escaped_body(self.0, s.as_bytes());
     }
+    fn lit(&mut self, (_, json): (&str, &[u8])) {
+        self.0.extend_from_slice(json);
+    }
+}
+
+/// A literal of the format with its JSON escape, made at compile time.
+macro_rules! lit {
+    ($s:expr) => {{
+        const RAW: &str = $s;
+        const JSON: [u8; crate::json::escaped_len(RAW)] = crate::json::escape_literal(RAW);
+        (RAW, JSON.as_slice())
+    }};
 }
 
 /// The text of [`render_output`], piece by piece into `out`.
 fn render_into(skill: &Skill, files: Option<&[String]>, out: &mut impl Sink) {
-    out.put("<skill_content name=\"");
+    out.lit(lit!("<skill_content name=\""));
     out.put(&skill.name);
-    out.put("\">\n# Skill: ");
+    out.lit(lit!("\">\n# Skill: "));
     out.put(&skill.name);
-    out.put("\n\n");
+    out.lit(lit!("\n\n"));
     out.put(skill.content.trim());
-    out.put("\n\nBase directory for this skill: ");
+    out.lit(lit!("\n\nBase directory for this skill: "));
     out.put(&skill.base);
-    out.put("\nRelative paths in this skill (e.g., scripts/, reference/) are relative to this base directory.\n");
+    out.lit(lit!("\nRelative paths in this skill (e.g., scripts/, reference/) are relative to this base directory.\n"));
     if let Some(files) = files {
-        out.put("Note: file list is sampled.\n\n<skill_files>");
+        out.lit(lit!("Note: file list is sampled.\n\n<skill_files>"));
         for f in files {
-            out.put("\n<file>");
+            out.lit(lit!("\n<file>"));
             out.put(f);
-            out.put("</file>");
+            out.lit(lit!("</file>"));
         }
         if files.is_empty() {
             // An empty list is a blank line.
-            out.put("\n");
+            out.lit(lit!("\n"));
         }
-        out.put("\n</skill_files>\n");
+        out.lit(lit!("\n</skill_files>\n"));
     }
-    out.put("</skill_content>");
+    out.lit(lit!("</skill_content>"));
 }
 
 /// The `skill` tool over a catalog.
@@ -636,16 +654,17 @@ impl Execute for SkillTool {
     /// skill take the usual way.
     fn execute_json_text(&self, args: &str, _ctx: &ExecContext) -> Option<Vec<u8>> {
         let args: NameArg = serde_json::from_str(args).ok()?;
-        self.0.execute_json(&args.name?)
+        self.0.execute_json(args.name?)
     }
 }
 
-/// The `skill` tool's arguments as an object with a string `name` (any other
-/// key is skipped unread; a second `name` is an error).
+/// The `skill` tool's arguments as an object with a string `name` borrowed
+/// from the text (any other key is skipped unread; a second `name`, or one
+/// with an escape in it, is an error, and the parsed path decides).
 #[derive(serde::Deserialize)]
 struct NameArg<'a> {
     #[serde(borrow, default)]
-    name: Option<std::borrow::Cow<'a, str>>,
+    name: Option<&'a str>,
 }
 
 #[cfg(test)]
