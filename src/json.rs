@@ -43,47 +43,185 @@ pub fn normalize_args(args: Value) -> Value {
 /// Appends `s` as a JSON string literal (quotes included), byte for byte what
 /// `serde_json` writes: `"` and `\` backslash-escaped, the control characters
 /// below U+0020 as `\b \t \n \f \r` or `\u00XX`, everything else verbatim.
-///
-/// Tool outputs can be large (a 1 MiB `read`), so the text is checked
-/// sixteen bytes at a time (a loop the compiler turns into vector compares)
-/// and clean runs are copied whole; only a block holding a byte to escape is
-/// looked at closer, through an exact bit mask of its escapes.
 pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
     out.push(b'"');
-    // `bytes[start..]` is not copied yet.
+    write_escaped_body(out, s.as_bytes());
+    out.push(b'"');
+}
+
+/// [`write_escaped`] without the quotes, for a literal written in pieces.
+///
+/// The text is scanned 32 bytes at a time ([`block_mask`]: SSE2
+/// compares on x86_64); a clean run is copied whole when the next byte to
+/// escape turns up, and each escape is one table entry.
+pub fn write_escaped_body(out: &mut Vec<u8>, bytes: &[u8]) {
+    escape_body_with(out, bytes, block_mask);
+}
+
+/// [`write_escaped_body`] with `mask` finding the escapes of each block
+/// (the tests run it with every scanner the build has).
+#[inline(always)]
+fn escape_body_with(out: &mut Vec<u8>, bytes: &[u8], mask_of: impl Fn(&[u8; 16]) -> u32) {
+    out.reserve(bytes.len() + SLACK);
+    // `bytes[start..]` is not written yet; `bytes[pos..]` not scanned yet.
     let mut start = 0;
-    let mut blocks = bytes.chunks_exact(16);
-    let mut base = 0;
-    for block in &mut blocks {
-        if block.iter().fold(false, |any, &b| any | needs_escape(b)) {
-            let mut mask = escape_mask(block);
-            while mask != 0 {
-                let i = base + mask.trailing_zeros() as usize;
-                out.extend_from_slice(&bytes[start..i]);
-                push_escape(out, bytes[i]);
-                start = i + 1;
-                mask &= mask - 1;
+    let mut pos = 0;
+    // Clean text goes by two blocks at a time.
+    while let Some(Ok(pair)) = bytes.get(pos..pos + 32).map(<&[u8; 32]>::try_from) {
+        let (a, b) = pair.split_at(16);
+        let (Ok(a), Ok(b)) = (<&[u8; 16]>::try_from(a), <&[u8; 16]>::try_from(b)) else {
+            break;
+        };
+        start = escape_hits(out, bytes, start, pos, mask_of(a) | mask_of(b) << 16);
+        pos += 32;
+    }
+    if let Some(Ok(block)) = bytes.get(pos..pos + 16).map(<&[u8; 16]>::try_from) {
+        start = escape_hits(out, bytes, start, pos, mask_of(block));
+        pos += 16;
+    }
+    let rest = bytes.len() - pos;
+    match bytes.len().checked_sub(16).and_then(|at| bytes.get(at..)) {
+        // The last bytes, as the end of a block that ends with the text
+        // (its first 16 - rest bytes are scanned already).
+        Some(last) if rest > 0 => {
+            let mask = <&[u8; 16]>::try_from(last).map_or(0, |b| mask_of(b) >> (16 - rest));
+            start = escape_hits(out, bytes, start, pos, mask);
+        }
+        // A text shorter than a block, byte by byte.
+        _ => {
+            for (i, &b) in bytes.iter().enumerate().skip(pos) {
+                if needs_escape(b) {
+                    out.extend_from_slice(&bytes[start..i]);
+                    push_escape(out, b);
+                    start = i + 1;
+                }
             }
         }
-        base += 16;
     }
-    for (k, &b) in blocks.remainder().iter().enumerate() {
+    out.extend_from_slice(bytes.get(start..).unwrap_or_default());
+}
+
+/// The length of `s` escaped as the inside of a JSON string literal (what
+/// [`write_escaped_body`] appends), for [`escape_literal`].
+pub const fn escaped_len(s: &str) -> usize {
+    let bytes = s.as_bytes();
+    let mut len = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        len += if needs_escape(bytes[i]) {
+            ESCAPE[bytes[i] as usize][7] as usize
+        } else {
+            1
+        };
+        i += 1;
+    }
+    len
+}
+
+/// `s` escaped as [`write_escaped_body`] escapes it, at compile time, for
+/// text a JSON answer always holds; `N` is [`escaped_len`] of `s`.
+pub const fn escape_literal<const N: usize>(s: &str) -> [u8; N] {
+    let bytes = s.as_bytes();
+    let mut out = [0u8; N];
+    let (mut i, mut at) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
         if needs_escape(b) {
-            let i = base + k;
-            out.extend_from_slice(&bytes[start..i]);
-            push_escape(out, b);
-            start = i + 1;
+            let esc = ESCAPE[b as usize];
+            let mut k = 0;
+            while k < esc[7] as usize {
+                out[at] = esc[k];
+                at += 1;
+                k += 1;
+            }
+        } else {
+            out[at] = b;
+            at += 1;
         }
+        i += 1;
     }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
+    out
+}
+
+/// Writes `bytes[start..]` up to the last byte `mask` marks (bit `k` for
+/// `bytes[pos + k]`), each marked byte escaped; returns the new `start`.
+#[inline(always)]
+fn escape_hits(
+    out: &mut Vec<u8>,
+    bytes: &[u8],
+    mut start: usize,
+    pos: usize,
+    mut mask: u32,
+) -> usize {
+    while mask != 0 {
+        let i = pos + mask.trailing_zeros() as usize;
+        out.extend_from_slice(&bytes[start..i]);
+        push_escape(out, bytes[i]);
+        start = i + 1;
+        mask &= mask - 1;
+    }
+    start
+}
+
+/// Appends the escape of `b`, a byte [`needs_escape`] accepts: its whole
+/// table entry (a fixed-size copy), then the length cut back to the escape.
+#[inline(always)]
+fn push_escape(out: &mut Vec<u8>, b: u8) {
+    let esc = &ESCAPE[usize::from(b & 0x7f)];
+    let len = out.len();
+    out.extend_from_slice(esc);
+    out.truncate(len + usize::from(esc[7]));
+}
+
+/// Spare room [`escape_forward`] allows past the text and its escapes in
+/// sixteen bytes: the whole table entry an escape appends first.
+const SLACK: usize = 8;
+
+/// The escape of each byte [`needs_escape`] accepts, in the first bytes of
+/// its entry, and its length in the last.
+const ESCAPE: [[u8; 8]; 128] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 8]; 128];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = [b'\\', b'u', b'0', b'0', HEX[b >> 4], HEX[b & 0xf], 0, 6];
+        b += 1;
+    }
+    let short: [(u8, u8); 7] = [
+        (b'"', b'"'),
+        (b'\\', b'\\'),
+        (b'\n', b'n'),
+        (b'\r', b'r'),
+        (b'\t', b't'),
+        (0x08, b'b'),
+        (0x0c, b'f'),
+    ];
+    let mut i = 0;
+    while i < short.len() {
+        t[short[i].0 as usize] = [b'\\', short[i].1, 0, 0, 0, 0, 0, 2];
+        i += 1;
+    }
+    t
+};
+
+/// Bit `i` set when `block[i]` needs an escape: SSE2 compares (part of the
+/// x86_64 baseline, [`crate::ffi::sse2`]) where there are some, the word
+/// flags of [`escape_mask`] elsewhere.
+#[inline(always)]
+pub(crate) fn block_mask(block: &[u8; 16]) -> u32 {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        crate::ffi::sse2::escape_mask(block)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        escape_mask(block)
+    }
 }
 
 /// Whether JSON needs `b` escaped inside a string.
 #[inline(always)]
-pub(crate) fn needs_escape(b: u8) -> bool {
+pub(crate) const fn needs_escape(b: u8) -> bool {
     (b < 0x20) | (b == b'"') | (b == b'\\')
 }
 
@@ -91,6 +229,7 @@ pub(crate) fn needs_escape(b: u8) -> bool {
 /// (below 0x20, `"` or `\`), 0 in every other byte; exact, as no sum below
 /// carries from one byte into the next, so the lowest set bit marks the
 /// first such byte.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn escape_flags(w: u64) -> u64 {
     const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -102,6 +241,7 @@ pub(crate) fn escape_flags(w: u64) -> u64 {
 }
 
 /// The eight bytes of `b` (8 long) as a little-endian word.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn word(b: &[u8]) -> u64 {
     let mut w = [0u8; 8];
@@ -110,6 +250,7 @@ pub(crate) fn word(b: &[u8]) -> u64 {
 }
 
 /// Bit `i` set when `block[i]` needs an escape (`block` is 16 bytes).
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn escape_mask(block: &[u8]) -> u32 {
     // The high bit of each byte gathered into the low eight bits.
@@ -155,15 +296,6 @@ fn unicode_escape(b: u8) -> [u8; 6] {
     ]
 }
 
-/// Appends the escape of `b`, a byte [`needs_escape`] accepts.
-#[inline(always)]
-fn push_escape(out: &mut Vec<u8>, b: u8) {
-    match short_escape(b) {
-        Some(c) => out.extend_from_slice(&[b'\\', c]),
-        None => out.extend_from_slice(&unicode_escape(b)),
-    }
-}
-
 /// Texts up to this size are escaped forward into a new buffer; larger ones
 /// in their own buffer ([`escape_backward`]). A second buffer this small
 /// comes from the heap's free lists (far below glibc's mmap threshold), and
@@ -186,7 +318,7 @@ pub fn escape_in_place(text: String, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
 /// the text, the quotes, the affixes, the NUL and an escape in sixteen bytes
 /// (grown only when the text holds more).
 fn escape_forward(text: &str, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
-    let room = prefix.len() + text.len() + text.len() / 16 + 2 + suffix.len() + 1;
+    let room = prefix.len() + text.len() + text.len() / 16 + 2 + suffix.len() + 1 + SLACK;
     let mut buf = Vec::with_capacity(room);
     buf.extend_from_slice(prefix);
     write_escaped(&mut buf, text);
@@ -224,11 +356,8 @@ fn escape_backward(text: String, prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
     let mut block = full;
     while block > 0 {
         block -= 16;
-        let bytes = &buf[block..block + 16];
-        if !bytes.iter().fold(false, |any, &b| any | needs_escape(b)) {
-            continue;
-        }
-        let mut mask = escape_mask(bytes);
+        let bytes = <[u8; 16]>::try_from(&buf[block..block + 16]).unwrap_or([0; 16]);
+        let mut mask = block_mask(&bytes);
         while mask != 0 {
             let k = 31 - mask.leading_zeros() as usize;
             at.place(&mut buf, block + k);
@@ -308,7 +437,10 @@ impl Placer {
 
 #[cfg(test)]
 mod tests {
-    use super::{escape_backward, escape_forward, escape_in_place, write_escaped};
+    use super::{
+        block_mask, escape_backward, escape_body_with, escape_forward, escape_in_place,
+        escape_mask, needs_escape, write_escaped, write_escaped_body,
+    };
 
     fn ours(s: &str) -> String {
         let mut v = Vec::new();
@@ -359,6 +491,12 @@ mod tests {
         for s in samples {
             let want = serde_json::to_string(&s).unwrap_or_default();
             assert_eq!(ours(&s), want, "{s:?}");
+            // The same walk with the portable scanner (the one other
+            // targets use) gives the same text.
+            let mut portable = vec![b'"'];
+            escape_body_with(&mut portable, s.as_bytes(), |b| escape_mask(b));
+            portable.push(b'"');
+            assert_eq!(portable, want.as_bytes(), "{s:?}");
             for prefix in ["", "{\"output\":"] {
                 let expected = format!("{prefix}{want}}}").into_bytes();
                 for placed in [
@@ -371,5 +509,87 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The 16-byte mask of every block scanner this build has (the SSE2 one
+    /// on x86_64, the word flags everywhere) is the byte-by-byte answer, on
+    /// edge bytes at every position and on random blocks.
+    #[test]
+    fn the_block_scanners_agree_byte_for_byte() {
+        let exact =
+            |b: &[u8; 16]| (0..16).fold(0u32, |m, i| m | (u32::from(needs_escape(b[i])) << i));
+        let edges = [
+            0x00, 0x01, 0x08, 0x0a, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80,
+            0x9f, 0xa0, 0xa2, 0xdc, 0xe2, 0xff,
+        ];
+        let mut blocks = Vec::new();
+        for &e in &edges {
+            for at in 0..16 {
+                let mut b = [b'a'; 16];
+                b[at] = e;
+                blocks.push(b);
+                blocks.push([e; 16]);
+            }
+        }
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..5000 {
+            let mut b = [0u8; 16];
+            for byte in &mut b {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Half of the bytes from the edges, half anything.
+                *byte = if x & 1 == 0 {
+                    edges[(x >> 8) as usize % edges.len()]
+                } else {
+                    (x >> 24) as u8
+                };
+            }
+            blocks.push(b);
+        }
+        for b in &blocks {
+            let want = exact(b);
+            assert_eq!(escape_mask(b), want, "{b:?}");
+            assert_eq!(block_mask(b), want, "{b:?}");
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            assert_eq!(crate::ffi::sse2::escape_mask(b), want, "{b:?}");
+        }
+    }
+
+    /// Pieces appended to a buffer that already holds text (with and
+    /// without spare room) read as one literal, and the buffer's text before
+    /// them is left as it was.
+    #[test]
+    fn a_literal_written_in_pieces_after_other_text() {
+        let pieces = [
+            "<a \"x\">\n",
+            "",
+            "\u{1}\u{1f}\t",
+            &"\\".repeat(40),
+            "h\u{e9}\n",
+        ];
+        let whole: String = pieces.concat();
+        for spare in [0, 3, 100, 10_000] {
+            let mut out = Vec::with_capacity(spare);
+            out.extend_from_slice(b"head:");
+            out.push(b'"');
+            for p in pieces {
+                write_escaped_body(&mut out, p.as_bytes());
+            }
+            out.push(b'"');
+            let want = format!("head:{}", serde_json::to_string(&whole).unwrap_or_default());
+            assert_eq!(String::from_utf8_lossy(&out), want);
+        }
+    }
+
+    /// The compile-time escape of a literal is the run-time one.
+    #[test]
+    fn a_literal_escaped_at_compile_time_is_the_run_time_escape() {
+        const RAW: &str = "<a name=\"x\">\n\t\\ \u{1}\u{1f} h\u{e9}\r\u{8}\u{c}</a>";
+        const JSON: [u8; super::escaped_len(RAW)] = super::escape_literal(RAW);
+        let mut want = Vec::new();
+        write_escaped_body(&mut want, RAW.as_bytes());
+        assert_eq!(JSON.as_slice(), want.as_slice());
+        assert_eq!(super::escape_literal::<0>(""), [0u8; 0]);
     }
 }

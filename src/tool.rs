@@ -323,6 +323,20 @@ pub trait Execute: Send + Sync {
     ) -> Option<ToolFuture<'a>> {
         None
     }
+
+    /// The call for arguments given as JSON text, answered as the text of
+    /// its ToolResult ([`ToolResult::into_json_bytes`], with the spare byte
+    /// for a C string's NUL), for a tool that can write it without building
+    /// the `Value` and the `ToolResult` of [`Execute::execute`] (the `skill`
+    /// tool, whose output is read on every call). It must give exactly the
+    /// bytes `execute` would for the same arguments, never with parts.
+    /// `None`, the default, and the answer for any arguments the tool does
+    /// not take this way (a malformed text among them), means the caller
+    /// parses the text and calls `execute`; so a tool may only answer `None`
+    /// before it has done anything.
+    fn execute_json_text(&self, _args: &str, _ctx: &ExecContext) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 impl<F> Execute for F

@@ -547,18 +547,52 @@ impl Toolkit {
         self.run(tool, &args, &ctx.armed())
     }
 
+    /// The tool called `name`, as the toolkit has it now, held for one call
+    /// ([`Toolkit::execute_found`], [`Toolkit::execute_found_text`]).
+    pub fn find(&self, name: &str) -> Option<Arc<Tool>> {
+        self.snapshot().get(name).cloned()
+    }
+
+    /// [`Toolkit::execute`] of a tool [`Toolkit::find`] gave.
+    pub fn execute_found(&self, tool: &Tool, args: Value, ctx: &ExecContext) -> ToolResult {
+        let args = normalize_args(args);
+        self.run(tool, &args, &ctx.armed())
+    }
+
+    /// The ToolResult JSON text of [`Toolkit::execute_found`] for arguments
+    /// given as JSON text, when the tool writes it straight from the text
+    /// ([`crate::tool::Execute::execute_json_text`]); `None` when it does
+    /// not, and the caller parses the text and calls `execute_found`.
+    pub fn execute_found_text(
+        &self,
+        tool: &Tool,
+        args: &str,
+        ctx: &ExecContext,
+    ) -> Option<Vec<u8>> {
+        let ctx = ctx.armed();
+        match catch_unwind(AssertUnwindSafe(|| tool.exec.execute_json_text(args, &ctx))) {
+            Ok(text) => text,
+            Err(panic) => Some(failed(tool, &panic).into_json_bytes()),
+        }
+    }
+
     /// Runs `tool` with arguments already normalized and a deadline already
     /// fixed; a panic is an isError result.
     fn run(&self, tool: &Tool, args: &Value, ctx: &ExecContext) -> ToolResult {
         match catch_unwind(AssertUnwindSafe(|| tool.exec.execute(args, ctx))) {
             Ok(r) => self.limit_parts(r),
-            Err(panic) => ToolResult::error(format!(
-                "{}: the tool failed unexpectedly: {}",
-                tool.name,
-                panic_message(&panic)
-            )),
+            Err(panic) => failed(tool, &panic),
         }
     }
+}
+
+/// The isError result of a tool that panicked.
+fn failed(tool: &Tool, panic: &Box<dyn std::any::Any + Send>) -> ToolResult {
+    ToolResult::error(format!(
+        "{}: the tool failed unexpectedly: {}",
+        tool.name,
+        panic_message(panic)
+    ))
 }
 
 impl Toolkit {

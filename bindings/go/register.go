@@ -5,6 +5,7 @@ package toolnexus
 #include <stdlib.h>
 #include <string.h>
 #include "toolnexus.h"
+#include "shim.h"
 
 tn_status tngo_register(const tn_toolkit *toolkit, const char *name, const char *description,
                         const char *schema, uintptr_t handle, char **out_error);
@@ -178,10 +179,12 @@ func encodeResult(r *ToolResult) []byte {
 }
 
 //export goToolCall
-func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
+func goToolCall(handle C.uintptr_t, args *C.char, argsLen C.size_t, call *C.tn_call,
+	deadlineMs C.int64_t, cancellable C.bool, out *C.char, outCap C.size_t) C.int {
 	var argBytes []byte
 	if args != nil {
-		argBytes = cBytes(args)
+		argBytes = make([]byte, int(argsLen))
+		copy(argBytes, unsafe.Slice((*byte)(unsafe.Pointer(args)), int(argsLen)))
 	}
 	var res *ToolResult
 	if t := lookupTool(cgo.Handle(handle)); t != nil {
@@ -189,7 +192,7 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 		// a function that honours ctx stops in time; a late answer is dropped
 		// by the library either way.
 		ctx := context.Background()
-		if ms := int64(C.tn_call_deadline_ms(call)); ms >= 0 {
+		if ms := int64(deadlineMs); ms >= 0 {
 			var cancel context.CancelFunc
 			// One millisecond more than the whole milliseconds the library
 			// reports: the Go deadline must not fall before the library's,
@@ -198,7 +201,7 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 			ctx, cancel = context.WithTimeout(ctx, time.Duration(ms+1)*time.Millisecond)
 			defer cancel()
 		}
-		if C.tn_call_cancellable(call) {
+		if cancellable {
 			// The caller may cancel (Execute's ctx): the function's context
 			// is cancelled with it. The watcher is done before this returns,
 			// since call is valid only during the callback.
@@ -213,14 +216,24 @@ func goToolCall(handle C.uintptr_t, args *C.char, call *C.tn_call) {
 	res.Output = strings.ToValidUTF8(res.Output, "\uFFFD")
 	if res.Metadata == nil && len(res.Parts) == 0 && strings.IndexByte(res.Output, 0) < 0 {
 		// The common case: plain text, no JSON on either side.
+		if len(res.Output) < int(outCap) {
+			// Into the trampoline's buffer (C memory), which sets it.
+			dst := unsafe.Slice((*byte)(unsafe.Pointer(out)), int(outCap))
+			dst[copy(dst, res.Output)] = 0
+			if res.IsError {
+				return C.TNGO_OUT_ERROR
+			}
+			return C.TNGO_OUT_OK
+		}
 		// Borrowed Go memory (the library copies it): no C malloc, no free.
-		out := make([]byte, len(res.Output)+1)
-		copy(out, res.Output)
-		C.tn_call_set_output(call, (*C.char)(unsafe.Pointer(&out[0])), C.bool(res.IsError))
-		return
+		b := make([]byte, len(res.Output)+1)
+		copy(b, res.Output)
+		C.tn_call_set_output(call, (*C.char)(unsafe.Pointer(&b[0])), C.bool(res.IsError))
+		return C.TNGO_SET_BY_GO
 	}
 	result := append(encodeResult(res), 0) // JSON text: no NUL inside
 	C.tn_call_set_result_json(call, (*C.char)(unsafe.Pointer(&result[0])))
+	return C.TNGO_SET_BY_GO
 }
 
 // cancelPoll is how often a running Go tool's watcher asks the library

@@ -2,11 +2,45 @@
 // functions, which hand the cgo.Handle (carried as user_data, an integer) to
 // the exported Go functions in register.go.
 #include <stdint.h>
+#include <string.h>
 #include "toolnexus.h"
+#include "shim.h"
 #include "_cgo_export.h"
 
+/* Room for a Go tool's plain output on the trampoline's stack. */
+enum { TNGO_TOOL_OUT = 1024 };
+
+/* What the library calls for a Go tool. What Go would otherwise ask the
+ * library in calls of its own (each a cgo crossing) is asked here, in C: the
+ * length of the args, the call's deadline and whether it can be cancelled,
+ * and, when the output fits in `out`, the output is set here too. */
 static void tngo_tool_trampoline(void *user_data, const char *args_json, tn_call *call) {
-    goToolCall((uintptr_t)user_data, (char *)args_json, call);
+    char out[TNGO_TOOL_OUT];
+    int got = goToolCall((uintptr_t)user_data, (char *)args_json, args_json ? strlen(args_json) : 0, call,
+                         tn_call_deadline_ms(call), tn_call_cancellable(call), out, sizeof out);
+    if (got != TNGO_SET_BY_GO) {
+        tn_call_set_output(call, out, got == TNGO_OUT_ERROR);
+    }
+}
+
+/* tn_execute_with_cancel for Go (toolnexus.go, executeOnce): an answer that
+ * fits in buf with its NUL is copied there and freed here, so Go makes no
+ * second call to free it; a longer one is handed back in `big`. */
+tngo_answer tngo_execute(const tn_toolkit *toolkit, const char *name, const char *args_json,
+                         const char *context_json, const tn_cancel *cancel, char *buf, size_t cap) {
+    char *out = NULL;
+    tngo_answer a = {tn_execute_with_cancel(toolkit, name, args_json, context_json, cancel, &out), 0, NULL};
+    if (out == NULL) {
+        return a;
+    }
+    a.len = strlen(out);
+    if (a.len < cap) {
+        memcpy(buf, out, a.len);
+        tn_string_free(out);
+    } else {
+        a.big = out;
+    }
+    return a;
 }
 
 static void tngo_tool_release(void *user_data) {

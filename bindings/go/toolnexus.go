@@ -16,6 +16,7 @@ package toolnexus
 #include <stdlib.h>
 #include <string.h>
 #include "toolnexus.h"
+#include "shim.h"
 */
 import "C"
 
@@ -470,13 +471,27 @@ func (tk *Toolkit) ExecuteJSON(ctx context.Context, name string, args any, execC
 	return out, err
 }
 
+// answerRoom is the size of the buffers an answer of Execute is copied into
+// on the C side (tngo_execute), so that it is freed there, with no crossing
+// of its own; a longer answer is taken as before.
+const answerRoom = 2048
+
+var answerBufs = sync.Pool{New: func() any { return new([answerRoom]byte) }}
+
 // executeOnce is one tn_execute_with_cancel call and its answer.
 func executeOnce(p *C.tn_toolkit, cname, cargs, cctx *C.char, token *C.tn_cancel) ([]byte, error) {
-	var cout *C.char
-	status := C.tn_execute_with_cancel(p, cname, cargs, cctx, token, &cout)
-	body := takeString(cout)
-	if status != C.TN_OK {
-		return nil, statusError(status, body)
+	buf := answerBufs.Get().(*[answerRoom]byte)
+	a := C.tngo_execute(p, cname, cargs, cctx, token, (*C.char)(unsafe.Pointer(&buf[0])), answerRoom)
+	var body []byte
+	if a.big != nil {
+		body = takeString(a.big)
+	} else {
+		body = make([]byte, int(a.len))
+		copy(body, buf[:a.len])
+	}
+	answerBufs.Put(buf)
+	if a.status != C.TN_OK {
+		return nil, statusError(a.status, body)
 	}
 	return body, nil
 }

@@ -16,6 +16,7 @@ mod log;
 mod mcp;
 mod serve;
 pub(crate) mod signal;
+pub(crate) mod sse2;
 mod strings;
 mod translate;
 
@@ -259,19 +260,36 @@ pub unsafe extern "C" fn tn_execute_with_cancel(
                 read_opt_str(context_json, "context_json")?,
             )
         };
+        let tool = tk.find(name);
+        let ctx = parse_context(ctx).map(|mut ctx| {
+            // SAFETY: NULL or a live token (this function's contract).
+            ctx.cancel = unsafe { cancel.as_ref() }.map(|c| c.token().clone());
+            ctx
+        });
+        // A tool that writes its answer straight from the args text (the
+        // `skill` tool) does, when nothing below would have stopped first.
+        if let (Some(tool), Some(text), Ok(ctx)) = (&tool, args, &ctx) {
+            if ctx.stop().is_none() {
+                if let Some(answer) = tk.execute_found_text(tool, text, ctx) {
+                    return Ok(answer);
+                }
+            }
+        }
         let args = match args {
             None => serde_json::Value::Object(Default::default()),
             Some(text) => {
                 serde_json::from_str(text).map_err(|e| Error::invalid_json("args_json", &e))?
             }
         };
-        let mut ctx = parse_context(ctx)?;
-        // SAFETY: NULL or a live token (this function's contract).
-        ctx.cancel = unsafe { cancel.as_ref() }.map(|c| c.token().clone());
+        let ctx = ctx?;
         if let Some(why) = ctx.stop() {
             return Ok(ctx.stopped(name, why).into_json_bytes());
         }
-        Ok(tk.execute(name, args, &ctx).into_json_bytes())
+        Ok(match tool {
+            Some(tool) => tk.execute_found(&tool, args, &ctx),
+            None => tk.execute(name, args, &ctx),
+        }
+        .into_json_bytes())
     })
 }
 
@@ -419,6 +437,136 @@ mod tests {
             tn_toolkit_free(tk);
             tn_toolkit_free(ptr::null_mut());
             tn_string_free(ptr::null_mut());
+        }
+    }
+
+    /// `tn_execute` of the `skill` tool answers from the args text (no
+    /// `Value`, no map); whatever the args, the skill, the sample limit, a
+    /// context or a cancelled token, it hands out exactly the bytes and the
+    /// status the parsed path gives.
+    #[test]
+    fn the_skill_tool_from_args_text_answers_as_the_parsed_path_does() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let root = tmp.path();
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap_or(root)).unwrap_or_default();
+            std::fs::write(p, text).unwrap_or_default();
+        };
+        write(
+            "a/plain/SKILL.md",
+            "---\nname: plain\ndescription: d\n---\nSteps:\n1. run\n",
+        );
+        write("a/plain/scripts/run.sh", "x");
+        write("a/plain/reference/notes.md", "x");
+        write("a/plain/data.txt", "x");
+        write(
+            "a/odd \"dir\"/SKILL.md",
+            "---\nname: odd\ndescription: d\n---\n\t\"quoted\" \\ back\u{1}\u{7f} h\u{e9} \u{1f600}\r\n",
+        );
+        write("a/odd \"dir\"/x\ty.txt", "x");
+        write(
+            "a/lonely/SKILL.md",
+            "---\nname: lonely\ndescription: d\n---\nOnly me.",
+        );
+        let skills_dir = root.join("a").to_string_lossy().into_owned();
+        let data = serde_json::json!([
+            {"name": "data", "content": "from \"data\"", "resources": ["r1", "r\n2"]},
+            {"name": "bare", "content": "no resources"}
+        ]);
+        let args = [
+            "{\"name\":\"plain\"}",
+            " { \"name\" : \"odd\" , \"extra\": [1, {\"x\": null}] } ",
+            "{\"name\":\"pl\\u0061in\"}",
+            "{\"name\":\"data\"}",
+            "{\"name\":\"bare\"}",
+            "{\"name\":\"lonely\"}",
+            "{\"name\":\"missing\"}",
+            "{\"name\":null}",
+            "{\"name\":7}",
+            "{\"name\":\"odd\",\"name\":\"plain\"}",
+            "{}",
+            "[]",
+            "null",
+            "\"{\\\"name\\\":\\\"plain\\\"}\"",
+            "{\"name\":\"plain\"",
+            "",
+        ];
+        for limit in [0, 1, -1] {
+            let cfg = serde_json::json!({
+                "skillsDir": skills_dir, "skills": data, "skillSampleLimit": limit,
+                "builtins": false
+            })
+            .to_string();
+            let cfg = CString::new(cfg).unwrap_or_default();
+            let (mut tk, mut err) = (ptr::null_mut(), ptr::null_mut());
+            // SAFETY: a NUL-terminated config and pointers to locals.
+            assert_eq!(
+                unsafe { tn_toolkit_build(cfg.as_ptr(), &mut tk, &mut err) },
+                TN_OK
+            );
+            // SAFETY: the live toolkit just built.
+            let toolkit = unsafe { read_toolkit(tk) }.unwrap_or_else(|e| panic!("{e}"));
+            let tool = toolkit
+                .find("skill")
+                .unwrap_or_else(|| panic!("no skill tool"));
+            let cancelled = tn_cancel_new();
+            // SAFETY: a live token.
+            unsafe { tn_cancel_trigger(cancelled) };
+            for text in args {
+                let c_args = CString::new(text).unwrap_or_default();
+                for (ctx, cancel) in [
+                    (None, ptr::null()),
+                    (Some(c"{\"timeoutMs\":60000}"), ptr::null()),
+                    (Some(c"[]"), ptr::null()),
+                    (None, cancelled.cast_const()),
+                ] {
+                    let mut out = ptr::null_mut();
+                    // SAFETY: live toolkit and token, NUL-terminated strings.
+                    let status = unsafe {
+                        tn_execute_with_cancel(
+                            tk,
+                            c"skill".as_ptr(),
+                            c_args.as_ptr(),
+                            ctx.map_or(ptr::null(), CStr::as_ptr),
+                            cancel,
+                            &mut out,
+                        )
+                    };
+                    let got = take(out);
+                    // The parsed path, as tn_execute took it before.
+                    let want = (|| -> Result<Vec<u8>, Error> {
+                        let args: serde_json::Value = serde_json::from_str(text)
+                            .map_err(|e| Error::invalid_json("args_json", &e))?;
+                        let mut ctx = parse_context(ctx.and_then(|c| c.to_str().ok()))?;
+                        // SAFETY: NULL or the live token.
+                        ctx.cancel = unsafe { cancel.as_ref() }.map(|c| c.token().clone());
+                        if let Some(why) = ctx.stop() {
+                            return Ok(ctx.stopped("skill", why).into_json_bytes());
+                        }
+                        Ok(toolkit.execute("skill", args, &ctx).into_json_bytes())
+                    })();
+                    let (want_status, want) = match want {
+                        Ok(b) => (TN_OK, String::from_utf8_lossy(&b).into_owned()),
+                        Err(e) => (status_of(e.code), e.to_json().to_string()),
+                    };
+                    assert_eq!((status, &got), (want_status, &want), "{text} {ctx:?}");
+                }
+            }
+            // The plain case does take the text path; an unknown skill does not.
+            let direct = tool
+                .exec
+                .execute_json_text(args[0], &crate::tool::ExecContext::default());
+            assert!(direct.is_some_and(|b| b.capacity() > b.len()));
+            assert!(tool
+                .exec
+                .execute_json_text(args[6], &crate::tool::ExecContext::default())
+                .is_none());
+            // SAFETY: freed once each.
+            unsafe {
+                tn_cancel_free(cancelled);
+                tn_toolkit_free(tk);
+            }
         }
     }
 

@@ -507,6 +507,33 @@ impl Catalog {
         ToolResult::ok(render_output(skill, files.as_deref())).with_metadata(md)
     }
 
+    /// The ToolResult JSON text of [`Catalog::execute`] for a skill the
+    /// catalog has, written directly: the output escaped into place, the
+    /// metadata (`name`, `dir`) written after it with no map built. `None`
+    /// for a name it does not have (the error result takes the usual way).
+    pub fn execute_json(&self, name: &str) -> Option<Vec<u8>> {
+        let skill = self.get(name)?;
+        let files = self.files(skill);
+        const HEAD: &[u8] = b"{\"output\":\"";
+        const MID: &[u8] = b"\",\"isError\":false,\"metadata\":{\"name\":";
+        const DIR: &[u8] = b",\"dir\":";
+        // The output's text, its escapes at a newline every 16 bytes, the
+        // metadata and the NUL: one allocation in the usual case.
+        let listed: usize = files.iter().flatten().map(|f| f.len() + 16).sum();
+        let text = skill.content.len() + 2 * skill.name.len() + skill.base.len() + listed;
+        let room = text + text / 16 + 320 + skill.name.len() + skill.dir.len();
+        let mut out = Vec::with_capacity(room);
+        out.extend_from_slice(HEAD);
+        render_into(skill, files.as_deref(), &mut Escaping(&mut out));
+        out.extend_from_slice(MID);
+        crate::json::write_escaped(&mut out, &skill.name);
+        out.extend_from_slice(DIR);
+        crate::json::write_escaped(&mut out, &skill.dir);
+        out.extend_from_slice(b"}}");
+        out.reserve_exact(1);
+        Some(out)
+    }
+
     /// The `<skill_files>` list, or None when the block is left out.
     fn files(&self, skill: &Skill) -> Option<Vec<String>> {
         let limit = match self.sample_limit {
@@ -525,30 +552,76 @@ impl Catalog {
 /// SPEC §0.6, byte for byte; no trailing newline.
 fn render_output(skill: &Skill, files: Option<&[String]>) -> String {
     let mut out = String::with_capacity(skill.content.len() + 512);
-    out.push_str("<skill_content name=\"");
-    out.push_str(&skill.name);
-    out.push_str("\">\n# Skill: ");
-    out.push_str(&skill.name);
-    out.push_str("\n\n");
-    out.push_str(skill.content.trim());
-    out.push_str("\n\nBase directory for this skill: ");
-    out.push_str(&skill.base);
-    out.push_str("\nRelative paths in this skill (e.g., scripts/, reference/) are relative to this base directory.\n");
+    render_into(skill, files, &mut out);
+    out
+}
+
+/// Where [`render_into`] writes: a `String` takes the text as it is, an
+/// [`Escaping`] buffer as the inside of a JSON string literal.
+trait Sink {
+    /// Text of the skill (its name, content, paths).
+    fn put(&mut self, s: &str);
+    /// Text of the format, given with its JSON escape ([`lit!`]).
+    fn lit(&mut self, text: (&str, &[u8]));
+}
+
+impl Sink for String {
+    fn put(&mut self, s: &str) {
+        self.push_str(s);
+    }
+    fn lit(&mut self, (raw, _): (&str, &[u8])) {
+        self.push_str(raw);
+    }
+}
+
+/// A JSON text being written, taking each piece escaped
+/// ([`crate::json::write_escaped_body`]); escaping piece by piece is
+/// escaping the whole, as every byte is escaped on its own.
+struct Escaping<'a>(&'a mut Vec<u8>);
+
+impl Sink for Escaping<'_> {
+    fn put(&mut self, s: &str) {
+        crate::json::write_escaped_body(self.0, s.as_bytes());
+    }
+    fn lit(&mut self, (_, json): (&str, &[u8])) {
+        self.0.extend_from_slice(json);
+    }
+}
+
+/// A literal of the format with its JSON escape, made at compile time.
+macro_rules! lit {
+    ($s:expr) => {{
+        const RAW: &str = $s;
+        const JSON: [u8; crate::json::escaped_len(RAW)] = crate::json::escape_literal(RAW);
+        (RAW, JSON.as_slice())
+    }};
+}
+
+/// The text of [`render_output`], piece by piece into `out`.
+fn render_into(skill: &Skill, files: Option<&[String]>, out: &mut impl Sink) {
+    out.lit(lit!("<skill_content name=\""));
+    out.put(&skill.name);
+    out.lit(lit!("\">\n# Skill: "));
+    out.put(&skill.name);
+    out.lit(lit!("\n\n"));
+    out.put(skill.content.trim());
+    out.lit(lit!("\n\nBase directory for this skill: "));
+    out.put(&skill.base);
+    out.lit(lit!("\nRelative paths in this skill (e.g., scripts/, reference/) are relative to this base directory.\n"));
     if let Some(files) = files {
-        out.push_str("Note: file list is sampled.\n\n<skill_files>");
+        out.lit(lit!("Note: file list is sampled.\n\n<skill_files>"));
         for f in files {
-            out.push_str("\n<file>");
-            out.push_str(f);
-            out.push_str("</file>");
+            out.lit(lit!("\n<file>"));
+            out.put(f);
+            out.lit(lit!("</file>"));
         }
         if files.is_empty() {
             // An empty list is a blank line.
-            out.push('\n');
+            out.lit(lit!("\n"));
         }
-        out.push_str("\n</skill_files>\n");
+        out.lit(lit!("\n</skill_files>\n"));
     }
-    out.push_str("</skill_content>");
-    out
+    out.lit(lit!("</skill_content>"));
 }
 
 /// The `skill` tool over a catalog.
@@ -574,6 +647,24 @@ impl Execute for SkillTool {
         let name = args.get("name").map(display_string).unwrap_or_default();
         self.0.execute(&name)
     }
+
+    /// An args object whose `name` is a string of a skill the catalog has is
+    /// answered from the text; any other args (`name` missing or not a
+    /// string, a key twice, an args string, malformed text) and an unknown
+    /// skill take the usual way.
+    fn execute_json_text(&self, args: &str, _ctx: &ExecContext) -> Option<Vec<u8>> {
+        let args: NameArg = serde_json::from_str(args).ok()?;
+        self.0.execute_json(args.name?)
+    }
+}
+
+/// The `skill` tool's arguments as an object with a string `name` borrowed
+/// from the text (any other key is skipped unread; a second `name`, or one
+/// with an escape in it, is an error, and the parsed path decides).
+#[derive(serde::Deserialize)]
+struct NameArg<'a> {
+    #[serde(borrow, default)]
+    name: Option<&'a str>,
 }
 
 #[cfg(test)]

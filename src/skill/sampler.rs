@@ -49,7 +49,10 @@ fn plain_tree(dir: &str) -> Option<Vec<String>> {
     let Ok(fd) = rustix::fs::openat(CWD, dir, flags, Mode::empty()) else {
         return Some(Vec::new());
     };
-    let mut path = dir.as_bytes().to_vec();
+    // Room for the deeper folders' names, so the path is not moved as it
+    // grows (a skill folder is shallow).
+    let mut path = Vec::with_capacity(dir.len() + 256);
+    path.extend_from_slice(dir.as_bytes());
     let mut files = Vec::new();
     match list(&fd, &mut path, &mut files, 0) {
         Ok(()) => Some(files),
@@ -91,6 +94,11 @@ fn list(
         match kind {
             FileType::RegularFile => keep(path, bytes, files),
             FileType::Directory if !is_ignored_dir(bytes) => {
+                if subdirs.is_empty() {
+                    // One allocation for a few names, made only when a
+                    // folder has a subfolder.
+                    subdirs.reserve(64);
+                }
                 subdirs.extend_from_slice(name.to_bytes_with_nul());
             }
             FileType::Symlink => {
