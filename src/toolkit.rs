@@ -31,7 +31,7 @@ struct Layers {
 #[derive(Default)]
 struct Snapshot {
     tools: BTreeMap<String, Arc<Tool>>,
-    rendered: [OnceLock<String>; 3],
+    rendered: [OnceLock<Vec<u8>>; 3],
     /// Whether a provider's rendering was asked for once already.
     asked: [AtomicBool; 3],
 }
@@ -51,7 +51,7 @@ impl Snapshot {
     /// a toolkit rendered once (a build, a render, an exit) never needs it.
     /// The second render writes it again and keeps it, and every later one
     /// is a copy of that.
-    fn render(&self, p: Provider) -> String {
+    fn render(&self, p: Provider) -> Vec<u8> {
         let slot = match p {
             Provider::OpenAi => 0,
             Provider::Anthropic => 1,
@@ -59,7 +59,7 @@ impl Snapshot {
         };
         let write = || {
             let tools: Vec<&Tool> = self.tools.values().map(|t| &**t).collect();
-            adapter::render(p, &tools)
+            adapter::render_bytes(p, &tools)
         };
         if self.rendered[slot].get().is_none() && !self.asked[slot].swap(true, Ordering::Relaxed) {
             return write();
@@ -67,8 +67,8 @@ impl Snapshot {
         let text = self.rendered[slot].get_or_init(write);
         // A copy with room for the NUL a C caller gets (`clone` would leave
         // none, and handing it out would move all of it once more).
-        let mut copy = String::with_capacity(text.len() + 1);
-        copy.push_str(text);
+        let mut copy = Vec::with_capacity(text.len() + 1);
+        copy.extend_from_slice(text);
         copy
     }
 }
@@ -432,13 +432,31 @@ impl Toolkit {
     /// `tn_render`: a format name, or JSON text `{"format": F, "tools": [names]}`
     /// rendering exactly those tools in that order.
     pub fn render(&self, format: &str) -> Result<String> {
+        if let Some(p) = Provider::from_name(format) {
+            let text = self.snapshot().render(p);
+            // Always UTF-8 (see `adapter::render_bytes`).
+            return Ok(String::from_utf8(text)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
+        }
+        self.render_other(format)
+    }
+
+    /// [`Toolkit::render`] as the bytes of its UTF-8 text, for `tn_render`:
+    /// a provider rendering goes out as written, with no second pass over
+    /// it to check what the writer guarantees.
+    pub fn render_bytes(&self, format: &str) -> Result<Vec<u8>> {
+        match Provider::from_name(format) {
+            Some(p) => Ok(self.snapshot().render(p)),
+            None => self.render_other(format).map(String::into_bytes),
+        }
+    }
+
+    /// Every format but a bare provider name.
+    fn render_other(&self, format: &str) -> Result<String> {
         if format.trim_start().starts_with('{') {
             return self.render_subset(format);
         }
         let snap = self.snapshot();
-        if let Some(p) = Provider::from_name(format) {
-            return Ok(snap.render(p));
-        }
         let v = match format {
             "toolNames" => json!(snap.keys().collect::<Vec<_>>()),
             "skillsPrompt" => json!(self.skills_prompt()),
