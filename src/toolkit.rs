@@ -11,7 +11,6 @@ use crate::tool::{CancelToken, ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 /// The tools of each source, lowest precedence first. Shared with every
@@ -24,16 +23,13 @@ struct Layers {
     mcp: Vec<Arc<Tool>>,
 }
 
-/// The merged tools at one moment, with their provider renderings kept
-/// from the second render of each provider on: the tool set only changes
-/// when a host tool is registered, which makes a new snapshot, so a
-/// rendering never goes stale.
+/// The merged tools at one moment, with their provider renderings computed
+/// on first use: the tool set only changes when a host tool is registered,
+/// which makes a new snapshot, so a rendering never goes stale.
 #[derive(Default)]
 struct Snapshot {
     tools: BTreeMap<String, Arc<Tool>>,
     rendered: [OnceLock<Vec<u8>>; 3],
-    /// Whether a provider's rendering was asked for once already.
-    asked: [AtomicBool; 3],
 }
 
 impl std::ops::Deref for Snapshot {
@@ -44,27 +40,17 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl Snapshot {
-    /// The provider's rendering. The first one is handed out as written and
-    /// not kept: keeping it means a second buffer of the same size, a copy
-    /// into pages the process never touched (a page fault per 4 KiB), which
-    /// cost a first render of 1,000 tools more than a quarter of its time;
-    /// a toolkit rendered once (a build, a render, an exit) never needs it.
-    /// The second render writes it again and keeps it, and every later one
-    /// is a copy of that.
+    /// The provider's rendering: written once and kept, then copied out.
     fn render(&self, p: Provider) -> Vec<u8> {
         let slot = match p {
             Provider::OpenAi => 0,
             Provider::Anthropic => 1,
             Provider::Gemini => 2,
         };
-        let write = || {
+        let text = self.rendered[slot].get_or_init(|| {
             let tools: Vec<&Tool> = self.tools.values().map(|t| &**t).collect();
             adapter::render_bytes(p, &tools)
-        };
-        if self.rendered[slot].get().is_none() && !self.asked[slot].swap(true, Ordering::Relaxed) {
-            return write();
-        }
-        let text = self.rendered[slot].get_or_init(write);
+        });
         // A copy with room for the NUL a C caller gets (`clone` would leave
         // none, and handing it out would move all of it once more).
         let mut copy = Vec::with_capacity(text.len() + 1);
@@ -364,7 +350,6 @@ impl Toolkit {
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(Snapshot {
             tools: map,
             rendered: Default::default(),
-            asked: Default::default(),
         });
     }
 

@@ -73,8 +73,7 @@ fn every_render_of_a_provider_gives_one_text_and_a_registration_replaces_a_kept_
     let tk = Toolkit::build_from_json(r#"{"builtins":{"tools":{"bash":false}}}"#)
         .unwrap_or_else(|e| panic!("{e}"));
     for f in ["openai", "anthropic", "gemini"] {
-        // The first rendering is written and handed out, the second written
-        // and kept, the third a copy of the kept one.
+        // The first rendering is written and kept, later ones are copies.
         let texts: Vec<String> = (0..3)
             .map(|_| tk.render(f).unwrap_or_else(|e| panic!("{f}: {e}")))
             .collect();
