@@ -29,7 +29,7 @@ struct Layers {
 #[derive(Default)]
 struct Snapshot {
     tools: BTreeMap<String, Arc<Tool>>,
-    rendered: [OnceLock<String>; 3],
+    rendered: [OnceLock<Vec<u8>>; 3],
 }
 
 impl std::ops::Deref for Snapshot {
@@ -40,18 +40,22 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl Snapshot {
-    fn render(&self, p: Provider) -> String {
+    /// The provider's rendering: written once and kept, then copied out.
+    fn render(&self, p: Provider) -> Vec<u8> {
         let slot = match p {
             Provider::OpenAi => 0,
             Provider::Anthropic => 1,
             Provider::Gemini => 2,
         };
-        self.rendered[slot]
-            .get_or_init(|| {
-                let tools: Vec<&Tool> = self.tools.values().map(|t| &**t).collect();
-                adapter::render(p, &tools)
-            })
-            .clone()
+        let text = self.rendered[slot].get_or_init(|| {
+            let tools: Vec<&Tool> = self.tools.values().map(|t| &**t).collect();
+            adapter::render_bytes(p, &tools)
+        });
+        // A copy with room for the NUL a C caller gets (`clone` would leave
+        // none, and handing it out would move all of it once more).
+        let mut copy = Vec::with_capacity(text.len() + 1);
+        copy.extend_from_slice(text);
+        copy
     }
 }
 
@@ -413,13 +417,31 @@ impl Toolkit {
     /// `tn_render`: a format name, or JSON text `{"format": F, "tools": [names]}`
     /// rendering exactly those tools in that order.
     pub fn render(&self, format: &str) -> Result<String> {
+        if let Some(p) = Provider::from_name(format) {
+            let text = self.snapshot().render(p);
+            // Always UTF-8 (see `adapter::render_bytes`).
+            return Ok(String::from_utf8(text)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()));
+        }
+        self.render_other(format)
+    }
+
+    /// [`Toolkit::render`] as the bytes of its UTF-8 text, for `tn_render`:
+    /// a provider rendering goes out as written, with no second pass over
+    /// it to check what the writer guarantees.
+    pub fn render_bytes(&self, format: &str) -> Result<Vec<u8>> {
+        match Provider::from_name(format) {
+            Some(p) => Ok(self.snapshot().render(p)),
+            None => self.render_other(format).map(String::into_bytes),
+        }
+    }
+
+    /// Every format but a bare provider name.
+    fn render_other(&self, format: &str) -> Result<String> {
         if format.trim_start().starts_with('{') {
             return self.render_subset(format);
         }
         let snap = self.snapshot();
-        if let Some(p) = Provider::from_name(format) {
-            return Ok(snap.render(p));
-        }
         let v = match format {
             "toolNames" => json!(snap.keys().collect::<Vec<_>>()),
             "skillsPrompt" => json!(self.skills_prompt()),

@@ -67,3 +67,29 @@ fn a_host_tool_beats_a_builtin_and_disable_tools_still_applies() {
     );
     assert!(!names(&tk, "openai").contains(&"gone".to_string()));
 }
+
+#[test]
+fn every_render_of_a_provider_gives_one_text_and_a_registration_replaces_a_kept_one() {
+    let tk = Toolkit::build_from_json(r#"{"builtins":{"tools":{"bash":false}}}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for f in ["openai", "anthropic", "gemini"] {
+        // The first rendering is written and kept, later ones are copies.
+        let texts: Vec<String> = (0..3)
+            .map(|_| tk.render(f).unwrap_or_else(|e| panic!("{f}: {e}")))
+            .collect();
+        assert!(texts[0].starts_with('['), "{f}: {}", texts[0]);
+        assert_eq!(texts[0], texts[1], "{f}: second render");
+        assert_eq!(texts[1], texts[2], "{f}: third render");
+        assert!(!names(&tk, f).contains(&"clock".to_string()));
+    }
+    tk.register(host_tool("clock", "12:00"));
+    for f in ["openai", "anthropic", "gemini"] {
+        for round in 0..3 {
+            let n = names(&tk, f);
+            assert!(
+                n.contains(&"clock".to_string()),
+                "{f} render {round}: {n:?}"
+            );
+        }
+    }
+}

@@ -14,6 +14,7 @@ mod glue_tests;
 mod host;
 mod log;
 mod mcp;
+pub(crate) mod prefetch;
 mod serve;
 pub(crate) mod signal;
 pub(crate) mod sse2;
@@ -182,7 +183,7 @@ pub unsafe extern "C" fn tn_render(
         let tk = unsafe { read_toolkit(toolkit) }?;
         // SAFETY: as above.
         let format = unsafe { read_str(format, "format") }?;
-        tk.render(format)
+        tk.render_bytes(format)
     })
 }
 
