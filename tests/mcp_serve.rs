@@ -335,6 +335,128 @@ fn only_the_mcp_path_is_served_and_stop_closes_the_port() {
     );
 }
 
+/// One POST to the MCP path over a fresh connection: status, the
+/// Content-Type, and the body.
+fn post(addr: &str, headers: &str, body: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = conn.write_all(req.as_bytes());
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let content_type = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
+    (status, content_type, body.to_string())
+}
+
+#[test]
+fn a_plain_call_or_list_gets_the_answer_rmcp_gives_byte_for_byte() {
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    tk.register(Tool::new(
+        "shout",
+        "Upper-cases text; fails on 'boom'.",
+        Some(json!({"type": "object", "properties": {"text": {"type": "string"}}})),
+        Source::Native,
+        Arc::new(
+            |args: &Value, _: &toolnexus::tool::ExecContext| -> ToolResult {
+                let text = args["text"].as_str().unwrap_or_default();
+                if text == "boom" {
+                    ToolResult::error("it went boom")
+                } else {
+                    ToolResult::ok(text.to_uppercase())
+                }
+            },
+        ),
+    ));
+    let served = serve_http(&tk, json!({"tools": ["read", "shout"]}));
+    let addr = url(&served)
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    // The plain Accept is answered by the gateway's own route; the same
+    // media types with a weight go through rmcp's service.
+    let plain = "accept: application/json, text/event-stream\r\n";
+    let weighted = "accept: application/json;q=1.0, text/event-stream;q=0.9\r\n";
+    let versioned =
+        "accept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\n";
+    let cases = [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout","arguments":{"text":"a\"b"}}}"#,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "A\"B"}], "isError": false}}),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"shout","arguments":{"text":"boom"}}}"#,
+            json!({"jsonrpc": "2.0", "id": "e", "result": {"content": [{"type": "text", "text": "it went boom"}], "isError": true}}),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}"#,
+            json!({"code": -32602}),
+        ),
+        // Known to the toolkit but not exposed by the profile.
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"bash","arguments":{}}}"#,
+            json!({"code": -32602}),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
+            json!({"tools": ["read", "shout"]}),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{}}"#,
+            json!({"tools": ["read", "shout"]}),
+        ),
+    ];
+    for (body, want) in &cases {
+        let fast = post(&addr, plain, body);
+        let versioned = post(&addr, versioned, body);
+        let rmcp = post(&addr, weighted, body);
+        assert_eq!(fast, rmcp, "{body}");
+        assert_eq!(versioned, rmcp, "{body}");
+        assert_eq!(fast.0, 200, "{body}: {fast:?}");
+        assert_eq!(fast.1, "application/json", "{body}: {fast:?}");
+        let v: Value = serde_json::from_str(&fast.2).unwrap_or_default();
+        if let Some(code) = want.get("code") {
+            assert_eq!(&v["error"]["code"], code, "{body}: {v}");
+        } else if let Some(tools) = want.get("tools") {
+            let names: Vec<Value> = v["result"]["tools"]
+                .as_array()
+                .map(|a| a.iter().map(|t| t["name"].clone()).collect())
+                .unwrap_or_default();
+            assert_eq!(&Value::Array(names), tools, "{body}: {v}");
+        } else {
+            assert_eq!(&v, want, "{body}");
+        }
+    }
+    // Three answers per call, two calls that ran (the unknown and the
+    // unexposed ones never reach a tool).
+    let calls = served.calls.lock().map(|c| c.clone()).unwrap_or_default();
+    assert_eq!(calls.len(), 6, "{calls:?}");
+    assert!(calls.iter().all(|c| c.name == "shout"), "{calls:?}");
+    assert_eq!(calls.iter().filter(|c| c.is_error).count(), 3, "{calls:?}");
+    // What neither takes stays rmcp's: no Accept of SSE, a notification.
+    let (status, _, _) = post(&addr, "accept: application/json\r\n", cases[0].0);
+    assert_eq!(status, 406);
+    let (status, _, body) = post(
+        &addr,
+        plain,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!((status, body.as_str()), (202, ""));
+}
+
 // ---------------------------------------------------------------------------
 // The `toolnexus serve` binary: stdio, and HTTP as a gateway of gateways.
 // ---------------------------------------------------------------------------

@@ -1,14 +1,28 @@
 //! Streamable HTTP on an address the host gives: hyper's HTTP/1 server in
 //! front of rmcp's stateless streamable-HTTP service, at `/mcp` only.
+//!
+//! A plain `tools/call` or `tools/list` POST (see [`plain_post`] and
+//! [`super::plain`]) is answered here, without the service, loop task and
+//! handler task rmcp's stateless service makes per POST: the same gateway
+//! call, the same JSON-RPC message, the same HTTP answer (200,
+//! `application/json`; with `with_json_response` rmcp answers a call that
+//! sends nothing before its result that way too). Everything else
+//! (initialize, notifications, GET/DELETE, batches, other headers or
+//! versions) goes to rmcp's service.
 
+use super::plain::Plain;
 use super::{Done, Gateway, Handler, Server, SetOnDrop};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use rmcp::model::{
+    CallToolResponse, ListToolsResult, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,17 +51,23 @@ pub fn serve(gateway: Arc<Gateway>, addr: &str) -> Result<Server> {
     };
 
     let stop = CancellationToken::new();
-    let service = StreamableHttpService::new(
-        move || Ok(Handler(Arc::clone(&gateway))),
-        Arc::new(NeverSessionManager::default()),
-        service_config(local, stop.child_token()),
-    );
+    let config = service_config(local, stop.child_token());
+    let routes = Arc::new(Routes {
+        hosts: config.allowed_hosts.clone(),
+        stop: stop.child_token(),
+        gateway: Arc::clone(&gateway),
+        service: StreamableHttpService::new(
+            move || Ok(Handler(Arc::clone(&gateway))),
+            Arc::new(NeverSessionManager::default()),
+            config,
+        ),
+    });
     let done = Arc::new(Done::default());
     let ended = SetOnDrop(Arc::clone(&done));
     let ct = stop.clone();
     runtime.spawn(async move {
         let _ended = ended;
-        accept_loop(listener, service, ct).await;
+        accept_loop(listener, routes, ct).await;
     });
     Ok(Server {
         url: Some(format!("http://{local}{PATH}")),
@@ -78,7 +98,21 @@ fn service_config(local: SocketAddr, ct: CancellationToken) -> StreamableHttpSer
     }
 }
 
-async fn accept_loop(listener: tokio::net::TcpListener, service: Service, stop: CancellationToken) {
+/// What every connection routes with.
+struct Routes {
+    /// rmcp's allowed Host names (empty: any).
+    hosts: Vec<String>,
+    /// The server's stop, as rmcp's service sees it.
+    stop: CancellationToken,
+    gateway: Arc<Gateway>,
+    service: Service,
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    routes: Arc<Routes>,
+    stop: CancellationToken,
+) {
     let mut connections = JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -93,11 +127,11 @@ async fn accept_loop(listener: tokio::net::TcpListener, service: Service, stop: 
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service = service.clone();
+        let routes = Arc::clone(&routes);
         connections.spawn(async move {
             let route = hyper::service::service_fn(move |req| {
-                let service = service.clone();
-                async move { Ok::<_, Infallible>(route(&service, req).await) }
+                let routes = Arc::clone(&routes);
+                async move { Ok::<_, Infallible>(route(&routes, req).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
@@ -110,14 +144,176 @@ async fn accept_loop(listener: tokio::net::TcpListener, service: Service, stop: 
     connections.shutdown().await;
 }
 
-async fn route(
-    service: &Service,
-    req: hyper::Request<Incoming>,
-) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+type Answer = hyper::Response<BoxBody<Bytes, Infallible>>;
+
+async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
     if req.uri().path() != PATH {
         let mut res = hyper::Response::new(Full::new(Bytes::from_static(b"not found\n")).boxed());
         *res.status_mut() = hyper::StatusCode::NOT_FOUND;
         return res;
     }
-    service.handle(req).await
+    if req.method() != hyper::Method::POST || !plain_post(req.headers(), &routes.hosts) {
+        return routes.service.handle(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let body = match body.collect().await {
+        Ok(b) => b.to_bytes(),
+        // What rmcp answers a body that breaks off.
+        Err(e) => {
+            return text_answer(
+                hyper::StatusCode::INTERNAL_SERVER_ERROR,
+                format!("Failed to read request body: {e}"),
+            )
+        }
+    };
+    match super::plain::read(&body) {
+        Some(plain) => answer_plain(routes, plain).await,
+        None => {
+            let req = hyper::Request::from_parts(parts, Full::new(body));
+            routes.service.handle(req).await
+        }
+    }
+}
+
+/// rmcp's largest request body (its default, which this server keeps).
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Whether a POST's headers are ones rmcp's service takes with nothing
+/// more to say: a Host it allows, an Accept naming JSON and SSE plainly (no
+/// parameters, no quoting), a JSON Content-Type, a Content-Length within
+/// rmcp's limit (no chunked body), and no `MCP-Protocol-Version` or one of
+/// the known versions before the 2026-07-28 standard headers (whose
+/// `Mcp-Method`/`Mcp-Param-*` checks and request `_meta` rules stay
+/// rmcp's). Anything else is rmcp's to answer, its way.
+fn plain_post(headers: &hyper::HeaderMap, hosts: &[String]) -> bool {
+    use hyper::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING};
+    const VERSION: &str = "mcp-protocol-version";
+    // The one value of a header given once (rmcp reads the first).
+    let one = |name: &str| {
+        let mut all = headers.get_all(name).iter();
+        match (all.next(), all.next()) {
+            (Some(v), None) => v.to_str().ok(),
+            _ => None,
+        }
+    };
+    let host_ok = one(HOST.as_str())
+        .and_then(|h| h.parse::<hyper::http::uri::Authority>().ok())
+        .is_some_and(|a| {
+            let host = a.host().trim_matches('[').trim_matches(']');
+            hosts.is_empty() || hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+        });
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(ACCEPT) {
+        let Ok(value) = value.to_str() else {
+            return false;
+        };
+        if value.contains([';', '"']) {
+            return false;
+        }
+        for essence in value.split(',').map(str::trim) {
+            json |= essence.eq_ignore_ascii_case("application/json");
+            sse |= essence.eq_ignore_ascii_case("text/event-stream");
+        }
+    }
+    let type_ok = one(CONTENT_TYPE.as_str()).is_some_and(|t| {
+        t.split_once(';')
+            .map_or(t, |(essence, _)| essence)
+            .trim()
+            .eq_ignore_ascii_case("application/json")
+    });
+    let length_ok = !headers.contains_key(TRANSFER_ENCODING)
+        && one(CONTENT_LENGTH.as_str())
+            .and_then(|l| l.parse::<usize>().ok())
+            .is_some_and(|l| l <= MAX_BODY);
+    let version_ok = match headers.get_all(VERSION).iter().count() {
+        0 => true,
+        1 => one(VERSION).is_some_and(|v| {
+            v < ProtocolVersion::STANDARD_HEADERS.as_str()
+                && ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .any(|k| k.as_str() == v)
+        }),
+        _ => false,
+    };
+    host_ok && json && sse && type_ok && length_ok && version_ok
+}
+
+/// Runs a plain request as rmcp's handler would and answers it as rmcp's
+/// stateless service does with JSON responses on.
+async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
+    // Every request taken here speaks a version before 2026-07-28 (the
+    // header's, or 2025-03-26 without one): rmcp's handler gives such a
+    // peer the legacy shape of a result.
+    let legacy = |mut result: ServerResult| {
+        result.strip_result_type_for_legacy_peer();
+        result.strip_non_object_output_for_legacy_peer();
+        result
+    };
+    let message = match plain {
+        Plain::List { id } => ServerJsonRpcMessage::response(
+            legacy(ServerResult::ListToolsResult(
+                ListToolsResult::with_all_items(routes.gateway.list()),
+            )),
+            id,
+        ),
+        Plain::Call {
+            id,
+            name,
+            arguments,
+        } => {
+            let args = Value::Object(arguments.unwrap_or_default());
+            // On a task of its own, as rmcp's handler: a client that hangs
+            // up drops this future, the guard cancels the call, and the
+            // call goes on to its end (telling its MCP server) there.
+            let cancel = CancellationToken::new();
+            let gateway = Arc::clone(&routes.gateway);
+            let token = cancel.clone();
+            let mut call = tokio::spawn(async move { gateway.call(name, args, token).await });
+            let hang_up = cancel.drop_guard();
+            let outcome = tokio::select! {
+                r = &mut call => r.ok(),
+                // Stopping: rmcp's answer to a call cut short (the guard
+                // cancels the call).
+                _ = routes.stop.cancelled() => None,
+            };
+            if outcome.is_some() {
+                hang_up.disarm();
+            } else {
+                drop(hang_up);
+            }
+            match outcome {
+                Some(Ok(result)) => ServerJsonRpcMessage::response(
+                    legacy(ServerResult::from(CallToolResponse::from(result))),
+                    id,
+                ),
+                Some(Err(error)) => ServerJsonRpcMessage::error(error, Some(id)),
+                None => {
+                    return text_answer(
+                        hyper::StatusCode::INTERNAL_SERVER_ERROR,
+                        "Encounter an error when empty response: no response message received from handler".into(),
+                    )
+                }
+            }
+        }
+    };
+    match serde_json::to_vec(&message) {
+        Ok(body) => {
+            let mut res = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
+            res.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+            res
+        }
+        Err(e) => text_answer(
+            hyper::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("Encounter an error when serialize json response: {e}"),
+        ),
+    }
+}
+
+fn text_answer(status: hyper::StatusCode, text: String) -> Answer {
+    let mut res = hyper::Response::new(Full::new(Bytes::from(text)).boxed());
+    *res.status_mut() = status;
+    res
 }

@@ -23,6 +23,7 @@
 
 pub mod config;
 mod http;
+mod plain;
 mod stdio;
 
 pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION};

@@ -103,45 +103,24 @@ fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
         .into_bytes()
 }
 
-/// A `tools/call` request with nothing but `name` and `arguments` in its
-/// params, the line every proxied call arrives as.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallLine<'a> {
-    #[allow(dead_code)]
-    jsonrpc: rmcp::model::JsonRpcVersion2_0,
-    id: rmcp::model::RequestId,
-    #[serde(borrow)]
-    method: std::borrow::Cow<'a, str>,
-    params: CallParams,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallParams {
-    name: String,
-    #[serde(default)]
-    arguments: Option<serde_json::Map<String, Value>>,
-}
-
-/// Reads such a line in one pass. rmcp's own parse of a client message
-/// tries its message kinds and then every request type of the protocol in
-/// turn, buffering the line and building an error for each miss (about a
-/// quarter of the gateway's instructions per proxied call, measured with
-/// callgrind; bench/README.md, issue 13). Anything else (other methods,
-/// `_meta`, fields this does not know) is None, for rmcp's parse, so what
-/// the handler sees is the same either way.
+/// A plain `tools/call` line (see [`super::plain`]) as the message rmcp's
+/// parse would make of it, in one pass; anything else is None, for rmcp's
+/// parse.
 fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
-    let call: CallLine = serde_json::from_slice(line).ok()?;
-    if call.method != "tools/call" {
+    let super::plain::Plain::Call {
+        id,
+        name,
+        arguments,
+    } = super::plain::read(line)?
+    else {
         return None;
-    }
-    let mut params = CallToolRequestParams::new(call.params.name);
-    params.arguments = call.params.arguments;
+    };
+    let mut params = CallToolRequestParams::new(name);
+    params.arguments = arguments;
     Some(ClientJsonRpcMessage::request(
         ClientRequest::CallToolRequest(Request::new(params)),
-        call.id,
+        id,
     ))
 }
 
@@ -345,6 +324,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
             "{not json",
         ] {
             assert!(fast_call(line.as_bytes()).is_none(), "{line}");

@@ -1,0 +1,126 @@
+//! One-pass reads of the plain requests every client sends over and over:
+//! a `tools/call` with nothing but `name` and `arguments` in its params,
+//! and a `tools/list` with no params (or empty ones). Both transports use
+//! them: stdio hands the call on to rmcp as a message it need not parse,
+//! HTTP answers both itself (see `http.rs`).
+//!
+//! rmcp's own parse of a client message tries its message kinds and then
+//! every request type of the protocol in turn, buffering the text and
+//! building an error for each miss (about a quarter of the gateway's
+//! instructions per proxied call, measured with callgrind; bench/README.md,
+//! issue 13). Anything else (other methods, `_meta`, a cursor, fields this
+//! does not know, duplicate keys) is `None`, for rmcp's parse, so what the
+//! handler sees is the same either way.
+
+use rmcp::model::{JsonRpcVersion2_0, RequestId};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+/// A plain request, read.
+pub enum Plain {
+    Call {
+        id: RequestId,
+        name: String,
+        arguments: Option<Map<String, Value>>,
+    },
+    List {
+        id: RequestId,
+    },
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line<'a> {
+    #[allow(dead_code)]
+    jsonrpc: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Params>,
+}
+
+/// The params of either: `name` and `arguments` of a call, nothing of a
+/// list.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    #[serde(default, deserialize_with = "present")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<Map<String, Value>>,
+}
+
+/// A field that is there (absent is `None` by `default`); an explicit
+/// `null` fails the read, leaving such a request to rmcp.
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// Reads `text` as a plain request, or `None` for rmcp's parse.
+pub fn read(text: &[u8]) -> Option<Plain> {
+    let line: Line = serde_json::from_slice(text).ok()?;
+    match (line.method.as_ref(), line.params) {
+        (
+            "tools/call",
+            Some(Params {
+                name: Some(name),
+                arguments,
+            }),
+        ) => Some(Plain::Call {
+            id: line.id,
+            name,
+            arguments,
+        }),
+        (
+            "tools/list",
+            None
+            | Some(Params {
+                name: None,
+                arguments: None,
+            }),
+        ) => Some(Plain::List { id: line.id }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+
+    #[test]
+    fn a_list_reads_as_rmcp_reads_it() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{}}"#,
+        ] {
+            let Some(Plain::List { id }) = read(line.as_bytes()) else {
+                panic!("not read as a list: {line}");
+            };
+            let full = serde_json::from_slice::<ClientJsonRpcMessage>(line.as_bytes());
+            let Ok(ClientJsonRpcMessage::Request(req)) = full else {
+                panic!("rmcp reads no request: {line}");
+            };
+            assert!(
+                matches!(req.request, ClientRequest::ListToolsRequest(_)),
+                "{line}"
+            );
+            assert_eq!(req.id, id, "{line}");
+        }
+        // A cursor, `_meta`, null params, call params: rmcp's.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":"c"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/list"}"#,
+        ] {
+            assert!(read(line.as_bytes()).is_none(), "{line}");
+        }
+    }
+}
