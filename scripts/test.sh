@@ -48,9 +48,17 @@ if [ -f bindings/python/pyproject.toml ]; then
   venv="$(mktemp -d)/venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check ./bindings/python "pytest==8.3.4"
+  # The summary lines here; the whole output, failures' tracebacks
+  # included, when a test fails.
+  pylog="$(dirname "$venv")/pytest.log"
+  pyrc=0
   (cd "$venv" && TOOLNEXUS_LIB="$prefix_root/prefix/lib/libtoolnexus.so" \
-    "$venv/bin/python" -m pytest -q -s -p no:cacheprovider "$OLDPWD/bindings/python/tests" 2>&1 \
-    | grep -E '^(parity|FAIL|FAILED|ERROR)|passed|failed' ; test "${PIPESTATUS[0]}" -eq 0)
+    "$venv/bin/python" -m pytest -q -s -p no:cacheprovider "$OLDPWD/bindings/python/tests") >"$pylog" 2>&1 || pyrc=$?
+  grep -E '^(parity|FAIL|FAILED|ERROR)|passed|failed' "$pylog" || true
+  if [ "$pyrc" -ne 0 ]; then
+    tail -n 150 "$pylog"
+    exit "$pyrc"
+  fi
   rm -rf "$(dirname "$venv")"
 fi
 

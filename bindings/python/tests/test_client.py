@@ -9,6 +9,7 @@ import json
 import logging
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -371,10 +372,20 @@ def test_ctrl_c_on_the_main_thread_cancels_the_run(srv, tmp_path):
     import signal
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals reach the main thread only")
-    marker = tmp_path / "late"
-    srv.responses += [tool_calls(("s1", "bash", slow_bash(marker))), text("never asked for")]
+    marker, started = tmp_path / "late", tmp_path / "started"
+    bash = json.dumps({"command": f"touch {started}; sleep 5; echo late > {marker}"})
+    srv.responses += [tool_calls(("s1", "bash", bash)), text("never asked for")]
+
+    def interrupt_once_bash_runs() -> None:
+        # Ctrl-C while the run is in its tool call, however slow the
+        # machine is to get there.
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
     with tn.Toolkit({}) as tk, tn.Client(config(srv)) as client:
-        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        threading.Thread(target=interrupt_once_bash_runs, daemon=True).start()
         with pytest.raises(KeyboardInterrupt):
             client.run(tk, "run it")
         assert not marker.exists(), "the bash call was ended with the run"

@@ -461,12 +461,17 @@ def _interruptible(invoke: Callable[[], int], token: CancelToken) -> int:
         finally:
             done.set()
 
-    threading.Thread(target=work, name="toolnexus-run", daemon=True).start()
+    worker = threading.Thread(target=work, name="toolnexus-run", daemon=True)
+    started = False
     try:
+        worker.start()
+        started = True
         done.wait()
     except KeyboardInterrupt:
+        # Cancelled whenever the interrupt came: a call whose thread had
+        # begun when start() was interrupted ends promptly on its own.
         token.cancel()
-        while not done.is_set():
+        while started and not done.is_set():
             try:
                 done.wait()
             except KeyboardInterrupt:
