@@ -384,14 +384,21 @@ def test_ctrl_c_on_the_main_thread_cancels_the_run(srv, tmp_path):
             time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGINT)
 
-    with tn.Toolkit({}) as tk, tn.Client(config(srv)) as client:
-        threading.Thread(target=interrupt_once_bash_runs, daemon=True).start()
-        with pytest.raises(KeyboardInterrupt):
-            client.run(tk, "run it")
-        assert not marker.exists(), "the bash call was ended with the run"
-        assert len(srv.requests) == 1
-        srv.responses[:] = [text("still usable")]
-        assert client.run(tk, "hi").text == "still usable"
+    # A process started in the background by a non-interactive shell
+    # inherits SIGINT ignored, and Python then leaves it so: give this test
+    # Python's own handler, as an interactive host has it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with tn.Toolkit({}) as tk, tn.Client(config(srv)) as client:
+            threading.Thread(target=interrupt_once_bash_runs, daemon=True).start()
+            with pytest.raises(KeyboardInterrupt):
+                client.run(tk, "run it")
+            assert not marker.exists(), "the bash call was ended with the run"
+            assert len(srv.requests) == 1
+            srv.responses[:] = [text("still usable")]
+            assert client.run(tk, "hi").text == "still usable"
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_the_in_process_client_runs_the_loop_with_no_http(adder):
