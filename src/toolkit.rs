@@ -564,9 +564,7 @@ impl Toolkit {
         let Some(tool) = tools.get(name) else {
             return ToolResult::error(format!("unknown tool: {name}"));
         };
-        let args = normalize_args(args);
-        // The deadline counts from here.
-        self.run(tool, &args, &ctx.armed())
+        self.execute_found(tool, args, ctx)
     }
 
     /// The tool called `name`, as the toolkit has it now, held for one call
@@ -578,6 +576,7 @@ impl Toolkit {
     /// [`Toolkit::execute`] of a tool [`Toolkit::find`] gave.
     pub fn execute_found(&self, tool: &Tool, args: Value, ctx: &ExecContext) -> ToolResult {
         let args = normalize_args(args);
+        // The deadline counts from here.
         self.run(tool, &args, &ctx.armed())
     }
 
