@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
-from . import _build, _native
+from . import _build, _mainthread, _native
 
 __all__ = [
     "Answer",
@@ -129,12 +129,21 @@ def _error(status: int, text: Optional[str]) -> ToolnexusError:
     return _BY_CODE.get(code, ToolnexusError)(code, status, message)
 
 
-def _call(fn: Callable[..., int], *args: Any) -> str:
+def _call(fn: Callable[..., int], *args: Any, interrupt: Optional[Callable[[], None]] = None) -> str:
     """Runs an ABI call whose last argument is the out-string and returns that
-    string, or raises the typed error it carries."""
+    string, or raises the typed error it carries. With ``interrupt`` the call
+    runs on the main-thread worker (:mod:`._mainthread`): Ctrl-C calls
+    ``interrupt`` (which cancels the call) and is raised once it ended."""
     lib = _native.load()
     out = ctypes.c_void_p()
-    status = fn(*args, ctypes.byref(out))
+    if interrupt is None:
+        status = fn(*args, ctypes.byref(out))
+    else:
+        try:
+            status = _mainthread.call(lambda: fn(*args, ctypes.byref(out)), interrupt)
+        except KeyboardInterrupt:
+            _native.take(lib, out)  # what the ended call gave back
+            raise
     text = _native.take(lib, out)
     if status != 0:
         raise _error(status, text)
@@ -272,10 +281,17 @@ class Toolkit:
         """``cancel`` (triggered from another thread) or ``timeout`` (seconds)
         ends a build that hangs, on an MCP server say: it raises
         :class:`CancelledError` or :class:`TimeoutError`, and leaves no process
-        it started running. ``skill_provider`` is called once during the build
-        and returns skills as data (a list of dicts shaped like the ``skills``
-        key); an exception in it is reported in ``status["errors"]
-        ["skillProvider"]`` and fails nothing else.
+        it started running. ``skill_provider`` is called once during the build,
+        on the calling thread, and returns skills as data (a list of dicts
+        shaped like the ``skills`` key); an exception in it is reported in
+        ``status["errors"]["skillProvider"]`` and fails nothing else.
+
+        On the main thread, Ctrl-C ends a build (as ``cancel`` would) and
+        raises KeyboardInterrupt, as it does ``execute`` of a tool that waits
+        on a process, a server or the network, ``translate`` and a client
+        run; the call is over when the KeyboardInterrupt is raised. (A build
+        with a ``skill_provider`` stays on the calling thread, and Ctrl-C
+        waits for it.)
 
         ``wait_for(Request) -> Answer`` answers an MCP server that asks the
         user something in the middle of a tool call (SPEC §2, elicitation).
@@ -293,7 +309,7 @@ class Toolkit:
         self._lib = _native.load()
         cfg = _native.cstr(config if config is not None else {}, "config")
         status, ptr, text, timed_out, kept = _build.build(
-            self._lib, cfg, cancel.handle if cancel is not None else None, timeout, skill_provider, wait_for
+            self._lib, cfg, cancel, timeout, skill_provider, wait_for
         )
         if status != 0:
             if timed_out and timeout is not None:
@@ -304,6 +320,8 @@ class Toolkit:
         # them: kept until the toolkit is freed.
         self._callbacks: list[Any] = kept
         self._close_lock = threading.Lock()
+        # The tools that wait on the world (see _waits_on_the_world).
+        self._waiting: Optional[frozenset[str]] = None
 
     # -- lifecycle -------------------------------------------------------
     def close(self) -> None:
@@ -372,6 +390,25 @@ class Toolkit:
         if answer is not None:
             ctx["answer"] = answer
         ctx_text = json.dumps(ctx).encode("utf-8") if ctx else None
+        if _mainthread.wanted() and self._waits_on_the_world(name):
+            # A call that waits on a process, a server or the network, made
+            # on the main thread: on a token of its own, so Ctrl-C ends it.
+            own = CancelToken()
+            unlink = cancel._link(own.cancel) if cancel is not None else None
+            try:
+                return _call(
+                    self._lib.tn_execute_with_cancel,
+                    self._handle(),
+                    name.encode("utf-8"),
+                    _native.cstr(args if args is not None else {}, "args"),
+                    ctx_text,
+                    own.handle,
+                    interrupt=own.cancel,
+                )
+            finally:
+                if unlink is not None:
+                    unlink()
+                own.close()
         if cancel is not None:
             return _call(
                 self._lib.tn_execute_with_cancel,
@@ -388,6 +425,27 @@ class Toolkit:
             _native.cstr(args if args is not None else {}, "args"),
             ctx_text,
         )
+
+    #: Builtins that wait on a process or the network, or walk a tree.
+    _WAITING_BUILTINS = frozenset({"bash", "webfetch", "grep", "glob"})
+
+    def _waits_on_the_world(self, name: str) -> bool:
+        """Whether ``name`` may wait on something outside this process (an
+        MCP server, an HTTP endpoint, a shell command): such calls on the
+        main thread go where Ctrl-C can end them. Skills, Python functions
+        and the quick file builtins stay on the calling thread (a handoff
+        costs ~11 us). Read from the tool list once, again after a
+        registration."""
+        waiting = self._waiting
+        if waiting is None:
+            waiting = frozenset(
+                t["name"]
+                for t in self.render("tools")
+                if t.get("source") in ("mcp", "http")
+                or (t.get("source") == "builtin" and t["name"] in self._WAITING_BUILTINS)
+            )
+            self._waiting = waiting
+        return name in waiting
 
     def execute(
         self,
@@ -502,6 +560,8 @@ class Toolkit:
             ctypes.byref(err),
         )
         text = _native.take(lib, err)
+        # A host tool may now shadow a name (bash, an MCP tool): read again.
+        self._waiting = None
         if status != 0:
             raise _error(status, text)
 
@@ -559,13 +619,22 @@ def translate(
     declared (never executed). Raises :class:`ProviderError`,
     :class:`TimeoutError`, :class:`CancelledError`, …"""
     lib = _native.load()
-    text = _call(
-        lib.tn_translate,
-        _native.cstr(client, "client"),
-        _native.cstr(request, "request"),
-        toolkit.handle if toolkit is not None else None,
-        cancel.handle if cancel is not None else None,
-    )
+    client_text = _native.cstr(client, "client")
+    request_text = _native.cstr(request, "request")
+    tk = toolkit.handle if toolkit is not None else None
+    if _mainthread.wanted():
+        # On the main thread: a token of the call's own, so Ctrl-C ends
+        # the provider call (the caller's token still does too).
+        own = CancelToken()
+        unlink = cancel._link(own.cancel) if cancel is not None else None
+        try:
+            text = _call(lib.tn_translate, client_text, request_text, tk, own.handle, interrupt=own.cancel)
+        finally:
+            if unlink is not None:
+                unlink()
+            own.close()
+    else:
+        text = _call(lib.tn_translate, client_text, request_text, tk, cancel.handle if cancel is not None else None)
     return json.loads(text)
 
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from . import _native
+from . import _mainthread, _native
+
+if TYPE_CHECKING:
+    from . import CancelToken
 
 #: ``tn_callback``: (user_data, event_json, tn_reply *).
 REPLY_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
@@ -101,19 +104,20 @@ def _set_slot(lib: ctypes.CDLL, opts: int, slot: bytes, callback: Any) -> tuple[
 def build(
     lib: ctypes.CDLL,
     config: bytes,
-    cancel: Optional[int],
+    cancel: Optional["CancelToken"],
     timeout: Optional[float],
     skill_provider: Optional[SkillProvider],
     wait_for: Optional[Callable[[Any], Any]] = None,
 ) -> tuple[int, Optional[int], Optional[str], bool, list[Any]]:
     """Runs the build: ``(status, toolkit pointer, error text, timed out,
-    callbacks the toolkit keeps)``. ``cancel`` is a live ``tn_cancel *`` or
+    callbacks the toolkit keeps)``. ``cancel`` is a live :class:`CancelToken` or
     ``None``; ``timeout`` (seconds) triggers a token of its own. The last
     item holds the ctypes objects the built toolkit may still call (the
     ``waitFor``): they must stay alive until ``tn_toolkit_free`` returns."""
     _declare(lib)
     opts = lib.tn_build_options_new()
     own_token: Optional[int] = None
+    unlink: Optional[Callable[[], None]] = None
     timer: Optional[threading.Timer] = None
     fired = threading.Event()
     callback = None
@@ -132,12 +136,23 @@ def build(
             if status != 0:
                 return status, None, text, False, []
             kept.append(waiter)
-        if timeout is not None:
-            if cancel is not None:
-                # One token per build: the caller's is watched alongside.
-                raise ValueError("give either cancel or timeout, not both")
+        # On the main thread a build goes where Ctrl-C can end it, unless a
+        # skill provider is given: that is called on the building thread,
+        # which then stays the caller's.
+        interruptible = skill_provider is None and _mainthread.wanted()
+        if timeout is not None and cancel is not None:
+            # One token per build: the caller's is watched alongside.
+            raise ValueError("give either cancel or timeout, not both")
+        if timeout is not None or interruptible:
+            # A token of the build's own: its timeout, Ctrl-C on the main
+            # thread, or the caller's token trigger it.
             own_token = lib.tn_cancel_new()
             lib.tn_build_options_set_cancel(opts, own_token)
+            if cancel is not None:
+                unlink = cancel._link(lambda: lib.tn_cancel_trigger(own_token))
+        elif cancel is not None:
+            lib.tn_build_options_set_cancel(opts, cancel.handle)
+        if timeout is not None:
 
             def expire() -> None:
                 fired.set()
@@ -146,14 +161,29 @@ def build(
             timer = threading.Timer(max(0.0, timeout), expire)
             timer.daemon = True
             timer.start()
-        elif cancel is not None:
-            lib.tn_build_options_set_cancel(opts, cancel)
         out = ctypes.c_void_p()
         err = ctypes.c_void_p()
-        status = lib.tn_toolkit_build_with(config, opts, ctypes.byref(out), ctypes.byref(err))
+
+        def invoke() -> int:
+            return int(lib.tn_toolkit_build_with(config, opts, ctypes.byref(out), ctypes.byref(err)))
+
+        if interruptible:
+            try:
+                status = _mainthread.call(invoke, lambda: lib.tn_cancel_trigger(own_token))
+            except KeyboardInterrupt:
+                # The build has ended; one that finished before the cancel
+                # took is closed again.
+                _native.take(lib, err)
+                if out.value:
+                    lib.tn_toolkit_free(out.value)
+                raise
+        else:
+            status = invoke()
         text = _native.take(lib, err)
         return status, out.value, text, fired.is_set(), kept
     finally:
+        if unlink is not None:
+            unlink()
         if timer is not None:
             timer.cancel()
             timer.join()

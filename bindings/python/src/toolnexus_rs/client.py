@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterator, Optional, Protocol, Union
 
-from . import _native
+from . import _mainthread, _native
 from . import (
     CancelToken,
     Toolkit,
@@ -443,45 +443,6 @@ class _StreamStopped(Exception):
         return "the stream's consumer stopped"
 
 
-def _interruptible(invoke: Callable[[], int], token: CancelToken) -> int:
-    """Runs ``invoke`` on a worker thread while this (the main) thread
-    waits; a KeyboardInterrupt meanwhile cancels ``token``, waits for the
-    call to end (it does so promptly once cancelled) and is raised again."""
-    box: dict[str, Any] = {}
-    # An Event of our own, not Thread.join: a join interrupted by
-    # KeyboardInterrupt may leave is_alive() wrong, and the call must be
-    # over before the client it uses can be released.
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            box["status"] = invoke()
-        except BaseException as e:  # noqa: BLE001 — handed back below
-            box["error"] = e
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=work, name="toolnexus-run", daemon=True)
-    started = False
-    try:
-        worker.start()
-        started = True
-        done.wait()
-    except KeyboardInterrupt:
-        # Cancelled whenever the interrupt came: a call whose thread had
-        # begun when start() was interrupted ends promptly on its own.
-        token.cancel()
-        while started and not done.is_set():
-            try:
-                done.wait()
-            except KeyboardInterrupt:
-                continue
-        raise
-    if "error" in box:
-        raise box["error"]
-    return int(box["status"])
-
-
 def _message(e: BaseException) -> str:
     text = str(e)
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
@@ -717,7 +678,7 @@ class Client:
         # On the main thread the run goes to a worker so that Ctrl-C (a
         # KeyboardInterrupt, which Python delivers only between bytecodes of
         # the main thread) cancels it instead of waiting for it to end.
-        interruptible = threading.current_thread() is threading.main_thread()
+        interruptible = _mainthread.wanted()
         token, timer, unlink, own = cancel, None, None, None
         if timeout is not None or interruptible:
             # A token of this call's own, cancelled by the timer, Ctrl-C or
@@ -746,7 +707,16 @@ class Client:
 
             if timer is not None:
                 timer.start()
-            status = _interruptible(invoke, own) if interruptible and own is not None else invoke()
+            if interruptible and own is not None:
+                try:
+                    status = _mainthread.call(invoke, own.cancel)
+                except KeyboardInterrupt:
+                    # The run has ended (cancelled): free what it gave back.
+                    _native.take(lib, out)
+                    own.close()
+                    raise
+            else:
+                status = invoke()
             body = _native.take(lib, out)
         finally:
             if timer is not None:
