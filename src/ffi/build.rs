@@ -11,7 +11,6 @@ use crate::error::{Error, ErrorCode};
 use crate::toolkit::{BuildOptions, SkillProvider, Toolkit};
 use serde_json::{json, Value};
 use std::ffi::{c_char, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// Options for `tn_toolkit_build_with`, made by `tn_build_options_new` and
@@ -61,12 +60,8 @@ pub extern "C" fn tn_build_options_new() -> *mut tn_build_options {
 /// `opts` is NULL or a pointer from `tn_build_options_new` not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn tn_build_options_free(opts: *mut tn_build_options) {
-    if opts.is_null() {
-        return;
-    }
-    // SAFETY: from Box::into_raw in tn_build_options_new, freed once.
-    let boxed = unsafe { Box::from_raw(opts) };
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+    // SAFETY: NULL, or from Box::into_raw in tn_build_options_new, freed once.
+    unsafe { super::drop_boxed(opts) }
 }
 
 /// Sets the cancel token of the builds made with `opts` (NULL clears it).
@@ -140,17 +135,7 @@ pub unsafe extern "C" fn tn_build_options_set_callback(
     out_error: *mut *mut c_char,
 ) -> tn_status {
     // Owned first, so that every path below releases user_data once.
-    let host = callback.map(|cb| HostCallback {
-        callback: cb,
-        user_data,
-        user_data_free,
-    });
-    if host.is_none() {
-        if let Some(free) = user_data_free {
-            // SAFETY: the host's finalizer for its own user_data, run once.
-            unsafe { free(user_data) };
-        }
-    }
+    let host = HostCallback::adopt(callback, user_data, user_data_free);
     let mut scratch: *mut c_char = std::ptr::null_mut();
     let out = if out_error.is_null() {
         &mut scratch as *mut *mut c_char
@@ -260,14 +245,7 @@ mod tests {
     use std::ptr;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn take(s: *mut c_char) -> String {
-        assert!(!s.is_null());
-        // SAFETY: a string this library just handed out.
-        let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
-        // SAFETY: freed once.
-        unsafe { tn_string_free(s) };
-        text
-    }
+    use crate::ffi::test_take as take;
 
     static FREES: AtomicUsize = AtomicUsize::new(0);
 

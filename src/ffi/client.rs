@@ -9,7 +9,6 @@ use crate::error::{Error, ErrorCode};
 use crate::translate::CancelToken;
 use serde_json::Value;
 use std::ffi::{c_char, c_void, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// An opaque client built by `tn_client_new` and released by
@@ -63,6 +62,29 @@ impl Drop for HostCallback {
 }
 
 impl HostCallback {
+    /// Takes ownership of what a host hands over with a callback: the
+    /// callback and its `user_data`, or, for a NULL callback, nothing, with
+    /// `user_data_free` run at once. Either way the host never frees
+    /// `user_data` itself afterwards, whatever the call it came with does.
+    pub(super) fn adopt(
+        callback: tn_callback,
+        user_data: *mut c_void,
+        user_data_free: tn_user_data_free,
+    ) -> Option<HostCallback> {
+        let host = callback.map(|cb| HostCallback {
+            callback: cb,
+            user_data,
+            user_data_free,
+        });
+        if host.is_none() {
+            if let Some(free) = user_data_free {
+                // SAFETY: the host's finalizer for its own user_data, run once.
+                unsafe { free(user_data) };
+            }
+        }
+        host
+    }
+
     pub(super) fn call(&self, event: &Value, data: RunData) -> Result<Option<Value>, String> {
         self.call_until(event, data, None)
     }
@@ -167,12 +189,8 @@ pub(super) unsafe fn new_client(
 /// `client` is NULL or a pointer from `tn_client_new` not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn tn_client_free(client: *mut tn_client) {
-    if client.is_null() {
-        return;
-    }
-    // SAFETY: from Box::into_raw in tn_client_new, freed once.
-    let boxed = unsafe { Box::from_raw(client) };
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+    // SAFETY: NULL, or from Box::into_raw in tn_client_new, freed once.
+    unsafe { super::drop_boxed(client) }
 }
 
 /// Sets the callback of one slot, replacing the one there (whose
@@ -208,17 +226,7 @@ pub unsafe extern "C" fn tn_client_set_callback(
     out_error: *mut *mut c_char,
 ) -> tn_status {
     // Owned first, so that every path below releases user_data once.
-    let host = callback.map(|cb| HostCallback {
-        callback: cb,
-        user_data,
-        user_data_free,
-    });
-    if host.is_none() {
-        if let Some(free) = user_data_free {
-            // SAFETY: the host's finalizer for its own user_data, run once.
-            unsafe { free(user_data) };
-        }
-    }
+    let host = HostCallback::adopt(callback, user_data, user_data_free);
     let status = boundary(out_error, || {
         // SAFETY: forwarded from this function's contract.
         let (client, name) = unsafe { (read_client(client)?, read_str(slot, "slot")?) };

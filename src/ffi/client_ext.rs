@@ -47,17 +47,7 @@ pub unsafe extern "C" fn tn_client_new_in_process(
     out_error: *mut *mut c_char,
 ) -> tn_status {
     // Owned first, so that every path below releases user_data once.
-    let host = generate.map(|cb| HostCallback {
-        callback: cb,
-        user_data,
-        user_data_free,
-    });
-    if host.is_none() {
-        if let Some(free) = user_data_free {
-            // SAFETY: the host's finalizer for its own user_data, run once.
-            unsafe { free(user_data) };
-        }
-    }
+    let host = HostCallback::adopt(generate, user_data, user_data_free);
     let make = |v: &Value| {
         let Some(host) = host else {
             return Err(Error::new(

@@ -10,14 +10,7 @@ use std::ffi::{c_void, CStr, CString};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-fn take(s: *mut c_char) -> String {
-    assert!(!s.is_null());
-    // SAFETY: a string this library just handed out.
-    let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
-    // SAFETY: freed once.
-    unsafe { tn_string_free(s) };
-    text
-}
+use super::test_take as take;
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_default()

@@ -92,6 +92,37 @@ pub struct tn_toolkit {
     pub(crate) inner: std::sync::Arc<Toolkit>,
 }
 
+/// The tests' reader of a string this library handed out: copied, then
+/// freed.
+#[cfg(test)]
+pub(crate) fn test_take(s: *mut c_char) -> String {
+    assert!(!s.is_null());
+    // SAFETY: a string this library just handed out.
+    let text = unsafe { std::ffi::CStr::from_ptr(s) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: freed once.
+    unsafe { tn_string_free(s) };
+    text
+}
+
+/// Drops a value this library handed out with `Box::into_raw` (a toolkit,
+/// a client, build options): what its drop runs (closing sessions, ending
+/// children, the host's `user_data_free`s) may not unwind into the host.
+/// NULL is a no-op.
+///
+/// # Safety
+/// `ptr` is NULL or came from `Box::into_raw` of a `Box<T>`, and is dropped
+/// once.
+pub(crate) unsafe fn drop_boxed<T>(ptr: *mut T) {
+    if ptr.is_null() {
+        return;
+    }
+    // SAFETY: by the caller's contract.
+    let boxed = unsafe { Box::from_raw(ptr) };
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+}
+
 /// Runs `body` inside the boundary and writes its outcome to `out` exactly
 /// once: the JSON text on success (a `String`, or UTF-8 bytes), the error
 /// JSON on failure. A NULL `out` is `TN_NULL_ARGUMENT` and nothing is written.
@@ -151,13 +182,9 @@ pub unsafe extern "C" fn tn_toolkit_build(
 /// been freed.
 #[no_mangle]
 pub unsafe extern "C" fn tn_toolkit_free(toolkit: *mut tn_toolkit) {
-    if toolkit.is_null() {
-        return;
-    }
-    // SAFETY: by contract the pointer came from Box::into_raw in
-    // tn_toolkit_build and is freed once.
-    let boxed = unsafe { Box::from_raw(toolkit) };
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+    // SAFETY: by contract NULL, or from Box::into_raw in tn_toolkit_build
+    // and freed once.
+    unsafe { drop_boxed(toolkit) }
 }
 
 /// Renders the toolkit (docs/CONTRACT.md §4): `format` is `openai`, `anthropic`,
@@ -322,14 +349,7 @@ mod tests {
     use std::ffi::{CStr, CString};
     use std::ptr;
 
-    fn take(s: *mut c_char) -> String {
-        assert!(!s.is_null());
-        // SAFETY: a string this library just handed out.
-        let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
-        // SAFETY: freed once.
-        unsafe { tn_string_free(s) };
-        text
-    }
+    use crate::ffi::test_take as take;
 
     fn error_code(text: &str) -> String {
         let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();

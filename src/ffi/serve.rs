@@ -190,20 +190,13 @@ pub unsafe extern "C" fn tn_serve_stop(server: *mut tn_server) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ffi::{tn_string_free, tn_toolkit_build, tn_toolkit_free, TN_INVALID_CONFIG, TN_OK};
+    use crate::ffi::{tn_toolkit_build, tn_toolkit_free, TN_INVALID_CONFIG, TN_OK};
     use std::ffi::CStr;
     use std::io::{Read, Write};
     use std::ptr;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn take(s: *mut c_char) -> String {
-        assert!(!s.is_null());
-        // SAFETY: a string this library just handed out.
-        let text = unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned();
-        // SAFETY: freed once.
-        unsafe { tn_string_free(s) };
-        text
-    }
+    use crate::ffi::test_take as take;
 
     /// Counts calls in [0] and finalizer runs in [1]; the event must be
     /// the documented JSON.
