@@ -16,8 +16,12 @@ rows compare the gateways' own cost without the SDK server's ~0.7 ms.
 The client is the same lean one for every target (JSON-RPC over a pipe, or
 HTTP/1.1 keep-alive POSTs with http.client), so differences between rows
 are the servers'. Targets are measured in interleaved rounds (the machine is
-shared); each figure is the median over every call of every round, in
-microseconds. TN_PORT_PYTHON names the venv python that has toolnexus 0.21.0
+shared); each wall figure is the median over every call of every round, in
+microseconds. Beside it, the CPU time per call (every thread, from
+/proc/PID/task/*/schedstat, over the same calls) of the gateway process
+itself and of the servers it runs (or the server called directly): on a
+small shared machine the wall figures move with whatever else runs, while
+a gateway's CPU per call is what it costs whoever hosts it. TN_PORT_PYTHON names the venv python that has toolnexus 0.21.0
 (default /tmp/tn021/bin/python; the row is skipped when it has none).
 """
 import http.client
@@ -124,6 +128,42 @@ class Http:
         self.conn.close()
 
 
+def cpu_ns(pid):
+    """CPU time of every thread of process `pid` so far, in ns
+    (/proc/PID/task/*/schedstat: exact, where /proc/PID/stat counts 10 ms
+    ticks). A thread that ends between two reads takes its time with it;
+    the reads bracket one block of calls, so that is rare."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def children(pid):
+    """The direct child processes of `pid` (the MCP servers a gateway
+    started)."""
+    kids = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(k) for k in f.read().split()]
+        except OSError:
+            pass
+    return kids
+
+
 def call_args(tool, small):
     if tool.endswith("echo"):
         return {"text": "ping"}
@@ -174,29 +214,47 @@ def main():
         procs.append(port)
         clients["python port 0.21.0 http"] = Http(port.stdout.readline().decode().strip())
 
-    rows = []  # (label, client, tool)
+    # The process whose CPU each target's calls cost: the gateway (its MCP
+    # servers counted apart), or the server called directly.
+    owner = {"toolnexus-rs stdio": rs_stdio.p.pid, "toolnexus-rs http": gw.pid}
+    if port is not None:
+        owner["python port 0.21.0 http"] = port.pid
+    rows = []  # (label, client, tool, gateway pid or None, server pid)
     for name, c in clients.items():
-        rows.append((f"{name} builtin read", c, "read"))
-        rows.append((f"{name} proxied py_echo", c, "py_echo"))
-        rows.append((f"{name} proxied lean_echo", c, "lean_echo"))
-    rows.append(("SDK server direct stdio echo", direct, "echo"))
-    rows.append(("SDK server through a Python line relay", relay, "echo"))
-    rows.append(("lean server direct stdio echo", lean_direct, "echo"))
-    samples = {label: [] for label, _, _ in rows}
-    for label, c, tool in rows:  # warm-up
+        rows.append((f"{name} builtin read", c, "read", owner[name], None))
+        rows.append((f"{name} proxied py_echo", c, "py_echo", owner[name], None))
+        rows.append((f"{name} proxied lean_echo", c, "lean_echo", owner[name], None))
+    rows.append(("SDK server direct stdio echo", direct, "echo", None, direct.p.pid))
+    rows.append(("SDK server through a Python line relay", relay, "echo", relay.p.pid, None))
+    rows.append(("lean server direct stdio echo", lean_direct, "echo", None, lean_direct.p.pid))
+    samples = {label: [] for label, *_ in rows}
+    # CPU ns spent in each row's timed calls: the gateway's own, and its
+    # servers' (every process it started).
+    cpu_gw = {label: 0 for label, *_ in rows}
+    cpu_srv = {label: 0 for label, *_ in rows}
+    for label, c, tool, *_ in rows:  # warm-up
         for _ in range(20):
             check(c.request("tools/call", {"name": tool, "arguments": call_args(tool, small)}), label)
+    servers = {label: ([srv] if srv else children(gwpid)) for label, _, _, gwpid, srv in rows}
     for r in range(rounds):
-        for label, c, tool in rows:
+        for label, c, tool, gwpid, _ in rows:
             args = {"name": tool, "arguments": call_args(tool, small)}
+            g0 = cpu_ns(gwpid) if gwpid else 0
+            s0 = sum(cpu_ns(k) for k in servers[label])
             for _ in range(per_round):
                 t0 = time.perf_counter()
                 answer = c.request("tools/call", args)
                 samples[label].append(time.perf_counter() - t0)
                 check(answer, label)
+            if gwpid:
+                cpu_gw[label] += cpu_ns(gwpid) - g0
+            cpu_srv[label] += sum(cpu_ns(k) for k in servers[label]) - s0
     med = {label: statistics.median(v) * 1e6 for label, v in samples.items()}
-    for label, _, _ in rows:
-        print(f"{label:45s} median {med[label]:9.1f} us  (n={len(samples[label])})")
+    print(f"{'':45s} {'wall median':>17s}  {'gateway CPU/call':>16s}  {'servers CPU/call':>16s}")
+    for label, *_ in rows:
+        n = len(samples[label])
+        gw_cpu = f"{cpu_gw[label] / n / 1e3:13.1f} us" if cpu_gw[label] else f"{'':16s}"
+        print(f"{label:45s} {med[label]:14.1f} us  {gw_cpu}  {cpu_srv[label] / n / 1e3:13.1f} us  (n={n})")
     for server, tool in (("SDK", "py_echo"), ("lean", "lean_echo")):
         direct_us = med[f"{server} server direct stdio echo"]
         print(f"gateway overhead over the {server} server, stdio (proxied - direct): "
@@ -204,7 +262,9 @@ def main():
     if port is not None:
         for kind in ("builtin read", "proxied py_echo", "proxied lean_echo"):
             ratio = med[f"python port 0.21.0 http {kind}"] / med[f"toolnexus-rs http {kind}"]
-            print(f"python port / toolnexus-rs, http {kind}: {ratio:.1f}x")
+            ours, theirs = cpu_gw[f"toolnexus-rs http {kind}"], cpu_gw[f"python port 0.21.0 http {kind}"]
+            cpu = f", gateway CPU {theirs / ours:.1f}x" if ours else ""
+            print(f"python port / toolnexus-rs, http {kind}: {ratio:.1f}x{cpu}")
     for c in clients.values():
         c.close()
     direct.close()
