@@ -39,6 +39,11 @@
 #define TN_ABI_VERSION 1
 
 /*
+ The most worker threads `tn_set_io_threads` takes.
+ */
+#define TN_MAX_IO_THREADS 64
+
+/*
  Options for `tn_toolkit_build_with`, made by `tn_build_options_new` and
  released by `tn_build_options_free`. One object may serve many builds
  (one after another or at once); it is not changed by a build. The
@@ -798,6 +803,25 @@ void tn_log_set(int32_t level,
  */
 tn_status tn_mcp_list_tools(const char *mcp_config_json,
                             char **out_json);
+
+/*
+ Sets how many worker threads the library's I/O runtime (MCP sessions,
+ HTTP, served toolkits) starts with: 1 to `TN_MAX_IO_THREADS`; 2 when
+ never set. One worker is what a host that serves a toolkit over stdio,
+ or proxies MCP servers, wants on a small machine: each message then
+ wakes one thread instead of two (the `toolnexus serve` command's
+ `--io-threads`, default 1). The runtime starts with the first call that
+ needs it (a build with MCP servers, an HTTP tool or webfetch, a
+ translate or a run, serving), so call this before any other; once it
+ runs this fails with `TN_INVALID_ARGUMENT`, naming the count running,
+ and changes nothing. On failure `*out_error`
+ (nullable) receives the error JSON, on success NULL.
+
+ # Safety
+ `out_error` is NULL or points to a writable pointer.
+ */
+tn_status tn_set_io_threads(uint32_t threads,
+                            char **out_error);
 
 /*
  Serves the toolkit as an MCP server. `serve_json` is

@@ -66,6 +66,11 @@ pub fn set_worker_threads(n: usize) -> bool {
     RUNTIME.get().is_none()
 }
 
+/// The worker count of the running runtime, or `None` before its first use.
+pub fn running_worker_threads() -> Option<usize> {
+    RUNTIME.get().map(|rt| rt.metrics().num_workers())
+}
+
 /// The name of the runtime's threads (workers and blocking pool).
 pub const THREAD_NAME: &str = "toolnexus-io";
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime/cgo"
 	"sync"
 )
@@ -226,4 +227,24 @@ func goServeRelease(handle C.uintptr_t) {
 	if ok {
 		h.Delete()
 	}
+}
+
+// SetIOThreads sets how many worker threads the library's I/O runtime (MCP
+// sessions, HTTP, served toolkits) starts with: 1 to 64, 2 when never set.
+// One suits a program that serves a toolkit or proxies MCP servers on a
+// small machine (each message then wakes one thread, not two). The runtime
+// starts with the first call that needs it (a build with MCP servers, an
+// HTTP tool, Translate, a client run, Serve), so call SetIOThreads first;
+// once it runs this returns an *Error (code invalid_argument) naming the
+// count running, and changes nothing.
+func SetIOThreads(n int) error {
+	if n < 0 || uint64(n) > math.MaxUint32 {
+		n = 0 // refused by the library, with the range in its message
+	}
+	var errOut *C.char
+	status := C.tn_set_io_threads(C.uint32_t(n), &errOut)
+	if status != 0 {
+		return statusError(status, takeString(errOut))
+	}
+	return nil
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -142,4 +145,46 @@ func TestServeErrorsNameTheOptionAndClosingTheToolkitStopsItsServers(t *testing.
 		t.Fatal("a server outlived its toolkit's Close")
 	}
 	srv.Close()
+}
+
+// SetIOThreads before the library's runtime starts takes effect (the refusal
+// afterwards names the count running); in a child process of its own, since
+// any earlier test of this binary has started the runtime already.
+func TestSetIOThreadsBeforeTheFirstBuildSetsTheWorkerCount(t *testing.T) {
+	const name = "TestSetIOThreadsBeforeTheFirstBuildSetsTheWorkerCount"
+	if os.Getenv("TN_GO_IO_THREADS_CHILD") != name {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "TN_GO_IO_THREADS_CHILD="+name)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+			t.Fatalf("the child failed: %v\n%s", err, out)
+		}
+		return
+	}
+	for _, bad := range []int{0, 65, -1} {
+		var e *Error
+		if err := SetIOThreads(bad); !errors.As(err, &e) || e.Code != "invalid_argument" ||
+			!strings.Contains(e.Message, "threads must be 1 to 64") {
+			t.Fatalf("SetIOThreads(%d) = %v", bad, err)
+		}
+	}
+	if err := SetIOThreads(1); err != nil {
+		t.Fatalf("SetIOThreads(1) before any build: %v", err)
+	}
+	tk, err := Build(context.Background(), map[string]any{"builtins": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	srv, err := tk.Serve(context.Background(), ServeOptions{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	err = SetIOThreads(3)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != "invalid_argument" ||
+		!strings.Contains(e.Message, "already running with 1 worker thread:") {
+		t.Fatalf("SetIOThreads(3) once running = %v", err)
+	}
 }

@@ -136,13 +136,7 @@ pub unsafe extern "C" fn tn_build_options_set_callback(
 ) -> tn_status {
     // Owned first, so that every path below releases user_data once.
     let host = HostCallback::adopt(callback, user_data, user_data_free);
-    let mut scratch: *mut c_char = std::ptr::null_mut();
-    let out = if out_error.is_null() {
-        &mut scratch as *mut *mut c_char
-    } else {
-        out_error
-    };
-    let status = boundary(out, || {
+    super::boundary_status(out_error, || {
         // SAFETY: NULL or live by contract.
         let Some(opts) = (unsafe { opts.as_mut() }) else {
             return Err(Error::new(ErrorCode::NullArgument, "opts is NULL"));
@@ -157,19 +151,8 @@ pub unsafe extern "C" fn tn_build_options_set_callback(
                 opts.inner.wait_for = host.map(super::elicit::wait_for_of);
             }
         }
-        Ok(String::new())
-    });
-    // SAFETY: boundary wrote an owned string to `out`; the scratch one is
-    // always released, the caller's only on success (it reports NULL).
-    unsafe {
-        if out_error.is_null() {
-            tn_string_free(scratch);
-        } else if status == TN_OK {
-            tn_string_free(*out_error);
-            *out_error = std::ptr::null_mut();
-        }
-    }
-    status
+        Ok(())
+    })
 }
 
 /// The host's `skillProvider` callback as the core's provider.

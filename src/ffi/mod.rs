@@ -123,6 +123,32 @@ pub(crate) unsafe fn drop_boxed<T>(ptr: *mut T) {
     let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
 }
 
+/// [`boundary`] for a call that gives nothing back but a status: on failure
+/// `*out_error` (when not NULL) receives the error JSON, on success NULL.
+pub(crate) fn boundary_status<F>(out_error: *mut *mut c_char, body: F) -> tn_status
+where
+    F: FnOnce() -> Result<(), Error>,
+{
+    let mut scratch: *mut c_char = std::ptr::null_mut();
+    let out = if out_error.is_null() {
+        &mut scratch as *mut *mut c_char
+    } else {
+        out_error
+    };
+    let status = boundary(out, || body().map(|()| String::new()));
+    // SAFETY: boundary wrote an owned string to `out`; the scratch one is
+    // always released, the caller's only on success (it reports NULL).
+    unsafe {
+        if out_error.is_null() {
+            tn_string_free(scratch);
+        } else if status == TN_OK {
+            tn_string_free(*out_error);
+            *out_error = std::ptr::null_mut();
+        }
+    }
+    status
+}
+
 /// Runs `body` inside the boundary and writes its outcome to `out` exactly
 /// once: the JSON text on success (a `String`, or UTF-8 bytes), the error
 /// JSON on failure. A NULL `out` is `TN_NULL_ARGUMENT` and nothing is written.

@@ -53,6 +53,54 @@ impl HostOnCall {
     }
 }
 
+/// The most worker threads `tn_set_io_threads` takes.
+pub const TN_MAX_IO_THREADS: u32 = 64;
+
+/// Sets how many worker threads the library's I/O runtime (MCP sessions,
+/// HTTP, served toolkits) starts with: 1 to `TN_MAX_IO_THREADS`; 2 when
+/// never set. One worker is what a host that serves a toolkit over stdio,
+/// or proxies MCP servers, wants on a small machine: each message then
+/// wakes one thread instead of two (the `toolnexus serve` command's
+/// `--io-threads`, default 1). The runtime starts with the first call that
+/// needs it (a build with MCP servers, an HTTP tool or webfetch, a
+/// translate or a run, serving), so call this before any other; once it
+/// runs this fails with `TN_INVALID_ARGUMENT`, naming the count running,
+/// and changes nothing. On failure `*out_error`
+/// (nullable) receives the error JSON, on success NULL.
+///
+/// # Safety
+/// `out_error` is NULL or points to a writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tn_set_io_threads(threads: u32, out_error: *mut *mut c_char) -> tn_status {
+    super::boundary_status(out_error, || set_io_threads(threads))
+}
+
+fn set_io_threads(threads: u32) -> Result<(), Error> {
+    let invalid = |message: String| Error::new(ErrorCode::InvalidArgument, message);
+    if threads == 0 || threads > TN_MAX_IO_THREADS {
+        return Err(invalid(format!(
+            "threads must be 1 to {TN_MAX_IO_THREADS}, got {threads}"
+        )));
+    }
+    let running = || {
+        crate::runtime::running_worker_threads().map(|n| {
+            invalid(format!(
+                "the I/O runtime is already running with {n} worker thread{}: call \
+                 tn_set_io_threads before any other call",
+                if n == 1 { "" } else { "s" }
+            ))
+        })
+    };
+    if let Some(e) = running() {
+        return Err(e);
+    }
+    if crate::runtime::set_worker_threads(threads as usize) {
+        return Ok(());
+    }
+    // Started by another thread in between: whichever count it took.
+    Err(running().unwrap_or_else(|| invalid("the I/O runtime is already running".into())))
+}
+
 /// Serves the toolkit as an MCP server. `serve_json` is
 /// `{"transport": "http"|"stdio", "addr": "127.0.0.1:0", "mcp": {"name",
 /// "version", "tools"}}`: HTTP (the default) listens on `addr` (port 0
@@ -190,6 +238,25 @@ pub unsafe extern "C" fn tn_serve_stop(server: *mut tn_server) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_threads_out_of_range_are_refused_by_name() {
+        for bad in [0, TN_MAX_IO_THREADS + 1, u32::MAX] {
+            let mut err = std::ptr::null_mut();
+            // SAFETY: a pointer to a local.
+            let status = unsafe { tn_set_io_threads(bad, &mut err) };
+            assert_eq!(status, crate::ffi::TN_INVALID_ARGUMENT);
+            let text = take(err);
+            assert!(
+                text.contains(&format!("threads must be 1 to 64, got {bad}")),
+                "{text}"
+            );
+        }
+        // A NULL out_error is allowed: the status alone.
+        // SAFETY: NULL out_error.
+        let status = unsafe { tn_set_io_threads(0, std::ptr::null_mut()) };
+        assert_eq!(status, crate::ffi::TN_INVALID_ARGUMENT);
+    }
     use crate::ffi::{tn_toolkit_build, tn_toolkit_free, TN_INVALID_CONFIG, TN_OK};
     use std::ffi::CStr;
     use std::io::{Read, Write};

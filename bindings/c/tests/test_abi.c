@@ -44,6 +44,29 @@ static void test_version(void) {
     CHECK(strcmp(v, TOOLNEXUS_VERSION) == 0, "version macros %s vs %s", v, TOOLNEXUS_VERSION);
 }
 
+/* Runs first, before anything starts the library's I/O runtime: a count
+ * out of range is refused by name, 1 is taken, and once a build has
+ * started the runtime a second count is refused naming the one running. */
+static void test_io_threads_before_start(void) {
+    char *err = NULL;
+    CHECK(tn_set_io_threads(0, &err) == TN_INVALID_ARGUMENT && err &&
+              contains(err, "threads must be 1 to 64, got 0"),
+          "0 threads: %s", err ? err : "(null)");
+    tn_string_free(err);
+    CHECK(tn_set_io_threads(TN_MAX_IO_THREADS + 1, NULL) == TN_INVALID_ARGUMENT,
+          "65 threads without out_error");
+    err = (char *)(uintptr_t)1; /* must be overwritten with NULL */
+    CHECK(tn_set_io_threads(1, &err) == TN_OK && err == NULL, "1 thread before start");
+}
+
+static void test_io_threads_once_running(void) {
+    char *err = NULL;
+    CHECK(tn_set_io_threads(4, &err) == TN_INVALID_ARGUMENT && err &&
+              contains(err, "already running with 1 worker thread:"),
+          "a count once running: %s", err ? err : "(null)");
+    tn_string_free(err);
+}
+
 static void test_build_errors(void) {
     tn_toolkit *tk = (tn_toolkit *)(uintptr_t)1; /* must be overwritten with NULL */
     char *err = (char *)(uintptr_t)1;
@@ -518,6 +541,7 @@ int main(void) {
     const char *config =
         "{\"skills\":[{\"name\":\"greet\",\"description\":\"Greets people.\","
         "\"content\":\"Say hello politely.\"}]}";
+    test_io_threads_before_start();
     test_version();
     test_null_noops();
     test_build_errors();
@@ -531,6 +555,7 @@ int main(void) {
     test_helper_and_translate_errors();
     test_translate_cancel();
     test_client_abi();
+    test_io_threads_once_running();
     printf("test_abi: %d passed, 0 failed\n", passed);
     return 0;
 }

@@ -27,6 +27,37 @@ def test_version_and_abi():
     assert tn.version() == "0.1.0"
 
 
+def test_set_io_threads_comes_before_the_first_build():
+    # In a process of its own: this one's runtime is running already.
+    child = r"""
+import toolnexus_rs as tn
+for bad in (0, 65, -1, "2"):
+    try:
+        tn.set_io_threads(bad)
+    except tn.InvalidArgumentError as e:
+        assert "threads must be 1 to 64" in e.message, e
+    else:
+        raise SystemExit(f"{bad!r} taken")
+tn.set_io_threads(1)
+# A provider call starts the runtime (nothing listens on port 9 here).
+client = {"baseUrl": "http://127.0.0.1:9", "style": "openai", "model": "m", "apiKey": "k", "retries": 0}
+try:
+    tn.translate(client, {"messages": [{"role": "user", "content": "hi"}]})
+except tn.ProviderError:
+    pass
+try:
+    tn.set_io_threads(2)
+except tn.InvalidArgumentError as e:
+    print(e.message)
+"""
+    # The child imports the package this process imported.
+    where = str(Path(tn.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=where + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "already running with 1 worker thread: call tn_set_io_threads before any other call" in out.stdout, out
+
+
 def test_build_render_and_execute_a_skill():
     with tn.Toolkit({"skillsDir": SKILLS}) as tk:
         names = tk.render("toolNames")

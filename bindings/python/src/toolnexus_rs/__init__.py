@@ -35,6 +35,7 @@ __all__ = [
     "Usage",
     "answer_declined",
     "answer_output",
+    "set_io_threads",
     "set_logger",
     "Toolkit",
     "ToolResult",
@@ -148,6 +149,23 @@ def _call(fn: Callable[..., int], *args: Any, interrupt: Optional[Callable[[], N
     if status != 0:
         raise _error(status, text)
     return text or ""
+
+
+def set_io_threads(threads: int) -> None:
+    """How many worker threads the library's I/O runtime (MCP sessions,
+    HTTP, served toolkits) starts with: 1 to 64, 2 when never set. It starts
+    with the first call that needs it (a build with MCP servers, an HTTP
+    tool, ``translate``, a client run), so call this first; once it runs
+    this raises :class:`InvalidArgumentError` naming the count running, and
+    changes nothing."""
+    lib = _native.load()
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= 0xFFFFFFFF:
+        raise InvalidArgumentError("invalid_argument", 5, f"threads must be 1 to 64, got {threads!r}")
+    err = ctypes.c_void_p()
+    status = lib.tn_set_io_threads(threads, ctypes.byref(err))
+    text = _native.take(lib, err)
+    if status != 0:
+        raise _error(status, text)
 
 
 def version() -> str:

@@ -90,6 +90,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     sig = {
         "tn_version": ([], ctypes.c_char_p),
         "tn_abi_version": ([], ctypes.c_uint32),
+        "tn_set_io_threads": ([ctypes.c_uint32, c_void_p_p], status),
         "tn_string_free": ([ctypes.c_void_p], None),
         "tn_toolkit_build": ([ctypes.c_char_p, c_void_p_p, c_void_p_p], status),
         "tn_toolkit_free": ([ctypes.c_void_p], None),
