@@ -7,6 +7,8 @@ Python port 0.21.0's MCP serve and beside the proxied server called directly
     python3 -m venv /tmp/tn021 && /tmp/tn021/bin/pip install toolnexus==0.21.0 mcp
     python3 bench/serve_bench.py [ROUNDS] [CALLS_PER_ROUND]
 
+TOOLNEXUS_BIN names another toolnexus binary (a before/after pair).
+
 Every gateway aggregates the same two stdio servers plus the builtins: the
 official SDK's (tests/mcp_servers/sdk_server.py; its tool `echo` is
 `py_echo` through a gateway) and the minimal JSON-RPC line server of
@@ -37,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_overhead import LEAN_SERVER  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "toolnexus")
+BIN = os.environ.get("TOOLNEXUS_BIN", os.path.join(ROOT, "target", "release", "toolnexus"))
 SDK = os.path.join(ROOT, "tests", "mcp_servers", "sdk_server.py")
 PORT_PY = os.environ.get("TN_PORT_PYTHON", "/tmp/tn021/bin/python")
 PY = sys.executable
