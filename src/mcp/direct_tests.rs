@@ -23,7 +23,7 @@ async fn open(direct: bool, timeout_ms: u64) -> Session {
     let (mut session, tools) = connect(&cfg, &PhaseCell::new())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(tools.len(), 9, "{tools:?}");
+    assert_eq!(tools.len(), 10, "{tools:?}");
     assert!(
         session.direct.is_some(),
         "a 2024-11-05 stdio session goes direct"
@@ -52,6 +52,11 @@ fn report(r: &ToolResult) -> Vec<(i64, String)> {
 #[test]
 fn the_direct_path_gives_the_same_results_as_rmcps_byte_for_byte() {
     let cases = [
+        // The line on the wire, id aside.
+        (
+            "raw",
+            json!({"text": "a\"b\n\u{e9}\u{1F600}\u{7f}", "n": [1, 2.5, null, {"z": true, "a": {}}]}),
+        ),
         ("echo", json!({"text": "a\"b\n\u{e9}\u{1F600}"})),
         (
             "shaped",
@@ -96,6 +101,11 @@ fn the_direct_path_gives_the_same_results_as_rmcps_byte_for_byte() {
         assert_eq!(expected, "rpc-error (code -32000)");
         assert!(failed.is_error);
         assert_eq!(failed.output, failure("d", "tools/call", &expected));
+        let raw = call(&direct, "raw", json!({"k": "v"})).await;
+        assert_eq!(
+            raw.output,
+            r#"{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"raw","arguments":{"k":"v"}}}"#
+        );
         // Only the real answer of `stray` was taken.
         let stray = call(&direct, "stray", json!({"text": "real"})).await;
         assert_eq!((stray.output.as_str(), stray.is_error), ("real", false));
@@ -158,7 +168,7 @@ fn thirty_two_direct_calls_answered_out_of_order_beside_rmcp_traffic() {
             .await
             .unwrap_or_else(|_| panic!("tools/list stalled beside the direct calls"))
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(listed.len(), 9);
+        assert_eq!(listed.len(), 10);
         for (i, c) in calls.into_iter().enumerate() {
             let r = c.await.unwrap_or_else(|e| panic!("{e}"));
             assert_eq!((r.output, r.is_error), (i.to_string(), false));

@@ -13,11 +13,13 @@ tools/calls go direct. Tools, by name:
 - gather {i, n}: answers nothing until n gather calls and one tools/list
   came in, then asks the client for a ping, and once the client answered
   it, answers every gathered call, newest first, with its i.
+- raw: answers the tools/call line as it came, its id written ID.
 - hang: never answers.
 - report: answers a JSON list of every notifications/cancelled seen for a
   call that was waiting (hang, late, gather), as [requestId, reason].
 """
 import json
+import re
 import sys
 import threading
 
@@ -38,7 +40,7 @@ def text(mid, value):
 
 TOOLS = [{"name": n, "description": n, "inputSchema": {"type": "object"}}
          for n in ["echo", "shaped", "fail", "late", "stray", "numeric_string",
-                   "gather", "hang", "report"]]
+                   "gather", "raw", "hang", "report"]]
 
 waiting = {}       # id -> name, for calls not answered yet
 cancelled = []     # [id, reason]
@@ -127,6 +129,8 @@ for line in sys.stdin:
             gather_n = args["n"]
             gathered.append((mid, args["i"]))
             release_gather()
+        elif name == "raw":
+            text(mid, re.sub(r'"id": ?\d+,', '"id":ID,', line, count=1))
         elif name == "hang":
             waiting[mid] = name
         elif name == "report":
