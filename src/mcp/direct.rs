@@ -24,6 +24,7 @@
 
 use super::lines::LineTransport;
 use super::stdio::PipeStdin;
+use crate::tool::ToolResult;
 use crate::translate::CancelToken;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
@@ -32,6 +33,7 @@ use rmcp::model::{
 use rmcp::service::{RoleClient, ServiceError};
 use rmcp::transport::DynamicTransportError;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -66,7 +68,16 @@ pub enum Failure {
     Cancelled,
 }
 
-type Answer = Result<Value, Failure>;
+/// What a direct call gets back.
+#[derive(Debug)]
+pub enum Reply {
+    /// A plain text answer, shaped as it was read (see [`shape_text_answer`]).
+    Shaped(ToolResult),
+    /// Any other result, as JSON, for `shape_call_result`.
+    Json(Value),
+}
+
+type Answer = Result<Reply, Failure>;
 
 struct State {
     pending: HashMap<i64, oneshot::Sender<Answer>>,
@@ -156,10 +167,13 @@ impl Direct {
         let Some(line) = super::lines::message_text(line) else {
             return false;
         };
-        let Ok(reply) = serde_json::from_slice::<Reply>(line) else {
+        if let Some((id, shaped)) = shape_text_answer(line) {
+            return self.answer(id, Ok(Reply::Shaped(shaped)));
+        }
+        let Ok(reply) = serde_json::from_slice::<Envelope>(line) else {
             return false;
         };
-        let Reply {
+        let Envelope {
             id: Some(id),
             method: None,
             result,
@@ -169,14 +183,8 @@ impl Direct {
         else {
             return false;
         };
-        // A numeric id echoed as a string is the same id, as rmcp's own
-        // matching has it.
-        let id = match id {
-            RequestId::Number(n) => n,
-            RequestId::String(s) => match s.parse::<i64>() {
-                Ok(n) => n,
-                Err(_) => return false,
-            },
+        let Some(id) = numeric(&id) else {
+            return false;
         };
         if !self.state().pending.contains_key(&id) {
             return false;
@@ -186,13 +194,14 @@ impl Direct {
             (Some(Value::Object(result)), None)
                 if result.contains_key("content") && !result.contains_key("protocolVersion") =>
             {
-                Ok(Value::Object(result))
+                Ok(Reply::Json(Value::Object(result)))
             }
             // Anything else as rmcp's path reads it.
             _ => match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
                 Ok(JsonRpcMessage::Response(r)) => match r.result {
-                    ServerResult::CustomResult(custom) => Ok(custom.0),
+                    ServerResult::CustomResult(custom) => Ok(Reply::Json(custom.0)),
                     other => serde_json::to_value(&other)
+                        .map(Reply::Json)
                         .map_err(|e| Failure::Malformed(format!("malformed-result ({e})"))),
                 },
                 Ok(JsonRpcMessage::Error(e)) => {
@@ -202,16 +211,21 @@ impl Direct {
                 _ => return false,
             },
         };
+        self.answer(id, answer)
+    }
+
+    /// Hands `answer` to the call waiting for `id`; false when none is.
+    fn answer(&self, id: i64, answer: Answer) -> bool {
         let tx = {
             let mut state = self.state();
-            let tx = state.pending.remove(&id);
+            let Some(tx) = state.pending.remove(&id) else {
+                return false;
+            };
             self.live.store(state.pending.len(), Ordering::Release);
             tx
         };
-        if let Some(tx) = tx {
-            // A caller that gave up meanwhile no longer listens.
-            let _ = tx.send(answer);
-        }
+        // A caller that gave up meanwhile no longer listens.
+        let _ = tx.send(answer);
         true
     }
 
@@ -323,13 +337,89 @@ impl Drop for InFlight<'_> {
 
 /// What the reader needs of a line to route it.
 #[derive(serde::Deserialize)]
-struct Reply {
+struct Envelope {
     #[allow(dead_code)]
     jsonrpc: rmcp::model::JsonRpcVersion2_0,
     id: Option<RequestId>,
     method: Option<serde::de::IgnoredAny>,
     result: Option<Value>,
     error: Option<serde::de::IgnoredAny>,
+}
+
+/// A numeric id, also when echoed as a string (as rmcp's own matching
+/// takes it).
+fn numeric(id: &RequestId) -> Option<i64> {
+    match id {
+        RequestId::Number(n) => Some(*n),
+        RequestId::String(s) => s.parse().ok(),
+    }
+}
+
+/// A tools/call answer whose content is text parts only, read in one pass
+/// with the texts borrowed from the line, no JSON tree built.
+#[derive(serde::Deserialize)]
+struct TextAnswer<'a> {
+    #[allow(dead_code)]
+    jsonrpc: rmcp::model::JsonRpcVersion2_0,
+    id: RequestId,
+    method: Option<serde::de::IgnoredAny>,
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(borrow)]
+    result: Option<TextResult<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct TextResult<'a> {
+    #[serde(borrow)]
+    content: Option<Vec<TextPart<'a>>>,
+    #[serde(rename = "structuredContent")]
+    structured: Option<Value>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+    /// Whether the key is there at all, whatever its value.
+    #[serde(rename = "protocolVersion", default, deserialize_with = "present")]
+    protocol_version: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct TextPart<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
+}
+
+/// The id and ToolResult of an answer (a result with `content`, no
+/// `protocolVersion`) whose content parts are all `text`: exactly what
+/// `shape_call_result` makes of it (a unit test compares them), without the
+/// JSON tree. None for anything else, which is read the general way: a
+/// field of another type, a repeated field, a part of another kind.
+fn shape_text_answer(line: &[u8]) -> Option<(i64, ToolResult)> {
+    let answer: TextAnswer = serde_json::from_slice(line).ok()?;
+    let (None, None, Some(result)) = (&answer.method, &answer.error, answer.result) else {
+        return None;
+    };
+    let content = result.content?;
+    if result.protocol_version || content.iter().any(|p| p.kind != "text") {
+        return None;
+    }
+    let id = numeric(&answer.id)?;
+    let text = || {
+        let texts: Vec<&str> = content.iter().filter_map(|p| p.text.as_deref()).collect();
+        texts.join("\n")
+    };
+    let shaped = if result.is_error == Some(true) {
+        ToolResult::error(text())
+    } else if let Some(structured) = result.structured.filter(|v| !v.is_null()) {
+        ToolResult::ok(structured.to_string())
+    } else {
+        ToolResult::ok(text())
+    };
+    Some((id, shaped))
 }
 
 #[derive(serde::Serialize)]
@@ -476,6 +566,66 @@ mod tests {
     }
 
     #[test]
+    fn a_text_answer_read_in_one_pass_is_what_shape_call_result_makes_of_it() {
+        use crate::mcp::session::shape_call_result;
+        let results = [
+            r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b\"\u00e9"}]}"#,
+            r#"{"content":[{"type":"text","text":"{\"result\": \"hi\"}"}],"structuredContent":{"result":"hi", "n": 1.50, "e": 1e3},"isError":false}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"isError":true,"structuredContent":{"a":1}}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"structuredContent":null}"#,
+            r#"{"content":[{"type":"text"},{"type":"text","text":null},{"type":"text","text":"t","annotations":{"a":1}}]}"#,
+            r#"{"content":[],"isError":null,"_meta":{"k":"v"},"extra":[1]}"#,
+            r#"{"content":[]}"#,
+            // Read the general way, the same result either way.
+            r#"{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"protocolVersion":null}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"content":[{"type":"text","text":"y"}]}"#,
+            r#"{"content":[{"type":"text","text":1}]}"#,
+            r#"{"content":["text"]}"#,
+            r#"{"content":null}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"isError":"true"}"#,
+            r#"{"content":[{"type":"resource","resource":{"uri":"u","text":"r"}}]}"#,
+        ];
+        let mut fast = 0;
+        for result in results {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":"{FIRST_ID}","result":{result}}}"#);
+            let value: Value = serde_json::from_str(result).unwrap_or_default();
+            let expected = shape_call_result(&value);
+            if let Some((id, shaped)) = shape_text_answer(line.as_bytes()) {
+                fast += 1;
+                assert_eq!(id, FIRST_ID);
+                assert_eq!(
+                    shaped.to_json_string(),
+                    expected.to_json_string(),
+                    "{result}"
+                );
+            }
+            // The direct call's answer, whichever way it was read.
+            let direct = Direct::new(Arc::new(Mutex::new(None)));
+            let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
+            let line = line.replace(&format!("\"{FIRST_ID}\""), &id.to_string());
+            let taken = direct.offer(line.as_bytes());
+            let got = match rx.try_recv() {
+                Ok(Ok(Reply::Shaped(r))) => r,
+                Ok(Ok(Reply::Json(v))) => shape_call_result(&v),
+                other => panic!("{result}: {taken} {other:?}"),
+            };
+            assert_eq!(got.to_json_string(), expected.to_json_string(), "{result}");
+        }
+        assert_eq!(fast, 7);
+        // Never for anything but a plain answer.
+        for other in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"},"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"protocolVersion":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":"one","result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","result":{"content":[]}}"#,
+        ] {
+            assert!(shape_text_answer(other.as_bytes()).is_none(), "{other}");
+        }
+    }
+
+    #[test]
     fn only_answers_to_calls_in_flight_are_taken() {
         let direct = Direct::new(Arc::new(Mutex::new(None)));
         let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
@@ -493,10 +643,10 @@ mod tests {
         }
         assert!(rx.try_recv().is_err());
         assert!(direct.offer(line(&id.to_string(), ok).as_bytes()));
-        assert_eq!(
-            rx.try_recv().ok().and_then(Result::ok),
-            Some(serde_json::json!({"content":[{"type":"text","text":"hi"}]}))
-        );
+        match rx.try_recv() {
+            Ok(Ok(Reply::Shaped(r))) => assert_eq!((r.output.as_str(), r.is_error), ("hi", false)),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(direct.pending(), 0);
         // Taken once: the same answer again is left to rmcp.
         assert!(!direct.offer(line(&id.to_string(), ok).as_bytes()));

@@ -490,10 +490,14 @@ async fn direct_call(
     args: &Map<String, Value>,
     timeout: Duration,
     cancel: Option<&CancelToken>,
-) -> Result<Value, String> {
+) -> Result<ToolResult, String> {
     direct
         .call(tool, args, timeout, cancel)
         .await
+        .map(|reply| match reply {
+            direct::Reply::Shaped(result) => result,
+            direct::Reply::Json(result) => shape_call_result(&result),
+        })
         .map_err(|failure| match failure {
             direct::Failure::Service(e) => describe_service_error(&e),
             direct::Failure::Malformed(detail) => detail,
@@ -682,14 +686,17 @@ impl Session {
                 Some(direct) => direct_call(direct, tool, &args, timeout, cancel).await,
                 None => {
                     let params = json!({"name": tool, "arguments": Value::Object(args)});
-                    request(
+                    // Boxed: far bigger than the direct call, and this
+                    // future is moved into a box per call.
+                    Box::pin(request(
                         &self.peer,
                         "tools/call",
                         Some(params),
                         Some(timeout),
                         cancel,
-                    )
+                    ))
                     .await
+                    .map(|result| shape_call_result(&result))
                 }
             }
         };
@@ -701,7 +708,7 @@ impl Session {
         };
         tokio::select! {
             res = call => match res {
-                Ok(result) => shape_call_result(&result),
+                Ok(result) => result,
                 Err(detail) if detail.starts_with(CANCELLED) => {
                     fail(&detail).with_metadata(Stop::Cancelled.metadata())
                 }
