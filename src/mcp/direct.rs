@@ -229,7 +229,7 @@ impl Direct {
         true
     }
 
-    /// tools/call `tool` with `args`: the answer's result as JSON. Bounded
+    /// tools/call `tool` with `args`: the answer, shaped or as JSON. Bounded
     /// by `timeout` from the moment the line is out, as rmcp's request is;
     /// on a timeout or a cancel the server is told `notifications/cancelled`.
     pub async fn call(
