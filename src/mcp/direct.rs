@@ -373,7 +373,7 @@ struct TextResult<'a> {
     #[serde(borrow)]
     content: Option<Vec<TextPart<'a>>>,
     #[serde(rename = "structuredContent")]
-    structured: Option<Value>,
+    structured: Option<Compact>,
     #[serde(rename = "isError")]
     is_error: Option<bool>,
     /// Whether the key is there at all, whatever its value.
@@ -391,6 +391,135 @@ struct TextPart<'a> {
 
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
+}
+
+/// A JSON value as the compact text `Value::to_string` gives it, written
+/// while it is read (no tree built); a `null` reads as absent, as
+/// `shape_call_result` takes it. An object with a repeated key fails the
+/// read (a tree keeps the key's first place and its last value), so such an
+/// answer is read the general way.
+struct Compact(String);
+
+impl<'de> serde::Deserialize<'de> for Compact {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut out = Vec::new();
+        serde::de::DeserializeSeed::deserialize(Write(&mut out), d)?;
+        // Only serde_json's writer wrote here: UTF-8.
+        String::from_utf8(out)
+            .map(Compact)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Writes the value it reads into the buffer, compact.
+struct Write<'o>(&'o mut Vec<u8>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Write<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Write<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
+        serde_json::to_writer(&mut *self.0, &v).map_err(E::custom)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
+        serde_json::to_writer(&mut *self.0, &v).map_err(E::custom)
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+        // As a tree holds it (`Value::from` would make a non-finite one
+        // null; the parser never yields one).
+        serde_json::to_writer(&mut *self.0, &Value::from(v)).map_err(E::custom)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        serde_json::to_writer(&mut *self.0, v).map_err(E::custom)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.push(b'[');
+        let mut first = true;
+        loop {
+            let at = self.0.len();
+            if !first {
+                self.0.push(b',');
+            }
+            if seq.next_element_seed(Write(&mut *self.0))?.is_none() {
+                self.0.truncate(at);
+                break;
+            }
+            first = false;
+        }
+        self.0.push(b']');
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.0.push(b'{');
+        // The keys seen: a list while the object is small, a set after.
+        let mut keys: Vec<Cow<'de, str>> = Vec::new();
+        let mut many: Option<std::collections::HashSet<Cow<'de, str>>> = None;
+        let mut first = true;
+        while let Some(Key(key)) = map.next_key()? {
+            let repeated = match &mut many {
+                Some(set) => !set.insert(key.clone()),
+                None if keys.contains(&key) => true,
+                None => {
+                    keys.push(key.clone());
+                    if keys.len() > 16 {
+                        many = Some(keys.drain(..).collect());
+                    }
+                    false
+                }
+            };
+            if repeated {
+                return Err(serde::de::Error::custom("a repeated key"));
+            }
+            if !first {
+                self.0.push(b',');
+            }
+            first = false;
+            serde_json::to_writer(&mut *self.0, key.as_ref()).map_err(serde::de::Error::custom)?;
+            self.0.push(b':');
+            map.next_value_seed(Write(&mut *self.0))?;
+        }
+        self.0.push(b'}');
+        Ok(())
+    }
+}
+
+/// An object key, borrowed from the line when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 /// The id and ToolResult of an answer (a result with `content`, no
@@ -414,8 +543,8 @@ fn shape_text_answer(line: &[u8]) -> Option<(i64, ToolResult)> {
     };
     let shaped = if result.is_error == Some(true) {
         ToolResult::error(text())
-    } else if let Some(structured) = result.structured.filter(|v| !v.is_null()) {
-        ToolResult::ok(structured.to_string())
+    } else if let Some(Compact(structured)) = result.structured {
+        ToolResult::ok(structured)
     } else {
         ToolResult::ok(text())
     };
@@ -575,12 +704,21 @@ mod tests {
             r#"{"content":[{"type":"text","text":"x"}],"structuredContent":null}"#,
             r#"{"content":[{"type":"text"},{"type":"text","text":null},{"type":"text","text":"t","annotations":{"a":1}}]}"#,
             r#"{"content":[],"isError":null,"_meta":{"k":"v"},"extra":[1]}"#,
+            r#"{"content":[],"structuredContent":{"a":[1,-2,3.0,-0.0,1e300,2.5e-8,18446744073709551615,-9223372036854775808,123456789012345678901234567890],"b":{"c":null,"d":[[],{}],"e":"\u00e9\ud83d\ude00\n\u0001\/"},"":true,"f":false}}"#,
+            r#"{"content":[],"structuredContent":[1,"two",{"three":[3]}]}"#,
+            r#"{"content":[],"structuredContent":"text"}"#,
+            r#"{"content":[],"structuredContent":0}"#,
+            r#"{"content":[],"structuredContent":{}}"#,
+            r#"{"content":[],"structuredContent":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18}}"#,
             r#"{"content":[]}"#,
             // Read the general way, the same result either way.
             r#"{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}"#,
             r#"{"content":[{"type":"text","text":"x"}],"protocolVersion":null}"#,
             r#"{"content":[{"type":"text","text":"x"}],"content":[{"type":"text","text":"y"}]}"#,
             r#"{"content":[{"type":"text","text":1}]}"#,
+            r#"{"content":[],"structuredContent":{"a":1,"b":2,"a":3}}"#,
+            r#"{"content":[],"structuredContent":{"x":{"a":1,"a":1}}}"#,
+            r#"{"content":[],"structuredContent":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k3":18}}"#,
             r#"{"content":["text"]}"#,
             r#"{"content":null}"#,
             r#"{"content":[{"type":"text","text":"x"}],"isError":"true"}"#,
@@ -612,7 +750,7 @@ mod tests {
             };
             assert_eq!(got.to_json_string(), expected.to_json_string(), "{result}");
         }
-        assert_eq!(fast, 7);
+        assert_eq!(fast, 13);
         // Never for anything but a plain answer.
         for other in [
             r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{"content":[]}}"#,
