@@ -18,6 +18,7 @@
 //! got wrong is not something a client must reply to. Lines longer than
 //! [`MAX_LINE`] are dropped too, without ever holding more than that.
 
+use super::direct::Direct;
 use super::stdio::PipeStdin;
 use rmcp::model::{ClientJsonRpcMessage, CustomResult, ServerJsonRpcMessage, ServerResult};
 use rmcp::service::RoleClient;
@@ -46,16 +47,26 @@ pub struct LineTransport {
     discarding: bool,
     /// None once closed (stdin EOF for the server).
     write: Arc<Mutex<Option<PipeStdin>>>,
+    /// The session's direct tools/calls (`super::direct`): they write to
+    /// the same pipe, and their answers are taken out here, before rmcp.
+    direct: Arc<Direct>,
 }
 
 impl LineTransport {
     pub fn new(stdout: ChildStdout, stdin: PipeStdin) -> Self {
+        let write = Arc::new(Mutex::new(Some(stdin)));
         LineTransport {
             read: BufReader::with_capacity(READ_CHUNK, stdout),
             line: Vec::new(),
             discarding: false,
-            write: Arc::new(Mutex::new(Some(stdin))),
+            direct: Direct::new(Arc::clone(&write)),
+            write,
         }
+    }
+
+    /// What this transport shares with the session's direct tools/calls.
+    pub fn direct(&self) -> Arc<Direct> {
+        Arc::clone(&self.direct)
     }
 
     /// Reads until `self.line` holds one whole line (its newline stripped).
@@ -96,15 +107,25 @@ impl LineTransport {
     }
 }
 
-/// A line as a server message, or None for anything else.
-fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
+impl Drop for LineTransport {
+    fn drop(&mut self) {
+        // rmcp's loop ended (EOF, close, cancel): no answer will come.
+        self.direct.close_all();
+    }
+}
+
+/// A line without its `\r` and byte-order mark, when it may be a message:
+/// only an object can be one, so the parser is skipped for anything else.
+pub(super) fn message_text(line: &[u8]) -> Option<&[u8]> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-    // Only an object can be a message; skip the parser for anything else.
     let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
-    if *first != b'{' {
-        return None;
-    }
+    (*first == b'{').then_some(line)
+}
+
+/// A line as a server message, or None for anything else.
+fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
+    let line = message_text(line)?;
     fast_call_result(line).or_else(|| serde_json::from_slice(line).ok())
 }
 
@@ -152,7 +173,7 @@ fn fast_call_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
 /// server spends 30-70 us more CPU on a tools/call that carries one
 /// (bench/README.md, issue 13). So the token is taken out before the line
 /// goes; whatever else `_meta` holds stays.
-fn drop_progress_token(item: &mut ClientJsonRpcMessage) {
+pub(super) fn drop_progress_token(item: &mut ClientJsonRpcMessage) {
     use rmcp::model::{ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, RequestMetaObject};
     // Only where params are an object of their own: a request without
     // params would otherwise go out as `"params": null`, which JSON-RPC
@@ -189,7 +210,7 @@ struct RequestLine<'a> {
 /// a sixth of the gateway's instructions per proxied call, callgrind); a
 /// request with nothing to merge is written straight, the same bytes (a
 /// unit test compares them). Anything else goes through rmcp's own.
-fn encode(item: &ClientJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
+pub(super) fn encode(item: &ClientJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
     use rmcp::model::{
         ClientRequest, GetExtensions, JsonRpcMessage, MetaObject, RequestMetaObject,
     };
@@ -266,7 +287,13 @@ impl Transport<RoleClient> for LineTransport {
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
         loop {
             if !self.next_line().await {
+                self.direct.close_all();
                 return None;
+            }
+            // An answer to a direct call never reaches rmcp.
+            if self.direct.pending() > 0 && self.direct.offer(&self.line) {
+                self.line.clear();
+                continue;
             }
             let msg = parse(&self.line);
             self.line.clear();
@@ -279,6 +306,7 @@ impl Transport<RoleClient> for LineTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         // Dropping the pipe closes the server's stdin.
         self.write.lock().await.take();
+        self.direct.close_all();
         Ok(())
     }
 }

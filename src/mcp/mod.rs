@@ -8,6 +8,7 @@
 //! the live sessions, which close (ending every child process tree) on drop.
 
 pub mod config;
+mod direct;
 pub mod elicit;
 mod guarded;
 mod known_ids;

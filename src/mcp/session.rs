@@ -8,6 +8,7 @@
 //! appear in it.
 
 use super::config::{ServerConfig, Transport as ServerTransport};
+use super::direct::{self, Direct};
 use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
@@ -53,6 +54,9 @@ pub struct Session {
     peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     child: Option<stdio::ChildProc>,
+    /// tools/call without rmcp's loop (`super::direct`): stdio sessions
+    /// whose protocol version has an initialize handshake.
+    direct: Option<Arc<Direct>>,
     /// Expanded `${ENV}` header values, redacted from everything we report.
     secrets: crate::env::Secrets,
     closed: AtomicBool,
@@ -159,7 +163,7 @@ async fn connect_inner(
     side: Side,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
-    let (service, child, requests) = match &cfg.transport {
+    let (service, child, requests, direct) = match &cfg.transport {
         ServerTransport::Invalid(msg) => {
             return Err(fail("connect", &format!("invalid config ({msg})")));
         }
@@ -169,17 +173,16 @@ async fn connect_inner(
                 .map_err(|d| fail("connect", &d))?;
             phase.track(&spawned.child);
             phase.set("initialize");
-            let init = tokio::time::timeout(
-                cfg.timeout,
-                side.handler()
-                    .serve(KnownIds::new(lines::LineTransport::new(
-                        spawned.stdout,
-                        spawned.stdin,
-                    ))),
-            )
-            .await;
+            let transport = lines::LineTransport::new(spawned.stdout, spawned.stdin);
+            let direct = transport.direct();
+            let init =
+                tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
+                    .await;
             match init {
-                Ok(Ok(service)) => (service, Some(spawned.child), None),
+                Ok(Ok(service)) => {
+                    let direct = goes_direct(service.peer()).then_some(direct);
+                    (service, Some(spawned.child), None, direct)
+                }
                 Ok(Err(e)) => {
                     let mut detail = describe_init_error(&e);
                     // A server that exited before reading initialize shows as
@@ -208,7 +211,7 @@ async fn connect_inner(
             phase.set("initialize");
             let (service, requests) =
                 connect_remote(cfg, url, headers, *sse_only, phase, &side).await?;
-            (service, None, requests)
+            (service, None, requests, None)
         }
     };
     let peer = service.peer().clone();
@@ -234,6 +237,7 @@ async fn connect_inner(
             peer,
             service: Mutex::new(Some(service)),
             child,
+            direct,
             secrets: secrets.clone(),
             closed: AtomicBool::new(false),
             closing: Notify::new(),
@@ -243,6 +247,14 @@ async fn connect_inner(
         },
         tools,
     ))
+}
+
+/// Whether a stdio session's tools/calls can go direct: its protocol has an
+/// initialize handshake, so rmcp adds no per-request `_meta` and lets the
+/// server ask for elicitation whenever (see `super::direct`).
+fn goes_direct(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|info| info.protocol_version.has_initialize())
 }
 
 async fn connect_remote(
@@ -416,7 +428,7 @@ fn innermost(e: &dyn std::error::Error) -> String {
 }
 
 /// The detail of a failed request after initialize.
-fn describe_service_error(e: &ServiceError) -> String {
+pub(super) fn describe_service_error(e: &ServiceError) -> String {
     match e {
         ServiceError::McpError(data) => format!("rpc-error (code {})", data.code.0),
         ServiceError::TransportClosed => "peer-eof (the connection is closed)".into(),
@@ -468,6 +480,29 @@ async fn request(
         ServerResult::CustomResult(custom) => Ok(custom.0),
         other => serde_json::to_value(&other).map_err(|e| format!("malformed-result ({e})")),
     }
+}
+
+/// A direct tools/call (`super::direct`), its failures worded as
+/// [`request`] words them.
+async fn direct_call(
+    direct: &Arc<Direct>,
+    tool: &str,
+    args: &Map<String, Value>,
+    timeout: Duration,
+    cancel: Option<&CancelToken>,
+) -> Result<ToolResult, String> {
+    direct
+        .call(tool, args, timeout, cancel)
+        .await
+        .map(|reply| match reply {
+            direct::Reply::Shaped(result) => result,
+            direct::Reply::Json(result) => shape_call_result(&result),
+        })
+        .map_err(|failure| match failure {
+            direct::Failure::Service(e) => describe_service_error(&e),
+            direct::Failure::Malformed(detail) => detail,
+            direct::Failure::Cancelled => format!("{CANCELLED} (the caller cancelled the call)"),
+        })
 }
 
 /// tools/list through every page. A cursor seen before is an error, not a loop.
@@ -610,6 +645,13 @@ impl Session {
         self.child.as_ref().map(stdio::ChildProc::pid)
     }
 
+    /// The direct tools/calls waiting for an answer; None when this
+    /// session's calls go through rmcp.
+    #[cfg(test)]
+    pub fn direct_pending(&self) -> Option<usize> {
+        self.direct.as_deref().map(Direct::pending)
+    }
+
     /// tools/call. Never waits out the timeout on a transport that is
     /// already gone: a dead child or a closed session ends the wait at once.
     pub async fn call_tool(
@@ -639,14 +681,25 @@ impl Session {
         if let Some(status) = self.child.as_ref().and_then(stdio::ChildProc::exit_status) {
             return fail(&stdio::describe_exit(status));
         }
-        let params = json!({"name": tool, "arguments": Value::Object(args)});
-        let call = request(
-            &self.peer,
-            "tools/call",
-            Some(params),
-            Some(timeout),
-            cancel,
-        );
+        let call = async {
+            match &self.direct {
+                Some(direct) => direct_call(direct, tool, &args, timeout, cancel).await,
+                None => {
+                    let params = json!({"name": tool, "arguments": Value::Object(args)});
+                    // Boxed: far bigger than the direct call, and this
+                    // future is moved into a box per call.
+                    Box::pin(request(
+                        &self.peer,
+                        "tools/call",
+                        Some(params),
+                        Some(timeout),
+                        cancel,
+                    ))
+                    .await
+                    .map(|result| shape_call_result(&result))
+                }
+            }
+        };
         let child_exit = async {
             match &self.child {
                 Some(c) => c.exited().await,
@@ -655,7 +708,7 @@ impl Session {
         };
         tokio::select! {
             res = call => match res {
-                Ok(result) => shape_call_result(&result),
+                Ok(result) => result,
                 Err(detail) if detail.starts_with(CANCELLED) => {
                     fail(&detail).with_metadata(Stop::Cancelled.metadata())
                 }
@@ -700,3 +753,7 @@ impl Session {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "direct_tests.rs"]
+mod direct_tests;

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The gateway's own instructions per proxied tools/call (issue 13), counted
+by callgrind, which is repeatable on a noisy shared machine where wall-clock
+figures are not.
+
+    cargo build --release --bin toolnexus
+    python3 bench/serve_callgrind.py [LONG] [SHORT]
+
+Runs `toolnexus serve --stdio` under `valgrind --tool=callgrind` (the
+proxied servers themselves are not traced) twice per proxied tool, sending
+LONG and SHORT tools/calls (default 250 and 50) with the lean client of
+bench/serve_overhead.py, and prints (instructions of the LONG run minus the
+SHORT run) / (LONG - SHORT): start-up, connect and shutdown cancel out. The
+tools: `py_echo` of the official SDK's server (tests/mcp_servers/sdk_server.py)
+and `lean_echo` of the minimal line server of bench/serve_overhead.py.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import serve_overhead  # noqa: E402  (LEAN_SERVER, Stdio, BIN)
+
+ROOT = os.path.dirname(HERE)
+
+
+def instructions(out_file):
+    with open(out_file) as f:
+        for line in f:
+            m = re.match(r"(?:summary|totals):\s+(\d+)", line)
+            if m:
+                return int(m.group(1))
+    raise SystemExit(f"no totals in {out_file}")
+
+
+def run(cfg, tool, calls, tmp):
+    out = os.path.join(tmp, f"cg.{tool}.{calls}")
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+            serve_overhead.BIN, "serve", "--stdio", "--config", cfg]
+    c = serve_overhead.Stdio(argv)
+    for _ in range(calls):
+        answer = c.request("tools/call", {"name": tool, "arguments": {"text": "ping"}})
+        result = answer.get("result")
+        if not result or result.get("isError"):
+            raise SystemExit(f"{tool}: {answer}")
+    c.close()
+    return instructions(out)
+
+
+def main():
+    long_n = int(sys.argv[1]) if len(sys.argv) > 1 else 250
+    short_n = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    tmp = tempfile.mkdtemp()
+    lean = os.path.join(tmp, "lean_server.py")
+    with open(lean, "w") as f:
+        f.write(serve_overhead.LEAN_SERVER)
+    cfg = os.path.join(tmp, "mcp.json")
+    sdk = os.path.join(ROOT, "tests", "mcp_servers", "sdk_server.py")
+    with open(cfg, "w") as f:
+        json.dump({"mcpServers": {"lean": {"command": [sys.executable, lean]},
+                                  "py": {"command": [sys.executable, sdk]}}}, f)
+    for tool in ["py_echo", "lean_echo"]:
+        many, few = run(cfg, tool, long_n, tmp), run(cfg, tool, short_n, tmp)
+        per_call = (many - few) / (long_n - short_n)
+        print(f"{tool:10s} {per_call:10.0f} instructions per call "
+              f"({many} for {long_n} calls, {few} for {short_n})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,803 @@
+//! tools/call on a stdio session without rmcp's service loop.
+//!
+//! rmcp's client sends a request by handing it to its service task over a
+//! channel, which spawns a task to write it, types the answer through every
+//! result type of the protocol and hands it back over another channel: most
+//! of the ~94k instructions the gateway spends per proxied call
+//! (bench/README.md, issue 13). A tools/call on a stdio session needs none
+//! of that: the caller writes the line itself and waits on a oneshot that
+//! the transport's reader fills when the answer with that id comes in.
+//!
+//! rmcp keeps everything else on the session: initialize, tools/list, pings,
+//! the server's own requests (elicitation) and notifications. The two share
+//! the write half of the pipe under one lock, taken with `try_lock` and
+//! written with `runtime::write_now` (the discipline `LineTransport::send`
+//! follows), so their lines never interleave; a line that does not go out
+//! whole at once is finished by a task of its own, so dropping a caller
+//! never leaves half a line in the pipe.
+//!
+//! Only sessions whose negotiated protocol has an `initialize` handshake
+//! (up to 2025-11-25) go this way: from 2026-07-28 rmcp puts the client's
+//! metadata in every request's `_meta` and only lets a server ask the
+//! client something (elicitation) while one of rmcp's own requests is in
+//! flight, so such sessions keep rmcp's path.
+
+use super::lines::LineTransport;
+use super::stdio::PipeStdin;
+use crate::tool::ToolResult;
+use crate::translate::CancelToken;
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
+    JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::service::{RoleClient, ServiceError};
+use rmcp::transport::DynamicTransportError;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{oneshot, Mutex};
+
+/// The first id of a direct call. rmcp numbers its own requests from 0, one
+/// per request it sends; on a session whose tools/calls go direct it sends
+/// only the handshake, tools/list pages and the odd ping, so it never gets
+/// near a billion. Direct ids count up from here and wrap back within
+/// `i32::MAX`: every SDK takes a JSON-RPC id of that size (some keep
+/// numeric ids in a 32-bit int), and the wrap comes after a billion calls.
+pub const FIRST_ID: i64 = 1_000_000_000;
+
+/// How many ids there are from [`FIRST_ID`] to `i32::MAX`.
+const ID_SPAN: u32 = 1_147_483_648;
+const _: () = assert!(FIRST_ID + ID_SPAN as i64 - 1 == i32::MAX as i64);
+
+/// The write half of a stdio server's pipe: None once closed.
+pub type Pipe = Arc<Mutex<Option<PipeStdin>>>;
+
+/// How a direct call failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// What rmcp's path reports as this error (`describe_service_error`).
+    Service(ServiceError),
+    /// The answer's result could not be read as JSON (`malformed-result (…)`).
+    Malformed(String),
+    /// The caller's cancel token fired (the server was told).
+    Cancelled,
+}
+
+/// What a direct call gets back.
+#[derive(Debug)]
+pub enum Reply {
+    /// A plain text answer, shaped as it was read (see [`shape_text_answer`]).
+    Shaped(ToolResult),
+    /// Any other result, as JSON, for `shape_call_result`.
+    Json(Value),
+}
+
+type Answer = Result<Reply, Failure>;
+
+struct State {
+    pending: HashMap<i64, oneshot::Sender<Answer>>,
+    /// The transport is gone: nothing will answer.
+    closed: bool,
+}
+
+/// What a stdio session's transport and its direct calls share.
+pub struct Direct {
+    pipe: Pipe,
+    state: std::sync::Mutex<State>,
+    /// `state.pending.len()`, read by the reader without the lock.
+    live: AtomicUsize,
+    next: AtomicU32,
+}
+
+/// Why the server is told a call is cancelled, as rmcp words it for a
+/// timeout (`RequestHandle::REQUEST_TIMEOUT_REASON`).
+const TIMEOUT_REASON: &str = "request timeout";
+const CANCEL_REASON: &str = "the caller cancelled the call";
+const DROPPED_REASON: &str = "the caller went away";
+
+impl Direct {
+    pub fn new(pipe: Pipe) -> Arc<Direct> {
+        Arc::new(Direct {
+            pipe,
+            state: std::sync::Mutex::new(State {
+                pending: HashMap::new(),
+                closed: false,
+            }),
+            live: AtomicUsize::new(0),
+            next: AtomicU32::new(0),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The direct calls waiting for an answer.
+    pub fn pending(&self) -> usize {
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// A fresh id and the receiver of its answer; TransportClosed once the
+    /// transport is gone (what rmcp's path says then).
+    fn register(&self) -> Result<(i64, oneshot::Receiver<Answer>), Failure> {
+        let mut state = self.state();
+        if state.closed {
+            return Err(Failure::Service(ServiceError::TransportClosed));
+        }
+        let id = loop {
+            let n = self.next.fetch_add(1, Ordering::Relaxed) % ID_SPAN;
+            let id = FIRST_ID + i64::from(n);
+            // After a wrap, an id still in flight is skipped.
+            if !state.pending.contains_key(&id) {
+                break id;
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        state.pending.insert(id, tx);
+        self.live.store(state.pending.len(), Ordering::Release);
+        Ok((id, rx))
+    }
+
+    fn forget(&self, id: i64) {
+        let mut state = self.state();
+        if state.pending.remove(&id).is_some() {
+            self.live.store(state.pending.len(), Ordering::Release);
+        }
+    }
+
+    /// The transport ended: every call waiting gets TransportClosed (its
+    /// sender dropped), and no new call starts.
+    pub fn close_all(&self) {
+        let mut state = self.state();
+        state.closed = true;
+        state.pending.clear();
+        self.live.store(0, Ordering::Release);
+    }
+
+    /// Takes `line` if it is the answer (a result or an error, no method)
+    /// to a direct call in flight, and hands it to that call. Anything else
+    /// (rmcp's traffic, an id never sent, an answer that came too late) is
+    /// left to rmcp's side of the transport.
+    pub fn offer(&self, line: &[u8]) -> bool {
+        let Some(line) = super::lines::message_text(line) else {
+            return false;
+        };
+        if let Some((id, shaped)) = shape_text_answer(line) {
+            return self.answer(id, Ok(Reply::Shaped(shaped)));
+        }
+        let Ok(reply) = serde_json::from_slice::<Envelope>(line) else {
+            return false;
+        };
+        let Envelope {
+            id: Some(id),
+            method: None,
+            result,
+            error,
+            ..
+        } = reply
+        else {
+            return false;
+        };
+        let Some(id) = numeric(&id) else {
+            return false;
+        };
+        if !self.state().pending.contains_key(&id) {
+            return false;
+        }
+        let answer = match (result, error) {
+            // What `lines::fast_call_result` keeps as it came.
+            (Some(Value::Object(result)), None)
+                if result.contains_key("content") && !result.contains_key("protocolVersion") =>
+            {
+                Ok(Reply::Json(Value::Object(result)))
+            }
+            // Anything else as rmcp's path reads it.
+            _ => match serde_json::from_slice::<ServerJsonRpcMessage>(line) {
+                Ok(JsonRpcMessage::Response(r)) => match r.result {
+                    ServerResult::CustomResult(custom) => Ok(Reply::Json(custom.0)),
+                    other => serde_json::to_value(&other)
+                        .map(Reply::Json)
+                        .map_err(|e| Failure::Malformed(format!("malformed-result ({e})"))),
+                },
+                Ok(JsonRpcMessage::Error(e)) => {
+                    Err(Failure::Service(ServiceError::McpError(e.error)))
+                }
+                // Not a message rmcp would take either: dropped, as there.
+                _ => return false,
+            },
+        };
+        self.answer(id, answer)
+    }
+
+    /// Hands `answer` to the call waiting for `id`; false when none is.
+    fn answer(&self, id: i64, answer: Answer) -> bool {
+        let tx = {
+            let mut state = self.state();
+            let Some(tx) = state.pending.remove(&id) else {
+                return false;
+            };
+            self.live.store(state.pending.len(), Ordering::Release);
+            tx
+        };
+        // A caller that gave up meanwhile no longer listens.
+        let _ = tx.send(answer);
+        true
+    }
+
+    /// tools/call `tool` with `args`: the answer, shaped or as JSON. Bounded
+    /// by `timeout` from the moment the line is out, as rmcp's request is;
+    /// on a timeout or a cancel the server is told `notifications/cancelled`.
+    pub async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        args: &Map<String, Value>,
+        timeout: Duration,
+        cancel: Option<&CancelToken>,
+    ) -> Answer {
+        let (id, rx) = self.register()?;
+        // Forgets the id however this ends; tells the server when the
+        // caller dropped this future mid-call.
+        let mut flight = InFlight {
+            direct: self,
+            id,
+            told: true,
+        };
+        let line = call_line(id, tool, args).map_err(send_failure)?;
+        self.write(line).await.map_err(Failure::Service)?;
+        flight.told = false;
+        let cancelled = async {
+            match cancel {
+                Some(c) => c.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let (reason, failure) = tokio::select! {
+            biased;
+            answer = rx => {
+                flight.told = true;
+                return answer.unwrap_or(Err(Failure::Service(ServiceError::TransportClosed)));
+            }
+            _ = cancelled => (CANCEL_REASON, Failure::Cancelled),
+            _ = tokio::time::sleep(timeout) => {
+                (TIMEOUT_REASON, Failure::Service(ServiceError::Timeout { timeout }))
+            }
+        };
+        flight.told = true;
+        // Forgotten first: an answer that comes now is dropped.
+        self.forget(id);
+        let _ = self.write(cancel_line(id, reason)).await;
+        Err(failure)
+    }
+
+    /// Writes one whole line: at once when the pipe is free and takes it
+    /// all, else on a task of its own that holds the pipe until the line is
+    /// whole (so no caller that goes away can cut it).
+    async fn write(&self, line: Vec<u8>) -> Result<(), ServiceError> {
+        let (held, written) = match Arc::clone(&self.pipe).try_lock_owned() {
+            Ok(mut pipe) => {
+                let Some(p) = pipe.as_mut() else {
+                    return Err(transport_send(closed_pipe()));
+                };
+                match crate::runtime::write_now(p, &line) {
+                    Ok(n) if n == line.len() => return Ok(()),
+                    Ok(n) => (Some(pipe), n),
+                    Err(e) => return Err(transport_send(e)),
+                }
+            }
+            Err(_) => (None, 0),
+        };
+        let pipe = Arc::clone(&self.pipe);
+        let rest = async move {
+            let mut pipe = match held {
+                Some(p) => p,
+                None => pipe.lock_owned().await,
+            };
+            let Some(p) = pipe.as_mut() else {
+                return Err(closed_pipe());
+            };
+            p.write_all(&line[written..]).await?;
+            p.flush().await
+        };
+        match crate::runtime::get().spawn(rest).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(transport_send(e)),
+            Err(e) => Err(transport_send(io::Error::other(e.to_string()))),
+        }
+    }
+}
+
+/// One direct call in flight.
+struct InFlight<'a> {
+    direct: &'a Arc<Direct>,
+    id: i64,
+    /// Whether the server needs no word from us on drop (the call was never
+    /// sent, was answered, or the server was already told).
+    told: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.direct.forget(self.id);
+        if !self.told {
+            // Dropped while waiting (a served client that hung up): the
+            // server is told, as it would be of a cancel.
+            let direct = Arc::clone(self.direct);
+            let line = cancel_line(self.id, DROPPED_REASON);
+            crate::runtime::get().spawn(async move {
+                let _ = direct.write(line).await;
+            });
+        }
+    }
+}
+
+/// What the reader needs of a line to route it.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[allow(dead_code)]
+    jsonrpc: rmcp::model::JsonRpcVersion2_0,
+    id: Option<RequestId>,
+    method: Option<serde::de::IgnoredAny>,
+    result: Option<Value>,
+    error: Option<serde::de::IgnoredAny>,
+}
+
+/// A numeric id, also when echoed as a string (as rmcp's own matching
+/// takes it).
+fn numeric(id: &RequestId) -> Option<i64> {
+    match id {
+        RequestId::Number(n) => Some(*n),
+        RequestId::String(s) => s.parse().ok(),
+    }
+}
+
+/// A tools/call answer whose content is text parts only, read in one pass
+/// with the texts borrowed from the line, no JSON tree built.
+#[derive(serde::Deserialize)]
+struct TextAnswer<'a> {
+    #[allow(dead_code)]
+    jsonrpc: rmcp::model::JsonRpcVersion2_0,
+    id: RequestId,
+    method: Option<serde::de::IgnoredAny>,
+    error: Option<serde::de::IgnoredAny>,
+    #[serde(borrow)]
+    result: Option<TextResult<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct TextResult<'a> {
+    #[serde(borrow)]
+    content: Option<Vec<TextPart<'a>>>,
+    #[serde(rename = "structuredContent")]
+    structured: Option<Compact>,
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+    /// Whether the key is there at all, whatever its value.
+    #[serde(rename = "protocolVersion", default, deserialize_with = "present")]
+    protocol_version: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct TextPart<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
+}
+
+/// A JSON value as the compact text `Value::to_string` gives it, written
+/// while it is read (no tree built); a `null` reads as absent, as
+/// `shape_call_result` takes it. An object with a repeated key fails the
+/// read (a tree keeps the key's first place and its last value), so such an
+/// answer is read the general way.
+struct Compact(String);
+
+impl<'de> serde::Deserialize<'de> for Compact {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut out = Vec::new();
+        serde::de::DeserializeSeed::deserialize(Write(&mut out), d)?;
+        // Only serde_json's writer wrote here: UTF-8.
+        String::from_utf8(out)
+            .map(Compact)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Writes the value it reads into the buffer, compact.
+struct Write<'o>(&'o mut Vec<u8>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Write<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Write<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
+        serde_json::to_writer(&mut *self.0, &v).map_err(E::custom)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
+        serde_json::to_writer(&mut *self.0, &v).map_err(E::custom)
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+        // As a tree holds it (`Value::from` would make a non-finite one
+        // null; the parser never yields one).
+        serde_json::to_writer(&mut *self.0, &Value::from(v)).map_err(E::custom)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        serde_json::to_writer(&mut *self.0, v).map_err(E::custom)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.push(b'[');
+        let mut first = true;
+        loop {
+            let at = self.0.len();
+            if !first {
+                self.0.push(b',');
+            }
+            if seq.next_element_seed(Write(&mut *self.0))?.is_none() {
+                self.0.truncate(at);
+                break;
+            }
+            first = false;
+        }
+        self.0.push(b']');
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.0.push(b'{');
+        // The keys seen: a list while the object is small, a set after.
+        let mut keys: Vec<Cow<'de, str>> = Vec::new();
+        let mut many: Option<std::collections::HashSet<Cow<'de, str>>> = None;
+        let mut first = true;
+        while let Some(Key(key)) = map.next_key()? {
+            let repeated = match &mut many {
+                Some(set) => !set.insert(key.clone()),
+                None if keys.contains(&key) => true,
+                None => {
+                    keys.push(key.clone());
+                    if keys.len() > 16 {
+                        many = Some(keys.drain(..).collect());
+                    }
+                    false
+                }
+            };
+            if repeated {
+                return Err(serde::de::Error::custom("a repeated key"));
+            }
+            if !first {
+                self.0.push(b',');
+            }
+            first = false;
+            serde_json::to_writer(&mut *self.0, key.as_ref()).map_err(serde::de::Error::custom)?;
+            self.0.push(b':');
+            map.next_value_seed(Write(&mut *self.0))?;
+        }
+        self.0.push(b'}');
+        Ok(())
+    }
+}
+
+/// An object key, borrowed from the line when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The id and ToolResult of an answer (a result with `content`, no
+/// `protocolVersion`) whose content parts are all `text`: exactly what
+/// `shape_call_result` makes of it (a unit test compares them), without the
+/// JSON tree. None for anything else, which is read the general way: a
+/// field of another type, a repeated field, a part of another kind.
+fn shape_text_answer(line: &[u8]) -> Option<(i64, ToolResult)> {
+    let answer: TextAnswer = serde_json::from_slice(line).ok()?;
+    let (None, None, Some(result)) = (&answer.method, &answer.error, answer.result) else {
+        return None;
+    };
+    let content = result.content?;
+    if result.protocol_version || content.iter().any(|p| p.kind != "text") {
+        return None;
+    }
+    let id = numeric(&answer.id)?;
+    let text = || {
+        let texts: Vec<&str> = content.iter().filter_map(|p| p.text.as_deref()).collect();
+        texts.join("\n")
+    };
+    let shaped = if result.is_error == Some(true) {
+        ToolResult::error(text())
+    } else if let Some(Compact(structured)) = result.structured {
+        ToolResult::ok(structured)
+    } else {
+        ToolResult::ok(text())
+    };
+    Some((id, shaped))
+}
+
+#[derive(serde::Serialize)]
+struct CallLine<'a> {
+    jsonrpc: &'static str,
+    id: i64,
+    method: &'static str,
+    params: CallParams<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct CallParams<'a> {
+    name: &'a str,
+    arguments: &'a Map<String, Value>,
+}
+
+/// The tools/call line with id `id` (newline included): the bytes rmcp's
+/// path writes for it (a unit test compares them).
+fn call_line(id: i64, tool: &str, args: &Map<String, Value>) -> serde_json::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(&CallLine {
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: CallParams {
+            name: tool,
+            arguments: args,
+        },
+    })?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// `notifications/cancelled` for `id`, as rmcp writes it.
+fn cancel_line(id: i64, reason: &str) -> Vec<u8> {
+    let note = CancelledNotification::new(CancelledNotificationParam::new(
+        Some(RequestId::Number(id)),
+        Some(reason.to_string()),
+    ));
+    let msg: ClientJsonRpcMessage = JsonRpcMessage::notification(ClientNotification::from(note));
+    let mut line = serde_json::to_vec(&msg).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+fn closed_pipe() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")
+}
+
+/// A failed write, as rmcp's path reports a failed send.
+fn transport_send(e: io::Error) -> ServiceError {
+    ServiceError::TransportSend(DynamicTransportError::new::<LineTransport, RoleClient>(e))
+}
+
+fn send_failure(e: serde_json::Error) -> Failure {
+    Failure::Service(transport_send(io::Error::other(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{
+        ClientRequest, CustomRequest, GetMeta, JsonRpcRequest, NumberOrString, ProgressToken,
+    };
+
+    /// The line rmcp's path writes for this tools/call (the session's
+    /// `request`, then `LineTransport::send`).
+    fn rmcp_line(id: i64, tool: &str, args: &Map<String, Value>) -> Vec<u8> {
+        let params = serde_json::json!({"name": tool, "arguments": Value::Object(args.clone())});
+        let mut request =
+            ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
+        request
+            .get_meta_mut()
+            .set_progress_token(ProgressToken(NumberOrString::Number(3)));
+        let mut item = JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(id), request));
+        super::super::lines::drop_progress_token(&mut item);
+        let mut line = super::super::lines::encode(&item).unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
+
+    #[test]
+    fn a_direct_tools_call_is_the_line_rmcps_path_writes() {
+        let cases = [
+            serde_json::json!({}),
+            serde_json::json!({"text": "a\"b\n\u{00e9}\u{1F600}\u{7f}\\", "n": [1, 2.5, -0.0, 1e300, null, {"z": true, "a": {}}]}),
+            serde_json::json!({"z": 1, "a": 2, "_meta": {"x": 1}, "": ""}),
+        ];
+        for args in cases {
+            let Value::Object(args) = args else { continue };
+            for (id, tool) in [
+                (FIRST_ID, "echo"),
+                (i64::from(i32::MAX), "we\"ird \u{2028} name"),
+            ] {
+                let ours = call_line(id, tool, &args).unwrap_or_default();
+                assert!(ours.ends_with(b"}\n"));
+                assert_eq!(
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(&rmcp_line(id, tool, &args))
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_cancel_is_the_notification_rmcp_writes() {
+        let note = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(RequestId::Number(FIRST_ID)),
+            Some(TIMEOUT_REASON.into()),
+        ));
+        let msg: ClientJsonRpcMessage = JsonRpcMessage::notification(note.into());
+        let mut rmcp = super::super::lines::encode(&msg).unwrap_or_default();
+        rmcp.push(b'\n');
+        assert_eq!(
+            String::from_utf8_lossy(&cancel_line(FIRST_ID, TIMEOUT_REASON)),
+            String::from_utf8_lossy(&rmcp)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&rmcp),
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1000000000,\"reason\":\"request timeout\"}}\n"
+        );
+    }
+
+    #[test]
+    fn ids_run_from_a_billion_and_wrap_within_i32_skipping_those_in_flight() {
+        let (write, _read) = (Arc::new(Mutex::new(None)), ());
+        let direct = Direct::new(write);
+        let (first, _a) = direct.register().unwrap_or_else(|_| panic!("closed"));
+        assert_eq!(first, FIRST_ID);
+        direct.next.store(ID_SPAN - 1, Ordering::Relaxed);
+        let (last, _b) = direct.register().unwrap_or_else(|_| panic!("closed"));
+        assert_eq!(last, i64::from(i32::MAX));
+        // Wrapped: FIRST_ID is still in flight, so the next is FIRST_ID + 1.
+        let (wrapped, _c) = direct.register().unwrap_or_else(|_| panic!("closed"));
+        assert_eq!(wrapped, FIRST_ID + 1);
+        assert_eq!(direct.pending(), 3);
+        direct.forget(first);
+        assert_eq!(direct.pending(), 2);
+        direct.close_all();
+        assert_eq!(direct.pending(), 0);
+        assert!(matches!(
+            direct.register(),
+            Err(Failure::Service(ServiceError::TransportClosed))
+        ));
+    }
+
+    #[test]
+    fn a_text_answer_read_in_one_pass_is_what_shape_call_result_makes_of_it() {
+        use crate::mcp::session::shape_call_result;
+        let results = [
+            r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b\"\u00e9"}]}"#,
+            r#"{"content":[{"type":"text","text":"{\"result\": \"hi\"}"}],"structuredContent":{"result":"hi", "n": 1.50, "e": 1e3},"isError":false}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"isError":true,"structuredContent":{"a":1}}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"structuredContent":null}"#,
+            r#"{"content":[{"type":"text"},{"type":"text","text":null},{"type":"text","text":"t","annotations":{"a":1}}]}"#,
+            r#"{"content":[],"isError":null,"_meta":{"k":"v"},"extra":[1]}"#,
+            r#"{"content":[],"structuredContent":{"a":[1,-2,3.0,-0.0,1e300,2.5e-8,18446744073709551615,-9223372036854775808,123456789012345678901234567890],"b":{"c":null,"d":[[],{}],"e":"\u00e9\ud83d\ude00\n\u0001\/"},"":true,"f":false}}"#,
+            r#"{"content":[],"structuredContent":[1,"two",{"three":[3]}]}"#,
+            r#"{"content":[],"structuredContent":"text"}"#,
+            r#"{"content":[],"structuredContent":0}"#,
+            r#"{"content":[],"structuredContent":{}}"#,
+            r#"{"content":[],"structuredContent":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18}}"#,
+            r#"{"content":[]}"#,
+            // Read the general way, the same result either way.
+            r#"{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"protocolVersion":null}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"content":[{"type":"text","text":"y"}]}"#,
+            r#"{"content":[{"type":"text","text":1}]}"#,
+            r#"{"content":[],"structuredContent":{"a":1,"b":2,"a":3}}"#,
+            r#"{"content":[],"structuredContent":{"x":{"a":1,"a":1}}}"#,
+            r#"{"content":[],"structuredContent":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k3":18}}"#,
+            r#"{"content":["text"]}"#,
+            r#"{"content":null}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"isError":"true"}"#,
+            r#"{"content":[{"type":"resource","resource":{"uri":"u","text":"r"}}]}"#,
+        ];
+        let mut fast = 0;
+        for result in results {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":"{FIRST_ID}","result":{result}}}"#);
+            let value: Value = serde_json::from_str(result).unwrap_or_default();
+            let expected = shape_call_result(&value);
+            if let Some((id, shaped)) = shape_text_answer(line.as_bytes()) {
+                fast += 1;
+                assert_eq!(id, FIRST_ID);
+                assert_eq!(
+                    shaped.to_json_string(),
+                    expected.to_json_string(),
+                    "{result}"
+                );
+            }
+            // The direct call's answer, whichever way it was read.
+            let direct = Direct::new(Arc::new(Mutex::new(None)));
+            let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
+            let line = line.replace(&format!("\"{FIRST_ID}\""), &id.to_string());
+            let taken = direct.offer(line.as_bytes());
+            let got = match rx.try_recv() {
+                Ok(Ok(Reply::Shaped(r))) => r,
+                Ok(Ok(Reply::Json(v))) => shape_call_result(&v),
+                other => panic!("{result}: {taken} {other:?}"),
+            };
+            assert_eq!(got.to_json_string(), expected.to_json_string(), "{result}");
+        }
+        assert_eq!(fast, 13);
+        // Never for anything but a plain answer.
+        for other in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"},"result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"protocolVersion":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":"one","result":{"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","result":{"content":[]}}"#,
+        ] {
+            assert!(shape_text_answer(other.as_bytes()).is_none(), "{other}");
+        }
+    }
+
+    #[test]
+    fn only_answers_to_calls_in_flight_are_taken() {
+        let direct = Direct::new(Arc::new(Mutex::new(None)));
+        let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
+        let line = |id: &str, rest: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},{rest}}}"#);
+        let ok = r#""result":{"content":[{"type":"text","text":"hi"}]}"#;
+        for other in [
+            line("\"abc\"", ok),
+            line("7", ok),
+            line(&(id + 1).to_string(), ok),
+            line(&id.to_string(), r#""method":"ping""#),
+            format!(r#"{{"jsonrpc":"1.0","id":{id},{ok}}}"#),
+            line("null", r#""error":{"code":1,"message":"m"}"#),
+        ] {
+            assert!(!direct.offer(other.as_bytes()), "{other}");
+        }
+        assert!(rx.try_recv().is_err());
+        assert!(direct.offer(line(&id.to_string(), ok).as_bytes()));
+        match rx.try_recv() {
+            Ok(Ok(Reply::Shaped(r))) => assert_eq!((r.output.as_str(), r.is_error), ("hi", false)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(direct.pending(), 0);
+        // Taken once: the same answer again is left to rmcp.
+        assert!(!direct.offer(line(&id.to_string(), ok).as_bytes()));
+        // An error object, and a numeric id echoed as a string.
+        let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
+        let err = line(
+            &format!("\"{id}\""),
+            r#""error":{"code":-32000,"message":"no"}"#,
+        );
+        assert!(direct.offer(err.as_bytes()));
+        match rx.try_recv() {
+            Ok(Err(Failure::Service(ServiceError::McpError(e)))) => assert_eq!(e.code.0, -32000),
+            other => panic!("{other:?}"),
+        }
+    }
+}
