@@ -110,9 +110,33 @@ impl InFlight {
 
 impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
+        self.0.leave();
+    }
+}
+
+impl InFlight {
+    fn leave(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
         }
+    }
+}
+
+/// A call counted in [`Gateway::in_flight`] from before its task is
+/// spawned until that task ends (the stdio fast path), so the end of the
+/// serve loop also waits for a call whose task has not run yet.
+struct InFlightTask(Arc<Gateway>);
+
+impl InFlightTask {
+    fn enter(gateway: &Arc<Gateway>) -> InFlightTask {
+        gateway.in_flight.count.fetch_add(1, Ordering::SeqCst);
+        InFlightTask(Arc::clone(gateway))
+    }
+}
+
+impl Drop for InFlightTask {
+    fn drop(&mut self) {
+        self.0.in_flight.leave();
     }
 }
 
@@ -435,7 +459,10 @@ where
     use rmcp::ServiceExt;
     let stop = CancellationToken::new();
     let done = Arc::new(Done::default());
-    let transport = stdio::LineTransport::new(reader, writer);
+    // Plain calls the transport answers itself are cancelled with the
+    // server (a child of `stop`) or when its input ends.
+    let transport = stdio::LineTransport::new(reader, writer)
+        .with_fast_path(Arc::clone(&gateway), stop.child_token());
     let ct = stop.clone();
     let ended = SetOnDrop(Arc::clone(&done));
     crate::runtime::get().spawn(async move {
@@ -448,9 +475,10 @@ where
         }
         // rmcp ends with the calls it cancelled still unwinding (a client
         // that left mid-call: its input closed and the answers never came
-        // within rmcp's drain). Each is telling its MCP server
-        // notifications/cancelled; ending now would let the host close the
-        // toolkit under it first.
+        // within rmcp's drain), and so may the plain calls the transport
+        // ran itself, cancelled when the input ended. Each is telling its
+        // MCP server notifications/cancelled; ending now would let the host
+        // close the toolkit under it first.
         let _ = tokio::time::timeout(CALLS_UNWIND, gateway.in_flight.idle()).await;
     });
     Server {

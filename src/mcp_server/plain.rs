@@ -1,8 +1,10 @@
 //! One-pass reads of the plain requests every client sends over and over:
 //! a `tools/call` with nothing but `name` and `arguments` in its params,
-//! and a `tools/list` with no params (or empty ones). Both transports use
-//! them: stdio hands the call on to rmcp as a message it need not parse,
-//! HTTP answers both itself (see `http.rs`).
+//! and a `tools/list` with no params (or empty ones), and their answers as
+//! rmcp's handler shapes them. Both transports answer them themselves once
+//! they know rmcp would give the legacy shape (HTTP: see `http.rs`; stdio:
+//! once the session is initialized, see `stdio.rs`); before that stdio
+//! hands the call on to rmcp as a message it need not parse.
 //!
 //! rmcp's own parse of a client message tries its message kinds and then
 //! every request type of the protocol in turn, buffering the text and
@@ -12,7 +14,12 @@
 //! does not know, duplicate keys) is `None`, for rmcp's parse, so what the
 //! handler sees is the same either way.
 
-use rmcp::model::{JsonRpcVersion2_0, RequestId};
+use super::Gateway;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, JsonRpcVersion2_0, ListToolsResult, RequestId,
+    ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::ErrorData;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -85,6 +92,41 @@ pub fn read(text: &[u8]) -> Option<Plain> {
             }),
         ) => Some(Plain::List { id: line.id }),
         _ => None,
+    }
+}
+
+/// A result as rmcp's handler gives it to a peer on a protocol version
+/// before 2026-07-28 (every session that opened with `initialize`, and
+/// every HTTP request this server answers itself): no `resultType`, no
+/// non-object tool output.
+fn legacy(mut result: ServerResult) -> ServerResult {
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    result
+}
+
+/// The answer to a plain `tools/list`, as rmcp's handler gives it.
+pub fn list_answer(gateway: &Gateway, id: RequestId) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::response(
+        legacy(ServerResult::ListToolsResult(
+            ListToolsResult::with_all_items(gateway.list()),
+        )),
+        id,
+    )
+}
+
+/// The answer to a plain `tools/call` whose [`Gateway::call`] gave
+/// `outcome`, as rmcp's handler gives it.
+pub fn call_answer(
+    outcome: Result<CallToolResult, ErrorData>,
+    id: RequestId,
+) -> ServerJsonRpcMessage {
+    match outcome {
+        Ok(result) => ServerJsonRpcMessage::response(
+            legacy(ServerResult::from(CallToolResponse::from(result))),
+            id,
+        ),
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
     }
 }
 

@@ -7,14 +7,43 @@
 //! message gets invalid request (-32600, with its id when it has one), and
 //! the server reads on. Writes go through one lock, so concurrent answers
 //! never interleave within a line.
+//!
+//! # The fast path
+//!
+//! Once the session is initialized (rmcp answered `initialize` with a
+//! version before 2026-07-28, whose result shape is the legacy one, and
+//! the client sent `notifications/initialized`), a plain `tools/call` (see
+//! [`super::plain`]) never reaches rmcp: the transport runs it on a task of
+//! its own ([`Gateway::call`]) and writes the answer rmcp would have
+//! written, byte for byte, through the same writer lock; a plain
+//! `tools/list` is answered the same way. That skips rmcp's service loop
+//! (a task per request, a channel hop each way, the typed encoding of the
+//! answer), which is most of the gateway's CPU per call. Everything else
+//! (`initialize`, other requests, `_meta`, answers to our requests,
+//! notifications) goes to rmcp as before.
+//!
+//! A `notifications/cancelled` naming a call the transport runs cancels
+//! that call, and no answer is written for it (as rmcp drops the answer of
+//! a request it cancelled); one naming anything else goes to rmcp. When the
+//! input ends, or the server is stopped, every call the transport runs is
+//! cancelled at once (rmcp waits up to 5 s for its own before it cancels
+//! them); what they answer is still written, for a client that only closed
+//! its input.
 
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use super::plain::Plain;
+use super::{Gateway, InFlightTask};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, ProtocolVersion,
+    RequestId, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 /// A line longer than this is answered as invalid and skipped.
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -28,6 +57,68 @@ pub struct LineTransport<R, W> {
     /// A line over [`MAX_LINE`] is being skipped to its end.
     skipping: bool,
     writer: Arc<Mutex<W>>,
+    /// The fast path, when the transport serves a gateway.
+    fast: Option<Fast>,
+}
+
+/// What the fast path keeps (see the module docs).
+struct Fast {
+    gateway: Arc<Gateway>,
+    session: Session,
+    /// Cancelled when the input ends (or, as a child of the server's stop,
+    /// when the server stops); every call's token is a child of it.
+    calls: CancellationToken,
+    running: Arc<Running>,
+    /// Tells one call from a later one that reuses its id.
+    next: u64,
+}
+
+/// How far the session is, as the fast path sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Session {
+    /// Before rmcp's answer to `initialize`.
+    Opening,
+    /// rmcp answered `initialize` with a version whose results have the
+    /// legacy shape; `notifications/initialized` has not come yet.
+    Answered,
+    /// Plain requests are the transport's.
+    Ready,
+    /// Everything is rmcp's for good: the negotiated version is one the
+    /// fast path does not shape, or the client sent `initialize` again.
+    Off,
+}
+
+/// The calls the fast path runs, by request id: the token that cancels
+/// each, and the number telling it from a later call with the same id.
+type Running = std::sync::Mutex<HashMap<RequestId, (u64, CancellationToken)>>;
+
+/// Takes a call's entry out of [`Running`] when its task ends (even by a
+/// panic); `finish` says whether the entry was still there, i.e. the
+/// client did not cancel the call.
+struct Entry {
+    running: Arc<Running>,
+    id: RequestId,
+    seq: u64,
+    done: bool,
+}
+
+impl Entry {
+    fn finish(&mut self) -> bool {
+        self.done = true;
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        match running.get(&self.id) {
+            Some((seq, _)) if *seq == self.seq => running.remove(&self.id).is_some(),
+            _ => false,
+        }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if !self.done {
+            self.finish();
+        }
+    }
 }
 
 impl<R, W> LineTransport<R, W>
@@ -41,6 +132,127 @@ where
             line: Vec::with_capacity(4096),
             skipping: false,
             writer: Arc::new(Mutex::new(writer)),
+            fast: None,
+        }
+    }
+
+    /// Answers plain requests itself once the session is initialized (see
+    /// the module docs); `calls` cancels every call it runs.
+    pub fn with_fast_path(mut self, gateway: Arc<Gateway>, calls: CancellationToken) -> Self {
+        self.fast = Some(Fast {
+            gateway,
+            session: Session::Opening,
+            calls,
+            running: Arc::default(),
+            next: 0,
+        });
+        self
+    }
+
+    /// Runs a plain request on the fast path when the session is ready for
+    /// it; `Err` hands it back for rmcp.
+    fn take_plain(&mut self, plain: Plain) -> Result<(), Plain> {
+        let Some(fast) = self.fast.as_mut().filter(|f| f.session == Session::Ready) else {
+            return Err(plain);
+        };
+        let writer = Arc::clone(&self.writer);
+        match plain {
+            Plain::List { id } => {
+                let answer = super::plain::list_answer(&fast.gateway, id);
+                crate::runtime::get().spawn(async move { write_message(&writer, &answer).await });
+            }
+            Plain::Call {
+                id,
+                name,
+                arguments,
+            } => {
+                let token = fast.calls.child_token();
+                fast.next += 1;
+                let seq = fast.next;
+                fast.running
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.clone(), (seq, token.clone()));
+                let mut entry = Entry {
+                    running: Arc::clone(&fast.running),
+                    id: id.clone(),
+                    seq,
+                    done: false,
+                };
+                let in_flight = InFlightTask::enter(&fast.gateway);
+                let gateway = Arc::clone(&fast.gateway);
+                let args = Value::Object(arguments.unwrap_or_default());
+                crate::runtime::get().spawn(async move {
+                    let _in_flight = in_flight;
+                    let outcome = gateway.call(name, args, token).await;
+                    // Cancelled by the client: no answer (rmcp's way).
+                    if entry.finish() {
+                        let answer = super::plain::call_answer(outcome, id);
+                        write_message(&writer, &answer).await;
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes what a message rmcp is about to get says about the session;
+    /// `true` when it is a cancellation the fast path took (not for rmcp).
+    fn observe(&mut self, msg: &ClientJsonRpcMessage) -> bool {
+        let Some(fast) = self.fast.as_mut() else {
+            return false;
+        };
+        match msg {
+            JsonRpcMessage::Notification(n) => match &n.notification {
+                ClientNotification::InitializedNotification(_)
+                    if fast.session == Session::Answered =>
+                {
+                    fast.session = Session::Ready;
+                }
+                ClientNotification::CancelledNotification(c) => {
+                    let Some(id) = &c.params.request_id else {
+                        return false;
+                    };
+                    let taken = fast
+                        .running
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(id);
+                    if let Some((_, token)) = taken {
+                        token.cancel();
+                        return true;
+                    }
+                }
+                _ => {}
+            },
+            // A second initialize may change what rmcp answers with.
+            JsonRpcMessage::Request(r)
+                if matches!(r.request, ClientRequest::InitializeRequest(_))
+                    && fast.session != Session::Opening =>
+            {
+                fast.session = Session::Off;
+            }
+            _ => {}
+        }
+        false
+    }
+
+    /// Notes rmcp's answer to `initialize`: the version it negotiated
+    /// decides the shape of every result it gives after.
+    fn observe_sent(&mut self, msg: &ServerJsonRpcMessage) {
+        let Some(fast) = self.fast.as_mut() else {
+            return;
+        };
+        if let JsonRpcMessage::Response(r) = msg {
+            if let ServerResult::InitializeResult(init) = &r.result {
+                let legacy =
+                    init.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str();
+                fast.session = if fast.session == Session::Opening && legacy {
+                    Session::Answered
+                } else {
+                    Session::Off
+                };
+            }
         }
     }
 
@@ -97,22 +309,28 @@ async fn write_line<W: AsyncWrite + Unpin>(writer: &Mutex<W>, mut line: Vec<u8>)
     let _ = w.flush().await;
 }
 
+/// Writes one answer of the fast path as `send` writes rmcp's.
+async fn write_message<W: AsyncWrite + Unpin>(writer: &Mutex<W>, message: &ServerJsonRpcMessage) {
+    if let Ok(line) = serde_json::to_vec(message) {
+        write_line(writer, line).await;
+    }
+}
+
 fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
         .to_string()
         .into_bytes()
 }
 
-/// A plain `tools/call` line (see [`super::plain`]) as the message rmcp's
-/// parse would make of it, in one pass; anything else is None, for rmcp's
-/// parse.
-fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
-    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
-    let super::plain::Plain::Call {
+/// A plain `tools/call` (see [`super::plain`]) as the message rmcp's parse
+/// would make of its line; anything else is None, for rmcp's parse.
+fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
+    use rmcp::model::{CallToolRequestParams, Request};
+    let Plain::Call {
         id,
         name,
         arguments,
-    } = super::plain::read(line)?
+    } = plain
     else {
         return None;
     };
@@ -122,6 +340,11 @@ fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         ClientRequest::CallToolRequest(Request::new(params)),
         id,
     ))
+}
+
+#[cfg(test)]
+fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
+    super::plain::read(line).and_then(call_message)
 }
 
 /// What to do with a line that is not a client message.
@@ -164,6 +387,7 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.observe_sent(&item);
         let line = serde_json::to_vec(&item).map(|mut line| {
             line.push(b'\n');
             line
@@ -191,6 +415,11 @@ where
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             if !self.next_line().await {
+                // The client is gone: nothing it runs on the fast path can
+                // be wanted any more.
+                if let Some(fast) = &self.fast {
+                    fast.calls.cancel();
+                }
                 return None;
             }
             let raw = std::mem::take(&mut self.line);
@@ -201,11 +430,22 @@ where
             let answer = if text.iter().all(u8::is_ascii_whitespace) {
                 None
             } else {
-                match fast_call(text)
+                let parsed = match super::plain::read(text).map(|p| self.take_plain(p)) {
+                    Some(Ok(())) => {
+                        self.recycle(raw);
+                        continue;
+                    }
+                    Some(Err(plain)) => call_message(plain),
+                    None => None,
+                };
+                match parsed
                     .map_or_else(|| serde_json::from_slice::<ClientJsonRpcMessage>(text), Ok)
                 {
                     Ok(msg) => {
                         self.recycle(raw);
+                        if self.observe(&msg) {
+                            continue;
+                        }
                         return Some(msg);
                     }
                     Err(e) => reject(text, &e),
@@ -331,6 +571,94 @@ mod tests {
         ] {
             assert!(fast_call(line.as_bytes()).is_none(), "{line}");
         }
+    }
+
+    /// Once rmcp answered `initialize` and the client said
+    /// `notifications/initialized`, plain lines never come out of
+    /// `receive`: the transport answers them; anything else still does.
+    #[test]
+    fn plain_lines_are_the_transports_once_the_session_is_initialized() {
+        use super::super::{Gateway, Profile};
+        use rmcp::model::{InitializeResult, ServerCapabilities};
+        use tokio::io::AsyncReadExt;
+        let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
+            panic!("no toolkit");
+        };
+        let gateway = Arc::new(Gateway::new(Arc::new(tk), &Profile::default(), None));
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server_end);
+        let (mut from, mut to) = tokio::io::split(client);
+        let mut t = LineTransport::new(read, write)
+            .with_fast_path(Arc::clone(&gateway), CancellationToken::new());
+        let method = |m: &Option<ClientJsonRpcMessage>| {
+            m.as_ref()
+                .and_then(|m| serde_json::to_value(m).ok())
+                .map(|v| (v["id"].clone(), v["method"].clone()))
+        };
+        crate::runtime::block_on(async move {
+            let plain_call = r#"{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"read","arguments":{"path":"/nonexistent"}}}"#;
+            let plain_list = r#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#;
+            let meta_call = r#"{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"read","_meta":{}}}"#;
+            let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+            let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            let lines = format!("{plain_call}\n{init}\n");
+            let _ = to.write_all(lines.as_bytes()).await;
+            // Before the session: rmcp's.
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!("c"), json!("tools/call")))
+            );
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!(0), json!("initialize")))
+            );
+            let answer =
+                InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+                    .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18);
+            let sent = t.send(ServerJsonRpcMessage::response(
+                ServerResult::InitializeResult(answer),
+                RequestId::Number(0),
+            ));
+            assert!(sent.await.is_ok());
+            let lines =
+                format!("{plain_list}\n{initialized}\n{plain_list}\n{plain_call}\n{meta_call}\n");
+            let _ = to.write_all(lines.as_bytes()).await;
+            // Answered, not yet initialized: rmcp's.
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!("l"), json!("tools/list")))
+            );
+            assert_eq!(
+                method(&t.receive().await),
+                Some((Value::Null, json!("notifications/initialized")))
+            );
+            // The plain list and call are answered on the way to the next
+            // line that is not plain.
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!("m"), json!("tools/call")))
+            );
+            let mut out = Vec::new();
+            let mut buf = [0u8; 4096];
+            while out.iter().filter(|b| **b == b'\n').count() < 3 {
+                let n = from.read(&mut buf).await.unwrap_or(0);
+                assert!(n > 0, "{}", String::from_utf8_lossy(&out));
+                out.extend_from_slice(&buf[..n]);
+            }
+            let text = String::from_utf8_lossy(&out);
+            let mut ids: Vec<Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|v| v["id"].clone())
+                .collect();
+            ids.sort_by_key(|v| v.to_string());
+            assert_eq!(ids, vec![json!("c"), json!("l"), json!(0)], "{text}");
+            // The end of the input cancels what the fast path runs.
+            drop(to);
+            drop(from);
+            assert!(t.receive().await.is_none());
+            assert!(t.fast.as_ref().is_some_and(|f| f.calls.is_cancelled()));
+        });
     }
 
     #[test]
