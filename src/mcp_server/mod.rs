@@ -30,7 +30,7 @@ pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION}
 
 use crate::error::Result;
 use crate::parts::{Part, PartKind};
-use crate::tool::{ExecContext, Source};
+use crate::tool::{ExecContext, Source, ToolResult};
 use crate::toolkit::Toolkit;
 use crate::translate::CancelToken;
 use rmcp::model::{
@@ -186,6 +186,17 @@ impl Gateway {
         args: Value,
         cancelled: CancellationToken,
     ) -> std::result::Result<CallToolResult, ErrorData> {
+        self.run(name, args, cancelled).await.map(call_result)
+    }
+
+    /// [`Gateway::call`] up to the tool's own result (the `onCall` event
+    /// heard).
+    async fn run(
+        &self,
+        name: String,
+        args: Value,
+        cancelled: CancellationToken,
+    ) -> std::result::Result<ToolResult, ErrorData> {
         let source = match self.toolkit.source_of(&name) {
             Some(s) if self.exposes(&name) => s,
             _ => {
@@ -224,14 +235,19 @@ impl Gateway {
             };
             let _ = catch_unwind(AssertUnwindSafe(|| on_call(&event)));
         }
-        let mut content = Vec::with_capacity(1 + result.parts.len());
-        content.push(ContentBlock::text(result.output));
-        content.extend(result.parts.iter().filter_map(part_content));
-        Ok(if result.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        })
+        Ok(result)
+    }
+}
+
+/// A tool's result as MCP's: the output as one text part, then its parts.
+fn call_result(result: ToolResult) -> CallToolResult {
+    let mut content = Vec::with_capacity(1 + result.parts.len());
+    content.push(ContentBlock::text(result.output));
+    content.extend(result.parts.iter().filter_map(part_content));
+    if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
     }
 }
 

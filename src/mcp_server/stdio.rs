@@ -184,11 +184,22 @@ where
                 let args = Value::Object(arguments.unwrap_or_default());
                 crate::runtime::get().spawn(async move {
                     let _in_flight = in_flight;
-                    let outcome = gateway.call(name, args, token).await;
+                    let outcome = gateway.run(name, args, token).await;
                     // Cancelled by the client: no answer (rmcp's way).
-                    if entry.finish() {
-                        let answer = super::plain::call_answer(outcome, id);
-                        write_message(&writer, &answer).await;
+                    if !entry.finish() {
+                        return;
+                    }
+                    let line = match &outcome {
+                        Ok(result) => super::plain::text_answer_line(&id, result),
+                        Err(_) => None,
+                    };
+                    match line {
+                        Some(line) => write_line(&writer, line).await,
+                        None => {
+                            let outcome = outcome.map(super::call_result);
+                            let answer = super::plain::call_answer(outcome, id);
+                            write_message(&writer, &answer).await;
+                        }
                     }
                 });
             }
