@@ -14,9 +14,10 @@
 //! version before 2026-07-28, whose result shape is the legacy one, and
 //! the client sent `notifications/initialized`), a plain `tools/call` (see
 //! [`super::plain`]) never reaches rmcp: the transport runs it on a task of
-//! its own ([`Gateway::call`]) and writes the answer rmcp would have
-//! written, byte for byte, through the same writer lock; a plain
-//! `tools/list` is answered the same way. That skips rmcp's service loop
+//! its own (what [`Gateway::call`] runs) and writes the answer rmcp would
+//! have written, byte for byte, through the same writer lock; a plain
+//! `tools/list` is answered the same way. A session that did not start
+//! with `initialize` (or ping) is rmcp's throughout. That skips rmcp's service loop
 //! (a task per request, a channel hop each way, the typed encoding of the
 //! answer), which is most of the gateway's CPU per call. Everything else
 //! (`initialize`, other requests, `_meta`, answers to our requests,
@@ -236,12 +237,24 @@ where
                 }
                 _ => {}
             },
-            // A second initialize may change what rmcp answers with.
-            JsonRpcMessage::Request(r)
-                if matches!(r.request, ClientRequest::InitializeRequest(_))
-                    && fast.session != Session::Opening =>
-            {
-                fast.session = Session::Off;
+            JsonRpcMessage::Request(r) => {
+                let off = match (&r.request, fast.session) {
+                    // Before the session, rmcp takes a request other than
+                    // initialize or ping (with its own `_meta`) as a
+                    // session of the 2026-07-28 kind, which has no
+                    // `initialize` and wants `_meta` on every request.
+                    (
+                        ClientRequest::InitializeRequest(_) | ClientRequest::PingRequest(_),
+                        Session::Opening,
+                    ) => false,
+                    (_, Session::Opening) => true,
+                    // A second initialize may change what rmcp answers with.
+                    (ClientRequest::InitializeRequest(_), _) => true,
+                    _ => false,
+                };
+                if off {
+                    fast.session = Session::Off;
+                }
             }
             _ => {}
         }
@@ -612,13 +625,8 @@ mod tests {
             let meta_call = r#"{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"read","_meta":{}}}"#;
             let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
             let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-            let lines = format!("{plain_call}\n{init}\n");
+            let lines = format!("{init}\n");
             let _ = to.write_all(lines.as_bytes()).await;
-            // Before the session: rmcp's.
-            assert_eq!(
-                method(&t.receive().await),
-                Some((json!("c"), json!("tools/call")))
-            );
             assert_eq!(
                 method(&t.receive().await),
                 Some((json!(0), json!("initialize")))
@@ -631,10 +639,15 @@ mod tests {
                 RequestId::Number(0),
             ));
             assert!(sent.await.is_ok());
-            let lines =
-                format!("{plain_list}\n{initialized}\n{plain_list}\n{plain_call}\n{meta_call}\n");
+            let lines = format!(
+                "{plain_call}\n{plain_list}\n{initialized}\n{plain_list}\n{plain_call}\n{meta_call}\n"
+            );
             let _ = to.write_all(lines.as_bytes()).await;
             // Answered, not yet initialized: rmcp's.
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!("c"), json!("tools/call")))
+            );
             assert_eq!(
                 method(&t.receive().await),
                 Some((json!("l"), json!("tools/list")))
@@ -669,6 +682,56 @@ mod tests {
             drop(from);
             assert!(t.receive().await.is_none());
             assert!(t.fast.as_ref().is_some_and(|f| f.calls.is_cancelled()));
+        });
+    }
+
+    /// A session that opens with another request than `initialize` is
+    /// rmcp's throughout, even after an `initialize`.
+    #[test]
+    fn a_session_that_opens_otherwise_stays_rmcps() {
+        use super::super::{Gateway, Profile};
+        use rmcp::model::{InitializeResult, ServerCapabilities};
+        let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
+            panic!("no toolkit");
+        };
+        let gateway = Arc::new(Gateway::new(Arc::new(tk), &Profile::default(), None));
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server_end);
+        let (_from, mut to) = tokio::io::split(client);
+        let mut t = LineTransport::new(read, write)
+            .with_fast_path(Arc::clone(&gateway), CancellationToken::new());
+        crate::runtime::block_on(async move {
+            let lines = concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"protocolVersion":"2026-07-28"}}}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+                "\n",
+            );
+            let _ = to.write_all(lines.as_bytes()).await;
+            for _ in 0..3 {
+                assert!(t.receive().await.is_some());
+            }
+            assert_eq!(t.fast.as_ref().map(|f| f.session), Some(Session::Off));
+            let answer =
+                InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+                    .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18);
+            let sent = t.send(ServerJsonRpcMessage::response(
+                ServerResult::InitializeResult(answer),
+                RequestId::Number(0),
+            ));
+            assert!(sent.await.is_ok());
+            let lines = concat!(
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+                "\n",
+            );
+            let _ = to.write_all(lines.as_bytes()).await;
+            assert!(t.receive().await.is_some());
+            let list = t.receive().await.and_then(|m| serde_json::to_value(m).ok());
+            assert_eq!(list.map(|v| v["id"].clone()), Some(json!(3)));
         });
     }
 
