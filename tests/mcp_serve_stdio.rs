@@ -534,3 +534,40 @@ fn a_plain_call_before_the_session_is_initialized_is_left_to_rmcp() {
     });
     assert_eq!(s.events().len(), 1);
 }
+
+/// A call that ignores its cancel and outlives the server (which waits 2 s
+/// for cancelled calls) writes nothing after the server has ended: the
+/// served stdout may be back in blocking mode then, and nobody reads it.
+#[test]
+fn a_call_that_outlives_the_server_writes_no_answer() {
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    let (started, finished) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (on_start, on_finish) = (Arc::clone(&started), Arc::clone(&finished));
+    tk.register(native("stubborn", move |_, _| {
+        on_start.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(3000));
+        on_finish.store(true, Ordering::SeqCst);
+        ToolResult::ok("too late")
+    }));
+    let mut s = Session::start(&tk, &Profile::default());
+    let rest = toolnexus::runtime::block_on(async {
+        s.open("2025-06-18").await;
+        s.send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stubborn","arguments":{}}}"#)
+            .await;
+        assert!(until(&started).await, "the call never started");
+        // Read until the server's output closes: after the call is done.
+        s.close_and_drain().await
+    });
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "the output closed before the call ended"
+    );
+    assert!(
+        s.server.ended(),
+        "the output closed before the server ended"
+    );
+    assert!(rest.is_empty(), "{rest:?}");
+}

@@ -479,6 +479,7 @@ where
     // server (a child of `stop`) or when its input ends.
     let transport = stdio::LineTransport::new(reader, writer)
         .with_fast_path(Arc::clone(&gateway), stop.child_token());
+    let closer = transport.closer();
     let ct = stop.clone();
     let ended = SetOnDrop(Arc::clone(&done));
     crate::runtime::get().spawn(async move {
@@ -496,6 +497,8 @@ where
         // MCP server notifications/cancelled; ending now would let the host
         // close the toolkit under it first.
         let _ = tokio::time::timeout(CALLS_UNWIND, gateway.in_flight.idle()).await;
+        // A call still running past that answers nobody.
+        closer.close(CALLS_UNWIND).await;
     });
     Server {
         url: None,

@@ -29,7 +29,7 @@
 //! input ends, or the server is stopped, every call the transport runs is
 //! cancelled at once (rmcp waits up to 5 s for its own before it cancels
 //! them); what they answer is still written, for a client that only closed
-//! its input.
+//! its input, until the server has ended (see [`Closer`]).
 
 use super::plain::Plain;
 use super::{Gateway, InFlightTask};
@@ -41,6 +41,7 @@ use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
@@ -58,8 +59,27 @@ pub struct LineTransport<R, W> {
     /// A line over [`MAX_LINE`] is being skipped to its end.
     skipping: bool,
     writer: Arc<Mutex<W>>,
+    /// Set by [`Closer::close`]: the fast path writes no more.
+    shut: Arc<AtomicBool>,
     /// The fast path, when the transport serves a gateway.
     fast: Option<Fast>,
+}
+
+/// Ends the fast path's writes when the server is over: a call that
+/// outlived it writes no answer (rmcp's own calls cannot either), so no
+/// write comes after the server has put its stdout back in blocking mode.
+pub struct Closer<W> {
+    writer: Arc<Mutex<W>>,
+    shut: Arc<AtomicBool>,
+}
+
+impl<W: AsyncWrite + Unpin> Closer<W> {
+    /// No fast-path write starts after this; one under way is waited for
+    /// (at most `limit`).
+    pub async fn close(self, limit: std::time::Duration) {
+        self.shut.store(true, Ordering::SeqCst);
+        let _ = tokio::time::timeout(limit, self.writer.lock()).await;
+    }
 }
 
 /// What the fast path keeps (see the module docs).
@@ -133,7 +153,16 @@ where
             line: Vec::with_capacity(4096),
             skipping: false,
             writer: Arc::new(Mutex::new(writer)),
+            shut: Arc::default(),
             fast: None,
+        }
+    }
+
+    /// What ends the fast path's writes (see [`Closer`]).
+    pub fn closer(&self) -> Closer<W> {
+        Closer {
+            writer: Arc::clone(&self.writer),
+            shut: Arc::clone(&self.shut),
         }
     }
 
@@ -156,11 +185,14 @@ where
         let Some(fast) = self.fast.as_mut().filter(|f| f.session == Session::Ready) else {
             return Err(plain);
         };
-        let writer = Arc::clone(&self.writer);
+        let out = Out {
+            writer: Arc::clone(&self.writer),
+            shut: Arc::clone(&self.shut),
+        };
         match plain {
             Plain::List { id } => {
                 let answer = super::plain::list_answer(&fast.gateway, id);
-                crate::runtime::get().spawn(async move { write_message(&writer, &answer).await });
+                crate::runtime::get().spawn(async move { out.message(&answer).await });
             }
             Plain::Call {
                 id,
@@ -195,11 +227,10 @@ where
                         Err(_) => None,
                     };
                     match line {
-                        Some(line) => write_line(&writer, line).await,
+                        Some(line) => out.line(line).await,
                         None => {
                             let outcome = outcome.map(super::call_result);
-                            let answer = super::plain::call_answer(outcome, id);
-                            write_message(&writer, &answer).await;
+                            out.message(&super::plain::call_answer(outcome, id)).await;
                         }
                     }
                 });
@@ -333,10 +364,30 @@ async fn write_line<W: AsyncWrite + Unpin>(writer: &Mutex<W>, mut line: Vec<u8>)
     let _ = w.flush().await;
 }
 
-/// Writes one answer of the fast path as `send` writes rmcp's.
-async fn write_message<W: AsyncWrite + Unpin>(writer: &Mutex<W>, message: &ServerJsonRpcMessage) {
-    if let Ok(line) = serde_json::to_vec(message) {
-        write_line(writer, line).await;
+/// Where the fast path writes its answers: the transport's writer, unless
+/// the server is over.
+struct Out<W> {
+    writer: Arc<Mutex<W>>,
+    shut: Arc<AtomicBool>,
+}
+
+impl<W: AsyncWrite + Unpin> Out<W> {
+    /// Writes one answer line (without its newline), as `send` writes
+    /// rmcp's.
+    async fn line(&self, mut line: Vec<u8>) {
+        line.push(b'\n');
+        let mut w = self.writer.lock().await;
+        if self.shut.load(Ordering::SeqCst) {
+            return;
+        }
+        let _ = w.write_all(&line).await;
+        let _ = w.flush().await;
+    }
+
+    async fn message(&self, message: &ServerJsonRpcMessage) {
+        if let Ok(line) = serde_json::to_vec(message) {
+            self.line(line).await;
+        }
     }
 }
 
