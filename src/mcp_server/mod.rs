@@ -94,6 +94,12 @@ impl InFlight {
         InFlightGuard(self)
     }
 
+    fn leave(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+
     /// Resolves once no call is running.
     async fn idle(&self) {
         loop {
@@ -111,14 +117,6 @@ impl InFlight {
 impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
         self.0.leave();
-    }
-}
-
-impl InFlight {
-    fn leave(&self) {
-        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.idle.notify_waiters();
-        }
     }
 }
 
