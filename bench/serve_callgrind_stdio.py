@@ -3,7 +3,7 @@
 figure that stays put on a shared, noisy machine where wall time does not.
 
     cargo build --release --bin toolnexus
-    python3 bench/serve_callgrind.py [BIN]
+    python3 bench/serve_callgrind_stdio.py [BIN]   # or TOOLNEXUS_BIN=...
 
 Runs `toolnexus serve --stdio` under `valgrind --tool=callgrind` (the
 gateway process only; the proxied server is not traced) for 50 and for 250
@@ -24,7 +24,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_overhead import LEAN_SERVER  # noqa: E402
 
-BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "release", "toolnexus")
+BIN = sys.argv[1] if len(sys.argv) > 1 else os.environ.get(
+    "TOOLNEXUS_BIN", os.path.join(ROOT, "target", "release", "toolnexus"))
 
 
 def run(cfg, tool, args, calls, out):
