@@ -158,6 +158,21 @@ where
         }
     }
 
+    fn out(&self) -> Out<W> {
+        Out {
+            writer: Arc::clone(&self.writer),
+            shut: Arc::clone(&self.shut),
+        }
+    }
+
+    /// Writes an answer of the transport's own (a malformed line's) on a
+    /// task: `receive` must not wait for the writer, since rmcp drops its
+    /// future whenever another event comes first, and the answer with it.
+    fn answer_later(&self, line: Vec<u8>) {
+        let out = self.out();
+        crate::runtime::get().spawn(async move { out.line(line).await });
+    }
+
     /// What ends the fast path's writes (see [`Closer`]).
     pub fn closer(&self) -> Closer<W> {
         Closer {
@@ -182,12 +197,16 @@ where
     /// Runs a plain request on the fast path when the session is ready for
     /// it; `Err` hands it back for rmcp.
     fn take_plain(&mut self, plain: Plain) -> Result<(), Plain> {
-        let Some(fast) = self.fast.as_mut().filter(|f| f.session == Session::Ready) else {
+        if !self
+            .fast
+            .as_ref()
+            .is_some_and(|f| f.session == Session::Ready)
+        {
             return Err(plain);
-        };
-        let out = Out {
-            writer: Arc::clone(&self.writer),
-            shut: Arc::clone(&self.shut),
+        }
+        let out = self.out();
+        let Some(fast) = self.fast.as_mut() else {
+            return Err(plain);
         };
         match plain {
             Plain::List { id } => {
@@ -345,8 +364,7 @@ where
             self.reader.consume(used);
             if done {
                 if std::mem::take(&mut self.skipping) {
-                    let answer = error_line(Value::Null, INVALID_REQUEST, "line too long");
-                    write_line(&self.writer, answer).await;
+                    self.answer_later(error_line(Value::Null, INVALID_REQUEST, "line too long"));
                     continue;
                 }
                 return true;
@@ -355,17 +373,9 @@ where
     }
 }
 
-/// Writes one answer line of the transport's own (a failed write is the
-/// client gone; the read side will see it).
-async fn write_line<W: AsyncWrite + Unpin>(writer: &Mutex<W>, mut line: Vec<u8>) {
-    line.push(b'\n');
-    let mut w = writer.lock().await;
-    let _ = w.write_all(&line).await;
-    let _ = w.flush().await;
-}
-
-/// Where the fast path writes its answers: the transport's writer, unless
-/// the server is over.
+/// Where the transport writes answers of its own (the fast path's, a
+/// malformed line's): the transport's writer, unless the server is over. A
+/// failed write is the client gone; the read side will see it.
 struct Out<W> {
     writer: Arc<Mutex<W>>,
     shut: Arc<AtomicBool>,
@@ -528,7 +538,7 @@ where
             };
             self.recycle(raw);
             if let Some(answer) = answer {
-                write_line(&self.writer, answer).await;
+                self.answer_later(answer);
             }
         }
     }
