@@ -17,9 +17,7 @@ use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use rmcp::model::{
-    CallToolResponse, ListToolsResult, ProtocolVersion, ServerJsonRpcMessage, ServerResult,
-};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -244,18 +242,8 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
     // Every request taken here speaks a version before 2026-07-28 (the
     // header's, or 2025-03-26 without one): rmcp's handler gives such a
     // peer the legacy shape of a result.
-    let legacy = |mut result: ServerResult| {
-        result.strip_result_type_for_legacy_peer();
-        result.strip_non_object_output_for_legacy_peer();
-        result
-    };
     let message = match plain {
-        Plain::List { id } => ServerJsonRpcMessage::response(
-            legacy(ServerResult::ListToolsResult(
-                ListToolsResult::with_all_items(routes.gateway.list()),
-            )),
-            id,
-        ),
+        Plain::List { id } => super::plain::list_answer(&routes.gateway, id),
         Plain::Call {
             id,
             name,
@@ -282,11 +270,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
                 drop(hang_up);
             }
             match outcome {
-                Some(Ok(result)) => ServerJsonRpcMessage::response(
-                    legacy(ServerResult::from(CallToolResponse::from(result))),
-                    id,
-                ),
-                Some(Err(error)) => ServerJsonRpcMessage::error(error, Some(id)),
+                Some(outcome) => super::plain::call_answer(outcome, id),
                 None => {
                     return text_answer(
                         hyper::StatusCode::INTERNAL_SERVER_ERROR,

@@ -30,7 +30,7 @@ pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION}
 
 use crate::error::Result;
 use crate::parts::{Part, PartKind};
-use crate::tool::{ExecContext, Source};
+use crate::tool::{ExecContext, Source, ToolResult};
 use crate::toolkit::Toolkit;
 use crate::translate::CancelToken;
 use rmcp::model::{
@@ -94,6 +94,12 @@ impl InFlight {
         InFlightGuard(self)
     }
 
+    fn leave(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+
     /// Resolves once no call is running.
     async fn idle(&self) {
         loop {
@@ -110,9 +116,25 @@ impl InFlight {
 
 impl Drop for InFlightGuard<'_> {
     fn drop(&mut self) {
-        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.idle.notify_waiters();
-        }
+        self.0.leave();
+    }
+}
+
+/// A call counted in [`Gateway::in_flight`] from before its task is
+/// spawned until that task ends (the stdio fast path), so the end of the
+/// serve loop also waits for a call whose task has not run yet.
+struct InFlightTask(Arc<Gateway>);
+
+impl InFlightTask {
+    fn enter(gateway: &Arc<Gateway>) -> InFlightTask {
+        gateway.in_flight.count.fetch_add(1, Ordering::SeqCst);
+        InFlightTask(Arc::clone(gateway))
+    }
+}
+
+impl Drop for InFlightTask {
+    fn drop(&mut self) {
+        self.0.in_flight.leave();
     }
 }
 
@@ -162,6 +184,17 @@ impl Gateway {
         args: Value,
         cancelled: CancellationToken,
     ) -> std::result::Result<CallToolResult, ErrorData> {
+        self.run(name, args, cancelled).await.map(call_result)
+    }
+
+    /// [`Gateway::call`] up to the tool's own result (the `onCall` event
+    /// heard).
+    async fn run(
+        &self,
+        name: String,
+        args: Value,
+        cancelled: CancellationToken,
+    ) -> std::result::Result<ToolResult, ErrorData> {
         let source = match self.toolkit.source_of(&name) {
             Some(s) if self.exposes(&name) => s,
             _ => {
@@ -200,14 +233,19 @@ impl Gateway {
             };
             let _ = catch_unwind(AssertUnwindSafe(|| on_call(&event)));
         }
-        let mut content = Vec::with_capacity(1 + result.parts.len());
-        content.push(ContentBlock::text(result.output));
-        content.extend(result.parts.iter().filter_map(part_content));
-        Ok(if result.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        })
+        Ok(result)
+    }
+}
+
+/// A tool's result as MCP's: the output as one text part, then its parts.
+fn call_result(result: ToolResult) -> CallToolResult {
+    let mut content = Vec::with_capacity(1 + result.parts.len());
+    content.push(ContentBlock::text(result.output));
+    content.extend(result.parts.iter().filter_map(part_content));
+    if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
     }
 }
 
@@ -435,7 +473,11 @@ where
     use rmcp::ServiceExt;
     let stop = CancellationToken::new();
     let done = Arc::new(Done::default());
-    let transport = stdio::LineTransport::new(reader, writer);
+    // Plain calls the transport answers itself are cancelled with the
+    // server (a child of `stop`) or when its input ends.
+    let transport = stdio::LineTransport::new(reader, writer)
+        .with_fast_path(Arc::clone(&gateway), stop.child_token());
+    let closer = transport.closer();
     let ct = stop.clone();
     let ended = SetOnDrop(Arc::clone(&done));
     crate::runtime::get().spawn(async move {
@@ -448,10 +490,13 @@ where
         }
         // rmcp ends with the calls it cancelled still unwinding (a client
         // that left mid-call: its input closed and the answers never came
-        // within rmcp's drain). Each is telling its MCP server
-        // notifications/cancelled; ending now would let the host close the
-        // toolkit under it first.
+        // within rmcp's drain), and so may the plain calls the transport
+        // ran itself, cancelled when the input ended. Each is telling its
+        // MCP server notifications/cancelled; ending now would let the host
+        // close the toolkit under it first.
         let _ = tokio::time::timeout(CALLS_UNWIND, gateway.in_flight.idle()).await;
+        // A call still running past that answers nobody.
+        closer.close(CALLS_UNWIND).await;
     });
     Server {
         url: None,

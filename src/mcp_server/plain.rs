@@ -1,8 +1,10 @@
 //! One-pass reads of the plain requests every client sends over and over:
 //! a `tools/call` with nothing but `name` and `arguments` in its params,
-//! and a `tools/list` with no params (or empty ones). Both transports use
-//! them: stdio hands the call on to rmcp as a message it need not parse,
-//! HTTP answers both itself (see `http.rs`).
+//! and a `tools/list` with no params (or empty ones), and their answers as
+//! rmcp's handler shapes them. Both transports answer them themselves once
+//! they know rmcp would give the legacy shape (HTTP: see `http.rs`; stdio:
+//! once the session is initialized, see `stdio.rs`); before that stdio
+//! hands the call on to rmcp as a message it need not parse.
 //!
 //! rmcp's own parse of a client message tries its message kinds and then
 //! every request type of the protocol in turn, buffering the text and
@@ -12,7 +14,12 @@
 //! does not know, duplicate keys) is `None`, for rmcp's parse, so what the
 //! handler sees is the same either way.
 
-use rmcp::model::{JsonRpcVersion2_0, RequestId};
+use super::Gateway;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, JsonRpcVersion2_0, ListToolsResult, RequestId,
+    ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::ErrorData;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -88,10 +95,121 @@ pub fn read(text: &[u8]) -> Option<Plain> {
     }
 }
 
+/// A result as rmcp's handler gives it to a peer on a protocol version
+/// before 2026-07-28 (every session that opened with `initialize`, and
+/// every HTTP request this server answers itself): no `resultType`, no
+/// non-object tool output.
+fn legacy(mut result: ServerResult) -> ServerResult {
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    result
+}
+
+/// The answer to a plain `tools/list`, as rmcp's handler gives it.
+pub fn list_answer(gateway: &Gateway, id: RequestId) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::response(
+        legacy(ServerResult::ListToolsResult(
+            ListToolsResult::with_all_items(gateway.list()),
+        )),
+        id,
+    )
+}
+
+/// The answer to a plain `tools/call` whose [`Gateway::call`] gave
+/// `outcome`, as rmcp's handler gives it.
+pub fn call_answer(
+    outcome: Result<CallToolResult, ErrorData>,
+    id: RequestId,
+) -> ServerJsonRpcMessage {
+    match outcome {
+        Ok(result) => ServerJsonRpcMessage::response(
+            legacy(ServerResult::from(CallToolResponse::from(result))),
+            id,
+        ),
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    }
+}
+
+/// The line (without its newline) answering a plain `tools/call` whose
+/// tool gave `result`, when the result has no parts: the bytes rmcp's
+/// encoding of [`call_answer`] gives (`{"jsonrpc":"2.0","id":ID,"result":
+/// {"content":[{"type":"text","text":OUTPUT}],"isError":BOOL}}`, strings
+/// escaped by the same serde_json writer), without building the typed
+/// result. `None` for a result with parts, which takes [`call_answer`].
+pub fn text_answer_line(id: &RequestId, result: &crate::tool::ToolResult) -> Option<Vec<u8>> {
+    if !result.parts.is_empty() {
+        return None;
+    }
+    let mut line = Vec::with_capacity(80 + result.output.len());
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut line, id).ok()?;
+    line.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    serde_json::to_writer(&mut line, result.output.as_str()).ok()?;
+    line.extend_from_slice(if result.is_error {
+        br#"}],"isError":true}}"#
+    } else {
+        br#"}],"isError":false}}"#
+    });
+    Some(line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+
+    #[test]
+    fn a_text_answer_is_the_line_rmcp_writes() {
+        use crate::tool::ToolResult;
+        let outputs = [
+            String::new(),
+            "plain".into(),
+            "quotes \" and \\ backslash, \n newline, \t tab, \u{1} \u{1f} \u{7f}".into(),
+            "unicode: é ü 漢字 😀 \u{2028} \u{2029}".into(),
+            "</script> & <b> '".into(),
+            "x".repeat(10_000),
+        ];
+        let ids = [
+            RequestId::Number(0),
+            RequestId::Number(-7),
+            RequestId::Number(i64::MAX),
+            RequestId::String("a\"b\\c".into()),
+            RequestId::String("".into()),
+        ];
+        for output in &outputs {
+            for is_error in [false, true] {
+                for id in &ids {
+                    let result = if is_error {
+                        ToolResult::error(output.clone())
+                    } else {
+                        ToolResult::ok(output.clone())
+                    };
+                    let line = text_answer_line(id, &result);
+                    let typed = serde_json::to_vec(&call_answer(
+                        Ok(super::super::call_result(result)),
+                        id.clone(),
+                    ))
+                    .ok();
+                    assert!(line.is_some());
+                    assert_eq!(line, typed, "{output:?} {is_error} {id:?}");
+                }
+            }
+        }
+        // A result with parts is not one text line.
+        let with_parts = ToolResult {
+            parts: vec![crate::parts::Part {
+                kind: crate::parts::PartKind::Text,
+                text: Some("more".into()),
+                mime_type: None,
+                data: None,
+                url: None,
+                name: None,
+            }]
+            .into_boxed_slice(),
+            ..ToolResult::ok("out")
+        };
+        assert!(text_answer_line(&RequestId::Number(1), &with_parts).is_none());
+    }
 
     #[test]
     fn a_list_reads_as_rmcp_reads_it() {

@@ -7,14 +7,45 @@
 //! message gets invalid request (-32600, with its id when it has one), and
 //! the server reads on. Writes go through one lock, so concurrent answers
 //! never interleave within a line.
+//!
+//! # The fast path
+//!
+//! Once the session is initialized (rmcp answered `initialize` with a
+//! version before 2026-07-28, whose result shape is the legacy one, and
+//! the client sent `notifications/initialized`), a plain `tools/call` (see
+//! [`super::plain`]) never reaches rmcp: the transport runs it on a task of
+//! its own (what [`Gateway::call`] runs) and writes the answer rmcp would
+//! have written, byte for byte, through the same writer lock; a plain
+//! `tools/list` is answered the same way. A session that did not start
+//! with `initialize` (or ping) is rmcp's throughout. That skips rmcp's service loop
+//! (a task per request, a channel hop each way, the typed encoding of the
+//! answer), which is most of the gateway's CPU per call. Everything else
+//! (`initialize`, other requests, `_meta`, answers to our requests,
+//! notifications) goes to rmcp as before.
+//!
+//! A `notifications/cancelled` naming a call the transport runs cancels
+//! that call, and no answer is written for it (as rmcp drops the answer of
+//! a request it cancelled); one naming anything else goes to rmcp. When the
+//! input ends, or the server is stopped, every call the transport runs is
+//! cancelled at once (rmcp waits up to 5 s for its own before it cancels
+//! them); what they answer is still written, for a client that only closed
+//! its input, until the server has ended (see [`Closer`]).
 
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use super::plain::Plain;
+use super::{Gateway, InFlightTask};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, ProtocolVersion,
+    RequestId, ServerJsonRpcMessage, ServerResult,
+};
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 /// A line longer than this is answered as invalid and skipped.
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
@@ -28,6 +59,87 @@ pub struct LineTransport<R, W> {
     /// A line over [`MAX_LINE`] is being skipped to its end.
     skipping: bool,
     writer: Arc<Mutex<W>>,
+    /// Set by [`Closer::close`]: the fast path writes no more.
+    shut: Arc<AtomicBool>,
+    /// The fast path, when the transport serves a gateway.
+    fast: Option<Fast>,
+}
+
+/// Ends the fast path's writes when the server is over: a call that
+/// outlived it writes no answer (rmcp's own calls cannot either), so no
+/// write comes after the server has put its stdout back in blocking mode.
+pub struct Closer<W> {
+    writer: Arc<Mutex<W>>,
+    shut: Arc<AtomicBool>,
+}
+
+impl<W: AsyncWrite + Unpin> Closer<W> {
+    /// No fast-path write starts after this; one under way is waited for
+    /// (at most `limit`).
+    pub async fn close(self, limit: std::time::Duration) {
+        self.shut.store(true, Ordering::SeqCst);
+        let _ = tokio::time::timeout(limit, self.writer.lock()).await;
+    }
+}
+
+/// What the fast path keeps (see the module docs).
+struct Fast {
+    gateway: Arc<Gateway>,
+    session: Session,
+    /// Cancelled when the input ends (or, as a child of the server's stop,
+    /// when the server stops); every call's token is a child of it.
+    calls: CancellationToken,
+    running: Arc<Running>,
+    /// Tells one call from a later one that reuses its id.
+    next: u64,
+}
+
+/// How far the session is, as the fast path sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Session {
+    /// Before rmcp's answer to `initialize`.
+    Opening,
+    /// rmcp answered `initialize` with a version whose results have the
+    /// legacy shape; `notifications/initialized` has not come yet.
+    Answered,
+    /// Plain requests are the transport's.
+    Ready,
+    /// Everything is rmcp's for good: the negotiated version is one the
+    /// fast path does not shape, or the client sent `initialize` again.
+    Off,
+}
+
+/// The calls the fast path runs, by request id: the token that cancels
+/// each, and the number telling it from a later call with the same id.
+type Running = std::sync::Mutex<HashMap<RequestId, (u64, CancellationToken)>>;
+
+/// Takes a call's entry out of [`Running`] when its task ends (even by a
+/// panic); `finish` says whether the entry was still there, i.e. the
+/// client did not cancel the call.
+struct Entry {
+    running: Arc<Running>,
+    id: RequestId,
+    seq: u64,
+    done: bool,
+}
+
+impl Entry {
+    fn finish(&mut self) -> bool {
+        self.done = true;
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        match running.get(&self.id) {
+            Some((seq, _)) if *seq == self.seq => running.remove(&self.id).is_some(),
+            _ => false,
+        }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if !self.done {
+            self.finish();
+        }
+    }
 }
 
 impl<R, W> LineTransport<R, W>
@@ -41,6 +153,180 @@ where
             line: Vec::with_capacity(4096),
             skipping: false,
             writer: Arc::new(Mutex::new(writer)),
+            shut: Arc::default(),
+            fast: None,
+        }
+    }
+
+    fn out(&self) -> Out<W> {
+        Out {
+            writer: Arc::clone(&self.writer),
+            shut: Arc::clone(&self.shut),
+        }
+    }
+
+    /// Writes an answer of the transport's own (a malformed line's) on a
+    /// task: `receive` must not wait for the writer, since rmcp drops its
+    /// future whenever another event comes first, and the answer with it.
+    fn answer_later(&self, line: Vec<u8>) {
+        let out = self.out();
+        crate::runtime::get().spawn(async move { out.line(line).await });
+    }
+
+    /// What ends the fast path's writes (see [`Closer`]).
+    pub fn closer(&self) -> Closer<W> {
+        Closer {
+            writer: Arc::clone(&self.writer),
+            shut: Arc::clone(&self.shut),
+        }
+    }
+
+    /// Answers plain requests itself once the session is initialized (see
+    /// the module docs); `calls` cancels every call it runs.
+    pub fn with_fast_path(mut self, gateway: Arc<Gateway>, calls: CancellationToken) -> Self {
+        self.fast = Some(Fast {
+            gateway,
+            session: Session::Opening,
+            calls,
+            running: Arc::default(),
+            next: 0,
+        });
+        self
+    }
+
+    /// Runs a plain request on the fast path when the session is ready for
+    /// it; `Err` hands it back for rmcp.
+    fn take_plain(&mut self, plain: Plain) -> Result<(), Plain> {
+        if !self
+            .fast
+            .as_ref()
+            .is_some_and(|f| f.session == Session::Ready)
+        {
+            return Err(plain);
+        }
+        let out = self.out();
+        let Some(fast) = self.fast.as_mut() else {
+            return Err(plain);
+        };
+        match plain {
+            Plain::List { id } => {
+                let answer = super::plain::list_answer(&fast.gateway, id);
+                crate::runtime::get().spawn(async move { out.message(&answer).await });
+            }
+            Plain::Call {
+                id,
+                name,
+                arguments,
+            } => {
+                let token = fast.calls.child_token();
+                fast.next += 1;
+                let seq = fast.next;
+                fast.running
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.clone(), (seq, token.clone()));
+                let mut entry = Entry {
+                    running: Arc::clone(&fast.running),
+                    id: id.clone(),
+                    seq,
+                    done: false,
+                };
+                let in_flight = InFlightTask::enter(&fast.gateway);
+                let gateway = Arc::clone(&fast.gateway);
+                let args = Value::Object(arguments.unwrap_or_default());
+                crate::runtime::get().spawn(async move {
+                    let _in_flight = in_flight;
+                    let outcome = gateway.run(name, args, token).await;
+                    // Cancelled by the client: no answer (rmcp's way).
+                    if !entry.finish() {
+                        return;
+                    }
+                    let line = match &outcome {
+                        Ok(result) => super::plain::text_answer_line(&id, result),
+                        Err(_) => None,
+                    };
+                    match line {
+                        Some(line) => out.line(line).await,
+                        None => {
+                            let outcome = outcome.map(super::call_result);
+                            out.message(&super::plain::call_answer(outcome, id)).await;
+                        }
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes what a message rmcp is about to get says about the session;
+    /// `true` when it is a cancellation the fast path took (not for rmcp).
+    fn observe(&mut self, msg: &ClientJsonRpcMessage) -> bool {
+        let Some(fast) = self.fast.as_mut() else {
+            return false;
+        };
+        match msg {
+            JsonRpcMessage::Notification(n) => match &n.notification {
+                ClientNotification::InitializedNotification(_)
+                    if fast.session == Session::Answered =>
+                {
+                    fast.session = Session::Ready;
+                }
+                ClientNotification::CancelledNotification(c) => {
+                    let Some(id) = &c.params.request_id else {
+                        return false;
+                    };
+                    let taken = fast
+                        .running
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(id);
+                    if let Some((_, token)) = taken {
+                        token.cancel();
+                        return true;
+                    }
+                }
+                _ => {}
+            },
+            JsonRpcMessage::Request(r) => {
+                let off = match (&r.request, fast.session) {
+                    // Before the session, rmcp takes a request other than
+                    // initialize or ping (with its own `_meta`) as a
+                    // session of the 2026-07-28 kind, which has no
+                    // `initialize` and wants `_meta` on every request.
+                    (
+                        ClientRequest::InitializeRequest(_) | ClientRequest::PingRequest(_),
+                        Session::Opening,
+                    ) => false,
+                    (_, Session::Opening) => true,
+                    // A second initialize may change what rmcp answers with.
+                    (ClientRequest::InitializeRequest(_), _) => true,
+                    _ => false,
+                };
+                if off {
+                    fast.session = Session::Off;
+                }
+            }
+            _ => {}
+        }
+        false
+    }
+
+    /// Notes rmcp's answer to `initialize`: the version it negotiated
+    /// decides the shape of every result it gives after.
+    fn observe_sent(&mut self, msg: &ServerJsonRpcMessage) {
+        let Some(fast) = self.fast.as_mut() else {
+            return;
+        };
+        if let JsonRpcMessage::Response(r) = msg {
+            if let ServerResult::InitializeResult(init) = &r.result {
+                let legacy =
+                    init.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str();
+                fast.session = if fast.session == Session::Opening && legacy {
+                    Session::Answered
+                } else {
+                    Session::Off
+                };
+            }
         }
     }
 
@@ -78,8 +364,7 @@ where
             self.reader.consume(used);
             if done {
                 if std::mem::take(&mut self.skipping) {
-                    let answer = error_line(Value::Null, INVALID_REQUEST, "line too long");
-                    write_line(&self.writer, answer).await;
+                    self.answer_later(error_line(Value::Null, INVALID_REQUEST, "line too long"));
                     continue;
                 }
                 return true;
@@ -88,13 +373,32 @@ where
     }
 }
 
-/// Writes one answer line of the transport's own (a failed write is the
-/// client gone; the read side will see it).
-async fn write_line<W: AsyncWrite + Unpin>(writer: &Mutex<W>, mut line: Vec<u8>) {
-    line.push(b'\n');
-    let mut w = writer.lock().await;
-    let _ = w.write_all(&line).await;
-    let _ = w.flush().await;
+/// Where the transport writes answers of its own (the fast path's, a
+/// malformed line's): the transport's writer, unless the server is over. A
+/// failed write is the client gone; the read side will see it.
+struct Out<W> {
+    writer: Arc<Mutex<W>>,
+    shut: Arc<AtomicBool>,
+}
+
+impl<W: AsyncWrite + Unpin> Out<W> {
+    /// Writes one answer line (without its newline), as `send` writes
+    /// rmcp's.
+    async fn line(&self, mut line: Vec<u8>) {
+        line.push(b'\n');
+        let mut w = self.writer.lock().await;
+        if self.shut.load(Ordering::SeqCst) {
+            return;
+        }
+        let _ = w.write_all(&line).await;
+        let _ = w.flush().await;
+    }
+
+    async fn message(&self, message: &ServerJsonRpcMessage) {
+        if let Ok(line) = serde_json::to_vec(message) {
+            self.line(line).await;
+        }
+    }
 }
 
 fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
@@ -103,16 +407,15 @@ fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
         .into_bytes()
 }
 
-/// A plain `tools/call` line (see [`super::plain`]) as the message rmcp's
-/// parse would make of it, in one pass; anything else is None, for rmcp's
-/// parse.
-fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
-    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
-    let super::plain::Plain::Call {
+/// A plain `tools/call` (see [`super::plain`]) as the message rmcp's parse
+/// would make of its line; anything else is None, for rmcp's parse.
+fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
+    use rmcp::model::{CallToolRequestParams, Request};
+    let Plain::Call {
         id,
         name,
         arguments,
-    } = super::plain::read(line)?
+    } = plain
     else {
         return None;
     };
@@ -122,6 +425,11 @@ fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
         ClientRequest::CallToolRequest(Request::new(params)),
         id,
     ))
+}
+
+#[cfg(test)]
+fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
+    super::plain::read(line).and_then(call_message)
 }
 
 /// What to do with a line that is not a client message.
@@ -164,6 +472,7 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.observe_sent(&item);
         let line = serde_json::to_vec(&item).map(|mut line| {
             line.push(b'\n');
             line
@@ -191,6 +500,11 @@ where
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             if !self.next_line().await {
+                // The client is gone: nothing it runs on the fast path can
+                // be wanted any more.
+                if let Some(fast) = &self.fast {
+                    fast.calls.cancel();
+                }
                 return None;
             }
             let raw = std::mem::take(&mut self.line);
@@ -201,11 +515,22 @@ where
             let answer = if text.iter().all(u8::is_ascii_whitespace) {
                 None
             } else {
-                match fast_call(text)
+                let parsed = match super::plain::read(text).map(|p| self.take_plain(p)) {
+                    Some(Ok(())) => {
+                        self.recycle(raw);
+                        continue;
+                    }
+                    Some(Err(plain)) => call_message(plain),
+                    None => None,
+                };
+                match parsed
                     .map_or_else(|| serde_json::from_slice::<ClientJsonRpcMessage>(text), Ok)
                 {
                     Ok(msg) => {
                         self.recycle(raw);
+                        if self.observe(&msg) {
+                            continue;
+                        }
                         return Some(msg);
                     }
                     Err(e) => reject(text, &e),
@@ -213,7 +538,7 @@ where
             };
             self.recycle(raw);
             if let Some(answer) = answer {
-                write_line(&self.writer, answer).await;
+                self.answer_later(answer);
             }
         }
     }
@@ -331,6 +656,144 @@ mod tests {
         ] {
             assert!(fast_call(line.as_bytes()).is_none(), "{line}");
         }
+    }
+
+    /// Once rmcp answered `initialize` and the client said
+    /// `notifications/initialized`, plain lines never come out of
+    /// `receive`: the transport answers them; anything else still does.
+    #[test]
+    fn plain_lines_are_the_transports_once_the_session_is_initialized() {
+        use super::super::{Gateway, Profile};
+        use rmcp::model::{InitializeResult, ServerCapabilities};
+        use tokio::io::AsyncReadExt;
+        let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
+            panic!("no toolkit");
+        };
+        let gateway = Arc::new(Gateway::new(Arc::new(tk), &Profile::default(), None));
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server_end);
+        let (mut from, mut to) = tokio::io::split(client);
+        let mut t = LineTransport::new(read, write)
+            .with_fast_path(Arc::clone(&gateway), CancellationToken::new());
+        let method = |m: &Option<ClientJsonRpcMessage>| {
+            m.as_ref()
+                .and_then(|m| serde_json::to_value(m).ok())
+                .map(|v| (v["id"].clone(), v["method"].clone()))
+        };
+        crate::runtime::block_on(async move {
+            let plain_call = r#"{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"read","arguments":{"path":"/nonexistent"}}}"#;
+            let plain_list = r#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#;
+            let meta_call = r#"{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"read","_meta":{}}}"#;
+            let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+            let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+            let lines = format!("{init}\n");
+            let _ = to.write_all(lines.as_bytes()).await;
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!(0), json!("initialize")))
+            );
+            let answer =
+                InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+                    .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18);
+            let sent = t.send(ServerJsonRpcMessage::response(
+                ServerResult::InitializeResult(answer),
+                RequestId::Number(0),
+            ));
+            assert!(sent.await.is_ok());
+            let lines = format!(
+                "{plain_call}\n{plain_list}\n{initialized}\n{plain_list}\n{plain_call}\n{meta_call}\n"
+            );
+            let _ = to.write_all(lines.as_bytes()).await;
+            // Answered, not yet initialized: rmcp's.
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!("c"), json!("tools/call")))
+            );
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!("l"), json!("tools/list")))
+            );
+            assert_eq!(
+                method(&t.receive().await),
+                Some((Value::Null, json!("notifications/initialized")))
+            );
+            // The plain list and call are answered on the way to the next
+            // line that is not plain.
+            assert_eq!(
+                method(&t.receive().await),
+                Some((json!("m"), json!("tools/call")))
+            );
+            let mut out = Vec::new();
+            let mut buf = [0u8; 4096];
+            while out.iter().filter(|b| **b == b'\n').count() < 3 {
+                let n = from.read(&mut buf).await.unwrap_or(0);
+                assert!(n > 0, "{}", String::from_utf8_lossy(&out));
+                out.extend_from_slice(&buf[..n]);
+            }
+            let text = String::from_utf8_lossy(&out);
+            let mut ids: Vec<Value> = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|v| v["id"].clone())
+                .collect();
+            ids.sort_by_key(|v| v.to_string());
+            assert_eq!(ids, vec![json!("c"), json!("l"), json!(0)], "{text}");
+            // The end of the input cancels what the fast path runs.
+            drop(to);
+            drop(from);
+            assert!(t.receive().await.is_none());
+            assert!(t.fast.as_ref().is_some_and(|f| f.calls.is_cancelled()));
+        });
+    }
+
+    /// A session that opens with another request than `initialize` is
+    /// rmcp's throughout, even after an `initialize`.
+    #[test]
+    fn a_session_that_opens_otherwise_stays_rmcps() {
+        use super::super::{Gateway, Profile};
+        use rmcp::model::{InitializeResult, ServerCapabilities};
+        let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
+            panic!("no toolkit");
+        };
+        let gateway = Arc::new(Gateway::new(Arc::new(tk), &Profile::default(), None));
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server_end);
+        let (_from, mut to) = tokio::io::split(client);
+        let mut t = LineTransport::new(read, write)
+            .with_fast_path(Arc::clone(&gateway), CancellationToken::new());
+        crate::runtime::block_on(async move {
+            let lines = concat!(
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"protocolVersion":"2026-07-28"}}}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+                "\n",
+            );
+            let _ = to.write_all(lines.as_bytes()).await;
+            for _ in 0..3 {
+                assert!(t.receive().await.is_some());
+            }
+            assert_eq!(t.fast.as_ref().map(|f| f.session), Some(Session::Off));
+            let answer =
+                InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+                    .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18);
+            let sent = t.send(ServerJsonRpcMessage::response(
+                ServerResult::InitializeResult(answer),
+                RequestId::Number(0),
+            ));
+            assert!(sent.await.is_ok());
+            let lines = concat!(
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+                "\n",
+            );
+            let _ = to.write_all(lines.as_bytes()).await;
+            assert!(t.receive().await.is_some());
+            let list = t.receive().await.and_then(|m| serde_json::to_value(m).ok());
+            assert_eq!(list.map(|v| v["id"].clone()), Some(json!(3)));
+        });
     }
 
     #[test]
