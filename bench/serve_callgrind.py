@@ -4,15 +4,16 @@ by callgrind, which is repeatable on a noisy shared machine where wall-clock
 figures are not.
 
     cargo build --release --bin toolnexus
-    python3 bench/serve_callgrind.py [LONG] [SHORT]
+    python3 bench/serve_callgrind.py [LONG] [SHORT]   # TOOLNEXUS_BIN=... for another binary
 
 Runs `toolnexus serve --stdio` under `valgrind --tool=callgrind` (the
-proxied servers themselves are not traced) twice per proxied tool, sending
-LONG and SHORT tools/calls (default 250 and 50) with the lean client of
+proxied servers themselves are not traced) twice per tool, sending LONG and
+SHORT tools/calls (default 250 and 50) with the lean client of
 bench/serve_overhead.py, and prints (instructions of the LONG run minus the
 SHORT run) / (LONG - SHORT): start-up, connect and shutdown cancel out. The
-tools: `py_echo` of the official SDK's server (tests/mcp_servers/sdk_server.py)
-and `lean_echo` of the minimal line server of bench/serve_overhead.py.
+tools: the builtin `read` of a 60-byte file, `py_echo` of the official SDK's
+server (tests/mcp_servers/sdk_server.py) and `lean_echo` of the minimal
+line server of bench/serve_overhead.py.
 """
 import json
 import os
@@ -37,13 +38,13 @@ def instructions(out_file):
     raise SystemExit(f"no totals in {out_file}")
 
 
-def run(cfg, tool, calls, tmp):
+def run(cfg, tool, args, calls, tmp):
     out = os.path.join(tmp, f"cg.{tool}.{calls}")
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
             serve_overhead.BIN, "serve", "--stdio", "--config", cfg]
     c = serve_overhead.Stdio(argv)
     for _ in range(calls):
-        answer = c.request("tools/call", {"name": tool, "arguments": {"text": "ping"}})
+        answer = c.request("tools/call", {"name": tool, "arguments": args})
         result = answer.get("result")
         if not result or result.get("isError"):
             raise SystemExit(f"{tool}: {answer}")
@@ -55,6 +56,9 @@ def main():
     long_n = int(sys.argv[1]) if len(sys.argv) > 1 else 250
     short_n = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     tmp = tempfile.mkdtemp()
+    small = os.path.join(tmp, "small.txt")
+    with open(small, "w") as f:
+        f.write("a small file of sixty bytes, read by the builtin read tool.\n")
     lean = os.path.join(tmp, "lean_server.py")
     with open(lean, "w") as f:
         f.write(serve_overhead.LEAN_SERVER)
@@ -63,8 +67,9 @@ def main():
     with open(cfg, "w") as f:
         json.dump({"mcpServers": {"lean": {"command": [sys.executable, lean]},
                                   "py": {"command": [sys.executable, sdk]}}}, f)
-    for tool in ["py_echo", "lean_echo"]:
-        many, few = run(cfg, tool, long_n, tmp), run(cfg, tool, short_n, tmp)
+    tools = (("read", {"path": small}), ("py_echo", {"text": "ping"}), ("lean_echo", {"text": "ping"}))
+    for tool, args in tools:
+        many, few = run(cfg, tool, args, long_n, tmp), run(cfg, tool, args, short_n, tmp)
         per_call = (many - few) / (long_n - short_n)
         print(f"{tool:10s} {per_call:10.0f} instructions per call "
               f"({many} for {long_n} calls, {few} for {short_n})")

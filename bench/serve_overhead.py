@@ -35,7 +35,12 @@ for line in sys.stdin.buffer:
         continue
     method = m.get("method")
     if method == "initialize":
-        r = {"protocolVersion": m["params"].get("protocolVersion", "2025-06-18"),
+        # As the official SDK's server (mcp 2.3.0) answers: the version asked
+        # for if it is one with an initialize handshake, else the newest such
+        # (2026-07-28 sessions have no initialize).
+        asked = m["params"].get("protocolVersion")
+        known = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+        r = {"protocolVersion": asked if asked in known else known[-1],
              "capabilities": {"tools": {}}, "serverInfo": {"name": "lean", "version": "0"}}
     elif method == "tools/list":
         r = {"tools": [{"name": "echo", "description": "Echo the text argument.",
