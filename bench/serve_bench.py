@@ -36,7 +36,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_overhead import LEAN_SERVER  # noqa: E402
+from serve_overhead import LEAN_SERVER, RELAY  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("TOOLNEXUS_BIN", os.path.join(ROOT, "target", "release", "toolnexus"))
@@ -44,17 +44,6 @@ SDK = os.path.join(ROOT, "tests", "mcp_servers", "sdk_server.py")
 PORT_PY = os.environ.get("TN_PORT_PYTHON", "/tmp/tn021/bin/python")
 PY = sys.executable
 
-# The least a gateway can do: pass each line on and block for the answer.
-RELAY = r"""
-import subprocess, sys
-p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-for line in sys.stdin.buffer:
-    p.stdin.write(line)
-    p.stdin.flush()
-    if b'"id"' in line:
-        sys.stdout.buffer.write(p.stdout.readline())
-        sys.stdout.buffer.flush()
-"""
 
 PORT_SERVE = r"""
 import asyncio, json, sys, toolnexus

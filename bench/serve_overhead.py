@@ -10,8 +10,13 @@ The proxied server is a minimal JSON-RPC line server (written below: one
 json.loads and one json.dumps per call). Two rows, measured in interleaved
 rounds with the same lean client as bench/serve_bench.py: `echo` on that
 server called directly over stdio, and `lean_echo` through `toolnexus serve
---stdio` aggregating it; and a third, the gateway with two I/O worker
-threads (`--io-threads 2`, the library's default) instead of its one.
+--stdio` aggregating it; a third, the gateway with two I/O worker
+threads (`--io-threads 2`, the library's default) instead of its one; and
+a fourth, the same server behind a 10-line blocking Python relay, the least
+a gateway can do. On a VM where waking an idle vCPU costs tens of us, the
+rows move with where the scheduler puts the three processes: run it under
+`taskset -c 0` too, which puts them on one CPU, to see the gateway's own
+cost.
 Medians over every call of every round, in microseconds; the difference is
 the gateway's overhead per call.
 """
@@ -53,6 +58,18 @@ for line in sys.stdin.buffer:
     out.flush()
 """
 
+# The least a gateway can do: pass each line on and block for the answer.
+RELAY = r"""
+import subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+for line in sys.stdin.buffer:
+    p.stdin.write(line)
+    p.stdin.flush()
+    if b'"id"' in line:
+        sys.stdout.buffer.write(p.stdout.readline())
+        sys.stdout.buffer.flush()
+"""
+
 
 class Stdio:
     def __init__(self, argv):
@@ -89,11 +106,16 @@ def main():
     cfg = os.path.join(tmp, "mcp.json")
     with open(cfg, "w") as f:
         json.dump({"mcpServers": {"lean": {"command": [sys.executable, server]}}}, f)
+    relay = os.path.join(tmp, "relay.py")
+    with open(relay, "w") as f:
+        f.write(RELAY)
     rows = [("lean server direct (stdio)", Stdio([sys.executable, server]), "echo"),
             ("through toolnexus serve --stdio", Stdio([BIN, "serve", "--stdio", "--config", cfg]),
              "lean_echo"),
             ("through serve --stdio --io-threads 2",
-             Stdio([BIN, "serve", "--stdio", "--config", cfg, "--io-threads", "2"]), "lean_echo")]
+             Stdio([BIN, "serve", "--stdio", "--config", cfg, "--io-threads", "2"]), "lean_echo"),
+            ("through a blocking Python line relay",
+             Stdio([sys.executable, relay, sys.executable, server]), "echo")]
     args = {"text": "ping"}
     samples = {label: [] for label, _, _ in rows}
     for label, c, tool in rows:  # warm-up
@@ -112,7 +134,8 @@ def main():
     for label, _, _ in rows:
         print(f"{label:40s} median {med[label]:8.1f} us  (n={len(samples[label])})")
     print(f"gateway overhead per proxied call: {med[rows[1][0]] - med[rows[0][0]]:.1f} us"
-          f" (with --io-threads 2: {med[rows[2][0]] - med[rows[0][0]]:.1f} us)")
+          f" (with --io-threads 2: {med[rows[2][0]] - med[rows[0][0]]:.1f} us;"
+          f" the Python relay's: {med[rows[3][0]] - med[rows[0][0]]:.1f} us)")
     for _, c, _ in rows:
         c.close()
 
