@@ -621,6 +621,7 @@ impl Drop for Blocking {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
 
     #[test]
     fn a_call_line_reads_as_rmcp_reads_it() {
@@ -661,20 +662,30 @@ mod tests {
     /// Once rmcp answered `initialize` and the client said
     /// `notifications/initialized`, plain lines never come out of
     /// `receive`: the transport answers them; anything else still does.
-    #[test]
-    fn plain_lines_are_the_transports_once_the_session_is_initialized() {
+    /// A transport with the fast path over a builtin-only gateway, on an
+    /// in-memory pipe, and the client's read and write ends.
+    fn fast_transport() -> (
+        LineTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
+        ReadHalf<DuplexStream>,
+        WriteHalf<DuplexStream>,
+    ) {
         use super::super::{Gateway, Profile};
-        use rmcp::model::{InitializeResult, ServerCapabilities};
-        use tokio::io::AsyncReadExt;
         let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
             panic!("no toolkit");
         };
         let gateway = Arc::new(Gateway::new(Arc::new(tk), &Profile::default(), None));
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
-        let (mut from, mut to) = tokio::io::split(client);
-        let mut t = LineTransport::new(read, write)
-            .with_fast_path(Arc::clone(&gateway), CancellationToken::new());
+        let (from, to) = tokio::io::split(client);
+        let t = LineTransport::new(read, write).with_fast_path(gateway, CancellationToken::new());
+        (t, from, to)
+    }
+
+    #[test]
+    fn plain_lines_are_the_transports_once_the_session_is_initialized() {
+        use rmcp::model::{InitializeResult, ServerCapabilities};
+        use tokio::io::AsyncReadExt;
+        let (mut t, mut from, mut to) = fast_transport();
         let method = |m: &Option<ClientJsonRpcMessage>| {
             m.as_ref()
                 .and_then(|m| serde_json::to_value(m).ok())
@@ -750,17 +761,8 @@ mod tests {
     /// rmcp's throughout, even after an `initialize`.
     #[test]
     fn a_session_that_opens_otherwise_stays_rmcps() {
-        use super::super::{Gateway, Profile};
         use rmcp::model::{InitializeResult, ServerCapabilities};
-        let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
-            panic!("no toolkit");
-        };
-        let gateway = Arc::new(Gateway::new(Arc::new(tk), &Profile::default(), None));
-        let (client, server_end) = tokio::io::duplex(1 << 16);
-        let (read, write) = tokio::io::split(server_end);
-        let (_from, mut to) = tokio::io::split(client);
-        let mut t = LineTransport::new(read, write)
-            .with_fast_path(Arc::clone(&gateway), CancellationToken::new());
+        let (mut t, _from, mut to) = fast_transport();
         crate::runtime::block_on(async move {
             let lines = concat!(
                 r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,

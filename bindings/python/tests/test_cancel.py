@@ -6,7 +6,6 @@ Python tool is dropped, and the toolkit stays usable."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import threading
 import time
@@ -15,25 +14,12 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-try:
-    import toolnexus_rs as tn
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, str(HERE.parent / "src"))
-    import toolnexus_rs as tn
-
-REPO = HERE.parents[2]
+from parity import REPO, tn  # noqa: E402  (the package, installed or from src)
+from proc_helpers import running, wait_for  # noqa: E402
 
 # Far below every "would have finished" time used here (30 s commands, a 20 s
 # MCP timeout, a 10 s HTTP answer): a call that took longer ran its tool out.
 PROMPTLY = 8.0
-
-
-def wait_for(pred, limit=10.0):
-    end = time.monotonic() + limit
-    while not pred() and time.monotonic() < end:
-        time.sleep(0.01)
-    return pred()
 
 
 def cancel_when(token: tn.CancelToken, ready) -> threading.Thread:
@@ -72,15 +58,6 @@ def read_pids(d: Path, names):
         except (OSError, ValueError):
             return None
     return pids
-
-
-def running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    state = stat[stat.rindex(") ") + 2]
-    return state not in "ZX"
 
 
 @pytest.fixture

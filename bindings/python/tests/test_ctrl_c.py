@@ -15,33 +15,12 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-try:
-    import toolnexus_rs as tn
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, str(HERE.parent / "src"))
-    import toolnexus_rs as tn
-
-REPO = HERE.parents[2]
+from parity import REPO, tn  # noqa: E402  (the package, installed or from src)
+from proc_helpers import running, wait_for  # noqa: E402
 
 # Far below the time the interrupted calls would otherwise take (30 s
 # commands and servers, a 20 s MCP timeout, a 10 s provider answer).
 PROMPTLY = 8.0
-
-
-def wait_for(pred, limit=10.0):
-    end = time.monotonic() + limit
-    while not pred() and time.monotonic() < end:
-        time.sleep(0.01)
-    return pred()
-
-
-def running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(") ") + 2] not in "ZX"
 
 
 def read_pid(path: Path):

@@ -408,41 +408,31 @@ class Toolkit:
         if answer is not None:
             ctx["answer"] = answer
         ctx_text = json.dumps(ctx).encode("utf-8") if ctx else None
+        args_text = _native.cstr(args if args is not None else {}, "args")
+        token, own, unlink = cancel, None, None
         if _mainthread.wanted() and self._waits_on_the_world(name):
             # A call that waits on a process, a server or the network, made
             # on the main thread: on a token of its own, so Ctrl-C ends it.
             own = CancelToken()
             unlink = cancel._link(own.cancel) if cancel is not None else None
-            try:
-                return _call(
-                    self._lib.tn_execute_with_cancel,
-                    self._handle(),
-                    name.encode("utf-8"),
-                    _native.cstr(args if args is not None else {}, "args"),
-                    ctx_text,
-                    own.handle,
-                    interrupt=own.cancel,
-                )
-            finally:
-                if unlink is not None:
-                    unlink()
-                own.close()
-        if cancel is not None:
+            token = own
+        try:
+            if token is None:
+                return _call(self._lib.tn_execute, self._handle(), name.encode("utf-8"), args_text, ctx_text)
             return _call(
                 self._lib.tn_execute_with_cancel,
                 self._handle(),
                 name.encode("utf-8"),
-                _native.cstr(args if args is not None else {}, "args"),
+                args_text,
                 ctx_text,
-                cancel.handle,
+                token.handle,
+                interrupt=own.cancel if own is not None else None,
             )
-        return _call(
-            self._lib.tn_execute,
-            self._handle(),
-            name.encode("utf-8"),
-            _native.cstr(args if args is not None else {}, "args"),
-            ctx_text,
-        )
+        finally:
+            if unlink is not None:
+                unlink()
+            if own is not None:
+                own.close()
 
     #: Builtins that wait on a process or the network, or walk a tree.
     _WAITING_BUILTINS = frozenset({"bash", "webfetch", "grep", "glob"})
