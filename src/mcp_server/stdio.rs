@@ -662,13 +662,12 @@ mod tests {
     /// Once rmcp answered `initialize` and the client said
     /// `notifications/initialized`, plain lines never come out of
     /// `receive`: the transport answers them; anything else still does.
+    /// The fast-path transport of the tests, on an in-memory pipe.
+    type Pipe = LineTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>;
+
     /// A transport with the fast path over a builtin-only gateway, on an
     /// in-memory pipe, and the client's read and write ends.
-    fn fast_transport() -> (
-        LineTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>,
-        ReadHalf<DuplexStream>,
-        WriteHalf<DuplexStream>,
-    ) {
+    fn fast_transport() -> (Pipe, ReadHalf<DuplexStream>, WriteHalf<DuplexStream>) {
         use super::super::{Gateway, Profile};
         let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
             panic!("no toolkit");
