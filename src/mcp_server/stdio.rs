@@ -665,6 +665,19 @@ mod tests {
     /// The fast-path transport of the tests, on an in-memory pipe.
     type Pipe = LineTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>;
 
+    /// rmcp's answer to `initialize` (id 0) at 2025-06-18, as the transport
+    /// sees it go out.
+    async fn answer_initialize(t: &mut Pipe) {
+        use rmcp::model::{InitializeResult, ServerCapabilities};
+        let answer = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18);
+        let sent = t.send(ServerJsonRpcMessage::response(
+            ServerResult::InitializeResult(answer),
+            RequestId::Number(0),
+        ));
+        assert!(sent.await.is_ok());
+    }
+
     /// A transport with the fast path over a builtin-only gateway, on an
     /// in-memory pipe, and the client's read and write ends.
     fn fast_transport() -> (Pipe, ReadHalf<DuplexStream>, WriteHalf<DuplexStream>) {
@@ -682,7 +695,6 @@ mod tests {
 
     #[test]
     fn plain_lines_are_the_transports_once_the_session_is_initialized() {
-        use rmcp::model::{InitializeResult, ServerCapabilities};
         use tokio::io::AsyncReadExt;
         let (mut t, mut from, mut to) = fast_transport();
         let method = |m: &Option<ClientJsonRpcMessage>| {
@@ -702,14 +714,7 @@ mod tests {
                 method(&t.receive().await),
                 Some((json!(0), json!("initialize")))
             );
-            let answer =
-                InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-                    .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18);
-            let sent = t.send(ServerJsonRpcMessage::response(
-                ServerResult::InitializeResult(answer),
-                RequestId::Number(0),
-            ));
-            assert!(sent.await.is_ok());
+            answer_initialize(&mut t).await;
             let lines = format!(
                 "{plain_call}\n{plain_list}\n{initialized}\n{plain_list}\n{plain_call}\n{meta_call}\n"
             );
@@ -760,7 +765,6 @@ mod tests {
     /// rmcp's throughout, even after an `initialize`.
     #[test]
     fn a_session_that_opens_otherwise_stays_rmcps() {
-        use rmcp::model::{InitializeResult, ServerCapabilities};
         let (mut t, _from, mut to) = fast_transport();
         crate::runtime::block_on(async move {
             let lines = concat!(
@@ -776,14 +780,7 @@ mod tests {
                 assert!(t.receive().await.is_some());
             }
             assert_eq!(t.fast.as_ref().map(|f| f.session), Some(Session::Off));
-            let answer =
-                InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-                    .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18);
-            let sent = t.send(ServerJsonRpcMessage::response(
-                ServerResult::InitializeResult(answer),
-                RequestId::Number(0),
-            ));
-            assert!(sent.await.is_ok());
+            answer_initialize(&mut t).await;
             let lines = concat!(
                 r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
                 "\n",

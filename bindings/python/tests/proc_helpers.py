@@ -21,3 +21,13 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(") ") + 2] not in "ZX"
+
+
+def hung_up(connection, limit=10.0) -> bool:
+    """For a test server holding a request: waits up to ``limit`` seconds
+    for the client to close the connection (EOF); whether it did."""
+    connection.settimeout(limit)
+    try:
+        return connection.recv(1) == b""
+    except OSError:
+        return False

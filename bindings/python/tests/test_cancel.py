@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from parity import REPO, tn  # noqa: E402  (the package, installed or from src)
-from proc_helpers import running, wait_for  # noqa: E402
+from proc_helpers import hung_up, running, wait_for  # noqa: E402
 
 # Far below every "would have finished" time used here (30 s commands, a 20 s
 # MCP timeout, a 10 s HTTP answer): a call that took longer ran its tool out.
@@ -120,12 +120,7 @@ class _Slow(BaseHTTPRequestHandler):
             body = b"fast"
         else:
             # Wait for the client to hang up (EOF on the socket), 10 s at most.
-            self.connection.settimeout(10)
-            try:
-                gone = self.connection.recv(1) == b""
-            except OSError:
-                gone = False
-            if gone:
+            if hung_up(self.connection):
                 type(self).ended_early += 1
                 return
             body = b"late"

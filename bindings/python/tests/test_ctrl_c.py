@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from parity import REPO, tn  # noqa: E402  (the package, installed or from src)
-from proc_helpers import running, wait_for  # noqa: E402
+from proc_helpers import hung_up, running, wait_for  # noqa: E402
 
 # Far below the time the interrupted calls would otherwise take (30 s
 # commands and servers, a 20 s MCP timeout, a 10 s provider answer).
@@ -115,12 +115,7 @@ class _Provider(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 — the stdlib's name
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         type(self).arrived += 1
-        self.connection.settimeout(10)
-        try:
-            gone = self.connection.recv(1) == b""
-        except OSError:
-            gone = False
-        if gone:
+        if hung_up(self.connection):
             type(self).hung_up += 1
             return
         body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "late"}, "finish_reason": "stop"}]}).encode()
