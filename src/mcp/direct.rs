@@ -40,7 +40,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::{oneshot, Mutex};
+use tokio::sync::{oneshot, Mutex, Notify};
+use tokio::time::Instant;
 
 /// The first id of a direct call. rmcp numbers its own requests from 0, one
 /// per request it sends; on a session whose tools/calls go direct it sends
@@ -80,18 +81,40 @@ pub enum Reply {
 type Answer = Result<Reply, Failure>;
 
 struct State {
-    pending: HashMap<i64, oneshot::Sender<Answer>>,
+    pending: HashMap<i64, Waiting>,
     /// The transport is gone: nothing will answer.
     closed: bool,
+    /// When the watchdog wakes next; None while it waits for a call (or
+    /// before its first).
+    watch: Option<Instant>,
+    /// Whether the watchdog task is running.
+    watching: bool,
+}
+
+/// A call in flight: where its answer goes, and by when.
+struct Waiting {
+    tx: oneshot::Sender<Answer>,
+    /// Set once the line is out (`timeout` counts from then).
+    deadline: Option<(Instant, Duration)>,
 }
 
 /// What a stdio session's transport and its direct calls share.
+///
+/// A call's timeout is kept by one watchdog task per session, not a timer
+/// per call: it sleeps until the earliest deadline in flight and answers
+/// each call past its deadline with `Timeout`. A call that starts while
+/// the watchdog sleeps until earlier needs nothing of it, which is every
+/// call of a session whose calls share one timeout; a tokio timer per call
+/// is a wheel entry and a write to the runtime's eventfd (an extra
+/// `epoll_wait` too) each time.
 pub struct Direct {
     pipe: Pipe,
     state: std::sync::Mutex<State>,
     /// `state.pending.len()`, read by the reader without the lock.
     live: AtomicUsize,
     next: AtomicU32,
+    /// Wakes the watchdog: a deadline earlier than it knew, or the end.
+    wake: Arc<Notify>,
 }
 
 /// Why the server is told a call is cancelled, as rmcp words it for a
@@ -107,9 +130,12 @@ impl Direct {
             state: std::sync::Mutex::new(State {
                 pending: HashMap::new(),
                 closed: false,
+                watch: None,
+                watching: false,
             }),
             live: AtomicUsize::new(0),
             next: AtomicU32::new(0),
+            wake: Arc::new(Notify::new()),
         })
     }
 
@@ -138,9 +164,62 @@ impl Direct {
             }
         };
         let (tx, rx) = oneshot::channel();
-        state.pending.insert(id, tx);
+        state.pending.insert(id, Waiting { tx, deadline: None });
         self.live.store(state.pending.len(), Ordering::Release);
         Ok((id, rx))
+    }
+
+    /// Starts call `id`'s `timeout`, now that its line is out.
+    fn arm(self: &Arc<Self>, id: i64, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state();
+        let Some(waiting) = state.pending.get_mut(&id) else {
+            return;
+        };
+        waiting.deadline = Some((deadline, timeout));
+        if state.watch.is_some_and(|w| w <= deadline) {
+            return;
+        }
+        state.watch = Some(deadline);
+        if !std::mem::replace(&mut state.watching, true) {
+            let direct = Arc::downgrade(self);
+            let wake = Arc::clone(&self.wake);
+            crate::runtime::get().spawn(watchdog(direct, wake));
+        } else {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Answers every call past its deadline with `Timeout`; the earliest
+    /// deadline still ahead (what the watchdog sleeps until), or None.
+    /// `Err` once the transport is gone.
+    fn expire(&self) -> Result<Option<Instant>, ()> {
+        let now = Instant::now();
+        let (late, next) = {
+            let mut state = self.state();
+            if state.closed {
+                state.watching = false;
+                return Err(());
+            }
+            let late: Vec<(oneshot::Sender<Answer>, Duration)> = state
+                .pending
+                .extract_if(|_, w| w.deadline.is_some_and(|(at, _)| at <= now))
+                .filter_map(|(_, w)| w.deadline.map(|(_, timeout)| (w.tx, timeout)))
+                .collect();
+            self.live.store(state.pending.len(), Ordering::Release);
+            let next = state
+                .pending
+                .values()
+                .filter_map(|w| w.deadline)
+                .map(|d| d.0)
+                .min();
+            state.watch = next;
+            (late, next)
+        };
+        for (tx, timeout) in late {
+            let _ = tx.send(Err(Failure::Service(ServiceError::Timeout { timeout })));
+        }
+        Ok(next)
     }
 
     fn forget(&self, id: i64) {
@@ -157,6 +236,8 @@ impl Direct {
         state.closed = true;
         state.pending.clear();
         self.live.store(0, Ordering::Release);
+        drop(state);
+        self.wake.notify_one();
     }
 
     /// Takes `line` if it is the answer (a result or an error, no method)
@@ -218,11 +299,11 @@ impl Direct {
     fn answer(&self, id: i64, answer: Answer) -> bool {
         let tx = {
             let mut state = self.state();
-            let Some(tx) = state.pending.remove(&id) else {
+            let Some(waiting) = state.pending.remove(&id) else {
                 return false;
             };
             self.live.store(state.pending.len(), Ordering::Release);
-            tx
+            waiting.tx
         };
         // A caller that gave up meanwhile no longer listens.
         let _ = tx.send(answer);
@@ -248,45 +329,67 @@ impl Direct {
             told: true,
         };
         let line = call_line(id, tool, args).map_err(send_failure)?;
-        self.write(line).await.map_err(Failure::Service)?;
-        flight.told = false;
-        let cancelled = async {
+        let cancelled = || async {
             match cancel {
                 Some(c) => c.cancelled().await,
                 None => std::future::pending().await,
             }
         };
+        match self.write(line) {
+            Sent::Done(Ok(())) => {}
+            Sent::Done(Err(e)) => return Err(Failure::Service(e)),
+            // A full pipe: the line goes on being written on its task, and
+            // this call is bounded by `timeout` from here, since its answer
+            // timer starts only once the line is out. The server has not
+            // seen a whole request, so nobody is told.
+            Sent::Pending(rest) => {
+                tokio::select! {
+                    biased;
+                    written = rest => written?,
+                    _ = cancelled() => return Err(Failure::Cancelled),
+                    _ = tokio::time::sleep(timeout) => {
+                        return Err(Failure::Service(ServiceError::Timeout { timeout }));
+                    }
+                }
+            }
+        }
+        flight.told = false;
+        self.arm(id, timeout);
         let (reason, failure) = tokio::select! {
             biased;
-            answer = rx => {
-                flight.told = true;
-                return answer.unwrap_or(Err(Failure::Service(ServiceError::TransportClosed)));
-            }
-            _ = cancelled => (CANCEL_REASON, Failure::Cancelled),
-            _ = tokio::time::sleep(timeout) => {
-                (TIMEOUT_REASON, Failure::Service(ServiceError::Timeout { timeout }))
-            }
+            answer = rx => match answer {
+                // From the watchdog, which has forgotten the id.
+                Ok(Err(timeout @ Failure::Service(ServiceError::Timeout { .. }))) => {
+                    (TIMEOUT_REASON, timeout)
+                }
+                answer => {
+                    flight.told = true;
+                    return answer.unwrap_or(Err(Failure::Service(ServiceError::TransportClosed)));
+                }
+            },
+            _ = cancelled() => (CANCEL_REASON, Failure::Cancelled),
         };
         flight.told = true;
         // Forgotten first: an answer that comes now is dropped.
         self.forget(id);
-        let _ = self.write(cancel_line(id, reason)).await;
+        self.write_detached(cancel_line(id, reason));
         Err(failure)
     }
 
     /// Writes one whole line: at once when the pipe is free and takes it
     /// all, else on a task of its own that holds the pipe until the line is
-    /// whole (so no caller that goes away can cut it).
-    async fn write(&self, line: Vec<u8>) -> Result<(), ServiceError> {
+    /// whole (so no caller that goes away can cut it), whose end is
+    /// [`Sent::Pending`].
+    fn write(&self, line: Vec<u8>) -> Sent {
         let (held, written) = match Arc::clone(&self.pipe).try_lock_owned() {
             Ok(mut pipe) => {
                 let Some(p) = pipe.as_mut() else {
-                    return Err(transport_send(closed_pipe()));
+                    return Sent::Done(Err(transport_send(closed_pipe())));
                 };
                 match crate::runtime::write_now(p, &line) {
-                    Ok(n) if n == line.len() => return Ok(()),
+                    Ok(n) if n == line.len() => return Sent::Done(Ok(())),
                     Ok(n) => (Some(pipe), n),
-                    Err(e) => return Err(transport_send(e)),
+                    Err(e) => return Sent::Done(Err(transport_send(e))),
                 }
             }
             Err(_) => (None, 0),
@@ -303,10 +406,56 @@ impl Direct {
             p.write_all(&line[written..]).await?;
             p.flush().await
         };
-        match crate::runtime::get().spawn(rest).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(transport_send(e)),
-            Err(e) => Err(transport_send(io::Error::other(e.to_string()))),
+        let task = crate::runtime::get().spawn(rest);
+        Sent::Pending(Box::pin(async move {
+            match task.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(Failure::Service(transport_send(e))),
+                Err(e) => Err(Failure::Service(transport_send(io::Error::other(
+                    e.to_string(),
+                )))),
+            }
+        }))
+    }
+
+    /// Writes a line nobody waits for (a cancel), whole, however long the
+    /// pipe takes.
+    fn write_detached(&self, line: Vec<u8>) {
+        // Pending: its task goes on without this future.
+        let _ = self.write(line);
+    }
+}
+
+/// How [`Direct::write`] went: written, or on its task.
+enum Sent {
+    Done(Result<(), ServiceError>),
+    Pending(std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>> + Send>>),
+}
+
+impl Drop for Direct {
+    fn drop(&mut self) {
+        // The watchdog holds only a weak reference: this ends it.
+        self.wake.notify_one();
+    }
+}
+
+/// Keeps the deadlines of `direct`'s calls (see [`Direct`]) until the
+/// transport is gone.
+async fn watchdog(direct: std::sync::Weak<Direct>, wake: Arc<Notify>) {
+    loop {
+        let next = match direct.upgrade() {
+            Some(d) => d.expire(),
+            None => return,
+        };
+        match next {
+            Err(()) => return,
+            Ok(Some(at)) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            Ok(None) => wake.notified().await,
         }
     }
 }
@@ -326,11 +475,8 @@ impl Drop for InFlight<'_> {
         if !self.told {
             // Dropped while waiting (a served client that hung up): the
             // server is told, as it would be of a cancel.
-            let direct = Arc::clone(self.direct);
-            let line = cancel_line(self.id, DROPPED_REASON);
-            crate::runtime::get().spawn(async move {
-                let _ = direct.write(line).await;
-            });
+            self.direct
+                .write_detached(cancel_line(self.id, DROPPED_REASON));
         }
     }
 }

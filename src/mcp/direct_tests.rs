@@ -23,7 +23,7 @@ async fn open(direct: bool, timeout_ms: u64) -> Session {
     let (mut session, tools) = connect(&cfg, &PhaseCell::new())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(tools.len(), 10, "{tools:?}");
+    assert_eq!(tools.len(), 11, "{tools:?}");
     assert!(
         session.direct.is_some(),
         "a 2024-11-05 stdio session goes direct"
@@ -149,6 +149,99 @@ fn an_answer_after_the_timeout_is_dropped_and_the_server_told_as_rmcp_tells_it()
     });
 }
 
+/// The session's watchdog (`Direct`) sleeps until the earliest deadline
+/// it knows; a call with a shorter timeout than one in flight must still
+/// end at its own.
+#[test]
+fn each_call_ends_at_its_own_timeout_whatever_else_is_in_flight() {
+    runtime::block_on(async {
+        for go_direct in [true, false] {
+            let s = Arc::new(open(go_direct, 20000).await);
+            let long = {
+                let s = Arc::clone(&s);
+                tokio::spawn(async move {
+                    let a = args(json!({"ms": 3000, "text": "long"}));
+                    s.call_tool("late", a, Duration::from_millis(1200), None)
+                        .await
+                })
+            };
+            if go_direct {
+                while s.direct_pending() != Some(1) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+            let a = args(json!({"ms": 3000, "text": "short"}));
+            let short = s
+                .call_tool("late", a, Duration::from_millis(150), None)
+                .await;
+            assert_eq!(
+                short.output,
+                "mcp server \"d\" failed at tools/call: timeout (no answer within 150 ms)"
+            );
+            // Over before the long call, which is still waiting.
+            assert!(!long.is_finished(), "the long call ended first");
+            if go_direct {
+                assert_eq!(s.direct_pending(), Some(1));
+            }
+            let long = long.await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                long.output,
+                "mcp server \"d\" failed at tools/call: timeout (no answer within 1200 ms)"
+            );
+            assert_eq!(s.direct_pending(), go_direct.then_some(0));
+            let next = call(&s, "echo", json!({"text": "next"})).await;
+            assert_eq!((next.output.as_str(), next.is_error), ("next", false));
+            s.close().await;
+        }
+    });
+}
+
+/// A server that stops reading: a long line fills the pipe, and the call
+/// ends at its timeout (its answer timer has not started) or its cancel;
+/// the line still goes out whole once the server reads again.
+#[test]
+fn a_call_whose_line_the_server_does_not_read_ends_at_its_timeout_or_cancel() {
+    runtime::block_on(async {
+        for go_direct in [true, false] {
+            let s = open(go_direct, 20000).await;
+            let long_text = "x".repeat(400_000);
+            let deaf = call(&s, "deaf", json!({"ms": 1500})).await;
+            assert_eq!(deaf.output, "deaf");
+            let a = args(json!({"text": long_text}));
+            let stuck = s
+                .call_tool("echo", a, Duration::from_millis(200), None)
+                .await;
+            assert_eq!(
+                stuck.output,
+                "mcp server \"d\" failed at tools/call: timeout (no answer within 200 ms)"
+            );
+            if go_direct {
+                let cancel = CancelToken::new();
+                let canceller = cancel.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    canceller.cancel();
+                });
+                let a = args(json!({"text": "after the long one"}));
+                let cancelled = s
+                    .call_tool("echo", a, Duration::from_millis(5000), Some(&cancel))
+                    .await;
+                assert!(cancelled.is_error, "{}", cancelled.output);
+                assert!(
+                    cancelled.output.contains("cancelled"),
+                    "{}",
+                    cancelled.output
+                );
+                assert_eq!(s.direct_pending(), Some(0));
+            }
+            // Once the server reads again, every line it gets is whole.
+            let next = call(&s, "echo", json!({"text": "next"})).await;
+            assert_eq!((next.output.as_str(), next.is_error), ("next", false));
+            s.close().await;
+        }
+    });
+}
+
 #[test]
 fn thirty_two_direct_calls_answered_out_of_order_beside_rmcp_traffic() {
     runtime::block_on(async {
@@ -168,7 +261,7 @@ fn thirty_two_direct_calls_answered_out_of_order_beside_rmcp_traffic() {
             .await
             .unwrap_or_else(|_| panic!("tools/list stalled beside the direct calls"))
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(listed.len(), 10);
+        assert_eq!(listed.len(), 11);
         for (i, c) in calls.into_iter().enumerate() {
             let r = c.await.unwrap_or_else(|e| panic!("{e}"));
             assert_eq!((r.output, r.is_error), (i.to_string(), false));

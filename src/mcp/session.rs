@@ -732,7 +732,15 @@ impl Session {
             },
             status = child_exit => fail(&stdio::describe_exit(status)),
             _ = self.closing.notified() => fail("closed (the toolkit was closed)"),
-            _ = tokio::time::sleep(timeout + SERVER_SLACK) => fail(&timeout_detail(timeout)),
+            // The backstop of rmcp's path; a direct call bounds itself
+            // (its write too), and one timer a call fewer is a tokio timer
+            // registration and its wake-up saved.
+            _ = async {
+                match &self.direct {
+                    Some(_) => std::future::pending().await,
+                    None => tokio::time::sleep(timeout + SERVER_SLACK).await,
+                }
+            } => fail(&timeout_detail(timeout)),
         }
     }
 

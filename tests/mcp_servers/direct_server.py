@@ -15,6 +15,8 @@ tools/calls go direct. Tools, by name:
   it, answers every gathered call, newest first, with its i.
 - raw: answers the tools/call line as it came, its id written ID.
 - hang: never answers.
+- deaf {ms}: answers "deaf", then reads nothing for ms milliseconds (a
+  client's long line fills the pipe meanwhile).
 - report: answers a JSON list of every notifications/cancelled seen for a
   call that was waiting (hang, late, gather), as [requestId, reason].
 """
@@ -22,6 +24,7 @@ import json
 import re
 import sys
 import threading
+import time
 
 out_lock = threading.Lock()
 
@@ -40,7 +43,7 @@ def text(mid, value):
 
 TOOLS = [{"name": n, "description": n, "inputSchema": {"type": "object"}}
          for n in ["echo", "shaped", "fail", "late", "stray", "numeric_string",
-                   "gather", "raw", "hang", "report"]]
+                   "gather", "raw", "hang", "report", "deaf"]]
 
 waiting = {}       # id -> name, for calls not answered yet
 cancelled = []     # [id, reason]
@@ -135,6 +138,9 @@ for line in sys.stdin:
             waiting[mid] = name
         elif name == "report":
             text(mid, json.dumps(cancelled))
+        elif name == "deaf":
+            text(mid, "deaf")
+            time.sleep(args["ms"] / 1000.0)
         else:
             send({"jsonrpc": "2.0", "id": mid,
                   "error": {"code": -32602, "message": "unknown tool"}})
