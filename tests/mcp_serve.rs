@@ -381,6 +381,14 @@ fn a_plain_call_or_list_gets_the_answer_rmcp_gives_byte_for_byte() {
             },
         ),
     ));
+    // A result with parts (an image) takes the typed encoding, not the
+    // parts-free line.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let png = dir.path().join("dot.png");
+    std::fs::write(&png, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-a-dot").unwrap_or_else(|e| panic!("{e}"));
+    let read_png = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                          "params": {"name": "read", "arguments": {"path": png}}})
+    .to_string();
     let served = serve_http(&tk, json!({"tools": ["read", "shout"]}));
     let addr = url(&served)
         .trim_start_matches("http://")
@@ -418,6 +426,7 @@ fn a_plain_call_or_list_gets_the_answer_rmcp_gives_byte_for_byte() {
             r#"{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{}}"#,
             json!({"tools": ["read", "shout"]}),
         ),
+        (read_png.as_str(), json!({"parts": ["text", "image"]})),
     ];
     for (body, want) in &cases {
         let fast = post(&addr, plain, body);
@@ -430,6 +439,12 @@ fn a_plain_call_or_list_gets_the_answer_rmcp_gives_byte_for_byte() {
         let v: Value = serde_json::from_str(&fast.2).unwrap_or_default();
         if let Some(code) = want.get("code") {
             assert_eq!(&v["error"]["code"], code, "{body}: {v}");
+        } else if let Some(kinds) = want.get("parts") {
+            let got: Vec<Value> = v["result"]["content"]
+                .as_array()
+                .map(|a| a.iter().map(|c| c["type"].clone()).collect())
+                .unwrap_or_default();
+            assert_eq!(&Value::Array(got), kinds, "{body}: {v}");
         } else if let Some(tools) = want.get("tools") {
             let names: Vec<Value> = v["result"]["tools"]
                 .as_array()
@@ -440,11 +455,15 @@ fn a_plain_call_or_list_gets_the_answer_rmcp_gives_byte_for_byte() {
             assert_eq!(&v, want, "{body}");
         }
     }
-    // Three answers per call, two calls that ran (the unknown and the
+    // Three answers per call, three calls that ran (the unknown and the
     // unexposed ones never reach a tool).
     let calls = served.calls.lock().map(|c| c.clone()).unwrap_or_default();
-    assert_eq!(calls.len(), 6, "{calls:?}");
-    assert!(calls.iter().all(|c| c.name == "shout"), "{calls:?}");
+    assert_eq!(calls.len(), 9, "{calls:?}");
+    assert_eq!(
+        calls.iter().filter(|c| c.name == "shout").count(),
+        6,
+        "{calls:?}"
+    );
     assert_eq!(calls.iter().filter(|c| c.is_error).count(), 3, "{calls:?}");
     // What neither takes stays rmcp's: no Accept of SSE, a notification.
     let (status, _, _) = post(&addr, "accept: application/json\r\n", cases[0].0);

@@ -256,7 +256,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
             let cancel = CancellationToken::new();
             let gateway = Arc::clone(&routes.gateway);
             let token = cancel.clone();
-            let mut call = tokio::spawn(async move { gateway.call(name, args, token).await });
+            let mut call = tokio::spawn(async move { gateway.run(name, args, token).await });
             let hang_up = cancel.drop_guard();
             let outcome = tokio::select! {
                 r = &mut call => r.ok(),
@@ -270,7 +270,12 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
                 drop(hang_up);
             }
             match outcome {
-                Some(outcome) => super::plain::call_answer(outcome, id),
+                // A result without parts: its bytes straight.
+                Some(Ok(result)) => match super::plain::text_answer_line(&id, &result) {
+                    Some(body) => return json_answer(body),
+                    None => super::plain::call_answer(Ok(super::call_result(result)), id),
+                },
+                Some(Err(e)) => super::plain::call_answer(Err(e), id),
                 None => {
                     return text_answer(
                         hyper::StatusCode::INTERNAL_SERVER_ERROR,
@@ -281,19 +286,22 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
         }
     };
     match serde_json::to_vec(&message) {
-        Ok(body) => {
-            let mut res = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
-            res.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("application/json"),
-            );
-            res
-        }
+        Ok(body) => json_answer(body),
         Err(e) => text_answer(
             hyper::StatusCode::INTERNAL_SERVER_ERROR,
             format!("Encounter an error when serialize json response: {e}"),
         ),
     }
+}
+
+/// 200 with a JSON-RPC message as its `application/json` body.
+fn json_answer(body: Vec<u8>) -> Answer {
+    let mut res = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
+    res.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    res
 }
 
 fn text_answer(status: hyper::StatusCode, text: String) -> Answer {
