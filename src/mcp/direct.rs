@@ -346,12 +346,14 @@ struct Envelope {
     error: Option<serde::de::IgnoredAny>,
 }
 
-/// A numeric id, also when echoed as a string (as rmcp's own matching
-/// takes it).
+/// A numeric id, also when echoed as a string, as rmcp's path takes it:
+/// `KnownIds` lets an answer through only when its id reads the same as
+/// the one sent, so "1000000000" is that id and "+1000000000" or
+/// "01000000000" are not.
 fn numeric(id: &RequestId) -> Option<i64> {
     match id {
         RequestId::Number(n) => Some(*n),
-        RequestId::String(s) => s.parse().ok(),
+        RequestId::String(s) => s.parse().ok().filter(|n: &i64| n.to_string() == **s),
     }
 }
 
@@ -368,29 +370,161 @@ struct TextAnswer<'a> {
     result: Option<TextResult<'a>>,
 }
 
-#[derive(serde::Deserialize)]
+/// The result of a [`TextAnswer`]. Read by hand, not derived: a derived
+/// struct also reads from an array (its fields in order), where
+/// `shape_call_result` sees no field at all, and skips the fields it does
+/// not know without reading them, where rmcp's path builds a tree of them
+/// and drops an answer it cannot build (see [`Checked`]).
+#[derive(Default)]
 struct TextResult<'a> {
-    #[serde(borrow)]
     content: Option<Vec<TextPart<'a>>>,
-    #[serde(rename = "structuredContent")]
+    /// `structuredContent`.
     structured: Option<Compact>,
-    #[serde(rename = "isError")]
+    /// `isError`.
     is_error: Option<bool>,
-    /// Whether the key is there at all, whatever its value.
-    #[serde(rename = "protocolVersion", default, deserialize_with = "present")]
+    /// Whether `protocolVersion` is there at all, whatever its value.
     protocol_version: bool,
 }
 
-#[derive(serde::Deserialize)]
+impl<'de: 'a, 'a> serde::Deserialize<'de> for TextResult<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = TextResult<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a tools/call result object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TextResult<'de>, A::Error> {
+                let mut r = TextResult::default();
+                let mut seen = [false; 4];
+                while let Some(Key(key)) = map.next_key()? {
+                    let field = match key.as_ref() {
+                        "content" => 0,
+                        "structuredContent" => 1,
+                        "isError" => 2,
+                        "protocolVersion" => 3,
+                        _ => {
+                            map.next_value::<Checked>()?;
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut seen[field], true) {
+                        return Err(repeated(&key));
+                    }
+                    match field {
+                        0 => r.content = map.next_value()?,
+                        1 => r.structured = map.next_value()?,
+                        2 => r.is_error = map.next_value()?,
+                        _ => {
+                            map.next_value::<Checked>()?;
+                            r.protocol_version = true;
+                        }
+                    }
+                }
+                Ok(r)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A part of a [`TextResult`]'s content, read by hand for the same reasons.
 struct TextPart<'a> {
-    #[serde(rename = "type", borrow)]
+    /// `type`.
     kind: Cow<'a, str>,
-    #[serde(borrow)]
     text: Option<Cow<'a, str>>,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
+impl<'de: 'a, 'a> serde::Deserialize<'de> for TextPart<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = TextPart<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a content part object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TextPart<'de>, A::Error> {
+                let (mut kind, mut text): (Option<Cow<'de, str>>, Option<Option<Key<'de>>>) =
+                    (None, None);
+                while let Some(Key(key)) = map.next_key()? {
+                    match key.as_ref() {
+                        "type" if kind.is_some() => return Err(repeated(&key)),
+                        "type" => kind = Some(map.next_value::<Key>()?.0),
+                        "text" if text.is_some() => return Err(repeated(&key)),
+                        "text" => text = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<Checked>()?;
+                        }
+                    }
+                }
+                let kind = kind.ok_or_else(|| serde::de::Error::missing_field("type"))?;
+                Ok(TextPart {
+                    kind,
+                    text: text.flatten().map(|Key(t)| t),
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+fn repeated<E: serde::de::Error>(key: &str) -> E {
+    E::custom(format_args!("a repeated field `{key}`"))
+}
+
+/// A value read to its end and dropped. `IgnoredAny` skips a value without
+/// reading it: a number out of range, a string that is not UTF-8 or holds
+/// a lone surrogate, nesting past the parser's depth limit all pass. A
+/// tree of the same value fails on each, and so rmcp's path drops such an
+/// answer; with this the one-pass read fails on the same values, and the
+/// answer goes the general way, where it is dropped alike.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Checked)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Checked {
+    type Value = Checked;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_key::<Checked>()?.is_some() {
+            map.next_value::<Checked>()?;
+        }
+        Ok(Checked)
+    }
 }
 
 /// A JSON value as the compact text `Value::to_string` gives it, written

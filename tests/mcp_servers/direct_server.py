@@ -17,6 +17,10 @@ tools/calls go direct. Tools, by name:
 - hang: never answers.
 - report: answers a JSON list of every notifications/cancelled seen for a
   call that was waiting (hang, late, gather), as [requestId, reason].
+- hostile {writes}: writes what a hostile or buggy server might answer, on a
+  thread of its own: each string of `writes` is written as one write, as
+  UTF-8 with @ID@ replaced by the call's id and @FF@ by the raw byte 0xff
+  (no newline added); each number is a pause of that many milliseconds.
 """
 import json
 import re
@@ -24,6 +28,22 @@ import sys
 import threading
 
 out_lock = threading.Lock()
+
+
+def write_raw(data):
+    with out_lock:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+def hostile(mid, writes):
+    import time
+    for w in writes:
+        if isinstance(w, str):
+            data = w.replace("@ID@", str(mid)).encode("utf-8", "surrogatepass")
+            write_raw(data.replace(b"@FF@", b"\xff"))
+        else:
+            time.sleep(w / 1000.0)
 
 
 def send(msg):
@@ -40,7 +60,7 @@ def text(mid, value):
 
 TOOLS = [{"name": n, "description": n, "inputSchema": {"type": "object"}}
          for n in ["echo", "shaped", "fail", "late", "stray", "numeric_string",
-                   "gather", "raw", "hang", "report"]]
+                   "gather", "raw", "hang", "report", "hostile"]]
 
 waiting = {}       # id -> name, for calls not answered yet
 cancelled = []     # [id, reason]
@@ -133,6 +153,8 @@ for line in sys.stdin:
             text(mid, re.sub(r'"id": ?\d+,', '"id":ID,', line, count=1))
         elif name == "hang":
             waiting[mid] = name
+        elif name == "hostile":
+            threading.Thread(target=hostile, args=(mid, args["writes"])).start()
         elif name == "report":
             text(mid, json.dumps(cancelled))
         else:
