@@ -857,6 +857,14 @@ mod tests {
             r#"{"content":null}"#,
             r#"{"content":[{"type":"text","text":"x"}],"isError":"true"}"#,
             r#"{"content":[{"type":"resource","resource":{"uri":"u","text":"r"}}]}"#,
+            r#"{"content":[{"type":"text","text":"t"}],"\u0069sError":true}"#,
+            r#"{"content":[{"type":"text","text":"t"}],"isError":false,"isError":true}"#,
+            r#"{"content":[{"type":"text","text":"t","type":"text"}]}"#,
+            r#"{"content":[{"type":"text","text":"t","text":"u"}]}"#,
+            r#"{"content":[{"text":"t"}]}"#,
+            r#"{"content":[["text","in a list"]]}"#,
+            r#"[[{"type":"text","text":"in an array"}],null,null]"#,
+            r#"{"content":[{"type":"text","text":"t","annotations":{"a":[1e300,"\u00e9",{}]}}],"_meta":[null]}"#,
         ];
         let mut fast = 0;
         for result in results {
@@ -884,7 +892,7 @@ mod tests {
             };
             assert_eq!(got.to_json_string(), expected.to_json_string(), "{result}");
         }
-        assert_eq!(fast, 13);
+        assert_eq!(fast, 15);
         // Never for anything but a plain answer.
         for other in [
             r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{"content":[]}}"#,
@@ -894,6 +902,48 @@ mod tests {
             r#"{"jsonrpc":"2.0","result":{"content":[]}}"#,
         ] {
             assert!(shape_text_answer(other.as_bytes()).is_none(), "{other}");
+        }
+    }
+
+    #[test]
+    fn an_answer_a_json_tree_cannot_hold_is_dropped_as_rmcps_path_drops_it() {
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let text = r#"{"content":[{"type":"text","text":"t"}]"#;
+        let results: Vec<Vec<u8>> = [
+            format!("{text},\"_meta\":{{\"k\":{deep}}}}}"),
+            format!("{text},\"extra\":1e400}}"),
+            format!("{text},\"extra\":-1e400}}"),
+            format!("{text},\"_meta\":{{\"k\":\"\\ud800\"}}}}"),
+            format!("{text},\"_meta\":{{\"\\udc00\":1}}}}"),
+            format!("{text},\"structuredContent\":{deep}}}"),
+            format!("{text},\"protocolVersion\":1e400}}"),
+            r#"{"content":[{"type":"text","text":"t","annotations":{"priority":1e400}}]}"#.into(),
+            r#"{"content":[{"type":"text","text":"\ud800"}]}"#.into(),
+        ]
+        .into_iter()
+        .map(String::into_bytes)
+        // Bytes that are not UTF-8: in fields nobody reads, in the text.
+        .chain([
+            b"{\"_meta\":{\"k\":\"\xff\"},\"content\":[{\"type\":\"text\",\"text\":\"t\"}]}"
+                .to_vec(),
+            b"{\"content\":[{\"type\":\"text\",\"text\":\"t\",\"x\":\"\xc3\"}]}".to_vec(),
+            b"{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}".to_vec(),
+        ])
+        .collect();
+        for result in results {
+            let direct = Direct::new(Arc::new(Mutex::new(None)));
+            let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
+            let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#).into_bytes();
+            line.extend_from_slice(&result);
+            line.push(b'}');
+            let shown = String::from_utf8_lossy(&result);
+            assert!(serde_json::from_slice::<Value>(&result).is_err(), "{shown}");
+            assert!(shape_text_answer(&line).is_none(), "{shown}");
+            assert!(!direct.offer(&line), "{shown}");
+            assert!(rx.try_recv().is_err(), "{shown}");
+            assert_eq!(direct.pending(), 1, "{shown}");
+            // And rmcp's side of the transport drops it too.
+            assert!(super::super::lines::parse(&line).is_none(), "{shown}");
         }
     }
 
