@@ -659,6 +659,97 @@ mod tests {
         }
     }
 
+    /// Tricky lines: whatever the fast path reads, rmcp reads the same.
+    #[test]
+    fn a_tricky_line_the_fast_path_reads_is_what_rmcp_reads() {
+        let call = |id: &str, params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+        };
+        let plain = r#"{"name":"shout","arguments":{"text":"x"}}"#;
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for id in [
+            "\"s\"",
+            "\"\"",
+            "\"\\u00e9\"",
+            "7.0",
+            "7e0",
+            "-7",
+            "0",
+            "-0",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "7.5",
+            "1e400",
+            "null",
+            "[7]",
+            "{}",
+            "true",
+        ] {
+            lines.push(call(id, plain).into_bytes());
+        }
+        for params in [
+            r#"{"name":"shout","arguments":{"a":1,"a":2}}"#,
+            r#"{"name":"shout","arguments":{"a":1,"b":2,"a":3}}"#,
+            r#"{"name":"shout","name":"other"}"#,
+            r#"{"name":"shout","arguments":{},"arguments":{"x":1}}"#,
+            r#"{"name":"shout","arguments":null}"#,
+            r#"{"name":null}"#,
+            r#"{"name":"shout","arguments":[1,2]}"#,
+            r#"{"name":"shout","arguments":"x"}"#,
+            r#"{"name":"shout","arguments":7}"#,
+            r#"{"name":7}"#,
+            r#"{"name":"shout","arguments":{},"extra":1}"#,
+            r#"{"name":"shout","arguments":{},"task":{}}"#,
+            r#"["shout",{"text":"in an array"}]"#,
+            r#"["shout"]"#,
+            r#"[]"#,
+            r#""shout""#,
+            r#"{"\u006eame":"sh\u006fut","\u0061rguments":{"\u0074ext":"\ud83d\ude00"}}"#,
+            r#"{"name":"shout","arguments":{"n":1e400}}"#,
+            r#"{"name":"shout","arguments":{"s":"\ud800"}}"#,
+            r#"{"name":"shout","arguments":{"n":123456789012345678901234567890,"f":-0.0,"g":1.50}}"#,
+        ] {
+            lines.push(call("1", params).into_bytes());
+        }
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        lines.push(
+            call(
+                "1",
+                &format!(r#"{{"name":"shout","arguments":{{"d":{deep}}}}}"#),
+            )
+            .into_bytes(),
+        );
+        for line in [
+            r#"["2.0",1,"tools/call",{"name":"shout"}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"shout"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"shout"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list","params":{"name":"shout"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"},"result":{}}"#,
+        ] {
+            lines.push(line.as_bytes().to_vec());
+        }
+        lines.push(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shout\",\"arguments\":{\"text\":\"\xff\"}}}".to_vec());
+        let (mut wrong, mut taken) = (Vec::new(), 0);
+        for line in &lines {
+            let shown = String::from_utf8_lossy(line);
+            let shown = shown.get(..200).unwrap_or(&shown);
+            let Some(fast) = fast_call(line) else {
+                continue;
+            };
+            taken += 1;
+            let full = serde_json::from_slice::<ClientJsonRpcMessage>(line);
+            match (serde_json::to_value(fast), full.map(serde_json::to_value)) {
+                (Ok(f), Ok(Ok(r))) if f == r => {}
+                (f, r) => wrong.push(format!("{shown}: fast {f:?}, rmcp {r:?}")),
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        // Ten of the ids, the repeated, escaped and big-number arguments,
+        // and the escaped method.
+        assert_eq!(taken, 15);
+    }
+
     /// Once rmcp answered `initialize` and the client said
     /// `notifications/initialized`, plain lines never come out of
     /// `receive`: the transport answers them; anything else still does.
