@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::runtime;
+use std::borrow::Cow;
 
 fn server_config(name: &str, timeout_ms: u64) -> ServerConfig {
     let script = concat!(
@@ -263,7 +264,7 @@ fn a_direct_call_waiting_when_the_session_closes_ends_closed() {
 #[derive(Debug)]
 enum Ends {
     /// The hostile line was the answer: this output and isError.
-    As(&'static str, bool),
+    As(Cow<'static, str>, bool),
     /// It was dropped, and the well-formed answer after it was taken.
     Next,
     /// Nothing was taken: the call timed out.
@@ -291,8 +292,8 @@ fn error_answer(error: &str) -> String {
 }
 
 /// What a hostile or buggy server may write to a tools/call (the writes
-/// of direct_server.py's `hostile`: text with @ID@ for the id and @FF@ for
-/// a raw 0xff byte, or a pause in ms), and how the call ends.
+/// of direct_server.py's `hostile`: text with @ID@ for the id and @xHH@
+/// for a raw byte, or a pause in ms), and how the call ends.
 fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
     let t = |s: String| vec![json!(s)];
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
@@ -301,28 +302,29 @@ fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
             "{{\"content\":[{{\"type\":\"text\",\"text\":\"t\"}}]{rest}}}"
         ))
     };
+    let big = "y".repeat(1 << 20);
     let rpc5 = "mcp server \"d\" failed at tools/call: rpc-error (code 5)";
     vec![
         // Ids.
         (
             "the same id answered twice",
             t(text_answer("first") + &text_answer("second")),
-            Ends::As("first", false),
+            Ends::As("first".into(), false),
         ),
         (
             "the id echoed as a string",
             t(text_answer("s").replace("\"id\":@ID@", "\"id\":\"@ID@\"")),
-            Ends::As("s", false),
+            Ends::As("s".into(), false),
         ),
         (
             "the id as a float",
             t(text_answer("f").replace("@ID@", "@ID@.0")),
-            Ends::As("f", false),
+            Ends::As("f".into(), false),
         ),
         (
             "the id in exponent form",
             t(text_answer("e").replace("@ID@", "@ID@e0")),
-            Ends::As("e", false),
+            Ends::As("e".into(), false),
         ),
         (
             "the id as a string with a plus sign",
@@ -363,48 +365,48 @@ fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
         (
             "a result that is an array",
             t(answer("[[{\"type\":\"text\",\"text\":\"in an array\"}]]")),
-            Ends::As("", false),
+            Ends::As("".into(), false),
         ),
         (
             "a result that is an array of its fields in order",
             t(answer("[[{\"type\":\"text\",\"text\":\"in an array\"}],null,null]")),
-            Ends::As("", false),
+            Ends::As("".into(), false),
         ),
-        ("a result that is a string", t(answer("\"str\"")), Ends::As("", false)),
-        ("a result that is a number", t(answer("5")), Ends::As("", false)),
-        ("a null result", t(answer("null")), Ends::As("", false)),
+        ("a result that is a string", t(answer("\"str\"")), Ends::As("".into(), false)),
+        ("a result that is a number", t(answer("5")), Ends::As("".into(), false)),
+        ("a null result", t(answer("null")), Ends::As("".into(), false)),
         (
             "content that is an object",
             t(answer("{\"content\":{\"type\":\"text\",\"text\":\"x\"}}")),
-            Ends::As("", false),
+            Ends::As("".into(), false),
         ),
         (
             "a content part that is an array",
             t(answer("{\"content\":[[\"text\",\"in a list\"]]}")),
-            Ends::As("", false),
+            Ends::As("".into(), false),
         ),
         (
             "a part of an unknown type",
             t(answer(
                 "{\"content\":[{\"type\":\"video\",\"text\":\"v\"},{\"type\":\"text\",\"text\":\"t\"}]}",
             )),
-            Ends::As("t", false),
+            Ends::As("t".into(), false),
         ),
         (
             "a text that is not a string",
             t(answer(
                 "{\"content\":[{\"type\":\"text\",\"text\":5},{\"type\":\"text\",\"text\":\"t\"}]}",
             )),
-            Ends::As("t", false),
+            Ends::As("t".into(), false),
         ),
         (
             "isError that is a string",
             t(with_text(",\"isError\":\"true\"")),
-            Ends::As("t", false),
+            Ends::As("t".into(), false),
         ),
         (
             "a text with invalid UTF-8",
-            t(text_answer("a@FF@b")),
+            t(text_answer("a@xff@b")),
             Ends::Next,
         ),
         (
@@ -425,7 +427,7 @@ fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
         (
             "structuredContent with a repeated key",
             t(with_text(",\"structuredContent\":{\"a\":1,\"b\":2,\"a\":3}")),
-            Ends::As("{\"a\":3,\"b\":2}", false),
+            Ends::As("{\"a\":3,\"b\":2}".into(), false),
         ),
         // Fields nobody reads still have to be JSON a tree can hold.
         (
@@ -440,7 +442,7 @@ fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
         ),
         (
             "an unknown result field with invalid UTF-8",
-            t(with_text(",\"_meta\":{\"k\":\"@FF@\"}")),
+            t(with_text(",\"_meta\":{\"k\":\"@xff@\"}")),
             Ends::Next,
         ),
         (
@@ -458,7 +460,7 @@ fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
         (
             "a part's unknown field with invalid UTF-8",
             t(answer(
-                "{\"content\":[{\"type\":\"text\",\"text\":\"t\",\"x\":\"@FF@\"}]}",
+                "{\"content\":[{\"type\":\"text\",\"text\":\"t\",\"x\":\"@xff@\"}]}",
             )),
             Ends::Next,
         ),
@@ -476,7 +478,7 @@ fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
             t(error_answer(
                 "{\"code\":5,\"message\":\"m\",\"data\":[1e300,\"x\"]}",
             )),
-            Ends::As(rpc5, true),
+            Ends::As(rpc5.into(), true),
         ),
         (
             "an error whose code is a string",
@@ -504,11 +506,81 @@ fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
             Ends::Next,
         ),
         ("a null error", t(error_answer("null")), Ends::Next),
+        (
+            "a part with its text repeated",
+            t(answer(
+                "{\"content\":[{\"type\":\"text\",\"text\":\"a\",\"text\":\"b\"}]}",
+            )),
+            Ends::As("b".into(), false),
+        ),
+        (
+            "escaped keys and type",
+            t(answer(
+                "{\"\\u0063ontent\":[{\"\\u0074ype\":\"te\\u0078t\",\"text\":\"esc\"}]}",
+            )),
+            Ends::As("esc".into(), false),
+        ),
+        (
+            "an escaped NUL and line separator in the text",
+            t(text_answer("\\u0000 \\u2028")),
+            Ends::As("\u{0} \u{2028}".into(), false),
+        ),
+        (
+            "a raw control character in the text",
+            t(text_answer("a@x01@b")),
+            Ends::Next,
+        ),
+        (
+            "an id that is true",
+            t(text_answer("x").replace("@ID@", "true")),
+            Ends::Next,
+        ),
+        (
+            "an id with a fraction",
+            t(text_answer("x").replace("@ID@", "@ID@.5")),
+            Ends::Next,
+        ),
+        // Other traffic with the call's id or beside it.
+        (
+            "a request from the server with the call's id",
+            t("{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"method\":\"ping\"}\n".into()),
+            Ends::Next,
+        ),
+        (
+            "a notification before the answer",
+            t("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"hi\"}}\n".to_string()
+                + &text_answer("after note")),
+            Ends::As("after note".into(), false),
+        ),
+        (
+            "lines that are no message before the answer",
+            t("garbage\n7\n[]\n{}\n\"x\"\n{\"jsonrpc\":\n".to_string() + &text_answer("after junk")),
+            Ends::As("after junk".into(), false),
+        ),
+        // Lenient as rmcp's path is (`lines::fast_call_result` reads a
+        // null `error` or `method` as absent, and skips top-level fields it
+        // does not know), where rmcp's own parse drops the answer.
+        (
+            "a null error beside the result",
+            t(with_text("").replace("}}\n", "},\"error\":null}\n")),
+            Ends::As("t".into(), false),
+        ),
+        (
+            "a null method beside the result",
+            t(with_text("").replace(",\"result\"", ",\"method\":null,\"result\""))
+            ,
+            Ends::As("t".into(), false),
+        ),
+        (
+            "an unknown top-level field out of range",
+            t(with_text("").replace(",\"result\"", ",\"x\":1e400,\"result\"")),
+            Ends::As("t".into(), false),
+        ),
         // Framing.
         (
             "a line of only whitespace",
             t(" \t \r\n".to_string() + &text_answer("after")),
-            Ends::As("after", false),
+            Ends::As("after".into(), false),
         ),
         (
             "an answer split across two writes",
@@ -517,22 +589,45 @@ fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
                 json!(100),
                 json!("ent\":[{\"type\":\"text\",\"text\":\"split\"}]}}\n"),
             ],
-            Ends::As("split", false),
+            Ends::As("split".into(), false),
         ),
         (
             "two answers in one write, a stray one first",
             t(text_answer("stray").replace("@ID@", "@ID@7") + &text_answer("real")),
-            Ends::As("real", false),
+            Ends::As("real".into(), false),
+        ),
+        (
+            "a character split across two writes",
+            vec![
+                json!("{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"@xc3@"),
+                json!(50),
+                json!("@xa9@\"}]}}\n"),
+            ],
+            Ends::As("\u{e9}".into(), false),
+        ),
+        (
+            "an answer in writes of 7 bytes",
+            text_answer("trickle")
+                .as_bytes()
+                .chunks(7)
+                .map(|c| json!(String::from_utf8_lossy(c)))
+                .collect(),
+            Ends::As("trickle".into(), false),
+        ),
+        (
+            "a 1 MiB text, across many reads",
+            t(text_answer(&big)),
+            Ends::As(big.clone().into(), false),
         ),
         (
             "an answer with a byte-order mark",
             t("\u{feff}".to_string() + &text_answer("bom")),
-            Ends::As("bom", false),
+            Ends::As("bom".into(), false),
         ),
         (
             "an answer ending in CRLF",
             t(text_answer("crlf").replace("}\n", "}\r\n")),
-            Ends::As("crlf", false),
+            Ends::As("crlf".into(), false),
         ),
         (
             "an answer with trailing garbage",
@@ -593,7 +688,7 @@ fn hostile_answers_end_alike_on_both_paths_and_the_session_goes_on() {
                 hostile_call(&rmcp, what, &a, patience)
             );
             let expected = match ends {
-                Ends::As(output, is_error) => (output, is_error),
+                Ends::As(ref output, is_error) => (output.as_ref(), is_error),
                 Ends::Next => ("next", false),
                 Ends::TimedOut => (
                     "mcp server \"d\" failed at tools/call: timeout (no answer within 400 ms)",
@@ -623,6 +718,36 @@ fn hostile_answers_end_alike_on_both_paths_and_the_session_goes_on() {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        direct.close().await;
+        rmcp.close().await;
+    });
+}
+
+#[test]
+fn a_server_that_exits_mid_answer_ends_the_call_alike_on_both_paths() {
+    runtime::block_on(async {
+        let (direct, rmcp) = tokio::join!(open(true, 20000), open(false, 20000));
+        let half = "{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"content\":[{\"ty";
+        let a = args(json!({"writes": [half, {"exit": 3}]}));
+        let patience = Duration::from_secs(5);
+        let (ours, theirs) = tokio::join!(
+            hostile_call(&direct, "exit", &a, patience),
+            hostile_call(&rmcp, "exit", &a, patience)
+        );
+        assert_eq!(ours.to_json_string(), theirs.to_json_string());
+        assert!(ours.is_error);
+        assert_eq!(
+            ours.output,
+            "mcp server \"d\" failed at tools/call: peer-exited (status 3)"
+        );
+        assert_eq!(direct.direct_pending(), Some(0));
+        // The session is over: the next call says why at once.
+        let (a, b) = tokio::join!(
+            call(&direct, "echo", json!({"text": "x"})),
+            call(&rmcp, "echo", json!({"text": "x"}))
+        );
+        assert_eq!(a.to_json_string(), b.to_json_string());
+        assert_eq!(a.output, ours.output);
         direct.close().await;
         rmcp.close().await;
     });

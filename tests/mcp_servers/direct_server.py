@@ -19,8 +19,9 @@ tools/calls go direct. Tools, by name:
   call that was waiting (hang, late, gather), as [requestId, reason].
 - hostile {writes}: writes what a hostile or buggy server might answer, on a
   thread of its own: each string of `writes` is written as one write, as
-  UTF-8 with @ID@ replaced by the call's id and @FF@ by the raw byte 0xff
-  (no newline added); each number is a pause of that many milliseconds.
+  UTF-8 with @ID@ replaced by the call's id and each @xHH@ by the raw byte
+  0xHH (no newline added); each number is a pause of that many
+  milliseconds; {"exit": n} ends the server with status n.
 """
 import json
 import re
@@ -37,11 +38,15 @@ def write_raw(data):
 
 
 def hostile(mid, writes):
+    import os
     import time
     for w in writes:
         if isinstance(w, str):
-            data = w.replace("@ID@", str(mid)).encode("utf-8", "surrogatepass")
-            write_raw(data.replace(b"@FF@", b"\xff"))
+            data = w.replace("@ID@", str(mid)).encode("utf-8")
+            write_raw(re.sub(rb"@x([0-9a-f]{2})@",
+                             lambda m: bytes([int(m.group(1), 16)]), data))
+        elif isinstance(w, dict):
+            os._exit(w["exit"])
         else:
             time.sleep(w / 1000.0)
 
