@@ -269,6 +269,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":null}"#,
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"name":"x"}}"#,
             r#"{"jsonrpc":"2.0","method":"tools/list"}"#,
+            // Read from arrays, fields in order, by a derived struct.
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[]}"#,
+            r#"["2.0",3,"tools/list"]"#,
         ] {
             assert!(read(line.as_bytes()).is_none(), "{line}");
         }

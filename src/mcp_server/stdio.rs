@@ -726,6 +726,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"shout"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list","params":{"name":"shout"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"},"result":{}}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"tools/call","params":{"name":"shout"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"}} "#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"}}x"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"}}{}"#,
         ] {
             lines.push(line.as_bytes().to_vec());
         }
@@ -746,8 +750,8 @@ mod tests {
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         // Ten of the ids, the repeated, escaped and big-number arguments,
-        // and the escaped method.
-        assert_eq!(taken, 15);
+        // the escaped method and version, and trailing whitespace.
+        assert_eq!(taken, 17);
     }
 
     /// Once rmcp answered `initialize` and the client said
