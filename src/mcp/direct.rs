@@ -947,6 +947,225 @@ mod tests {
         }
     }
 
+    /// A small deterministic generator (xorshift64) of answers for the
+    /// comparison below: no new dependency, the same lines every run.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn pick<'a>(&mut self, from: &[&'a [u8]]) -> &'a [u8] {
+            from[self.below(from.len())]
+        }
+        /// A string literal, now and then one a tree cannot hold.
+        fn string(&mut self) -> Vec<u8> {
+            self.pick(&[
+                br#""a""#,
+                br#""""#,
+                br#""text""#,
+                br#""\u00e9 \ud83d\ude00 \u2028""#,
+                br#""q\"b\\\n\u0000""#,
+                br#""\ud800""#,
+                br#""\udc00x""#,
+                b"\"\xff\"",
+                b"\"\xc3\xa9\"",
+            ])
+            .to_vec()
+        }
+        /// Any JSON value (or what a hostile server passes for one).
+        fn value(&mut self, depth: usize) -> Vec<u8> {
+            let leaf: &[&[u8]] = &[
+                b"null",
+                b"true",
+                b"false",
+                b"0",
+                b"-0",
+                b"1.50",
+                b"1e300",
+                b"1e400",
+                b"-1e400",
+                b"123456789012345678901234567890",
+                b"-9223372036854775809",
+            ];
+            match self.below(if depth > 3 { 3 } else { 6 }) {
+                0 => self.pick(leaf).to_vec(),
+                1 => self.string(),
+                2 if self.below(40) == 0 => [&b"["[..]; 200]
+                    .concat()
+                    .into_iter()
+                    .chain([b']'; 200])
+                    .collect(),
+                2 => self.pick(leaf).to_vec(),
+                3 => {
+                    let n = self.below(4);
+                    let items: Vec<Vec<u8>> = (0..n).map(|_| self.value(depth + 1)).collect();
+                    [b"[".to_vec(), items.join(&b","[..]), b"]".to_vec()].concat()
+                }
+                _ => {
+                    let keys: &[&[u8]] = &[br#""a""#, br#""b""#, br#""\u0061""#, br#""k""#];
+                    let n = self.below(4);
+                    let fields: Vec<Vec<u8>> = (0..n)
+                        .map(|_| {
+                            let key = self.pick(keys);
+                            [key, b":", &self.value(depth + 1)].concat()
+                        })
+                        .collect();
+                    [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
+                }
+            }
+        }
+        fn part(&mut self) -> Vec<u8> {
+            if self.below(10) == 0 {
+                return self.value(2);
+            }
+            let kinds: &[&[u8]] = &[
+                br#""text""#,
+                br#""text""#,
+                br#""text""#,
+                br#""te\u0078t""#,
+                br#""image""#,
+                br#""resource""#,
+                b"5",
+                b"null",
+            ];
+            let mut fields = Vec::new();
+            for _ in 0..1 + self.below(4) {
+                let field = match self.below(7) {
+                    0 | 1 => [&br#""type":"#[..], self.pick(kinds)].concat(),
+                    2 | 3 => [&br#""text":"#[..], &self.string()].concat(),
+                    4 => [&br#""text":"#[..], &self.value(2)].concat(),
+                    5 => [&br#""annotations":"#[..], &self.value(2)].concat(),
+                    _ => [&br#""resource":{"text":"#[..], &self.string(), b"}"].concat(),
+                };
+                fields.push(field);
+            }
+            [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
+        }
+        fn result(&mut self) -> Vec<u8> {
+            if self.below(12) == 0 {
+                return self.value(1);
+            }
+            let mut fields = Vec::new();
+            if self.below(8) != 0 {
+                let n = self.below(4);
+                let parts: Vec<Vec<u8>> = (0..n).map(|_| self.part()).collect();
+                let content = if self.below(12) == 0 {
+                    self.value(1)
+                } else {
+                    [b"[".to_vec(), parts.join(&b","[..]), b"]".to_vec()].concat()
+                };
+                fields.push([&br#""content":"#[..], &content].concat());
+            }
+            for _ in 0..self.below(4) {
+                let field = match self.below(8) {
+                    0 | 1 => [&br#""structuredContent":"#[..], &self.value(1)].concat(),
+                    2 => br#""isError":true"#.to_vec(),
+                    3 => [&br#""isError":"#[..], &self.value(3)].concat(),
+                    4 => [&br#""protocolVersion":"#[..], &self.value(3)].concat(),
+                    5 => [&br#""_meta":"#[..], &self.value(1)].concat(),
+                    6 => [&br#""\u0063ontent":["#[..], &self.part(), b"]"].concat(),
+                    _ => [&br#""content":["#[..], &self.part(), b"]"].concat(),
+                };
+                let at = self.below(fields.len() + 1);
+                fields.insert(at, field);
+            }
+            [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
+        }
+    }
+
+    /// What rmcp's side of the session makes of an answer line to the call
+    /// `id`: lines::parse, then KnownIds (an id that reads as the one sent)
+    /// and `session::request` (a custom result as it came, any other
+    /// typed result as its JSON), shaped.
+    fn on_rmcps_path(line: &[u8], id: i64) -> Option<Result<ToolResult, i32>> {
+        use crate::mcp::session::shape_call_result;
+        let sent = RequestId::Number(id).to_string();
+        match super::super::lines::parse(line)? {
+            JsonRpcMessage::Response(r) if r.id.to_string() == sent => match r.result {
+                ServerResult::CustomResult(custom) => Some(Ok(shape_call_result(&custom.0))),
+                other => Some(Ok(shape_call_result(&serde_json::to_value(&other).ok()?))),
+            },
+            JsonRpcMessage::Error(e) if e.id.as_ref().map(ToString::to_string) == Some(sent) => {
+                Some(Err(e.error.code.0))
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn ten_thousand_generated_answers_end_as_on_rmcps_path() {
+        use crate::mcp::session::shape_call_result;
+        let mut gen = Gen(0x9E37_79B9_7F4A_7C15);
+        let (mut taken, mut fast, mut wrong) = (0, 0, Vec::new());
+        let envelopes: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":ID,"result":R}"#,
+            br#"{"result":R,"id":"ID","jsonrpc":"2.0"}"#,
+            br#"{"jsonrpc":"2.0","id":ID,"result":R,"error":null}"#,
+            br#"{"jsonrpc":"2.0","id":ID,"extra":[1e400],"result":R}"#,
+            br#"{"jsonrpc":"2.0","id":ID,"result":R,"error":{"code":3,"message":"m"}}"#,
+            br#"{"jsonrpc":"2.0","id":ID,"error":{"code":3,"message":"m","data":R}}"#,
+        ];
+        for _ in 0..10_000 {
+            let direct = Direct::new(Arc::new(Mutex::new(None)));
+            let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
+            let envelope = String::from_utf8_lossy(gen.pick(envelopes))
+                .replace("ID", &id.to_string())
+                .into_bytes();
+            let result = gen.result();
+            let mut line = Vec::new();
+            for (i, piece) in envelope.split(|&b| b == b'R').enumerate() {
+                if i > 0 {
+                    line.extend_from_slice(&result);
+                }
+                line.extend_from_slice(piece);
+            }
+            if shape_text_answer(&line).is_some() {
+                fast += 1;
+            }
+            let ours = if direct.offer(&line) {
+                taken += 1;
+                match rx.try_recv() {
+                    Ok(Ok(Reply::Shaped(r))) => Some(Ok(r)),
+                    Ok(Ok(Reply::Json(v))) => Some(Ok(shape_call_result(&v))),
+                    Ok(Err(Failure::Service(ServiceError::McpError(e)))) => Some(Err(e.code.0)),
+                    other => panic!("{other:?}"),
+                }
+            } else {
+                None
+            };
+            let theirs = on_rmcps_path(&line, id);
+            let show = |r: &Option<Result<ToolResult, i32>>| match r {
+                Some(Ok(r)) => r.to_json_string(),
+                Some(Err(code)) => format!("error {code}"),
+                None => "dropped".into(),
+            };
+            if show(&ours) != show(&theirs) {
+                wrong.push(format!(
+                    "{}\n  direct {}\n  rmcp   {}",
+                    String::from_utf8_lossy(&line),
+                    show(&ours),
+                    show(&theirs)
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of 10,000 differ:\n{}",
+            wrong.len(),
+            wrong[..wrong.len().min(8)].join("\n")
+        );
+        // Both kinds of answer, and both ways of reading one, came up.
+        assert!(taken > 1_000 && taken < 9_000, "{taken}");
+        assert!(fast > 300, "{fast}");
+    }
+
     #[test]
     fn only_answers_to_calls_in_flight_are_taken() {
         let direct = Direct::new(Arc::new(Mutex::new(None)));
