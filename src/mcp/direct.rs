@@ -947,137 +947,66 @@ mod tests {
         }
     }
 
-    /// A small deterministic generator (xorshift64) of answers for the
-    /// comparison below: no new dependency, the same lines every run.
-    struct Gen(u64);
+    use crate::test_json::Gen;
 
-    impl Gen {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
+    /// A content part, or now and then any value in its place.
+    fn part(gen: &mut Gen) -> Vec<u8> {
+        if gen.below(10) == 0 {
+            return gen.value(2);
         }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
+        let kinds: &[&[u8]] = &[
+            br#""text""#,
+            br#""text""#,
+            br#""text""#,
+            br#""te\u0078t""#,
+            br#""image""#,
+            br#""resource""#,
+            b"5",
+            b"null",
+        ];
+        let mut fields = Vec::new();
+        for _ in 0..1 + gen.below(4) {
+            let field = match gen.below(7) {
+                0 | 1 => [&br#""type":"#[..], gen.pick(kinds)].concat(),
+                2 | 3 => [&br#""text":"#[..], &gen.string()].concat(),
+                4 => [&br#""text":"#[..], &gen.value(2)].concat(),
+                5 => [&br#""annotations":"#[..], &gen.value(2)].concat(),
+                _ => [&br#""resource":{"text":"#[..], &gen.string(), b"}"].concat(),
+            };
+            fields.push(field);
         }
-        fn pick<'a>(&mut self, from: &[&'a [u8]]) -> &'a [u8] {
-            from[self.below(from.len())]
+        [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
+    }
+    /// A tools/call result, or now and then any value in its place.
+    fn result(gen: &mut Gen) -> Vec<u8> {
+        if gen.below(12) == 0 {
+            return gen.value(1);
         }
-        /// A string literal, now and then one a tree cannot hold.
-        fn string(&mut self) -> Vec<u8> {
-            self.pick(&[
-                br#""a""#,
-                br#""""#,
-                br#""text""#,
-                br#""\u00e9 \ud83d\ude00 \u2028""#,
-                br#""q\"b\\\n\u0000""#,
-                br#""\ud800""#,
-                br#""\udc00x""#,
-                b"\"\xff\"",
-                b"\"\xc3\xa9\"",
-            ])
-            .to_vec()
+        let mut fields = Vec::new();
+        if gen.below(8) != 0 {
+            let n = gen.below(4);
+            let parts: Vec<Vec<u8>> = (0..n).map(|_| part(gen)).collect();
+            let content = if gen.below(12) == 0 {
+                gen.value(1)
+            } else {
+                [b"[".to_vec(), parts.join(&b","[..]), b"]".to_vec()].concat()
+            };
+            fields.push([&br#""content":"#[..], &content].concat());
         }
-        /// Any JSON value (or what a hostile server passes for one).
-        fn value(&mut self, depth: usize) -> Vec<u8> {
-            let leaf: &[&[u8]] = &[
-                b"null",
-                b"true",
-                b"false",
-                b"0",
-                b"-0",
-                b"1.50",
-                b"1e300",
-                b"1e400",
-                b"-1e400",
-                b"123456789012345678901234567890",
-                b"-9223372036854775809",
-            ];
-            match self.below(if depth > 3 { 3 } else { 6 }) {
-                0 => self.pick(leaf).to_vec(),
-                1 => self.string(),
-                2 if self.below(40) == 0 => [&b"["[..]; 200]
-                    .concat()
-                    .into_iter()
-                    .chain([b']'; 200])
-                    .collect(),
-                2 => self.pick(leaf).to_vec(),
-                3 => {
-                    let n = self.below(4);
-                    let items: Vec<Vec<u8>> = (0..n).map(|_| self.value(depth + 1)).collect();
-                    [b"[".to_vec(), items.join(&b","[..]), b"]".to_vec()].concat()
-                }
-                _ => {
-                    let keys: &[&[u8]] = &[br#""a""#, br#""b""#, br#""\u0061""#, br#""k""#];
-                    let n = self.below(4);
-                    let fields: Vec<Vec<u8>> = (0..n)
-                        .map(|_| {
-                            let key = self.pick(keys);
-                            [key, b":", &self.value(depth + 1)].concat()
-                        })
-                        .collect();
-                    [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
-                }
-            }
+        for _ in 0..gen.below(4) {
+            let field = match gen.below(8) {
+                0 | 1 => [&br#""structuredContent":"#[..], &gen.value(1)].concat(),
+                2 => br#""isError":true"#.to_vec(),
+                3 => [&br#""isError":"#[..], &gen.value(3)].concat(),
+                4 => [&br#""protocolVersion":"#[..], &gen.value(3)].concat(),
+                5 => [&br#""_meta":"#[..], &gen.value(1)].concat(),
+                6 => [&br#""\u0063ontent":["#[..], &part(gen), b"]"].concat(),
+                _ => [&br#""content":["#[..], &part(gen), b"]"].concat(),
+            };
+            let at = gen.below(fields.len() + 1);
+            fields.insert(at, field);
         }
-        fn part(&mut self) -> Vec<u8> {
-            if self.below(10) == 0 {
-                return self.value(2);
-            }
-            let kinds: &[&[u8]] = &[
-                br#""text""#,
-                br#""text""#,
-                br#""text""#,
-                br#""te\u0078t""#,
-                br#""image""#,
-                br#""resource""#,
-                b"5",
-                b"null",
-            ];
-            let mut fields = Vec::new();
-            for _ in 0..1 + self.below(4) {
-                let field = match self.below(7) {
-                    0 | 1 => [&br#""type":"#[..], self.pick(kinds)].concat(),
-                    2 | 3 => [&br#""text":"#[..], &self.string()].concat(),
-                    4 => [&br#""text":"#[..], &self.value(2)].concat(),
-                    5 => [&br#""annotations":"#[..], &self.value(2)].concat(),
-                    _ => [&br#""resource":{"text":"#[..], &self.string(), b"}"].concat(),
-                };
-                fields.push(field);
-            }
-            [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
-        }
-        fn result(&mut self) -> Vec<u8> {
-            if self.below(12) == 0 {
-                return self.value(1);
-            }
-            let mut fields = Vec::new();
-            if self.below(8) != 0 {
-                let n = self.below(4);
-                let parts: Vec<Vec<u8>> = (0..n).map(|_| self.part()).collect();
-                let content = if self.below(12) == 0 {
-                    self.value(1)
-                } else {
-                    [b"[".to_vec(), parts.join(&b","[..]), b"]".to_vec()].concat()
-                };
-                fields.push([&br#""content":"#[..], &content].concat());
-            }
-            for _ in 0..self.below(4) {
-                let field = match self.below(8) {
-                    0 | 1 => [&br#""structuredContent":"#[..], &self.value(1)].concat(),
-                    2 => br#""isError":true"#.to_vec(),
-                    3 => [&br#""isError":"#[..], &self.value(3)].concat(),
-                    4 => [&br#""protocolVersion":"#[..], &self.value(3)].concat(),
-                    5 => [&br#""_meta":"#[..], &self.value(1)].concat(),
-                    6 => [&br#""\u0063ontent":["#[..], &self.part(), b"]"].concat(),
-                    _ => [&br#""content":["#[..], &self.part(), b"]"].concat(),
-                };
-                let at = self.below(fields.len() + 1);
-                fields.insert(at, field);
-            }
-            [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
-        }
+        [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
     }
 
     /// What rmcp's side of the session makes of an answer line to the call
@@ -1118,7 +1047,7 @@ mod tests {
             let envelope = String::from_utf8_lossy(gen.pick(envelopes))
                 .replace("ID", &id.to_string())
                 .into_bytes();
-            let result = gen.result();
+            let result = result(&mut gen);
             let mut line = Vec::new();
             for (i, piece) in envelope.split(|&b| b == b'R').enumerate() {
                 if i > 0 {

@@ -754,6 +754,176 @@ mod tests {
         assert_eq!(taken, 17);
     }
 
+    /// A request line from hostile pieces (see `test_json::Gen`).
+    fn generated_request(gen: &mut crate::test_json::Gen) -> Vec<u8> {
+        let name = |gen: &mut crate::test_json::Gen| -> Vec<u8> {
+            let names: &[&[u8]] = &[
+                br#""shout""#,
+                br#""shout""#,
+                br#""\u0073hout""#,
+                br#""""#,
+                b"5",
+                b"null",
+                br#""\ud800""#,
+                b"\"\xff\"",
+            ];
+            gen.pick(names).to_vec()
+        };
+        let mut params = Vec::new();
+        for _ in 0..gen.below(4) {
+            let field = match gen.below(8) {
+                0..=2 => [&br#""name":"#[..], &name(gen)].concat(),
+                3 | 4 => [&br#""arguments":"#[..], &gen.value(1)].concat(),
+                5 => br#""arguments":{"text":"x","text":"y"}"#.to_vec(),
+                6 => [&br#""_meta":"#[..], &gen.value(2)].concat(),
+                _ => [&br#""cursor":"#[..], &gen.string()].concat(),
+            };
+            params.push(field);
+        }
+        // Mostly the params of a call, its arguments any value or an
+        // object of any values.
+        if gen.below(2) == 0 {
+            let called = match gen.below(3) {
+                0 => name(gen),
+                _ => br#""shout""#.to_vec(),
+            };
+            params = vec![[&br#""name":"#[..], &called].concat()];
+            let arguments = match gen.below(4) {
+                0 => gen.value(1),
+                1 => {
+                    let a = [&br#""text":"#[..], &gen.string()].concat();
+                    let b = [&br#""n":"#[..], &gen.value(2)].concat();
+                    [&b"{"[..], &a, b",", &b, b"}"].concat()
+                }
+                _ => br#"{"text":"x"}"#.to_vec(),
+            };
+            if gen.below(4) != 0 {
+                params.push([&br#""arguments":"#[..], &arguments].concat());
+            }
+        }
+        let params = match gen.below(12) {
+            0 => b"null".to_vec(),
+            1 => gen.value(1),
+            // The fields of params in order, as an array.
+            2 => {
+                let v = match gen.below(2) {
+                    0 => gen.value(1),
+                    _ => br#"{"text":"x"}"#.to_vec(),
+                };
+                [&b"["[..], &name(gen), b",", &v, b"]"].concat()
+            }
+            _ => [b"{".to_vec(), params.join(&b","[..]), b"}".to_vec()].concat(),
+        };
+        let pieces: [&[&[u8]]; 3] = [
+            &[
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2\u002e0""#,
+                br#""jsonrpc":"1.0""#,
+                br#""jsonrpc":2"#,
+            ],
+            &[
+                br#""id":1"#,
+                br#""id":1"#,
+                br#""id":1"#,
+                br#""id":1"#,
+                br#""id":"s""#,
+                br#""id":"""#,
+                br#""id":7.0"#,
+                br#""id":8e0"#,
+                br#""id":-7"#,
+                br#""id":-0"#,
+                br#""id":9223372036854775807"#,
+                br#""id":9223372036854775808"#,
+                br#""id":7.5"#,
+                br#""id":1e400"#,
+                br#""id":null"#,
+                br#""id":[1]"#,
+                br#""id":"\ud800""#,
+            ],
+            &[
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools\/call""#,
+                br#""method":"tools/list""#,
+                br#""method":"tools/list""#,
+                br#""method":"ping""#,
+                br#""method":5"#,
+            ],
+        ];
+        let mut fields: Vec<Vec<u8>> = Vec::new();
+        for piece in pieces {
+            if gen.below(30) != 0 {
+                fields.push(gen.pick(piece).to_vec());
+            }
+        }
+        if gen.below(4) != 0 {
+            fields.push([&br#""params":"#[..], &params].concat());
+        }
+        for _ in 0..gen.below(6) / 5 {
+            let extra: &[&[u8]] = &[br#""extra":1"#, br#""result":{}"#, br#""id":2"#];
+            fields.push(gen.pick(extra).to_vec());
+        }
+        // In any order.
+        for i in (1..fields.len()).rev() {
+            fields.swap(i, gen.below(i + 1));
+        }
+        let line = [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat();
+        match gen.below(40) {
+            // The fields of a request in order, as an array.
+            0 => [&b"[\"2.0\",1,\"tools/call\","[..], &params, b"]"].concat(),
+            1 => [&line[..], b" "].concat(),
+            2 => [&line[..], b"x"].concat(),
+            _ => line,
+        }
+    }
+
+    #[test]
+    fn thirty_thousand_generated_requests_the_fast_path_reads_are_what_rmcp_reads() {
+        let mut gen = crate::test_json::Gen(0x2545_F491_4F6C_DD1D);
+        let (mut calls, mut lists, mut wrong) = (0, 0, Vec::new());
+        for _ in 0..30_000 {
+            let line = generated_request(&mut gen);
+            let shown = String::from_utf8_lossy(&line).into_owned();
+            let full = serde_json::from_slice::<ClientJsonRpcMessage>(&line);
+            match super::super::plain::read(&line) {
+                None => {}
+                Some(Plain::List { id }) => {
+                    lists += 1;
+                    match &full {
+                        Ok(ClientJsonRpcMessage::Request(req))
+                            if matches!(req.request, ClientRequest::ListToolsRequest(_))
+                                && req.id == id => {}
+                        other => wrong.push(format!("{shown}: a list, rmcp {other:?}")),
+                    }
+                }
+                Some(call) => {
+                    calls += 1;
+                    let fast = call_message(call).map(|m| serde_json::to_value(m).ok());
+                    let rmcp = full.ok().map(|m| serde_json::to_value(m).ok());
+                    if fast != rmcp {
+                        wrong.push(format!("{shown}: fast {fast:?}, rmcp {rmcp:?}"));
+                    }
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of 30,000 differ:\n{}",
+            wrong.len(),
+            wrong[..wrong.len().min(8)].join("\n")
+        );
+        assert!(calls > 1_000 && lists > 100, "{calls} calls, {lists} lists");
+    }
+
     /// Once rmcp answered `initialize` and the client said
     /// `notifications/initialized`, plain lines never come out of
     /// `receive`: the transport answers them; anything else still does.
