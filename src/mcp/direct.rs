@@ -660,7 +660,10 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// `protocolVersion`) whose content parts are all `text`: exactly what
 /// `shape_call_result` makes of it (a unit test compares them), without the
 /// JSON tree. None for anything else, which is read the general way: a
-/// field of another type, a repeated field, a part of another kind.
+/// field of another type, a repeated field, a part of another kind, a
+/// result or part that is no object, a value anywhere in the result that a
+/// tree cannot hold (see [`Checked`]). Generated answers compare it with
+/// rmcp's path (`ten_thousand_generated_answers_end_as_on_rmcps_path`).
 fn shape_text_answer(line: &[u8]) -> Option<(i64, ToolResult)> {
     let answer: TextAnswer = serde_json::from_slice(line).ok()?;
     let (None, None, Some(result)) = (&answer.method, &answer.error, answer.result) else {

@@ -11,8 +11,9 @@
 //! building an error for each miss (about a quarter of the gateway's
 //! instructions per proxied call, measured with callgrind; bench/README.md,
 //! issue 13). Anything else (other methods, `_meta`, a cursor, fields this
-//! does not know, duplicate keys) is `None`, for rmcp's parse, so what the
-//! handler sees is the same either way.
+//! does not know, duplicate keys, a line or params that are an array) is
+//! `None`, for rmcp's parse, so what the handler sees is the same either
+//! way (stdio.rs compares the two on generated lines).
 
 use super::Gateway;
 use rmcp::model::{
