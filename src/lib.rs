@@ -28,3 +28,6 @@ pub mod skill;
 pub mod tool;
 pub mod toolkit;
 pub mod translate;
+
+#[cfg(test)]
+mod test_json;

@@ -465,6 +465,43 @@ fn a_plain_call_or_list_gets_the_answer_rmcp_gives_byte_for_byte() {
         "{calls:?}"
     );
     assert_eq!(calls.iter().filter(|c| c.is_error).count(), 3, "{calls:?}");
+    // Tricky bodies: the same answer either way; an array of a call's
+    // fields is no call (rmcp's parse takes it for no message).
+    let tricky = [
+        (
+            r#"{"jsonrpc":"2.0","id":9.0,"method":"tools/call","params":{"name":"shout","arguments":{"text":"f"}}}"#,
+            Some("F"),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":-9,"method":"tools/call","params":{"name":"shout","arguments":{"text":"a","text":"n"}}}"#,
+            Some("N"),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"shout","arguments":null}}"#,
+            Some(""),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":["shout",{"text":"x"}]}"#,
+            None,
+        ),
+        (
+            r#"["2.0",12,"tools/call",{"name":"shout","arguments":{"text":"x"}}]"#,
+            None,
+        ),
+    ];
+    for (body, shouted) in tricky {
+        let fast = post(&addr, plain, body);
+        let rmcp = post(&addr, weighted, body);
+        assert_eq!(fast, rmcp, "{body}");
+        let v: Value = serde_json::from_str(&fast.2).unwrap_or_default();
+        let text = v["result"]["content"][0]["text"].as_str();
+        assert_eq!(text, shouted, "{body}: {fast:?}");
+    }
+    let calls = served.calls.lock().map(|c| c.len()).unwrap_or_default();
+    assert_eq!(
+        calls, 15,
+        "the nine calls above, and two of each call here that is one"
+    );
     // What neither takes stays rmcp's: no Accept of SSE, a notification.
     let (status, _, _) = post(&addr, "accept: application/json\r\n", cases[0].0);
     assert_eq!(status, 406);

@@ -51,10 +51,14 @@ impl Session {
     }
 
     async fn send(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes()).await;
+    }
+
+    /// One line of any bytes (a newline added).
+    async fn send_bytes(&mut self, line: &[u8]) {
         if let Some(to) = self.to.as_mut() {
-            to.write_all(format!("{line}\n").as_bytes())
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+            let line = [line, b"\n"].concat();
+            to.write_all(&line).await.unwrap_or_else(|e| panic!("{e}"));
         }
     }
 
@@ -275,6 +279,146 @@ fn a_plain_line_gets_the_bytes_rmcp_writes_for_the_same_request() {
         );
         assert!(s.server.wait_for(Some(Duration::from_secs(20))));
     }
+}
+
+/// Where a parse error says the line went wrong.
+fn parse_error_column(answer: &str) -> Option<usize> {
+    let v: Value = serde_json::from_str(answer).ok()?;
+    let message = v["error"]["message"].as_str()?;
+    message.strip_prefix("parse error: ")?;
+    message.rsplit_once("column ")?.1.parse().ok()
+}
+
+/// `line` as rmcp's parse alone takes it: an empty `_meta` in its params
+/// keeps it off the fast path and means nothing to the tool.
+fn via_rmcp(line: &[u8]) -> Option<Vec<u8>> {
+    let at = line.windows(10).position(|w| w == br#""params":{"#)? + 10;
+    Some([&line[..at], br#""_meta":{},"#, &line[at..]].concat())
+}
+
+#[test]
+fn a_tricky_plain_line_gets_the_bytes_rmcp_writes_for_it() {
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    tk.register(native("shout", |args, _| {
+        ToolResult::ok(args["text"].as_str().unwrap_or("no text").to_uppercase())
+    }));
+    let call = |id: &str, params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+            .into_bytes()
+    };
+    let plain = r#"{"name":"shout","arguments":{"text":"x"}}"#;
+    // (the line, the id its answer carries, what the answer says)
+    let mut cases: Vec<(Vec<u8>, Value, Value)> = Vec::new();
+    let shouted = |t: &str| json!({"content": [{"type": "text", "text": t}], "isError": false});
+    for (id, answered) in [
+        ("\"s\"", json!("s")),
+        ("\"\"", json!("")),
+        ("\"\\u00e9\"", json!("\u{e9}")),
+        ("7.0", json!(7)),
+        ("8e0", json!(8)),
+        ("-7", json!(-7)),
+        ("-0", json!(0)),
+        ("9223372036854775807", json!(i64::MAX)),
+        ("-9223372036854775808", json!(i64::MIN)),
+    ] {
+        cases.push((call(id, plain), answered, shouted("X")));
+    }
+    let invalid = json!({"code": -32600});
+    // A tools/call whose params rmcp cannot read: an error, whatever its
+    // code (rmcp says -32601 and the method name, where JSON-RPC has
+    // -32602 for invalid params; not pinned here).
+    let unknown = json!({"code": "any"});
+    for (id, answered) in [
+        ("9223372036854775808", json!(9_223_372_036_854_775_808_u64)),
+        ("7.5", json!(7.5)),
+        ("null", Value::Null),
+    ] {
+        cases.push((call(id, plain), answered, invalid.clone()));
+    }
+    for (params, says) in [
+        (
+            r#"{"name":"shout","arguments":{"text":"a","text":"b"}}"#,
+            shouted("B"),
+        ),
+        (
+            r#"{"name":"shout","arguments":{"text":"a","n":1,"text":"c"}}"#,
+            shouted("C"),
+        ),
+        (
+            r#"{"\u006eame":"sh\u006fut","arguments":{"t\u0065xt":"\ud83d\ude00 \u00e9"}}"#,
+            shouted("\u{1F600} \u{c9}"),
+        ),
+        (
+            r#"{"name":"shout","arguments":{"text":"n","n":123456789012345678901234567890,"f":-0.0}}"#,
+            shouted("N"),
+        ),
+        (r#"{"name":"shout","arguments":null}"#, shouted("NO TEXT")),
+        (r#"{"name":"shout","arguments":[1,2]}"#, unknown.clone()),
+        (r#"{"name":"shout","arguments":"x"}"#, unknown.clone()),
+        (
+            r#"{"name":"shout","arguments":{},"extra":1}"#,
+            shouted("NO TEXT"),
+        ),
+        (r#"{"name":"shout","name":"other"}"#, unknown.clone()),
+    ] {
+        cases.push((call("1", params), json!(1), says));
+    }
+    // Not JSON a tree can hold: a parse error, without an id.
+    for params in [
+        r#"{"name":"shout","arguments":{"text":"\ud800"}}"#,
+        r#"{"name":"shout","arguments":{"n":1e400}}"#,
+    ] {
+        cases.push((call("1", params), Value::Null, json!({"code": -32700})));
+    }
+    cases.push((
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shout\",\"arguments\":{\"text\":\"\xff\"}}}".to_vec(),
+        Value::Null,
+        json!({"code": -32700}),
+    ));
+    let mut s = Session::start(&tk, &Profile::default());
+    let mut wrong = Vec::new();
+    toolnexus::runtime::block_on(async {
+        s.open("2025-06-18").await;
+        for (line, id, says) in &cases {
+            let shown = String::from_utf8_lossy(line).into_owned();
+            s.send_bytes(line).await;
+            let fast = s.answer(id).await;
+            let Some(rmcp_line) = via_rmcp(line) else {
+                panic!("no params in {shown}");
+            };
+            s.send_bytes(&rmcp_line).await;
+            let rmcp = s.answer(id).await;
+            // A parse error says where: 11 bytes on in the line with `_meta`.
+            let rmcp = match parse_error_column(&rmcp) {
+                Some(at) => rmcp.replace(&format!("column {at}"), &format!("column {}", at - 11)),
+                None => rmcp,
+            };
+            if fast != rmcp {
+                wrong.push(format!("{shown}:\n  fast {fast}\n  rmcp {rmcp}"));
+            }
+            let v: Value = serde_json::from_str(&fast).unwrap_or_default();
+            let got = match says.get("code") {
+                Some(code) if code == "any" && v["error"]["code"].is_i64() => says.clone(),
+                Some(_) => json!({"code": v["error"]["code"]}),
+                None => v["result"].clone(),
+            };
+            if &got != says {
+                wrong.push(format!("{shown}: says {fast}"));
+            }
+        }
+        // A call whose params are an array is no call: rmcp's answer.
+        s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":["shout",{"text":"x"}]}"#)
+            .await;
+        let v: Value = serde_json::from_str(&s.answer(&json!(2)).await).unwrap_or_default();
+        assert_eq!(v["error"]["code"], json!(-32600), "{v}");
+        // Nor is a line that is an array of a call's fields in order.
+        s.send(r#"["2.0",3,"tools/call",{"name":"shout","arguments":{"text":"x"}}]"#)
+            .await;
+        let v: Value = serde_json::from_str(&s.answer(&Value::Null).await).unwrap_or_default();
+        assert_eq!(v["error"]["code"], json!(-32600), "{v}");
+        assert!(s.close_and_drain().await.is_empty());
+    });
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]

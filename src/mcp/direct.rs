@@ -492,12 +492,14 @@ struct Envelope {
     error: Option<serde::de::IgnoredAny>,
 }
 
-/// A numeric id, also when echoed as a string (as rmcp's own matching
-/// takes it).
+/// A numeric id, also when echoed as a string, as rmcp's path takes it:
+/// `KnownIds` lets an answer through only when its id reads the same as
+/// the one sent, so "1000000000" is that id and "+1000000000" or
+/// "01000000000" are not.
 fn numeric(id: &RequestId) -> Option<i64> {
     match id {
         RequestId::Number(n) => Some(*n),
-        RequestId::String(s) => s.parse().ok(),
+        RequestId::String(s) => s.parse().ok().filter(|n: &i64| n.to_string() == **s),
     }
 }
 
@@ -514,29 +516,161 @@ struct TextAnswer<'a> {
     result: Option<TextResult<'a>>,
 }
 
-#[derive(serde::Deserialize)]
+/// The result of a [`TextAnswer`]. Read by hand, not derived: a derived
+/// struct also reads from an array (its fields in order), where
+/// `shape_call_result` sees no field at all, and skips the fields it does
+/// not know without reading them, where rmcp's path builds a tree of them
+/// and drops an answer it cannot build (see [`Checked`]).
+#[derive(Default)]
 struct TextResult<'a> {
-    #[serde(borrow)]
     content: Option<Vec<TextPart<'a>>>,
-    #[serde(rename = "structuredContent")]
+    /// `structuredContent`.
     structured: Option<Compact>,
-    #[serde(rename = "isError")]
+    /// `isError`.
     is_error: Option<bool>,
-    /// Whether the key is there at all, whatever its value.
-    #[serde(rename = "protocolVersion", default, deserialize_with = "present")]
+    /// Whether `protocolVersion` is there at all, whatever its value.
     protocol_version: bool,
 }
 
-#[derive(serde::Deserialize)]
+impl<'de: 'a, 'a> serde::Deserialize<'de> for TextResult<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = TextResult<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a tools/call result object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TextResult<'de>, A::Error> {
+                let mut r = TextResult::default();
+                let mut seen = [false; 4];
+                while let Some(Key(key)) = map.next_key()? {
+                    let field = match key.as_ref() {
+                        "content" => 0,
+                        "structuredContent" => 1,
+                        "isError" => 2,
+                        "protocolVersion" => 3,
+                        _ => {
+                            map.next_value::<Checked>()?;
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut seen[field], true) {
+                        return Err(repeated(&key));
+                    }
+                    match field {
+                        0 => r.content = map.next_value()?,
+                        1 => r.structured = map.next_value()?,
+                        2 => r.is_error = map.next_value()?,
+                        _ => {
+                            map.next_value::<Checked>()?;
+                            r.protocol_version = true;
+                        }
+                    }
+                }
+                Ok(r)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A part of a [`TextResult`]'s content, read by hand for the same reasons.
 struct TextPart<'a> {
-    #[serde(rename = "type", borrow)]
+    /// `type`.
     kind: Cow<'a, str>,
-    #[serde(borrow)]
     text: Option<Cow<'a, str>>,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
+impl<'de: 'a, 'a> serde::Deserialize<'de> for TextPart<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = TextPart<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a content part object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TextPart<'de>, A::Error> {
+                let (mut kind, mut text): (Option<Cow<'de, str>>, Option<Option<Key<'de>>>) =
+                    (None, None);
+                while let Some(Key(key)) = map.next_key()? {
+                    match key.as_ref() {
+                        "type" if kind.is_some() => return Err(repeated(&key)),
+                        "type" => kind = Some(map.next_value::<Key>()?.0),
+                        "text" if text.is_some() => return Err(repeated(&key)),
+                        "text" => text = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<Checked>()?;
+                        }
+                    }
+                }
+                let kind = kind.ok_or_else(|| serde::de::Error::missing_field("type"))?;
+                Ok(TextPart {
+                    kind,
+                    text: text.flatten().map(|Key(t)| t),
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+fn repeated<E: serde::de::Error>(key: &str) -> E {
+    E::custom(format_args!("a repeated field `{key}`"))
+}
+
+/// A value read to its end and dropped. `IgnoredAny` skips a value without
+/// reading it: a number out of range, a string that is not UTF-8 or holds
+/// a lone surrogate, nesting past the parser's depth limit all pass. A
+/// tree of the same value fails on each, and so rmcp's path drops such an
+/// answer; with this the one-pass read fails on the same values, and the
+/// answer goes the general way, where it is dropped alike.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Checked)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Checked {
+    type Value = Checked;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_key::<Checked>()?.is_some() {
+            map.next_value::<Checked>()?;
+        }
+        Ok(Checked)
+    }
 }
 
 /// A JSON value as the compact text `Value::to_string` gives it, written
@@ -672,7 +806,10 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 /// `protocolVersion`) whose content parts are all `text`: exactly what
 /// `shape_call_result` makes of it (a unit test compares them), without the
 /// JSON tree. None for anything else, which is read the general way: a
-/// field of another type, a repeated field, a part of another kind.
+/// field of another type, a repeated field, a part of another kind, a
+/// result or part that is no object, a value anywhere in the result that a
+/// tree cannot hold (see [`Checked`]). Generated answers compare it with
+/// rmcp's path (`ten_thousand_generated_answers_end_as_on_rmcps_path`).
 fn shape_text_answer(line: &[u8]) -> Option<(i64, ToolResult)> {
     let answer: TextAnswer = serde_json::from_slice(line).ok()?;
     let (None, None, Some(result)) = (&answer.method, &answer.error, answer.result) else {
@@ -869,6 +1006,14 @@ mod tests {
             r#"{"content":null}"#,
             r#"{"content":[{"type":"text","text":"x"}],"isError":"true"}"#,
             r#"{"content":[{"type":"resource","resource":{"uri":"u","text":"r"}}]}"#,
+            r#"{"content":[{"type":"text","text":"t"}],"\u0069sError":true}"#,
+            r#"{"content":[{"type":"text","text":"t"}],"isError":false,"isError":true}"#,
+            r#"{"content":[{"type":"text","text":"t","type":"text"}]}"#,
+            r#"{"content":[{"type":"text","text":"t","text":"u"}]}"#,
+            r#"{"content":[{"text":"t"}]}"#,
+            r#"{"content":[["text","in a list"]]}"#,
+            r#"[[{"type":"text","text":"in an array"}],null,null]"#,
+            r#"{"content":[{"type":"text","text":"t","annotations":{"a":[1e300,"\u00e9",{}]}}],"_meta":[null]}"#,
         ];
         let mut fast = 0;
         for result in results {
@@ -896,7 +1041,7 @@ mod tests {
             };
             assert_eq!(got.to_json_string(), expected.to_json_string(), "{result}");
         }
-        assert_eq!(fast, 13);
+        assert_eq!(fast, 15);
         // Never for anything but a plain answer.
         for other in [
             r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{"content":[]}}"#,
@@ -907,6 +1052,196 @@ mod tests {
         ] {
             assert!(shape_text_answer(other.as_bytes()).is_none(), "{other}");
         }
+    }
+
+    #[test]
+    fn an_answer_a_json_tree_cannot_hold_is_dropped_as_rmcps_path_drops_it() {
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let text = r#"{"content":[{"type":"text","text":"t"}]"#;
+        let results: Vec<Vec<u8>> = [
+            format!("{text},\"_meta\":{{\"k\":{deep}}}}}"),
+            format!("{text},\"extra\":1e400}}"),
+            format!("{text},\"extra\":-1e400}}"),
+            format!("{text},\"_meta\":{{\"k\":\"\\ud800\"}}}}"),
+            format!("{text},\"_meta\":{{\"\\udc00\":1}}}}"),
+            format!("{text},\"structuredContent\":{deep}}}"),
+            format!("{text},\"protocolVersion\":1e400}}"),
+            r#"{"content":[{"type":"text","text":"t","annotations":{"priority":1e400}}]}"#.into(),
+            r#"{"content":[{"type":"text","text":"\ud800"}]}"#.into(),
+        ]
+        .into_iter()
+        .map(String::into_bytes)
+        // Bytes that are not UTF-8: in fields nobody reads, in the text.
+        .chain([
+            b"{\"_meta\":{\"k\":\"\xff\"},\"content\":[{\"type\":\"text\",\"text\":\"t\"}]}"
+                .to_vec(),
+            b"{\"content\":[{\"type\":\"text\",\"text\":\"t\",\"x\":\"\xc3\"}]}".to_vec(),
+            b"{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}".to_vec(),
+        ])
+        .collect();
+        for result in results {
+            let direct = Direct::new(Arc::new(Mutex::new(None)));
+            let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
+            let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#).into_bytes();
+            line.extend_from_slice(&result);
+            line.push(b'}');
+            let shown = String::from_utf8_lossy(&result);
+            assert!(serde_json::from_slice::<Value>(&result).is_err(), "{shown}");
+            assert!(shape_text_answer(&line).is_none(), "{shown}");
+            assert!(!direct.offer(&line), "{shown}");
+            assert!(rx.try_recv().is_err(), "{shown}");
+            assert_eq!(direct.pending(), 1, "{shown}");
+            // And rmcp's side of the transport drops it too.
+            assert!(super::super::lines::parse(&line).is_none(), "{shown}");
+        }
+    }
+
+    use crate::test_json::Gen;
+
+    /// A content part, or now and then any value in its place.
+    fn part(gen: &mut Gen) -> Vec<u8> {
+        if gen.below(10) == 0 {
+            return gen.value(2);
+        }
+        let kinds: &[&[u8]] = &[
+            br#""text""#,
+            br#""text""#,
+            br#""text""#,
+            br#""te\u0078t""#,
+            br#""image""#,
+            br#""resource""#,
+            b"5",
+            b"null",
+        ];
+        let mut fields = Vec::new();
+        for _ in 0..1 + gen.below(4) {
+            let field = match gen.below(7) {
+                0 | 1 => [&br#""type":"#[..], gen.pick(kinds)].concat(),
+                2 | 3 => [&br#""text":"#[..], &gen.string()].concat(),
+                4 => [&br#""text":"#[..], &gen.value(2)].concat(),
+                5 => [&br#""annotations":"#[..], &gen.value(2)].concat(),
+                _ => [&br#""resource":{"text":"#[..], &gen.string(), b"}"].concat(),
+            };
+            fields.push(field);
+        }
+        [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
+    }
+    /// A tools/call result, or now and then any value in its place.
+    fn result(gen: &mut Gen) -> Vec<u8> {
+        if gen.below(12) == 0 {
+            return gen.value(1);
+        }
+        let mut fields = Vec::new();
+        if gen.below(8) != 0 {
+            let n = gen.below(4);
+            let parts: Vec<Vec<u8>> = (0..n).map(|_| part(gen)).collect();
+            let content = if gen.below(12) == 0 {
+                gen.value(1)
+            } else {
+                [b"[".to_vec(), parts.join(&b","[..]), b"]".to_vec()].concat()
+            };
+            fields.push([&br#""content":"#[..], &content].concat());
+        }
+        for _ in 0..gen.below(4) {
+            let field = match gen.below(8) {
+                0 | 1 => [&br#""structuredContent":"#[..], &gen.value(1)].concat(),
+                2 => br#""isError":true"#.to_vec(),
+                3 => [&br#""isError":"#[..], &gen.value(3)].concat(),
+                4 => [&br#""protocolVersion":"#[..], &gen.value(3)].concat(),
+                5 => [&br#""_meta":"#[..], &gen.value(1)].concat(),
+                6 => [&br#""\u0063ontent":["#[..], &part(gen), b"]"].concat(),
+                _ => [&br#""content":["#[..], &part(gen), b"]"].concat(),
+            };
+            let at = gen.below(fields.len() + 1);
+            fields.insert(at, field);
+        }
+        [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat()
+    }
+
+    /// What rmcp's side of the session makes of an answer line to the call
+    /// `id`: lines::parse, then KnownIds (an id that reads as the one sent)
+    /// and `session::request` (a custom result as it came, any other
+    /// typed result as its JSON), shaped.
+    fn on_rmcps_path(line: &[u8], id: i64) -> Option<Result<ToolResult, i32>> {
+        use crate::mcp::session::shape_call_result;
+        let sent = RequestId::Number(id).to_string();
+        match super::super::lines::parse(line)? {
+            JsonRpcMessage::Response(r) if r.id.to_string() == sent => match r.result {
+                ServerResult::CustomResult(custom) => Some(Ok(shape_call_result(&custom.0))),
+                other => Some(Ok(shape_call_result(&serde_json::to_value(&other).ok()?))),
+            },
+            JsonRpcMessage::Error(e) if e.id.as_ref().map(ToString::to_string) == Some(sent) => {
+                Some(Err(e.error.code.0))
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn ten_thousand_generated_answers_end_as_on_rmcps_path() {
+        use crate::mcp::session::shape_call_result;
+        let mut gen = Gen(0x9E37_79B9_7F4A_7C15);
+        let (mut taken, mut fast, mut wrong) = (0, 0, Vec::new());
+        let envelopes: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":ID,"result":R}"#,
+            br#"{"result":R,"id":"ID","jsonrpc":"2.0"}"#,
+            br#"{"jsonrpc":"2.0","id":ID,"result":R,"error":null}"#,
+            br#"{"jsonrpc":"2.0","id":ID,"extra":[1e400],"result":R}"#,
+            br#"{"jsonrpc":"2.0","id":ID,"result":R,"error":{"code":3,"message":"m"}}"#,
+            br#"{"jsonrpc":"2.0","id":ID,"error":{"code":3,"message":"m","data":R}}"#,
+        ];
+        for _ in 0..10_000 {
+            let direct = Direct::new(Arc::new(Mutex::new(None)));
+            let (id, mut rx) = direct.register().unwrap_or_else(|_| panic!("closed"));
+            let envelope = String::from_utf8_lossy(gen.pick(envelopes))
+                .replace("ID", &id.to_string())
+                .into_bytes();
+            let result = result(&mut gen);
+            let mut line = Vec::new();
+            for (i, piece) in envelope.split(|&b| b == b'R').enumerate() {
+                if i > 0 {
+                    line.extend_from_slice(&result);
+                }
+                line.extend_from_slice(piece);
+            }
+            if shape_text_answer(&line).is_some() {
+                fast += 1;
+            }
+            let ours = if direct.offer(&line) {
+                taken += 1;
+                match rx.try_recv() {
+                    Ok(Ok(Reply::Shaped(r))) => Some(Ok(r)),
+                    Ok(Ok(Reply::Json(v))) => Some(Ok(shape_call_result(&v))),
+                    Ok(Err(Failure::Service(ServiceError::McpError(e)))) => Some(Err(e.code.0)),
+                    other => panic!("{other:?}"),
+                }
+            } else {
+                None
+            };
+            let theirs = on_rmcps_path(&line, id);
+            let show = |r: &Option<Result<ToolResult, i32>>| match r {
+                Some(Ok(r)) => r.to_json_string(),
+                Some(Err(code)) => format!("error {code}"),
+                None => "dropped".into(),
+            };
+            if show(&ours) != show(&theirs) {
+                wrong.push(format!(
+                    "{}\n  direct {}\n  rmcp   {}",
+                    String::from_utf8_lossy(&line),
+                    show(&ours),
+                    show(&theirs)
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of 10,000 differ:\n{}",
+            wrong.len(),
+            wrong[..wrong.len().min(8)].join("\n")
+        );
+        // Both kinds of answer, and both ways of reading one, came up.
+        assert!(taken > 1_000 && taken < 9_000, "{taken}");
+        assert!(fast > 300, "{fast}");
     }
 
     #[test]

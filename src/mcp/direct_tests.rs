@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::runtime;
+use std::borrow::Cow;
 
 fn server_config(name: &str, timeout_ms: u64) -> ServerConfig {
     let script = concat!(
@@ -23,7 +24,7 @@ async fn open(direct: bool, timeout_ms: u64) -> Session {
     let (mut session, tools) = connect(&cfg, &PhaseCell::new())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(tools.len(), 11, "{tools:?}");
+    assert_eq!(tools.len(), 12, "{tools:?}");
     assert!(
         session.direct.is_some(),
         "a 2024-11-05 stdio session goes direct"
@@ -261,7 +262,7 @@ fn thirty_two_direct_calls_answered_out_of_order_beside_rmcp_traffic() {
             .await
             .unwrap_or_else(|_| panic!("tools/list stalled beside the direct calls"))
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(listed.len(), 11);
+        assert_eq!(listed.len(), 12);
         for (i, c) in calls.into_iter().enumerate() {
             let r = c.await.unwrap_or_else(|e| panic!("{e}"));
             assert_eq!((r.output, r.is_error), (i.to_string(), false));
@@ -349,5 +350,498 @@ fn a_direct_call_waiting_when_the_session_closes_ends_closed() {
             "mcp server \"d\" failed at tools/call: closed (the toolkit was closed)"
         );
         assert_eq!(s.direct_pending(), Some(0));
+    });
+}
+
+/// How a hostile answer ends, alike on both paths.
+#[derive(Debug)]
+enum Ends {
+    /// The hostile line was the answer: this output and isError.
+    As(Cow<'static, str>, bool),
+    /// It was dropped, and the well-formed answer after it was taken.
+    Next,
+    /// Nothing was taken: the call timed out.
+    TimedOut,
+}
+
+/// The well-formed answer that follows every hostile one.
+const NEXT: &str = "{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"next\"}]}}\n";
+
+/// An answer line with this `result`.
+fn answer(result: &str) -> String {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{result}}}\n")
+}
+
+/// A plain text answer.
+fn text_answer(text: &str) -> String {
+    answer(&format!(
+        "{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}"
+    ))
+}
+
+/// An answer line with this `error`.
+fn error_answer(error: &str) -> String {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"error\":{error}}}\n")
+}
+
+/// What a hostile or buggy server may write to a tools/call (the writes
+/// of direct_server.py's `hostile`: text with @ID@ for the id and @xHH@
+/// for a raw byte, or a pause in ms), and how the call ends.
+fn hostile_cases() -> Vec<(&'static str, Vec<Value>, Ends)> {
+    let t = |s: String| vec![json!(s)];
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let with_text = |rest: &str| {
+        answer(&format!(
+            "{{\"content\":[{{\"type\":\"text\",\"text\":\"t\"}}]{rest}}}"
+        ))
+    };
+    let big = "y".repeat(1 << 20);
+    let rpc5 = "mcp server \"d\" failed at tools/call: rpc-error (code 5)";
+    vec![
+        // Ids.
+        (
+            "the same id answered twice",
+            t(text_answer("first") + &text_answer("second")),
+            Ends::As("first".into(), false),
+        ),
+        (
+            "the id echoed as a string",
+            t(text_answer("s").replace("\"id\":@ID@", "\"id\":\"@ID@\"")),
+            Ends::As("s".into(), false),
+        ),
+        (
+            "the id as a float",
+            t(text_answer("f").replace("@ID@", "@ID@.0")),
+            Ends::As("f".into(), false),
+        ),
+        (
+            "the id in exponent form",
+            t(text_answer("e").replace("@ID@", "@ID@e0")),
+            Ends::As("e".into(), false),
+        ),
+        (
+            "the id as a string with a plus sign",
+            t(text_answer("p").replace("\"id\":@ID@", "\"id\":\"+@ID@\"")),
+            Ends::Next,
+        ),
+        (
+            "the id as a string with a leading zero",
+            t(text_answer("z").replace("\"id\":@ID@", "\"id\":\"0@ID@\"")),
+            Ends::Next,
+        ),
+        (
+            "the id as a string with a space",
+            t(text_answer("x").replace("\"id\":@ID@", "\"id\":\" @ID@\"")),
+            Ends::Next,
+        ),
+        (
+            "an id nobody asked for",
+            t(text_answer("x").replace("@ID@", "@ID@7")),
+            Ends::Next,
+        ),
+        (
+            "the id negated",
+            t(text_answer("x").replace("@ID@", "-@ID@")),
+            Ends::Next,
+        ),
+        (
+            "a null id",
+            t(text_answer("x").replace("@ID@", "null")),
+            Ends::Next,
+        ),
+        (
+            "an id out of range",
+            t(text_answer("x").replace("@ID@", "1e400")),
+            Ends::Next,
+        ),
+        // The result.
+        (
+            "a result that is an array",
+            t(answer("[[{\"type\":\"text\",\"text\":\"in an array\"}]]")),
+            Ends::As("".into(), false),
+        ),
+        (
+            "a result that is an array of its fields in order",
+            t(answer("[[{\"type\":\"text\",\"text\":\"in an array\"}],null,null]")),
+            Ends::As("".into(), false),
+        ),
+        ("a result that is a string", t(answer("\"str\"")), Ends::As("".into(), false)),
+        ("a result that is a number", t(answer("5")), Ends::As("".into(), false)),
+        ("a null result", t(answer("null")), Ends::As("".into(), false)),
+        (
+            "content that is an object",
+            t(answer("{\"content\":{\"type\":\"text\",\"text\":\"x\"}}")),
+            Ends::As("".into(), false),
+        ),
+        (
+            "a content part that is an array",
+            t(answer("{\"content\":[[\"text\",\"in a list\"]]}")),
+            Ends::As("".into(), false),
+        ),
+        (
+            "a part of an unknown type",
+            t(answer(
+                "{\"content\":[{\"type\":\"video\",\"text\":\"v\"},{\"type\":\"text\",\"text\":\"t\"}]}",
+            )),
+            Ends::As("t".into(), false),
+        ),
+        (
+            "a text that is not a string",
+            t(answer(
+                "{\"content\":[{\"type\":\"text\",\"text\":5},{\"type\":\"text\",\"text\":\"t\"}]}",
+            )),
+            Ends::As("t".into(), false),
+        ),
+        (
+            "isError that is a string",
+            t(with_text(",\"isError\":\"true\"")),
+            Ends::As("t".into(), false),
+        ),
+        (
+            "a text with invalid UTF-8",
+            t(text_answer("a@xff@b")),
+            Ends::Next,
+        ),
+        (
+            "a text with a lone surrogate",
+            t(text_answer("\\ud800")),
+            Ends::Next,
+        ),
+        (
+            "structuredContent nested 10,000 deep",
+            t(with_text(&format!(",\"structuredContent\":{deep}"))),
+            Ends::Next,
+        ),
+        (
+            "structuredContent with a number out of range",
+            t(with_text(",\"structuredContent\":{\"n\":1e400}")),
+            Ends::Next,
+        ),
+        (
+            "structuredContent with a repeated key",
+            t(with_text(",\"structuredContent\":{\"a\":1,\"b\":2,\"a\":3}")),
+            Ends::As("{\"a\":3,\"b\":2}".into(), false),
+        ),
+        // Fields nobody reads still have to be JSON a tree can hold.
+        (
+            "an unknown result field nested 10,000 deep",
+            t(with_text(&format!(",\"_meta\":{{\"k\":{deep}}}"))),
+            Ends::Next,
+        ),
+        (
+            "an unknown result field out of range",
+            t(with_text(",\"extra\":1e400")),
+            Ends::Next,
+        ),
+        (
+            "an unknown result field with invalid UTF-8",
+            t(with_text(",\"_meta\":{\"k\":\"@xff@\"}")),
+            Ends::Next,
+        ),
+        (
+            "an unknown result field with a lone surrogate",
+            t(with_text(",\"_meta\":{\"k\":\"\\udc00\"}")),
+            Ends::Next,
+        ),
+        (
+            "a part's unknown field out of range",
+            t(answer(
+                "{\"content\":[{\"type\":\"text\",\"text\":\"t\",\"annotations\":{\"priority\":1e400}}]}",
+            )),
+            Ends::Next,
+        ),
+        (
+            "a part's unknown field with invalid UTF-8",
+            t(answer(
+                "{\"content\":[{\"type\":\"text\",\"text\":\"t\",\"x\":\"@xff@\"}]}",
+            )),
+            Ends::Next,
+        ),
+        // Result and error.
+        (
+            "both result and error",
+            t(text_answer("x").replace(
+                ",\"result\"",
+                ",\"error\":{\"code\":5,\"message\":\"m\"},\"result\"",
+            )),
+            Ends::Next,
+        ),
+        (
+            "an error with data",
+            t(error_answer(
+                "{\"code\":5,\"message\":\"m\",\"data\":[1e300,\"x\"]}",
+            )),
+            Ends::As(rpc5.into(), true),
+        ),
+        (
+            "an error whose code is a string",
+            t(error_answer("{\"code\":\"5\",\"message\":\"m\"}")),
+            Ends::Next,
+        ),
+        (
+            "an error whose code is a fraction",
+            t(error_answer("{\"code\":5.5,\"message\":\"m\"}")),
+            Ends::Next,
+        ),
+        (
+            "an error whose code is past i32",
+            t(error_answer("{\"code\":2147483648,\"message\":\"m\"}")),
+            Ends::Next,
+        ),
+        (
+            "an error without a message",
+            t(error_answer("{\"code\":5}")),
+            Ends::Next,
+        ),
+        (
+            "an error that is a string",
+            t(error_answer("\"boom\"")),
+            Ends::Next,
+        ),
+        ("a null error", t(error_answer("null")), Ends::Next),
+        (
+            "a part with its text repeated",
+            t(answer(
+                "{\"content\":[{\"type\":\"text\",\"text\":\"a\",\"text\":\"b\"}]}",
+            )),
+            Ends::As("b".into(), false),
+        ),
+        (
+            "escaped keys and type",
+            t(answer(
+                "{\"\\u0063ontent\":[{\"\\u0074ype\":\"te\\u0078t\",\"text\":\"esc\"}]}",
+            )),
+            Ends::As("esc".into(), false),
+        ),
+        (
+            "an escaped NUL and line separator in the text",
+            t(text_answer("\\u0000 \\u2028")),
+            Ends::As("\u{0} \u{2028}".into(), false),
+        ),
+        (
+            "a raw control character in the text",
+            t(text_answer("a@x01@b")),
+            Ends::Next,
+        ),
+        (
+            "an id that is true",
+            t(text_answer("x").replace("@ID@", "true")),
+            Ends::Next,
+        ),
+        (
+            "an id with a fraction",
+            t(text_answer("x").replace("@ID@", "@ID@.5")),
+            Ends::Next,
+        ),
+        // Other traffic with the call's id or beside it.
+        (
+            "a request from the server with the call's id",
+            t("{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"method\":\"ping\"}\n".into()),
+            Ends::Next,
+        ),
+        (
+            "a notification before the answer",
+            t("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"hi\"}}\n".to_string()
+                + &text_answer("after note")),
+            Ends::As("after note".into(), false),
+        ),
+        (
+            "lines that are no message before the answer",
+            t("garbage\n7\n[]\n{}\n\"x\"\n{\"jsonrpc\":\n".to_string() + &text_answer("after junk")),
+            Ends::As("after junk".into(), false),
+        ),
+        // Lenient as rmcp's path is (`lines::fast_call_result` reads a
+        // null `error` or `method` as absent, and skips top-level fields it
+        // does not know), where rmcp's own parse drops the answer.
+        (
+            "a null error beside the result",
+            t(with_text("").replace("}}\n", "},\"error\":null}\n")),
+            Ends::As("t".into(), false),
+        ),
+        (
+            "a null method beside the result",
+            t(with_text("").replace(",\"result\"", ",\"method\":null,\"result\""))
+            ,
+            Ends::As("t".into(), false),
+        ),
+        (
+            "an unknown top-level field out of range",
+            t(with_text("").replace(",\"result\"", ",\"x\":1e400,\"result\"")),
+            Ends::As("t".into(), false),
+        ),
+        // Framing.
+        (
+            "a line of only whitespace",
+            t(" \t \r\n".to_string() + &text_answer("after")),
+            Ends::As("after".into(), false),
+        ),
+        (
+            "an answer split across two writes",
+            vec![
+                json!("{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"cont"),
+                json!(100),
+                json!("ent\":[{\"type\":\"text\",\"text\":\"split\"}]}}\n"),
+            ],
+            Ends::As("split".into(), false),
+        ),
+        (
+            "two answers in one write, a stray one first",
+            t(text_answer("stray").replace("@ID@", "@ID@7") + &text_answer("real")),
+            Ends::As("real".into(), false),
+        ),
+        (
+            "a character split across two writes",
+            vec![
+                json!("{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"@xc3@"),
+                json!(50),
+                json!("@xa9@\"}]}}\n"),
+            ],
+            Ends::As("\u{e9}".into(), false),
+        ),
+        (
+            "an answer in writes of 7 bytes",
+            text_answer("trickle")
+                .as_bytes()
+                .chunks(7)
+                .map(|c| json!(String::from_utf8_lossy(c)))
+                .collect(),
+            Ends::As("trickle".into(), false),
+        ),
+        (
+            "a 1 MiB text, across many reads",
+            t(text_answer(&big)),
+            Ends::As(big.clone().into(), false),
+        ),
+        (
+            "an answer with a byte-order mark",
+            t("\u{feff}".to_string() + &text_answer("bom")),
+            Ends::As("bom".into(), false),
+        ),
+        (
+            "an answer ending in CRLF",
+            t(text_answer("crlf").replace("}\n", "}\r\n")),
+            Ends::As("crlf".into(), false),
+        ),
+        (
+            "an answer with trailing garbage",
+            t(text_answer("x").replace("}\n", "}x\n")),
+            Ends::Next,
+        ),
+        (
+            "jsonrpc missing",
+            t(text_answer("x").replace("\"jsonrpc\":\"2.0\",", "")),
+            Ends::Next,
+        ),
+        (
+            "jsonrpc 1.0",
+            t(text_answer("x").replace("2.0", "1.0")),
+            Ends::Next,
+        ),
+        (
+            "a method beside the result",
+            t(text_answer("x").replace(",\"result\"", ",\"method\":\"m\",\"result\"")),
+            Ends::Next,
+        ),
+        (
+            "jsonrpc 1.0 and nothing after it",
+            t(text_answer("x").replace("2.0", "1.0")),
+            Ends::TimedOut,
+        ),
+    ]
+}
+
+/// `hostile` with `a`: whatever it ends in, within a bounded while.
+async fn hostile_call(
+    s: &Session,
+    what: &str,
+    a: &Map<String, Value>,
+    patience: Duration,
+) -> ToolResult {
+    let call = s.call_tool("hostile", a.clone(), patience, None);
+    tokio::time::timeout(patience + Duration::from_secs(2), call)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: the call hung"))
+}
+
+#[test]
+fn hostile_answers_end_alike_on_both_paths_and_the_session_goes_on() {
+    let cases = hostile_cases();
+    let patience = Duration::from_millis(400);
+    runtime::block_on(async {
+        let (direct, rmcp) = tokio::join!(open(true, 20000), open(false, 20000));
+        let mut wrong = Vec::new();
+        for (what, writes, ends) in cases {
+            let mut writes = writes;
+            if !matches!(ends, Ends::TimedOut) {
+                writes.push(json!(NEXT));
+            }
+            let a = args(json!({ "writes": writes }));
+            let (ours, theirs) = tokio::join!(
+                hostile_call(&direct, what, &a, patience),
+                hostile_call(&rmcp, what, &a, patience)
+            );
+            let expected = match ends {
+                Ends::As(ref output, is_error) => (output.as_ref(), is_error),
+                Ends::Next => ("next", false),
+                Ends::TimedOut => (
+                    "mcp server \"d\" failed at tools/call: timeout (no answer within 400 ms)",
+                    true,
+                ),
+            };
+            for (path, r) in [("direct", &ours), ("rmcp", &theirs)] {
+                if (r.output.as_str(), r.is_error) != expected {
+                    wrong.push(format!("{what}: {path} gave {}", r.to_json_string()));
+                }
+            }
+            if ours.to_json_string() != theirs.to_json_string() {
+                wrong.push(format!("{what}: the paths differ"));
+            }
+            if direct.direct_pending() != Some(0) {
+                wrong.push(format!("{what}: a direct call left pending"));
+            }
+            // The session goes on.
+            let (a, b) = tokio::join!(
+                call(&direct, "echo", json!({"text": "after"})),
+                call(&rmcp, "echo", json!({"text": "after"}))
+            );
+            for r in [a, b] {
+                if (r.output.as_str(), r.is_error) != ("after", false) {
+                    wrong.push(format!("{what}: the next call gave {}", r.to_json_string()));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        direct.close().await;
+        rmcp.close().await;
+    });
+}
+
+#[test]
+fn a_server_that_exits_mid_answer_ends_the_call_alike_on_both_paths() {
+    runtime::block_on(async {
+        let (direct, rmcp) = tokio::join!(open(true, 20000), open(false, 20000));
+        let half = "{\"jsonrpc\":\"2.0\",\"id\":@ID@,\"result\":{\"content\":[{\"ty";
+        let a = args(json!({"writes": [half, {"exit": 3}]}));
+        let patience = Duration::from_secs(5);
+        let (ours, theirs) = tokio::join!(
+            hostile_call(&direct, "exit", &a, patience),
+            hostile_call(&rmcp, "exit", &a, patience)
+        );
+        assert_eq!(ours.to_json_string(), theirs.to_json_string());
+        assert!(ours.is_error);
+        assert_eq!(
+            ours.output,
+            "mcp server \"d\" failed at tools/call: peer-exited (status 3)"
+        );
+        assert_eq!(direct.direct_pending(), Some(0));
+        // The session is over: the next call says why at once.
+        let (a, b) = tokio::join!(
+            call(&direct, "echo", json!({"text": "x"})),
+            call(&rmcp, "echo", json!({"text": "x"}))
+        );
+        assert_eq!(a.to_json_string(), b.to_json_string());
+        assert_eq!(a.output, ours.output);
+        direct.close().await;
+        rmcp.close().await;
     });
 }

@@ -124,7 +124,7 @@ pub(super) fn message_text(line: &[u8]) -> Option<&[u8]> {
 }
 
 /// A line as a server message, or None for anything else.
-fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
+pub(super) fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     let line = message_text(line)?;
     fast_call_result(line).or_else(|| serde_json::from_slice(line).ok())
 }

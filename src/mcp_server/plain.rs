@@ -11,8 +11,9 @@
 //! building an error for each miss (about a quarter of the gateway's
 //! instructions per proxied call, measured with callgrind; bench/README.md,
 //! issue 13). Anything else (other methods, `_meta`, a cursor, fields this
-//! does not know, duplicate keys) is `None`, for rmcp's parse, so what the
-//! handler sees is the same either way.
+//! does not know, duplicate keys, a line or params that are an array) is
+//! `None`, for rmcp's parse, so what the handler sees is the same either
+//! way (stdio.rs compares the two on generated lines).
 
 use super::Gateway;
 use rmcp::model::{
@@ -43,7 +44,7 @@ struct Line<'a> {
     id: RequestId,
     #[serde(borrow)]
     method: Cow<'a, str>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "present_object")]
     params: Option<Params>,
 }
 
@@ -68,9 +69,41 @@ where
     T::deserialize(d).map(Some)
 }
 
+/// `params` that are there, read as [`object`].
+fn present_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    object(d).map(Some)
+}
+
+/// A struct read from a JSON object only. A derived struct also reads
+/// from an array, its fields in order (`["x", {}]` as a call of `x`),
+/// which rmcp's parse takes for no message at all.
+fn object<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    struct Object<T>(std::marker::PhantomData<T>);
+    impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_map(Object(std::marker::PhantomData))
+}
+
 /// Reads `text` as a plain request, or `None` for rmcp's parse.
 pub fn read(text: &[u8]) -> Option<Plain> {
-    let line: Line = serde_json::from_slice(text).ok()?;
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let line: Line = object(&mut de).ok()?;
+    de.end().ok()?;
     match (line.method.as_ref(), line.params) {
         (
             "tools/call",
@@ -237,6 +270,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":null}"#,
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"name":"x"}}"#,
             r#"{"jsonrpc":"2.0","method":"tools/list"}"#,
+            // Read from arrays, fields in order, by a derived struct.
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":[]}"#,
+            r#"["2.0",3,"tools/list"]"#,
         ] {
             assert!(read(line.as_bytes()).is_none(), "{line}");
         }

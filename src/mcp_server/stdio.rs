@@ -659,6 +659,271 @@ mod tests {
         }
     }
 
+    /// Tricky lines: whatever the fast path reads, rmcp reads the same.
+    #[test]
+    fn a_tricky_line_the_fast_path_reads_is_what_rmcp_reads() {
+        let call = |id: &str, params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+        };
+        let plain = r#"{"name":"shout","arguments":{"text":"x"}}"#;
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for id in [
+            "\"s\"",
+            "\"\"",
+            "\"\\u00e9\"",
+            "7.0",
+            "7e0",
+            "-7",
+            "0",
+            "-0",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "7.5",
+            "1e400",
+            "null",
+            "[7]",
+            "{}",
+            "true",
+        ] {
+            lines.push(call(id, plain).into_bytes());
+        }
+        for params in [
+            r#"{"name":"shout","arguments":{"a":1,"a":2}}"#,
+            r#"{"name":"shout","arguments":{"a":1,"b":2,"a":3}}"#,
+            r#"{"name":"shout","name":"other"}"#,
+            r#"{"name":"shout","arguments":{},"arguments":{"x":1}}"#,
+            r#"{"name":"shout","arguments":null}"#,
+            r#"{"name":null}"#,
+            r#"{"name":"shout","arguments":[1,2]}"#,
+            r#"{"name":"shout","arguments":"x"}"#,
+            r#"{"name":"shout","arguments":7}"#,
+            r#"{"name":7}"#,
+            r#"{"name":"shout","arguments":{},"extra":1}"#,
+            r#"{"name":"shout","arguments":{},"task":{}}"#,
+            r#"["shout",{"text":"in an array"}]"#,
+            r#"["shout"]"#,
+            r#"[]"#,
+            r#""shout""#,
+            r#"{"\u006eame":"sh\u006fut","\u0061rguments":{"\u0074ext":"\ud83d\ude00"}}"#,
+            r#"{"name":"shout","arguments":{"n":1e400}}"#,
+            r#"{"name":"shout","arguments":{"s":"\ud800"}}"#,
+            r#"{"name":"shout","arguments":{"n":123456789012345678901234567890,"f":-0.0,"g":1.50}}"#,
+        ] {
+            lines.push(call("1", params).into_bytes());
+        }
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        lines.push(
+            call(
+                "1",
+                &format!(r#"{{"name":"shout","arguments":{{"d":{deep}}}}}"#),
+            )
+            .into_bytes(),
+        );
+        for line in [
+            r#"["2.0",1,"tools/call",{"name":"shout"}]"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"shout"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"shout"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list","params":{"name":"shout"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"},"result":{}}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"tools/call","params":{"name":"shout"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"}} "#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"}}x"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout"}}{}"#,
+        ] {
+            lines.push(line.as_bytes().to_vec());
+        }
+        lines.push(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shout\",\"arguments\":{\"text\":\"\xff\"}}}".to_vec());
+        let (mut wrong, mut taken) = (Vec::new(), 0);
+        for line in &lines {
+            let shown = String::from_utf8_lossy(line);
+            let shown = shown.get(..200).unwrap_or(&shown);
+            let Some(fast) = fast_call(line) else {
+                continue;
+            };
+            taken += 1;
+            let full = serde_json::from_slice::<ClientJsonRpcMessage>(line);
+            match (serde_json::to_value(fast), full.map(serde_json::to_value)) {
+                (Ok(f), Ok(Ok(r))) if f == r => {}
+                (f, r) => wrong.push(format!("{shown}: fast {f:?}, rmcp {r:?}")),
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        // Ten of the ids, the repeated, escaped and big-number arguments,
+        // the escaped method and version, and trailing whitespace.
+        assert_eq!(taken, 17);
+    }
+
+    /// A request line from hostile pieces (see `test_json::Gen`).
+    fn generated_request(gen: &mut crate::test_json::Gen) -> Vec<u8> {
+        let name = |gen: &mut crate::test_json::Gen| -> Vec<u8> {
+            let names: &[&[u8]] = &[
+                br#""shout""#,
+                br#""shout""#,
+                br#""\u0073hout""#,
+                br#""""#,
+                b"5",
+                b"null",
+                br#""\ud800""#,
+                b"\"\xff\"",
+            ];
+            gen.pick(names).to_vec()
+        };
+        let mut params = Vec::new();
+        for _ in 0..gen.below(4) {
+            let field = match gen.below(8) {
+                0..=2 => [&br#""name":"#[..], &name(gen)].concat(),
+                3 | 4 => [&br#""arguments":"#[..], &gen.value(1)].concat(),
+                5 => br#""arguments":{"text":"x","text":"y"}"#.to_vec(),
+                6 => [&br#""_meta":"#[..], &gen.value(2)].concat(),
+                _ => [&br#""cursor":"#[..], &gen.string()].concat(),
+            };
+            params.push(field);
+        }
+        // Mostly the params of a call, its arguments any value or an
+        // object of any values.
+        if gen.below(2) == 0 {
+            let called = match gen.below(3) {
+                0 => name(gen),
+                _ => br#""shout""#.to_vec(),
+            };
+            params = vec![[&br#""name":"#[..], &called].concat()];
+            let arguments = match gen.below(4) {
+                0 => gen.value(1),
+                1 => {
+                    let a = [&br#""text":"#[..], &gen.string()].concat();
+                    let b = [&br#""n":"#[..], &gen.value(2)].concat();
+                    [&b"{"[..], &a, b",", &b, b"}"].concat()
+                }
+                _ => br#"{"text":"x"}"#.to_vec(),
+            };
+            if gen.below(4) != 0 {
+                params.push([&br#""arguments":"#[..], &arguments].concat());
+            }
+        }
+        let params = match gen.below(12) {
+            0 => b"null".to_vec(),
+            1 => gen.value(1),
+            // The fields of params in order, as an array.
+            2 => {
+                let v = match gen.below(2) {
+                    0 => gen.value(1),
+                    _ => br#"{"text":"x"}"#.to_vec(),
+                };
+                [&b"["[..], &name(gen), b",", &v, b"]"].concat()
+            }
+            _ => [b"{".to_vec(), params.join(&b","[..]), b"}".to_vec()].concat(),
+        };
+        let pieces: [&[&[u8]]; 3] = [
+            &[
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2.0""#,
+                br#""jsonrpc":"2\u002e0""#,
+                br#""jsonrpc":"1.0""#,
+                br#""jsonrpc":2"#,
+            ],
+            &[
+                br#""id":1"#,
+                br#""id":1"#,
+                br#""id":1"#,
+                br#""id":1"#,
+                br#""id":"s""#,
+                br#""id":"""#,
+                br#""id":7.0"#,
+                br#""id":8e0"#,
+                br#""id":-7"#,
+                br#""id":-0"#,
+                br#""id":9223372036854775807"#,
+                br#""id":9223372036854775808"#,
+                br#""id":7.5"#,
+                br#""id":1e400"#,
+                br#""id":null"#,
+                br#""id":[1]"#,
+                br#""id":"\ud800""#,
+            ],
+            &[
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools/call""#,
+                br#""method":"tools\/call""#,
+                br#""method":"tools/list""#,
+                br#""method":"tools/list""#,
+                br#""method":"ping""#,
+                br#""method":5"#,
+            ],
+        ];
+        let mut fields: Vec<Vec<u8>> = Vec::new();
+        for piece in pieces {
+            if gen.below(30) != 0 {
+                fields.push(gen.pick(piece).to_vec());
+            }
+        }
+        if gen.below(4) != 0 {
+            fields.push([&br#""params":"#[..], &params].concat());
+        }
+        for _ in 0..gen.below(6) / 5 {
+            let extra: &[&[u8]] = &[br#""extra":1"#, br#""result":{}"#, br#""id":2"#];
+            fields.push(gen.pick(extra).to_vec());
+        }
+        // In any order.
+        for i in (1..fields.len()).rev() {
+            fields.swap(i, gen.below(i + 1));
+        }
+        let line = [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat();
+        match gen.below(40) {
+            // The fields of a request in order, as an array.
+            0 => [&b"[\"2.0\",1,\"tools/call\","[..], &params, b"]"].concat(),
+            1 => [&line[..], b" "].concat(),
+            2 => [&line[..], b"x"].concat(),
+            _ => line,
+        }
+    }
+
+    #[test]
+    fn thirty_thousand_generated_requests_the_fast_path_reads_are_what_rmcp_reads() {
+        let mut gen = crate::test_json::Gen(0x2545_F491_4F6C_DD1D);
+        let (mut calls, mut lists, mut wrong) = (0, 0, Vec::new());
+        for _ in 0..30_000 {
+            let line = generated_request(&mut gen);
+            let shown = String::from_utf8_lossy(&line).into_owned();
+            let full = serde_json::from_slice::<ClientJsonRpcMessage>(&line);
+            match super::super::plain::read(&line) {
+                None => {}
+                Some(Plain::List { id }) => {
+                    lists += 1;
+                    match &full {
+                        Ok(ClientJsonRpcMessage::Request(req))
+                            if matches!(req.request, ClientRequest::ListToolsRequest(_))
+                                && req.id == id => {}
+                        other => wrong.push(format!("{shown}: a list, rmcp {other:?}")),
+                    }
+                }
+                Some(call) => {
+                    calls += 1;
+                    let fast = call_message(call).map(|m| serde_json::to_value(m).ok());
+                    let rmcp = full.ok().map(|m| serde_json::to_value(m).ok());
+                    if fast != rmcp {
+                        wrong.push(format!("{shown}: fast {fast:?}, rmcp {rmcp:?}"));
+                    }
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of 30,000 differ:\n{}",
+            wrong.len(),
+            wrong[..wrong.len().min(8)].join("\n")
+        );
+        assert!(calls > 1_000 && lists > 100, "{calls} calls, {lists} lists");
+    }
+
     /// Once rmcp answered `initialize` and the client said
     /// `notifications/initialized`, plain lines never come out of
     /// `receive`: the transport answers them; anything else still does.

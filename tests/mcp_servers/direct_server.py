@@ -19,6 +19,11 @@ tools/calls go direct. Tools, by name:
   client's long line fills the pipe meanwhile).
 - report: answers a JSON list of every notifications/cancelled seen for a
   call that was waiting (hang, late, gather), as [requestId, reason].
+- hostile {writes}: writes what a hostile or buggy server might answer, on a
+  thread of its own: each string of `writes` is written as one write, as
+  UTF-8 with @ID@ replaced by the call's id and each @xHH@ by the raw byte
+  0xHH (no newline added); each number is a pause of that many
+  milliseconds; {"exit": n} ends the server with status n.
 """
 import json
 import re
@@ -27,6 +32,25 @@ import threading
 import time
 
 out_lock = threading.Lock()
+
+
+def write_raw(data):
+    with out_lock:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+def hostile(mid, writes):
+    import os
+    for w in writes:
+        if isinstance(w, str):
+            data = w.replace("@ID@", str(mid)).encode("utf-8")
+            write_raw(re.sub(rb"@x([0-9a-f]{2})@",
+                             lambda m: bytes([int(m.group(1), 16)]), data))
+        elif isinstance(w, dict):
+            os._exit(w["exit"])
+        else:
+            time.sleep(w / 1000.0)
 
 
 def send(msg):
@@ -43,7 +67,7 @@ def text(mid, value):
 
 TOOLS = [{"name": n, "description": n, "inputSchema": {"type": "object"}}
          for n in ["echo", "shaped", "fail", "late", "stray", "numeric_string",
-                   "gather", "raw", "hang", "report", "deaf"]]
+                   "gather", "raw", "hang", "report", "deaf", "hostile"]]
 
 waiting = {}       # id -> name, for calls not answered yet
 cancelled = []     # [id, reason]
@@ -136,6 +160,8 @@ for line in sys.stdin:
             text(mid, re.sub(r'"id": ?\d+,', '"id":ID,', line, count=1))
         elif name == "hang":
             waiting[mid] = name
+        elif name == "hostile":
+            threading.Thread(target=hostile, args=(mid, args["writes"])).start()
         elif name == "report":
             text(mid, json.dumps(cancelled))
         elif name == "deaf":
