@@ -229,3 +229,47 @@ def test_cancel_returns_from_a_hung_mcp_call():
             assert time.monotonic() - start < PROMPTLY
             assert_cancelled(r, 'mcp server "hang" failed at tools/call: cancelled')
             assert tk.status["statuses"]["hang"] == "connected"
+
+
+class _SlowTrigger:
+    """The native library with a trigger that takes its time, and a free
+    that notes whether it came while a trigger was still running (a use
+    after free in the real library; here the late trigger is skipped)."""
+
+    def __init__(self, lib):
+        self._lib = lib
+        self.triggering = threading.Event()
+        self.busy = False
+        self.freed = False
+        self.freed_while_triggering = False
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def tn_cancel_trigger(self, ptr):
+        self.busy = True
+        self.triggering.set()
+        time.sleep(0.2)
+        if not self.freed:
+            self._lib.tn_cancel_trigger(ptr)
+        self.busy = False
+
+    def tn_cancel_free(self, ptr):
+        self.freed_while_triggering |= self.busy
+        self.freed = True
+        self._lib.tn_cancel_free(ptr)
+
+
+def test_a_token_is_never_freed_while_another_thread_triggers_it():
+    # What a linked token meets: the call it ends returns, and its owner
+    # closes it, while the thread that cancelled is still in the trigger.
+    token = tn.CancelToken()
+    slow = _SlowTrigger(token._lib)
+    token._lib = slow
+    canceller = threading.Thread(target=token.cancel)
+    canceller.start()
+    assert slow.triggering.wait(5.0)
+    token.close()
+    canceller.join()
+    assert slow.freed and not slow.freed_while_triggering
+    assert token.cancelled and token.handle is None

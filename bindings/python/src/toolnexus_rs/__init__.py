@@ -216,12 +216,19 @@ class CancelToken:
         self._ptr: Optional[int] = self._lib.tn_cancel_new()
         self._cancelled = False
         self._on_cancel: list[Callable[[], None]] = []
+        # Held while the native token is triggered, and taken by close()
+        # before it frees it: a cancel from another thread (a Timer, a
+        # linked token) may come while the call it ends is returning and
+        # its owner closes the token.
+        self._lock = threading.RLock()
 
     def cancel(self) -> None:
-        self._cancelled = True
-        if self._ptr:
-            self._lib.tn_cancel_trigger(self._ptr)
-        for fn in list(self._on_cancel):
+        with self._lock:
+            self._cancelled = True
+            if self._ptr:
+                self._lib.tn_cancel_trigger(self._ptr)
+            callbacks = list(self._on_cancel)
+        for fn in callbacks:
             fn()
 
     @property
@@ -246,7 +253,8 @@ class CancelToken:
         return unlink
 
     def close(self) -> None:
-        ptr, self._ptr = self._ptr, None
+        with self._lock:
+            ptr, self._ptr = self._ptr, None
         if ptr:
             self._lib.tn_cancel_free(ptr)
 

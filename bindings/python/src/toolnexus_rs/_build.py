@@ -117,6 +117,15 @@ def build(
     _declare(lib)
     opts = lib.tn_build_options_new()
     own_token: Optional[int] = None
+    # Held while the build's own token is triggered (from the caller's
+    # token, the timer or Ctrl-C), and taken before it is freed.
+    own_lock = threading.Lock()
+
+    def trigger_own() -> None:
+        with own_lock:
+            if own_token is not None:
+                lib.tn_cancel_trigger(own_token)
+
     unlink: Optional[Callable[[], None]] = None
     timer: Optional[threading.Timer] = None
     fired = threading.Event()
@@ -149,14 +158,14 @@ def build(
             own_token = lib.tn_cancel_new()
             lib.tn_build_options_set_cancel(opts, own_token)
             if cancel is not None:
-                unlink = cancel._link(lambda: lib.tn_cancel_trigger(own_token))
+                unlink = cancel._link(trigger_own)
         elif cancel is not None:
             lib.tn_build_options_set_cancel(opts, cancel.handle)
         if timeout is not None:
 
             def expire() -> None:
                 fired.set()
-                lib.tn_cancel_trigger(own_token)
+                trigger_own()
 
             timer = threading.Timer(max(0.0, timeout), expire)
             timer.daemon = True
@@ -169,7 +178,7 @@ def build(
 
         if interruptible:
             try:
-                status = _mainthread.call(invoke, lambda: lib.tn_cancel_trigger(own_token))
+                status = _mainthread.call(invoke, trigger_own)
             except KeyboardInterrupt:
                 # The build has ended; one that finished before the cancel
                 # took is closed again.
@@ -188,8 +197,10 @@ def build(
             timer.cancel()
             timer.join()
         lib.tn_build_options_free(opts)
-        if own_token is not None:
-            lib.tn_cancel_free(own_token)
+        with own_lock:
+            ptr, own_token = own_token, None
+        if ptr is not None:
+            lib.tn_cancel_free(ptr)
         del callback
 
 
