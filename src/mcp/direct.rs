@@ -372,7 +372,12 @@ impl Direct {
         flight.told = true;
         // Forgotten first: an answer that comes now is dropped.
         self.forget(id);
-        self.write_detached(cancel_line(id, reason));
+        // Out before this call returns, as rmcp's is, so a request made
+        // after it never overtakes it; a pipe that stays full is waited on
+        // no longer than the call's timeout (the line still goes whole).
+        if let Sent::Pending(rest) = self.write(cancel_line(id, reason)) {
+            let _ = tokio::time::timeout(timeout, rest).await;
+        }
         Err(failure)
     }
 
