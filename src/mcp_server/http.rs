@@ -247,8 +247,8 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
     // Every request taken here speaks a version before 2026-07-28 (the
     // header's, or 2025-03-26 without one): rmcp's handler gives such a
     // peer the legacy shape of a result.
-    let message = match plain {
-        Plain::List { id } => super::plain::list_answer(&routes.gateway, id),
+    let body = match plain {
+        Plain::List { id } => serde_json::to_vec(&super::plain::list_answer(&routes.gateway, id)),
         Plain::Call {
             id,
             name,
@@ -275,12 +275,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
                 drop(hang_up);
             }
             match outcome {
-                // A result without parts: its bytes straight.
-                Some(Ok(result)) => match super::plain::text_answer_line(&id, &result) {
-                    Some(body) => return json_answer(body),
-                    None => super::plain::call_answer(Ok(super::call_result(result)), id),
-                },
-                Some(Err(e)) => super::plain::call_answer(Err(e), id),
+                Some(outcome) => super::plain::call_answer_text(id, outcome),
                 None => {
                     return text_answer(
                         hyper::StatusCode::INTERNAL_SERVER_ERROR,
@@ -290,7 +285,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
             }
         }
     };
-    match serde_json::to_vec(&message) {
+    match body {
         Ok(body) => json_answer(body),
         Err(e) => text_answer(
             hyper::StatusCode::INTERNAL_SERVER_ERROR,

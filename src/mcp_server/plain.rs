@@ -148,12 +148,23 @@ pub fn list_answer(gateway: &Gateway, id: RequestId) -> ServerJsonRpcMessage {
     )
 }
 
+/// The JSON text (no newline) answering a plain `tools/call` whose tool
+/// run ([`Gateway::run`]) gave `outcome`, the bytes rmcp writes for it:
+/// a parts-free result's [`text_answer_line`], else the encoding of
+/// [`call_answer`]. Both transports answer with it.
+pub fn call_answer_text(
+    id: RequestId,
+    outcome: Result<crate::tool::ToolResult, ErrorData>,
+) -> serde_json::Result<Vec<u8>> {
+    if let Some(line) = outcome.as_ref().ok().and_then(|r| text_answer_line(&id, r)) {
+        return Ok(line);
+    }
+    serde_json::to_vec(&call_answer(outcome.map(super::call_result), id))
+}
+
 /// The answer to a plain `tools/call` whose [`Gateway::call`] gave
 /// `outcome`, as rmcp's handler gives it.
-pub fn call_answer(
-    outcome: Result<CallToolResult, ErrorData>,
-    id: RequestId,
-) -> ServerJsonRpcMessage {
+fn call_answer(outcome: Result<CallToolResult, ErrorData>, id: RequestId) -> ServerJsonRpcMessage {
     match outcome {
         Ok(result) => ServerJsonRpcMessage::response(
             legacy(ServerResult::from(CallToolResponse::from(result))),
@@ -169,7 +180,7 @@ pub fn call_answer(
 /// {"content":[{"type":"text","text":OUTPUT}],"isError":BOOL}}`, strings
 /// escaped by the same serde_json writer), without building the typed
 /// result. `None` for a result with parts, which takes [`call_answer`].
-pub fn text_answer_line(id: &RequestId, result: &crate::tool::ToolResult) -> Option<Vec<u8>> {
+fn text_answer_line(id: &RequestId, result: &crate::tool::ToolResult) -> Option<Vec<u8>> {
     if !result.parts.is_empty() {
         return None;
     }

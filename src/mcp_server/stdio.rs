@@ -241,16 +241,8 @@ where
                     if !entry.finish() {
                         return;
                     }
-                    let line = match &outcome {
-                        Ok(result) => super::plain::text_answer_line(&id, result),
-                        Err(_) => None,
-                    };
-                    match line {
-                        Some(line) => out.line(line).await,
-                        None => {
-                            let outcome = outcome.map(super::call_result);
-                            out.message(&super::plain::call_answer(outcome, id)).await;
-                        }
+                    if let Ok(line) = super::plain::call_answer_text(id, outcome) {
+                        out.line(line).await;
                     }
                 });
             }
