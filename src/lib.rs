@@ -2,13 +2,16 @@
 //! built-in tools, MCP servers, declared HTTP endpoints and host functions,
 //! rendered for OpenAI, Anthropic or Gemini and executed by name.
 //!
-//! The pure core lives in the modules below; `ffi` is the C boundary and the
-//! only module allowed to use `unsafe`.
+//! The pure core lives in the modules below; `ffi` is the C boundary. `unsafe`
+//! is allowed in two modules only: `ffi` (pointers, strings and callbacks
+//! crossing the C ABI) and `sys` (safe wrappers over the few OS and CPU calls
+//! no dependency wraps: signal masks, an SSE2 scan, a prefetch hint).
 #![deny(unsafe_code)]
 
 pub mod adapter;
 pub mod answer;
 pub mod builtin;
+pub mod cancel;
 pub mod client;
 pub mod config;
 pub mod env;
@@ -25,6 +28,8 @@ pub mod net;
 pub mod parts;
 pub mod runtime;
 pub mod skill;
+#[allow(unsafe_code)]
+pub(crate) mod sys;
 pub mod tool;
 pub mod toolkit;
 pub mod translate;

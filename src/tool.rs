@@ -1,8 +1,8 @@
 //! Tool and ToolResult: the uniform shape every source collapses into
 //! (CONTRACT.md §2, SPEC §0.1).
 
+use crate::cancel::CancelToken;
 use crate::parts::Part;
-pub use crate::translate::CancelToken;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;

@@ -8,8 +8,8 @@
 //! unbounded memory.
 
 use super::args;
-use crate::http_tool::transport::{Failure, MAX_BODY_BYTES};
 use crate::http_tool::transport_failure;
+use crate::net::transport::{Failure, MAX_BODY_BYTES};
 use crate::runtime;
 use crate::tool::{ExecContext, Stop, ToolResult};
 use regex::Regex;

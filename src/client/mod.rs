@@ -20,17 +20,16 @@ mod run;
 pub mod shape;
 pub mod stream;
 
+/// The Answer check of `waitFor`, shared with the MCP elicitation bridge.
+use crate::cancel::CancelToken;
+use crate::error::{Error, Result};
+use crate::json::type_name;
+use crate::toolkit::Toolkit;
+use crate::translate::{helpers::is_blank, ClientConfig, Style, CLIENT_KEYS};
 pub use ask::AskRequest;
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};
 pub use observe::{Event, Observer};
 pub use provider::{Exchange, HttpProvider, Provider};
-/// The Answer check of `waitFor`, shared with the MCP elicitation bridge.
-pub(crate) use run::check_answer;
-
-use crate::error::{Error, Result};
-use crate::json::type_name;
-use crate::toolkit::Toolkit;
-use crate::translate::{helpers::is_blank, CancelToken, ClientConfig, Style, CLIENT_KEYS};
 use run::Run;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};

@@ -15,10 +15,11 @@
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode};
-use crate::http_tool::transport::MAX_BODY_BYTES;
+use crate::net::transport::MAX_BODY_BYTES;
 use crate::translate::client::{self, Call, FailedAttempt, Reply, Verdict};
-use crate::translate::{CancelToken, Style};
+use crate::translate::Style;
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 

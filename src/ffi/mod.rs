@@ -1,4 +1,5 @@
-//! The C boundary: every `unsafe` line of the crate lives under this module.
+//! The C boundary: every `unsafe` line of the crate that touches C lives under
+//! this module (the few OS and CPU calls live in `crate::sys`).
 //!
 //! Every exported function runs its body through [`boundary`]: NULL checks,
 //! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
@@ -14,10 +15,7 @@ mod glue_tests;
 mod host;
 mod log;
 mod mcp;
-pub(crate) mod prefetch;
 mod serve;
-pub(crate) mod signal;
-pub(crate) mod sse2;
 mod strings;
 mod translate;
 

@@ -21,10 +21,10 @@ pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEO
 pub use elicit::WaitFor;
 pub use session::RemoteTool;
 
+use crate::cancel::CancelToken;
 use crate::json::normalize_args;
 use crate::runtime;
 use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolFuture, ToolResult};
-use crate::translate::CancelToken;
 use serde_json::Value;
 use session::{PhaseCell, Session, SERVER_SLACK};
 use std::sync::Arc;

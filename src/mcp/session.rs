@@ -13,9 +13,9 @@ use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 use super::{lines, sse, stdio};
+use crate::cancel::CancelToken;
 use crate::parts::{Part, PartKind};
 use crate::tool::{default_schema, Stop, ToolResult};
-use crate::translate::CancelToken;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
 };

@@ -28,11 +28,11 @@ mod stdio;
 
 pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION};
 
+use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::parts::{Part, PartKind};
 use crate::tool::{ExecContext, Source, ToolResult};
 use crate::toolkit::Toolkit;
-use crate::translate::CancelToken;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,

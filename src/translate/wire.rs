@@ -27,8 +27,8 @@
 //! chunked coding already removed, and keeps none of it; any other answer is
 //! read whole as usual.
 
-use super::CancelToken;
-use crate::http_tool::transport::{self, Failure, IdlePool, MAX_BODY_BYTES};
+use crate::cancel::{CancelToken, OnCancel};
+use crate::net::transport::{self, Failure, IdlePool, MAX_BODY_BYTES};
 use crate::runtime;
 use bytes::Bytes;
 use http::header::HeaderMap;
@@ -841,10 +841,12 @@ impl Reader<'_> {
     }
 }
 
-/// Shuts a registered socket down (a cancel token's doing): a read or write
-/// blocked on it returns at once.
-pub(crate) fn shut(tcp: &TcpStream) {
-    let _ = tcp.shutdown(Shutdown::Both);
+/// An exchange's socket is its cancel hook: shutting it down makes a read or
+/// write blocked on it return at once.
+impl OnCancel for TcpStream {
+    fn on_cancel(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,8 @@
-//! The network half of HTTP tools: one shared keep-alive connection pool,
-//! redirects, the timeout, and the classification of transport failures.
+//! The HTTP connection layer under HTTP tools and the provider wire: opening
+//! a connection (DNS, TCP, TLS) and keeping idle ones per origin
+//! ([`open`], [`IdlePool`], [`origin_key`]), the classification of transport
+//! failures ([`Failure`]), and the HTTP tools' call itself: one shared
+//! keep-alive connection pool, redirects, the timeout ([`run`]).
 //!
 //! hyper is driven directly rather than through reqwest because reqwest adds
 //! `accept: */*` to every request and offers no way to leave it out, while the
@@ -11,8 +14,8 @@
 //! is read, and put back. No connection task is spawned, which saves two
 //! thread hand-offs per call; no lock is held while a request is in flight.
 
+use crate::cancel::CancelToken;
 use crate::runtime;
-use crate::tool::CancelToken;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, LOCATION};
 use http::{Method, Request, StatusCode, Uri};
@@ -50,7 +53,7 @@ pub(crate) const MAX_BODY_BYTES: usize = 64 << 20;
 pub(crate) type Io = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
 
 /// A request ready to send. `headers` hold the expanded (sensitive) values.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     pub method: Method,
     pub url: String,
     pub headers: HeaderMap,
@@ -58,7 +61,7 @@ pub(super) struct Prepared {
 }
 
 /// What came back: a response, or the reason there was none.
-pub(super) enum Outcome {
+pub(crate) enum Outcome {
     Response {
         status: u16,
         body: String,
@@ -84,7 +87,7 @@ pub(crate) enum Failure {
 /// Sends `prepared` (following redirects) and reads the body, all within
 /// `timeout`, on the shared runtime; a triggered `cancel` drops the request
 /// at once. Safe to call from any thread.
-pub(super) fn run(prepared: Prepared, timeout: Duration, cancel: Option<&CancelToken>) -> Outcome {
+pub(crate) fn run(prepared: Prepared, timeout: Duration, cancel: Option<&CancelToken>) -> Outcome {
     block_on(async move {
         let sent = tokio::time::timeout(timeout, send(prepared));
         let outcome = match cancel {
