@@ -595,7 +595,7 @@ pub(crate) fn transport_failure(kind: Failure) -> ToolResult {
         Failure::TooLarge => format!(
             "HTTP transport failure: too-large (the response body is larger than {} MiB, \
              the most one call reads)",
-            transport::MAX_BODY_BYTES >> 20
+            crate::limits::RESPONSE_BODY_BYTES >> 20
         ),
         other => format!("HTTP transport failure: {}", other.as_str()),
     };

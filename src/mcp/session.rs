@@ -326,8 +326,8 @@ fn streamable_transport(
     let (client, requests) = GuardedClient::new(http_client(timeout)?);
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
-        .max_json_response_size(64 * 1024 * 1024)
-        .max_sse_event_size(64 * 1024 * 1024);
+        .max_json_response_size(crate::limits::RESPONSE_BODY_BYTES)
+        .max_sse_event_size(crate::limits::EVENT_BYTES);
     Ok((
         StreamableHttpClientTransport::with_client(client, config),
         requests,

@@ -15,6 +15,7 @@
 //! thread hand-offs per call; no lock is held while a request is in flight.
 
 use crate::cancel::CancelToken;
+use crate::limits::RESPONSE_BODY_BYTES;
 use crate::runtime;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, LOCATION};
@@ -43,11 +44,6 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 
 /// Idle connections kept per origin.
 const POOL_MAX_IDLE_PER_ORIGIN: usize = 64;
-
-/// The largest response body a call reads (64 MiB). A larger one fails the
-/// call as soon as the limit is passed, so no server can make a call hold
-/// unbounded memory in the host's process.
-pub(crate) const MAX_BODY_BYTES: usize = 64 << 20;
 
 /// A connected stream, TLS or not.
 pub(crate) type Io = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
@@ -80,7 +76,7 @@ pub(crate) enum Failure {
     Dns,
     ConnectFailed,
     Transport,
-    /// The response body passed [`MAX_BODY_BYTES`].
+    /// The response body passed [`RESPONSE_BODY_BYTES`].
     TooLarge,
 }
 
@@ -289,7 +285,7 @@ enum ExchangeError {
 }
 
 /// One request on `conn`, driving the connection until the whole response
-/// body has arrived (at most [`MAX_BODY_BYTES`] of it).
+/// body has arrived (at most [`RESPONSE_BODY_BYTES`] of it).
 async fn exchange(
     conn: &mut Conn,
     request: Request<Full<Bytes>>,
@@ -309,10 +305,10 @@ async fn exchange(
             .get(http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
-        if announced.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        if announced.is_some_and(|n| n > RESPONSE_BODY_BYTES as u64) {
             return Err(ExchangeError::TooLarge);
         }
-        let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        let body = match Limited::new(body, RESPONSE_BODY_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<LengthLimitError>() => return Err(ExchangeError::TooLarge),
             Err(e) => {

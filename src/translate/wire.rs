@@ -20,7 +20,7 @@
 //!
 //! The HTTP/1.1 response is parsed with `httparse` (hyper's own parser):
 //! bodies framed by Content-Length, by chunked transfer coding or by the end
-//! of the connection, at most [`MAX_BODY_BYTES`] of them.
+//! of the connection, at most [`RESPONSE_BODY_BYTES`] of them.
 //!
 //! A streamed exchange ([`exchange_streaming`], SPEC §8 Streaming) hands the
 //! body of a 2xx answer to a sink piece by piece as it arrives, with the
@@ -28,7 +28,8 @@
 //! read whole as usual.
 
 use crate::cancel::{CancelToken, OnCancel};
-use crate::net::transport::{self, Failure, IdlePool, MAX_BODY_BYTES};
+use crate::limits::RESPONSE_BODY_BYTES;
+use crate::net::transport::{self, Failure, IdlePool};
 use crate::runtime;
 use bytes::Bytes;
 use http::header::HeaderMap;
@@ -649,7 +650,7 @@ impl Reader<'_> {
         match framing {
             Framing::Empty => Ok(Bytes::new()),
             Framing::Length(n) => {
-                if n > MAX_BODY_BYTES {
+                if n > RESPONSE_BODY_BYTES {
                     return Err(Stop::Failed(Failure::TooLarge));
                 }
                 let have = self.buf.len() - self.pos;
@@ -665,7 +666,7 @@ impl Reader<'_> {
             }
             Framing::UntilClose => {
                 while self.fill()? {
-                    if self.buf.len() - self.pos > MAX_BODY_BYTES {
+                    if self.buf.len() - self.pos > RESPONSE_BODY_BYTES {
                         return Err(Stop::Failed(Failure::TooLarge));
                     }
                 }
@@ -715,7 +716,7 @@ impl Reader<'_> {
                 return self.trailers().map(|_| Bytes::from(body));
             }
             let size = usize::try_from(size).unwrap_or(usize::MAX);
-            if size > MAX_BODY_BYTES - body.len() {
+            if size > RESPONSE_BODY_BYTES - body.len() {
                 return Err(Stop::Failed(Failure::TooLarge));
             }
             // The chunk and the CRLF after it.
