@@ -3,6 +3,12 @@
 //! tool execution, no conversation state, so calls may run concurrently from
 //! any number of threads.
 //!
+//! - `mod.rs`     validate, build the provider body, read the answer back
+//! - `helpers.rs` the pure message/tool conversions
+//! - `node.rs`    the per-call arena JSON tree
+//! - `client.rs`  the provider call: retries, backoff, the timeout
+//! - `wire.rs`    the exchange on blocking sockets, its keep-alive pool
+//!
 //! The work is split in three: [`helpers`] holds the pure message/tool
 //! conversions, this module validates the client and request, builds the
 //! provider body and reads the provider's answer back (also pure), and
