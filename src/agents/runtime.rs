@@ -356,6 +356,7 @@ impl Inner {
         h.cancel = Some(cancel.clone());
         let gen = h.gen;
         st.trace(i, format!("idle→running ({why})"));
+        self.cv.notify_all();
         let Some(inner) = self.me.upgrade() else {
             return;
         };
@@ -609,7 +610,7 @@ impl Inner {
             let h = &st.handles[i];
             match h.state {
                 State::Closed => {
-                    return h.result.clone().unwrap_or_else(|| closed_result());
+                    return h.result.clone().unwrap_or_else(closed_result);
                 }
                 State::Suspended if !h.escalating => {
                     let mut r = TaskResult::new(
@@ -1014,6 +1015,29 @@ impl Runtime {
         self.wake(&id, Some(prompt))?;
         let r = self.wait(&id, None);
         Ok((id, r))
+    }
+
+    /// Waits until the handle is in `state`, for at most `max` of real
+    /// time; whether it got there.
+    pub fn await_state(&self, id: &str, state: State, max: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + max;
+        let mut st = self.inner.lock();
+        let Some(&i) = st.index.get(id) else {
+            return false;
+        };
+        loop {
+            if st.handles[i].state == state {
+                return true;
+            }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            st = match self.inner.cv.wait_timeout(st, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
     }
 
     /// Every handle but the root, in tree order.
