@@ -37,20 +37,32 @@ enum Outcome {
 // the mock model (§12.3)
 // ---------------------------------------------------------------------------
 
+/// How the mock holds the first `m-explore` calls, so a scenario's
+/// interleaving is the one it asserts, whatever the scheduler does.
+#[derive(Clone)]
+enum Hold {
+    /// Until this many are in flight (concurrency is observed).
+    InFlight(usize),
+    /// The first call, until the runtime's trace shows this (a sibling's
+    /// wake was queued behind it).
+    Trace(String),
+}
+
 struct Mock {
     usage: Value,
-    /// Hold each first `m-explore` call until this many are in flight.
-    barrier: Option<usize>,
+    hold: Option<Hold>,
+    runtime: Mutex<Option<Runtime>>,
     explore_in: Mutex<usize>,
     explore_cv: Condvar,
     calls: Mutex<usize>,
 }
 
 impl Mock {
-    fn new(usage: Value, barrier: Option<usize>) -> Mock {
+    fn new(usage: Value, hold: Option<Hold>) -> Mock {
         Mock {
             usage,
-            barrier,
+            hold,
+            runtime: Mutex::new(None),
             explore_in: Mutex::new(0),
             explore_cv: Condvar::new(),
             calls: Mutex::new(0),
@@ -58,7 +70,26 @@ impl Mock {
     }
 
     fn hold_for_barrier(&self) {
-        let Some(n) = self.barrier else { return };
+        let n = match &self.hold {
+            None => return,
+            Some(Hold::InFlight(n)) => *n,
+            Some(Hold::Trace(needle)) => {
+                let first = {
+                    let mut g = self.explore_in.lock().unwrap_or_else(|p| p.into_inner());
+                    *g += 1;
+                    *g == 1
+                };
+                let rt = self
+                    .runtime
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                if let (true, Some(rt)) = (first, rt) {
+                    rt.await_trace(needle, BOUND);
+                }
+                return;
+            }
+        };
         let mut g = self.explore_in.lock().unwrap_or_else(|p| p.into_inner());
         *g += 1;
         self.explore_cv.notify_all();
@@ -220,6 +251,7 @@ fn fixture_toolkit(tools: Option<&Value>) -> Result<Arc<Toolkit>, String> {
 // ---------------------------------------------------------------------------
 
 struct Case {
+    mock: Arc<Mock>,
     rt: Runtime,
     clock: Arc<ManualClock>,
     names: HashMap<String, String>,
@@ -240,11 +272,7 @@ fn merge(into: &mut Value, over: &Value) {
     }
 }
 
-fn build(
-    fixture: &Value,
-    scenario: Option<&Value>,
-    barrier: Option<usize>,
-) -> Result<Case, String> {
+fn build(fixture: &Value, scenario: Option<&Value>, hold: Option<Hold>) -> Result<Case, String> {
     let mut registry_json = fixture.get("registry").cloned().unwrap_or(json!({}));
     if let Some(over) = scenario.and_then(|s| s.get("registryOverride")) {
         merge(&mut registry_json, over);
@@ -289,10 +317,8 @@ fn build(
     )
     .map_err(|e| e.to_string())?;
     let clock = Arc::new(ManualClock::new());
-    let mut opts = RuntimeOptions::new(
-        registry,
-        Llm::Provider(config, Arc::new(Mock::new(usage, barrier))),
-    );
+    let mock = Arc::new(Mock::new(usage, hold));
+    let mut opts = RuntimeOptions::new(registry, Llm::Provider(config, mock.clone()));
     opts.toolkit = Some(toolkit);
     opts.clock = clock.clone();
     let closed = Arc::new(Mutex::new(Vec::new()));
@@ -316,7 +342,9 @@ fn build(
         }
     }
     let rt = Runtime::new(opts).map_err(|e| e.to_string())?;
+    *mock.runtime.lock().unwrap_or_else(|p| p.into_inner()) = Some(rt.clone());
     Ok(Case {
+        mock,
         rt,
         clock,
         names: HashMap::new(),
@@ -837,17 +865,40 @@ fn check_after_steps(c: &mut Checks, case: &mut Case, tree: &[String], expect: &
 // fixture kinds
 // ---------------------------------------------------------------------------
 
-fn barrier_of(expect: Option<&Value>) -> Option<usize> {
-    expect
-        .and_then(|e| e.get("concurrentTurnsObservedAtLeast"))
+fn hold_of(expect: Option<&Value>) -> Option<Hold> {
+    let e = expect?;
+    if let Some(n) = e
+        .get("concurrentTurnsObservedAtLeast")
         .and_then(Value::as_u64)
         .filter(|n| *n >= 2)
-        .map(|n| n as usize)
+    {
+        return Some(Hold::InFlight(n as usize));
+    }
+    let queued = e
+        .get("traceContains")
+        .map(strings)
+        .unwrap_or_default()
+        .into_iter()
+        .any(|s| s == "wake QUEUED");
+    queued.then(|| Hold::Trace("wake QUEUED".into()))
 }
 
 fn run_case(fixture: &Value, scenario: &Value, c: &mut Checks) -> Result<(), String> {
     let expect = scenario.get("expect");
-    let mut case = build(fixture, Some(scenario), barrier_of(expect))?;
+    let mut case = build(fixture, Some(scenario), hold_of(expect))?;
+    let outcome = run_built(scenario, expect, &mut case, c);
+    // The mock held the runtime (to watch its trace): let both go.
+    *case.mock.runtime.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    let _ = case.rt.close("root", true, None);
+    outcome
+}
+
+fn run_built(
+    scenario: &Value,
+    expect: Option<&Value>,
+    case: &mut Case,
+    c: &mut Checks,
+) -> Result<(), String> {
     let mut tree_ids = Vec::new();
     for t in scenario.get("tree").map(strings).unwrap_or_default() {
         tree_ids.push(case.resolve(&t)?);
@@ -863,18 +914,18 @@ fn run_case(fixture: &Value, scenario: &Value, c: &mut Checks) -> Result<(), Str
             }
         }
         if let Some(e) = expect {
-            check_run(c, &case, &id, &r, e);
+            check_run(c, case, &id, &r, e);
         }
         if let Some(p1) = scenario.get("phase1_expect") {
-            phases(c, &mut case, &id, &r, p1, scenario)?;
+            phases(c, case, &id, &r, p1, scenario)?;
         }
         return Ok(());
     }
     if let Some(steps) = scenario.get("steps").and_then(Value::as_array) {
-        run_steps(c, &mut case, steps)?;
+        run_steps(c, case, steps)?;
     }
     if let Some(e) = expect {
-        check_after_steps(c, &mut case, &tree_ids, e);
+        check_after_steps(c, case, &tree_ids, e);
     }
     Ok(())
 }

@@ -508,6 +508,7 @@ impl Inner {
             i,
             format!("spawned (depth {depth}, tokens {})", show_pool(pool)),
         );
+        self.cv.notify_all();
         Ok(id)
     }
 
@@ -557,6 +558,7 @@ impl Inner {
                 i,
                 format!("post REJECTED (inbox full, cap {cap}) from {}", item.from),
             );
+            self.cv.notify_all();
             return Err(format!("inbox full: {id} (cap {cap})"));
         }
         st.handles[i].inbox.push_back(item);
@@ -588,6 +590,7 @@ impl Inner {
                 st.handles[p].queue.push_back((i, prompt));
                 st.handles[i].queued = true;
                 st.trace(i, format!("wake QUEUED (parent concurrency {max})"));
+                self.cv.notify_all();
                 return Ok(());
             }
         }
@@ -1029,6 +1032,29 @@ impl Runtime {
             if st.handles[i].state == state {
                 return true;
             }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            st = match self.inner.cv.wait_timeout(st, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+
+    /// Waits until a trace line contains `needle`, for at most `max` of
+    /// real time; whether one does. (Waiters are woken by every transition,
+    /// spawn, queued wake and rejected post.)
+    pub fn await_trace(&self, needle: &str, max: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + max;
+        let mut st = self.inner.lock();
+        let mut seen = 0;
+        loop {
+            if st.trace[seen..].iter().any(|l| l.contains(needle)) {
+                return true;
+            }
+            seen = st.trace.len();
             let left = until.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return false;
