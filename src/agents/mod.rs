@@ -40,6 +40,9 @@ pub use inbox::{drain_block, InboxItem};
 pub use runtime::{HandleView, Llm, OnClose, Runtime, RuntimeOptions, State, TaskResult};
 pub use task::description as task_description;
 
+#[cfg(test)]
+mod tests;
+
 use crate::translate::CancelToken;
 use std::time::Duration;
 

@@ -207,6 +207,8 @@ pub(crate) struct St {
     pub trace: Vec<String>,
     pub turns_in_flight: usize,
     pub max_observed_turns: usize,
+    /// Waiters asleep in `wait` right now.
+    pub sleepers: usize,
     /// The one conversation store: each handle's transcript by its id.
     pub store: HashMap<String, Vec<Value>>,
 }
@@ -655,7 +657,10 @@ impl Inner {
                     .limited("timeout");
                 }
             }
+            st.sleepers += 1;
+            self.cv.notify_all();
             st = self.sleep(st, deadline);
+            st.sleepers -= 1;
         }
     }
 
@@ -931,6 +936,7 @@ impl Runtime {
                 trace: Vec::new(),
                 turns_in_flight: 0,
                 max_observed_turns: 0,
+                sleepers: 0,
                 store: HashMap::new(),
             }),
             cv: Condvar::new(),
@@ -1064,6 +1070,25 @@ impl Runtime {
                 Err(p) => p.into_inner().0,
             };
         }
+    }
+
+    /// Waits until `n` waiters are asleep in `wait` (their deadlines fixed),
+    /// for at most `max` of real time.
+    #[cfg(test)]
+    pub(crate) fn await_sleepers(&self, n: usize, max: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + max;
+        let mut st = self.inner.lock();
+        while st.sleepers < n {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            st = match self.inner.cv.wait_timeout(st, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        true
     }
 
     /// Every handle but the root, in tree order.
