@@ -1084,14 +1084,195 @@ fn run_fixture(path: &Path) -> Outcome {
             guarded.unwrap_or_else(|_| Outcome::Fail(vec!["the runner panicked".into()]))
         }
         "toolnexus-persona-fixture/v1" => Outcome::Skip("agent home (§7E) is not built yet".into()),
-        "toolnexus-compaction-fixture/v1" => {
-            Outcome::Skip("compaction (§7F) is not built yet".into())
-        }
+        "toolnexus-compaction-fixture/v1" => run_compaction_fixture(&fixture),
         "toolnexus-agent-hooks-fixture/v1" => Outcome::Skip(
             "per-agent hooks and the compactor (agent-hooks) are not built yet".into(),
         ),
         other => Outcome::Skip(format!("unknown fixture schema {other:?}")),
     }
+}
+
+// ---------------------------------------------------------------------------
+// compaction (`toolnexus-compaction-fixture/v1`)
+// ---------------------------------------------------------------------------
+
+/// Expands a generator template: `<i>` is the group number, `<repeat 'x'
+/// N times>` is `x` N times.
+fn expand(template: &str, i: usize) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..at]);
+        let end = rest[at..]
+            .find('>')
+            .ok_or("an unclosed <…> in a template")?
+            + at;
+        let inner = &rest[at + 1..end];
+        if inner == "i" {
+            out.push_str(&i.to_string());
+        } else if let Some(spec) = inner.strip_prefix("repeat '") {
+            let (text, times) = spec.rsplit_once("' ").ok_or("a bad <repeat …>")?;
+            let n: usize = times
+                .strip_suffix(" times")
+                .and_then(|t| t.parse().ok())
+                .ok_or("a bad <repeat …> count")?;
+            out.push_str(&text.repeat(n));
+        } else {
+            return Err(format!("template part <{inner}> not understood"));
+        }
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn expand_value(v: &Value, i: usize) -> Result<Value, String> {
+    Ok(match v {
+        Value::String(s) => Value::String(expand(s, i)?),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .map(|x| expand_value(x, i))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| Ok((k.clone(), expand_value(x, i)?)))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+fn generated_transcript(input: &Value) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    if let Some(sys) = input.get("systemPrompt").and_then(Value::as_str) {
+        out.push(json!({"role": "system", "content": sys}));
+    }
+    let turns = input
+        .pointer("/generator/userTurns")
+        .and_then(Value::as_u64)
+        .ok_or("no userTurns")?;
+    let group = input
+        .pointer("/generator/group")
+        .and_then(Value::as_array)
+        .ok_or("no group")?;
+    for i in 0..turns as usize {
+        for m in group {
+            out.push(expand_value(m, i)?);
+        }
+    }
+    Ok(out)
+}
+
+fn run_compaction_fixture(fixture: &Value) -> Outcome {
+    use toolnexus::agents::compaction::{estimate, Compactor};
+    let mut c = Checks::new();
+    let input = match fixture.get("input").map(generated_transcript) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => return Outcome::Skip(format!("input not understood: {e}")),
+        None => return Outcome::Skip("no input".into()),
+    };
+    let opts = fixture.get("options").cloned().unwrap_or(Value::Null);
+    let compactor = |flush: bool| Compactor {
+        max_tokens: opts["maxTokens"].as_u64().unwrap_or(0),
+        keep_tail: opts["keepTail"].as_u64(),
+        flush_to_memory: flush,
+        summarize: Arc::new(|older: &[Value]| Ok(format!("summarized {} messages", older.len()))),
+        count_tokens: None,
+    };
+    let out = match compactor(false).compact(&input) {
+        Ok(o) => o,
+        Err(e) => return Outcome::Fail(vec![format!("compact failed: {e}")]),
+    };
+    let expect = fixture.get("expect").cloned().unwrap_or(Value::Null);
+    let result = out.clone().unwrap_or_else(|| input.clone());
+    let content = |m: &Value| m["content"].as_str().unwrap_or("").to_string();
+    let first_non_system = result.iter().position(|m| m["role"] != "system");
+    for (k, v) in expect.as_object().into_iter().flatten() {
+        match k.as_str() {
+            "compacts" => c.check(out.is_some() == (*v == true), || {
+                format!("compacted: {}", out.is_some())
+            }),
+            "resultSmallerThanInput" => c.check(
+                (estimate(&result) < estimate(&input)) == (*v == true),
+                || {
+                    format!(
+                        "estimate {} vs input {}",
+                        estimate(&result),
+                        estimate(&input)
+                    )
+                },
+            ),
+            "summarySystemMessagePresent" => c.check(
+                result
+                    .iter()
+                    .any(|m| m["role"] == "system" && content(m).starts_with("[Summary"))
+                    == (*v == true),
+                || "no summary system message".into(),
+            ),
+            "summaryContentPrefix" => {
+                let p = v.as_str().unwrap_or("");
+                c.check(
+                    result
+                        .iter()
+                        .any(|m| m["role"] == "system" && content(m).starts_with(p)),
+                    || format!("no system message starts with {p:?}"),
+                );
+            }
+            "leadingSystemMessage" => {
+                let first = result.first().cloned().unwrap_or(Value::Null);
+                let role_ok = v.get("role").is_none_or(|r| first["role"] == *r);
+                let has = v["contentContains"].as_str().unwrap_or("");
+                c.check(role_ok && content(&first).contains(has), || {
+                    format!("first message {first}")
+                });
+            }
+            "firstNonSystemMessageRole" => {
+                let got = first_non_system.map(|i| result[i]["role"].clone());
+                c.check(got.as_ref() == Some(v), || {
+                    format!("first non-system role {got:?}, want {v}")
+                });
+            }
+            "toolPairSafe" => {
+                let mut seen = std::collections::HashSet::new();
+                let mut orphans = Vec::new();
+                for m in &result {
+                    for tc in m["tool_calls"].as_array().into_iter().flatten() {
+                        seen.insert(tc["id"].as_str().unwrap_or("").to_string());
+                    }
+                    if m["role"] == "tool" {
+                        let id = m["tool_call_id"].as_str().unwrap_or("").to_string();
+                        if !seen.contains(&id) {
+                            orphans.push(id);
+                        }
+                    }
+                }
+                c.check(orphans.is_empty(), || {
+                    format!("orphaned tool results {orphans:?}")
+                });
+            }
+            "flushToMemoryVariant" => match compactor(true).compact(&input) {
+                Ok(Some(f)) => {
+                    let tail = f
+                        .iter()
+                        .position(|m| m["role"] != "system")
+                        .unwrap_or(f.len());
+                    let reminder = f[..tail]
+                        .iter()
+                        .any(|m| m["role"] == "system" && content(m).contains("memory tool"));
+                    c.check(reminder, || "no memory reminder before the tail".into());
+                }
+                other => c.failures.push(format!("flush variant: {other:?}")),
+            },
+            _ => c.unknown.push(k.clone()),
+        }
+    }
+    // C1: below maxTokens, nothing changes.
+    let short: Vec<Value> = input.iter().take(5).cloned().collect();
+    c.check(matches!(compactor(false).compact(&short), Ok(None)), || {
+        "a short transcript was compacted".into()
+    });
+    c.outcome()
 }
 
 fn fixtures_under(dir: &Path, out: &mut Vec<PathBuf>) {

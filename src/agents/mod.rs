@@ -28,6 +28,7 @@
 //! - `task.rs` — the `task` tool: team-only delegation with reattach by key.
 
 pub mod clock;
+pub mod compaction;
 pub mod def;
 pub mod inbox;
 mod runtime;
