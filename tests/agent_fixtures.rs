@@ -51,6 +51,10 @@ enum Hold {
 struct Mock {
     usage: Value,
     hold: Option<Hold>,
+    /// While set, `m-heartbeat` calls wait for [`Mock::release_heartbeat`].
+    heartbeat_held: Mutex<bool>,
+    heartbeat_cv: Condvar,
+    wire: Mutex<Vec<Value>>,
     runtime: Mutex<Option<Runtime>>,
     explore_in: Mutex<usize>,
     explore_cv: Condvar,
@@ -62,10 +66,39 @@ impl Mock {
         Mock {
             usage,
             hold,
+            heartbeat_held: Mutex::new(false),
+            heartbeat_cv: Condvar::new(),
+            wire: Mutex::new(Vec::new()),
             runtime: Mutex::new(None),
             explore_in: Mutex::new(0),
             explore_cv: Condvar::new(),
             calls: Mutex::new(0),
+        }
+    }
+
+    fn set_heartbeat_held(&self, held: bool) {
+        *self
+            .heartbeat_held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = held;
+        self.heartbeat_cv.notify_all();
+    }
+
+    fn hold_heartbeat(&self) {
+        let mut g = self
+            .heartbeat_held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let until = std::time::Instant::now() + BOUND;
+        while *g {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            g = match self.heartbeat_cv.wait_timeout(g, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
         }
     }
 
@@ -146,6 +179,10 @@ fn content_text(m: &Value) -> String {
 impl Provider for Mock {
     fn complete(&self, exchange: Exchange<'_>) -> TnResult<Value> {
         let body = exchange.body.to_value();
+        self.wire
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(body.clone());
         let model = body["model"].as_str().unwrap_or("").to_string();
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
         let tool_msgs: Vec<String> = messages
@@ -201,6 +238,53 @@ impl Provider for Mock {
                 } else {
                     text("slow-done".into())
                 }
+            }
+            "m-echo-soul" => {
+                let system = messages
+                    .first()
+                    .filter(|m| m["role"] == "system")
+                    .map(content_text)
+                    .unwrap_or_default();
+                let found: Vec<&str> = toolnexus::agents::home::BOOTSTRAP_ORDER
+                    .into_iter()
+                    .filter(|f| system.contains(&format!("## {f}")))
+                    .collect();
+                text(format!("sections:[{}]", found.join(",")))
+            }
+            "m-remember" if tool_msgs.is_empty() => Ok(self.reply(
+                None,
+                vec![(
+                    "memory",
+                    json!({"action": "add", "target": "user", "text": "Prefers dark roast"}),
+                )],
+            )),
+            "m-remember" => text(format!("saved: {}", tool_msgs[0])),
+            "m-recall" => {
+                let system = messages.first().map(content_text).unwrap_or_default();
+                text(if system.contains("Prefers dark roast") {
+                    "I recall: dark roast".into()
+                } else {
+                    "no memory".into()
+                })
+            }
+            "m-heartbeat" => {
+                self.hold_heartbeat();
+                let system = messages.first().map(content_text).unwrap_or_default();
+                let last_user = messages
+                    .iter()
+                    .rev()
+                    .find(|m| m["role"] == "user")
+                    .map(content_text)
+                    .unwrap_or_default();
+                text(
+                    if system.contains("remind about the 3pm sync")
+                        && last_user.contains("Heartbeat")
+                    {
+                        "Reminder: 3pm sync 🔔".into()
+                    } else {
+                        "HEARTBEAT_OK".into()
+                    },
+                )
             }
             _ => text("ok".into()),
         }
@@ -1083,7 +1167,12 @@ fn run_fixture(path: &Path) -> Outcome {
             }));
             guarded.unwrap_or_else(|_| Outcome::Fail(vec!["the runner panicked".into()]))
         }
-        "toolnexus-persona-fixture/v1" => Outcome::Skip("agent home (§7E) is not built yet".into()),
+        "toolnexus-persona-fixture/v1" => {
+            let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_persona_fixture(&fixture)
+            }));
+            guarded.unwrap_or_else(|_| Outcome::Fail(vec!["the runner panicked".into()]))
+        }
         "toolnexus-compaction-fixture/v1" => run_compaction_fixture(&fixture),
         "toolnexus-agent-hooks-fixture/v1" => Outcome::Skip(
             "per-agent hooks and the compactor (agent-hooks) are not built yet".into(),
@@ -1273,6 +1362,317 @@ fn run_compaction_fixture(fixture: &Value) -> Outcome {
         "a short transcript was compacted".into()
     });
     c.outcome()
+}
+
+// ---------------------------------------------------------------------------
+// agent home (`toolnexus-persona-fixture/v1`)
+// ---------------------------------------------------------------------------
+
+fn write_dir(files: &Value) -> Result<tempfile::TempDir, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    for (name, body) in files.as_object().into_iter().flatten() {
+        if let Some(b) = body.as_str() {
+            std::fs::write(dir.path().join(name), b).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(dir)
+}
+
+/// A runtime over one persona, with the mock model.
+fn persona_runtime(
+    persona: &toolnexus::agents::home::Persona,
+) -> Result<(Runtime, Arc<Mock>, Arc<ManualClock>), String> {
+    let kit = Toolkit::build_from_json(r#"{"builtins":false}"#).map_err(|e| e.to_string())?;
+    for t in &persona.tools {
+        kit.register(t.clone());
+    }
+    let kit = Arc::new(kit);
+    let registry =
+        Registry::new(vec![persona.def.clone()], Some(&kit)).map_err(|e| e.to_string())?;
+    let config = ClientConfig::from_json(
+        &json!({"baseUrl": "http://mock.invalid", "style": "openai", "model": "mock-default"}),
+    )
+    .map_err(|e| e.to_string())?;
+    let mock = Arc::new(Mock::new(
+        json!({"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40}),
+        None,
+    ));
+    let clock = Arc::new(ManualClock::new());
+    let mut opts = RuntimeOptions::new(registry, Llm::Provider(config, mock.clone()));
+    opts.toolkit = Some(kit);
+    opts.clock = clock.clone();
+    Ok((Runtime::new(opts).map_err(|e| e.to_string())?, mock, clock))
+}
+
+fn persona_run(dir: &Path, model: &str, prompt: &str) -> Result<TaskResult, String> {
+    let p = toolnexus::agents::home::from_dir(dir, Some(model), true).map_err(|e| e.to_string())?;
+    let (rt, _, _) = persona_runtime(&p)?;
+    let (_, r) = rt.run(&p.def.name, prompt)?;
+    let _ = rt.close("root", true, None);
+    Ok(r)
+}
+
+/// Beats collected from `onBeat`, with a wait for the next one.
+#[derive(Default)]
+struct Beats {
+    got: Mutex<Vec<String>>,
+    cv: Condvar,
+}
+
+impl Beats {
+    fn wait_for(&self, n: usize) -> Vec<String> {
+        let until = std::time::Instant::now() + BOUND;
+        let mut g = self.got.lock().unwrap_or_else(|p| p.into_inner());
+        while g.len() < n {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            g = match self.cv.wait_timeout(g, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        g.clone()
+    }
+}
+
+/// A started persona, its mock, its clock and its beats.
+type Beating = (
+    toolnexus::agents::home::StartedAgent,
+    Arc<Mock>,
+    Arc<ManualClock>,
+    Arc<Beats>,
+);
+
+fn heartbeat(dir: &Path) -> Result<Beating, String> {
+    use toolnexus::agents::home;
+    let p = home::from_dir(dir, Some("m-heartbeat"), true).map_err(|e| e.to_string())?;
+    let (rt, mock, clock) = persona_runtime(&p)?;
+    let beats = Arc::new(Beats::default());
+    let b = Arc::clone(&beats);
+    let started = home::start_agent(
+        &rt,
+        &p.def.name,
+        1000,
+        Arc::new(move |t: &str| {
+            b.got
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(t.to_string());
+            b.cv.notify_all();
+        }),
+    )?;
+    Ok((started, mock, clock, beats))
+}
+
+fn run_persona_fixture(fixture: &Value) -> Outcome {
+    match persona_checks(fixture) {
+        Ok(c) => c.outcome(),
+        Err(e) => Outcome::Fail(vec![e]),
+    }
+}
+
+fn persona_checks(fixture: &Value) -> Result<Checks, String> {
+    use toolnexus::agents::home::{
+        self, compose_soul, memory_tool, HEARTBEAT_PROMPT, TRUNCATED_NOTICE,
+    };
+    let mut c = Checks::new();
+    let files = fixture
+        .get("bootstrapDir")
+        .cloned()
+        .ok_or("no bootstrapDir")?;
+    let expect = fixture.get("expect").cloned().unwrap_or(Value::Null);
+    if let Some(order) = fixture.get("bootstrapOrder") {
+        c.check(strings(order) == home::BOOTSTRAP_ORDER, || {
+            format!("bootstrap order {order}")
+        });
+    }
+    if let Some(cap) = fixture.get("maxFileBytes").and_then(Value::as_u64) {
+        c.check(cap == home::MAX_BOOTSTRAP_FILE_BYTES, || {
+            format!("cap {cap}")
+        });
+    }
+    let ctx = ExecContext::default();
+    for (k, v) in expect.as_object().into_iter().flatten() {
+        let truthy = *v == true;
+        match k.as_str() {
+            "H1_composedSoulSectionsInOrder" => {
+                let dir = write_dir(&files)?;
+                let (_, found) = compose_soul(dir.path()).map_err(|e| e.to_string())?;
+                c.check(found == strings(v), || {
+                    format!("sections {found:?}, want {v}")
+                });
+            }
+            "H1_soulReachesChildSystemPrompt" if truthy => {
+                let dir = write_dir(&files)?;
+                let (_, found) = compose_soul(dir.path()).map_err(|e| e.to_string())?;
+                let r = persona_run(dir.path(), "m-echo-soul", "who are you?")?;
+                let want = format!("sections:[{}]", found.join(","));
+                c.check(r.text == want, || {
+                    format!("echo {:?}, want {want:?}", r.text)
+                });
+            }
+            "H2_over2MBFileTruncatedWithNotice" if truthy => {
+                let dir = write_dir(&files)?;
+                let big = "x".repeat(3 * 1024 * 1024);
+                std::fs::write(dir.path().join("SOUL.md"), &big).map_err(|e| e.to_string())?;
+                let (soul, _) = compose_soul(dir.path()).map_err(|e| e.to_string())?;
+                let size = std::fs::metadata(dir.path().join("SOUL.md"))
+                    .map_err(|e| e.to_string())?
+                    .len();
+                c.check(
+                    soul.contains(TRUNCATED_NOTICE) && size == big.len() as u64,
+                    || {
+                        "the 3 MiB SOUL.md was not truncated with the notice, or the disk changed"
+                            .into()
+                    },
+                );
+            }
+            "H3_memoryAddAppendsEntry"
+            | "H3_memoryReplaceSwapsSubstring"
+            | "H3_memoryRemoveDeletesEntry"
+            | "H3_missingSubstringIsLoudError"
+            | "H3_targetUserWritesUSERmd"
+                if truthy =>
+            {
+                let dir = write_dir(&files)?;
+                let tool = memory_tool(dir.path());
+                let read =
+                    |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap_or_default();
+                let ok = match k.as_str() {
+                    "H3_memoryAddAppendsEntry" => {
+                        let r = tool
+                            .exec
+                            .execute(&json!({"action": "add", "text": "new fact"}), &ctx);
+                        !r.is_error && read("MEMORY.md").ends_with("- new fact\n")
+                    }
+                    "H3_memoryReplaceSwapsSubstring" => {
+                        let r = tool.exec.execute(
+                            &json!({"action": "replace", "text": "2026-07", "with": "2026-08"}),
+                            &ctx,
+                        );
+                        !r.is_error
+                            && read("MEMORY.md").contains("2026-08")
+                            && !read("MEMORY.md").contains("2026-07")
+                    }
+                    "H3_memoryRemoveDeletesEntry" => {
+                        let r = tool.exec.execute(
+                            &json!({"action": "remove", "text": "- Onboarded 2026-07."}),
+                            &ctx,
+                        );
+                        !r.is_error && !read("MEMORY.md").contains("Onboarded")
+                    }
+                    "H3_missingSubstringIsLoudError" => {
+                        let before = read("MEMORY.md");
+                        let r = tool
+                            .exec
+                            .execute(&json!({"action": "remove", "text": "never written"}), &ctx);
+                        r.is_error && r.output.contains("not found") && read("MEMORY.md") == before
+                    }
+                    _ => {
+                        let r = tool.exec.execute(
+                            &json!({"action": "add", "target": "user", "text": "Likes tea"}),
+                            &ctx,
+                        );
+                        !r.is_error
+                            && read("USER.md").contains("Likes tea")
+                            && !read("MEMORY.md").contains("Likes tea")
+                    }
+                };
+                c.check(ok, || format!("{k} did not hold"));
+            }
+            "H4_writeLandsOnDisk" => {
+                let dir = write_dir(&files)?;
+                let r = persona_run(dir.path(), "m-remember", "remember my coffee")?;
+                let file = v["file"].as_str().unwrap_or("USER.md");
+                let has = v["contains"].as_str().unwrap_or("");
+                let on_disk = std::fs::read_to_string(dir.path().join(file)).unwrap_or_default();
+                c.check(r.status == "done" && on_disk.contains(has), || {
+                    format!("{file} is {on_disk:?} after {:?}", r.text)
+                });
+                if let Some(next) = expect.get("H4_nextSessionSnapshotCarriesMemory") {
+                    let model = next["model"].as_str().unwrap_or("m-recall");
+                    let r = persona_run(dir.path(), model, "what do I like?")?;
+                    c.check(r.text == next["text"], || {
+                        format!("next session said {:?}, want {}", r.text, next["text"])
+                    });
+                }
+            }
+            "H4_nextSessionSnapshotCarriesMemory" => {
+                c.check(expect.get("H4_writeLandsOnDisk").is_some(), || {
+                    "H4 needs the write first".into()
+                });
+            }
+            "H5_heartbeatOKisSilent" if truthy => {
+                let mut quiet = files.clone();
+                let not_due = fixture.get("heartbeatNotDue").ok_or("no heartbeatNotDue")?;
+                merge(
+                    &mut quiet,
+                    &json!({"HEARTBEAT.md": not_due["HEARTBEAT.md"]}),
+                );
+                let dir = write_dir(&quiet)?;
+                let (started, _, clock, beats) = heartbeat(dir.path())?;
+                let rt = started.runtime().clone();
+                clock.advance(1000);
+                let done = rt.await_trace(&format!("{}: running→idle", started.handle), BOUND);
+                let r = if done {
+                    rt.wait(&started.handle, None)
+                } else {
+                    rt.wait(&started.handle, Some(0))
+                };
+                started.stop();
+                let got = beats.got.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                c.check(done && r.text == "HEARTBEAT_OK" && got.is_empty(), || {
+                    format!("a not-due beat: {:?}, onBeat got {got:?}", r.text)
+                });
+            }
+            "H5_dueHeartbeatSurfaces" => {
+                let dir = write_dir(&files)?;
+                let (started, _, clock, beats) = heartbeat(dir.path())?;
+                clock.advance(1000);
+                let got = beats.wait_for(1);
+                started.stop();
+                let has = v["beatContains"].as_str().unwrap_or("");
+                c.check(got.len() == 1 && got[0].contains(has), || {
+                    format!("onBeat got {got:?}, want {has:?}")
+                });
+            }
+            "H5_ticksCoalesceToOneTurn" if truthy => {
+                let dir = write_dir(&files)?;
+                let (started, mock, clock, beats) = heartbeat(dir.path())?;
+                let rt = started.runtime().clone();
+                let id = started.handle.clone();
+                mock.set_heartbeat_held(true);
+                clock.advance(1000);
+                let running = rt.await_state(&id, State::Running, BOUND);
+                for _ in 0..3 {
+                    rt.post(&id, InboxItem::new("clock", "timer", "tick"))?;
+                }
+                mock.set_heartbeat_held(false);
+                beats.wait_for(1);
+                let before = rt.inspect(&id).map_or(0, |v| v.turns);
+                let inbox = rt.inspect(&id).map_or(0, |v| v.inbox);
+                rt.wake(&id, Some(HEARTBEAT_PROMPT))?;
+                let r = rt.wait(&id, None);
+                started.stop();
+                let wire = mock.wire.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let input = wire
+                    .last()
+                    .and_then(|b| b["messages"].as_array())
+                    .and_then(|m| m.last())
+                    .map(content_text)
+                    .unwrap_or_default();
+                c.check(
+                    running && inbox == 3 && r.turns == before + 1 && input.contains("tick (x3 coalesced)"),
+                    || format!("ticks during a beat: inbox {inbox}, turns {before}→{}, input {input:?}", r.turns),
+                );
+            }
+            _ if !truthy && v.is_boolean() => {}
+            _ => c.unknown.push(k.clone()),
+        }
+    }
+    Ok(c)
 }
 
 fn fixtures_under(dir: &Path, out: &mut Vec<PathBuf>) {

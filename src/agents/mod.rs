@@ -26,10 +26,15 @@
 //!   turn gate around each LLM call; the roll-up; the escalator; settling
 //!   the outcome (done, incomplete, pending with rewind, error).
 //! - `task.rs` — the `task` tool: team-only delegation with reattach by key.
+//! - `compaction.rs` — §7F: the compactor (summary + kept tail) and its
+//!   `beforeLLM` hook.
+//! - `home.rs` — §7E: a persona from a directory (bootstrap files in order,
+//!   per-file cap), the file-backed `memory` tool, the heartbeat.
 
 pub mod clock;
 pub mod compaction;
 pub mod def;
+pub mod home;
 pub mod inbox;
 mod runtime;
 mod task;
