@@ -1091,6 +1091,50 @@ impl Runtime {
         true
     }
 
+    /// SPEC §7D "an Agent is a Tool": a tool named after `entry` (its
+    /// description the agent's `does`) that spawns the agent under the
+    /// root, runs it on `{prompt}`, closes it and returns only its final
+    /// text, with `{agent, turns, totalTokens}` as metadata.
+    pub fn as_tool(&self, entry: &str) -> Result<crate::tool::Tool> {
+        let def = self.inner.registry.get(entry).cloned().ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "unknown agent \"{entry}\" (known: {})",
+                self.inner.registry.names().join(", ")
+            ))
+        })?;
+        let rt = self.clone();
+        let name = def.name.clone();
+        let schema = json!({"type": "object", "properties": {"prompt": {"type": "string"}},
+                            "required": ["prompt"]});
+        Ok(crate::native::native_tool(
+            def.name.clone(),
+            def.does.clone(),
+            Some(schema),
+            Arc::new(move |args: &Value, _: &crate::tool::ExecContext| {
+                let Some(prompt) = args.get("prompt").and_then(Value::as_str) else {
+                    return crate::tool::ToolResult::error(format!(
+                        "{name}: prompt must be a string"
+                    ));
+                };
+                let (id, r) = match rt.run(&name, prompt) {
+                    Ok(done) => done,
+                    Err(e) => return crate::tool::ToolResult::error(e),
+                };
+                let _ = rt.close(&id, false, None);
+                let mut md = serde_json::Map::new();
+                md.insert("agent".into(), json!(name));
+                md.insert("turns".into(), json!(r.turns));
+                md.insert("totalTokens".into(), json!(r.total_tokens));
+                let out = if r.is_error {
+                    crate::tool::ToolResult::error(r.text)
+                } else {
+                    crate::tool::ToolResult::ok(r.text)
+                };
+                out.with_metadata(md)
+            }),
+        ))
+    }
+
     /// Every handle but the root, in tree order.
     pub fn list(&self) -> Vec<HandleView> {
         let st = self.inner.lock();

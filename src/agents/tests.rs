@@ -749,3 +749,34 @@ fn the_concurrency_gate_queues_and_dequeues_in_order() {
     assert!(trace.contains(&format!("{b}: wake QUEUED (parent concurrency 1)")));
     assert!(trace.contains(&format!("{b}: DEQUEUED wake (slot freed)")));
 }
+
+#[test]
+fn an_agent_is_a_tool_returning_only_its_final_text() {
+    let f = fx(team());
+    let tool = f.rt.as_tool("coordinator").expect("tool");
+    assert_eq!(
+        (tool.name.as_str(), tool.description.as_str()),
+        ("coordinator", "splits and delegates")
+    );
+    let r = tool
+        .exec
+        .execute(&json!({"prompt": "go"}), &ExecContext::default());
+    assert!(!r.is_error);
+    assert_eq!(r.output, "synthesis: found:data(x) + found:data(x)");
+    let md = r.metadata.expect("metadata");
+    assert_eq!(
+        (
+            md["agent"].clone(),
+            md["turns"].clone(),
+            md["totalTokens"].clone()
+        ),
+        (json!("coordinator"), json!(2), json!(240))
+    );
+    assert_eq!(
+        f.rt.inspect("root/coordinator.1").expect("view").state,
+        State::Closed
+    );
+    assert!(f.rt.as_tool("nobody").is_err());
+    let bad = tool.exec.execute(&json!({}), &ExecContext::default());
+    assert!(bad.is_error);
+}
