@@ -43,7 +43,7 @@ mod turn;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use def::{AgentDef, Budget, Registry};
 pub use inbox::{drain_block, InboxItem};
-pub use runtime::{HandleView, Llm, OnClose, Runtime, RuntimeOptions, State, TaskResult};
+pub use runtime::{HandleView, Llm, OnClose, OnSpawn, Runtime, RuntimeOptions, State, TaskResult};
 pub use task::description as task_description;
 
 #[cfg(test)]

@@ -101,6 +101,9 @@ pub struct HandleView {
 /// Called with `(handle id, reason)` as a handle closes.
 pub type OnClose = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
+/// Called with a new handle's id, once, before its first turn.
+pub type OnSpawn = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// Where a runtime's LLM calls go: a client config (the HTTP provider), an
 /// in-process `generate` function, or any [`Provider`]. The config gives
 /// the style and the model `"inherit"` means.
@@ -127,6 +130,7 @@ pub struct RuntimeOptions {
     /// `afterTool`, `onError`, `onMetric`) every handle's runs get.
     pub hooks: Callbacks,
     pub on_close: Option<OnClose>,
+    pub on_spawn: Option<OnSpawn>,
 }
 
 impl RuntimeOptions {
@@ -141,6 +145,7 @@ impl RuntimeOptions {
             clock: Arc::new(SystemClock::default()),
             hooks: Callbacks::default(),
             on_close: None,
+            on_spawn: None,
         }
     }
 }
@@ -263,6 +268,7 @@ pub(crate) struct Inner {
     pub clock: Arc<dyn Clock>,
     pub hooks: Callbacks,
     pub on_close: Option<OnClose>,
+    pub on_spawn: Option<OnSpawn>,
     pub me: Weak<Inner>,
 }
 
@@ -511,6 +517,10 @@ impl Inner {
             format!("spawned (depth {depth}, tokens {})", show_pool(pool)),
         );
         self.cv.notify_all();
+        drop(st);
+        if let Some(f) = &self.on_spawn {
+            f(&id);
+        }
         Ok(id)
     }
 
@@ -950,6 +960,7 @@ impl Runtime {
             clock: Arc::clone(&clock),
             hooks: opts.hooks,
             on_close: opts.on_close,
+            on_spawn: opts.on_spawn,
             me: me.clone(),
         });
         let weak = Arc::downgrade(&inner);

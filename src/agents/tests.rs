@@ -780,3 +780,25 @@ fn an_agent_is_a_tool_returning_only_its_final_text() {
     let bad = tool.exec.execute(&json!({}), &ExecContext::default());
     assert!(bad.is_error);
 }
+
+#[test]
+fn on_spawn_runs_once_per_handle_before_its_first_turn() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    let f = fx_with(team(), move |o| {
+        o.on_spawn = Some(Arc::new(move |id: &str| {
+            s.lock().expect("lock").push(id.to_string())
+        }));
+    });
+    f.rt.run("coordinator", "go").expect("run");
+    let mut got = seen.lock().expect("lock").clone();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            "root/coordinator.1",
+            "root/coordinator.1/explore.1",
+            "root/coordinator.1/explore.2"
+        ]
+    );
+}
