@@ -27,6 +27,7 @@
 #![deny(unsafe_code)]
 
 pub mod adapter;
+pub mod agents;
 pub mod answer;
 pub mod builtin;
 pub mod cancel;
