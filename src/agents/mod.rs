@@ -49,7 +49,7 @@ pub use task::description as task_description;
 #[cfg(test)]
 mod tests;
 
-use crate::translate::CancelToken;
+use crate::cancel::CancelToken;
 use std::time::Duration;
 
 /// Blocks until `token` is cancelled or `max` has passed; `true` if it was

@@ -4,10 +4,10 @@
 //! rolled up into the budget ledger; then the outcome settles the handle.
 
 use super::runtime::{Inner, St, State, TaskResult};
+use crate::cancel::CancelToken;
 use crate::client::shape::{assistant_message, calls_of, Usage};
 use crate::client::{Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
 use crate::error::{Error, ErrorCode, Result};
-use crate::translate::CancelToken;
 use serde_json::{json, Value};
 use std::sync::{Arc, MutexGuard};
 
