@@ -86,7 +86,7 @@ typedef struct tn_server tn_server;
 
 /*
  An opaque toolkit built by `tn_toolkit_build` and released by
- `tn_toolkit_free`.
+ `tn_toolkit_free`; a reference-counted handle (see `handle.rs`).
  */
 typedef struct tn_toolkit tn_toolkit;
 
@@ -229,7 +229,13 @@ tn_status tn_toolkit_build(const char *config_json,
 /*
  Frees a toolkit: closes its MCP sessions, ends the child processes it
  started, and runs the `user_data_free` of every host tool. NULL is a
- no-op. Must not race with other calls on the same toolkit; not twice.
+ no-op.
+
+ Freeing during a call that uses the toolkit (`tn_execute`, `tn_render`,
+ a run, from one of its own callbacks or from another thread) defers the
+ free until the last such call returns; a served toolkit lives on until
+ its last server stops. A second free while such a call still runs is
+ ignored; otherwise not twice, and never racing a call's start.
 
  # Safety
  `toolkit` is NULL or a pointer returned by `tn_toolkit_build` that has not
@@ -429,8 +435,13 @@ tn_status tn_client_new(const char *client_json,
 
 /*
  Frees a client; each registered `user_data_free` runs once, when the last
- run still using its callback is over. NULL is a no-op. Not while a run
- on this client is under way; not twice.
+ run still using its callback is over. NULL is a no-op.
+
+ Freeing during a run on this client (from one of its own callbacks, or
+ from another thread while the run waits) defers the free until the last
+ run using the client returns; those runs finish normally. A second free
+ while such a run still goes on is ignored; otherwise not twice, and
+ never racing a run's start.
 
  # Safety
  `client` is NULL or a pointer from `tn_client_new` not yet freed.
@@ -863,8 +874,9 @@ tn_status tn_serve(const tn_toolkit *toolkit,
  Waits for the server to end — a stdio server ends when its client
  closes its input; an HTTP server runs until stopped — at most
  `timeout_ms` milliseconds (a negative value waits without limit).
- Returns whether it has ended. `tn_serve_stop` must not run while another
- thread waits here. NULL returns true at once.
+ Returns whether it has ended. Another thread may stop the server
+ meanwhile: this then returns true, and the free is deferred until it
+ does. NULL returns true at once.
 
  # Safety
  `server` is NULL or a live server from `tn_serve`.
@@ -875,7 +887,9 @@ bool tn_serve_wait(const tn_server *server,
 /*
  Stops the server and frees it: no new connection or message is taken,
  calls in flight are cancelled, the port is closed, and the `on_call`
- `user_data_free` runs. NULL is a no-op; not twice.
+ `user_data_free` runs. NULL is a no-op. While another thread waits in
+ `tn_serve_wait` the free is deferred until that wait returns, and a
+ second stop meanwhile is ignored; otherwise not twice.
 
  # Safety
  `server` is NULL or a server from `tn_serve` not yet stopped.
@@ -907,7 +921,10 @@ tn_cancel *tn_cancel_new(void);
 void tn_cancel_trigger(const tn_cancel *cancel);
 
 /*
- Frees a token. NULL is a no-op. Not while a call still uses it; not twice.
+ Frees a token. NULL is a no-op; not twice. A call that was given the
+ token keeps its own reference to it, so freeing it while such a call
+ runs (from one of its callbacks, or another thread) is safe: the call
+ simply can no longer be cancelled through it.
 
  # Safety
  `cancel` is NULL or a token from `tn_cancel_new` not yet freed.

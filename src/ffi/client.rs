@@ -17,6 +17,20 @@ use std::sync::Arc;
 #[allow(non_camel_case_types)]
 pub struct tn_client {
     pub(super) inner: Client,
+    host: super::handle::HostRef,
+}
+
+impl super::handle::Handle for tn_client {
+    fn host_ref(&self) -> &super::handle::HostRef {
+        &self.host
+    }
+}
+
+impl std::ops::Deref for tn_client {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.inner
+    }
 }
 
 /// Where a callback puts its answer. Valid only during the callback that
@@ -158,13 +172,16 @@ pub(super) unsafe fn new_client(
         unsafe { *out_client = std::ptr::null_mut() };
         return TN_NULL_ARGUMENT;
     }
-    let mut built: Option<Box<tn_client>> = None;
+    let mut built: Option<tn_client> = None;
     let status = boundary(out_error, || {
         // SAFETY: forwarded from this function's contract.
         let text = unsafe { read_str(client_json, "client_json") }?;
         let v: Value =
             serde_json::from_str(text).map_err(|e| Error::invalid_json("client_json", &e))?;
-        built = Some(Box::new(tn_client { inner: make(&v)? }));
+        built = Some(tn_client {
+            inner: make(&v)?,
+            host: Default::default(),
+        });
         Ok(String::new())
     });
     // SAFETY: both out-pointers were checked non-NULL above.
@@ -173,7 +190,7 @@ pub(super) unsafe fn new_client(
             Some(c) if status == TN_OK => {
                 super::tn_string_free(*out_error);
                 *out_error = std::ptr::null_mut();
-                *out_client = Box::into_raw(c);
+                *out_client = super::handle::hand_out(c);
             }
             _ => *out_client = std::ptr::null_mut(),
         }
@@ -182,15 +199,21 @@ pub(super) unsafe fn new_client(
 }
 
 /// Frees a client; each registered `user_data_free` runs once, when the last
-/// run still using its callback is over. NULL is a no-op. Not while a run
-/// on this client is under way; not twice.
+/// run still using its callback is over. NULL is a no-op.
+///
+/// Freeing during a run on this client (from one of its own callbacks, or
+/// from another thread while the run waits) defers the free until the last
+/// run using the client returns; those runs finish normally. A second free
+/// while such a run still goes on is ignored; otherwise not twice, and
+/// never racing a run's start.
 ///
 /// # Safety
 /// `client` is NULL or a pointer from `tn_client_new` not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn tn_client_free(client: *mut tn_client) {
-    // SAFETY: NULL, or from Box::into_raw in tn_client_new, freed once.
-    unsafe { super::drop_boxed(client) }
+    // SAFETY: NULL, or from hand_out in tn_client_new with its host
+    // reference not released yet.
+    unsafe { super::handle::release(client) }
 }
 
 /// Sets the callback of one slot, replacing the one there (whose
@@ -333,49 +356,58 @@ pub unsafe extern "C" fn tn_reply_cancelled(reply: *const tn_reply) -> bool {
     }
 }
 
-/// Borrows a client handle.
+/// Holds a client handle for the length of a call: a client freed
+/// meanwhile lives on until the returned reference is dropped.
 ///
 /// # Safety
 /// `ptr` is NULL or a live client.
-pub(super) unsafe fn read_client<'a>(ptr: *const tn_client) -> Result<&'a Client, Error> {
-    if ptr.is_null() {
-        return Err(Error::new(ErrorCode::NullArgument, "client is NULL"));
+pub(super) unsafe fn read_client(ptr: *const tn_client) -> Result<Arc<tn_client>, Error> {
+    // SAFETY: NULL or live by the caller's contract.
+    unsafe { super::handle::hold(ptr) }
+        .ok_or_else(|| Error::new(ErrorCode::NullArgument, "client is NULL"))
+}
+
+/// What every run entry point reads, each held for the whole run (the
+/// host may free its handles meanwhile): the client, the toolkit (NULL:
+/// no tools), the request JSON, the cancel token (NULL: a fresh one).
+pub(super) struct RunInputs {
+    pub(super) client: Arc<tn_client>,
+    toolkit: Option<Arc<tn_toolkit>>,
+    pub(super) request: Value,
+    pub(super) cancel: CancelToken,
+}
+
+impl RunInputs {
+    /// # Safety
+    /// As `tn_run`.
+    pub(super) unsafe fn read(
+        client: *const tn_client,
+        toolkit: *const tn_toolkit,
+        json: *const c_char,
+        cancel: *const tn_cancel,
+        what: &str,
+    ) -> Result<RunInputs, Error> {
+        // SAFETY: forwarded from the caller's contract.
+        let (client, text) = unsafe { (read_client(client)?, read_str(json, what)?) };
+        // SAFETY: NULL or live by contract.
+        let toolkit = unsafe { super::handle::hold(toolkit) };
+        let request = serde_json::from_str(text).map_err(|e| Error::invalid_json(what, &e))?;
+        // SAFETY: NULL or live by the run functions' contract.
+        let cancel =
+            unsafe { cancel.as_ref() }.map_or_else(CancelToken::new, |c| c.token().clone());
+        Ok(RunInputs {
+            client,
+            toolkit,
+            request,
+            cancel,
+        })
     }
-    // SAFETY: non-NULL and live by the caller's contract.
-    Ok(unsafe { &(*ptr).inner })
-}
 
-/// What every run entry point reads: the client, the toolkit (NULL: no
-/// tools), the request JSON, the cancel token.
-///
-/// # Safety
-/// As `tn_run`.
-pub(super) unsafe fn run_inputs<'a>(
-    client: *const tn_client,
-    toolkit: *const tn_toolkit,
-    json: *const c_char,
-    what: &str,
-) -> Result<(&'a Client, &'a crate::toolkit::Toolkit, Value), Error> {
-    // SAFETY: forwarded from the caller's contract.
-    let (client, text) = unsafe { (read_client(client)?, read_str(json, what)?) };
-    let toolkit = if toolkit.is_null() {
-        client::empty_toolkit()
-    } else {
-        // SAFETY: non-NULL and live by contract.
-        unsafe { &(*toolkit).inner }
-    };
-    let v = serde_json::from_str(text).map_err(|e| Error::invalid_json(what, &e))?;
-    Ok((client, toolkit, v))
-}
-
-pub(super) fn token_or_new(
-    cancel: *const tn_cancel,
-    owned: &mut Option<CancelToken>,
-) -> &CancelToken {
-    // SAFETY: NULL or live by the run functions' contract.
-    match unsafe { cancel.as_ref() } {
-        Some(c) => c.token(),
-        None => owned.insert(CancelToken::new()),
+    pub(super) fn toolkit(&self) -> &crate::toolkit::Toolkit {
+        match &self.toolkit {
+            Some(t) => &t.inner,
+            None => client::empty_toolkit(),
+        }
     }
 }
 
@@ -404,12 +436,11 @@ pub unsafe extern "C" fn tn_run(
 ) -> tn_status {
     boundary(out_json, || {
         // SAFETY: forwarded from this function's contract.
-        let (client, toolkit, v) =
-            unsafe { run_inputs(client, toolkit, request_json, "request_json") }?;
-        let request = RunRequest::from_json(&v)?;
-        let mut owned = None;
-        let token = token_or_new(cancel, &mut owned);
-        let out = client.run(toolkit, &request, token, RunData(run_data as usize))?;
+        let run =
+            unsafe { RunInputs::read(client, toolkit, request_json, cancel, "request_json") }?;
+        let request = RunRequest::from_json(&run.request)?;
+        let data = RunData(run_data as usize);
+        let out = run.client.run(run.toolkit(), &request, &run.cancel, data)?;
         Ok(out.to_string())
     })
 }
@@ -435,12 +466,12 @@ pub unsafe extern "C" fn tn_run_resume(
 ) -> tn_status {
     boundary(out_json, || {
         // SAFETY: forwarded from this function's contract.
-        let (client, toolkit, v) =
-            unsafe { run_inputs(client, toolkit, resume_json, "resume_json") }?;
-        let request = ResumeRequest::from_json(&v)?;
-        let mut owned = None;
-        let token = token_or_new(cancel, &mut owned);
-        let out = client.resume(toolkit, &request, token, RunData(run_data as usize))?;
+        let run = unsafe { RunInputs::read(client, toolkit, resume_json, cancel, "resume_json") }?;
+        let request = ResumeRequest::from_json(&run.request)?;
+        let data = RunData(run_data as usize);
+        let out = run
+            .client
+            .resume(run.toolkit(), &request, &run.cancel, data)?;
         Ok(out.to_string())
     })
 }
