@@ -465,9 +465,15 @@ void tn_client_free(tn_client *client);
  for this `user_data` — also when this call fails, so the caller never
  frees it itself afterwards. A callback that calls `tn_reply_set_error`,
  or answers a shape the slot does not take, ends the run with
- `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` holds the
- error JSON, else NULL. Safe while other threads run on the client: a run
- keeps the callbacks it started with.
+ `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` (nullable)
+ holds the error JSON, else NULL. Safe while other threads run on the
+ client: a run keeps the callbacks it started with.
+
+ A run calls each callback on a library thread and waits for it: a
+ callback that blocks past
+ the run's cancel or `timeoutMs` does not hold the run, which returns
+ `TN_CANCELLED` or `TN_TIMEOUT` within about 10 ms and drops the late
+ answer; the callback sees `tn_reply_cancelled` true.
 
  # Safety
  `client` is NULL or live; `slot` is NULL or NUL-terminated; `callback`
@@ -518,8 +524,11 @@ void *tn_reply_run_data(const tn_reply *reply);
  out of time), the server withdrew its request, or the toolkit is
  closing; the library has then answered the server `cancel` and drops
  whatever this callback answers. A callback that waits for a human can
- poll it and return early. Always false in a client's callbacks, and for
- a NULL reply.
+ poll it and return early. In a client's callbacks (a run's hooks,
+ `waitFor`, `onError`, `onEvent`): true once the run was
+ cancelled or passed its `timeoutMs`; the run has then returned
+ `TN_CANCELLED` or `TN_TIMEOUT` without waiting for this callback, and
+ drops its answer. False for a NULL reply.
 
  # Safety
  `reply` is NULL or the `tn_reply` of a callback still running.
@@ -646,8 +655,8 @@ tn_status tn_ask(const tn_client *client,
 
 /*
  SPEC §8 `stream`: the loop with the provider's answers streamed, each
- event of the run sent as JSON to the `onEvent` slot as it happens, on the
- calling thread, in order:
+ event of the run sent as JSON to the `onEvent` slot as it happens, one
+ at a time, in order:
 
  - `{"type":"text","delta"}` — a piece of assistant text
  - `{"type":"tool_call","id","name","args"}` — a tool about to run

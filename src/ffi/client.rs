@@ -9,7 +9,10 @@ use crate::error::{Error, ErrorCode};
 use crate::translate::CancelToken;
 use serde_json::Value;
 use std::ffi::{c_char, c_void, CString};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// An opaque client built by `tn_client_new` and released by
 /// `tn_client_free`. `const tn_client *` may be shared by many threads and
@@ -39,8 +42,11 @@ impl std::ops::Deref for tn_client {
 pub struct tn_reply {
     answer: Option<Result<Value, String>>,
     run_data: *mut c_void,
-    /// A toolkit `waitFor`'s stop token (`tn_reply_cancelled`).
+    /// A toolkit `waitFor`'s stop token, or a run's cancel token
+    /// (`tn_reply_cancelled`).
     stop: Option<CancelToken>,
+    /// Set once a run stopped waiting for this callback (its deadline).
+    abandoned: Option<Arc<AtomicBool>>,
 }
 
 /// A client callback: called with its `user_data`, the event JSON (borrowed
@@ -116,11 +122,92 @@ impl HostCallback {
             answer: None,
             run_data: data.0 as *mut c_void,
             stop: stop.cloned(),
+            abandoned: None,
         };
         // SAFETY: the host's registered function; the event string and the
         // reply outlive the call.
         unsafe { (self.callback)(self.user_data, text.as_ptr(), &mut reply) };
         match reply.answer {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v)),
+            Some(Err(message)) => Err(message),
+        }
+    }
+}
+
+/// How often a run waiting for its callback looks at its cancel token.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+impl HostCallback {
+    /// [`HostCallback::call`] for a callback a run calls (issue 25 M6): it
+    /// runs on a library thread while the run waits for it until the run's
+    /// cancel or deadline (polling the token every 10 ms). A run that stops
+    /// waiting fails the call (the run then ends `cancelled` or `timeout`)
+    /// and drops the late answer; the callback sees `tn_reply_cancelled`
+    /// and keeps `user_data` alive until it returns. Outside a run, as
+    /// `call`.
+    pub(super) fn call_in_run(
+        self: &Arc<Self>,
+        event: &Value,
+        data: RunData,
+    ) -> Result<Option<Value>, String> {
+        let Some(stop) = client::callbacks::current_stop() else {
+            return self.call(event, data);
+        };
+        let stopped =
+            || stop.cancel.is_cancelled() || stop.deadline.is_some_and(|d| Instant::now() >= d);
+        if stopped() {
+            return Err("the run was cancelled or out of time before the callback".into());
+        }
+        let text = CString::new(event.to_string()).unwrap_or_default();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let answer = Arc::new(Mutex::new(None));
+        let (done_tx, done) = mpsc::channel::<()>();
+        let job = {
+            let (host, abandoned, answer) = (
+                Arc::clone(self),
+                Arc::clone(&abandoned),
+                Arc::clone(&answer),
+            );
+            let (token, run_data) = (stop.cancel.clone(), data.0);
+            Box::new(move || {
+                let mut reply = tn_reply {
+                    answer: None,
+                    run_data: run_data as *mut c_void,
+                    stop: Some(token),
+                    abandoned: Some(abandoned),
+                };
+                // SAFETY: the host's registered function; the event string
+                // and the reply live through the call.
+                unsafe { (host.callback)(host.user_data, text.as_ptr(), &mut reply) };
+                *answer.lock().unwrap_or_else(PoisonError::into_inner) = reply.answer.take();
+                // Let go of the callback before the pool says done: a host
+                // that frees the client right after the run sees its
+                // user_data_free run.
+                drop(reply);
+                drop(host);
+            })
+        };
+        if !super::host::pool::run(job, done_tx) {
+            return Err("cannot start a thread to run the callback".into());
+        }
+        loop {
+            let wait = stop.deadline.map_or(CANCEL_POLL, |d| {
+                d.saturating_duration_since(Instant::now()).min(CANCEL_POLL)
+            });
+            match done.recv_timeout(wait) {
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) if stopped() => {
+                    abandoned.store(true, Ordering::SeqCst);
+                    return Err(
+                        "the run was cancelled or out of time while the callback ran".into(),
+                    );
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+        let answer = answer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        match answer {
             None => Ok(None),
             Some(Ok(v)) => Ok(Some(v)),
             Some(Err(message)) => Err(message),
@@ -232,9 +319,15 @@ pub unsafe extern "C" fn tn_client_free(client: *mut tn_client) {
 /// for this `user_data` — also when this call fails, so the caller never
 /// frees it itself afterwards. A callback that calls `tn_reply_set_error`,
 /// or answers a shape the slot does not take, ends the run with
-/// `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` holds the
-/// error JSON, else NULL. Safe while other threads run on the client: a run
-/// keeps the callbacks it started with.
+/// `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` (nullable)
+/// holds the error JSON, else NULL. Safe while other threads run on the
+/// client: a run keeps the callbacks it started with.
+///
+/// A run calls each callback on a library thread and waits for it: a
+/// callback that blocks past
+/// the run's cancel or `timeoutMs` does not hold the run, which returns
+/// `TN_CANCELLED` or `TN_TIMEOUT` within about 10 ms and drops the late
+/// answer; the callback sees `tn_reply_cancelled` true.
 ///
 /// # Safety
 /// `client` is NULL or live; `slot` is NULL or NUL-terminated; `callback`
@@ -250,25 +343,17 @@ pub unsafe extern "C" fn tn_client_set_callback(
 ) -> tn_status {
     // Owned first, so that every path below releases user_data once.
     let host = HostCallback::adopt(callback, user_data, user_data_free);
-    let status = boundary(out_error, || {
+    super::boundary_status(out_error, || {
         // SAFETY: forwarded from this function's contract.
         let (client, name) = unsafe { (read_client(client)?, read_str(slot, "slot")?) };
         let slot = Slot::from_name(name)?;
         let f: Option<HostFn> = host.map(|h| {
             let h = Arc::new(h);
-            Arc::new(move |event: &Value, data: RunData| h.call(event, data)) as HostFn
+            Arc::new(move |event: &Value, data: RunData| h.call_in_run(event, data)) as HostFn
         });
         client.set_callback(slot, f);
-        Ok(String::new())
-    });
-    if status == TN_OK && !out_error.is_null() {
-        // SAFETY: boundary wrote an (empty) owned string; success reports NULL.
-        unsafe {
-            super::tn_string_free(*out_error);
-            *out_error = std::ptr::null_mut();
-        }
-    }
-    status
+        Ok(())
+    })
 }
 
 /// Answers a callback with JSON text (copied). `TN_INVALID_JSON` if it does
@@ -342,8 +427,11 @@ pub unsafe extern "C" fn tn_reply_run_data(reply: *const tn_reply) -> *mut c_voi
 /// out of time), the server withdrew its request, or the toolkit is
 /// closing; the library has then answered the server `cancel` and drops
 /// whatever this callback answers. A callback that waits for a human can
-/// poll it and return early. Always false in a client's callbacks, and for
-/// a NULL reply.
+/// poll it and return early. In a client's callbacks (a run's hooks,
+/// `waitFor`, `onError`, `onEvent`): true once the run was
+/// cancelled or passed its `timeoutMs`; the run has then returned
+/// `TN_CANCELLED` or `TN_TIMEOUT` without waiting for this callback, and
+/// drops its answer. False for a NULL reply.
 ///
 /// # Safety
 /// `reply` is NULL or the `tn_reply` of a callback still running.
@@ -351,7 +439,12 @@ pub unsafe extern "C" fn tn_reply_run_data(reply: *const tn_reply) -> *mut c_voi
 pub unsafe extern "C" fn tn_reply_cancelled(reply: *const tn_reply) -> bool {
     // SAFETY: NULL or live during the callback, by contract.
     match unsafe { reply.as_ref() } {
-        Some(r) => r.stop.as_ref().is_some_and(CancelToken::is_cancelled),
+        Some(r) => {
+            r.stop.as_ref().is_some_and(CancelToken::is_cancelled)
+                || r.abandoned
+                    .as_ref()
+                    .is_some_and(|a| a.load(Ordering::SeqCst))
+        }
         None => false,
     }
 }

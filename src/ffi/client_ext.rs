@@ -56,7 +56,8 @@ pub unsafe extern "C" fn tn_client_new_in_process(
             ));
         };
         let host = Arc::new(host);
-        let generate: HostFn = Arc::new(move |event: &Value, data: RunData| host.call(event, data));
+        let generate: HostFn =
+            Arc::new(move |event: &Value, data: RunData| host.call_in_run(event, data));
         Client::in_process(v, generate)
     };
     // SAFETY: forwarded from this function's contract.
@@ -124,8 +125,8 @@ pub unsafe extern "C" fn tn_ask(
 }
 
 /// SPEC §8 `stream`: the loop with the provider's answers streamed, each
-/// event of the run sent as JSON to the `onEvent` slot as it happens, on the
-/// calling thread, in order:
+/// event of the run sent as JSON to the `onEvent` slot as it happens, one
+/// at a time, in order:
 ///
 /// - `{"type":"text","delta"}` — a piece of assistant text
 /// - `{"type":"tool_call","id","name","args"}` — a tool about to run
