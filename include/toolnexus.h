@@ -896,7 +896,10 @@ bool tn_serve_wait(const tn_server *server,
 /*
  Stops the server and frees it: no new connection or message is taken,
  calls in flight are cancelled, the port is closed, and the `on_call`
- `user_data_free` runs. NULL is a no-op. While another thread waits in
+ `user_data_free` runs. From the server's own `on_call` it does not wait
+ (the call that runs the callback is cancelled too): the server ends, and
+ is freed, once that callback returns. NULL is a no-op. While another
+ thread waits in
  `tn_serve_wait` the free is deferred until that wait returns, and a
  second stop meanwhile is ignored; otherwise not twice.
 

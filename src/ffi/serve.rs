@@ -5,6 +5,7 @@ use super::{boundary, read_opt_str, tn_status, tn_toolkit, tn_user_data_free, TN
 use crate::error::{Error, ErrorCode};
 use crate::mcp_server::{self, CallEvent, OnCall, ServeConfig, Server};
 use serde_json::json;
+use std::cell::Cell;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 
@@ -14,6 +15,8 @@ use std::sync::Arc;
 pub struct tn_server {
     inner: Server,
     host: super::handle::HostRef,
+    /// Which [`HostOnCall`] is this server's (its address; 0 for none).
+    on_call_id: usize,
 }
 
 impl super::handle::Handle for tn_server {
@@ -51,12 +54,20 @@ impl Drop for HostOnCall {
     }
 }
 
+thread_local! {
+    /// The [`HostOnCall`] this thread is running (its address), so that
+    /// `tn_serve_stop` knows it is called from its own server's callback.
+    static HEARING: Cell<usize> = const { Cell::new(0) };
+}
+
 impl HostOnCall {
     fn hear(&self, event: &CallEvent) {
         let text = CString::new(event.to_json().to_string()).unwrap_or_default();
+        let outer = HEARING.replace(self as *const HostOnCall as usize);
         // SAFETY: the host's callback with its user_data; the string lives
         // through the call.
         unsafe { (self.callback)(self.user_data, text.as_ptr()) };
+        HEARING.set(outer);
     }
 }
 
@@ -178,8 +189,10 @@ pub unsafe extern "C" fn tn_serve(
             Some(t) => ServeConfig::from_json_text(t)?,
             None => ServeConfig::from_value(&serde_json::Value::Null)?,
         };
+        let mut on_call_id = 0;
         let on_call: Option<OnCall> = hook.map(|h| {
             let h = Arc::new(h);
+            on_call_id = Arc::as_ptr(&h) as usize;
             Arc::new(move |e: &CallEvent| h.hear(e)) as OnCall
         });
         let server = mcp_server::serve(tk, &config, on_call)?;
@@ -187,6 +200,7 @@ pub unsafe extern "C" fn tn_serve(
         started = Some(tn_server {
             inner: server,
             host: Default::default(),
+            on_call_id,
         });
         Ok(answer)
     });
@@ -224,7 +238,10 @@ pub unsafe extern "C" fn tn_serve_wait(server: *const tn_server, timeout_ms: i64
 
 /// Stops the server and frees it: no new connection or message is taken,
 /// calls in flight are cancelled, the port is closed, and the `on_call`
-/// `user_data_free` runs. NULL is a no-op. While another thread waits in
+/// `user_data_free` runs. From the server's own `on_call` it does not wait
+/// (the call that runs the callback is cancelled too): the server ends, and
+/// is freed, once that callback returns. NULL is a no-op. While another
+/// thread waits in
 /// `tn_serve_wait` the free is deferred until that wait returns, and a
 /// second stop meanwhile is ignored; otherwise not twice.
 ///
@@ -236,6 +253,20 @@ pub unsafe extern "C" fn tn_serve_stop(server: *mut tn_server) {
     let Some(s) = (unsafe { super::handle::hold(server) }) else {
         return;
     };
+    if s.on_call_id != 0 && HEARING.get() == s.on_call_id {
+        // From the server's own on_call: waiting for the calls in flight
+        // would wait for this one. The stop begins here; a thread of its
+        // own waits for the server to end and frees it.
+        s.inner.begin_stop();
+        // SAFETY: as below.
+        unsafe { super::handle::release(server) };
+        let waiter = std::thread::Builder::new().name("tn-serve-stop".into());
+        // Should no thread start, the closure (and the wait) drops here.
+        let _ = waiter.spawn(move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(s)));
+        });
+        return;
+    }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.inner.stop()));
     // SAFETY: from hand_out in tn_serve; the host's reference is released
     // once (a second stop during a wait is a no-op).

@@ -256,7 +256,79 @@ static void test_server_stopped_while_waited_on(void) {
     tn_toolkit_free(tk);
 }
 
-/* With an argument, only that scenario (1-7) runs. */
+/* ---- 8: a server stopped by its own on_call ----------------------------- */
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* POSTs one JSON-RPC body to 127.0.0.1:port/mcp; the answer's first bytes
+ * go to answer (NUL-terminated). */
+static void post(int port, const char *body, char *answer, size_t cap) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0, "socket");
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect");
+    char req[1024];
+    int n = snprintf(req, sizeof req,
+                     "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                     "accept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\n"
+                     "content-length: %zu\r\nconnection: close\r\n\r\n%s",
+                     strlen(body), body);
+    CHECK(write(fd, req, (size_t)n) == n, "write");
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < cap && (r = read(fd, answer + got, cap - 1 - got)) > 0) got += (size_t)r;
+    answer[got] = 0;
+    close(fd);
+}
+
+static tn_server *self_stopping;
+
+static void stop_myself(void *user_data, const char *event_json) {
+    (void)user_data;
+    (void)event_json;
+    tn_serve_stop(self_stopping);
+}
+
+static void test_server_stopped_by_its_own_callback(void) {
+    atomic_store(&on_call_frees, 0);
+    tn_toolkit *tk = new_toolkit();
+    char *out = NULL;
+    tn_status st = tn_serve(tk, "{\"addr\":\"127.0.0.1:0\"}", stop_myself, NULL, count_on_call_free,
+                            &self_stopping, &out);
+    CHECK(st == TN_OK && self_stopping != NULL, "%d %s", st, out);
+    const char *colon = strrchr(out, ':');
+    int port = colon ? atoi(colon + 1) : 0;
+    tn_string_free(out);
+    char answer[4096];
+    long start = now_ms();
+    post(port, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+               "\"arguments\":{}}}",
+         answer, sizeof answer);
+    /* Stopping cancels the calls in flight, this one included: any answer
+     * (or none) will do, as long as nothing breaks. */
+    long until = now_ms() + 10000;
+    while (atomic_load(&on_call_frees) == 0 && now_ms() < until) sleep_ms(5);
+    CHECK(atomic_load(&on_call_frees) == 1, "on_call's user_data freed once the callback returned");
+    CHECK(now_ms() - start < 2000, "stopping from on_call took %ld ms", now_ms() - start);
+    tn_toolkit_free(tk);
+    /* The thread that frees the server ends just after: let it, so that
+     * valgrind does not see what it holds at exit. */
+    sleep_ms(300);
+}
+
+/* With an argument, only that scenario (1-8) runs. */
 int main(int argc, char **argv) {
     int only = argc > 1 ? atoi(argv[1]) : 0;
     if (only == 0 || only == 1) test_client_freed_in_hook(&ONE);
@@ -266,6 +338,7 @@ int main(int argc, char **argv) {
     if (only == 0 || only == 5) test_toolkit_freed_by_its_tool();
     if (only == 0 || only == 6) test_cancel_freed_in_run();
     if (only == 0 || only == 7) test_server_stopped_while_waited_on();
+    if (only == 0 || only == 8) test_server_stopped_by_its_own_callback();
     printf("%d passed, 0 failed\n", passed);
     return 0;
 }
