@@ -25,6 +25,7 @@ pub mod net;
 pub mod parts;
 pub mod runtime;
 pub mod skill;
+mod source;
 pub mod tool;
 pub mod toolkit;
 pub mod translate;

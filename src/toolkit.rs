@@ -2,26 +2,22 @@
 //! rendered and executed by name (CONTRACT.md §3–§5).
 
 use crate::adapter::{self, Provider};
-use crate::builtin;
-use crate::config::{self, ToolkitConfig};
+use crate::config::ToolkitConfig;
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::{normalize_args, type_name};
 use crate::skill;
+use crate::source::{Build, SOURCES};
 use crate::tool::{CancelToken, ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
-/// The tools of each source, lowest precedence first. Shared with every
-/// snapshot (a rebuild copies pointers, not declarations).
-#[derive(Default)]
-struct Layers {
-    builtin: Vec<Arc<Tool>>,
-    skill: Vec<Arc<Tool>>,
-    http: Vec<Arc<Tool>>,
-    mcp: Vec<Arc<Tool>>,
-}
+/// The tools of each source of [`SOURCES`], in its order (lowest
+/// precedence first; the host functions' layer stays empty, they are in
+/// `Toolkit::native`). Shared with every snapshot (a rebuild copies
+/// pointers, not declarations).
+type Layers = Vec<Vec<Arc<Tool>>>;
 
 /// The merged tools at one moment, with their provider renderings computed
 /// on first use: the tool set only changes when a host tool is registered,
@@ -121,7 +117,7 @@ impl BuildOptions {
         self
     }
 
-    fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
     }
 }
@@ -137,7 +133,7 @@ impl std::fmt::Debug for BuildOptions {
 }
 
 /// The error of a cancelled build.
-fn build_cancelled(during: &str) -> Error {
+pub(crate) fn build_cancelled(during: &str) -> Error {
     Error::new(
         ErrorCode::Cancelled,
         format!("the toolkit build was cancelled ({during})"),
@@ -148,7 +144,7 @@ fn build_cancelled(during: &str) -> Error {
 pub const SKILL_PROVIDER_KEY: &str = "skillProvider";
 
 /// Calls the provider and checks its answer's shape; a panic is a failure.
-fn provided_skills(provider: &SkillProvider) -> std::result::Result<Vec<Value>, String> {
+pub(crate) fn provided_skills(provider: &SkillProvider) -> std::result::Result<Vec<Value>, String> {
     let answer = match catch_unwind(AssertUnwindSafe(|| provider())) {
         Ok(Ok(v)) => v,
         Ok(Err(message)) => return Err(format!("skill provider failed: {message}")),
@@ -221,99 +217,17 @@ impl Toolkit {
         if opts.cancelled() {
             return Err(build_cancelled("before it started"));
         }
-        let mut status = Status::default();
-        let mut layers = Layers::default();
-
-        let mcp = match &cfg.mcp_config {
-            None => None,
-            Some(v) => match crate::mcp::parse_config(v) {
-                Ok(mut c) => {
-                    c.set_wait_for(opts.wait_for.clone());
-                    Some(c)
-                }
-                Err(e) => {
-                    status.errors.push(("<config>".into(), e.message));
-                    None
-                }
-            },
-        };
-        // A top-level `builtins` key of the MCP config applies when the
-        // toolkit config has none (divergences.json).
-        let builtins = cfg
-            .builtins
-            .as_ref()
-            .or_else(|| mcp.as_ref().and_then(|m| m.builtins()));
-        let selection = match builtins {
-            Some(v) => config::builtin_selection(v)?,
-            None => builtin::Selection::default(),
-        };
-        layers.builtin = builtin::tools(&selection)
-            .map_err(Error::invalid_config)?
-            .into_iter()
-            .map(Arc::new)
-            .collect();
-        status.statuses.push((
-            "builtin".into(),
-            if selection.source_on {
-                "connected"
-            } else {
-                "disabled"
-            }
-            .into(),
-        ));
-
-        let mut skill_opts = cfg.skills.clone();
-        if let Some(provider) = &opts.skill_provider {
-            let skill_opts = skill_opts.get_or_insert_with(skill::Options::default);
-            match provided_skills(provider) {
-                Ok(defs) => skill_opts.defs.extend(defs),
-                Err(message) => {
-                    crate::log::emit(crate::log::Level::Warn, "skills", || message.clone());
-                    status.errors.push((SKILL_PROVIDER_KEY.into(), message));
-                }
-            }
-            if opts.cancelled() {
-                return Err(build_cancelled("while the skill provider ran"));
-            }
+        let mut build = Build::new(cfg, opts);
+        let mut layers = Vec::with_capacity(SOURCES.len());
+        for source in SOURCES {
+            layers.push(source.load(&mut build)?);
         }
-        let catalog = match &skill_opts {
-            None => None,
-            Some(o) => match skill::load_until(o, &|| opts.cancelled()) {
-                Some(cat) => Some(Arc::new(cat)),
-                None => return Err(build_cancelled("while loading skills")),
-            },
-        };
-        if let Some(cat) = &catalog {
-            status.warnings.extend(cat.root_warnings.iter().cloned());
-            for name in &cat.filter_unmatched {
-                status
-                    .warnings
-                    .push(format!("skill filter name \"{name}\" matched no skill"));
-            }
-            layers.skill.push(Arc::new(skill::tool(Arc::clone(cat))));
-        }
-
-        for (i, decl) in cfg.http_tools.iter().enumerate() {
-            match crate::http_tool::http_tool(i, decl) {
-                Ok(t) => layers.http.push(Arc::new(t)),
-                Err(e) => status.errors.push((format!("httpTools[{i}]"), e.message)),
-            }
-        }
-
-        if opts.cancelled() {
-            return Err(build_cancelled("before connecting MCP servers"));
-        }
-        let mut sessions = crate::mcp::McpSessions::default();
-        if let Some(m) = &mcp {
-            let Some(src) = crate::mcp::connect_cancellable(m, opts.cancel.as_ref()) else {
-                return Err(build_cancelled("while connecting MCP servers"));
-            };
-            layers.mcp = src.tools.into_iter().map(Arc::new).collect();
-            status.statuses.extend(src.statuses);
-            status.errors.extend(src.errors);
-            sessions = src.sessions;
-        }
-
+        let Build {
+            status,
+            catalog,
+            sessions,
+            ..
+        } = build;
         let tk = Toolkit {
             layers,
             native: Mutex::new(Vec::new()),
@@ -328,21 +242,21 @@ impl Toolkit {
         Ok(tk)
     }
 
-    /// Recomputes the merged, name-sorted tool map: builtin < skill < http <
-    /// native < mcp, then `disableTools` removed.
+    /// Recomputes the merged, name-sorted tool map: each source of
+    /// [`SOURCES`] in turn, a later one winning a name (builtin < skill <
+    /// http < native < mcp), then `disableTools` removed.
     fn rebuild(&self) {
         let native = self.native.lock().unwrap_or_else(PoisonError::into_inner);
         let mut map = BTreeMap::new();
-        for t in self
-            .layers
-            .builtin
-            .iter()
-            .chain(&self.layers.skill)
-            .chain(&self.layers.http)
-            .chain(native.iter())
-            .chain(&self.layers.mcp)
-        {
-            map.insert(t.name.clone(), Arc::clone(t));
+        for (source, layer) in SOURCES.iter().zip(&self.layers) {
+            let tools = if source.registered_later() {
+                &native[..]
+            } else {
+                &layer[..]
+            };
+            for t in tools {
+                map.insert(t.name.clone(), Arc::clone(t));
+            }
         }
         for name in &self.disable_tools {
             map.remove(name);
