@@ -3,11 +3,14 @@
 
 use crate::adapter::{self, Provider};
 use crate::config::ToolkitConfig;
+pub use crate::error::panic_message;
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::{normalize_args, type_name};
 use crate::skill;
+use crate::source::build_cancelled;
 use crate::source::{Build, SOURCES};
-use crate::tool::{CancelToken, ExecContext, Tool, ToolResult};
+pub use crate::source::{BuildOptions, SkillProvider, Status, SKILL_PROVIDER_KEY};
+use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -53,125 +56,6 @@ impl Snapshot {
         copy.extend_from_slice(text);
         copy
     }
-}
-
-/// What `tn_render(tk, "status")` reports.
-#[derive(Debug, Default, Clone)]
-pub struct Status {
-    pub statuses: Vec<(String, String)>,
-    pub errors: Vec<(String, String)>,
-    pub warnings: Vec<String>,
-}
-
-/// A host callback supplying skills as data at build time (SPEC §3 S1): it
-/// answers a JSON array of skill objects, the shape the `skills` config key
-/// takes (`{name, description?, content?, resources?, base?}`), or a message
-/// saying why it could not. Called once per build, on the building thread.
-pub type SkillProvider = Arc<dyn Fn() -> std::result::Result<Value, String> + Send + Sync>;
-
-/// What a host adds to a build beyond the config (`Toolkit::build_with`).
-/// `Default` is a plain build; new fields keep that meaning when unset.
-#[derive(Clone, Default)]
-pub struct BuildOptions {
-    /// Triggered from any thread, it ends the build promptly with the
-    /// `cancelled` error: MCP connects in flight are dropped (each child
-    /// process group killed and reaped, each request ended) and skill
-    /// loading stops.
-    pub cancel: Option<CancelToken>,
-    /// Skills supplied by the host, loaded after the `skills` config entries
-    /// (directory skills first, then `skills`, then these; the first of a
-    /// name wins). A provider that fails or panics fails neither the build
-    /// nor the other skill sources: its message is the status error
-    /// `skillProvider`.
-    pub skill_provider: Option<SkillProvider>,
-    /// The host's §10 `waitFor` for the MCP elicitation bridge (SPEC §2,
-    /// [`crate::mcp::elicit`]): with one, every MCP server is told the client
-    /// supports `elicitation` (form and URL mode), and a server's question
-    /// during a tool call is answered through it while the call waits;
-    /// without one the capability is not advertised.
-    pub wait_for: Option<crate::mcp::WaitFor>,
-}
-
-impl BuildOptions {
-    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
-        self.cancel = Some(cancel);
-        self
-    }
-
-    pub fn with_skill_provider(
-        mut self,
-        provider: impl Fn() -> std::result::Result<Value, String> + Send + Sync + 'static,
-    ) -> Self {
-        self.skill_provider = Some(Arc::new(provider));
-        self
-    }
-
-    pub fn with_wait_for(
-        mut self,
-        wait_for: impl Fn(&Value, &CancelToken) -> std::result::Result<Value, String>
-            + Send
-            + Sync
-            + 'static,
-    ) -> Self {
-        self.wait_for = Some(Arc::new(wait_for));
-        self
-    }
-
-    pub(crate) fn cancelled(&self) -> bool {
-        self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
-    }
-}
-
-impl std::fmt::Debug for BuildOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuildOptions")
-            .field("cancel", &self.cancel)
-            .field("skill_provider", &self.skill_provider.is_some())
-            .field("wait_for", &self.wait_for.is_some())
-            .finish()
-    }
-}
-
-/// The error of a cancelled build.
-pub(crate) fn build_cancelled(during: &str) -> Error {
-    Error::new(
-        ErrorCode::Cancelled,
-        format!("the toolkit build was cancelled ({during})"),
-    )
-}
-
-/// The status error key of a failing skill provider.
-pub const SKILL_PROVIDER_KEY: &str = "skillProvider";
-
-/// Calls the provider and checks its answer's shape; a panic is a failure.
-pub(crate) fn provided_skills(provider: &SkillProvider) -> std::result::Result<Vec<Value>, String> {
-    let answer = match catch_unwind(AssertUnwindSafe(|| provider())) {
-        Ok(Ok(v)) => v,
-        Ok(Err(message)) => return Err(format!("skill provider failed: {message}")),
-        Err(panic) => {
-            return Err(format!(
-                "skill provider failed: it panicked: {}",
-                panic_message(&panic)
-            ))
-        }
-    };
-    let items = match answer {
-        Value::Array(items) => items,
-        Value::Null => return Ok(Vec::new()),
-        other => {
-            return Err(format!(
-                "skill provider: expected an array of skill objects, got {}",
-                type_name(&other)
-            ))
-        }
-    };
-    if let Some((i, bad)) = items.iter().enumerate().find(|(_, d)| !d.is_object()) {
-        return Err(format!(
-            "skill provider: skills[{i}]: expected an object, got {}",
-            type_name(bad)
-        ));
-    }
-    Ok(items)
 }
 
 /// A built toolkit. Every method takes `&self` and is safe to call from many
@@ -686,17 +570,6 @@ async fn join_in_order(mut futures: Vec<crate::tool::ToolFuture<'_>>) -> Vec<Joi
     })
     .await;
     done.into_iter().flatten().collect()
-}
-
-/// The text of a caught panic payload.
-pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
 }
 
 /// Parses the optional execute context `{"timeoutMs": n, "answer": {...}}`.

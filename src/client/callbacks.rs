@@ -6,8 +6,8 @@
 //! the set in force when it starts, so changing a slot never races a run and
 //! no lock is held while a callback runs.
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
-use crate::translate::CancelToken;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::fmt;
