@@ -86,7 +86,7 @@ typedef struct tn_server tn_server;
 
 /*
  An opaque toolkit built by `tn_toolkit_build` and released by
- `tn_toolkit_free`.
+ `tn_toolkit_free`; a reference-counted handle (see `handle.rs`).
  */
 typedef struct tn_toolkit tn_toolkit;
 
@@ -229,7 +229,13 @@ tn_status tn_toolkit_build(const char *config_json,
 /*
  Frees a toolkit: closes its MCP sessions, ends the child processes it
  started, and runs the `user_data_free` of every host tool. NULL is a
- no-op. Must not race with other calls on the same toolkit; not twice.
+ no-op.
+
+ Freeing during a call that uses the toolkit (`tn_execute`, `tn_render`,
+ a run, from one of its own callbacks or from another thread) defers the
+ free until the last such call returns; a served toolkit lives on until
+ its last server stops. A second free while such a call still runs is
+ ignored; otherwise not twice, and never racing a call's start.
 
  # Safety
  `toolkit` is NULL or a pointer returned by `tn_toolkit_build` that has not
@@ -429,8 +435,13 @@ tn_status tn_client_new(const char *client_json,
 
 /*
  Frees a client; each registered `user_data_free` runs once, when the last
- run still using its callback is over. NULL is a no-op. Not while a run
- on this client is under way; not twice.
+ run still using its callback is over. NULL is a no-op.
+
+ Freeing during a run on this client (from one of its own callbacks, or
+ from another thread while the run waits) defers the free until the last
+ run using the client returns; those runs finish normally. A second free
+ while such a run still goes on is ignored; otherwise not twice, and
+ never racing a run's start.
 
  # Safety
  `client` is NULL or a pointer from `tn_client_new` not yet freed.
@@ -454,9 +465,15 @@ void tn_client_free(tn_client *client);
  for this `user_data` — also when this call fails, so the caller never
  frees it itself afterwards. A callback that calls `tn_reply_set_error`,
  or answers a shape the slot does not take, ends the run with
- `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` holds the
- error JSON, else NULL. Safe while other threads run on the client: a run
- keeps the callbacks it started with.
+ `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` (nullable)
+ holds the error JSON, else NULL. Safe while other threads run on the
+ client: a run keeps the callbacks it started with.
+
+ A run calls each callback on a library thread and waits for it: a
+ callback that blocks past
+ the run's cancel or `timeoutMs` does not hold the run, which returns
+ `TN_CANCELLED` or `TN_TIMEOUT` within about 10 ms and drops the late
+ answer; the callback sees `tn_reply_cancelled` true.
 
  # Safety
  `client` is NULL or live; `slot` is NULL or NUL-terminated; `callback`
@@ -507,8 +524,11 @@ void *tn_reply_run_data(const tn_reply *reply);
  out of time), the server withdrew its request, or the toolkit is
  closing; the library has then answered the server `cancel` and drops
  whatever this callback answers. A callback that waits for a human can
- poll it and return early. Always false in a client's callbacks, and for
- a NULL reply.
+ poll it and return early. In a client's callbacks (a run's hooks,
+ `waitFor`, `onError`, `onEvent`): true once the run was
+ cancelled or passed its `timeoutMs`; the run has then returned
+ `TN_CANCELLED` or `TN_TIMEOUT` without waiting for this callback, and
+ drops its answer. False for a NULL reply.
 
  # Safety
  `reply` is NULL or the `tn_reply` of a callback still running.
@@ -635,8 +655,8 @@ tn_status tn_ask(const tn_client *client,
 
 /*
  SPEC §8 `stream`: the loop with the provider's answers streamed, each
- event of the run sent as JSON to the `onEvent` slot as it happens, on the
- calling thread, in order:
+ event of the run sent as JSON to the `onEvent` slot as it happens, one
+ at a time, in order:
 
  - `{"type":"text","delta"}` — a piece of assistant text
  - `{"type":"tool_call","id","name","args"}` — a tool about to run
@@ -863,8 +883,9 @@ tn_status tn_serve(const tn_toolkit *toolkit,
  Waits for the server to end — a stdio server ends when its client
  closes its input; an HTTP server runs until stopped — at most
  `timeout_ms` milliseconds (a negative value waits without limit).
- Returns whether it has ended. `tn_serve_stop` must not run while another
- thread waits here. NULL returns true at once.
+ Returns whether it has ended. Another thread may stop the server
+ meanwhile: this then returns true, and the free is deferred until it
+ does. NULL returns true at once.
 
  # Safety
  `server` is NULL or a live server from `tn_serve`.
@@ -875,7 +896,12 @@ bool tn_serve_wait(const tn_server *server,
 /*
  Stops the server and frees it: no new connection or message is taken,
  calls in flight are cancelled, the port is closed, and the `on_call`
- `user_data_free` runs. NULL is a no-op; not twice.
+ `user_data_free` runs. From the server's own `on_call` it does not wait
+ (the call that runs the callback is cancelled too): the server ends, and
+ is freed, once that callback returns. NULL is a no-op. While another
+ thread waits in
+ `tn_serve_wait` the free is deferred until that wait returns, and a
+ second stop meanwhile is ignored; otherwise not twice.
 
  # Safety
  `server` is NULL or a server from `tn_serve` not yet stopped.
@@ -907,7 +933,10 @@ tn_cancel *tn_cancel_new(void);
 void tn_cancel_trigger(const tn_cancel *cancel);
 
 /*
- Frees a token. NULL is a no-op. Not while a call still uses it; not twice.
+ Frees a token. NULL is a no-op; not twice. A call that was given the
+ token keeps its own reference to it, so freeing it while such a call
+ runs (from one of its callbacks, or another thread) is safe: the call
+ simply can no longer be cancelled through it.
 
  # Safety
  `cancel` is NULL or a token from `tn_cancel_new` not yet freed.

@@ -19,7 +19,7 @@
 //! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, test_json, quiet_panic
 //! - floor 2: tool, parts, adapter
 //! - floor 3: provider, jsonrpc
-//! - floor 4: skill, builtin, http_tool, native, mcp, config
+//! - floor 4: skill, builtin, http_tool, native, mcp, config, source
 //! - floor 5: toolkit
 //! - floor 6: translate, client
 //! - floor 7: mcp_server, agents, a2a
@@ -48,6 +48,7 @@ pub mod net;
 pub mod parts;
 pub mod runtime;
 pub mod skill;
+mod source;
 #[allow(unsafe_code)]
 pub(crate) mod sys;
 pub mod tool;

@@ -2,27 +2,25 @@
 //! rendered and executed by name (CONTRACT.md §3–§5).
 
 use crate::adapter::{self, Provider};
-use crate::builtin;
-use crate::cancel::CancelToken;
-use crate::config::{self, ToolkitConfig};
+use crate::config::ToolkitConfig;
+pub use crate::error::panic_message;
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::{normalize_args, type_name};
 use crate::skill;
+use crate::source::build_cancelled;
+use crate::source::{Build, SOURCES};
+pub use crate::source::{BuildOptions, SkillProvider, Status, SKILL_PROVIDER_KEY};
 use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
-/// The tools of each source, lowest precedence first. Shared with every
-/// snapshot (a rebuild copies pointers, not declarations).
-#[derive(Default)]
-struct Layers {
-    builtin: Vec<Arc<Tool>>,
-    skill: Vec<Arc<Tool>>,
-    http: Vec<Arc<Tool>>,
-    mcp: Vec<Arc<Tool>>,
-}
+/// The tools of each source of [`SOURCES`], in its order (lowest
+/// precedence first; the host functions' layer stays empty, they are in
+/// `Toolkit::native`). Shared with every snapshot (a rebuild copies
+/// pointers, not declarations).
+type Layers = Vec<Vec<Arc<Tool>>>;
 
 /// The merged tools at one moment, with their provider renderings computed
 /// on first use: the tool set only changes when a host tool is registered,
@@ -58,125 +56,6 @@ impl Snapshot {
         copy.extend_from_slice(text);
         copy
     }
-}
-
-/// What `tn_render(tk, "status")` reports.
-#[derive(Debug, Default, Clone)]
-pub struct Status {
-    pub statuses: Vec<(String, String)>,
-    pub errors: Vec<(String, String)>,
-    pub warnings: Vec<String>,
-}
-
-/// A host callback supplying skills as data at build time (SPEC §3 S1): it
-/// answers a JSON array of skill objects, the shape the `skills` config key
-/// takes (`{name, description?, content?, resources?, base?}`), or a message
-/// saying why it could not. Called once per build, on the building thread.
-pub type SkillProvider = Arc<dyn Fn() -> std::result::Result<Value, String> + Send + Sync>;
-
-/// What a host adds to a build beyond the config (`Toolkit::build_with`).
-/// `Default` is a plain build; new fields keep that meaning when unset.
-#[derive(Clone, Default)]
-pub struct BuildOptions {
-    /// Triggered from any thread, it ends the build promptly with the
-    /// `cancelled` error: MCP connects in flight are dropped (each child
-    /// process group killed and reaped, each request ended) and skill
-    /// loading stops.
-    pub cancel: Option<CancelToken>,
-    /// Skills supplied by the host, loaded after the `skills` config entries
-    /// (directory skills first, then `skills`, then these; the first of a
-    /// name wins). A provider that fails or panics fails neither the build
-    /// nor the other skill sources: its message is the status error
-    /// `skillProvider`.
-    pub skill_provider: Option<SkillProvider>,
-    /// The host's §10 `waitFor` for the MCP elicitation bridge (SPEC §2,
-    /// [`crate::mcp::elicit`]): with one, every MCP server is told the client
-    /// supports `elicitation` (form and URL mode), and a server's question
-    /// during a tool call is answered through it while the call waits;
-    /// without one the capability is not advertised.
-    pub wait_for: Option<crate::mcp::WaitFor>,
-}
-
-impl BuildOptions {
-    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
-        self.cancel = Some(cancel);
-        self
-    }
-
-    pub fn with_skill_provider(
-        mut self,
-        provider: impl Fn() -> std::result::Result<Value, String> + Send + Sync + 'static,
-    ) -> Self {
-        self.skill_provider = Some(Arc::new(provider));
-        self
-    }
-
-    pub fn with_wait_for(
-        mut self,
-        wait_for: impl Fn(&Value, &CancelToken) -> std::result::Result<Value, String>
-            + Send
-            + Sync
-            + 'static,
-    ) -> Self {
-        self.wait_for = Some(Arc::new(wait_for));
-        self
-    }
-
-    fn cancelled(&self) -> bool {
-        self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
-    }
-}
-
-impl std::fmt::Debug for BuildOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BuildOptions")
-            .field("cancel", &self.cancel)
-            .field("skill_provider", &self.skill_provider.is_some())
-            .field("wait_for", &self.wait_for.is_some())
-            .finish()
-    }
-}
-
-/// The error of a cancelled build.
-fn build_cancelled(during: &str) -> Error {
-    Error::new(
-        ErrorCode::Cancelled,
-        format!("the toolkit build was cancelled ({during})"),
-    )
-}
-
-/// The status error key of a failing skill provider.
-pub const SKILL_PROVIDER_KEY: &str = "skillProvider";
-
-/// Calls the provider and checks its answer's shape; a panic is a failure.
-fn provided_skills(provider: &SkillProvider) -> std::result::Result<Vec<Value>, String> {
-    let answer = match catch_unwind(AssertUnwindSafe(|| provider())) {
-        Ok(Ok(v)) => v,
-        Ok(Err(message)) => return Err(format!("skill provider failed: {message}")),
-        Err(panic) => {
-            return Err(format!(
-                "skill provider failed: it panicked: {}",
-                panic_message(&panic)
-            ))
-        }
-    };
-    let items = match answer {
-        Value::Array(items) => items,
-        Value::Null => return Ok(Vec::new()),
-        other => {
-            return Err(format!(
-                "skill provider: expected an array of skill objects, got {}",
-                type_name(&other)
-            ))
-        }
-    };
-    if let Some((i, bad)) = items.iter().enumerate().find(|(_, d)| !d.is_object()) {
-        return Err(format!(
-            "skill provider: skills[{i}]: expected an object, got {}",
-            type_name(bad)
-        ));
-    }
-    Ok(items)
 }
 
 /// A built toolkit. Every method takes `&self` and is safe to call from many
@@ -222,99 +101,17 @@ impl Toolkit {
         if opts.cancelled() {
             return Err(build_cancelled("before it started"));
         }
-        let mut status = Status::default();
-        let mut layers = Layers::default();
-
-        let mcp = match &cfg.mcp_config {
-            None => None,
-            Some(v) => match crate::mcp::parse_config(v) {
-                Ok(mut c) => {
-                    c.set_wait_for(opts.wait_for.clone());
-                    Some(c)
-                }
-                Err(e) => {
-                    status.errors.push(("<config>".into(), e.message));
-                    None
-                }
-            },
-        };
-        // A top-level `builtins` key of the MCP config applies when the
-        // toolkit config has none (divergences.json).
-        let builtins = cfg
-            .builtins
-            .as_ref()
-            .or_else(|| mcp.as_ref().and_then(|m| m.builtins()));
-        let selection = match builtins {
-            Some(v) => config::builtin_selection(v)?,
-            None => builtin::Selection::default(),
-        };
-        layers.builtin = builtin::tools(&selection)
-            .map_err(Error::invalid_config)?
-            .into_iter()
-            .map(Arc::new)
-            .collect();
-        status.statuses.push((
-            "builtin".into(),
-            if selection.source_on {
-                "connected"
-            } else {
-                "disabled"
-            }
-            .into(),
-        ));
-
-        let mut skill_opts = cfg.skills.clone();
-        if let Some(provider) = &opts.skill_provider {
-            let skill_opts = skill_opts.get_or_insert_with(skill::Options::default);
-            match provided_skills(provider) {
-                Ok(defs) => skill_opts.defs.extend(defs),
-                Err(message) => {
-                    crate::log::emit(crate::log::Level::Warn, "skills", || message.clone());
-                    status.errors.push((SKILL_PROVIDER_KEY.into(), message));
-                }
-            }
-            if opts.cancelled() {
-                return Err(build_cancelled("while the skill provider ran"));
-            }
+        let mut build = Build::new(cfg, opts);
+        let mut layers = Vec::with_capacity(SOURCES.len());
+        for source in SOURCES {
+            layers.push(source.load(&mut build)?);
         }
-        let catalog = match &skill_opts {
-            None => None,
-            Some(o) => match skill::load_until(o, &|| opts.cancelled()) {
-                Some(cat) => Some(Arc::new(cat)),
-                None => return Err(build_cancelled("while loading skills")),
-            },
-        };
-        if let Some(cat) = &catalog {
-            status.warnings.extend(cat.root_warnings.iter().cloned());
-            for name in &cat.filter_unmatched {
-                status
-                    .warnings
-                    .push(format!("skill filter name \"{name}\" matched no skill"));
-            }
-            layers.skill.push(Arc::new(skill::tool(Arc::clone(cat))));
-        }
-
-        for (i, decl) in cfg.http_tools.iter().enumerate() {
-            match crate::http_tool::http_tool(i, decl) {
-                Ok(t) => layers.http.push(Arc::new(t)),
-                Err(e) => status.errors.push((format!("httpTools[{i}]"), e.message)),
-            }
-        }
-
-        if opts.cancelled() {
-            return Err(build_cancelled("before connecting MCP servers"));
-        }
-        let mut sessions = crate::mcp::McpSessions::default();
-        if let Some(m) = &mcp {
-            let Some(src) = crate::mcp::connect_cancellable(m, opts.cancel.as_ref()) else {
-                return Err(build_cancelled("while connecting MCP servers"));
-            };
-            layers.mcp = src.tools.into_iter().map(Arc::new).collect();
-            status.statuses.extend(src.statuses);
-            status.errors.extend(src.errors);
-            sessions = src.sessions;
-        }
-
+        let Build {
+            status,
+            catalog,
+            sessions,
+            ..
+        } = build;
         let tk = Toolkit {
             layers,
             native: Mutex::new(Vec::new()),
@@ -329,21 +126,21 @@ impl Toolkit {
         Ok(tk)
     }
 
-    /// Recomputes the merged, name-sorted tool map: builtin < skill < http <
-    /// native < mcp, then `disableTools` removed.
+    /// Recomputes the merged, name-sorted tool map: each source of
+    /// [`SOURCES`] in turn, a later one winning a name (builtin < skill <
+    /// http < native < mcp), then `disableTools` removed.
     fn rebuild(&self) {
         let native = self.native.lock().unwrap_or_else(PoisonError::into_inner);
         let mut map = BTreeMap::new();
-        for t in self
-            .layers
-            .builtin
-            .iter()
-            .chain(&self.layers.skill)
-            .chain(&self.layers.http)
-            .chain(native.iter())
-            .chain(&self.layers.mcp)
-        {
-            map.insert(t.name.clone(), Arc::clone(t));
+        for (source, layer) in SOURCES.iter().zip(&self.layers) {
+            let tools = if source.registered_later() {
+                &native[..]
+            } else {
+                &layer[..]
+            };
+            for t in tools {
+                map.insert(t.name.clone(), Arc::clone(t));
+            }
         }
         for name in &self.disable_tools {
             map.remove(name);
@@ -773,17 +570,6 @@ async fn join_in_order(mut futures: Vec<crate::tool::ToolFuture<'_>>) -> Vec<Joi
     })
     .await;
     done.into_iter().flatten().collect()
-}
-
-/// The text of a caught panic payload.
-pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
 }
 
 /// Parses the optional execute context `{"timeoutMs": n, "answer": {...}}`.

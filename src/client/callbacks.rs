@@ -6,10 +6,13 @@
 //! the set in force when it starts, so changing a slot never races a run and
 //! no lock is held while a callback runs.
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// One host callback: called with the event JSON and this run's
 /// [`RunData`]; `Ok(None)` means "no reply" (an observer), `Err` a failure
@@ -127,6 +130,41 @@ impl Callbacks {
         self.set(slot, Some(f));
         self
     }
+}
+
+/// What a run's callback may stop for (issue 25 M6): the run's cancel
+/// token and deadline. A run names them for the length of each callback
+/// call ([`with_stop`]); a host boundary that can run its callback on
+/// another thread ([`current_stop`]) stops waiting for it at either, and
+/// lets the callback see that its answer is no longer awaited.
+#[derive(Clone)]
+pub struct RunStop {
+    pub cancel: CancelToken,
+    pub deadline: Option<Instant>,
+}
+
+thread_local! {
+    static STOP: RefCell<Option<RunStop>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (one callback call) with `stop` as [`current_stop`] on this
+/// thread.
+pub(crate) fn with_stop<R>(stop: RunStop, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<RunStop>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            STOP.with(|s| *s.borrow_mut() = previous);
+        }
+    }
+    let _restore = Restore(STOP.with(|s| s.borrow_mut().replace(stop)));
+    f()
+}
+
+/// The cancel token and deadline of the run whose callback this thread is
+/// calling, if any.
+pub fn current_stop() -> Option<RunStop> {
+    STOP.with(|s| s.borrow().clone())
 }
 
 /// The error a failing callback ends a run with.

@@ -2,7 +2,9 @@
 //! run the tool calls (concurrently, results in call order), feed the
 //! results back, until an answer without tool calls, a halt, or `maxTurns`.
 
-use super::callbacks::{bad_reply, callback_error, Callbacks, HostFn, RunData, Slot};
+use super::callbacks::{
+    bad_reply, callback_error, with_stop, Callbacks, HostFn, RunData, RunStop, Slot,
+};
 use super::metrics::MetricEvent;
 use super::observe::{Event, Observer};
 use super::provider::Exchange;
@@ -147,9 +149,18 @@ impl Run<'_> {
     }
 
     fn invoke(&self, slot: Slot, f: &HostFn, event: &Value) -> Result<Option<Value>> {
-        let outcome = f(event, self.data);
+        let stop = RunStop {
+            cancel: self.cancel.clone(),
+            deadline: self.deadline,
+        };
+        let outcome = with_stop(stop, || f(event, self.data));
         if self.cancel.is_cancelled() {
             return Err(cancelled());
+        }
+        // A callback that failed past the deadline (a boundary that stopped
+        // waiting for it fails it so) ends the run as the deadline would.
+        if outcome.is_err() && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(self.timed_out());
         }
         match outcome {
             Ok(Some(Value::Null)) | Ok(None) => Ok(None),

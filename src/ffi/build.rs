@@ -194,15 +194,13 @@ pub unsafe extern "C" fn tn_toolkit_build_with(
     let defaults = BuildOptions::default();
     // SAFETY: NULL or live by contract.
     let options = unsafe { opts.as_ref() }.map_or(&defaults, |o| &o.inner);
-    let mut built: Option<Box<tn_toolkit>> = None;
+    let mut built: Option<tn_toolkit> = None;
     let status = boundary(out_error, || {
         // SAFETY: forwarded from this function's contract.
         let text = unsafe { read_str(config_json, "config_json") }?;
         let cfg = crate::config::ToolkitConfig::from_json_text(text)?;
         let tk = Toolkit::build_with(&cfg, options)?;
-        built = Some(Box::new(tn_toolkit {
-            inner: Arc::new(tk),
-        }));
+        built = Some(tn_toolkit::new(tk));
         Ok(String::new())
     });
     // SAFETY: both out-pointers were checked non-NULL above.
@@ -211,7 +209,7 @@ pub unsafe extern "C" fn tn_toolkit_build_with(
             Some(tk) if status == TN_OK => {
                 tn_string_free(*out_error);
                 *out_error = std::ptr::null_mut();
-                *out_toolkit = Box::into_raw(tk);
+                *out_toolkit = super::handle::hand_out(tk);
             }
             _ => *out_toolkit = std::ptr::null_mut(),
         }

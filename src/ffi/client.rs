@@ -9,7 +9,10 @@ use crate::client::{self, Client, HostFn, ResumeRequest, RunData, RunRequest, Sl
 use crate::error::{Error, ErrorCode};
 use serde_json::Value;
 use std::ffi::{c_char, c_void, CString};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// An opaque client built by `tn_client_new` and released by
 /// `tn_client_free`. `const tn_client *` may be shared by many threads and
@@ -17,6 +20,20 @@ use std::sync::Arc;
 #[allow(non_camel_case_types)]
 pub struct tn_client {
     pub(super) inner: Client,
+    host: super::handle::HostRef,
+}
+
+impl super::handle::Handle for tn_client {
+    fn host_ref(&self) -> &super::handle::HostRef {
+        &self.host
+    }
+}
+
+impl std::ops::Deref for tn_client {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.inner
+    }
 }
 
 /// Where a callback puts its answer. Valid only during the callback that
@@ -25,8 +42,11 @@ pub struct tn_client {
 pub struct tn_reply {
     answer: Option<Result<Value, String>>,
     run_data: *mut c_void,
-    /// A toolkit `waitFor`'s stop token (`tn_reply_cancelled`).
+    /// A toolkit `waitFor`'s stop token, or a run's cancel token
+    /// (`tn_reply_cancelled`).
     stop: Option<CancelToken>,
+    /// Set once a run stopped waiting for this callback (its deadline).
+    abandoned: Option<Arc<AtomicBool>>,
 }
 
 /// A client callback: called with its `user_data`, the event JSON (borrowed
@@ -102,11 +122,92 @@ impl HostCallback {
             answer: None,
             run_data: data.0 as *mut c_void,
             stop: stop.cloned(),
+            abandoned: None,
         };
         // SAFETY: the host's registered function; the event string and the
         // reply outlive the call.
         unsafe { (self.callback)(self.user_data, text.as_ptr(), &mut reply) };
         match reply.answer {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v)),
+            Some(Err(message)) => Err(message),
+        }
+    }
+}
+
+/// How often a run waiting for its callback looks at its cancel token.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+impl HostCallback {
+    /// [`HostCallback::call`] for a callback a run calls (issue 25 M6): it
+    /// runs on a library thread while the run waits for it until the run's
+    /// cancel or deadline (polling the token every 10 ms). A run that stops
+    /// waiting fails the call (the run then ends `cancelled` or `timeout`)
+    /// and drops the late answer; the callback sees `tn_reply_cancelled`
+    /// and keeps `user_data` alive until it returns. Outside a run, as
+    /// `call`.
+    pub(super) fn call_in_run(
+        self: &Arc<Self>,
+        event: &Value,
+        data: RunData,
+    ) -> Result<Option<Value>, String> {
+        let Some(stop) = client::callbacks::current_stop() else {
+            return self.call(event, data);
+        };
+        let stopped =
+            || stop.cancel.is_cancelled() || stop.deadline.is_some_and(|d| Instant::now() >= d);
+        if stopped() {
+            return Err("the run was cancelled or out of time before the callback".into());
+        }
+        let text = CString::new(event.to_string()).unwrap_or_default();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let answer = Arc::new(Mutex::new(None));
+        let (done_tx, done) = mpsc::channel::<()>();
+        let job = {
+            let (host, abandoned, answer) = (
+                Arc::clone(self),
+                Arc::clone(&abandoned),
+                Arc::clone(&answer),
+            );
+            let (token, run_data) = (stop.cancel.clone(), data.0);
+            Box::new(move || {
+                let mut reply = tn_reply {
+                    answer: None,
+                    run_data: run_data as *mut c_void,
+                    stop: Some(token),
+                    abandoned: Some(abandoned),
+                };
+                // SAFETY: the host's registered function; the event string
+                // and the reply live through the call.
+                unsafe { (host.callback)(host.user_data, text.as_ptr(), &mut reply) };
+                *answer.lock().unwrap_or_else(PoisonError::into_inner) = reply.answer.take();
+                // Let go of the callback before the pool says done: a host
+                // that frees the client right after the run sees its
+                // user_data_free run.
+                drop(reply);
+                drop(host);
+            })
+        };
+        if !super::host::pool::run(job, done_tx) {
+            return Err("cannot start a thread to run the callback".into());
+        }
+        loop {
+            let wait = stop.deadline.map_or(CANCEL_POLL, |d| {
+                d.saturating_duration_since(Instant::now()).min(CANCEL_POLL)
+            });
+            match done.recv_timeout(wait) {
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) if stopped() => {
+                    abandoned.store(true, Ordering::SeqCst);
+                    return Err(
+                        "the run was cancelled or out of time while the callback ran".into(),
+                    );
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+        let answer = answer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        match answer {
             None => Ok(None),
             Some(Ok(v)) => Ok(Some(v)),
             Some(Err(message)) => Err(message),
@@ -158,13 +259,16 @@ pub(super) unsafe fn new_client(
         unsafe { *out_client = std::ptr::null_mut() };
         return TN_NULL_ARGUMENT;
     }
-    let mut built: Option<Box<tn_client>> = None;
+    let mut built: Option<tn_client> = None;
     let status = boundary(out_error, || {
         // SAFETY: forwarded from this function's contract.
         let text = unsafe { read_str(client_json, "client_json") }?;
         let v: Value =
             serde_json::from_str(text).map_err(|e| Error::invalid_json("client_json", &e))?;
-        built = Some(Box::new(tn_client { inner: make(&v)? }));
+        built = Some(tn_client {
+            inner: make(&v)?,
+            host: Default::default(),
+        });
         Ok(String::new())
     });
     // SAFETY: both out-pointers were checked non-NULL above.
@@ -173,7 +277,7 @@ pub(super) unsafe fn new_client(
             Some(c) if status == TN_OK => {
                 super::tn_string_free(*out_error);
                 *out_error = std::ptr::null_mut();
-                *out_client = Box::into_raw(c);
+                *out_client = super::handle::hand_out(c);
             }
             _ => *out_client = std::ptr::null_mut(),
         }
@@ -182,15 +286,21 @@ pub(super) unsafe fn new_client(
 }
 
 /// Frees a client; each registered `user_data_free` runs once, when the last
-/// run still using its callback is over. NULL is a no-op. Not while a run
-/// on this client is under way; not twice.
+/// run still using its callback is over. NULL is a no-op.
+///
+/// Freeing during a run on this client (from one of its own callbacks, or
+/// from another thread while the run waits) defers the free until the last
+/// run using the client returns; those runs finish normally. A second free
+/// while such a run still goes on is ignored; otherwise not twice, and
+/// never racing a run's start.
 ///
 /// # Safety
 /// `client` is NULL or a pointer from `tn_client_new` not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn tn_client_free(client: *mut tn_client) {
-    // SAFETY: NULL, or from Box::into_raw in tn_client_new, freed once.
-    unsafe { super::drop_boxed(client) }
+    // SAFETY: NULL, or from hand_out in tn_client_new with its host
+    // reference not released yet.
+    unsafe { super::handle::release(client) }
 }
 
 /// Sets the callback of one slot, replacing the one there (whose
@@ -209,9 +319,15 @@ pub unsafe extern "C" fn tn_client_free(client: *mut tn_client) {
 /// for this `user_data` — also when this call fails, so the caller never
 /// frees it itself afterwards. A callback that calls `tn_reply_set_error`,
 /// or answers a shape the slot does not take, ends the run with
-/// `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` holds the
-/// error JSON, else NULL. Safe while other threads run on the client: a run
-/// keeps the callbacks it started with.
+/// `TN_CALLBACK_ERROR` naming the slot. On failure `*out_error` (nullable)
+/// holds the error JSON, else NULL. Safe while other threads run on the
+/// client: a run keeps the callbacks it started with.
+///
+/// A run calls each callback on a library thread and waits for it: a
+/// callback that blocks past
+/// the run's cancel or `timeoutMs` does not hold the run, which returns
+/// `TN_CANCELLED` or `TN_TIMEOUT` within about 10 ms and drops the late
+/// answer; the callback sees `tn_reply_cancelled` true.
 ///
 /// # Safety
 /// `client` is NULL or live; `slot` is NULL or NUL-terminated; `callback`
@@ -227,25 +343,17 @@ pub unsafe extern "C" fn tn_client_set_callback(
 ) -> tn_status {
     // Owned first, so that every path below releases user_data once.
     let host = HostCallback::adopt(callback, user_data, user_data_free);
-    let status = boundary(out_error, || {
+    super::boundary_status(out_error, || {
         // SAFETY: forwarded from this function's contract.
         let (client, name) = unsafe { (read_client(client)?, read_str(slot, "slot")?) };
         let slot = Slot::from_name(name)?;
         let f: Option<HostFn> = host.map(|h| {
             let h = Arc::new(h);
-            Arc::new(move |event: &Value, data: RunData| h.call(event, data)) as HostFn
+            Arc::new(move |event: &Value, data: RunData| h.call_in_run(event, data)) as HostFn
         });
         client.set_callback(slot, f);
-        Ok(String::new())
-    });
-    if status == TN_OK && !out_error.is_null() {
-        // SAFETY: boundary wrote an (empty) owned string; success reports NULL.
-        unsafe {
-            super::tn_string_free(*out_error);
-            *out_error = std::ptr::null_mut();
-        }
-    }
-    status
+        Ok(())
+    })
 }
 
 /// Answers a callback with JSON text (copied). `TN_INVALID_JSON` if it does
@@ -319,8 +427,11 @@ pub unsafe extern "C" fn tn_reply_run_data(reply: *const tn_reply) -> *mut c_voi
 /// out of time), the server withdrew its request, or the toolkit is
 /// closing; the library has then answered the server `cancel` and drops
 /// whatever this callback answers. A callback that waits for a human can
-/// poll it and return early. Always false in a client's callbacks, and for
-/// a NULL reply.
+/// poll it and return early. In a client's callbacks (a run's hooks,
+/// `waitFor`, `onError`, `onEvent`): true once the run was
+/// cancelled or passed its `timeoutMs`; the run has then returned
+/// `TN_CANCELLED` or `TN_TIMEOUT` without waiting for this callback, and
+/// drops its answer. False for a NULL reply.
 ///
 /// # Safety
 /// `reply` is NULL or the `tn_reply` of a callback still running.
@@ -328,54 +439,68 @@ pub unsafe extern "C" fn tn_reply_run_data(reply: *const tn_reply) -> *mut c_voi
 pub unsafe extern "C" fn tn_reply_cancelled(reply: *const tn_reply) -> bool {
     // SAFETY: NULL or live during the callback, by contract.
     match unsafe { reply.as_ref() } {
-        Some(r) => r.stop.as_ref().is_some_and(CancelToken::is_cancelled),
+        Some(r) => {
+            r.stop.as_ref().is_some_and(CancelToken::is_cancelled)
+                || r.abandoned
+                    .as_ref()
+                    .is_some_and(|a| a.load(Ordering::SeqCst))
+        }
         None => false,
     }
 }
 
-/// Borrows a client handle.
+/// Holds a client handle for the length of a call: a client freed
+/// meanwhile lives on until the returned reference is dropped.
 ///
 /// # Safety
 /// `ptr` is NULL or a live client.
-pub(super) unsafe fn read_client<'a>(ptr: *const tn_client) -> Result<&'a Client, Error> {
-    if ptr.is_null() {
-        return Err(Error::new(ErrorCode::NullArgument, "client is NULL"));
+pub(super) unsafe fn read_client(ptr: *const tn_client) -> Result<Arc<tn_client>, Error> {
+    // SAFETY: NULL or live by the caller's contract.
+    unsafe { super::handle::hold(ptr) }
+        .ok_or_else(|| Error::new(ErrorCode::NullArgument, "client is NULL"))
+}
+
+/// What every run entry point reads, each held for the whole run (the
+/// host may free its handles meanwhile): the client, the toolkit (NULL:
+/// no tools), the request JSON, the cancel token (NULL: a fresh one).
+pub(super) struct RunInputs {
+    pub(super) client: Arc<tn_client>,
+    toolkit: Option<Arc<tn_toolkit>>,
+    pub(super) request: Value,
+    pub(super) cancel: CancelToken,
+}
+
+impl RunInputs {
+    /// # Safety
+    /// As `tn_run`.
+    pub(super) unsafe fn read(
+        client: *const tn_client,
+        toolkit: *const tn_toolkit,
+        json: *const c_char,
+        cancel: *const tn_cancel,
+        what: &str,
+    ) -> Result<RunInputs, Error> {
+        // SAFETY: forwarded from the caller's contract.
+        let (client, text) = unsafe { (read_client(client)?, read_str(json, what)?) };
+        // SAFETY: NULL or live by contract.
+        let toolkit = unsafe { super::handle::hold(toolkit) };
+        let request = serde_json::from_str(text).map_err(|e| Error::invalid_json(what, &e))?;
+        // SAFETY: NULL or live by the run functions' contract.
+        let cancel =
+            unsafe { cancel.as_ref() }.map_or_else(CancelToken::new, |c| c.token().clone());
+        Ok(RunInputs {
+            client,
+            toolkit,
+            request,
+            cancel,
+        })
     }
-    // SAFETY: non-NULL and live by the caller's contract.
-    Ok(unsafe { &(*ptr).inner })
-}
 
-/// What every run entry point reads: the client, the toolkit (NULL: no
-/// tools), the request JSON, the cancel token.
-///
-/// # Safety
-/// As `tn_run`.
-pub(super) unsafe fn run_inputs<'a>(
-    client: *const tn_client,
-    toolkit: *const tn_toolkit,
-    json: *const c_char,
-    what: &str,
-) -> Result<(&'a Client, &'a crate::toolkit::Toolkit, Value), Error> {
-    // SAFETY: forwarded from the caller's contract.
-    let (client, text) = unsafe { (read_client(client)?, read_str(json, what)?) };
-    let toolkit = if toolkit.is_null() {
-        client::empty_toolkit()
-    } else {
-        // SAFETY: non-NULL and live by contract.
-        unsafe { &(*toolkit).inner }
-    };
-    let v = serde_json::from_str(text).map_err(|e| Error::invalid_json(what, &e))?;
-    Ok((client, toolkit, v))
-}
-
-pub(super) fn token_or_new(
-    cancel: *const tn_cancel,
-    owned: &mut Option<CancelToken>,
-) -> &CancelToken {
-    // SAFETY: NULL or live by the run functions' contract.
-    match unsafe { cancel.as_ref() } {
-        Some(c) => c.token(),
-        None => owned.insert(CancelToken::new()),
+    pub(super) fn toolkit(&self) -> &crate::toolkit::Toolkit {
+        match &self.toolkit {
+            Some(t) => &t.inner,
+            None => client::empty_toolkit(),
+        }
     }
 }
 
@@ -404,12 +529,11 @@ pub unsafe extern "C" fn tn_run(
 ) -> tn_status {
     boundary(out_json, || {
         // SAFETY: forwarded from this function's contract.
-        let (client, toolkit, v) =
-            unsafe { run_inputs(client, toolkit, request_json, "request_json") }?;
-        let request = RunRequest::from_json(&v)?;
-        let mut owned = None;
-        let token = token_or_new(cancel, &mut owned);
-        let out = client.run(toolkit, &request, token, RunData(run_data as usize))?;
+        let run =
+            unsafe { RunInputs::read(client, toolkit, request_json, cancel, "request_json") }?;
+        let request = RunRequest::from_json(&run.request)?;
+        let data = RunData(run_data as usize);
+        let out = run.client.run(run.toolkit(), &request, &run.cancel, data)?;
         Ok(out.to_string())
     })
 }
@@ -435,12 +559,12 @@ pub unsafe extern "C" fn tn_run_resume(
 ) -> tn_status {
     boundary(out_json, || {
         // SAFETY: forwarded from this function's contract.
-        let (client, toolkit, v) =
-            unsafe { run_inputs(client, toolkit, resume_json, "resume_json") }?;
-        let request = ResumeRequest::from_json(&v)?;
-        let mut owned = None;
-        let token = token_or_new(cancel, &mut owned);
-        let out = client.resume(toolkit, &request, token, RunData(run_data as usize))?;
+        let run = unsafe { RunInputs::read(client, toolkit, resume_json, cancel, "resume_json") }?;
+        let request = ResumeRequest::from_json(&run.request)?;
+        let data = RunData(run_data as usize);
+        let out = run
+            .client
+            .resume(run.toolkit(), &request, &run.cancel, data)?;
         Ok(out.to_string())
     })
 }

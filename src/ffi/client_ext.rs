@@ -2,7 +2,7 @@
 //! over the conversation store, the in-process client built around a host
 //! `generate` callback, and `tn_client_metrics`.
 
-use super::client::{read_client, run_inputs, tn_callback, tn_client, token_or_new, HostCallback};
+use super::client::{read_client, tn_callback, tn_client, HostCallback, RunInputs};
 use super::translate::tn_cancel;
 use super::{boundary, tn_status, tn_toolkit, tn_user_data_free};
 use crate::client::{AskRequest, Client, HostFn, RunData};
@@ -56,7 +56,8 @@ pub unsafe extern "C" fn tn_client_new_in_process(
             ));
         };
         let host = Arc::new(host);
-        let generate: HostFn = Arc::new(move |event: &Value, data: RunData| host.call(event, data));
+        let generate: HostFn =
+            Arc::new(move |event: &Value, data: RunData| host.call_in_run(event, data));
         Client::in_process(v, generate)
     };
     // SAFETY: forwarded from this function's contract.
@@ -113,18 +114,19 @@ pub unsafe extern "C" fn tn_ask(
 ) -> tn_status {
     boundary(out_json, || {
         // SAFETY: forwarded from this function's contract.
-        let (client, toolkit, v) = unsafe { run_inputs(client, toolkit, ask_json, "ask_json") }?;
-        let request = AskRequest::from_json(&v)?;
-        let mut owned = None;
-        let token = token_or_new(cancel, &mut owned);
-        let out = client.ask(toolkit, &request, token, RunData(run_data as usize), stream)?;
+        let run = unsafe { RunInputs::read(client, toolkit, ask_json, cancel, "ask_json") }?;
+        let request = AskRequest::from_json(&run.request)?;
+        let data = RunData(run_data as usize);
+        let out = run
+            .client
+            .ask(run.toolkit(), &request, &run.cancel, data, stream)?;
         Ok(out.to_string())
     })
 }
 
 /// SPEC §8 `stream`: the loop with the provider's answers streamed, each
-/// event of the run sent as JSON to the `onEvent` slot as it happens, on the
-/// calling thread, in order:
+/// event of the run sent as JSON to the `onEvent` slot as it happens, one
+/// at a time, in order:
 ///
 /// - `{"type":"text","delta"}` — a piece of assistant text
 /// - `{"type":"tool_call","id","name","args"}` — a tool about to run

@@ -181,13 +181,13 @@ impl Execute for HostTool {
 /// hundred times the call itself; a thread that finished its call waits
 /// [`pool::IDLE`] for the next one before it exits, so a busy host reuses a
 /// few threads and an idle one keeps none.
-mod pool {
+pub(super) mod pool {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
     use std::sync::{Mutex, PoisonError};
     use std::time::Duration;
 
-    pub(super) type Job = Box<dyn FnOnce() + Send>;
+    pub(in crate::ffi) type Job = Box<dyn FnOnce() + Send>;
 
     /// A job, and where to say it is done.
     type Task = (Job, Sender<()>);
@@ -207,7 +207,7 @@ mod pool {
     /// (once that thread is back on the idle list, so a caller that goes on
     /// to its next call finds it there); false when no thread could be
     /// started.
-    pub(super) fn run(job: Job, done: Sender<()>) -> bool {
+    pub(in crate::ffi) fn run(job: Job, done: Sender<()>) -> bool {
         let mut job = (job, done);
         // A thread taken off the list always gets its send: it only exits
         // after finding itself still on the list (see `work`).

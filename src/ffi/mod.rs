@@ -22,6 +22,7 @@ mod build;
 mod client;
 mod client_ext;
 mod elicit;
+mod handle;
 
 #[cfg(test)]
 mod glue_tests;
@@ -96,11 +97,34 @@ pub(crate) fn status_of(code: ErrorCode) -> tn_status {
 }
 
 /// An opaque toolkit built by `tn_toolkit_build` and released by
-/// `tn_toolkit_free`.
+/// `tn_toolkit_free`; a reference-counted handle (see `handle.rs`).
 #[allow(non_camel_case_types)]
 pub struct tn_toolkit {
     /// Shared with the servers `tn_serve` started on it.
     pub(crate) inner: std::sync::Arc<Toolkit>,
+    host: handle::HostRef,
+}
+
+impl tn_toolkit {
+    pub(crate) fn new(toolkit: Toolkit) -> tn_toolkit {
+        tn_toolkit {
+            inner: std::sync::Arc::new(toolkit),
+            host: handle::HostRef::default(),
+        }
+    }
+}
+
+impl handle::Handle for tn_toolkit {
+    fn host_ref(&self) -> &handle::HostRef {
+        &self.host
+    }
+}
+
+impl std::ops::Deref for tn_toolkit {
+    type Target = Toolkit;
+    fn deref(&self) -> &Toolkit {
+        &self.inner
+    }
 }
 
 /// The tests' reader of a string this library handed out: copied, then
@@ -117,8 +141,8 @@ pub(crate) fn test_take(s: *mut c_char) -> String {
     text
 }
 
-/// Drops a value this library handed out with `Box::into_raw` (a toolkit,
-/// a client, build options): what its drop runs (closing sessions, ending
+/// Drops a value this library handed out with `Box::into_raw` (build
+/// options; toolkits, clients and servers are `handle`s): what its drop runs (closing sessions, ending
 /// children, the host's `user_data_free`s) may not unwind into the host.
 /// NULL is a no-op.
 ///
@@ -212,16 +236,22 @@ pub unsafe extern "C" fn tn_toolkit_build(
 
 /// Frees a toolkit: closes its MCP sessions, ends the child processes it
 /// started, and runs the `user_data_free` of every host tool. NULL is a
-/// no-op. Must not race with other calls on the same toolkit; not twice.
+/// no-op.
+///
+/// Freeing during a call that uses the toolkit (`tn_execute`, `tn_render`,
+/// a run, from one of its own callbacks or from another thread) defers the
+/// free until the last such call returns; a served toolkit lives on until
+/// its last server stops. A second free while such a call still runs is
+/// ignored; otherwise not twice, and never racing a call's start.
 ///
 /// # Safety
 /// `toolkit` is NULL or a pointer returned by `tn_toolkit_build` that has not
 /// been freed.
 #[no_mangle]
 pub unsafe extern "C" fn tn_toolkit_free(toolkit: *mut tn_toolkit) {
-    // SAFETY: by contract NULL, or from Box::into_raw in tn_toolkit_build
-    // and freed once.
-    unsafe { drop_boxed(toolkit) }
+    // SAFETY: by contract NULL, or from hand_out in tn_toolkit_build with
+    // its host reference not released yet.
+    unsafe { handle::release(toolkit) }
 }
 
 /// Renders the toolkit (docs/CONTRACT.md §4): `format` is `openai`, `anthropic`,

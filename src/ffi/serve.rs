@@ -5,6 +5,7 @@ use super::{boundary, read_opt_str, tn_status, tn_toolkit, tn_user_data_free, TN
 use crate::error::{Error, ErrorCode};
 use crate::mcp_server::{self, CallEvent, OnCall, ServeConfig, Server};
 use serde_json::json;
+use std::cell::Cell;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 
@@ -13,6 +14,15 @@ use std::sync::Arc;
 #[allow(non_camel_case_types)]
 pub struct tn_server {
     inner: Server,
+    host: super::handle::HostRef,
+    /// Which [`HostOnCall`] is this server's (its address; 0 for none).
+    on_call_id: usize,
+}
+
+impl super::handle::Handle for tn_server {
+    fn host_ref(&self) -> &super::handle::HostRef {
+        &self.host
+    }
 }
 
 /// Hears every `tools/call` the server answers: `user_data`, and the event
@@ -44,12 +54,20 @@ impl Drop for HostOnCall {
     }
 }
 
+thread_local! {
+    /// The [`HostOnCall`] this thread is running (its address), so that
+    /// `tn_serve_stop` knows it is called from its own server's callback.
+    static HEARING: Cell<usize> = const { Cell::new(0) };
+}
+
 impl HostOnCall {
     fn hear(&self, event: &CallEvent) {
         let text = CString::new(event.to_json().to_string()).unwrap_or_default();
+        let outer = HEARING.replace(self as *const HostOnCall as usize);
         // SAFETY: the host's callback with its user_data; the string lives
         // through the call.
         unsafe { (self.callback)(self.user_data, text.as_ptr()) };
+        HEARING.set(outer);
     }
 }
 
@@ -161,32 +179,35 @@ pub unsafe extern "C" fn tn_serve(
         unsafe { *out_server = std::ptr::null_mut() };
         return TN_NULL_ARGUMENT;
     }
-    let mut started: Option<Box<tn_server>> = None;
+    let mut started: Option<tn_server> = None;
     let status = boundary(out_json, || {
-        if toolkit.is_null() {
-            return Err(Error::new(ErrorCode::NullArgument, "toolkit is NULL"));
-        }
-        // SAFETY: non-NULL and live by this function's contract.
-        let tk = Arc::clone(unsafe { &(*toolkit).inner });
+        // SAFETY: NULL or live by this function's contract.
+        let tk = Arc::clone(&unsafe { super::read_toolkit(toolkit) }?.inner);
         // SAFETY: forwarded from this function's contract.
         let text = unsafe { read_opt_str(serve_json, "serve_json") }?;
         let config = match text {
             Some(t) => ServeConfig::from_json_text(t)?,
             None => ServeConfig::from_value(&serde_json::Value::Null)?,
         };
+        let mut on_call_id = 0;
         let on_call: Option<OnCall> = hook.map(|h| {
             let h = Arc::new(h);
+            on_call_id = Arc::as_ptr(&h) as usize;
             Arc::new(move |e: &CallEvent| h.hear(e)) as OnCall
         });
         let server = mcp_server::serve(tk, &config, on_call)?;
         let answer = json!({"url": server.url()}).to_string();
-        started = Some(Box::new(tn_server { inner: server }));
+        started = Some(tn_server {
+            inner: server,
+            host: Default::default(),
+            on_call_id,
+        });
         Ok(answer)
     });
     // SAFETY: out_server was checked non-NULL above.
     unsafe {
         *out_server = match started {
-            Some(s) if status == super::TN_OK => Box::into_raw(s),
+            Some(s) if status == super::TN_OK => super::handle::hand_out(s),
             _ => std::ptr::null_mut(),
         };
     }
@@ -196,18 +217,18 @@ pub unsafe extern "C" fn tn_serve(
 /// Waits for the server to end — a stdio server ends when its client
 /// closes its input; an HTTP server runs until stopped — at most
 /// `timeout_ms` milliseconds (a negative value waits without limit).
-/// Returns whether it has ended. `tn_serve_stop` must not run while another
-/// thread waits here. NULL returns true at once.
+/// Returns whether it has ended. Another thread may stop the server
+/// meanwhile: this then returns true, and the free is deferred until it
+/// does. NULL returns true at once.
 ///
 /// # Safety
 /// `server` is NULL or a live server from `tn_serve`.
 #[no_mangle]
 pub unsafe extern "C" fn tn_serve_wait(server: *const tn_server, timeout_ms: i64) -> bool {
-    if server.is_null() {
+    // SAFETY: NULL or live by the caller's contract.
+    let Some(s) = (unsafe { super::handle::hold(server) }) else {
         return true;
-    }
-    // SAFETY: live by the caller's contract.
-    let s = unsafe { &*server };
+    };
     let limit = u64::try_from(timeout_ms)
         .ok()
         .map(std::time::Duration::from_millis);
@@ -217,22 +238,40 @@ pub unsafe extern "C" fn tn_serve_wait(server: *const tn_server, timeout_ms: i64
 
 /// Stops the server and frees it: no new connection or message is taken,
 /// calls in flight are cancelled, the port is closed, and the `on_call`
-/// `user_data_free` runs. NULL is a no-op; not twice.
+/// `user_data_free` runs. From the server's own `on_call` it does not wait
+/// (the call that runs the callback is cancelled too): the server ends, and
+/// is freed, once that callback returns. NULL is a no-op. While another
+/// thread waits in
+/// `tn_serve_wait` the free is deferred until that wait returns, and a
+/// second stop meanwhile is ignored; otherwise not twice.
 ///
 /// # Safety
 /// `server` is NULL or a server from `tn_serve` not yet stopped.
 #[no_mangle]
 pub unsafe extern "C" fn tn_serve_stop(server: *mut tn_server) {
-    if server.is_null() {
+    // SAFETY: NULL or live by the caller's contract.
+    let Some(s) = (unsafe { super::handle::hold(server) }) else {
+        return;
+    };
+    if s.on_call_id != 0 && HEARING.get() == s.on_call_id {
+        // From the server's own on_call: waiting for the calls in flight
+        // would wait for this one. The stop begins here; a thread of its
+        // own waits for the server to end and frees it.
+        s.inner.begin_stop();
+        // SAFETY: as below.
+        unsafe { super::handle::release(server) };
+        let waiter = std::thread::Builder::new().name("tn-serve-stop".into());
+        // Should no thread start, the closure (and the wait) drops here.
+        let _ = waiter.spawn(move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(s)));
+        });
         return;
     }
-    // SAFETY: by contract the pointer came from Box::into_raw in tn_serve
-    // and is stopped once.
-    let boxed = unsafe { Box::from_raw(server) };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-        boxed.inner.stop();
-        drop(boxed);
-    }));
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.inner.stop()));
+    // SAFETY: from hand_out in tn_serve; the host's reference is released
+    // once (a second stop during a wait is a no-op).
+    unsafe { super::handle::release(server) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(s)));
 }
 
 #[cfg(test)]

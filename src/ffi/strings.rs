@@ -2,8 +2,8 @@
 
 use super::tn_toolkit;
 use crate::error::{Error, ErrorCode};
-use crate::toolkit::Toolkit;
 use std::ffi::{c_char, CStr, CString};
+use std::sync::Arc;
 
 /// Hands UTF-8 text (a `String`, or bytes known to be UTF-8) to C, in its own
 /// buffer when that has room for the NUL. Our outputs are JSON, which never
@@ -79,14 +79,13 @@ pub(crate) unsafe fn read_opt_str<'a>(
     }
 }
 
-/// Borrows a toolkit handle.
+/// Holds a toolkit handle for the length of a call: a toolkit freed
+/// meanwhile lives on until the returned reference is dropped.
 ///
 /// # Safety
 /// `ptr` is NULL or a live toolkit.
-pub(crate) unsafe fn read_toolkit<'a>(ptr: *const tn_toolkit) -> Result<&'a Toolkit, Error> {
-    if ptr.is_null() {
-        return Err(Error::new(ErrorCode::NullArgument, "toolkit is NULL"));
-    }
-    // SAFETY: non-NULL and live by the caller's contract.
-    Ok(unsafe { &*(*ptr).inner })
+pub(crate) unsafe fn read_toolkit(ptr: *const tn_toolkit) -> Result<Arc<tn_toolkit>, Error> {
+    // SAFETY: NULL or live by the caller's contract.
+    unsafe { super::handle::hold(ptr) }
+        .ok_or_else(|| Error::new(ErrorCode::NullArgument, "toolkit is NULL"))
 }

@@ -44,7 +44,10 @@ pub unsafe extern "C" fn tn_cancel_trigger(cancel: *const tn_cancel) {
     }
 }
 
-/// Frees a token. NULL is a no-op. Not while a call still uses it; not twice.
+/// Frees a token. NULL is a no-op; not twice. A call that was given the
+/// token keeps its own reference to it, so freeing it while such a call
+/// runs (from one of its callbacks, or another thread) is safe: the call
+/// simply can no longer be cancelled through it.
 ///
 /// # Safety
 /// `cancel` is NULL or a token from `tn_cancel_new` not yet freed.
@@ -97,11 +100,12 @@ pub unsafe extern "C" fn tn_translate(
             Vec::new()
         } else {
             // SAFETY: non-NULL and live by contract.
-            unsafe { &(*toolkit).inner }.openai_declarations()
+            unsafe { super::read_toolkit(toolkit) }?.openai_declarations()
         };
+        // The call's own reference: the host may free its token meanwhile.
         // SAFETY: NULL or live by contract.
-        let token = unsafe { cancel.as_ref() }.map(|c| &c.token);
-        translate::translate_json(&client, request, &declared, token)
+        let token = unsafe { cancel.as_ref() }.map(|c| c.token.clone());
+        translate::translate_json(&client, request, &declared, token.as_ref())
     })
 }
 

@@ -397,8 +397,15 @@ impl Server {
     /// Stops the server and waits (a bounded while) for it to end.
     /// Idempotent; safe from any thread.
     pub fn stop(&self) {
-        self.stop.cancel();
+        self.begin_stop();
         self.done.wait(Some(STOP_GRACE));
+    }
+
+    /// Tells the server to stop, without waiting for it to end: what a
+    /// caller inside one of the server's own calls can do (waiting there
+    /// would wait for itself).
+    pub fn begin_stop(&self) {
+        self.stop.cancel();
     }
 
     /// Blocks until the server ends: the stdio client closed its input, or

@@ -4,7 +4,9 @@
  * and the Prometheus text of tn_client_metrics, tn_ask with an id over the
  * client's own store and over a host store (storeGet/storeSave), and a
  * streamed run (tn_stream) against an SSE server on 127.0.0.1 with its
- * events delivered to onEvent.
+ * events delivered to onEvent; a beforeTool hook that blocks past the run's
+ * cancel or timeoutMs (the run returns on time, the hook sees
+ * tn_reply_cancelled), and tn_client_set_callback with a NULL out_error.
  *
  * Exits non-zero on the first failed check; prints "N passed, 0 failed". */
 #define _POSIX_C_SOURCE 200809L
@@ -334,9 +336,85 @@ static void test_stream(void) {
     tn_toolkit_free(tk);
 }
 
+/* ---- a hook that blocks past the run's cancel or deadline (issue 25 M6) -- */
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void add_once(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    tn_reply_set_json(reply, contains(event_json, "\"turn\":0")
+                                 ? "{\"toolCalls\":[{\"name\":\"add\",\"arguments\":{\"a\":1,\"b\":1}}]}"
+                                 : "{\"content\":\"done\"}");
+}
+
+/* 0 while the hook runs; then 1 if it saw tn_reply_cancelled, 2 if not. */
+static atomic_int hook_outcome;
+
+/* Blocks up to 5 s, returning early once its answer is no longer awaited. */
+static void blocking_hook(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    (void)event_json;
+    long until = now_ms() + 5000;
+    while (!tn_reply_cancelled(reply) && now_ms() < until) sleep_ms(5);
+    bool seen = tn_reply_cancelled(reply);
+    tn_reply_set_json(reply, "{\"result\":{\"output\":\"late\",\"isError\":false}}");
+    atomic_store(&hook_outcome, seen ? 1 : 2);
+}
+
+static void *cancel_later(void *arg) {
+    sleep_ms(300);
+    tn_cancel_trigger((tn_cancel *)arg);
+    return NULL;
+}
+
+static void run_blocked(const char *client_json, bool cancel_it, tn_status want, const char *code) {
+    tn_client *client = NULL;
+    char *err = NULL;
+    tn_status st = tn_client_new_in_process(client_json, add_once, NULL, NULL, &client, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    /* L2: out_error is optional here as everywhere a call reports only a status. */
+    CHECK(tn_client_set_callback(client, "beforeTool", blocking_hook, NULL, NULL, NULL) == TN_OK,
+          "set_callback with a NULL out_error");
+    CHECK(tn_client_set_callback(client, "nope", blocking_hook, NULL, NULL, NULL) == TN_INVALID_ARGUMENT,
+          "an unknown slot with a NULL out_error is still invalid_argument");
+    tn_toolkit *tk = NULL;
+    st = tn_toolkit_build("{\"builtins\":false}", &tk, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    st = tn_toolkit_register(tk, "add", "adds", NULL, add_tool, NULL, NULL, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    tn_cancel *cancel = tn_cancel_new();
+    pthread_t t;
+    if (cancel_it) CHECK(pthread_create(&t, NULL, cancel_later, cancel) == 0, "pthread_create");
+    atomic_store(&hook_outcome, 0);
+    char *out = NULL;
+    long start = now_ms();
+    st = tn_run(client, tk, "{\"prompt\":\"go\"}", cancel, NULL, &out);
+    long took = now_ms() - start;
+    CHECK(st == want && contains(out, code), "%d %s", st, out);
+    CHECK(took < 2000, "the run returned %ld ms after it started, the hook still blocking", took);
+    tn_string_free(out);
+    if (cancel_it) pthread_join(t, NULL);
+    long until = now_ms() + 6000;
+    while (atomic_load(&hook_outcome) == 0 && now_ms() < until) sleep_ms(5);
+    CHECK(atomic_load(&hook_outcome) == 1, "the hook saw tn_reply_cancelled (%d)", atomic_load(&hook_outcome));
+    tn_cancel_free(cancel);
+    tn_client_free(client);
+    tn_toolkit_free(tk);
+}
+
+static void test_blocking_hook(void) {
+    run_blocked("{\"model\":\"local\"}", true, TN_CANCELLED, "\"cancelled\"");
+    run_blocked("{\"model\":\"local\",\"timeoutMs\":300}", false, TN_TIMEOUT, "\"timeout\"");
+}
+
 int main(void) {
     test_in_process();
     test_stream();
+    test_blocking_hook();
     printf("%d passed, 0 failed\n", passed);
     return 0;
 }
