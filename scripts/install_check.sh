@@ -5,7 +5,8 @@
 #     statically (the archive plus `pkg-config --static`'s Libs.private);
 #   - tests/install/go, a Go module outside the repository that imports the
 #     binding (cgo finds the library through pkg-config; a `replace` points the
-#     unpublished module at this checkout).
+#     unpublished module at this checkout), linked shared, then built again
+#     with `-tags toolnexus_static` (the archive; ldd shows no libtoolnexus).
 # All of them run. scripts/test.sh calls it with the temporary PREFIX it
 # installed to; without an argument it installs to a temporary PREFIX itself.
 #
@@ -53,3 +54,12 @@ echo "C, static: same output"
 cp -r "$root/tests/install/go" gomod
 (cd gomod && go mod edit -replace "github.com/toolnexus/toolnexus-rs/bindings/go=$root/bindings/go" \
   && GOWORK=off GOFLAGS=-mod=mod LD_LIBRARY_PATH="$prefix/lib" go run . "$root/examples/skills")
+
+# Go, statically: `-tags toolnexus_static` links libtoolnexus.a through
+# `pkg-config --static` (bindings/go/link_static.go); the program needs no
+# libtoolnexus at run time.
+(cd gomod && GOWORK=off GOFLAGS=-mod=mod go build -tags toolnexus_static -o go_static .)
+if ldd gomod/go_static | grep -q libtoolnexus; then
+  echo "go_static (-tags toolnexus_static) still needs the shared library:" >&2; ldd gomod/go_static >&2; exit 1
+fi
+env -u LD_LIBRARY_PATH gomod/go_static "$root/examples/skills" | sed 's/^go:/go, static (-tags toolnexus_static):/'
