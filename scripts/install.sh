@@ -8,6 +8,7 @@
 #   $LIBDIR/libtoolnexus.a               the static archive
 #   $LIBDIR/pkgconfig/toolnexus.pc       Cflags, Libs, and Libs.private for static linking
 #   $INCLUDEDIR/toolnexus/toolnexus.h    the header
+#   $INCLUDEDIR/toolnexus/module.modulemap  its clang module (Swift, -fmodules)
 #
 #   scripts/install.sh                   PREFIX=/usr/local
 #   PREFIX=$HOME/.local scripts/install.sh
@@ -82,6 +83,10 @@ ln -sf "$soname" "$lib/libtoolnexus.so"
 install -m 0644 "$archive" "$lib/libtoolnexus.a"
 objcopy --remove-section=.llvmbc --remove-section=.llvmcmd --strip-debug "$lib/libtoolnexus.a"
 install -m 0644 "$header" "$inc/toolnexus.h"
+# The clang module of the header (bindings/swift/module.modulemap): with it
+# the include directory pkg-config names is a module directory, for Swift
+# (`import toolnexus`) and for clang's -fmodules (`@import toolnexus;`).
+install -m 0644 "$root/bindings/swift/module.modulemap" "$inc/module.modulemap"
 
 # Paths in the .pc file are relative to ${prefix} when they lie under it, so
 # the file stays right when a packager relocates the tree.
