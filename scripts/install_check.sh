@@ -8,7 +8,8 @@
 #     unpublished module at this checkout), linked shared, then built again
 #     with `-tags toolnexus_static` (the archive; ldd shows no libtoolnexus);
 #   - the module maps of bindings/swift, imported by clang from C and
-#     Objective-C (`@import toolnexus;`), linked and run.
+#     Objective-C (`@import toolnexus;`), linked and run;
+#   - the `toolnexus` command with its completions and man pages.
 # All of them run. scripts/test.sh calls it with the temporary PREFIX it
 # installed to; without an argument it installs to a temporary PREFIX itself.
 #
@@ -107,4 +108,17 @@ OBJC
   echo "clang modules (Swift's C layer): C '$(cat mod_c.txt)', Objective-C @import toolnexus and @import CToolnexus: same result"
 else
   echo "clang modules: skipped (no clang; scripts/setup.sh installs it)"
+fi
+
+# The command and what install.sh generated with it: completions (the bash
+# one parses) and man pages.
+if [ -x "$prefix/bin/toolnexus" ]; then
+  "$prefix/bin/toolnexus" --version >/dev/null
+  share="$prefix/share"
+  for f in bash-completion/completions/toolnexus zsh/site-functions/_toolnexus \
+           fish/vendor_completions.d/toolnexus.fish man/man1/toolnexus.1 man/man1/toolnexus-run.1; do
+    [ -s "$share/$f" ] || { echo "install.sh did not install $share/$f" >&2; exit 1; }
+  done
+  bash -n "$share/bash-completion/completions/toolnexus"
+  echo "CLI: $("$prefix/bin/toolnexus" --version), completions (bash, zsh, fish) and $(ls "$share/man/man1" | wc -l) man pages"
 fi
