@@ -8,6 +8,11 @@
 #   $LIBDIR/libtoolnexus.a               the static archive
 #   $LIBDIR/pkgconfig/toolnexus.pc       Cflags, Libs, and Libs.private for static linking
 #   $INCLUDEDIR/toolnexus/toolnexus.h    the header
+#   $INCLUDEDIR/toolnexus/module.modulemap  its clang module (Swift, -fmodules)
+#   $BINDIR/toolnexus                    the command, stripped
+#   $DATADIR/bash-completion/completions/toolnexus, $DATADIR/zsh/site-functions/_toolnexus,
+#   $DATADIR/fish/vendor_completions.d/toolnexus.fish   its shell completions
+#   $DATADIR/man/man1/toolnexus.1, toolnexus-<command>.1  its man pages
 #
 #   scripts/install.sh                   PREFIX=/usr/local
 #   PREFIX=$HOME/.local scripts/install.sh
@@ -15,7 +20,8 @@
 #                                                        paths in toolnexus.pc without it)
 #
 # PREFIX (default /usr/local), LIBDIR (default $PREFIX/lib), INCLUDEDIR
-# (default $PREFIX/include), DESTDIR (default empty). It runs
+# (default $PREFIX/include), BINDIR (default $PREFIX/bin), DATADIR (default
+# $PREFIX/share), DESTDIR (default empty). It runs
 # `cargo build --release` first (a no-op when the build is current); set
 # TN_INSTALL_NO_BUILD=1 to install the release build as it is.
 set -euo pipefail
@@ -25,11 +31,13 @@ cd "$root"
 PREFIX=${PREFIX:-/usr/local}
 LIBDIR=${LIBDIR:-$PREFIX/lib}
 INCLUDEDIR=${INCLUDEDIR:-$PREFIX/include}
+BINDIR=${BINDIR:-$PREFIX/bin}
+DATADIR=${DATADIR:-$PREFIX/share}
 DESTDIR=${DESTDIR:-}
-case "$PREFIX$LIBDIR$INCLUDEDIR" in
-  *[[:space:]]*) echo "install.sh: PREFIX, LIBDIR and INCLUDEDIR must not contain blanks" >&2; exit 2 ;;
+case "$PREFIX$LIBDIR$INCLUDEDIR$BINDIR$DATADIR" in
+  *[[:space:]]*) echo "install.sh: PREFIX, LIBDIR, INCLUDEDIR, BINDIR and DATADIR must not contain blanks" >&2; exit 2 ;;
 esac
-for v in PREFIX LIBDIR INCLUDEDIR; do
+for v in PREFIX LIBDIR INCLUDEDIR BINDIR DATADIR; do
   case "${!v}" in
     /*) ;;
     *) echo "install.sh: $v must be an absolute path (got '${!v}')" >&2; exit 2 ;;
@@ -82,6 +90,10 @@ ln -sf "$soname" "$lib/libtoolnexus.so"
 install -m 0644 "$archive" "$lib/libtoolnexus.a"
 objcopy --remove-section=.llvmbc --remove-section=.llvmcmd --strip-debug "$lib/libtoolnexus.a"
 install -m 0644 "$header" "$inc/toolnexus.h"
+# The clang module of the header (bindings/swift/module.modulemap): with it
+# the include directory pkg-config names is a module directory, for Swift
+# (`import toolnexus`) and for clang's -fmodules (`@import toolnexus;`).
+install -m 0644 "$root/bindings/swift/module.modulemap" "$inc/module.modulemap"
 
 # Paths in the .pc file are relative to ${prefix} when they lie under it, so
 # the file stays right when a packager relocates the tree.
@@ -98,4 +110,21 @@ Libs: -L\${libdir} -ltoolnexus
 Libs.private: $native
 Cflags: -I\${includedir}/toolnexus
 EOF
+# The `toolnexus` command, stripped, with what it generates itself: shell
+# completions where bash-completion, zsh and fish look for a package's, and
+# one man page per command (toolnexus.1, toolnexus-tools.1, ...).
+cli="$target/release/toolnexus"
+if [ -x "$cli" ]; then
+  share="$DESTDIR$DATADIR"
+  mkdir -p "$DESTDIR$BINDIR" "$share/bash-completion/completions" "$share/zsh/site-functions" \
+    "$share/fish/vendor_completions.d" "$share/man/man1"
+  install -m 0755 "$cli" "$DESTDIR$BINDIR/toolnexus"
+  strip --strip-unneeded "$DESTDIR$BINDIR/toolnexus"
+  "$cli" completions bash > "$share/bash-completion/completions/toolnexus"
+  "$cli" completions zsh > "$share/zsh/site-functions/_toolnexus"
+  "$cli" completions fish > "$share/fish/vendor_completions.d/toolnexus.fish"
+  "$cli" man --out-dir "$share/man/man1"
+else
+  echo "install.sh: $cli is missing (cargo build --release builds it): the command, its completions and man pages are not installed" >&2
+fi
 echo "installed libtoolnexus $version under $DESTDIR$PREFIX" >&2

@@ -5,7 +5,11 @@
 #     statically (the archive plus `pkg-config --static`'s Libs.private);
 #   - tests/install/go, a Go module outside the repository that imports the
 #     binding (cgo finds the library through pkg-config; a `replace` points the
-#     unpublished module at this checkout).
+#     unpublished module at this checkout), linked shared, then built again
+#     with `-tags toolnexus_static` (the archive; ldd shows no libtoolnexus);
+#   - the module maps of bindings/swift, imported by clang from C and
+#     Objective-C (`@import toolnexus;`), linked and run;
+#   - the `toolnexus` command with its completions and man pages.
 # All of them run. scripts/test.sh calls it with the temporary PREFIX it
 # installed to; without an argument it installs to a temporary PREFIX itself.
 #
@@ -53,3 +57,68 @@ echo "C, static: same output"
 cp -r "$root/tests/install/go" gomod
 (cd gomod && go mod edit -replace "github.com/toolnexus/toolnexus-rs/bindings/go=$root/bindings/go" \
   && GOWORK=off GOFLAGS=-mod=mod LD_LIBRARY_PATH="$prefix/lib" go run . "$root/examples/skills")
+
+# Go, statically: `-tags toolnexus_static` links libtoolnexus.a through
+# `pkg-config --static` (bindings/go/link_static.go); the program needs no
+# libtoolnexus at run time.
+(cd gomod && GOWORK=off GOFLAGS=-mod=mod go build -tags toolnexus_static -o go_static .)
+if ldd gomod/go_static | grep -q libtoolnexus; then
+  echo "go_static (-tags toolnexus_static) still needs the shared library:" >&2; ldd gomod/go_static >&2; exit 1
+fi
+env -u LD_LIBRARY_PATH gomod/go_static "$root/examples/skills" | sed 's/^go:/go, static (-tags toolnexus_static):/'
+
+# Swift's C layer, checked with clang (no Swift toolchain here): the module
+# map install.sh put beside the header (module `toolnexus`) and the SwiftPM
+# system-library target's (module `CToolnexus`, bindings/swift) are imported
+# by a C file (`#pragma clang module import`, C's spelling of @import) and by
+# Objective-C files (`@import`), which are linked and run. Clang on ELF does
+# not autolink a module's `link`, so the link flags come from pkg-config.
+if command -v clang >/dev/null; then
+  cat > mod_c.c <<'C'
+#pragma clang module import toolnexus
+#include <stdio.h>
+int main(void) { printf("%s abi %u\n", tn_version(), tn_abi_version()); return tn_abi_version() == 1 ? 0 : 1; }
+C
+  cat > mod_objc.m <<'OBJC'
+@import toolnexus;
+#include <stdio.h>
+int main(void) {
+  tn_toolkit *tk = NULL;
+  char *out = NULL;
+  if (tn_toolkit_build("{}", &tk, &out) != TN_OK) { fprintf(stderr, "%s\n", out); return 1; }
+  tn_status st = tn_execute(tk, "todowrite", "{\"todos\":[]}", NULL, &out);
+  printf("%s\n", out);
+  tn_string_free(out);
+  tn_toolkit_free(tk);
+  return st == TN_OK ? 0 : 1;
+}
+OBJC
+  sed 's/^@import toolnexus;/@import CToolnexus;/' mod_objc.m > mod_swiftpm.m
+  flags=(-fmodules -fmodules-cache-path="$work/modules" -Wall -Werror $(pkg-config --cflags toolnexus))
+  libs=($(pkg-config --libs toolnexus))
+  clang "${flags[@]}" -o mod_c mod_c.c "${libs[@]}"
+  clang "${flags[@]}" -o mod_objc mod_objc.m "${libs[@]}"
+  clang "${flags[@]}" -fmodule-map-file="$root/bindings/swift/Sources/CToolnexus/module.modulemap" \
+    -o mod_swiftpm mod_swiftpm.m "${libs[@]}"
+  for p in mod_c mod_objc mod_swiftpm; do
+    LD_LIBRARY_PATH="$prefix/lib" "./$p" > "$p.txt" || { echo "$p failed:" >&2; cat "$p.txt" >&2; exit 1; }
+  done
+  grep -q '"isError":false' mod_objc.txt && cmp -s mod_objc.txt mod_swiftpm.txt \
+    || { echo "the module programs' outputs differ or failed" >&2; exit 1; }
+  echo "clang modules (Swift's C layer): C '$(cat mod_c.txt)', Objective-C @import toolnexus and @import CToolnexus: same result"
+else
+  echo "clang modules: skipped (no clang; scripts/setup.sh installs it)"
+fi
+
+# The command and what install.sh generated with it: completions (the bash
+# one parses) and man pages.
+if [ -x "$prefix/bin/toolnexus" ]; then
+  "$prefix/bin/toolnexus" --version >/dev/null
+  share="$prefix/share"
+  for f in bash-completion/completions/toolnexus zsh/site-functions/_toolnexus \
+           fish/vendor_completions.d/toolnexus.fish man/man1/toolnexus.1 man/man1/toolnexus-run.1; do
+    [ -s "$share/$f" ] || { echo "install.sh did not install $share/$f" >&2; exit 1; }
+  done
+  bash -n "$share/bash-completion/completions/toolnexus"
+  echo "CLI: $("$prefix/bin/toolnexus" --version), completions (bash, zsh, fish) and $(ls "$share/man/man1" | wc -l) man pages"
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond Rust, Go, Python and a C compiler:
-# Debian's libcjson-dev (the C parity harness) and valgrind, and the official
+# Debian's libcjson-dev (the C parity harness), valgrind and clang (the Swift
+# module maps), and the official
 # MCP Python SDK (the test MCP servers) with its dependencies, pinned in
 # tests/requirements.txt, in the virtual environment .venv (never the system
 # Python). Idempotent; skips what is present.
@@ -12,6 +13,8 @@ command -v valgrind >/dev/null || need_apt+=(valgrind)
 command -v cc >/dev/null || need_apt+=(build-essential)
 command -v npm >/dev/null || need_apt+=(nodejs npm)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+# The module maps of bindings/swift are checked by clang (install_check.sh).
+command -v clang >/dev/null || need_apt+=(clang)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

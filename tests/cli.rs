@@ -425,3 +425,74 @@ fn run_stops_at_its_timeout_when_the_provider_says_retry_after_a_billion_seconds
     assert!(stderr(&o).contains("timeoutMs"), "{}", stderr(&o));
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
 }
+
+#[test]
+fn completions_and_man_pages_cover_every_subcommand() {
+    let subcommands = ["tools", "call", "serve", "run", "completions", "man"];
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    for (shell, head, flag) in [
+        ("bash", "_toolnexus()", "--skills"),
+        ("zsh", "#compdef toolnexus", "--skills"),
+        ("fish", "complete -c toolnexus", "-l skills"),
+    ] {
+        let o = run(&["completions", shell]);
+        assert!(o.status.success(), "completions {shell}: {}", stderr(&o));
+        let script = stdout(&o);
+        assert!(script.contains(head), "completions {shell}: {script}");
+        for sub in subcommands {
+            assert!(script.contains(sub), "completions {shell} lacks {sub}");
+        }
+        assert!(script.contains(flag), "completions {shell} lacks {flag}");
+        if shell == "bash" {
+            // The script parses as bash.
+            let file = dir.path().join("toolnexus.bash");
+            std::fs::write(&file, &script).unwrap_or_else(|e| panic!("{e}"));
+            let parsed = Command::new("bash")
+                .arg("-n")
+                .arg(&file)
+                .output()
+                .unwrap_or_else(|e| panic!("bash: {e}"));
+            assert!(parsed.status.success(), "bash -n: {}", stderr(&parsed));
+        }
+    }
+    let o = run(&["completions", "tcsh"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "an unknown shell is a bad command line"
+    );
+
+    let o = run(&["man"]);
+    assert!(o.status.success(), "man: {}", stderr(&o));
+    let page = stdout(&o);
+    assert!(page.contains(".TH toolnexus 1"), "{page}");
+    for sub in subcommands {
+        assert!(
+            page.contains(&format!("toolnexus\\-{sub}")),
+            "the man page lacks {sub}: {page}"
+        );
+    }
+
+    let pages = dir.path().join("man1");
+    let o = run(&["man", "--out-dir", &pages.to_string_lossy()]);
+    assert!(o.status.success(), "man --out-dir: {}", stderr(&o));
+    assert_eq!(stdout(&o), "", "man --out-dir writes files only");
+    for name in ["toolnexus.1"]
+        .into_iter()
+        .map(String::from)
+        .chain(subcommands.iter().map(|s| format!("toolnexus-{s}.1")))
+    {
+        let text =
+            std::fs::read_to_string(pages.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            text.starts_with(".ie \\n(.g .ds Aq"),
+            "{name} is roff: {text}"
+        );
+    }
+    let page =
+        std::fs::read_to_string(pages.join("toolnexus-call.1")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        page.contains("timeout\\-ms"),
+        "toolnexus-call.1 lists call's flags: {page}"
+    );
+}

@@ -5,14 +5,16 @@
 //
 // cgo finds the library through pkg-config (toolnexus.pc): install it first
 // with scripts/install.sh from the repository root, under a PREFIX whose
-// lib/pkgconfig is on PKG_CONFIG_PATH (README, "Using it from Go").
+// lib/pkgconfig is on PKG_CONFIG_PATH (README, "Using it from Go"). By default
+// the program links the shared library (link_shared.go); built with
+// `-tags toolnexus_static` it links the archive libtoolnexus.a instead and
+// needs no libtoolnexus at run time (link_static.go).
 //
 // Every value crossing the boundary is JSON. A *Toolkit is safe for concurrent
 // use by many goroutines; Close waits for calls in flight and is idempotent.
 package toolnexus
 
 /*
-#cgo pkg-config: toolnexus
 #include <stdlib.h>
 #include <string.h>
 #include "toolnexus.h"

@@ -7,7 +7,7 @@
 //! folder, arguments JSON, an unknown tool, an address that cannot be
 //! bound); 4 the server or the run failed while running.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::PathBuf;
@@ -120,6 +120,21 @@ enum Command {
         #[arg(long, value_name = "MS", default_value_t = DEFAULT_RUN_TIMEOUT_MS)]
         timeout_ms: u64,
     },
+    /// Print the shell completion script for SHELL on stdout, e.g.
+    /// `toolnexus completions bash > ~/.local/share/bash-completion/completions/toolnexus`
+    /// (scripts/install.sh installs the bash, zsh and fish ones).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout, or write one page per command
+    /// (toolnexus.1, toolnexus-tools.1, ...) into DIR.
+    Man {
+        /// Write toolnexus.1 and a page for each subcommand into this folder.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -209,6 +224,8 @@ fn main() -> ExitCode {
             };
             run(&toolkit, &client, once.as_deref())
         }
+        Command::Completions { shell } => completions(shell),
+        Command::Man { out_dir } => man(out_dir),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -217,6 +234,48 @@ fn main() -> ExitCode {
             ExitCode::from(f.code)
         }
     }
+}
+
+/// Writes generated text to stdout; a closed pipe or a full disk is named.
+fn print_generated(what: &str, text: &[u8]) -> Result<u8, Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text)
+        .and_then(|()| out.flush())
+        .map(|()| 0)
+        .map_err(|e| Failure {
+            code: EXIT_FAILED,
+            message: format!("{what}: {e}"),
+        })
+}
+
+/// `toolnexus completions SHELL`: generated into memory first, as
+/// clap_complete panics on a failed write.
+fn completions(shell: clap_complete::Shell) -> Result<u8, Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "toolnexus", &mut script);
+    print_generated("completions", &script)
+}
+
+/// `toolnexus man`: the top page on stdout, or every page into a folder.
+fn man(out_dir: Option<PathBuf>) -> Result<u8, Failure> {
+    let cmd = Cli::command();
+    let Some(dir) = out_dir else {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .render(&mut page)
+            .map_err(|e| Failure {
+                code: EXIT_FAILED,
+                message: format!("man: {e}"),
+            })?;
+        return print_generated("man", &page);
+    };
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| clap_mangen::generate_to(cmd, &dir))
+        .map(|()| 0)
+        .map_err(|e| Failure {
+            code: EXIT_FAILED,
+            message: format!("man --out-dir {}: {e}", dir.display()),
+        })
 }
 
 /// The most a `--config` file may hold: a toolkit config is a few kilobytes,

@@ -37,10 +37,14 @@ def _candidates(explicit: Optional[str]) -> list[str]:
     found: list[str] = []
     if explicit:
         return [explicit]
+    here = Path(__file__).resolve()
+    # A wheel carries the library inside the package (setup.py's build hook).
+    bundled = here.parent / "libtoolnexus.so"
+    if bundled.exists():
+        return [str(bundled)]
     env = os.environ.get("TOOLNEXUS_LIB")
     if env:
         return [env]
-    here = Path(__file__).resolve()
     # A checkout: bindings/python/src/toolnexus_rs/_native.py -> repo root.
     for parent in here.parents:
         lib = parent / "target" / "release" / "libtoolnexus.so"
@@ -59,9 +63,10 @@ def _candidates(explicit: Optional[str]) -> list[str]:
 
 
 def load(path: Optional[str] = None) -> ctypes.CDLL:
-    """The library, loaded once per process: ``path`` if given, else
-    ``$TOOLNEXUS_LIB``, else a checkout's ``target/release``, else the
-    installed location. Raises ``OSError`` naming every place tried."""
+    """The library, loaded once per process: ``path`` if given, else the
+    copy bundled in the package (a wheel), else ``$TOOLNEXUS_LIB``, else a
+    checkout's ``target/release``, else the installed location. Raises
+    ``OSError`` naming every place tried."""
     global _lib
     with _lock:
         if _lib is not None and path is None:
