@@ -107,6 +107,34 @@ impl LineTransport {
     }
 }
 
+/// The write half of the pipe, locked.
+type Held = tokio::sync::OwnedMutexGuard<Option<PipeStdin>>;
+
+/// The pipe's lock: held now, or this caller's place in its queue.
+pub(super) enum Lock {
+    Now(Held),
+    Queued(std::pin::Pin<Box<dyn Future<Output = Held> + Send>>),
+}
+
+/// Takes the pipe's lock if it is free, else a place in its queue, now:
+/// the lock is fair, and a caller is queued when its `lock` is first
+/// polled, so a lock taken later in a task of its own could be served
+/// after a caller that asked later.
+pub(super) fn in_line(pipe: &Arc<Mutex<Option<PipeStdin>>>) -> Lock {
+    if let Ok(held) = Arc::clone(pipe).try_lock_owned() {
+        return Lock::Now(held);
+    }
+    // Unconstrained: a task out of its cooperative budget would otherwise
+    // be told to yield before it is queued.
+    let mut lock = Box::pin(tokio::task::unconstrained(Arc::clone(pipe).lock_owned()));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match lock.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(held) => Lock::Now(held),
+        // Queued: polled again, the lock wakes the caller's task instead.
+        std::task::Poll::Pending => Lock::Queued(lock),
+    }
+}
+
 impl Drop for LineTransport {
     fn drop(&mut self) {
         // rmcp's loop ended (EOF, close, cancel): no answer will come.
@@ -254,22 +282,30 @@ impl Transport<RoleClient> for LineTransport {
         // The request leaves now, on the caller's turn, when no other write
         // holds the pipe (see `runtime::write_now`); one writer at a time,
         // the lock kept until the line is whole, so lines never interleave.
-        let now = match (&bytes, Arc::clone(&self.write).try_lock_owned()) {
-            (Ok(line), Ok(mut pipe)) => {
-                let written = match pipe.as_mut() {
-                    Some(p) => crate::runtime::write_now(p, line),
-                    None => Ok(0),
-                };
-                Some((written, pipe))
-            }
-            _ => None,
+        // Else it takes its place in the pipe's queue now, in the order
+        // rmcp sends: rmcp writes each line on a task of its own, and a
+        // task polled late would let a later line, the cancel of this very
+        // request, overtake it (issue 25 M5).
+        let (now, queued) = match &bytes {
+            Ok(line) => match in_line(&self.write) {
+                Lock::Now(mut pipe) => {
+                    let written = match pipe.as_mut() {
+                        Some(p) => crate::runtime::write_now(p, line),
+                        None => Ok(0),
+                    };
+                    (Some((written, pipe)), None)
+                }
+                Lock::Queued(lock) => (None, Some(lock)),
+            },
+            Err(_) => (None, None),
         };
         let write = Arc::clone(&self.write);
         async move {
             let bytes = bytes.map_err(io::Error::other)?;
-            let (mut pipe, written) = match now {
-                Some((written, pipe)) => (pipe, written?),
-                None => (write.lock_owned().await, 0),
+            let (mut pipe, written) = match (now, queued) {
+                (Some((written, pipe)), _) => (pipe, written?),
+                (None, Some(lock)) => (lock.await, 0),
+                (None, None) => (write.lock_owned().await, 0),
             };
             let Some(pipe) = pipe.as_mut() else {
                 return Err(io::Error::new(
