@@ -11,7 +11,7 @@
 //! rmcp keeps everything else on the session: initialize, tools/list, pings,
 //! the server's own requests (elicitation) and notifications. The two share
 //! the write half of the pipe under one lock, taken with `try_lock` and
-//! written with `runtime::write_now` (the discipline `LineTransport::send`
+//! written with `runtime::write_now` (the discipline `ClientLineTransport::send`
 //! follows), so their lines never interleave; a line that does not go out
 //! whole at once is finished by a task of its own, so dropping a caller
 //! never leaves half a line in the pipe, and a caller that gives up before
@@ -23,8 +23,7 @@
 //! client something (elicitation) while one of rmcp's own requests is in
 //! flight, so such sessions keep rmcp's path.
 
-use super::lines::{in_line, LineTransport, Lock};
-use super::stdio::PipeStdin;
+use super::lines::{in_line, ClientLineTransport, Lock, Pipe, Taker};
 use crate::tool::ToolResult;
 use crate::translate::CancelToken;
 use rmcp::model::{
@@ -41,7 +40,7 @@ use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::{oneshot, Mutex, Notify};
+use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 
 /// The first id of a direct call. rmcp numbers its own requests from 0, one
@@ -55,9 +54,6 @@ pub const FIRST_ID: i64 = 1_000_000_000;
 /// How many ids there are from [`FIRST_ID`] to `i32::MAX`.
 const ID_SPAN: u32 = 1_147_483_648;
 const _: () = assert!(FIRST_ID + ID_SPAN as i64 - 1 == i32::MAX as i64);
-
-/// The write half of a stdio server's pipe: None once closed.
-pub type Pipe = Arc<Mutex<Option<PipeStdin>>>;
 
 /// How a direct call failed.
 #[derive(Debug)]
@@ -539,6 +535,19 @@ enum Sent {
     ),
 }
 
+/// The transport offers its lines here first (see [`Direct::offer`]).
+impl Taker for Direct {
+    fn waiting(&self) -> bool {
+        self.pending() > 0
+    }
+    fn offer(&self, line: &[u8]) -> bool {
+        Direct::offer(self, line)
+    }
+    fn closed(&self) {
+        self.close_all();
+    }
+}
+
 impl Drop for Direct {
     fn drop(&mut self) {
         // The watchdog holds only a weak reference: this ends it.
@@ -998,7 +1007,7 @@ fn closed_pipe() -> io::Error {
 
 /// A failed write, as rmcp's path reports a failed send.
 fn transport_send(e: io::Error) -> ServiceError {
-    ServiceError::TransportSend(DynamicTransportError::new::<LineTransport, RoleClient>(e))
+    ServiceError::TransportSend(DynamicTransportError::new::<ClientLineTransport, RoleClient>(e))
 }
 
 fn send_failure(e: serde_json::Error) -> Failure {
@@ -1011,9 +1020,10 @@ mod tests {
     use rmcp::model::{
         ClientRequest, CustomRequest, GetMeta, JsonRpcRequest, NumberOrString, ProgressToken,
     };
+    use tokio::sync::Mutex;
 
     /// The line rmcp's path writes for this tools/call (the session's
-    /// `request`, then `LineTransport::send`).
+    /// `request`, then `ClientLineTransport::send`).
     fn rmcp_line(id: i64, tool: &str, args: &Map<String, Value>) -> Vec<u8> {
         let params = serde_json::json!({"name": tool, "arguments": Value::Object(args.clone())});
         let mut request =

@@ -18,7 +18,6 @@
 //! got wrong is not something a client must reply to. Lines longer than
 //! [`MAX_LINE`] are dropped too, without ever holding more than that.
 
-use super::direct::Direct;
 use super::stdio::PipeStdin;
 use rmcp::model::{ClientJsonRpcMessage, CustomResult, ServerJsonRpcMessage, ServerResult};
 use rmcp::service::RoleClient;
@@ -37,7 +36,7 @@ pub const MAX_LINE: usize = 64 * 1024 * 1024;
 /// How much of stdout one read takes.
 const READ_CHUNK: usize = 64 * 1024;
 
-pub struct LineTransport {
+pub struct ClientLineTransport {
     read: BufReader<ChildStdout>,
     /// The line read so far. Lives here, not in `receive`, because rmcp
     /// polls `receive` in a `select!` and may drop it mid-line: the next
@@ -46,27 +45,53 @@ pub struct LineTransport {
     /// Dropping the rest of a line that grew past `MAX_LINE`.
     discarding: bool,
     /// None once closed (stdin EOF for the server).
-    write: Arc<Mutex<Option<PipeStdin>>>,
-    /// The session's direct tools/calls (`super::direct`): they write to
-    /// the same pipe, and their answers are taken out here, before rmcp.
-    direct: Arc<Direct>,
+    write: Pipe,
+    /// Who takes answers out of the stream before rmcp sees them (the
+    /// session's direct tools/calls, which write to the same pipe).
+    taker: Option<Arc<dyn Taker>>,
 }
 
-impl LineTransport {
+/// The write half of a stdio server's pipe: None once closed.
+pub type Pipe = Arc<Mutex<Option<PipeStdin>>>;
+
+/// Takes the answers meant for it out of the server's lines before rmcp
+/// sees them: the transport offers it each line, and tells it when no
+/// answer will come any more.
+pub trait Taker: Send + Sync {
+    /// Whether anything waits for an answer (no line is offered when not).
+    fn waiting(&self) -> bool;
+    /// Takes `line` when it is an answer meant for it.
+    fn offer(&self, line: &[u8]) -> bool;
+    /// The transport is gone: nothing will answer.
+    fn closed(&self);
+}
+
+impl ClientLineTransport {
     pub fn new(stdout: ChildStdout, stdin: PipeStdin) -> Self {
-        let write = Arc::new(Mutex::new(Some(stdin)));
-        LineTransport {
+        ClientLineTransport {
             read: BufReader::with_capacity(READ_CHUNK, stdout),
             line: Vec::new(),
             discarding: false,
-            direct: Direct::new(Arc::clone(&write)),
-            write,
+            write: Arc::new(Mutex::new(Some(stdin))),
+            taker: None,
         }
     }
 
-    /// What this transport shares with the session's direct tools/calls.
-    pub fn direct(&self) -> Arc<Direct> {
-        Arc::clone(&self.direct)
+    /// The write half of the pipe, for writers beside rmcp's.
+    pub fn pipe(&self) -> Pipe {
+        Arc::clone(&self.write)
+    }
+
+    /// Offers every line to `taker` first.
+    pub fn with_taker(mut self, taker: Arc<dyn Taker>) -> Self {
+        self.taker = Some(taker);
+        self
+    }
+
+    fn closed(&self) {
+        if let Some(taker) = &self.taker {
+            taker.closed();
+        }
     }
 
     /// Reads until `self.line` holds one whole line (its newline stripped).
@@ -120,7 +145,7 @@ pub(super) enum Lock {
 /// the lock is fair, and a caller is queued when its `lock` is first
 /// polled, so a lock taken later in a task of its own could be served
 /// after a caller that asked later.
-pub(super) fn in_line(pipe: &Arc<Mutex<Option<PipeStdin>>>) -> Lock {
+pub(super) fn in_line(pipe: &Pipe) -> Lock {
     if let Ok(held) = Arc::clone(pipe).try_lock_owned() {
         return Lock::Now(held);
     }
@@ -135,10 +160,10 @@ pub(super) fn in_line(pipe: &Arc<Mutex<Option<PipeStdin>>>) -> Lock {
     }
 }
 
-impl Drop for LineTransport {
+impl Drop for ClientLineTransport {
     fn drop(&mut self) {
         // rmcp's loop ended (EOF, close, cancel): no answer will come.
-        self.direct.close_all();
+        self.closed();
     }
 }
 
@@ -267,7 +292,7 @@ pub(super) fn encode(item: &ClientJsonRpcMessage) -> serde_json::Result<Vec<u8>>
     serde_json::to_vec(item)
 }
 
-impl Transport<RoleClient> for LineTransport {
+impl Transport<RoleClient> for ClientLineTransport {
     type Error = io::Error;
 
     fn send(
@@ -323,13 +348,15 @@ impl Transport<RoleClient> for LineTransport {
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
         loop {
             if !self.next_line().await {
-                self.direct.close_all();
+                self.closed();
                 return None;
             }
             // An answer to a direct call never reaches rmcp.
-            if self.direct.pending() > 0 && self.direct.offer(&self.line) {
-                self.line.clear();
-                continue;
+            if let Some(taker) = &self.taker {
+                if taker.waiting() && taker.offer(&self.line) {
+                    self.line.clear();
+                    continue;
+                }
             }
             let msg = parse(&self.line);
             self.line.clear();
@@ -342,7 +369,7 @@ impl Transport<RoleClient> for LineTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         // Dropping the pipe closes the server's stdin.
         self.write.lock().await.take();
-        self.direct.close_all();
+        self.closed();
         Ok(())
     }
 }

@@ -173,8 +173,9 @@ async fn connect_inner(
                 .map_err(|d| fail("connect", &d))?;
             phase.track(&spawned.child);
             phase.set("initialize");
-            let transport = lines::LineTransport::new(spawned.stdout, spawned.stdin);
-            let direct = transport.direct();
+            let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin);
+            let direct = Direct::new(transport.pipe());
+            let transport = transport.with_taker(Arc::clone(&direct) as Arc<dyn lines::Taker>);
             let init =
                 tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
                     .await;

@@ -53,7 +53,7 @@ pub const MAX_LINE: usize = 64 * 1024 * 1024;
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 
-pub struct LineTransport<R, W> {
+pub struct ServedLineTransport<R, W> {
     reader: BufReader<R>,
     line: Vec<u8>,
     /// A line over [`MAX_LINE`] is being skipped to its end.
@@ -142,13 +142,13 @@ impl Drop for Entry {
     }
 }
 
-impl<R, W> LineTransport<R, W>
+impl<R, W> ServedLineTransport<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     pub fn new(reader: R, writer: W) -> Self {
-        LineTransport {
+        ServedLineTransport {
             reader: BufReader::with_capacity(64 * 1024, reader),
             line: Vec::with_capacity(4096),
             skipping: false,
@@ -453,7 +453,7 @@ fn reject(line: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
     }
 }
 
-impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+impl<R, W> Transport<RoleServer> for ServedLineTransport<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -920,7 +920,7 @@ mod tests {
     /// `notifications/initialized`, plain lines never come out of
     /// `receive`: the transport answers them; anything else still does.
     /// The fast-path transport of the tests, on an in-memory pipe.
-    type Pipe = LineTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>;
+    type Pipe = ServedLineTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>;
 
     /// rmcp's answer to `initialize` (id 0) at 2025-06-18, as the transport
     /// sees it go out.
@@ -946,7 +946,8 @@ mod tests {
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
         let (from, to) = tokio::io::split(client);
-        let t = LineTransport::new(read, write).with_fast_path(gateway, CancellationToken::new());
+        let t =
+            ServedLineTransport::new(read, write).with_fast_path(gateway, CancellationToken::new());
         (t, from, to)
     }
 
