@@ -17,6 +17,7 @@ pub mod error;
 pub mod ffi;
 pub mod http_tool;
 pub mod json;
+pub mod jsonrpc;
 pub mod log;
 pub mod mcp;
 pub mod mcp_server;

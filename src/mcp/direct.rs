@@ -23,7 +23,8 @@
 //! client something (elicitation) while one of rmcp's own requests is in
 //! flight, so such sessions keep rmcp's path.
 
-use super::lines::{in_line, ClientLineTransport, Lock, Pipe, Taker};
+use super::lines::{ClientLineTransport, Pipe, Taker};
+use crate::jsonrpc::lines::{in_line, Lock};
 use crate::tool::ToolResult;
 use crate::translate::CancelToken;
 use rmcp::model::{

@@ -12,38 +12,30 @@
 //! happen to start like a JSON value (issue 14: one 6,176,768-byte preamble
 //! stalled, one a byte shorter did not).
 //!
-//! Here reading never writes. A line that is not a message the client
-//! understands is dropped without an answer, as the reference SDKs' stdio
-//! clients do (they log it and read on); a request or response the server
-//! got wrong is not something a client must reply to. Lines longer than
-//! [`MAX_LINE`] are dropped too, without ever holding more than that.
+//! Here reading never writes (the framing of `crate::jsonrpc::lines`). A
+//! line that is not a message the client understands is dropped without an
+//! answer, as the reference SDKs' stdio clients do (they log it and read
+//! on); a request or response the server got wrong is not something a
+//! client must reply to. Lines longer than `jsonrpc::lines::MAX_LINE` are
+//! dropped too, without ever holding more than that.
 
 use super::stdio::PipeStdin;
+use crate::jsonrpc::lines::{in_line, LineReader, Lock, Next};
 use rmcp::model::{ClientJsonRpcMessage, CustomResult, ServerJsonRpcMessage, ServerResult};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdout;
 use tokio::sync::Mutex;
 
-/// The longest line kept: the same 64 MiB the streamable-HTTP leg allows
-/// for one JSON response.
-pub const MAX_LINE: usize = 64 * 1024 * 1024;
-
-/// How much of stdout one read takes.
-const READ_CHUNK: usize = 64 * 1024;
-
 pub struct ClientLineTransport {
-    read: BufReader<ChildStdout>,
-    /// The line read so far. Lives here, not in `receive`, because rmcp
-    /// polls `receive` in a `select!` and may drop it mid-line: the next
-    /// call goes on where the last one stopped.
-    line: Vec<u8>,
-    /// Dropping the rest of a line that grew past `MAX_LINE`.
-    discarding: bool,
+    /// Lives here, not in `receive`, because rmcp polls `receive` in a
+    /// `select!` and may drop it mid-line: the next call goes on where the
+    /// last one stopped.
+    read: LineReader<ChildStdout>,
     /// None once closed (stdin EOF for the server).
     write: Pipe,
     /// Who takes answers out of the stream before rmcp sees them (the
@@ -69,9 +61,7 @@ pub trait Taker: Send + Sync {
 impl ClientLineTransport {
     pub fn new(stdout: ChildStdout, stdin: PipeStdin) -> Self {
         ClientLineTransport {
-            read: BufReader::with_capacity(READ_CHUNK, stdout),
-            line: Vec::new(),
-            discarding: false,
+            read: LineReader::new(stdout),
             write: Arc::new(Mutex::new(Some(stdin))),
             taker: None,
         }
@@ -94,69 +84,17 @@ impl ClientLineTransport {
         }
     }
 
-    /// Reads until `self.line` holds one whole line (its newline stripped).
-    /// False at EOF or on a read error: the server is gone.
+    /// Reads until the reader holds one whole line (its newline stripped),
+    /// a line past the cap dropped. False at EOF or on a read error: the
+    /// server is gone.
     async fn next_line(&mut self) -> bool {
         loop {
-            let (used, complete) = {
-                let Ok(available) = self.read.fill_buf().await else {
-                    return false;
-                };
-                if available.is_empty() {
-                    return false;
-                }
-                let newline = memchr::memchr(b'\n', available);
-                let used = newline.map_or(available.len(), |i| i + 1);
-                let body = &available[..newline.unwrap_or(available.len())];
-                if !self.discarding {
-                    if self.line.len() + body.len() > MAX_LINE {
-                        self.line = Vec::new();
-                        self.discarding = true;
-                    } else {
-                        self.line.extend_from_slice(body);
-                    }
-                }
-                (used, newline.is_some())
-            };
-            // No await between the copy above and this consume: a receive
-            // dropped at an await loses nothing and repeats nothing.
-            self.read.consume(used);
-            if complete {
-                if self.discarding {
-                    self.discarding = false;
-                    continue;
-                }
-                return true;
+            match self.read.next().await {
+                Next::Line => return true,
+                Next::TooLong => continue,
+                Next::End => return false,
             }
         }
-    }
-}
-
-/// The write half of the pipe, locked.
-type Held = tokio::sync::OwnedMutexGuard<Option<PipeStdin>>;
-
-/// The pipe's lock: held now, or this caller's place in its queue.
-pub(super) enum Lock {
-    Now(Held),
-    Queued(std::pin::Pin<Box<dyn Future<Output = Held> + Send>>),
-}
-
-/// Takes the pipe's lock if it is free, else a place in its queue, now:
-/// the lock is fair, and a caller is queued when its `lock` is first
-/// polled, so a lock taken later in a task of its own could be served
-/// after a caller that asked later.
-pub(super) fn in_line(pipe: &Pipe) -> Lock {
-    if let Ok(held) = Arc::clone(pipe).try_lock_owned() {
-        return Lock::Now(held);
-    }
-    // Unconstrained: a task out of its cooperative budget would otherwise
-    // be told to yield before it is queued.
-    let mut lock = Box::pin(tokio::task::unconstrained(Arc::clone(pipe).lock_owned()));
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match lock.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(held) => Lock::Now(held),
-        // Queued: polled again, the lock wakes the caller's task instead.
-        std::task::Poll::Pending => Lock::Queued(lock),
     }
 }
 
@@ -170,8 +108,7 @@ impl Drop for ClientLineTransport {
 /// A line without its `\r` and byte-order mark, when it may be a message:
 /// only an object can be one, so the parser is skipped for anything else.
 pub(super) fn message_text(line: &[u8]) -> Option<&[u8]> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = crate::jsonrpc::lines::text(line);
     let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
     (*first == b'{').then_some(line)
 }
@@ -353,13 +290,13 @@ impl Transport<RoleClient> for ClientLineTransport {
             }
             // An answer to a direct call never reaches rmcp.
             if let Some(taker) = &self.taker {
-                if taker.waiting() && taker.offer(&self.line) {
-                    self.line.clear();
+                if taker.waiting() && taker.offer(self.read.line()) {
+                    self.read.clear();
                     continue;
                 }
             }
-            let msg = parse(&self.line);
-            self.line.clear();
+            let msg = parse(self.read.line());
+            self.read.clear();
             if msg.is_some() {
                 return msg;
             }

@@ -255,7 +255,7 @@ async fn connect_inner(
 /// server ask for elicitation whenever (see `super::direct`).
 fn goes_direct(peer: &Peer<RoleClient>) -> bool {
     peer.peer_info()
-        .is_some_and(|info| info.protocol_version.has_initialize())
+        .is_some_and(|info| crate::jsonrpc::plain_path(&info.protocol_version))
 }
 
 async fn connect_remote(
