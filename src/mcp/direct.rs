@@ -1106,7 +1106,7 @@ mod tests {
 
     #[test]
     fn a_text_answer_read_in_one_pass_is_what_shape_call_result_makes_of_it() {
-        use crate::mcp::session::shape_call_result;
+        use crate::mcp::shape::shape_call_result;
         let results = [
             r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b\"\u00e9"}]}"#,
             r#"{"content":[{"type":"text","text":"{\"result\": \"hi\"}"}],"structuredContent":{"result":"hi", "n": 1.50, "e": 1e3},"isError":false}"#,
@@ -1290,7 +1290,7 @@ mod tests {
     /// and `session::request` (a custom result as it came, any other
     /// typed result as its JSON), shaped.
     fn on_rmcps_path(line: &[u8], id: i64) -> Option<Result<ToolResult, i32>> {
-        use crate::mcp::session::shape_call_result;
+        use crate::mcp::shape::shape_call_result;
         let sent = RequestId::Number(id).to_string();
         match super::super::lines::parse(line)? {
             JsonRpcMessage::Response(r) if r.id.to_string() == sent => match r.result {
@@ -1306,7 +1306,7 @@ mod tests {
 
     #[test]
     fn ten_thousand_generated_answers_end_as_on_rmcps_path() {
-        use crate::mcp::session::shape_call_result;
+        use crate::mcp::shape::shape_call_result;
         let mut gen = Gen(0x9E37_79B9_7F4A_7C15);
         let (mut taken, mut fast, mut wrong) = (0, 0, Vec::new());
         let envelopes: &[&[u8]] = &[

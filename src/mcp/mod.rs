@@ -14,6 +14,7 @@ mod guarded;
 mod known_ids;
 mod lines;
 mod session;
+mod shape;
 mod sse;
 mod stdio;
 
