@@ -6,9 +6,10 @@
 use super::callbacks::{HostFn, RunData};
 use super::shape::Body;
 use super::{inprocess, stream};
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::translate::client::{self as http, FailedAttempt, Verdict};
-use crate::translate::{self, CancelToken, ClientConfig};
+use crate::translate::{self, ClientConfig};
 use serde_json::Value;
 use std::time::Instant;
 

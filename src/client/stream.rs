@@ -15,10 +15,11 @@
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode};
-use crate::http_tool::transport::MAX_BODY_BYTES;
+use crate::limits::{EVENT_BYTES, RESPONSE_BODY_BYTES};
 use crate::translate::client::{self, Call, FailedAttempt, Reply, Verdict};
-use crate::translate::{CancelToken, Style};
+use crate::translate::Style;
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 
@@ -42,15 +43,12 @@ pub struct SseParser {
     started: bool,
 }
 
-/// The most one line or one event may hold.
-const MAX_EVENT_BYTES: usize = MAX_BODY_BYTES;
-
 fn too_large() -> Error {
     Error::new(
         ErrorCode::ProviderError,
         format!(
             "the provider's stream sent an event of more than {} MiB",
-            MAX_EVENT_BYTES >> 20
+            EVENT_BYTES >> 20
         ),
     )
 }
@@ -87,7 +85,7 @@ impl SseParser {
                     self.end_line(on_event)?;
                 }
                 None => {
-                    if self.line.len() + bytes.len() > MAX_EVENT_BYTES {
+                    if self.line.len() + bytes.len() > EVENT_BYTES {
                         return Err(too_large());
                     }
                     self.line.extend_from_slice(bytes);
@@ -143,7 +141,7 @@ impl SseParser {
         let value = String::from_utf8_lossy(value);
         match name {
             b"data" => {
-                if self.data.len() + value.len() > MAX_EVENT_BYTES {
+                if self.data.len() + value.len() > EVENT_BYTES {
                     return Err(too_large());
                 }
                 if self.has_data {
@@ -673,7 +671,7 @@ pub fn send_streamed_until(
         }
         let result = match &mut body {
             Body::Undecided => Ok(()),
-            Body::Whole(all) if all.len() + piece.len() > MAX_BODY_BYTES => Err(too_large()),
+            Body::Whole(all) if all.len() + piece.len() > RESPONSE_BODY_BYTES => Err(too_large()),
             Body::Whole(all) => {
                 all.extend_from_slice(piece);
                 Ok(())

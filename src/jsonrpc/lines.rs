@@ -6,16 +6,13 @@
 //! (rmcp polls `receive` in a `select!` and drops it whenever another
 //! event comes first; a write waited for there also stalls the reading
 //! when the peer's pipe is full, issue 14). A line longer than
-//! [`MAX_LINE`] is skipped to its end without ever holding more than that.
+//! [`LINE_BYTES`] (its newline not counted) is skipped to its end without ever holding more than that.
 
+use crate::limits::LINE_BYTES;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::{Mutex, OwnedMutexGuard};
-
-/// The longest line kept, its newline not counted: the same 64 MiB the
-/// streamable-HTTP leg allows for one JSON response.
-pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// How much one read takes.
 const READ_CHUNK: usize = 64 * 1024;
@@ -27,7 +24,7 @@ pub struct LineReader<R> {
     read: BufReader<R>,
     /// The line read so far, without its newline.
     line: Vec<u8>,
-    /// A line past [`MAX_LINE`] is being skipped to its end.
+    /// A line past [`LINE_BYTES`] is being skipped to its end.
     skipping: bool,
 }
 
@@ -36,7 +33,7 @@ pub struct LineReader<R> {
 pub enum Next {
     /// A whole line, in [`LineReader::line`].
     Line,
-    /// A line past [`MAX_LINE`] ended; nothing of it was kept.
+    /// A line past [`LINE_BYTES`] ended; nothing of it was kept.
     TooLong,
     /// The end of the input, or a read error: the peer is gone.
     End,
@@ -89,7 +86,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 let used = newline.map_or(available.len(), |i| i + 1);
                 let body = &available[..newline.unwrap_or(available.len())];
                 if !self.skipping {
-                    if self.line.len() + body.len() > MAX_LINE {
+                    if self.line.len() + body.len() > LINE_BYTES {
                         self.line = Vec::new();
                         self.skipping = true;
                     } else {
@@ -151,9 +148,9 @@ mod tests {
     fn lines_are_read_whole_and_a_line_past_the_cap_is_skipped() {
         crate::runtime::block_on(async {
             let mut input = b"one\r\n\xEF\xBB\xBFtwo\n\n".to_vec();
-            input.extend(std::iter::repeat_n(b'x', MAX_LINE + 1));
+            input.extend(std::iter::repeat_n(b'x', LINE_BYTES + 1));
             input.extend_from_slice(b"\nthree\n");
-            input.extend(std::iter::repeat_n(b'y', MAX_LINE));
+            input.extend(std::iter::repeat_n(b'y', LINE_BYTES));
             input.extend_from_slice(b"\nlast");
             let mut r = LineReader::new(input.as_slice());
             let mut seen = Vec::new();

@@ -24,9 +24,9 @@
 //! flight, so such sessions keep rmcp's path.
 
 use super::lines::{ClientLineTransport, Pipe, Taker};
+use crate::cancel::CancelToken;
 use crate::jsonrpc::lines::{in_line, Lock};
 use crate::tool::ToolResult;
-use crate::translate::CancelToken;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
     JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult,

@@ -16,7 +16,7 @@
 //! line that is not a message the client understands is dropped without an
 //! answer, as the reference SDKs' stdio clients do (they log it and read
 //! on); a request or response the server got wrong is not something a
-//! client must reply to. Lines longer than `jsonrpc::lines::MAX_LINE` are
+//! client must reply to. Lines longer than `limits::LINE_BYTES` are
 //! dropped too, without ever holding more than that.
 
 use super::stdio::PipeStdin;

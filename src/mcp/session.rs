@@ -14,8 +14,8 @@ use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 pub use super::shape::shape_call_result;
 use super::{lines, sse, stdio};
+use crate::cancel::CancelToken;
 use crate::tool::{default_schema, Stop, ToolResult};
-use crate::translate::CancelToken;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
 };
@@ -327,8 +327,8 @@ fn streamable_transport(
     let (client, requests) = GuardedClient::new(http_client(timeout)?);
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
-        .max_json_response_size(64 * 1024 * 1024)
-        .max_sse_event_size(64 * 1024 * 1024);
+        .max_json_response_size(crate::limits::RESPONSE_BODY_BYTES)
+        .max_sse_event_size(crate::limits::EVENT_BYTES);
     Ok((
         StreamableHttpClientTransport::with_client(client, config),
         requests,

@@ -5,6 +5,7 @@
 //! A GET opens an event stream; its first `endpoint` event names the URL to
 //! POST client messages to; server messages arrive as `message` events.
 
+use crate::limits::EVENT_BYTES;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
@@ -13,10 +14,6 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-
-/// The largest single event accepted; a hostile server cannot make us
-/// buffer without bound.
-const MAX_EVENT_BYTES: usize = 64 * 1024 * 1024;
 
 /// A send failure on the SSE transport.
 #[derive(Debug)]
@@ -151,11 +148,11 @@ async fn read_events(
                 }
                 data.push_str(v.strip_prefix(' ').unwrap_or(v));
             }
-            if data.len() > MAX_EVENT_BYTES {
+            if data.len() > EVENT_BYTES {
                 return;
             }
         }
-        if buf.len() > MAX_EVENT_BYTES {
+        if buf.len() > EVENT_BYTES {
             return;
         }
     }

@@ -52,7 +52,7 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 
 pub struct ServedLineTransport<R, W> {
-    /// A line over `jsonrpc::lines::MAX_LINE` is answered as invalid and
+    /// A line over `limits::LINE_BYTES` is answered as invalid and
     /// skipped.
     read: LineReader<R>,
     writer: Arc<Mutex<W>>,

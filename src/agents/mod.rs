@@ -1,0 +1,63 @@
+//! SPEC §7D sub-agents: a runtime that runs a tree of agents, each a handle
+//! with its own transcript, inbox and budget, whose turns are runs of the
+//! §8 client loop. A model delegates through the `task` tool; a suspension
+//! escalates to the nearest interpreter or parks durably for
+//! [`Runtime::resume`].
+//!
+//! This room sits above the client loop (`crate::client`) and the toolkit;
+//! nothing below imports it, and the loop does not know it exists: a turn
+//! is a plain [`crate::client::Client`] run whose provider is the runtime's
+//! behind the turn gate, whose `waitFor` is the escalator and whose toolkit
+//! holds the agent's scoped tools plus `task`.
+//!
+//! Map of the files:
+//!
+//! - `def.rs` — agent definitions as data (`AgentDef`, `Budget`,
+//!   `Registry`), read from JSON and validated (unknown tool or agent, team
+//!   cycle, bad budget field).
+//! - `clock.rs` — the injectable clock: `SystemClock`, and `ManualClock`
+//!   the host advances.
+//! - `inbox.rs` — inbox items and the drain block a turn's input ends with.
+//! - `runtime.rs` — the handle tree under one lock, the trace, the six
+//!   verbs (spawn, post, wake, wait, interrupt, close), durable `resume`,
+//!   the concurrency gate and the budget walk; `list`/`inspect`.
+//! - `turn.rs` — one turn on its own thread: the client loop with the
+//!   handle's soul, model, `maxTurns`, tools and stored transcript; the
+//!   turn gate around each LLM call; the roll-up; the escalator; settling
+//!   the outcome (done, incomplete, pending with rewind, error).
+//! - `task.rs` — the `task` tool: team-only delegation with reattach by key.
+//! - `compaction.rs` — §7F: the compactor (summary + kept tail) and its
+//!   `beforeLLM` hook.
+//! - `home.rs` — §7E: a persona from a directory (bootstrap files in order,
+//!   per-file cap), the file-backed `memory` tool, the heartbeat.
+
+pub mod clock;
+pub mod compaction;
+pub mod def;
+pub mod home;
+pub mod inbox;
+mod runtime;
+mod task;
+mod turn;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use def::{AgentDef, Budget, Registry};
+pub use inbox::{drain_block, InboxItem};
+pub use runtime::{HandleView, Llm, OnClose, OnSpawn, Runtime, RuntimeOptions, State, TaskResult};
+pub use task::description as task_description;
+
+#[cfg(test)]
+mod tests;
+
+use crate::cancel::CancelToken;
+use std::time::Duration;
+
+/// Blocks until `token` is cancelled or `max` has passed; `true` if it was
+/// cancelled. For a provider (a mock model among them) that holds a call
+/// until the runtime aborts it.
+pub fn wait_cancelled(token: &CancelToken, max: Duration) -> bool {
+    if token.is_cancelled() {
+        return true;
+    }
+    crate::runtime::block_on(async { tokio::time::timeout(max, token.cancelled()).await.is_ok() })
+}

@@ -1,0 +1,804 @@
+//! The runtime's own tests, after the behaviours upstream's runtime tests
+//! assert (contract notes §4.11), on a scripted model and a manual clock.
+
+use super::*;
+use crate::client::{Exchange, Provider};
+use crate::error::{Error, ErrorCode};
+use crate::native::native_tool;
+use crate::tool::{ExecContext, ToolResult};
+use crate::toolkit::Toolkit;
+use crate::translate::ClientConfig;
+use serde_json::{json, Map, Value};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// A safety net on waits that end anyway; never a timing a test relies on.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// The scripted model: answers by model name (see `complete`), records
+/// every request.
+#[derive(Default)]
+struct Mock {
+    wire: Mutex<Vec<Value>>,
+    released: Mutex<bool>,
+    release_cv: Condvar,
+}
+
+impl Mock {
+    fn release(&self) {
+        *self.released.lock().expect("lock") = true;
+        self.release_cv.notify_all();
+    }
+
+    fn wire(&self) -> Vec<Value> {
+        self.wire.lock().expect("lock").clone()
+    }
+}
+
+fn text(s: impl Into<String>) -> Value {
+    json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": s.into()},
+                        "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40}})
+}
+
+fn calls(list: &[(&str, Value)]) -> Value {
+    let tc: Vec<Value> = list
+        .iter()
+        .enumerate()
+        .map(|(i, (n, a))| {
+            json!({"id": format!("c{i}"), "type": "function",
+                   "function": {"name": n, "arguments": a.to_string()}})
+        })
+        .collect();
+    json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": tc},
+                        "finish_reason": "tool_calls"}],
+           "usage": {"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40}})
+}
+
+impl Provider for Mock {
+    fn complete(&self, ex: Exchange<'_>) -> crate::error::Result<Value> {
+        let body = ex.body.to_value();
+        self.wire.lock().expect("lock").push(body.clone());
+        let model = body["model"].as_str().unwrap_or("").to_string();
+        let msgs = body["messages"].as_array().cloned().unwrap_or_default();
+        let tools: Vec<String> = msgs
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or("").to_string())
+            .collect();
+        let last = msgs
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("")
+            .to_string();
+        Ok(match model.as_str() {
+            "m-count" => text(format!("msgs:{}", msgs.len())),
+            "m-slow" => {
+                if wait_cancelled(ex.cancel, BOUND) {
+                    return Err(Error::new(ErrorCode::Cancelled, "the run was cancelled"));
+                }
+                text("slow-done")
+            }
+            "m-hold" => {
+                let mut g = self.released.lock().expect("lock");
+                while !*g {
+                    let (next, timeout) = self.release_cv.wait_timeout(g, BOUND).expect("lock");
+                    g = next;
+                    if timeout.timed_out() {
+                        break;
+                    }
+                }
+                text("held-done")
+            }
+            "m-peer" => {
+                let n = last
+                    .lines()
+                    .filter(|l| {
+                        let d = l.chars().take_while(char::is_ascii_digit).count();
+                        d > 0 && l[d..].starts_with('.')
+                    })
+                    .count();
+                text(format!("processed {n} items"))
+            }
+            "m-loop" => calls(&[("lookup", json!({"q": "again"}))]),
+            "m-ghost" if tools.is_empty() => {
+                calls(&[("task", json!({"agent": "ghost", "prompt": "x"}))])
+            }
+            "m-ghost" => text(tools[0].clone()),
+            "m-coordinator" if tools.is_empty() => calls(&[
+                ("task", json!({"agent": "explore", "prompt": "find A"})),
+                ("task", json!({"agent": "explore", "prompt": "find B"})),
+            ]),
+            "m-coordinator" => text(format!("synthesis: {}", tools.join(" + "))),
+            "m-explore" if tools.is_empty() => calls(&[("lookup", json!({"q": "x"}))]),
+            "m-explore" => text(format!("found:{}", tools[0])),
+            "m-parent" if tools.is_empty() => calls(&[(
+                "task",
+                json!({"agent": "asker", "prompt": "get the secret"}),
+            )]),
+            "m-parent" => text(format!(
+                "parent-final: {}",
+                tools.last().cloned().unwrap_or_default()
+            )),
+            "m-asker" if tools.iter().any(|t| t.contains("secret-token")) => {
+                text("asker-done: secret-token")
+            }
+            "m-asker" => calls(&[("check_secret", json!({}))]),
+            _ => text("ok"),
+        })
+    }
+
+    fn streams(&self) -> bool {
+        false
+    }
+}
+
+fn toolkit() -> Arc<Toolkit> {
+    let kit = Toolkit::build_from_json(r#"{"builtins":false}"#).expect("toolkit");
+    kit.register(native_tool(
+        "lookup",
+        "",
+        None,
+        Arc::new(|a: &Value, _: &ExecContext| {
+            ToolResult::ok(format!("data({})", a["q"].as_str().unwrap_or("")))
+        }),
+    ));
+    kit.register(native_tool(
+        "check_secret",
+        "",
+        None,
+        Arc::new(|_: &Value, ctx: &ExecContext| match &ctx.answer {
+            Some(a) if a["ok"] == true => ToolResult::ok("secret-token"),
+            Some(_) => ToolResult::error("declined"),
+            None => {
+                let mut md = Map::new();
+                md.insert(
+                    "pending".into(),
+                    json!({"id": "r1", "kind": "approval", "prompt": "approve secret access?"}),
+                );
+                ToolResult::error("approve secret access?").with_metadata(md)
+            }
+        }),
+    ));
+    Arc::new(kit)
+}
+
+struct Fx {
+    rt: Runtime,
+    mock: Arc<Mock>,
+    clock: Arc<ManualClock>,
+    closed: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+fn fx_with(registry: Value, tune: impl FnOnce(&mut RuntimeOptions)) -> Fx {
+    let kit = toolkit();
+    let registry = Registry::from_json(&registry, Some(&kit)).expect("registry");
+    let config = ClientConfig::from_json(
+        &json!({"baseUrl": "http://mock.invalid", "style": "openai", "model": "m-default"}),
+    )
+    .expect("config");
+    let mock = Arc::new(Mock::default());
+    let clock = Arc::new(ManualClock::new());
+    let mut opts = RuntimeOptions::new(registry, Llm::Provider(config, mock.clone()));
+    opts.toolkit = Some(kit);
+    opts.clock = clock.clone();
+    let closed = Arc::new(Mutex::new(Vec::new()));
+    let c = Arc::clone(&closed);
+    opts.on_close = Some(Arc::new(move |id: &str, why: &str| {
+        c.lock()
+            .expect("lock")
+            .push((id.to_string(), why.to_string()));
+    }));
+    tune(&mut opts);
+    Fx {
+        rt: Runtime::new(opts).expect("runtime"),
+        mock,
+        clock,
+        closed,
+    }
+}
+
+fn fx(registry: Value) -> Fx {
+    fx_with(registry, |_| {})
+}
+
+fn transitions(rt: &Runtime, id: &str) -> Vec<String> {
+    let prefix = format!("{id}: ");
+    rt.trace()
+        .iter()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|r| {
+            let w: String = r.chars().take_while(|c| *c != ' ').collect();
+            let (a, b) = w.split_once('→')?;
+            (!a.is_empty() && !b.is_empty() && a.chars().all(|c| c.is_ascii_lowercase()))
+                .then_some(w)
+        })
+        .collect()
+}
+
+fn team() -> Value {
+    json!({"coordinator": {"does": "splits and delegates", "model": "m-coordinator", "team": ["explore"]},
+           "explore": {"does": "read-only research", "model": "m-explore", "tools": ["lookup"]}})
+}
+
+#[test]
+fn an_unset_run_sends_the_soul_and_prompt_and_stores_three_messages() {
+    let f = fx(json!({"a": {"does": "x", "soul": "soul-a", "model": "m-ok"}}));
+    let (id, r) = f.rt.run("a", "hello").expect("run");
+    assert_eq!((r.status.as_str(), r.text.as_str()), ("done", "ok"));
+    let wire = f.mock.wire();
+    assert_eq!(
+        wire[0]["messages"],
+        json!([{"role": "system", "content": "soul-a"}, {"role": "user", "content": "hello"}])
+    );
+    let stored: Vec<Value> =
+        f.rt.transcript(&id)
+            .iter()
+            .map(|m| m["role"].clone())
+            .collect();
+    assert_eq!(
+        stored,
+        vec![json!("system"), json!("user"), json!("assistant")]
+    );
+    assert_eq!(
+        f.rt.trace(),
+        vec![
+            "root/a.1: spawned (depth 1, tokens Infinity)",
+            "root/a.1: idle→running (wake)",
+            "root/a.1: running→idle (done, turns=1, tokens=40)",
+        ]
+    );
+}
+
+#[test]
+fn the_transcript_survives_turns() {
+    let f = fx(json!({"a": {"does": "x", "soul": "s", "model": "m-count"}}));
+    let (id, r) = f.rt.run("a", "one").expect("run");
+    assert_eq!(r.text, "msgs:2");
+    f.rt.wake(&id, Some("two")).expect("wake");
+    assert_eq!(f.rt.wait(&id, None).text, "msgs:4");
+    assert_eq!(f.rt.transcript(&id).len(), 5);
+    assert_eq!(f.rt.inspect(&id).expect("view").turns, 2);
+}
+
+#[test]
+fn the_list_and_inspect_views_carry_turns_and_tokens() {
+    let f = fx(json!({"a": {"does": "x", "model": "m-ok"}}));
+    let (id, _) = f.rt.run("a", "hi").expect("run");
+    let view = f.rt.inspect(&id).expect("view");
+    assert_eq!((view.turns, view.tokens, view.state), (1, 40, State::Idle));
+    assert_eq!(f.rt.list(), vec![view]);
+    assert!(f.rt.inspect("root/nope.1").is_none());
+}
+
+#[test]
+fn fanout_rolls_usage_up_and_closes_the_children() {
+    let f = fx(team());
+    let (id, r) = f.rt.run("coordinator", "go").expect("run");
+    assert_eq!(r.status, "done");
+    assert_eq!(r.text.matches("found:data(x)").count(), 2);
+    assert_eq!((r.turns, r.total_tokens, r.own_tokens), (2, 240, 80));
+    let kids: Vec<(String, State)> =
+        f.rt.list()
+            .into_iter()
+            .skip(1)
+            .map(|v| (v.id, v.state))
+            .collect();
+    assert_eq!(
+        kids,
+        vec![
+            (format!("{id}/explore.1"), State::Closed),
+            (format!("{id}/explore.2"), State::Closed)
+        ]
+    );
+    // The parent transcript gained exactly one tool message per call.
+    let tool_msgs =
+        f.rt.transcript(&id)
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
+    assert_eq!(tool_msgs, 2);
+}
+
+#[test]
+fn only_an_agent_with_a_team_gets_the_task_tool_and_its_team_sorted() {
+    let f = fx(json!({
+        "lead": {"does": "leads", "model": "m-ok", "team": ["zeta", "alpha"]},
+        "zeta": {"does": "last", "model": "m-ok", "tools": ["lookup"]},
+        "alpha": {"does": "first", "model": "m-ok"}}));
+    f.rt.run("lead", "x").expect("run");
+    f.rt.run("zeta", "x").expect("run");
+    let wire = f.mock.wire();
+    let names = |i: usize| -> Vec<String> {
+        wire[i]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["function"]["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(names(0), vec!["task"]);
+    assert_eq!(names(1), vec!["lookup"]);
+    let desc = wire[0]["tools"][0]["function"]["description"]
+        .as_str()
+        .unwrap_or("");
+    assert!(desc.ends_with("alpha: first; zeta: last"), "{desc}");
+}
+
+#[test]
+fn an_out_of_team_task_is_refused_naming_the_team() {
+    let f = fx(
+        json!({"lead": {"does": "x", "model": "m-ghost", "team": ["helper"]},
+                      "helper": {"does": "y", "model": "m-ok"}}),
+    );
+    let (_, r) = f.rt.run("lead", "x").expect("run");
+    assert_eq!(
+        r.text,
+        "agent \"ghost\" is not in this agent's team (available: helper)"
+    );
+    assert_eq!(f.rt.list().len(), 1, "no child was spawned");
+}
+
+#[test]
+fn spawn_checks_come_in_order_with_their_texts() {
+    let f = fx(json!({"b": {"does": "y", "model": "m-ok"}, "a": {"does": "x", "model": "m-ok"}}));
+    let e = f.rt.spawn("root", "zz", None).expect_err("unknown");
+    assert_eq!(e, "unknown agent \"zz\" (known: a, b)");
+    let shallow = Budget {
+        max_depth: Some(1),
+        max_children: Some(1),
+        ..Budget::default()
+    };
+    let a = f.rt.spawn("root", "a", Some(&shallow)).expect("a");
+    let e = f.rt.spawn(&a, "b", None).expect_err("too deep");
+    assert!(e.starts_with("maxDepth 1 exceeded"), "{e}");
+    let roomy = Budget {
+        max_children: Some(1),
+        ..Budget::default()
+    };
+    let p = f.rt.spawn("root", "a", Some(&roomy)).expect("a.2");
+    assert_eq!(p, "root/a.2");
+    f.rt.spawn(&p, "b", None).expect("first child");
+    let e = f.rt.spawn(&p, "b", None).expect_err("second child");
+    assert!(e.starts_with("maxChildren 1 exceeded"), "{e}");
+    f.rt.close(&p, false, None).expect("close");
+    let e = f.rt.spawn(&p, "b", None).expect_err("closed parent");
+    assert!(e.contains("parent closed"), "{e}");
+}
+
+#[test]
+fn budgets_carve_at_spawn_and_a_spent_ancestor_refuses_loudly() {
+    let f = fx(team());
+    let small = Budget {
+        max_tokens: Some(100),
+        ..Budget::default()
+    };
+    let c = f.rt.spawn("root", "coordinator", Some(&small)).expect("c");
+    let big = Budget {
+        max_tokens: Some(500),
+        ..Budget::default()
+    };
+    let e1 = f.rt.spawn(&c, "explore", Some(&big)).expect("e1");
+    assert_eq!(f.rt.inspect(&e1).and_then(|v| v.pool_tokens), Some(100));
+    let e2 = f.rt.spawn(&c, "explore", None).expect("e2");
+    for e in [&e1, &e2] {
+        f.rt.wake(e, Some("go")).expect("wake");
+        assert_eq!(f.rt.wait(e, None).status, "done");
+    }
+    assert_eq!(f.rt.inspect(&c).and_then(|v| v.pool_tokens), Some(-60));
+    f.rt.wake(&e2, Some("again")).expect("wake");
+    let r = f.rt.wait(&e2, None);
+    assert_eq!(
+        (r.status.as_str(), r.limit.as_deref()),
+        ("incomplete", Some("maxTokens"))
+    );
+    assert_eq!(
+        r.text,
+        "budget exhausted (maxTokens); partial work preserved"
+    );
+    let e = f.rt.spawn(&c, "explore", None).expect_err("spent");
+    assert!(e.contains("budget exhausted"), "{e}");
+}
+
+#[test]
+fn tool_call_and_wall_budgets_stop_loudly_naming_the_limit() {
+    let f = fx(json!({"looper": {"does": "x", "model": "m-loop", "tools": ["lookup"]}}));
+    let calls = Budget {
+        max_tool_calls: Some(1),
+        max_turns: Some(2),
+        ..Budget::default()
+    };
+    let h = f.rt.spawn("root", "looper", Some(&calls)).expect("spawn");
+    f.rt.wake(&h, Some("go")).expect("wake");
+    let r = f.rt.wait(&h, None);
+    assert_eq!(
+        (r.status.as_str(), r.limit.as_deref(), r.turns),
+        ("incomplete", Some("maxTurns"), 2)
+    );
+    assert_eq!(r.text, "hit maxTurns without a final answer");
+    f.rt.wake(&h, Some("more")).expect("wake");
+    let r = f.rt.wait(&h, None);
+    assert_eq!(r.limit.as_deref(), Some("maxToolCalls"));
+    assert_eq!(r.turns, 2, "a refused wake runs no turn");
+
+    let wall = Budget {
+        max_wall_ms: Some(50),
+        ..Budget::default()
+    };
+    let w = f.rt.spawn("root", "looper", Some(&wall)).expect("spawn");
+    f.clock.advance(50);
+    f.rt.wake(&w, Some("go")).expect("wake");
+    let r = f.rt.wait(&w, None);
+    assert_eq!(
+        (r.status.as_str(), r.limit.as_deref()),
+        ("incomplete", Some("maxWallMs"))
+    );
+}
+
+#[test]
+fn a_wait_times_out_on_the_virtual_clock_while_the_child_keeps_running() {
+    let f = fx(json!({"slow": {"does": "x", "model": "m-slow"}}));
+    let h = f.rt.spawn("root", "slow", None).expect("spawn");
+    f.rt.wake(&h, Some("work")).expect("wake");
+    assert!(f.rt.await_state(&h, State::Running, BOUND));
+    let rt = f.rt.clone();
+    let id = h.clone();
+    let waiter = std::thread::spawn(move || rt.wait(&id, Some(100)));
+    // The waiter sleeps until the clock reaches its deadline.
+    assert!(f.rt.await_sleepers(1, BOUND));
+    f.clock.advance(99);
+    assert!(f.rt.await_sleepers(1, BOUND));
+    assert!(
+        !waiter.is_finished(),
+        "the deadline is not reached at 99 ms"
+    );
+    f.clock.advance(1);
+    let r = waiter.join().expect("waiter");
+    assert_eq!(
+        (r.status.as_str(), r.limit.as_deref()),
+        ("timeout", Some("timeout"))
+    );
+    assert_eq!(r.text, "wait timeout after 100ms (child still running)");
+    assert_eq!(f.rt.inspect(&h).expect("view").state, State::Running);
+    f.rt.interrupt(&h).expect("interrupt");
+}
+
+#[test]
+fn interrupting_a_running_turn_restores_the_inbox_and_tells_the_waiter() {
+    let f = fx(json!({"slow": {"does": "x", "model": "m-slow"}}));
+    let h = f.rt.spawn("root", "slow", None).expect("spawn");
+    f.rt.post(&h, InboxItem::new("external", "external", "for later"))
+        .expect("post");
+    f.rt.wake(&h, Some("work slowly")).expect("wake");
+    assert!(f.rt.await_state(&h, State::Running, BOUND));
+    assert_eq!(
+        f.rt.inspect(&h).expect("view").inbox,
+        0,
+        "drained into the turn"
+    );
+    f.rt.interrupt(&h).expect("interrupt");
+    let r = f.rt.wait(&h, None);
+    assert_eq!((r.status.as_str(), r.is_error), ("interrupted", true));
+    let v = f.rt.inspect(&h).expect("view");
+    assert_eq!((v.state, v.inbox), (State::Idle, 1));
+    assert_eq!(transitions(&f.rt, &h), vec!["idle→running", "running→idle"]);
+    // Interrupting an idle handle is a no-op.
+    f.rt.interrupt(&h).expect("no-op");
+    assert_eq!(transitions(&f.rt, &h).len(), 2);
+}
+
+#[test]
+fn the_turn_gate_slot_is_given_back_when_its_holder_is_interrupted() {
+    let f = fx_with(
+        json!({"slow": {"does": "x", "model": "m-slow"}, "a": {"does": "y", "model": "m-ok"}}),
+        |o| o.max_concurrent_turns = 1,
+    );
+    let s = f.rt.spawn("root", "slow", None).expect("slow");
+    f.rt.wake(&s, Some("hold the gate")).expect("wake");
+    assert!(f.rt.await_state(&s, State::Running, BOUND));
+    let queued = f.rt.spawn("root", "slow", None).expect("slow 2");
+    f.rt.wake(&queued, Some("queued on the gate"))
+        .expect("wake");
+    let a = f.rt.spawn("root", "a", None).expect("a");
+    f.rt.wake(&a, Some("hi")).expect("wake");
+    // A queued acquirer that is interrupted leaves the queue...
+    f.rt.interrupt(&queued).expect("interrupt queued");
+    // ...and the holder's slot comes back when it is interrupted.
+    f.rt.interrupt(&s).expect("interrupt holder");
+    assert_eq!(f.rt.wait(&a, None).status, "done");
+    assert_eq!(f.rt.max_observed_concurrent_turns(), 1);
+}
+
+#[test]
+fn a_settled_handle_gives_the_same_result_again() {
+    let f = fx(json!({"a": {"does": "x", "model": "m-ok"}}));
+    let (id, r) = f.rt.run("a", "hi").expect("run");
+    assert_eq!(f.rt.wait(&id, None), r);
+    assert_eq!(f.rt.wait(&id, Some(0)), r);
+}
+
+#[test]
+fn the_inbox_gate_rejects_loudly_and_loses_nothing() {
+    let f = fx_with(json!({"peer": {"does": "x", "model": "m-peer"}}), |o| {
+        o.inbox_cap = 3
+    });
+    let h = f.rt.spawn("root", "peer", None).expect("spawn");
+    let mut accepted = 0;
+    for n in 0..1000 {
+        match f
+            .rt
+            .post(&h, InboxItem::new("root", "peer", &format!("item {n}")))
+        {
+            Ok(()) => accepted += 1,
+            Err(e) => assert_eq!(e, format!("inbox full: {h} (cap 3)")),
+        }
+    }
+    assert_eq!((accepted, f.rt.inspect(&h).expect("view").inbox), (3, 3));
+    assert!(f
+        .rt
+        .trace()
+        .iter()
+        .any(|l| l.ends_with("post REJECTED (inbox full, cap 3) from root")));
+    f.rt.wake(&h, None).expect("wake");
+    let r = f.rt.wait(&h, None);
+    assert_eq!(r.text, "processed 3 items");
+    let wire = f.mock.wire();
+    let input = wire[0]["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .expect("input")["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    for n in 0..3 {
+        assert!(
+            input.contains(&format!("[from=root channel=peer] item {n}")),
+            "{input}"
+        );
+    }
+}
+
+#[test]
+fn a_post_during_a_turn_waits_for_the_next_drain() {
+    let f = fx(
+        json!({"h": {"does": "x", "model": "m-hold"}, "peer": {"does": "y", "model": "m-peer"}}),
+    );
+    let h = f.rt.spawn("root", "h", None).expect("spawn");
+    f.rt.wake(&h, Some("start")).expect("wake");
+    assert!(f.rt.await_state(&h, State::Running, BOUND));
+    f.rt.post(&h, InboxItem::new("external", "external", "late"))
+        .expect("post");
+    f.mock.release();
+    assert_eq!(f.rt.wait(&h, None).text, "held-done");
+    assert_eq!(
+        f.rt.inspect(&h).expect("view").inbox,
+        1,
+        "still waiting for a drain"
+    );
+}
+
+#[test]
+fn closing_cascades_leaf_first_and_a_closed_handle_refuses_everything() {
+    let f = fx(json!({"peer": {"does": "x", "model": "m-ok"}}));
+    let a = f.rt.spawn("root", "peer", None).expect("a");
+    let b = f.rt.spawn(&a, "peer", None).expect("b");
+    let c = f.rt.spawn(&b, "peer", None).expect("c");
+    f.rt.close("root", false, None).expect("close");
+    let order: Vec<String> = f
+        .closed
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(i, _)| i.clone())
+        .collect();
+    assert_eq!(order, vec![c.clone(), b.clone(), a.clone()]);
+    assert!(f.rt.list().iter().all(|v| v.state == State::Closed));
+    let e =
+        f.rt.post(&b, InboxItem::new("x", "peer", "late"))
+            .expect_err("closed");
+    assert_eq!(e, format!("inbox closed: {b}"));
+    assert!(f
+        .rt
+        .wake(&b, Some("x"))
+        .expect_err("closed")
+        .contains("closed"));
+    assert_eq!(f.rt.wait(&b, None).status, "closed");
+    assert_eq!(transitions(&f.rt, &c), vec!["idle→closed"]);
+}
+
+#[test]
+fn a_forced_close_of_fifty_running_handles_restores_their_inboxes() {
+    let f = fx(
+        json!({"boss": {"does": "x", "model": "m-ok"}, "slow": {"does": "y", "model": "m-slow"}}),
+    );
+    let no_cap = Budget {
+        max_concurrent: Some(50),
+        ..Budget::default()
+    };
+    let boss = f.rt.spawn("root", "boss", Some(&no_cap)).expect("boss");
+    let mut kids = Vec::new();
+    for _ in 0..50 {
+        let k = f.rt.spawn(&boss, "slow", None).expect("kid");
+        f.rt.post(&k, InboxItem::new("root", "peer", "keep me"))
+            .expect("post");
+        f.rt.wake(&k, Some("work")).expect("wake");
+        kids.push(k);
+    }
+    for k in &kids {
+        assert!(f.rt.await_state(k, State::Running, BOUND));
+    }
+    f.rt.close("root", true, None).expect("close");
+    for k in &kids {
+        let v = f.rt.inspect(k).expect("view");
+        assert_eq!((v.state, v.inbox), (State::Closed, 1));
+        assert_eq!(f.rt.wait(k, None).status, "closed");
+    }
+    let reasons = f.closed.lock().expect("lock");
+    assert_eq!(reasons.len(), 51);
+    assert!(reasons.iter().all(|(_, why)| why == "interrupted"));
+}
+
+fn approvals(wait_for_on: Option<&str>) -> Fx {
+    let reg = json!({"parent": {"does": "delegates", "model": "m-parent", "team": ["asker"]},
+                     "asker": {"does": "needs approvals", "model": "m-asker", "tools": ["check_secret"]}});
+    let who = wait_for_on.map(str::to_string);
+    fx_with(reg, move |o| {
+        if let Some(name) = who {
+            let f: crate::client::HostFn =
+                Arc::new(|req: &Value, _| Ok(Some(json!({"id": req["id"].clone(), "ok": true}))));
+            o.registry.set_wait_for(&name, Some(f)).expect("waitFor");
+        }
+    })
+}
+
+#[test]
+fn the_nearest_interpreter_answers_inline() {
+    for (on, who) in [("parent", "root/parent.1"), ("asker", "self")] {
+        let f = approvals(Some(on));
+        let (_, r) = f.rt.run("parent", "go").expect("run");
+        assert_eq!(r.text, "parent-final: asker-done: secret-token");
+        let asker = "root/parent.1/asker.1";
+        assert!(f.rt.trace().contains(&format!(
+            "{asker}: escalate → {who} answers (\"nearest interpreter\")"
+        )));
+        assert_eq!(
+            transitions(&f.rt, asker),
+            vec![
+                "idle→running",
+                "running→suspended",
+                "suspended→running",
+                "running→idle",
+                "idle→closed"
+            ]
+        );
+    }
+}
+
+#[test]
+fn with_no_interpreter_the_tree_parks_and_resume_reattaches() {
+    let f = approvals(None);
+    let (id, r) = f.rt.run("parent", "go").expect("run");
+    assert_eq!(r.status, "pending");
+    assert_eq!(
+        r.pending.as_ref().expect("pending")["data"]["path"],
+        json!(["root", "parent.1"])
+    );
+    let asker = format!("{id}/asker.1");
+    // Rewound: a suspended handle stores nothing of the turn it parked in.
+    assert!(f.rt.transcript(&id).is_empty() && f.rt.transcript(&asker).is_empty());
+    let before = f.rt.inspect(&asker).expect("view").tokens;
+    let r = f.rt.resume(json!({"ok": true})).expect("resume");
+    assert_eq!(
+        (r.status.as_str(), r.text.as_str()),
+        ("done", "parent-final: asker-done: secret-token")
+    );
+    assert!(f.rt.inspect(&asker).expect("view").tokens > before);
+    let ids: Vec<String> = f.rt.list().into_iter().map(|v| v.id).collect();
+    assert_eq!(ids, vec![id.clone(), asker.clone()]);
+    let tool_msg =
+        f.rt.transcript(&id)
+            .into_iter()
+            .find(|m| m["role"] == "tool")
+            .expect("the real task result");
+    assert_eq!(tool_msg["content"], "asker-done: secret-token");
+    assert!(f
+        .rt
+        .trace()
+        .iter()
+        .any(|l| l.contains("task replay → REATTACH")));
+    assert_eq!(
+        f.rt.resume(json!({"ok": true})).expect_err("none left"),
+        "no suspended handle"
+    );
+}
+
+#[test]
+fn interrupting_a_suspended_handle_drops_its_pending_request() {
+    let f = approvals(None);
+    let asker = f.rt.spawn("root", "asker", None).expect("asker");
+    f.rt.post(&asker, InboxItem::new("root", "peer", "note"))
+        .expect("post");
+    f.rt.wake(&asker, Some("go")).expect("wake");
+    assert_eq!(f.rt.wait(&asker, None).status, "pending");
+    f.rt.interrupt(&asker).expect("interrupt");
+    let v = f.rt.inspect(&asker).expect("view");
+    assert_eq!((v.state, v.inbox, v.pending_kind), (State::Idle, 1, None));
+    assert!(f.rt.trace().contains(&format!(
+        "{asker}: suspended→idle (interrupt cancelled pending \"approval\")"
+    )));
+}
+
+#[test]
+fn the_concurrency_gate_queues_and_dequeues_in_order() {
+    let f =
+        fx(json!({"h": {"does": "x", "model": "m-hold"}, "boss": {"does": "y", "model": "m-ok"}}));
+    let one = Budget {
+        max_concurrent: Some(1),
+        ..Budget::default()
+    };
+    let boss = f.rt.spawn("root", "boss", Some(&one)).expect("boss");
+    let a = f.rt.spawn(&boss, "h", None).expect("a");
+    let b = f.rt.spawn(&boss, "h", None).expect("b");
+    f.rt.wake(&a, Some("first")).expect("wake a");
+    f.rt.wake(&b, Some("second")).expect("wake b");
+    assert_eq!(f.rt.inspect(&b).expect("view").state, State::Idle, "queued");
+    f.mock.release();
+    assert_eq!(f.rt.wait(&a, None).status, "done");
+    assert_eq!(f.rt.wait(&b, None).status, "done");
+    let trace = f.rt.trace();
+    assert!(trace.contains(&format!("{b}: wake QUEUED (parent concurrency 1)")));
+    assert!(trace.contains(&format!("{b}: DEQUEUED wake (slot freed)")));
+}
+
+#[test]
+fn an_agent_is_a_tool_returning_only_its_final_text() {
+    let f = fx(team());
+    let tool = f.rt.as_tool("coordinator").expect("tool");
+    assert_eq!(
+        (tool.name.as_str(), tool.description.as_str()),
+        ("coordinator", "splits and delegates")
+    );
+    let r = tool
+        .exec
+        .execute(&json!({"prompt": "go"}), &ExecContext::default());
+    assert!(!r.is_error);
+    assert_eq!(r.output, "synthesis: found:data(x) + found:data(x)");
+    let md = r.metadata.expect("metadata");
+    assert_eq!(
+        (
+            md["agent"].clone(),
+            md["turns"].clone(),
+            md["totalTokens"].clone()
+        ),
+        (json!("coordinator"), json!(2), json!(240))
+    );
+    assert_eq!(
+        f.rt.inspect("root/coordinator.1").expect("view").state,
+        State::Closed
+    );
+    assert!(f.rt.as_tool("nobody").is_err());
+    let bad = tool.exec.execute(&json!({}), &ExecContext::default());
+    assert!(bad.is_error);
+}
+
+#[test]
+fn on_spawn_runs_once_per_handle_before_its_first_turn() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    let f = fx_with(team(), move |o| {
+        o.on_spawn = Some(Arc::new(move |id: &str| {
+            s.lock().expect("lock").push(id.to_string())
+        }));
+    });
+    f.rt.run("coordinator", "go").expect("run");
+    let mut got = seen.lock().expect("lock").clone();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            "root/coordinator.1",
+            "root/coordinator.1/explore.1",
+            "root/coordinator.1/explore.2"
+        ]
+    );
+}

@@ -1,0 +1,331 @@
+//! One turn of a handle: the §8 client loop (the crate's own [`Client`])
+//! run on the turn's input with the handle's soul, model, `maxTurns`,
+//! scoped tools and transcript, its LLM calls through the turn gate and
+//! rolled up into the budget ledger; then the outcome settles the handle.
+
+use super::runtime::{Inner, St, State, TaskResult};
+use crate::cancel::CancelToken;
+use crate::client::shape::{assistant_message, calls_of, Usage};
+use crate::client::{Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
+use crate::error::{Error, ErrorCode, Result};
+use serde_json::{json, Value};
+use std::sync::{Arc, MutexGuard};
+
+/// A turn to run.
+pub(crate) struct Job {
+    pub index: usize,
+    pub gen: u64,
+    pub input: String,
+    pub cancel: CancelToken,
+    /// A resume's Answer: the one-shot interpreter of this turn.
+    pub answer: Option<Value>,
+}
+
+/// The hook slots a handle's runs take from the runtime.
+const HOOK_SLOTS: [Slot; 6] = [
+    Slot::BeforeLlm,
+    Slot::AfterLlm,
+    Slot::BeforeTool,
+    Slot::AfterTool,
+    Slot::OnError,
+    Slot::OnMetric,
+];
+
+/// The provider of one handle's runs: the runtime's, behind the global turn
+/// gate (held for the call only), with each answer's usage rolled up.
+struct Gated {
+    inner: Arc<Inner>,
+    index: usize,
+}
+
+/// A turn-gate slot, given back when dropped (also on unwind).
+struct Slot_<'a>(&'a Inner);
+
+impl Drop for Slot_<'_> {
+    fn drop(&mut self) {
+        let mut st = self.0.lock();
+        st.turns_in_flight = st.turns_in_flight.saturating_sub(1);
+        self.0.cv.notify_all();
+    }
+}
+
+impl Provider for Gated {
+    fn complete(&self, exchange: Exchange<'_>) -> Result<Value> {
+        let style = exchange.body.style;
+        let cancel = exchange.cancel.clone();
+        let slot = {
+            let mut st = self.inner.lock();
+            while st.turns_in_flight >= self.inner.max_concurrent_turns {
+                if cancel.is_cancelled() {
+                    return Err(Error::new(ErrorCode::Cancelled, "the run was cancelled"));
+                }
+                st = self.inner.sleep(st, None);
+            }
+            st.turns_in_flight += 1;
+            st.max_observed_turns = st.max_observed_turns.max(st.turns_in_flight);
+            Slot_(&self.inner)
+        };
+        let outcome = self.inner.provider.complete(exchange);
+        drop(slot);
+        if let Ok(raw) = &outcome {
+            let mut usage = Usage::default();
+            usage.add(style, raw);
+            let calls = calls_of(style, &assistant_message(style, raw)).len() as u64;
+            roll_up(&mut self.inner.lock(), self.index, usage.total, calls);
+        }
+        outcome
+    }
+
+    fn streams(&self) -> bool {
+        false
+    }
+}
+
+/// The ledger: a call's tokens and tool calls added to the usage and taken
+/// from the pools of the handle and every ancestor.
+fn roll_up(st: &mut St, i: usize, tokens: u64, calls: u64) {
+    st.handles[i].own_tokens += tokens;
+    let t = i64::try_from(tokens).unwrap_or(i64::MAX);
+    let c = i64::try_from(calls).unwrap_or(i64::MAX);
+    for a in st.chain(i) {
+        let h = &mut st.handles[a];
+        h.tokens += tokens;
+        h.tool_calls += calls;
+        h.pool_tokens = h.pool_tokens.map(|p| p.saturating_sub(t));
+        h.pool_tool_calls = h.pool_tool_calls.map(|p| p.saturating_sub(c));
+    }
+}
+
+/// The `waitFor` of a handle whose chain has an interpreter: the nearest
+/// one answers, and the handle shows suspended while it does.
+fn escalator(inner: &Arc<Inner>, i: usize, gen: u64, interpreter: usize, f: HostFn) -> HostFn {
+    let inner = Arc::clone(inner);
+    Arc::new(move |request: &Value, data: RunData| {
+        let kind = request
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        {
+            let mut st = inner.lock();
+            if st.handles[i].gen != gen {
+                return Err("the turn was interrupted".into());
+            }
+            st.handles[i].state = State::Suspended;
+            st.handles[i].escalating = true;
+            st.trace(i, format!("running→suspended (pending \"{kind}\")"));
+            let who = if interpreter == i {
+                "self".to_string()
+            } else {
+                st.handles[interpreter].id.clone()
+            };
+            st.trace(
+                i,
+                format!("escalate → {who} answers (\"nearest interpreter\")"),
+            );
+            inner.cv.notify_all();
+        }
+        let answer = f(request, data);
+        let mut st = inner.lock();
+        if st.handles[i].gen == gen && st.handles[i].state == State::Suspended {
+            st.handles[i].state = State::Running;
+            st.handles[i].escalating = false;
+            let ok = match &answer {
+                Ok(Some(a)) => a.get("ok").and_then(Value::as_bool).unwrap_or(false),
+                _ => false,
+            };
+            st.trace(i, format!("suspended→running (Answer ok={ok})"));
+            inner.cv.notify_all();
+        }
+        answer
+    })
+}
+
+/// A resume's one-shot interpreter: the Answer, once.
+fn one_shot(answer: Value) -> HostFn {
+    let cell = std::sync::Mutex::new(Some(answer));
+    Arc::new(move |_: &Value, _: RunData| {
+        let taken = cell
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match taken {
+            Some(a) => Ok(Some(a)),
+            None => Err("the resume Answer was already used".into()),
+        }
+    })
+}
+
+/// Runs the turn and settles the handle with its outcome.
+pub(crate) fn run(inner: Arc<Inner>, job: Job) {
+    let i = job.index;
+    let prepared = {
+        let st = inner.lock();
+        let h = &st.handles[i];
+        if h.gen != job.gen {
+            return;
+        }
+        let Some(def) = h.def.clone() else {
+            return;
+        };
+        let history = st.store.get(&h.id).cloned().unwrap_or_default();
+        let interpreter = st.chain(i).into_iter().find(|&a| {
+            st.handles[a]
+                .def
+                .as_ref()
+                .is_some_and(|d| d.wait_for.is_some())
+        });
+        (
+            def,
+            history,
+            interpreter,
+            Arc::clone(&h.toolkit),
+            h.eff.turns(),
+        )
+    };
+    let (def, history, interpreter, toolkit, max_turns) = prepared;
+    let mut config = inner.config.clone();
+    if let Some(m) = &def.model {
+        config.model = m.clone();
+    }
+    config.system_prompt = (!def.soul.is_empty()).then(|| def.soul.clone());
+    let provider = Arc::new(Gated {
+        inner: Arc::clone(&inner),
+        index: i,
+    });
+    let client = Client::with_provider(
+        config,
+        u32::try_from(max_turns).unwrap_or(u32::MAX),
+        provider,
+    );
+    for slot in HOOK_SLOTS {
+        if let Some(f) = inner.hooks.get(slot) {
+            client.set_callback(slot, Some(Arc::clone(f)));
+        }
+    }
+    let wait_for = match (&job.answer, interpreter) {
+        (Some(a), _) => Some(one_shot(a.clone())),
+        (None, Some(at)) => {
+            let f = {
+                let st = inner.lock();
+                st.handles[at].def.as_ref().and_then(|d| d.wait_for.clone())
+            };
+            f.map(|f| escalator(&inner, i, job.gen, at, f))
+        }
+        (None, None) => None,
+    };
+    client.set_callback(Slot::WaitFor, wait_for);
+    let request = RunRequest {
+        prompt: job.input.clone(),
+        history,
+    };
+    let outcome = client.run(&toolkit, &request, &job.cancel, RunData::default());
+    let st = inner.lock();
+    settle(&inner, st, &job, outcome);
+}
+
+fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<Value>) {
+    let i = job.index;
+    if st.handles[i].gen != job.gen || st.handles[i].state != State::Running {
+        return;
+    }
+    st.handles[i].cancel = None;
+    st.handles[i].escalating = false;
+    inner.release_slot(&mut st, i);
+    let mut run = match outcome {
+        Ok(run) => run,
+        Err(e) => {
+            st.handles[i].state = State::Idle;
+            inner.restore_drained(&mut st, i);
+            let (status, text) = if e.code == ErrorCode::Cancelled {
+                ("interrupted", "interrupted".to_string())
+            } else {
+                ("error", e.message.clone())
+            };
+            st.trace(i, format!("running→idle ({status}: {})", e.message));
+            inner.settle(&mut st, i, TaskResult::new(status, text, true));
+            return;
+        }
+    };
+    let turns = run.get("turns").and_then(Value::as_u64).unwrap_or(0);
+    st.handles[i].turns += turns;
+    let status = run
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("done")
+        .to_string();
+    let text = run
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let id = st.handles[i].id.clone();
+    match status.as_str() {
+        "pending" => {
+            // Rewind: the stored transcript stays as it was before the
+            // turn; the turn's input is the checkpoint to replay.
+            let mut request = run
+                .get_mut("pending")
+                .map(Value::take)
+                .unwrap_or(Value::Null);
+            let path: Vec<Value> = id.split('/').map(|s| json!(s)).collect();
+            if let Value::Object(req) = &mut request {
+                let data = req.entry("data").or_insert_with(|| json!({}));
+                if !data.is_object() {
+                    *data = json!({});
+                }
+                if let Value::Object(d) = data {
+                    d.insert("path".into(), Value::Array(path));
+                }
+            }
+            let kind = request
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let h = &mut st.handles[i];
+            h.state = State::Suspended;
+            h.pending = Some(request.clone());
+            h.checkpoint = Some(job.input.clone());
+            st.trace(
+                i,
+                format!("running→suspended (pending \"{kind}\", durable)"),
+            );
+            let mut r = TaskResult::new("pending", text, false);
+            r.pending = Some(request);
+            inner.settle(&mut st, i, r);
+        }
+        other => {
+            let messages = run.get_mut("messages").map(Value::take);
+            if let Some(Value::Array(m)) = messages {
+                st.store.insert(id, m);
+            }
+            let h = &mut st.handles[i];
+            h.state = State::Idle;
+            h.drained.clear();
+            let (turns, tokens) = (h.turns, h.tokens);
+            let r = if other == "done" {
+                st.trace(
+                    i,
+                    format!("running→idle (done, turns={turns}, tokens={tokens})"),
+                );
+                TaskResult::new("done", text, false)
+            } else {
+                let limit = run
+                    .get("limit")
+                    .and_then(Value::as_str)
+                    .unwrap_or("maxTurns")
+                    .to_string();
+                st.trace(i, format!("running→idle (incomplete: {limit})"));
+                let mut r = TaskResult::new(
+                    "incomplete",
+                    format!("hit {limit} without a final answer"),
+                    true,
+                );
+                r.limit = Some(limit);
+                r
+            };
+            inner.settle(&mut st, i, r);
+        }
+    }
+}
