@@ -39,6 +39,7 @@ pub mod error;
 pub mod ffi;
 pub mod http_tool;
 pub mod json;
+pub mod jsonrpc;
 pub mod limits;
 pub mod log;
 pub mod mcp;

@@ -35,16 +35,6 @@ use std::path::{Path, PathBuf};
 /// short: `(from, to, whose work removes it)`.
 const ALLOWED: &[(&str, &str, &str)] = &[
     (
-        "src/mcp/lines.rs",
-        "src/mcp/direct.rs",
-        "jsonrpc: the line reader names the direct path; the JSON-RPC line layer offers answers through a callback",
-    ),
-    (
-        "src/mcp/direct.rs",
-        "src/mcp/session.rs",
-        "jsonrpc: the direct path's tests shape results with session's shape_call_result",
-    ),
-    (
         "src/agents/turn.rs",
         "src/agents/runtime.rs",
         "agents: a turn settles into the runtime's state, and the runtime starts turns; the state moves to a file of its own that both use",

@@ -11,10 +11,11 @@
 //! rmcp keeps everything else on the session: initialize, tools/list, pings,
 //! the server's own requests (elicitation) and notifications. The two share
 //! the write half of the pipe under one lock, taken with `try_lock` and
-//! written with `runtime::write_now` (the discipline `LineTransport::send`
+//! written with `runtime::write_now` (the discipline `ClientLineTransport::send`
 //! follows), so their lines never interleave; a line that does not go out
 //! whole at once is finished by a task of its own, so dropping a caller
-//! never leaves half a line in the pipe.
+//! never leaves half a line in the pipe, and a caller that gives up before
+//! its request is out leaves that task to follow it with the cancel.
 //!
 //! Only sessions whose negotiated protocol has an `initialize` handshake
 //! (up to 2025-11-25) go this way: from 2026-07-28 rmcp puts the client's
@@ -22,9 +23,9 @@
 //! client something (elicitation) while one of rmcp's own requests is in
 //! flight, so such sessions keep rmcp's path.
 
-use super::lines::LineTransport;
-use super::stdio::PipeStdin;
+use super::lines::{ClientLineTransport, Pipe, Taker};
 use crate::cancel::CancelToken;
+use crate::jsonrpc::lines::{in_line, Lock};
 use crate::tool::ToolResult;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
@@ -36,11 +37,11 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
-use tokio::sync::{oneshot, Mutex, Notify};
+use tokio::sync::{oneshot, Notify};
 use tokio::time::Instant;
 
 /// The first id of a direct call. rmcp numbers its own requests from 0, one
@@ -54,9 +55,6 @@ pub const FIRST_ID: i64 = 1_000_000_000;
 /// How many ids there are from [`FIRST_ID`] to `i32::MAX`.
 const ID_SPAN: u32 = 1_147_483_648;
 const _: () = assert!(FIRST_ID + ID_SPAN as i64 - 1 == i32::MAX as i64);
-
-/// The write half of a stdio server's pipe: None once closed.
-pub type Pipe = Arc<Mutex<Option<PipeStdin>>>;
 
 /// How a direct call failed.
 #[derive(Debug)]
@@ -122,6 +120,66 @@ pub struct Direct {
 const TIMEOUT_REASON: &str = "request timeout";
 const CANCEL_REASON: &str = "the caller cancelled the call";
 const DROPPED_REASON: &str = "the caller went away";
+
+/// Why a caller gave up on its call, as told to the server.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Reason {
+    Cancel = 2,
+    Timeout = 3,
+    Dropped = 4,
+}
+
+impl Reason {
+    fn text(self) -> &'static str {
+        match self {
+            Reason::Cancel => CANCEL_REASON,
+            Reason::Timeout => TIMEOUT_REASON,
+            Reason::Dropped => DROPPED_REASON,
+        }
+    }
+}
+
+/// A request line still being written on its task ([`Sent::Pending`]):
+/// either the task marks it out first, and a caller that gives up after
+/// that tells the server itself, or the caller gives up first, and the
+/// task follows the line with its cancel. The line itself always goes out
+/// whole, so the server never sees a request of a cancelled call without
+/// its cancel after it (issue 25 M5).
+struct Queued(AtomicU8);
+
+/// [`Queued`]'s states besides a [`Reason`].
+const ON_ITS_WAY: u8 = 0;
+const OUT: u8 = 1;
+
+impl Queued {
+    /// The caller gives up for `reason`: true when the task will follow
+    /// the line with the cancel, false when the line is already out.
+    fn give_up(&self, reason: Reason) -> bool {
+        self.0
+            .compare_exchange(
+                ON_ITS_WAY,
+                reason as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// The line is out: why its caller gave up meanwhile, if it did.
+    fn out(&self) -> Option<Reason> {
+        match self
+            .0
+            .compare_exchange(ON_ITS_WAY, OUT, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => None,
+            Err(r) if r == Reason::Cancel as u8 => Some(Reason::Cancel),
+            Err(r) if r == Reason::Timeout as u8 => Some(Reason::Timeout),
+            Err(r) if r == Reason::Dropped as u8 => Some(Reason::Dropped),
+            Err(_) => None,
+        }
+    }
+}
 
 impl Direct {
     pub fn new(pipe: Pipe) -> Arc<Direct> {
@@ -327,6 +385,7 @@ impl Direct {
             direct: self,
             id,
             told: true,
+            queued: None,
         };
         let line = call_line(id, tool, args).map_err(send_failure)?;
         let cancelled = || async {
@@ -335,39 +394,61 @@ impl Direct {
                 None => std::future::pending().await,
             }
         };
-        match self.write(line) {
-            Sent::Done(Ok(())) => {}
+        let gave_up = match self.write(line, Some(id)) {
+            Sent::Done(Ok(())) => None,
             Sent::Done(Err(e)) => return Err(Failure::Service(e)),
             // A full pipe: the line goes on being written on its task, and
             // this call is bounded by `timeout` from here, since its answer
-            // timer starts only once the line is out. The server has not
-            // seen a whole request, so nobody is told.
-            Sent::Pending(rest) => {
-                tokio::select! {
+            // timer starts only once the line is out. The line goes whole
+            // whatever the caller does, so a caller that gives up (or is
+            // dropped, see `InFlight`) meanwhile leaves it to the task to
+            // follow the line with its cancel.
+            Sent::Pending(rest, queued) => {
+                flight.told = false;
+                flight.queued = Some(Arc::clone(&queued));
+                let gave_up = tokio::select! {
                     biased;
-                    written = rest => written?,
-                    _ = cancelled() => return Err(Failure::Cancelled),
-                    _ = tokio::time::sleep(timeout) => {
-                        return Err(Failure::Service(ServiceError::Timeout { timeout }));
+                    written = rest => {
+                        written?;
+                        None
                     }
+                    _ = cancelled() => Some((Reason::Cancel, Failure::Cancelled)),
+                    _ = tokio::time::sleep(timeout) => Some((
+                        Reason::Timeout,
+                        Failure::Service(ServiceError::Timeout { timeout }),
+                    )),
+                };
+                match gave_up {
+                    Some((reason, failure)) if queued.give_up(reason) => {
+                        flight.told = true;
+                        return Err(failure);
+                    }
+                    // The line went out meanwhile: the server is told below.
+                    other => other,
                 }
             }
-        }
+        };
         flight.told = false;
-        self.arm(id, timeout);
-        let (reason, failure) = tokio::select! {
-            biased;
-            answer = rx => match answer {
-                // From the watchdog, which has forgotten the id.
-                Ok(Err(timeout @ Failure::Service(ServiceError::Timeout { .. }))) => {
-                    (TIMEOUT_REASON, timeout)
+        let (reason, failure) = match gave_up {
+            Some(gave_up) => gave_up,
+            None => {
+                self.arm(id, timeout);
+                tokio::select! {
+                    biased;
+                    answer = rx => match answer {
+                        // From the watchdog, which has forgotten the id.
+                        Ok(Err(timeout @ Failure::Service(ServiceError::Timeout { .. }))) => {
+                            (Reason::Timeout, timeout)
+                        }
+                        answer => {
+                            flight.told = true;
+                            return answer
+                                .unwrap_or(Err(Failure::Service(ServiceError::TransportClosed)));
+                        }
+                    },
+                    _ = cancelled() => (Reason::Cancel, Failure::Cancelled),
                 }
-                answer => {
-                    flight.told = true;
-                    return answer.unwrap_or(Err(Failure::Service(ServiceError::TransportClosed)));
-                }
-            },
-            _ = cancelled() => (CANCEL_REASON, Failure::Cancelled),
+            }
         };
         flight.told = true;
         // Forgotten first: an answer that comes now is dropped.
@@ -375,7 +456,7 @@ impl Direct {
         // Out before this call returns, as rmcp's is, so a request made
         // after it never overtakes it; a pipe that stays full is waited on
         // no longer than the call's timeout (the line still goes whole).
-        if let Sent::Pending(rest) = self.write(cancel_line(id, reason)) {
+        if let Sent::Pending(rest, _) = self.write(cancel_line(id, reason.text()), None) {
             let _ = tokio::time::timeout(timeout, rest).await;
         }
         Err(failure)
@@ -384,57 +465,88 @@ impl Direct {
     /// Writes one whole line: at once when the pipe is free and takes it
     /// all, else on a task of its own that holds the pipe until the line is
     /// whole (so no caller that goes away can cut it), whose end is
-    /// [`Sent::Pending`].
-    fn write(&self, line: Vec<u8>) -> Sent {
-        let (held, written) = match Arc::clone(&self.pipe).try_lock_owned() {
-            Ok(mut pipe) => {
+    /// [`Sent::Pending`]. `request`: the id of the tools/call this line
+    /// is, which the task follows with its cancel when the caller gives up
+    /// before the line is out (see [`Queued`]).
+    fn write(&self, line: Vec<u8>, request: Option<i64>) -> Sent {
+        // In the pipe's queue now, not once the task runs: lines go out in
+        // the order they were written here (a call after this one never
+        // overtakes it, nor the cancel that may follow it).
+        let (held, written) = match in_line(&self.pipe) {
+            Lock::Now(mut pipe) => {
                 let Some(p) = pipe.as_mut() else {
                     return Sent::Done(Err(transport_send(closed_pipe())));
                 };
                 match crate::runtime::write_now(p, &line) {
                     Ok(n) if n == line.len() => return Sent::Done(Ok(())),
-                    Ok(n) => (Some(pipe), n),
+                    Ok(n) => (Lock::Now(pipe), n),
                     Err(e) => return Sent::Done(Err(transport_send(e))),
                 }
             }
-            Err(_) => (None, 0),
+            queued => (queued, 0),
         };
-        let pipe = Arc::clone(&self.pipe);
+        let queued = Arc::new(Queued(AtomicU8::new(ON_ITS_WAY)));
+        let follow = Arc::clone(&queued);
         let rest = async move {
             let mut pipe = match held {
-                Some(p) => p,
-                None => pipe.lock_owned().await,
+                Lock::Now(p) => p,
+                Lock::Queued(lock) => lock.await,
             };
             let Some(p) = pipe.as_mut() else {
                 return Err(closed_pipe());
             };
             p.write_all(&line[written..]).await?;
+            if let Some(id) = request {
+                // Under the same lock, so nothing comes between the two.
+                if let Some(reason) = follow.out() {
+                    p.write_all(&cancel_line(id, reason.text())).await?;
+                }
+            }
             p.flush().await
         };
         let task = crate::runtime::get().spawn(rest);
-        Sent::Pending(Box::pin(async move {
-            match task.await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(Failure::Service(transport_send(e))),
-                Err(e) => Err(Failure::Service(transport_send(io::Error::other(
-                    e.to_string(),
-                )))),
-            }
-        }))
+        Sent::Pending(
+            Box::pin(async move {
+                match task.await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(Failure::Service(transport_send(e))),
+                    Err(e) => Err(Failure::Service(transport_send(io::Error::other(
+                        e.to_string(),
+                    )))),
+                }
+            }),
+            queued,
+        )
     }
 
     /// Writes a line nobody waits for (a cancel), whole, however long the
     /// pipe takes.
     fn write_detached(&self, line: Vec<u8>) {
         // Pending: its task goes on without this future.
-        let _ = self.write(line);
+        let _ = self.write(line, None);
     }
 }
 
 /// How [`Direct::write`] went: written, or on its task.
 enum Sent {
     Done(Result<(), ServiceError>),
-    Pending(std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>> + Send>>),
+    Pending(
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Failure>> + Send>>,
+        Arc<Queued>,
+    ),
+}
+
+/// The transport offers its lines here first (see [`Direct::offer`]).
+impl Taker for Direct {
+    fn waiting(&self) -> bool {
+        self.pending() > 0
+    }
+    fn offer(&self, line: &[u8]) -> bool {
+        Direct::offer(self, line)
+    }
+    fn closed(&self) {
+        self.close_all();
+    }
 }
 
 impl Drop for Direct {
@@ -472,17 +584,26 @@ struct InFlight<'a> {
     /// Whether the server needs no word from us on drop (the call was never
     /// sent, was answered, or the server was already told).
     told: bool,
+    /// The request line, while it is still on its write task.
+    queued: Option<Arc<Queued>>,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.direct.forget(self.id);
-        if !self.told {
-            // Dropped while waiting (a served client that hung up): the
-            // server is told, as it would be of a cancel.
-            self.direct
-                .write_detached(cancel_line(self.id, DROPPED_REASON));
+        if self.told {
+            return;
         }
+        // Dropped while waiting (a served client that hung up): the server
+        // is told, as it would be of a cancel; by the write task when the
+        // line is not out yet.
+        if let Some(queued) = &self.queued {
+            if queued.give_up(Reason::Dropped) {
+                return;
+            }
+        }
+        self.direct
+            .write_detached(cancel_line(self.id, DROPPED_REASON));
     }
 }
 
@@ -887,7 +1008,7 @@ fn closed_pipe() -> io::Error {
 
 /// A failed write, as rmcp's path reports a failed send.
 fn transport_send(e: io::Error) -> ServiceError {
-    ServiceError::TransportSend(DynamicTransportError::new::<LineTransport, RoleClient>(e))
+    ServiceError::TransportSend(DynamicTransportError::new::<ClientLineTransport, RoleClient>(e))
 }
 
 fn send_failure(e: serde_json::Error) -> Failure {
@@ -900,9 +1021,10 @@ mod tests {
     use rmcp::model::{
         ClientRequest, CustomRequest, GetMeta, JsonRpcRequest, NumberOrString, ProgressToken,
     };
+    use tokio::sync::Mutex;
 
     /// The line rmcp's path writes for this tools/call (the session's
-    /// `request`, then `LineTransport::send`).
+    /// `request`, then `ClientLineTransport::send`).
     fn rmcp_line(id: i64, tool: &str, args: &Map<String, Value>) -> Vec<u8> {
         let params = serde_json::json!({"name": tool, "arguments": Value::Object(args.clone())});
         let mut request =
@@ -984,7 +1106,7 @@ mod tests {
 
     #[test]
     fn a_text_answer_read_in_one_pass_is_what_shape_call_result_makes_of_it() {
-        use crate::mcp::session::shape_call_result;
+        use crate::mcp::shape::shape_call_result;
         let results = [
             r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b\"\u00e9"}]}"#,
             r#"{"content":[{"type":"text","text":"{\"result\": \"hi\"}"}],"structuredContent":{"result":"hi", "n": 1.50, "e": 1e3},"isError":false}"#,
@@ -1168,7 +1290,7 @@ mod tests {
     /// and `session::request` (a custom result as it came, any other
     /// typed result as its JSON), shaped.
     fn on_rmcps_path(line: &[u8], id: i64) -> Option<Result<ToolResult, i32>> {
-        use crate::mcp::session::shape_call_result;
+        use crate::mcp::shape::shape_call_result;
         let sent = RequestId::Number(id).to_string();
         match super::super::lines::parse(line)? {
             JsonRpcMessage::Response(r) if r.id.to_string() == sent => match r.result {
@@ -1184,7 +1306,7 @@ mod tests {
 
     #[test]
     fn ten_thousand_generated_answers_end_as_on_rmcps_path() {
-        use crate::mcp::session::shape_call_result;
+        use crate::mcp::shape::shape_call_result;
         let mut gen = Gen(0x9E37_79B9_7F4A_7C15);
         let (mut taken, mut fast, mut wrong) = (0, 0, Vec::new());
         let envelopes: &[&[u8]] = &[

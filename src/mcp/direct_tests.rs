@@ -7,10 +7,12 @@ use crate::runtime;
 use std::borrow::Cow;
 
 fn server_config(name: &str, timeout_ms: u64) -> ServerConfig {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/mcp_servers/direct_server.py"
-    );
+    script_config(name, "direct_server.py", timeout_ms)
+}
+
+/// A stdio server of tests/mcp_servers/, run by Python.
+fn script_config(name: &str, file: &str, timeout_ms: u64) -> ServerConfig {
+    let script = format!("{}/tests/mcp_servers/{file}", env!("CARGO_MANIFEST_DIR"));
     let python = std::env::var("TOOLNEXUS_PYTHON").unwrap_or_else(|_| "python3".into());
     let cfg = json!({"mcpServers": {name: {"command": [python, script], "timeout": timeout_ms}}});
     let mut parsed = super::super::parse_config(&cfg).unwrap_or_else(|e| panic!("{e:?}"));
@@ -329,6 +331,74 @@ fn cancelled_and_dropped_direct_calls_tell_the_server_and_leave_nothing_pending(
             after.output,
             "mcp server \"d\" failed at tools/call: closed (the toolkit was closed)"
         );
+    });
+}
+
+/// Issue 25 M5: calls cancelled while the server reads nothing (stopped by
+/// SIGSTOP), so that most of their requests are still behind a full pipe.
+/// Every request the server gets once it runs again is followed by its
+/// cancel, and no cancel comes without its request.
+#[test]
+fn a_call_cancelled_while_its_request_waits_on_a_full_pipe_is_followed_by_its_cancel() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    runtime::block_on(async {
+        for go_direct in [true, false] {
+            let cfg = script_config("t", "cancel_tally.py", 20000);
+            let (mut s, _) = connect(&cfg, &PhaseCell::new())
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(s.direct.is_some(), "a 2024-11-05 stdio session goes direct");
+            if !go_direct {
+                s.direct = None;
+            }
+            let s = Arc::new(s);
+            let pid = s.pid().and_then(|p| i32::try_from(p).ok());
+            let pid = Pid::from_raw(pid.unwrap_or_else(|| panic!("no pid")));
+            kill(pid, Signal::SIGSTOP).unwrap_or_else(|e| panic!("{e}"));
+            let cancellers = Arc::new(tokio::sync::Semaphore::new(0));
+            let calls: Vec<_> = (0..2_000)
+                .map(|_| {
+                    let s = Arc::clone(&s);
+                    let cancellers = Arc::clone(&cancellers);
+                    tokio::spawn(async move {
+                        let cancel = CancelToken::new();
+                        let canceller = cancel.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(2)).await;
+                            canceller.cancel();
+                            cancellers.add_permits(1);
+                        });
+                        s.call_tool("hang", Map::new(), s.timeout, Some(&cancel))
+                            .await
+                    })
+                })
+                .collect();
+            // Every call cancelled while the server is stopped.
+            let all = cancellers.acquire_many(2_000).await;
+            drop(all.unwrap_or_else(|e| panic!("{e}")));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            kill(pid, Signal::SIGCONT).unwrap_or_else(|e| panic!("{e}"));
+            for c in calls {
+                let r = c.await.unwrap_or_else(|e| panic!("{e}"));
+                assert!(
+                    r.output
+                        .ends_with("cancelled (the caller cancelled the call)"),
+                    "{}",
+                    r.output
+                );
+            }
+            assert!(matches!(s.direct_pending(), Some(0) | None));
+            let tally = s.call_tool("tally", Map::new(), s.timeout, None).await;
+            let tally: Value = serde_json::from_str(&tally.output)
+                .unwrap_or_else(|e| panic!("{e}: {}", tally.output));
+            assert_eq!(
+                tally,
+                json!({"requests": 2_000, "followed": 2_000, "orphans": 0}),
+                "every request of a cancelled call is followed by its cancel ({go_direct})"
+            );
+            s.close().await;
+        }
     });
 }
 

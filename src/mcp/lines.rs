@@ -12,110 +12,103 @@
 //! happen to start like a JSON value (issue 14: one 6,176,768-byte preamble
 //! stalled, one a byte shorter did not).
 //!
-//! Here reading never writes. A line that is not a message the client
-//! understands is dropped without an answer, as the reference SDKs' stdio
-//! clients do (they log it and read on); a request or response the server
-//! got wrong is not something a client must reply to. Lines longer than
-//! [`LINE_BYTES`] are dropped too, without ever holding more than that.
+//! Here reading never writes (the framing of `crate::jsonrpc::lines`). A
+//! line that is not a message the client understands is dropped without an
+//! answer, as the reference SDKs' stdio clients do (they log it and read
+//! on); a request or response the server got wrong is not something a
+//! client must reply to. Lines longer than `limits::LINE_BYTES` are
+//! dropped too, without ever holding more than that.
 
-use super::direct::Direct;
 use super::stdio::PipeStdin;
-use crate::limits::LINE_BYTES;
+use crate::jsonrpc::lines::{in_line, LineReader, Lock, Next};
 use rmcp::model::{ClientJsonRpcMessage, CustomResult, ServerJsonRpcMessage, ServerResult};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdout;
 use tokio::sync::Mutex;
 
-/// How much of stdout one read takes.
-const READ_CHUNK: usize = 64 * 1024;
-
-pub struct LineTransport {
-    read: BufReader<ChildStdout>,
-    /// The line read so far. Lives here, not in `receive`, because rmcp
-    /// polls `receive` in a `select!` and may drop it mid-line: the next
-    /// call goes on where the last one stopped.
-    line: Vec<u8>,
-    /// Dropping the rest of a line that grew past `LINE_BYTES`.
-    discarding: bool,
+pub struct ClientLineTransport {
+    /// Lives here, not in `receive`, because rmcp polls `receive` in a
+    /// `select!` and may drop it mid-line: the next call goes on where the
+    /// last one stopped.
+    read: LineReader<ChildStdout>,
     /// None once closed (stdin EOF for the server).
-    write: Arc<Mutex<Option<PipeStdin>>>,
-    /// The session's direct tools/calls (`super::direct`): they write to
-    /// the same pipe, and their answers are taken out here, before rmcp.
-    direct: Arc<Direct>,
+    write: Pipe,
+    /// Who takes answers out of the stream before rmcp sees them (the
+    /// session's direct tools/calls, which write to the same pipe).
+    taker: Option<Arc<dyn Taker>>,
 }
 
-impl LineTransport {
+/// The write half of a stdio server's pipe: None once closed.
+pub type Pipe = Arc<Mutex<Option<PipeStdin>>>;
+
+/// Takes the answers meant for it out of the server's lines before rmcp
+/// sees them: the transport offers it each line, and tells it when no
+/// answer will come any more.
+pub trait Taker: Send + Sync {
+    /// Whether anything waits for an answer (no line is offered when not).
+    fn waiting(&self) -> bool;
+    /// Takes `line` when it is an answer meant for it.
+    fn offer(&self, line: &[u8]) -> bool;
+    /// The transport is gone: nothing will answer.
+    fn closed(&self);
+}
+
+impl ClientLineTransport {
     pub fn new(stdout: ChildStdout, stdin: PipeStdin) -> Self {
-        let write = Arc::new(Mutex::new(Some(stdin)));
-        LineTransport {
-            read: BufReader::with_capacity(READ_CHUNK, stdout),
-            line: Vec::new(),
-            discarding: false,
-            direct: Direct::new(Arc::clone(&write)),
-            write,
+        ClientLineTransport {
+            read: LineReader::new(stdout),
+            write: Arc::new(Mutex::new(Some(stdin))),
+            taker: None,
         }
     }
 
-    /// What this transport shares with the session's direct tools/calls.
-    pub fn direct(&self) -> Arc<Direct> {
-        Arc::clone(&self.direct)
+    /// The write half of the pipe, for writers beside rmcp's.
+    pub fn pipe(&self) -> Pipe {
+        Arc::clone(&self.write)
     }
 
-    /// Reads until `self.line` holds one whole line (its newline stripped).
-    /// False at EOF or on a read error: the server is gone.
+    /// Offers every line to `taker` first.
+    pub fn with_taker(mut self, taker: Arc<dyn Taker>) -> Self {
+        self.taker = Some(taker);
+        self
+    }
+
+    fn closed(&self) {
+        if let Some(taker) = &self.taker {
+            taker.closed();
+        }
+    }
+
+    /// Reads until the reader holds one whole line (its newline stripped),
+    /// a line past the cap dropped. False at EOF or on a read error: the
+    /// server is gone.
     async fn next_line(&mut self) -> bool {
         loop {
-            let (used, complete) = {
-                let Ok(available) = self.read.fill_buf().await else {
-                    return false;
-                };
-                if available.is_empty() {
-                    return false;
-                }
-                let newline = memchr::memchr(b'\n', available);
-                let used = newline.map_or(available.len(), |i| i + 1);
-                let body = &available[..newline.unwrap_or(available.len())];
-                if !self.discarding {
-                    if self.line.len() + body.len() > LINE_BYTES {
-                        self.line = Vec::new();
-                        self.discarding = true;
-                    } else {
-                        self.line.extend_from_slice(body);
-                    }
-                }
-                (used, newline.is_some())
-            };
-            // No await between the copy above and this consume: a receive
-            // dropped at an await loses nothing and repeats nothing.
-            self.read.consume(used);
-            if complete {
-                if self.discarding {
-                    self.discarding = false;
-                    continue;
-                }
-                return true;
+            match self.read.next().await {
+                Next::Line => return true,
+                Next::TooLong => continue,
+                Next::End => return false,
             }
         }
     }
 }
 
-impl Drop for LineTransport {
+impl Drop for ClientLineTransport {
     fn drop(&mut self) {
         // rmcp's loop ended (EOF, close, cancel): no answer will come.
-        self.direct.close_all();
+        self.closed();
     }
 }
 
 /// A line without its `\r` and byte-order mark, when it may be a message:
 /// only an object can be one, so the parser is skipped for anything else.
 pub(super) fn message_text(line: &[u8]) -> Option<&[u8]> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = crate::jsonrpc::lines::text(line);
     let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
     (*first == b'{').then_some(line)
 }
@@ -236,7 +229,7 @@ pub(super) fn encode(item: &ClientJsonRpcMessage) -> serde_json::Result<Vec<u8>>
     serde_json::to_vec(item)
 }
 
-impl Transport<RoleClient> for LineTransport {
+impl Transport<RoleClient> for ClientLineTransport {
     type Error = io::Error;
 
     fn send(
@@ -251,22 +244,30 @@ impl Transport<RoleClient> for LineTransport {
         // The request leaves now, on the caller's turn, when no other write
         // holds the pipe (see `runtime::write_now`); one writer at a time,
         // the lock kept until the line is whole, so lines never interleave.
-        let now = match (&bytes, Arc::clone(&self.write).try_lock_owned()) {
-            (Ok(line), Ok(mut pipe)) => {
-                let written = match pipe.as_mut() {
-                    Some(p) => crate::runtime::write_now(p, line),
-                    None => Ok(0),
-                };
-                Some((written, pipe))
-            }
-            _ => None,
+        // Else it takes its place in the pipe's queue now, in the order
+        // rmcp sends: rmcp writes each line on a task of its own, and a
+        // task polled late would let a later line, the cancel of this very
+        // request, overtake it (issue 25 M5).
+        let (now, queued) = match &bytes {
+            Ok(line) => match in_line(&self.write) {
+                Lock::Now(mut pipe) => {
+                    let written = match pipe.as_mut() {
+                        Some(p) => crate::runtime::write_now(p, line),
+                        None => Ok(0),
+                    };
+                    (Some((written, pipe)), None)
+                }
+                Lock::Queued(lock) => (None, Some(lock)),
+            },
+            Err(_) => (None, None),
         };
         let write = Arc::clone(&self.write);
         async move {
             let bytes = bytes.map_err(io::Error::other)?;
-            let (mut pipe, written) = match now {
-                Some((written, pipe)) => (pipe, written?),
-                None => (write.lock_owned().await, 0),
+            let (mut pipe, written) = match (now, queued) {
+                (Some((written, pipe)), _) => (pipe, written?),
+                (None, Some(lock)) => (lock.await, 0),
+                (None, None) => (write.lock_owned().await, 0),
             };
             let Some(pipe) = pipe.as_mut() else {
                 return Err(io::Error::new(
@@ -284,16 +285,18 @@ impl Transport<RoleClient> for LineTransport {
     async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
         loop {
             if !self.next_line().await {
-                self.direct.close_all();
+                self.closed();
                 return None;
             }
             // An answer to a direct call never reaches rmcp.
-            if self.direct.pending() > 0 && self.direct.offer(&self.line) {
-                self.line.clear();
-                continue;
+            if let Some(taker) = &self.taker {
+                if taker.waiting() && taker.offer(self.read.line()) {
+                    self.read.clear();
+                    continue;
+                }
             }
-            let msg = parse(&self.line);
-            self.line.clear();
+            let msg = parse(self.read.line());
+            self.read.clear();
             if msg.is_some() {
                 return msg;
             }
@@ -303,7 +306,7 @@ impl Transport<RoleClient> for LineTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         // Dropping the pipe closes the server's stdin.
         self.write.lock().await.take();
-        self.direct.close_all();
+        self.closed();
         Ok(())
     }
 }

@@ -26,6 +26,7 @@ mod guarded;
 mod known_ids;
 mod lines;
 mod session;
+mod shape;
 mod sse;
 mod stdio;
 

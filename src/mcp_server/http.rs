@@ -17,7 +17,6 @@ use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -230,12 +229,7 @@ fn plain_post(headers: &hyper::HeaderMap, hosts: &[String]) -> bool {
             .is_some_and(|l| l <= MAX_BODY);
     let version_ok = match headers.get_all(&VERSION).iter().count() {
         0 => true,
-        1 => one(&VERSION).is_some_and(|v| {
-            v < ProtocolVersion::STANDARD_HEADERS.as_str()
-                && ProtocolVersion::KNOWN_VERSIONS
-                    .iter()
-                    .any(|k| k.as_str() == v)
-        }),
+        1 => one(&VERSION).is_some_and(crate::jsonrpc::plain_path_named),
         _ => false,
     };
     host_ok && json && sse && type_ok && length_ok && version_ok

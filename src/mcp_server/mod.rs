@@ -488,7 +488,7 @@ where
     let done = Arc::new(Done::default());
     // Plain calls the transport answers itself are cancelled with the
     // server (a child of `stop`) or when its input ends.
-    let transport = stdio::LineTransport::new(reader, writer)
+    let transport = stdio::ServedLineTransport::new(reader, writer)
         .with_fast_path(Arc::clone(&gateway), stop.child_token());
     let closer = transport.closer();
     let ct = stop.clone();

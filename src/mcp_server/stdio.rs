@@ -33,10 +33,10 @@
 
 use super::plain::Plain;
 use super::{Gateway, InFlightTask};
-use crate::limits::LINE_BYTES;
+use crate::jsonrpc::lines::{in_line, LineReader, Lock, Next};
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, ProtocolVersion,
-    RequestId, ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
@@ -44,18 +44,17 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 
-pub struct LineTransport<R, W> {
-    reader: BufReader<R>,
-    line: Vec<u8>,
-    /// A line over [`LINE_BYTES`] is being skipped to its end.
-    skipping: bool,
+pub struct ServedLineTransport<R, W> {
+    /// A line over `limits::LINE_BYTES` is answered as invalid and
+    /// skipped.
+    read: LineReader<R>,
     writer: Arc<Mutex<W>>,
     /// Set by [`Closer::close`]: the fast path writes no more.
     shut: Arc<AtomicBool>,
@@ -140,16 +139,14 @@ impl Drop for Entry {
     }
 }
 
-impl<R, W> LineTransport<R, W>
+impl<R, W> ServedLineTransport<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     pub fn new(reader: R, writer: W) -> Self {
-        LineTransport {
-            reader: BufReader::with_capacity(64 * 1024, reader),
-            line: Vec::with_capacity(4096),
-            skipping: false,
+        ServedLineTransport {
+            read: LineReader::new(reader),
             writer: Arc::new(Mutex::new(writer)),
             shut: Arc::default(),
             fast: None,
@@ -309,8 +306,7 @@ where
         };
         if let JsonRpcMessage::Response(r) = msg {
             if let ServerResult::InitializeResult(init) = &r.result {
-                let legacy =
-                    init.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str();
+                let legacy = crate::jsonrpc::plain_path(&init.protocol_version);
                 fast.session = if fast.session == Session::Opening && legacy {
                     Session::Answered
                 } else {
@@ -321,43 +317,20 @@ where
     }
 
     /// Keeps a line's buffer (its capacity) for the next line.
-    fn recycle(&mut self, mut raw: Vec<u8>) {
-        raw.clear();
-        self.line = raw;
+    fn recycle(&mut self, raw: Vec<u8>) {
+        self.read.recycle(raw);
     }
 
-    /// Reads up to the end of the next line into `self.line`; `false` at
-    /// EOF or on a read error. Cancel-safe: a partial line stays in
-    /// `self.line` and the next call goes on with it.
+    /// Reads up to the end of the next line (see [`LineReader`]), a line
+    /// past the cap answered as invalid; `false` at EOF or on a read error.
     async fn next_line(&mut self) -> bool {
         loop {
-            let buf = match self.reader.fill_buf().await {
-                Ok(b) => b,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return false,
-            };
-            if buf.is_empty() {
-                return false;
-            }
-            let (chunk, done) = match memchr::memchr(b'\n', buf) {
-                Some(i) => (&buf[..=i], true),
-                None => (buf, false),
-            };
-            let used = chunk.len();
-            if !self.skipping {
-                self.line.extend_from_slice(chunk);
-                if self.line.len() > LINE_BYTES {
-                    self.line.clear();
-                    self.skipping = true;
-                }
-            }
-            self.reader.consume(used);
-            if done {
-                if std::mem::take(&mut self.skipping) {
+            match self.read.next().await {
+                Next::Line => return true,
+                Next::TooLong => {
                     self.answer_later(error_line(Value::Null, INVALID_REQUEST, "line too long"));
-                    continue;
                 }
-                return true;
+                Next::End => return false,
             }
         }
     }
@@ -451,7 +424,7 @@ fn reject(line: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
     }
 }
 
-impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+impl<R, W> Transport<RoleServer> for ServedLineTransport<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -469,16 +442,21 @@ where
         });
         // Out at once when no other answer holds the writer (see
         // `runtime::write_now`); the lock is kept until the line is whole.
-        let now = match (&line, Arc::clone(&self.writer).try_lock_owned()) {
-            (Ok(bytes), Ok(mut w)) => Some((crate::runtime::write_now(&mut *w, bytes), w)),
-            _ => None,
+        // Else in the writer's queue now, in the order rmcp sends.
+        let (now, queued) = match &line {
+            Ok(bytes) => match in_line(&self.writer) {
+                Lock::Now(mut w) => (Some((crate::runtime::write_now(&mut *w, bytes), w)), None),
+                Lock::Queued(lock) => (None, Some(lock)),
+            },
+            Err(_) => (None, None),
         };
         let writer = Arc::clone(&self.writer);
         async move {
             let line = line?;
-            let (mut w, written) = match now {
-                Some((written, w)) => (w, written?),
-                None => (writer.lock_owned().await, 0),
+            let (mut w, written) = match (now, queued) {
+                (Some((written, w)), _) => (w, written?),
+                (None, Some(lock)) => (lock.await, 0),
+                (None, None) => (writer.lock_owned().await, 0),
             };
             if written < line.len() {
                 w.write_all(&line[written..]).await?;
@@ -497,11 +475,8 @@ where
                 }
                 return None;
             }
-            let raw = std::mem::take(&mut self.line);
-            let mut text = raw.as_slice();
-            text = text.strip_suffix(b"\n").unwrap_or(text);
-            text = text.strip_suffix(b"\r").unwrap_or(text);
-            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+            let raw = self.read.take();
+            let text = crate::jsonrpc::lines::text(&raw);
             let answer = if text.iter().all(u8::is_ascii_whitespace) {
                 None
             } else {
@@ -918,7 +893,7 @@ mod tests {
     /// `notifications/initialized`, plain lines never come out of
     /// `receive`: the transport answers them; anything else still does.
     /// The fast-path transport of the tests, on an in-memory pipe.
-    type Pipe = LineTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>;
+    type Pipe = ServedLineTransport<ReadHalf<DuplexStream>, WriteHalf<DuplexStream>>;
 
     /// rmcp's answer to `initialize` (id 0) at 2025-06-18, as the transport
     /// sees it go out.
@@ -944,7 +919,8 @@ mod tests {
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
         let (from, to) = tokio::io::split(client);
-        let t = LineTransport::new(read, write).with_fast_path(gateway, CancellationToken::new());
+        let t =
+            ServedLineTransport::new(read, write).with_fast_path(gateway, CancellationToken::new());
         (t, from, to)
     }
 
