@@ -7,6 +7,7 @@ use super::metrics::MetricEvent;
 use super::observe::{Event, Observer};
 use super::provider::Exchange;
 use super::shape::{self, Body, Call, Fed, Usage};
+use super::stream;
 use super::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::tool::{ExecContext, ToolResult};
@@ -188,6 +189,10 @@ impl Run<'_> {
             self.turns += 1;
             let message = shape::assistant_message(self.style(), &raw);
             let calls = shape::calls_of(self.style(), &message);
+            if calls.len() > stream::MAX_TOOL_CALLS {
+                // Each call would get a thread of its own.
+                return Err(stream::too_many_calls(calls.len()));
+            }
             self.messages.push(message);
             if calls.is_empty() {
                 let text = shape::final_text(self.style(), &raw);
