@@ -23,6 +23,7 @@ pub mod mcp_server;
 pub mod native;
 pub mod net;
 pub mod parts;
+pub mod provider;
 pub mod runtime;
 pub mod skill;
 pub mod tool;

@@ -29,8 +29,9 @@ pub(crate) use run::check_answer;
 
 use crate::error::{Error, Result};
 use crate::json::type_name;
+use crate::provider::{ClientConfig, Style, CLIENT_KEYS};
 use crate::toolkit::Toolkit;
-use crate::translate::{helpers::is_blank, CancelToken, ClientConfig, Style, CLIENT_KEYS};
+use crate::translate::{helpers::is_blank, CancelToken};
 use run::Run;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};

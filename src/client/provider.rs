@@ -7,8 +7,9 @@ use super::callbacks::{HostFn, RunData};
 use super::shape::Body;
 use super::{inprocess, stream};
 use crate::error::{Error, ErrorCode, Result};
+use crate::provider::ClientConfig;
 use crate::translate::client::{self as http, FailedAttempt, Verdict};
-use crate::translate::{self, CancelToken, ClientConfig};
+use crate::translate::{self, CancelToken};
 use serde_json::Value;
 use std::time::Instant;
 

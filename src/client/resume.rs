@@ -15,8 +15,9 @@ use super::run::{Phase, Settled};
 use super::shape::{self, Call, Fed};
 use super::{Client, ResumeRequest, RunData};
 use crate::error::{Error, Result};
+use crate::provider::Style;
 use crate::toolkit::Toolkit;
-use crate::translate::{CancelToken, Style};
+use crate::translate::CancelToken;
 use serde_json::Value;
 use std::collections::HashMap;
 

@@ -25,8 +25,9 @@
 
 use crate::error::{Error, ErrorCode};
 use crate::http_tool::transport::MAX_BODY_BYTES;
+use crate::provider::Style;
 use crate::translate::client::{self, Call, FailedAttempt, Reply, Verdict};
-use crate::translate::{CancelToken, Style};
+use crate::translate::CancelToken;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
