@@ -8,9 +8,11 @@
 //!   clamps of its JSON.
 //! - [`openai`]: the OpenAI chat-completions dialect's tables.
 //! - [`anthropic`]: the Anthropic messages dialect's tables.
+//! - [`sse`]: the one reader of server-sent events.
 
 pub mod anthropic;
 pub mod openai;
+pub mod sse;
 
 use crate::error::{Error, Result};
 use crate::json::type_name;

@@ -139,8 +139,8 @@ impl std::fmt::Debug for CancelToken {
 // the client (CONTRACT.md §6)
 // ---------------------------------------------------------------------------
 
-pub use crate::provider::{ClientConfig, Style, MAX_RETRIES, MAX_RETRY_BASE_MS};
 use crate::provider::RESERVED_PARAMS;
+pub use crate::provider::{ClientConfig, Style, MAX_RETRIES, MAX_RETRY_BASE_MS};
 
 const REQUEST_KEYS: &str = "messages, tools, toolChoice, system, maxTokens";
 
