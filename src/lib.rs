@@ -32,3 +32,8 @@ pub mod translate;
 
 #[cfg(test)]
 mod test_json;
+
+/// Silences the panic message of a panic a unit test provokes on purpose.
+#[cfg(test)]
+#[path = "../tests/quiet_panic/mod.rs"]
+pub(crate) mod quiet_panic;

@@ -315,3 +315,113 @@ fn run_reads_prompts_until_exit_and_a_failed_prompt_does_not_end_it() {
     let o = run(&["run", "--model", "m"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `toolnexus ARGS` with stdin closed, killed (and the test failed) if it
+/// has not exited within `limit`: the cases below once blocked or read
+/// without end.
+fn run_within(args: &[&str], limit: std::time::Duration) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run toolnexus: {e}"));
+    let start = std::time::Instant::now();
+    while child.try_wait().ok().flatten().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("toolnexus {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_config_that_is_no_regular_file_or_too_large_is_refused_without_reading_it() {
+    let limit = std::time::Duration::from_secs(20);
+    let o = run_within(&["tools", "--config", "/dev/zero"], limit);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--config /dev/zero: not a regular file (a character device)"),
+        "{}",
+        stderr(&o)
+    );
+
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fifo = dir.path().join("config.fifo");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap_or_else(|e| panic!("mkfifo: {e}"));
+    assert!(made.success());
+    let fifo = fifo.to_string_lossy();
+    let o = run_within(&["tools", "--config", &fifo], limit);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a regular file (a FIFO)"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run_within(&["tools", "--config", &dir.path().to_string_lossy()], limit);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a regular file (a directory)"),
+        "{}",
+        stderr(&o)
+    );
+
+    // 17 MiB of JSON whitespace before the object: valid JSON, too large.
+    let big = dir.path().join("big.json");
+    let mut text = vec![b' '; 17 << 20];
+    text.extend_from_slice(b"{}");
+    std::fs::write(&big, text).unwrap_or_else(|e| panic!("{e}"));
+    let o = run_within(&["tools", "--config", &big.to_string_lossy()], limit);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("larger than 16 MiB"), "{}", stderr(&o));
+
+    let file = dir.path().join("SKILL.md");
+    std::fs::write(&file, "---\nname: x\n---\n").unwrap_or_else(|e| panic!("{e}"));
+    let file = file.to_string_lossy();
+    let o = run_within(&["tools", "--skills", &file], limit);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("--skills {file}: not a directory")),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn run_stops_at_its_timeout_when_the_provider_says_retry_after_a_billion_seconds() {
+    let mock = translate_mock::MockProvider::start(vec![translate_mock::Canned::json(
+        429,
+        &json!({"error": {"message": "slow down"}}),
+    )
+    .header("retry-after", "1000000000")
+    .repeating()]);
+    let base = format!("{}/v1", mock.base());
+    let o = run_within(
+        &[
+            "run",
+            "--no-builtins",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--api-key",
+            "k",
+            "--timeout-ms",
+            "500",
+            "--once",
+            "hi",
+        ],
+        std::time::Duration::from_secs(30),
+    );
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("timeoutMs"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}

@@ -369,7 +369,7 @@ fn the_mcp_calls_of_a_turn_come_back_in_call_order() {
 }
 
 /// More tool calls in one answer than a turn may run: the run fails with
-/// the cap before any call runs (each would get a thread of its own).
+/// the cap before any call runs.
 #[test]
 fn an_answer_asking_for_more_calls_than_the_cap_fails_the_run() {
     let calls: Vec<Value> = (0..1025)
@@ -395,4 +395,80 @@ fn an_answer_asking_for_more_calls_than_the_cap_fails_the_run() {
     assert_eq!(err.code, ErrorCode::ProviderError, "{err}");
     assert!(err.message.contains("1025 tool calls"), "{err}");
     assert!(err.message.contains("at most 1024"), "{err}");
+}
+
+#[test]
+fn the_calls_of_a_turn_run_on_a_bounded_pool_and_come_back_in_call_order() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use toolnexus::native::native_tool;
+    use toolnexus::tool::ToolResult;
+    // More calls than the pool holds: 300 calls of a tool that takes 5 ms.
+    let n = 300;
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let tk =
+        toolnexus::toolkit::Toolkit::build_from_json(r#"{"builtins":false}"#).expect("toolkit");
+    let (r, m) = (Arc::clone(&running), Arc::clone(&most));
+    tk.register(native_tool(
+        "slow",
+        "takes a while",
+        None,
+        Arc::new(move |args: &Value, _ctx: &toolnexus::tool::ExecContext| {
+            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(5));
+            r.fetch_sub(1, Ordering::SeqCst);
+            ToolResult::ok(format!("call {}", args["i"]))
+        }),
+    ));
+    let calls: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"id": format!("c{i}"), "type": "function",
+            "function": {"name": "slow", "arguments": format!("{{\"i\":{i}}}")}})
+        })
+        .collect();
+    let mock = MockProvider::start(vec![
+        Canned::json(
+            200,
+            &json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null, "tool_calls": calls}}]}),
+        ),
+        Canned::json(
+            200,
+            &json!({"choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "done"}}]}),
+        ),
+    ]);
+    let c = client(&mock.base(), json!({}));
+    let out = c
+        .run(&tk, &hi(), &CancelToken::new(), RunData::default())
+        .expect("runs");
+    assert_eq!(out["text"], "done");
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        most <= toolnexus::client::tool_workers(),
+        "{most} calls ran at once, more than the pool's {}",
+        toolnexus::client::tool_workers()
+    );
+    assert!(most > 1, "the calls of a turn still run in parallel");
+    // Fed back in call order, every one of them.
+    let second = mock.requests()[1].json_body();
+    let fed: Vec<(String, String)> = second["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|x| x["role"] == "tool")
+                .map(|x| {
+                    (
+                        x["tool_call_id"].as_str().unwrap_or_default().to_string(),
+                        x["content"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let want: Vec<(String, String)> = (0..n)
+        .map(|i| (format!("c{i}"), format!("call {i}")))
+        .collect();
+    assert_eq!(fed, want);
 }

@@ -114,6 +114,11 @@ enum Command {
         /// Run this one prompt, print the answer and exit (no REPL).
         #[arg(long, value_name = "PROMPT")]
         once: Option<String>,
+        /// The most one prompt's run may take, retries and their waits
+        /// included (a provider's Retry-After never holds the terminal
+        /// longer); 0 waits without a limit.
+        #[arg(long, value_name = "MS", default_value_t = DEFAULT_RUN_TIMEOUT_MS)]
+        timeout_ms: u64,
     },
 }
 
@@ -191,6 +196,7 @@ fn main() -> ExitCode {
             api_key,
             max_turns,
             once,
+            timeout_ms,
         } => {
             let client = RunClient {
                 base_url,
@@ -199,6 +205,7 @@ fn main() -> ExitCode {
                 system,
                 api_key,
                 max_turns,
+                timeout_ms,
             };
             run(&toolkit, &client, once.as_deref())
         }
@@ -212,20 +219,65 @@ fn main() -> ExitCode {
     }
 }
 
-/// The config file's JSON object (named in every error).
+/// The most a `--config` file may hold: a toolkit config is a few kilobytes,
+/// and a path such as /dev/zero must not be read without end.
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The config file's JSON object (named in every error). Only a regular file
+/// is read: it is opened without blocking (a FIFO with no writer would hold
+/// the command forever) and checked before a byte is read, and at most
+/// [`MAX_CONFIG_BYTES`] are taken from it.
 fn read_config(path: &PathBuf) -> Result<Map<String, Value>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad_input(format!("--config {}: cannot read it: {e}", path.display())))?;
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let named = |what: String| bad_input(format!("--config {}: {what}", path.display()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .map_err(|e| named(format!("cannot read it: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| named(format!("cannot read it: {e}")))?;
+    if !meta.is_file() {
+        return Err(named(format!(
+            "not a regular file (a {})",
+            file_kind(&meta.file_type())
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| named(format!("cannot read it: {e}")))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(named(format!(
+            "larger than {} MiB, the most a config may hold",
+            MAX_CONFIG_BYTES >> 20
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| named(format!("not UTF-8 text: {e}")))?;
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(bad_input(format!(
-            "--config {}: expected a JSON object",
-            path.display()
-        ))),
-        Err(e) => Err(bad_input(format!(
-            "--config {}: not valid JSON: {e}",
-            path.display()
-        ))),
+        Ok(_) => Err(named("expected a JSON object".into())),
+        Err(e) => Err(named(format!("not valid JSON: {e}"))),
+    }
+}
+
+/// What a path that is not a regular file is, for an error message.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
     }
 }
 
@@ -240,10 +292,12 @@ fn build(args: &ToolkitArgs) -> Result<(Toolkit, Option<Value>), Failure> {
     }
     for dir in &args.skills {
         if !dir.is_dir() {
-            return Err(bad_input(format!(
-                "--skills {}: no such directory",
-                dir.display()
-            )));
+            let what = if dir.exists() {
+                "not a directory (a skills folder holds SKILL.md files below it)"
+            } else {
+                "no such directory"
+            };
+            return Err(bad_input(format!("--skills {}: {what}", dir.display())));
         }
     }
     if !args.skills.is_empty() {
@@ -474,7 +528,11 @@ struct RunClient {
     system: Option<String>,
     api_key: Option<String>,
     max_turns: Option<u32>,
+    timeout_ms: u64,
 }
+
+/// `run`'s default bound on one prompt: ten minutes.
+const DEFAULT_RUN_TIMEOUT_MS: u64 = 600_000;
 
 /// The API key: the flag, else the first of the provider variables set.
 fn api_key(flag: Option<&str>) -> Option<String> {
@@ -505,6 +563,9 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Fail
     }
     if let Some(n) = c.max_turns {
         cfg.insert("maxTurns".into(), json!(n));
+    }
+    if c.timeout_ms > 0 {
+        cfg.insert("timeoutMs".into(), json!(c.timeout_ms));
     }
     let client = Client::from_json(&Value::Object(cfg)).map_err(|e| {
         let flag = if e.message.contains("baseUrl") {

@@ -284,6 +284,14 @@ impl<T: Default> Table<T> {
 // the registry
 // ---------------------------------------------------------------------------
 
+/// Adds to a counter that stops at `u64::MAX` instead of wrapping: a provider
+/// that reports absurd token counts must not make a counter run backwards.
+fn saturating_add(counter: &AtomicU64, n: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        Some(v.saturating_add(n))
+    });
+}
+
 /// The cumulative metrics of one client.
 pub struct Registry {
     models: Table<ModelSeries>,
@@ -328,10 +336,8 @@ impl Registry {
                 completion_tokens,
             } => {
                 if ok {
-                    self.prompt_tokens
-                        .fetch_add(prompt_tokens, Ordering::Relaxed);
-                    self.completion_tokens
-                        .fetch_add(completion_tokens, Ordering::Relaxed);
+                    saturating_add(&self.prompt_tokens, prompt_tokens);
+                    saturating_add(&self.completion_tokens, completion_tokens);
                     self.ok_calls.fetch_add(1, Ordering::Relaxed);
                 }
                 self.models.with(&[model], |s| {
@@ -752,6 +758,29 @@ toolnexus_llm_request_duration_seconds_sum{model=\"m\"} 70\n"
         assert!(text.ends_with(
             "# TYPE toolnexus_run_errors_total counter\ntoolnexus_run_errors_total{model=\"m\"} 1\n"
         ));
+    }
+
+    #[test]
+    fn token_counters_stop_at_the_largest_count_instead_of_wrapping() {
+        let r = Registry::new();
+        for _ in 0..3 {
+            r.record(&MetricEvent::Llm {
+                model: "m",
+                ok: true,
+                ms: 1.0,
+                prompt_tokens: u64::MAX,
+                completion_tokens: 1,
+            });
+        }
+        let text = r.render();
+        assert!(
+            text.contains(&format!(
+                "toolnexus_llm_tokens_total{{type=\"prompt\"}} {}\n",
+                u64::MAX
+            )),
+            "{text}"
+        );
+        assert!(text.contains("toolnexus_llm_tokens_total{type=\"completion\"} 3\n"));
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub use observe::{Event, Observer};
 pub use provider::{Exchange, HttpProvider, Provider};
 /// The Answer check of `waitFor`, shared with the MCP elicitation bridge.
 pub(crate) use run::check_answer;
+pub use run::tool_workers;
 
 use crate::error::{Error, Result};
 use crate::json::type_name;

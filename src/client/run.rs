@@ -191,7 +191,7 @@ impl Run<'_> {
             let message = shape::assistant_message(self.style(), &raw);
             let calls = shape::calls_of(self.style(), &message);
             if calls.len() > stream::MAX_TOOL_CALLS {
-                // Each call would get a thread of its own.
+                // Refused before any of them runs.
                 return Err(stream::too_many_calls(calls.len()));
             }
             self.messages.push(message);
@@ -407,35 +407,10 @@ impl Run<'_> {
             Ok(settled) => return Ok(settled),
             Err(calls) => calls,
         };
-        // One thread per call but the last, which runs on this one.
         let run: &Self = self;
-        std::thread::scope(|scope| {
-            let mut calls = calls;
-            let last = calls.pop();
-            let handles: Vec<_> = calls
-                .into_iter()
-                .map(|c| scope.spawn(move || run.execute_one(c, turn)))
-                .collect();
-            let last = last.map(|c| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.execute_one(c, turn)))
-            });
-            handles
-                .into_iter()
-                .map(|h| h.join())
-                .chain(last)
-                .map(|joined| {
-                    joined.unwrap_or_else(|panic| {
-                        Err(Error::new(
-                            ErrorCode::Internal,
-                            format!(
-                                "internal error: a tool call panicked: {}",
-                                crate::toolkit::panic_message(&panic)
-                            ),
-                        ))
-                    })
-                })
-                .collect()
-        })
+        run_bounded(calls, tool_workers(), |c| run.execute_one(c, turn))
+            .into_iter()
+            .collect()
     }
 
     /// The calls of a turn at once on this thread, when no tool hook is set
@@ -742,4 +717,111 @@ pub(crate) fn check_answer(
         Some(_) => return Err(("its id must echo the Request's id", Value::Object(a))),
     }
     Ok(Value::Object(a))
+}
+
+/// The most tool calls of one turn that run at once: four per core, at least
+/// eight, at most 256. A turn that asks for more queues the rest in call
+/// order; an unbounded thread per call let 10,000 calls of one answer start
+/// 8,000 threads (issue 25 M1).
+pub fn tool_workers() -> usize {
+    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        cores.saturating_mul(4).clamp(8, 256)
+    })
+}
+
+/// Runs `work` on every item with at most `workers` at once (this thread is
+/// one of them), items taken in order, and gives the outcomes in item order.
+/// A panic in `work` becomes that item's internal error; the other items
+/// still run.
+fn run_bounded<C: Send, T: Send>(
+    items: Vec<C>,
+    workers: usize,
+    work: impl Fn(C) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    let n = items.len();
+    let items: Vec<Mutex<Option<C>>> = items.into_iter().map(|c| Mutex::new(Some(c))).collect();
+    let outcomes: Vec<Mutex<Option<Result<T>>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            break;
+        }
+        let item = items[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(item) = item else { continue };
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(item)))
+            .unwrap_or_else(|panic| {
+                Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "internal error: a tool call panicked: {}",
+                        crate::toolkit::panic_message(&panic)
+                    ),
+                ))
+            });
+        *outcomes[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..workers.clamp(1, n.max(1)) {
+            scope.spawn(worker);
+        }
+        worker();
+    });
+    outcomes
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .unwrap_or_else(|| {
+                    Err(Error::new(
+                        ErrorCode::Internal,
+                        "internal error: a tool call was never run".to_string(),
+                    ))
+                })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_work_keeps_item_order() {
+        let out = run_bounded((0..50).collect(), 3, |i: u32| Ok(i * 2));
+        let values: Vec<u32> = out.into_iter().map(|r| r.expect("ok")).collect();
+        assert_eq!(values, (0..50).map(|i| i * 2).collect::<Vec<u32>>());
+        assert!(run_bounded(Vec::<u32>::new(), 4, Ok).is_empty());
+    }
+
+    #[test]
+    fn a_panicking_item_becomes_its_own_error_and_the_rest_still_run() {
+        // One worker: the panic happens on this thread, which `quietly`
+        // silences.
+        let out = crate::quiet_panic::quietly(|| {
+            run_bounded((0..5).collect(), 1, |i: u32| {
+                if i == 2 {
+                    panic!("item two");
+                }
+                Ok(i)
+            })
+        });
+        assert_eq!(out.len(), 5);
+        for (i, r) in out.iter().enumerate() {
+            match r {
+                Ok(v) => assert_eq!(*v as usize, i),
+                Err(e) => {
+                    assert_eq!(i, 2);
+                    assert!(e.message.contains("item two"), "{}", e.message);
+                }
+            }
+        }
+    }
 }

@@ -37,9 +37,10 @@ use std::time::{Duration, Instant};
 /// non-streamed body.
 pub const MAX_ANSWER_BYTES: usize = MAX_BODY_BYTES;
 
-/// The most tool calls one answer may ask for (a turn runs each call on a
-/// thread of its own; CONTRACT §5's loop feeds every result back). An answer
-/// asking for more fails with a `provider_error`, streamed or not.
+/// The most tool calls one answer may ask for: a turn holds every call and
+/// its result and feeds them all back at once (run on the loop's bounded
+/// pool, `run::tool_workers`). An answer asking for more fails with a
+/// `provider_error` before any call runs, streamed or not.
 pub const MAX_TOOL_CALLS: usize = 1024;
 
 /// What one more key, call or block counts against [`MAX_ANSWER_BYTES`]

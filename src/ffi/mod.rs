@@ -366,8 +366,7 @@ pub extern "C" fn tn_abi_version() -> u32 {
 pub const TN_ABI_VERSION: u32 = 1;
 
 #[cfg(test)]
-#[path = "../../tests/quiet_panic/mod.rs"]
-mod quiet_panic;
+use crate::quiet_panic;
 
 #[cfg(test)]
 mod tests {

@@ -258,3 +258,56 @@ def test_parity_harness_passes_every_vector():
     summary = [ln for ln in proc.stdout.splitlines() if ln.startswith("parity: ")]
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert summary and " 0 failed" in summary[-1]
+
+
+def test_registering_a_name_again_lets_the_old_function_go():
+    import gc
+    import weakref
+
+    class Holder:
+        def __call__(self, args):
+            return "held"
+
+    with tn.Toolkit({"builtins": False}) as tk:
+        first = Holder()
+        gone = weakref.ref(first)
+        tk.register_function("f", first)
+        assert tk.execute("f").output == "held"
+        del first
+        for _ in range(200):
+            tk.register_function("f", Holder())
+        gc.collect()
+        assert gone() is None, "the replaced function is still kept alive"
+        assert tk.execute("f").output == "held"
+
+
+def test_ctrl_c_inside_a_python_tool_on_the_main_thread_is_raised_not_swallowed():
+    import signal
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with tn.Toolkit({"builtins": False}) as tk:
+
+            def interrupted(args):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)  # the KeyboardInterrupt lands here
+                return "not reached"
+
+            tk.register_function("interrupted", interrupted)
+            tk.register_function("plain", lambda args: "fine")
+            started = time.monotonic()
+            with pytest.raises(KeyboardInterrupt):
+                tk.execute("interrupted")
+            assert time.monotonic() - started < 4
+            # The toolkit is still usable, and the next call is not
+            # interrupted by the last one.
+            assert tk.execute("plain").output == "fine"
+            # A tool that raises a plain exception is still a result.
+            tk.register_function("boom", lambda args: 1 / 0)
+            r = tk.execute("boom")
+            assert r.is_error and "division" in r.output
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -424,19 +424,29 @@ class Toolkit:
             own = CancelToken()
             unlink = cancel._link(own.cancel) if cancel is not None else None
             token = own
+        outer_interrupt = getattr(_current, "interrupt", None)
+        _current.interrupt = None
         try:
             if token is None:
-                return _call(self._lib.tn_execute, self._handle(), name.encode("utf-8"), args_text, ctx_text)
-            return _call(
-                self._lib.tn_execute_with_cancel,
-                self._handle(),
-                name.encode("utf-8"),
-                args_text,
-                ctx_text,
-                token.handle,
-                interrupt=own.cancel if own is not None else None,
-            )
+                text = _call(self._lib.tn_execute, self._handle(), name.encode("utf-8"), args_text, ctx_text)
+            else:
+                text = _call(
+                    self._lib.tn_execute_with_cancel,
+                    self._handle(),
+                    name.encode("utf-8"),
+                    args_text,
+                    ctx_text,
+                    token.handle,
+                    interrupt=own.cancel if own is not None else None,
+                )
+            # A Ctrl-C (or sys.exit) inside a Python tool that ran on this
+            # thread: raised here, not swallowed into an error result.
+            interrupted = getattr(_current, "interrupt", None)
+            if interrupted is not None:
+                raise interrupted
+            return text
         finally:
+            _current.interrupt = outer_interrupt
             if unlink is not None:
                 unlink()
             if own is not None:
@@ -550,6 +560,12 @@ class Toolkit:
                 lib.tn_call_set_result_json(call, _native.cstr(result, "result"))
             except BaseException as e:  # noqa: BLE001 — a host tool's failure is a result
                 message = str(e) or type(e).__name__
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    # Not a tool failure: the user (or the program) asked
+                    # to stop. It cannot pass the C frames, so the call
+                    # that made this one raises it once the library returns.
+                    _current.interrupt = e
+                    message = f"{name}: interrupted ({type(e).__name__})"
                 try:
                     lib.tn_call_set_output(call, _text_arg(message), True)
                 except Exception:  # noqa: BLE001
@@ -558,10 +574,10 @@ class Toolkit:
                 _current.call = outer
 
         cb = _native.TOOL_CALLBACK(trampoline)
-        self._callbacks.append(cb)
         # The library may still run the callback after close() (a call it
         # stopped waiting for): the callback object lives until the library's
-        # user_data_free says the last call has returned.
+        # user_data_free says the last call has returned — and no longer, so
+        # registering a name again lets the old function go.
         key = _keep_callback(cb)
         err = ctypes.c_void_p()
         schema_text = json.dumps(schema).encode("utf-8") if schema is not None else None
