@@ -18,7 +18,8 @@ pub mod provider;
 mod resume;
 mod run;
 pub mod shape;
-pub mod stream;
+/// The stream assembler, in the provider layer; this path stays.
+pub use crate::provider::stream;
 
 pub use ask::AskRequest;
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};

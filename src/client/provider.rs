@@ -7,9 +7,9 @@ use super::callbacks::{HostFn, RunData};
 use super::shape::Body;
 use super::{inprocess, stream};
 use crate::error::{Error, ErrorCode, Result};
-use crate::provider::ClientConfig;
-use crate::translate::client::{self as http, FailedAttempt, Verdict};
-use crate::translate::{self, CancelToken};
+use crate::provider::http::{self, FailedAttempt, Verdict};
+use crate::provider::{self, ClientConfig};
+use crate::translate::CancelToken;
 use serde_json::Value;
 use std::time::Instant;
 
@@ -52,7 +52,7 @@ pub struct HttpProvider {
 impl Provider for HttpProvider {
     fn complete(&self, exchange: Exchange<'_>) -> Result<Value> {
         let encoded = exchange.body.encode();
-        let call = translate::prepare(&self.config, encoded)?;
+        let call = provider::prepare(&self.config, encoded)?;
         let reply = match exchange.on_text {
             None => http::send_until(
                 &call,

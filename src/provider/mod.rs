@@ -8,11 +8,19 @@
 //!   clamps of its JSON.
 //! - [`openai`]: the OpenAI chat-completions dialect's tables.
 //! - [`anthropic`]: the Anthropic messages dialect's tables.
+//! - [`http`]: the provider call: retries, backoff, `Retry-After`, the
+//!   whole-call deadline, the cancel token, typed provider errors.
+//! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
 //! - [`sse`]: the one reader of server-sent events.
+//! - [`stream`]: a streamed answer of either dialect assembled into the
+//!   answer it would have been whole (bounded in bytes and tool calls).
 
 pub mod anthropic;
+pub mod http;
 pub mod openai;
 pub mod sse;
+pub mod stream;
+pub(crate) mod wire;
 
 use crate::error::{Error, Result};
 use crate::json::type_name;
@@ -261,4 +269,22 @@ impl ClientConfig {
         h.extend(self.headers.iter().cloned());
         h
     }
+}
+
+/// Prepares the HTTP call for a client and an encoded provider body.
+pub(crate) fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<http::Call> {
+    let api_key = config.resolve_api_key();
+    let headers = http::header_map(&config.request_headers(api_key.as_deref()))?;
+    let (url, target) = config.endpoint_url()?;
+    Ok(http::Call {
+        url,
+        target,
+        headers,
+        body: body.into(),
+        retries: config.retries,
+        retry_base_ms: config.retry_base_ms,
+        retryable_statuses: config.retryable_statuses.clone(),
+        timeout_ms: config.timeout_ms,
+        secret: api_key,
+    })
 }

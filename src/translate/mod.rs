@@ -4,14 +4,18 @@
 //! any number of threads.
 //!
 //! The work is split in three: [`helpers`] holds the pure message/tool
-//! conversions, this module validates the client and request, builds the
-//! provider body and reads the provider's answer back (also pure), and
-//! [`client`] makes the HTTP call.
+//! conversions, this module validates the request, builds the provider body
+//! and reads the provider's answer back (also pure), and the provider layer
+//! ([`crate::provider`]: the client config, [`client`] = `provider::http`)
+//! makes the HTTP call.
 
-pub mod client;
 pub mod helpers;
 pub mod node;
-mod wire;
+
+/// The HTTP exchange, now in the provider layer; this path stays.
+pub use crate::provider::http as client;
+pub(crate) use crate::provider::prepare;
+use crate::provider::wire;
 
 use crate::error::{Error, Result};
 use crate::json::display_string;
@@ -502,24 +506,6 @@ fn read_anthropic<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'st
 // ---------------------------------------------------------------------------
 // the entry points
 // ---------------------------------------------------------------------------
-
-/// Prepares the HTTP call for a client and an encoded provider body.
-pub(crate) fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<client::Call> {
-    let api_key = config.resolve_api_key();
-    let headers = client::header_map(&config.request_headers(api_key.as_deref()))?;
-    let (url, target) = config.endpoint_url()?;
-    Ok(client::Call {
-        url,
-        target,
-        headers,
-        body: body.into(),
-        retries: config.retries,
-        retry_base_ms: config.retry_base_ms,
-        retryable_statuses: config.retryable_statuses.clone(),
-        timeout_ms: config.timeout_ms,
-        secret: api_key,
-    })
-}
 
 /// The arena for one call, sized so that a request of `len` bytes rarely
 /// needs a second chunk.

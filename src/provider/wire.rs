@@ -27,9 +27,9 @@
 //! chunked coding already removed, and keeps none of it; any other answer is
 //! read whole as usual.
 
-use super::CancelToken;
 use crate::http_tool::transport::{self, Failure, IdlePool, MAX_BODY_BYTES};
 use crate::runtime;
+use crate::translate::CancelToken;
 use bytes::Bytes;
 use http::header::HeaderMap;
 use std::io::{self, ErrorKind, Read, Write};

@@ -23,11 +23,11 @@
 //! by index in constant time, and the deadline and the cancel token are
 //! checked while one event's pieces are gathered.
 
+use super::http::{self as client, Call, FailedAttempt, Reply, Verdict};
+use super::sse::{too_large, SseParser};
+use super::Style;
 use crate::error::{Error, ErrorCode};
 use crate::http_tool::transport::MAX_BODY_BYTES;
-use crate::provider::sse::{too_large, SseParser};
-use crate::provider::Style;
-use crate::translate::client::{self, Call, FailedAttempt, Reply, Verdict};
 use crate::translate::CancelToken;
 use serde_json::{Map, Value};
 use std::collections::HashMap;

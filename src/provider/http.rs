@@ -9,9 +9,9 @@
 //! the message quotes at most [`MAX_ERROR_BODY`] characters of that body.
 
 use super::wire::{self, Stop};
-use super::CancelToken;
 use crate::error::{Error, ErrorCode, ProviderStatus};
 use crate::http_tool::transport::{self, Failure};
+use crate::translate::CancelToken;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::time::{Duration, Instant};
 
