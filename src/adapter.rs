@@ -1,8 +1,8 @@
 //! Rendering tools as provider declarations (SPEC §0.7, CONTRACT.md §4):
 //! schema only, the caller's order, compact JSON.
 
-use crate::ffi::prefetch::prefetch;
 use crate::json;
+use crate::sys::prefetch::prefetch;
 use crate::tool::Tool;
 use serde_json::Value;
 

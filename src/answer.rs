@@ -85,6 +85,29 @@ pub fn call_helper(name: &str, args: &[Value]) -> Option<Result<Value>> {
     })
 }
 
+/// An Answer checked against its Request: an object with a boolean `ok`
+/// and, if it has an `id`, the Request's. A missing id is filled in.
+pub(crate) fn check_against(
+    answer: Value,
+    request: &Value,
+) -> std::result::Result<Value, (&'static str, Value)> {
+    let Value::Object(mut a) = answer else {
+        return Err(("not an object", answer));
+    };
+    if !matches!(a.get("ok"), Some(Value::Bool(_))) {
+        return Err(("ok must be a boolean", Value::Object(a)));
+    }
+    let want = request.get("id").cloned().unwrap_or(Value::Null);
+    match a.get("id") {
+        None | Some(Value::Null) => {
+            a.insert("id".into(), want);
+        }
+        Some(id) if *id == want => {}
+        Some(_) => return Err(("its id must echo the Request's id", Value::Object(a))),
+    }
+    Ok(Value::Object(a))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,6 @@
 //! answer — output, metadata, status, error text — goes through
 //! [`Secrets::redact`] before it leaves the library.
 
-use crate::tool::ToolResult;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -117,22 +116,6 @@ impl Secrets {
             _ => {}
         }
     }
-
-    /// A ToolResult with its output and metadata redacted.
-    pub fn redact_result(&self, mut r: ToolResult) -> ToolResult {
-        if self.is_empty() {
-            return r;
-        }
-        self.redact_string(&mut r.output);
-        if let Some(md) = r.metadata.take() {
-            let mut v = Value::Object(md);
-            self.redact_value(&mut v);
-            if let Value::Object(md) = v {
-                r.metadata = Some(md);
-            }
-        }
-        r
-    }
 }
 
 fn is_env_name(s: &str) -> bool {
@@ -144,7 +127,6 @@ fn is_env_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn secrets(values: &[&str]) -> Secrets {
         let mut s = Secrets::default();
@@ -162,20 +144,6 @@ mod tests {
             "a [redacted] b [redacted] c"
         );
         assert!(matches!(s.redact("nothing here"), Cow::Borrowed(_)));
-    }
-
-    #[test]
-    fn results_lose_the_secret_in_output_and_metadata() {
-        let s = secrets(&["K3Y"]);
-        let mut md = serde_json::Map::new();
-        md.insert(
-            "echo".into(),
-            json!({"authorization": "Bearer K3Y", "K3Y": [1, "K3Y"]}),
-        );
-        let r = s.redact_result(ToolResult::error("HTTP 401: Bearer K3Y").with_metadata(md));
-        let text = r.to_json_string();
-        assert!(!text.contains("K3Y"), "{text}");
-        assert_eq!(r.output, "HTTP 401: Bearer [redacted]");
     }
 
     #[test]

@@ -17,11 +17,10 @@
 //! echoes it back finds it replaced by `[redacted]` in the result
 //! ([`crate::env::Secrets`]).
 
-pub(crate) mod transport;
-
 use crate::env::Secrets;
 use crate::error::Error;
 use crate::json::{display_string, type_name};
+use crate::net::transport::{self, Failure, Outcome, Prepared};
 use crate::tool::{ExecContext, Execute, Source, Stop, Tool, ToolResult};
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use http::Method;
@@ -29,7 +28,6 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use transport::{Failure, Outcome, Prepared};
 
 /// The keys an `httpTools` entry may carry (CONTRACT.md §3, SPEC §7).
 const KEYS: [&str; 10] = [
@@ -597,7 +595,7 @@ pub(crate) fn transport_failure(kind: Failure) -> ToolResult {
         Failure::TooLarge => format!(
             "HTTP transport failure: too-large (the response body is larger than {} MiB, \
              the most one call reads)",
-            transport::MAX_BODY_BYTES >> 20
+            crate::limits::RESPONSE_BODY_BYTES >> 20
         ),
         other => format!("HTTP transport failure: {}", other.as_str()),
     };

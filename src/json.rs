@@ -205,13 +205,13 @@ const ESCAPE: [[u8; 8]; 128] = {
 };
 
 /// Bit `i` set when `block[i]` needs an escape: SSE2 compares (part of the
-/// x86_64 baseline, [`crate::ffi::sse2`]) where there are some, the word
+/// x86_64 baseline, [`crate::sys::sse2`]) where there are some, the word
 /// flags of [`escape_mask`] elsewhere.
 #[inline(always)]
 pub(crate) fn block_mask(block: &[u8; 16]) -> u32 {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     {
-        crate::ffi::sse2::escape_mask(block)
+        crate::sys::sse2::escape_mask(block)
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
     {
@@ -552,7 +552,7 @@ mod tests {
             assert_eq!(escape_mask(b), want, "{b:?}");
             assert_eq!(block_mask(b), want, "{b:?}");
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-            assert_eq!(crate::ffi::sse2::escape_mask(b), want, "{b:?}");
+            assert_eq!(crate::sys::sse2::escape_mask(b), want, "{b:?}");
         }
     }
 

@@ -2,13 +2,34 @@
 //! built-in tools, MCP servers, declared HTTP endpoints and host functions,
 //! rendered for OpenAI, Anthropic or Gemini and executed by name.
 //!
-//! The pure core lives in the modules below; `ffi` is the C boundary and the
-//! only module allowed to use `unsafe`.
+//! The pure core lives in the modules below; `ffi` is the C boundary. `unsafe`
+//! is allowed in two modules only: `ffi` (pointers, strings and callbacks
+//! crossing the C ABI) and `sys` (safe wrappers over the few OS and CPU calls
+//! no dependency wraps: signal masks, an SSE2 scan, a prefetch hint).
+//!
+//! # Floors
+//!
+//! Each room (a top-level module of `src/`) stands on a floor. A room may use
+//! rooms on its own floor or below, never above, and no two files depend on
+//! each other, however indirectly (a folder's `mod.rs` may reach down into
+//! its own files, which use it through `super::`); `src/bin/` sits on top of
+//! them all. `tests/layers.rs` reads the lines below and checks every
+//! reference in `src/` against them (a room listed before it exists is fine).
+//!
+//! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, test_json, quiet_panic
+//! - floor 2: tool, parts, adapter
+//! - floor 3: provider, jsonrpc
+//! - floor 4: skill, builtin, http_tool, native, mcp, config
+//! - floor 5: toolkit
+//! - floor 6: translate, client
+//! - floor 7: mcp_server, agents, a2a
+//! - floor 8: ffi
 #![deny(unsafe_code)]
 
 pub mod adapter;
 pub mod answer;
 pub mod builtin;
+pub mod cancel;
 pub mod client;
 pub mod config;
 pub mod env;
@@ -17,6 +38,7 @@ pub mod error;
 pub mod ffi;
 pub mod http_tool;
 pub mod json;
+pub mod limits;
 pub mod log;
 pub mod mcp;
 pub mod mcp_server;
@@ -26,6 +48,8 @@ pub mod parts;
 pub mod provider;
 pub mod runtime;
 pub mod skill;
+#[allow(unsafe_code)]
+pub(crate) mod sys;
 pub mod tool;
 pub mod toolkit;
 pub mod translate;

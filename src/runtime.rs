@@ -22,7 +22,7 @@
 //!   stdio transport takes it right after the EPIPE it came with anyway.
 //!   A process started from such a thread would inherit the mask across
 //!   exec, so MCP servers and bash commands unblock SIGPIPE in the child
-//!   (`ffi::signal::unblock_sigpipe_in_child`).
+//!   (`sys::signal::unblock_sigpipe_in_child`).
 //! - **Host threads** enter the runtime only through [`block_on`], which
 //!   blocks SIGPIPE for exactly the duration of the call and restores the
 //!   host's own mask on the way out (also on unwind). A SIGPIPE that became
@@ -37,7 +37,7 @@
 //! `MSG_NOSIGNAL` on Linux; vectored socket writes (`writev`) do not, which
 //! is why the runtime-side rule above is about threads and not about calls.
 
-use crate::ffi::signal as sig;
+use crate::sys::signal as sig;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};

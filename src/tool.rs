@@ -1,8 +1,9 @@
 //! Tool and ToolResult: the uniform shape every source collapses into
 //! (CONTRACT.md §2, SPEC §0.1).
 
+use crate::cancel::CancelToken;
+use crate::env::Secrets;
 use crate::parts::Part;
-pub use crate::translate::CancelToken;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
@@ -419,6 +420,26 @@ pub fn sanitize(s: &str) -> String {
         .collect()
 }
 
+/// Redaction of a whole result lives here rather than in `env`, which sits
+/// below `tool` and knows nothing of results.
+impl Secrets {
+    /// A ToolResult with its output and metadata redacted.
+    pub fn redact_result(&self, mut r: ToolResult) -> ToolResult {
+        if self.is_empty() {
+            return r;
+        }
+        self.redact_string(&mut r.output);
+        if let Some(md) = r.metadata.take() {
+            let mut v = Value::Object(md);
+            self.redact_value(&mut v);
+            if let Value::Object(md) = v {
+                r.metadata = Some(md);
+            }
+        }
+        r
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,5 +503,20 @@ mod tests {
     fn cases_json() -> Value {
         serde_json::json!({"output": "o", "isError": false,
             "parts": [{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo=","name":"a.png"}]})
+    }
+
+    #[test]
+    fn results_lose_the_secret_in_output_and_metadata() {
+        let mut s = Secrets::default();
+        s.remember("K3Y");
+        let mut md = serde_json::Map::new();
+        md.insert(
+            "echo".into(),
+            serde_json::json!({"authorization": "Bearer K3Y", "K3Y": [1, "K3Y"]}),
+        );
+        let r = s.redact_result(ToolResult::error("HTTP 401: Bearer K3Y").with_metadata(md));
+        let text = r.to_json_string();
+        assert!(!text.contains("K3Y"), "{text}");
+        assert_eq!(r.output, "HTTP 401: Bearer [redacted]");
     }
 }

@@ -3,11 +3,12 @@
 
 use crate::adapter::{self, Provider};
 use crate::builtin;
+use crate::cancel::CancelToken;
 use crate::config::{self, ToolkitConfig};
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::{normalize_args, type_name};
 use crate::skill;
-use crate::tool::{CancelToken, ExecContext, Tool, ToolResult};
+use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};

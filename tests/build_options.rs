@@ -13,9 +13,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use toolnexus::cancel::CancelToken;
 use toolnexus::config::ToolkitConfig;
 use toolnexus::error::ErrorCode;
-use toolnexus::tool::{CancelToken, ExecContext};
+use toolnexus::tool::ExecContext;
 use toolnexus::toolkit::{BuildOptions, Toolkit};
 
 fn config(v: Value) -> ToolkitConfig {

@@ -10,11 +10,11 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
+use toolnexus::cancel::CancelToken;
 use toolnexus::client::{AskRequest, Client, HostFn, RunData, RunRequest, Slot};
 use toolnexus::error::ErrorCode;
 use toolnexus::tool::{ExecContext, Source, Tool, ToolResult};
 use toolnexus::toolkit::Toolkit;
-use toolnexus::translate::CancelToken;
 
 type Handler = dyn Fn(&Value) -> (&'static str, String) + Send + Sync;
 

@@ -12,10 +12,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
+use toolnexus::cancel::CancelToken;
 use toolnexus::client::stream::send_streamed;
 use toolnexus::error::ErrorCode;
 use toolnexus::translate::client::{header_map, Call};
-use toolnexus::translate::{CancelToken, Style};
+use toolnexus::translate::Style;
 
 /// What the server writes for one request: a head, then body pieces, each
 /// flushed on its own with a short pause so the client reads them apart.

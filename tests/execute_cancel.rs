@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 use toolnexus::builtin::run;
+use toolnexus::cancel::CancelToken;
 use toolnexus::http_tool::http_tool;
-use toolnexus::tool::{CancelToken, ExecContext, Stop, ToolResult};
+use toolnexus::tool::{ExecContext, Stop, ToolResult};
 
 /// What the slow server saw.
 #[derive(Default)]

@@ -12,9 +12,10 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use toolnexus::cancel::CancelToken;
 use toolnexus::config::ToolkitConfig;
 use toolnexus::mcp::WaitFor;
-use toolnexus::tool::{CancelToken, ExecContext, ToolResult};
+use toolnexus::tool::{ExecContext, ToolResult};
 use toolnexus::toolkit::{BuildOptions, Toolkit};
 
 fn config(mode: &[&str]) -> ToolkitConfig {

@@ -249,7 +249,7 @@ fn the_loop_feeds_a_tools_image_back_as_a_provider_block() {
         .run(
             &tk,
             &request,
-            &toolnexus::translate::CancelToken::new(),
+            &toolnexus::cancel::CancelToken::new(),
             RunData::default(),
         )
         .expect("run");
@@ -284,7 +284,7 @@ fn the_loop_feeds_a_tools_image_back_as_a_provider_block() {
         .run(
             &tk,
             &request,
-            &toolnexus::translate::CancelToken::new(),
+            &toolnexus::cancel::CancelToken::new(),
             RunData::default(),
         )
         .expect("run");

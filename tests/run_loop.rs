@@ -9,9 +9,9 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
+use toolnexus::cancel::CancelToken;
 use toolnexus::client::{empty_toolkit, Client, RunData, RunRequest, Slot};
 use toolnexus::error::ErrorCode;
-use toolnexus::translate::CancelToken;
 use translate_mock::{Canned, MockProvider};
 
 fn client(base: &str, extra: Value) -> Client {

@@ -7,9 +7,10 @@ mod translate_mock;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use toolnexus::cancel::CancelToken;
 use toolnexus::error::ErrorCode;
 use toolnexus::translate::client::retry_after_ms;
-use toolnexus::translate::{translate, CancelToken};
+use toolnexus::translate::translate;
 use translate_mock::{Canned, MockProvider};
 
 fn ok_reply(text: &str) -> Canned {

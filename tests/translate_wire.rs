@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
+use toolnexus::cancel::CancelToken;
 use toolnexus::error::ErrorCode;
-use toolnexus::translate::{translate, CancelToken};
+use toolnexus::translate::translate;
 
 /// What the server does with one request.
 #[derive(Clone)]

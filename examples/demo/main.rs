@@ -72,7 +72,7 @@ fn client_loop(tk: &Toolkit) -> Step<()> {
         "\n== tn_run(client, tk, {{\"prompt\": {:?}}}, NULL, NULL)",
         request.prompt
     );
-    let cancel = toolnexus::translate::CancelToken::new();
+    let cancel = toolnexus::cancel::CancelToken::new();
     let result = client.run(tk, &request, &cancel, RunData::default())?;
     for call in result["toolCalls"].as_array().cloned().unwrap_or_default() {
         let first = call["output"]

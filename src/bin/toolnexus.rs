@@ -545,8 +545,8 @@ fn api_key(flag: Option<&str>) -> Option<String> {
 }
 
 fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Failure> {
+    use toolnexus::cancel::CancelToken;
     use toolnexus::client::{Client, RunData, RunRequest};
-    use toolnexus::translate::CancelToken;
     let mut cfg = Map::new();
     cfg.insert("baseUrl".into(), json!(c.base_url));
     let style = match c.style {

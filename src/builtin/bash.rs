@@ -16,13 +16,13 @@
 //! - **A host that ignores SIGCHLD** (SIG_IGN or SA_NOCLDWAIT) makes the
 //!   kernel reap our child itself and throw its exit status away, so no wait
 //!   can report it. There a reporter process stands between us and the
-//!   shell (`ffi::signal::report_child_status`): its SIGCHLD is back at the
+//!   shell (`sys::signal::report_child_status`): its SIGCHLD is back at the
 //!   default (in that process only; the host's disposition is never
 //!   touched), it waits for the shell as any parent does and writes the
 //!   status into a pipe we read.
 
 use super::args;
-use crate::ffi::signal as sig;
+use crate::sys::signal as sig;
 use crate::tool::{ExecContext, ToolResult};
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};

@@ -11,17 +11,13 @@
 //! of a FIFO return at once instead of blocking; it changes nothing for a
 //! regular file.
 
+use crate::limits::FILE_BYTES;
 use crate::tool::{ExecContext, Stop, ToolResult};
 use nix::fcntl::OFlag;
 use std::fs::{Metadata, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
-
-/// The most bytes `read` (and `edit`, `apply_patch`) loads from one file:
-/// 64 MiB, the cap HTTP tools put on a response body. A larger file is an
-/// error result, never a host that runs out of memory.
-pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// What a non-regular file is, for the error that refuses it.
 fn kind_of(meta: &Metadata) -> Option<&'static str> {
@@ -53,7 +49,7 @@ fn not_regular(path: &str, meta: &Metadata) -> Option<String> {
     })
 }
 
-/// The bytes of a regular file, at most [`MAX_FILE_BYTES`]; "file not
+/// The bytes of a regular file, at most [`FILE_BYTES`]; "file not
 /// found" for a missing path (the recorded wording), a sentence naming the
 /// path for anything else. The file is read in 1 MiB steps and the call's
 /// deadline and cancellation are checked between them.
@@ -118,11 +114,11 @@ fn read_checked(path: &str, ctx: Option<&ExecContext>) -> Result<Vec<u8>, Failur
     let too_large = || {
         format!(
             "{path} is larger than {} MiB, the most a file tool loads from one file",
-            MAX_FILE_BYTES >> 20
+            FILE_BYTES >> 20
         )
     };
     // The size is only a hint: a file may grow while it is read.
-    if meta.len() > MAX_FILE_BYTES {
+    if meta.len() > FILE_BYTES {
         return Err(too_large().into());
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
@@ -131,7 +127,7 @@ fn read_checked(path: &str, ctx: Option<&ExecContext>) -> Result<Vec<u8>, Failur
             return Err(Failure::Stopped(why));
         }
         let n = (&file).take(STEP).read_to_end(&mut bytes).map_err(cannot)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
+        if bytes.len() as u64 > FILE_BYTES {
             return Err(too_large().into());
         }
         if n == 0 {

@@ -1,5 +1,22 @@
 //! The ten built-in tools (SPEC §4A): declarations, the on/off toggle, and
 //! dispatch to one module per tool.
+//!
+//! - `mod.rs`         declarations, the on/off toggle, dispatch by name
+//! - `bash.rs`        `bash`: the shell command, its process group, its output
+//! - `read.rs`        `read`: a text file, whole or a window of lines
+//! - `write.rs`       `write`: a file, parent directories created
+//! - `edit.rs`        `edit`: exact-string replace in a file
+//! - `apply_patch.rs` `apply_patch`: opencode's patch grammar, all or nothing
+//! - `grep.rs`        `grep`: regex matches under a path
+//! - `glob.rs`        `glob`: files matching a pattern under a path
+//! - `webfetch.rs`    `webfetch`: a URL's body as markdown, text or html
+//! - `todowrite.rs`   `todowrite`: the todo list echoed as a checklist
+//! - `question.rs`    `question`: a suspension with a pending Request
+//! - `args.rs`        reading tool-call arguments as every port reads them
+//! - `boundary.rs`    what a relative path means, confinement to `baseDir`
+//! - `fsx.rs`         file I/O turning each failure into an error result
+//! - `text.rs`        line splitting shared by the text tools
+//! - `walk.rs`        the parallel directory walk of grep and glob
 
 use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
 pub use boundary::Boundary;

@@ -8,8 +8,9 @@
 //! unbounded memory.
 
 use super::args;
-use crate::http_tool::transport::{Failure, MAX_BODY_BYTES};
 use crate::http_tool::transport_failure;
+use crate::limits::RESPONSE_BODY_BYTES;
+use crate::net::transport::Failure;
 use crate::runtime;
 use crate::tool::{ExecContext, Stop, ToolResult};
 use regex::Regex;
@@ -136,7 +137,7 @@ async fn fetch(
         .await
         .map_err(failed)?;
     let status = resp.status().as_u16();
-    let cap = MAX_BODY_BYTES;
+    let cap = RESPONSE_BODY_BYTES;
     // An announced size past the cap fails before a byte of the body is read.
     if resp.content_length().is_some_and(|n| n > cap as u64) {
         return Err(Failed::Transport(Failure::TooLarge));

@@ -5,7 +5,20 @@
 //! `onError`, the whole-run deadline, cancellation, and the §10 suspension
 //! rule (`waitFor`, the durable halt, and [`Client::resume`]).
 //!
-//! This module sits above `translate` (whose provider exchange it uses) and
+//! - `mod.rs`       the client config and [`Client`], the entry points
+//! - `run.rs`       the loop: provider, tool calls, results fed back, halts
+//! - `resume.rs`    the durable resume of a halted run
+//! - `ask.rs`       `ask` and `stream` over a conversation store, metrics
+//! - `provider.rs`  one provider round trip behind the `Provider` trait
+//! - `shape.rs`     the two wire styles: request body, turns, tool results
+//! - `stream`       re-exported from `provider`: a streamed answer reassembled
+//! - `inprocess.rs` a host `generate` function as the model
+//! - `memory.rs`    the conversation store
+//! - `callbacks.rs` the host's slots (hooks, `onError`, `waitFor`)
+//! - `observe.rs`   what a run reports as it goes (events, metric facts)
+//! - `metrics.rs`   the `onMetric` events and the Prometheus registry
+//!
+//! This module sits above `provider` (whose exchange and dialects it uses) and
 //! `toolkit` (whose `execute` it calls); neither knows it exists.
 
 mod ask;
@@ -21,19 +34,17 @@ pub mod shape;
 /// The stream assembler, in the provider layer; this path stays.
 pub use crate::provider::stream;
 
-pub use ask::AskRequest;
-pub use callbacks::{Callbacks, HostFn, RunData, Slot};
-pub use observe::{Event, Observer};
-pub use provider::{Exchange, HttpProvider, Provider};
-/// The Answer check of `waitFor`, shared with the MCP elicitation bridge.
-pub(crate) use run::check_answer;
-pub use run::tool_workers;
-
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::json::type_name;
 use crate::provider::{ClientConfig, Style, CLIENT_KEYS};
 use crate::toolkit::Toolkit;
-use crate::translate::{helpers::is_blank, CancelToken};
+use crate::translate::helpers::is_blank;
+pub use ask::AskRequest;
+pub use callbacks::{Callbacks, HostFn, RunData, Slot};
+pub use observe::{Event, Observer};
+pub use provider::{Exchange, HttpProvider, Provider};
+pub use run::tool_workers;
 use run::Run;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};

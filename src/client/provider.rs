@@ -6,10 +6,10 @@
 use super::callbacks::{HostFn, RunData};
 use super::shape::Body;
 use super::{inprocess, stream};
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::provider::http::{self, FailedAttempt, Verdict};
 use crate::provider::{self, ClientConfig};
-use crate::translate::CancelToken;
 use serde_json::Value;
 use std::time::Instant;
 

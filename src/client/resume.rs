@@ -14,10 +14,10 @@ use super::observe::Event;
 use super::run::{Phase, Settled};
 use super::shape::{self, Call, Fed};
 use super::{Client, ResumeRequest, RunData};
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::provider::Style;
 use crate::toolkit::Toolkit;
-use crate::translate::CancelToken;
 use serde_json::Value;
 use std::collections::HashMap;
 

@@ -9,12 +9,12 @@ use super::provider::Exchange;
 use super::shape::{self, Body, Call, Fed, Usage};
 use super::stream;
 use super::Client;
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::provider::http::{default_verdict, FailedAttempt, Verdict};
 use crate::provider::Style;
 use crate::tool::{ExecContext, ToolResult};
 use crate::toolkit::Toolkit;
-use crate::translate::CancelToken;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -565,7 +565,7 @@ impl Run<'_> {
         let answer = reply.ok_or_else(|| {
             callback_error(Slot::WaitFor, "it set no Answer {id, ok, data?, reason?}")
         })?;
-        let checked = check_answer(answer, request).map_err(|(why, got)| {
+        let checked = crate::answer::check_against(answer, request).map_err(|(why, got)| {
             bad_reply(
                 Slot::WaitFor,
                 &format!("an Answer {{id, ok, data?, reason?}} ({why})"),
@@ -694,29 +694,6 @@ enum Status {
 
 pub(crate) fn cancelled() -> Error {
     Error::new(ErrorCode::Cancelled, "the run was cancelled")
-}
-
-/// An Answer checked against its Request: an object with a boolean `ok`
-/// and, if it has an `id`, the Request's. A missing id is filled in.
-pub(crate) fn check_answer(
-    answer: Value,
-    request: &Value,
-) -> std::result::Result<Value, (&'static str, Value)> {
-    let Value::Object(mut a) = answer else {
-        return Err(("not an object", answer));
-    };
-    if !matches!(a.get("ok"), Some(Value::Bool(_))) {
-        return Err(("ok must be a boolean", Value::Object(a)));
-    }
-    let want = request.get("id").cloned().unwrap_or(Value::Null);
-    match a.get("id") {
-        None | Some(Value::Null) => {
-            a.insert("id".into(), want);
-        }
-        Some(id) if *id == want => {}
-        Some(_) => return Err(("its id must echo the Request's id", Value::Object(a))),
-    }
-    Ok(Value::Object(a))
 }
 
 /// The most tool calls of one turn that run at once: four per core, at least

@@ -4,9 +4,9 @@
 use super::translate::tn_cancel;
 use super::{boundary, read_opt_str, read_str, tn_status, tn_toolkit, tn_user_data_free};
 use super::{TN_INVALID_JSON, TN_INVALID_UTF8, TN_NULL_ARGUMENT, TN_OK};
+use crate::cancel::CancelToken;
 use crate::client::{self, Client, HostFn, ResumeRequest, RunData, RunRequest, Slot};
 use crate::error::{Error, ErrorCode};
-use crate::translate::CancelToken;
 use serde_json::Value;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;

@@ -4,9 +4,9 @@
 //! toolkit holds out.
 
 use super::client::HostCallback;
+use crate::cancel::CancelToken;
 use crate::client::RunData;
 use crate::mcp::WaitFor;
-use crate::tool::CancelToken;
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -5,8 +5,9 @@ use super::{
     boundary, read_opt_str, read_str, read_toolkit, tn_status, tn_toolkit, TN_INVALID_JSON,
 };
 use super::{TN_INVALID_ARGUMENT, TN_INVALID_UTF8, TN_NULL_ARGUMENT, TN_OK};
+use crate::cancel::CancelToken;
 use crate::error::Error;
-use crate::tool::{CancelToken, ExecContext, Execute, Source, Tool, ToolResult};
+use crate::tool::{ExecContext, Execute, Source, Tool, ToolResult};
 use serde_json::Value;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,4 +1,18 @@
-//! The C boundary: every `unsafe` line of the crate lives under this module.
+//! The C boundary: every `unsafe` line of the crate that touches C lives under
+//! this module (the few OS and CPU calls live in `crate::sys`).
+//!
+//! - `mod.rs`        the `boundary` wrapper, status codes, toolkit and string calls
+//! - `strings.rs`    strings across the boundary: borrowed in, owned out
+//! - `build.rs`      build options: a cancel token and callbacks for one build
+//! - `host.rs`       host functions as tools, answering through `tn_call_set_*`
+//! - `elicit.rs`     the host's `waitFor` for MCP elicitation
+//! - `log.rs`        the host's log callback
+//! - `mcp.rs`        the list-only MCP inventory
+//! - `translate.rs`  `tn_translate`, its cancel token, the pure helpers
+//! - `client.rs`     the client loop: `tn_client_new`, `tn_run`, resume
+//! - `client_ext.rs` `tn_ask`, `tn_stream`, in-process clients, metrics
+//! - `serve.rs`      the toolkit as an MCP server: `tn_serve` and friends
+//! - `glue_tests.rs` the glue's tests without I/O, for Miri
 //!
 //! Every exported function runs its body through [`boundary`]: NULL checks,
 //! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
@@ -14,10 +28,7 @@ mod glue_tests;
 mod host;
 mod log;
 mod mcp;
-pub(crate) mod prefetch;
 mod serve;
-pub(crate) mod signal;
-pub(crate) mod sse2;
 mod strings;
 mod translate;
 

@@ -1,8 +1,9 @@
 //! `tn_translate`, its cancel token, and the pure helpers by name.
 
 use super::{boundary, read_opt_str, read_str, tn_status, tn_toolkit};
+use crate::cancel::CancelToken;
 use crate::error::Error;
-use crate::translate::{self, CancelToken};
+use crate::translate;
 use serde_json::Value;
 use std::ffi::c_char;
 

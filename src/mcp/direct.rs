@@ -24,8 +24,8 @@
 
 use super::lines::LineTransport;
 use super::stdio::PipeStdin;
+use crate::cancel::CancelToken;
 use crate::tool::ToolResult;
-use crate::translate::CancelToken;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
     JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerResult,

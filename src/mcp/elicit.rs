@@ -22,7 +22,7 @@
 //!   answers the server with a JSON-RPC error naming the callback: the tool
 //!   call still ends with an ordinary result.
 
-use crate::tool::CancelToken;
+use crate::cancel::CancelToken;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, ErrorCode, ErrorData, FormElicitationCapability, Implementation,
@@ -235,7 +235,7 @@ pub fn request_of(params: &ElicitRequestParams) -> Value {
 
 /// The elicitation result of the host's Answer to `request`.
 pub fn result_of(answer: Value, request: &Value) -> Reply {
-    let answer = crate::client::check_answer(answer, request).map_err(|(why, got)| {
+    let answer = crate::answer::check_against(answer, request).map_err(|(why, got)| {
         format!("the waitFor callback answered {got}; expected an Answer {{id, ok, data?, reason?}} ({why})")
     })?;
     if answer.get("ok") != Some(&Value::Bool(true)) {

@@ -16,10 +16,11 @@
 //! understands is dropped without an answer, as the reference SDKs' stdio
 //! clients do (they log it and read on); a request or response the server
 //! got wrong is not something a client must reply to. Lines longer than
-//! [`MAX_LINE`] are dropped too, without ever holding more than that.
+//! [`LINE_BYTES`] are dropped too, without ever holding more than that.
 
 use super::direct::Direct;
 use super::stdio::PipeStdin;
+use crate::limits::LINE_BYTES;
 use rmcp::model::{ClientJsonRpcMessage, CustomResult, ServerJsonRpcMessage, ServerResult};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
@@ -30,10 +31,6 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::ChildStdout;
 use tokio::sync::Mutex;
 
-/// The longest line kept: the same 64 MiB the streamable-HTTP leg allows
-/// for one JSON response.
-pub const MAX_LINE: usize = 64 * 1024 * 1024;
-
 /// How much of stdout one read takes.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -43,7 +40,7 @@ pub struct LineTransport {
     /// polls `receive` in a `select!` and may drop it mid-line: the next
     /// call goes on where the last one stopped.
     line: Vec<u8>,
-    /// Dropping the rest of a line that grew past `MAX_LINE`.
+    /// Dropping the rest of a line that grew past `LINE_BYTES`.
     discarding: bool,
     /// None once closed (stdin EOF for the server).
     write: Arc<Mutex<Option<PipeStdin>>>,
@@ -84,7 +81,7 @@ impl LineTransport {
                 let used = newline.map_or(available.len(), |i| i + 1);
                 let body = &available[..newline.unwrap_or(available.len())];
                 if !self.discarding {
-                    if self.line.len() + body.len() > MAX_LINE {
+                    if self.line.len() + body.len() > LINE_BYTES {
                         self.line = Vec::new();
                         self.discarding = true;
                     } else {

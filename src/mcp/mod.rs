@@ -3,6 +3,18 @@
 //! parallel, each bounded, each isolated: a server that fails shows up in
 //! the status and never fails the build.
 //!
+//! - `mod.rs`          parse the config, connect every server, the `McpSource`
+//! - `config.rs`       which servers exist and how to reach them
+//! - `session.rs`      one live session: connect, list, call, close
+//! - `stdio.rs`        the child process behind a stdio server
+//! - `lines.rs`        the stdio transport: one JSON-RPC message per line
+//! - `direct.rs`       `tools/call` on a stdio session without rmcp's loop
+//! - `direct_tests.rs` the direct path against a real server process
+//! - `sse.rs`          the legacy HTTP+SSE transport
+//! - `guarded.rs`      rmcp's streamable HTTP client, requests ended on drop
+//! - `known_ids.rs`    drops answers to requests never sent
+//! - `elicit.rs`       the elicitation bridge onto the host's `waitFor`
+//!
 //! `parse_config` reads `mcpConfig`; `connect` turns it into an `McpSource`
 //! of tools named `sanitize(server)_sanitize(tool)` plus statuses, errors and
 //! the live sessions, which close (ending every child process tree) on drop.
@@ -21,10 +33,10 @@ pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEO
 pub use elicit::WaitFor;
 pub use session::RemoteTool;
 
+use crate::cancel::CancelToken;
 use crate::json::normalize_args;
 use crate::runtime;
 use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolFuture, ToolResult};
-use crate::translate::CancelToken;
 use serde_json::Value;
 use session::{PhaseCell, Session, SERVER_SLACK};
 use std::sync::Arc;

@@ -13,9 +13,9 @@ use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 use super::{lines, sse, stdio};
+use crate::cancel::CancelToken;
 use crate::parts::{Part, PartKind};
 use crate::tool::{default_schema, Stop, ToolResult};
-use crate::translate::CancelToken;
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
 };
@@ -326,8 +326,8 @@ fn streamable_transport(
     let (client, requests) = GuardedClient::new(http_client(timeout)?);
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
-        .max_json_response_size(64 * 1024 * 1024)
-        .max_sse_event_size(64 * 1024 * 1024);
+        .max_json_response_size(crate::limits::RESPONSE_BODY_BYTES)
+        .max_sse_event_size(crate::limits::EVENT_BYTES);
     Ok((
         StreamableHttpClientTransport::with_client(client, config),
         requests,

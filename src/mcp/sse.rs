@@ -4,7 +4,8 @@
 //!
 //! A GET opens an event stream; its first `endpoint` event names the URL to
 //! POST client messages to; server messages arrive as `message` events. The
-//! stream is read by the crate's one SSE reader, whose per-event cap (64 MiB)
+//! stream is read by the crate's one SSE reader, whose per-event cap
+//! ([`crate::limits::EVENT_BYTES`])
 //! keeps a hostile server from making us buffer without bound.
 
 use crate::provider::sse::SseParser;

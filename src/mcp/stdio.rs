@@ -104,7 +104,7 @@ pub fn spawn(
         cmd.current_dir(dir);
     }
     // Spawned from a runtime thread, where SIGPIPE is blocked.
-    crate::ffi::signal::unblock_sigpipe_in_child(&mut cmd);
+    crate::sys::signal::unblock_sigpipe_in_child(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("transport (spawn-failed): cannot start '{program}': {e}"))?;

@@ -2,6 +2,12 @@
 //! side: every tool of every source (MCP servers, skills, builtins, HTTP
 //! tools, host functions) behind one `tools/list` and `tools/call`.
 //!
+//! - `mod.rs`    the rmcp server handler over a toolkit, `serve`
+//! - `config.rs` the MCP profile and the transport asked for
+//! - `http.rs`   streamable HTTP at `/mcp` (hyper in front of rmcp)
+//! - `stdio.rs`  JSON-RPC lines on stdin/stdout
+//! - `plain.rs`  one-pass reads and answers of plain `tools/call`/`tools/list`
+//!
 //! - `initialize` advertises `serverInfo {name, version}` (defaults
 //!   `toolnexus`, `0.1.0`) and `capabilities.tools`.
 //! - `tools/list` lists each exposed tool verbatim: its toolkit name,
@@ -28,11 +34,11 @@ mod stdio;
 
 pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION};
 
+use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::parts::{Part, PartKind};
 use crate::tool::{ExecContext, Source, ToolResult};
 use crate::toolkit::Toolkit;
-use crate::translate::CancelToken;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,

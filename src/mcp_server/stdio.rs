@@ -33,6 +33,7 @@
 
 use super::plain::Plain;
 use super::{Gateway, InFlightTask};
+use crate::limits::LINE_BYTES;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, ProtocolVersion,
     RequestId, ServerJsonRpcMessage, ServerResult,
@@ -47,16 +48,13 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-/// A line longer than this is answered as invalid and skipped.
-pub const MAX_LINE: usize = 64 * 1024 * 1024;
-
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 
 pub struct LineTransport<R, W> {
     reader: BufReader<R>,
     line: Vec<u8>,
-    /// A line over [`MAX_LINE`] is being skipped to its end.
+    /// A line over [`LINE_BYTES`] is being skipped to its end.
     skipping: bool,
     writer: Arc<Mutex<W>>,
     /// Set by [`Closer::close`]: the fast path writes no more.
@@ -348,7 +346,7 @@ where
             let used = chunk.len();
             if !self.skipping {
                 self.line.extend_from_slice(chunk);
-                if self.line.len() > MAX_LINE {
+                if self.line.len() > LINE_BYTES {
                     self.line.clear();
                     self.skipping = true;
                 }

@@ -9,9 +9,9 @@
 //! the message quotes at most [`MAX_ERROR_BODY`] characters of that body.
 
 use super::wire::{self, Stop};
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, ProviderStatus};
-use crate::http_tool::transport::{self, Failure};
-use crate::translate::CancelToken;
+use crate::net::transport::Failure;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use std::time::{Duration, Instant};
 
@@ -443,7 +443,7 @@ fn failure(call: &Call, outcome: Attempt, attempts: u32) -> Error {
         Attempt::Transport(Failure::TooLarge) => format!(
             "the provider at {} answered with more than {} MiB, which was not read",
             call.url,
-            transport::MAX_BODY_BYTES >> 20
+            crate::limits::RESPONSE_BODY_BYTES >> 20
         ),
         Attempt::Transport(failure) => format!(
             "the provider at {} could not be reached{tries}: {}",

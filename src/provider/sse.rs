@@ -3,7 +3,7 @@
 //! bytes in as they arrive, whole events out.
 
 use crate::error::{Error, ErrorCode};
-use crate::http_tool::transport::MAX_BODY_BYTES;
+use crate::limits::EVENT_BYTES;
 
 /// An incremental reader of the `text/event-stream` format (the WHATWG
 /// rules): lines end in CRLF, LF or CR, possibly split across reads; `:`
@@ -21,15 +21,12 @@ pub struct SseParser {
     started: bool,
 }
 
-/// The most one line or one event may hold.
-const MAX_EVENT_BYTES: usize = MAX_BODY_BYTES;
-
 pub(crate) fn too_large() -> Error {
     Error::new(
         ErrorCode::ProviderError,
         format!(
             "the provider's stream sent an event of more than {} MiB",
-            MAX_EVENT_BYTES >> 20
+            EVENT_BYTES >> 20
         ),
     )
 }
@@ -66,7 +63,7 @@ impl SseParser {
                     self.end_line(on_event)?;
                 }
                 None => {
-                    if self.line.len() + bytes.len() > MAX_EVENT_BYTES {
+                    if self.line.len() + bytes.len() > EVENT_BYTES {
                         return Err(too_large());
                     }
                     self.line.extend_from_slice(bytes);
@@ -122,7 +119,7 @@ impl SseParser {
         let value = String::from_utf8_lossy(value);
         match name {
             b"data" => {
-                if self.data.len() + value.len() > MAX_EVENT_BYTES {
+                if self.data.len() + value.len() > EVENT_BYTES {
                     return Err(too_large());
                 }
                 if self.has_data {

@@ -15,7 +15,7 @@
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
 //!
-//! Bounds: the assembled answer holds at most [`MAX_ANSWER_BYTES`] (the
+//! Bounds: the assembled answer holds at most [`RESPONSE_BODY_BYTES`] (the
 //! cap of a non-streamed body; text, tool arguments, thinking and every
 //! other piece counted together, each new key or call at least
 //! [`ENTRY_BYTES`]) and at most [`MAX_TOOL_CALLS`] tool calls; past either
@@ -26,16 +26,12 @@
 use super::http::{self as client, Call, FailedAttempt, Reply, Verdict};
 use super::sse::{too_large, SseParser};
 use super::Style;
+use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode};
-use crate::http_tool::transport::MAX_BODY_BYTES;
-use crate::translate::CancelToken;
+use crate::limits::RESPONSE_BODY_BYTES;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-/// The most one streamed answer may hold once assembled: the cap of a
-/// non-streamed body.
-pub const MAX_ANSWER_BYTES: usize = MAX_BODY_BYTES;
 
 /// The most tool calls one answer may ask for: a turn holds every call and
 /// its result and feeds them all back at once (run on the loop's bounded
@@ -43,7 +39,7 @@ pub const MAX_ANSWER_BYTES: usize = MAX_BODY_BYTES;
 /// `provider_error` before any call runs, streamed or not.
 pub const MAX_TOOL_CALLS: usize = 1024;
 
-/// What one more key, call or block counts against [`MAX_ANSWER_BYTES`]
+/// What one more key, call or block counts against [`RESPONSE_BODY_BYTES`]
 /// besides its text: roughly what it occupies in memory, so that many empty
 /// pieces cannot hold more than the cap allows.
 pub const ENTRY_BYTES: usize = 64;
@@ -66,7 +62,7 @@ fn answer_too_large() -> Error {
         ErrorCode::ProviderError,
         format!(
             "the provider's streamed answer grew past {} MiB (the cap of a provider answer) and was not read further",
-            MAX_ANSWER_BYTES >> 20
+            RESPONSE_BODY_BYTES >> 20
         ),
     )
 }
@@ -84,7 +80,7 @@ impl Budget {
     /// Counts `n` more bytes of the answer.
     fn take(&mut self, n: usize) -> Result<(), Error> {
         self.held = self.held.saturating_add(n);
-        if self.held > MAX_ANSWER_BYTES {
+        if self.held > RESPONSE_BODY_BYTES {
             return Err(answer_too_large());
         }
         Ok(())
@@ -695,7 +691,7 @@ pub fn send_streamed_until(
         }
         let result = match &mut body {
             Body::Undecided => Ok(()),
-            Body::Whole(all) if all.len() + piece.len() > MAX_BODY_BYTES => Err(too_large()),
+            Body::Whole(all) if all.len() + piece.len() > RESPONSE_BODY_BYTES => Err(too_large()),
             Body::Whole(all) => {
                 all.extend_from_slice(piece);
                 Ok(())
@@ -906,7 +902,7 @@ mod tests {
         let mut a = Assembler::new(Style::OpenAi);
         let per_event = 100;
         let long = "k".repeat(10_000);
-        let events = MAX_ANSWER_BYTES / (per_event * (ENTRY_BYTES + long.len())) + 1;
+        let events = RESPONSE_BODY_BYTES / (per_event * (ENTRY_BYTES + long.len())) + 1;
         let mut failed = None;
         for e in 0..events {
             let delta: Map<String, Value> = (0..per_event)

@@ -20,16 +20,17 @@
 //!
 //! The HTTP/1.1 response is parsed with `httparse` (hyper's own parser):
 //! bodies framed by Content-Length, by chunked transfer coding or by the end
-//! of the connection, at most [`MAX_BODY_BYTES`] of them.
+//! of the connection, at most [`RESPONSE_BODY_BYTES`] of them.
 //!
 //! A streamed exchange ([`exchange_streaming`], SPEC §8 Streaming) hands the
 //! body of a 2xx answer to a sink piece by piece as it arrives, with the
 //! chunked coding already removed, and keeps none of it; any other answer is
 //! read whole as usual.
 
-use crate::http_tool::transport::{self, Failure, IdlePool, MAX_BODY_BYTES};
+use crate::cancel::{CancelToken, OnCancel};
+use crate::limits::RESPONSE_BODY_BYTES;
+use crate::net::transport::{self, Failure, IdlePool};
 use crate::runtime;
-use crate::translate::CancelToken;
 use bytes::Bytes;
 use http::header::HeaderMap;
 use std::io::{self, ErrorKind, Read, Write};
@@ -649,7 +650,7 @@ impl Reader<'_> {
         match framing {
             Framing::Empty => Ok(Bytes::new()),
             Framing::Length(n) => {
-                if n > MAX_BODY_BYTES {
+                if n > RESPONSE_BODY_BYTES {
                     return Err(Stop::Failed(Failure::TooLarge));
                 }
                 let have = self.buf.len() - self.pos;
@@ -665,7 +666,7 @@ impl Reader<'_> {
             }
             Framing::UntilClose => {
                 while self.fill()? {
-                    if self.buf.len() - self.pos > MAX_BODY_BYTES {
+                    if self.buf.len() - self.pos > RESPONSE_BODY_BYTES {
                         return Err(Stop::Failed(Failure::TooLarge));
                     }
                 }
@@ -715,7 +716,7 @@ impl Reader<'_> {
                 return self.trailers().map(|_| Bytes::from(body));
             }
             let size = usize::try_from(size).unwrap_or(usize::MAX);
-            if size > MAX_BODY_BYTES - body.len() {
+            if size > RESPONSE_BODY_BYTES - body.len() {
                 return Err(Stop::Failed(Failure::TooLarge));
             }
             // The chunk and the CRLF after it.
@@ -841,10 +842,12 @@ impl Reader<'_> {
     }
 }
 
-/// Shuts a registered socket down (a cancel token's doing): a read or write
-/// blocked on it returns at once.
-pub(crate) fn shut(tcp: &TcpStream) {
-    let _ = tcp.shutdown(Shutdown::Both);
+/// An exchange's socket is its cancel hook: shutting it down makes a read or
+/// write blocked on it return at once.
+impl OnCancel for TcpStream {
+    fn on_cancel(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
 }
 
 #[cfg(test)]

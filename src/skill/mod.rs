@@ -1,5 +1,11 @@
 //! Agent skills (SPEC §3): discovery of `**/SKILL.md`, skills given as data,
 //! the filter, the `skill` tool and the skills prompt.
+//!
+//! - `mod.rs`         discovery, skills as data, the filter, the tool, the prompt
+//! - `frontmatter.rs` SKILL.md front matter: fences, YAML, the rescue
+//! - `fastwalk.rs`    the discovery walk on directory descriptors
+//! - `walk.rs`        the portable directory walk behind discovery and sampling
+//! - `sampler.rs`     the sibling-file sample of `<skill_files>`
 
 mod fastwalk;
 pub mod frontmatter;

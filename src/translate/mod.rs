@@ -3,6 +3,12 @@
 //! tool execution, no conversation state, so calls may run concurrently from
 //! any number of threads.
 //!
+//! - `mod.rs`     validate, build the provider body, read the answer back
+//! - `helpers.rs` the pure message/tool conversions
+//! - `node.rs`    the per-call arena JSON tree
+//! - `client.rs`  the provider call: retries, backoff, the timeout
+//! - `wire.rs`    the exchange on blocking sockets, its keep-alive pool
+//!
 //! The work is split in three: [`helpers`] holds the pure message/tool
 //! conversions, this module validates the request, builds the provider body
 //! and reads the provider's answer back (also pure), and the provider layer
@@ -15,8 +21,8 @@ pub mod node;
 /// The HTTP exchange, now in the provider layer; this path stays.
 pub use crate::provider::http as client;
 pub(crate) use crate::provider::prepare;
-use crate::provider::wire;
 
+use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::json::display_string;
 use crate::provider::anthropic;
@@ -25,119 +31,6 @@ use bumpalo::Bump;
 use node::{Node, Num, ObjectBuilder};
 use serde_json::Value;
 use std::cell::OnceCell;
-use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
-use tokio::sync::Notify;
-
-// ---------------------------------------------------------------------------
-// cancellation
-// ---------------------------------------------------------------------------
-
-/// A cancel flag the host can trigger from another thread. Cancelling aborts
-/// an in-flight [`translate`] promptly with the `cancelled` error; a token
-/// cancelled before the call starts makes the call fail at once.
-///
-/// An exchange blocked on a socket registers the socket here while it runs;
-/// cancelling shuts every registered socket down, which ends the blocked read
-/// or write. A call waiting out a retry backoff waits on the token, and one
-/// still connecting waits on its notification.
-#[derive(Clone, Default)]
-pub struct CancelToken {
-    inner: Arc<CancelInner>,
-}
-
-#[derive(Default)]
-struct CancelInner {
-    cancelled: AtomicBool,
-    notify: Notify,
-    /// The sockets of the exchanges in flight under this token.
-    sockets: Mutex<Vec<Arc<TcpStream>>>,
-    /// Signalled on cancel, for calls waiting out a backoff.
-    woken: Condvar,
-}
-
-impl CancelToken {
-    pub fn new() -> Self {
-        CancelToken::default()
-    }
-
-    /// Triggers the token. Idempotent; safe from any thread.
-    pub fn cancel(&self) {
-        self.inner.cancelled.store(true, Ordering::SeqCst);
-        self.inner.notify.notify_waiters();
-        let sockets = self.sockets();
-        for socket in sockets.iter() {
-            wire::shut(socket);
-        }
-        self.inner.woken.notify_all();
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.inner.cancelled.load(Ordering::SeqCst)
-    }
-
-    fn sockets(&self) -> std::sync::MutexGuard<'_, Vec<Arc<TcpStream>>> {
-        self.inner.sockets.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Registers an exchange's socket; `false` if the token is already
-    /// cancelled (then the exchange must not start). Either this sees the
-    /// flag or `cancel` sees the socket, whichever comes second.
-    pub(crate) fn register(&self, socket: &Arc<TcpStream>) -> bool {
-        self.sockets().push(Arc::clone(socket));
-        !self.is_cancelled()
-    }
-
-    pub(crate) fn deregister(&self, socket: &Arc<TcpStream>) {
-        let mut sockets = self.sockets();
-        if let Some(i) = sockets.iter().position(|s| Arc::ptr_eq(s, socket)) {
-            sockets.swap_remove(i);
-        }
-    }
-
-    /// Waits `pause`, or less if the token is cancelled meanwhile; `true` if
-    /// it was.
-    pub(crate) fn sleep(&self, pause: Duration) -> bool {
-        let until = Instant::now() + pause;
-        let mut sockets = self.sockets();
-        while !self.is_cancelled() {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            sockets = match self.inner.woken.wait_timeout(sockets, left) {
-                Ok((guard, _)) => guard,
-                Err(p) => p.into_inner().0,
-            };
-        }
-        true
-    }
-
-    /// Resolves once the token is cancelled.
-    pub(crate) async fn cancelled(&self) {
-        loop {
-            let notified = self.inner.notify.notified();
-            tokio::pin!(notified);
-            // Registered before the flag is checked, so a cancel landing in
-            // between is not missed.
-            notified.as_mut().enable();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-impl std::fmt::Debug for CancelToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CancelToken")
-            .field("cancelled", &self.is_cancelled())
-            .finish()
-    }
-}
 
 // ---------------------------------------------------------------------------
 // the client (CONTRACT.md §6)

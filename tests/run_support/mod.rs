@@ -8,10 +8,10 @@ use crate::common;
 use crate::translate_mock::{Canned, MockProvider, Recorded};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
+use toolnexus::cancel::CancelToken;
 use toolnexus::client::{Client, HostFn, RunData, RunRequest, Slot};
 use toolnexus::error::Error;
 use toolnexus::toolkit::Toolkit;
-use toolnexus::translate::CancelToken;
 
 pub const KEY_VARS: [&str; 3] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"];
 

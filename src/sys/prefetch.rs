@@ -1,5 +1,5 @@
 //! A cache-line prefetch for the library's safe code (the one `unsafe` it
-//! needs lives here, with the rest).
+//! needs lives here, in `sys`).
 
 /// Asks the CPU to bring the cache line holding `p` into its caches. A hint
 /// only: nothing is read, and any address, even a dangling or null one, is

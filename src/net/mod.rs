@@ -2,6 +2,12 @@
 //! speaks): every reqwest client starts from [`reqwest_builder`], which sets
 //! rustls on the ring provider with the webpki roots (no aws-lc build, no
 //! system certificate store).
+//!
+//! - `mod.rs`       the reqwest builder (webfetch, MCP's SSE leg)
+//! - `transport.rs` hyper connections: open, the idle pool, failures, the
+//!   HTTP tools' call
+
+pub(crate) mod transport;
 
 use std::sync::Arc;
 

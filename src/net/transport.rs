@@ -1,5 +1,8 @@
-//! The network half of HTTP tools: one shared keep-alive connection pool,
-//! redirects, the timeout, and the classification of transport failures.
+//! The HTTP connection layer under HTTP tools and the provider wire: opening
+//! a connection (DNS, TCP, TLS) and keeping idle ones per origin
+//! ([`open`], [`IdlePool`], [`origin_key`]), the classification of transport
+//! failures ([`Failure`]), and the HTTP tools' call itself: one shared
+//! keep-alive connection pool, redirects, the timeout ([`run`]).
 //!
 //! hyper is driven directly rather than through reqwest because reqwest adds
 //! `accept: */*` to every request and offers no way to leave it out, while the
@@ -11,8 +14,9 @@
 //! is read, and put back. No connection task is spawned, which saves two
 //! thread hand-offs per call; no lock is held while a request is in flight.
 
+use crate::cancel::CancelToken;
+use crate::limits::RESPONSE_BODY_BYTES;
 use crate::runtime;
-use crate::tool::CancelToken;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderValue, CONTENT_TYPE, HOST, LOCATION};
 use http::{Method, Request, StatusCode, Uri};
@@ -41,16 +45,11 @@ const POOL_IDLE: Duration = Duration::from_secs(90);
 /// Idle connections kept per origin.
 const POOL_MAX_IDLE_PER_ORIGIN: usize = 64;
 
-/// The largest response body a call reads (64 MiB). A larger one fails the
-/// call as soon as the limit is passed, so no server can make a call hold
-/// unbounded memory in the host's process.
-pub(crate) const MAX_BODY_BYTES: usize = 64 << 20;
-
 /// A connected stream, TLS or not.
 pub(crate) type Io = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
 
 /// A request ready to send. `headers` hold the expanded (sensitive) values.
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     pub method: Method,
     pub url: String,
     pub headers: HeaderMap,
@@ -58,7 +57,7 @@ pub(super) struct Prepared {
 }
 
 /// What came back: a response, or the reason there was none.
-pub(super) enum Outcome {
+pub(crate) enum Outcome {
     Response {
         status: u16,
         body: String,
@@ -77,14 +76,14 @@ pub(crate) enum Failure {
     Dns,
     ConnectFailed,
     Transport,
-    /// The response body passed [`MAX_BODY_BYTES`].
+    /// The response body passed [`RESPONSE_BODY_BYTES`].
     TooLarge,
 }
 
 /// Sends `prepared` (following redirects) and reads the body, all within
 /// `timeout`, on the shared runtime; a triggered `cancel` drops the request
 /// at once. Safe to call from any thread.
-pub(super) fn run(prepared: Prepared, timeout: Duration, cancel: Option<&CancelToken>) -> Outcome {
+pub(crate) fn run(prepared: Prepared, timeout: Duration, cancel: Option<&CancelToken>) -> Outcome {
     block_on(async move {
         let sent = tokio::time::timeout(timeout, send(prepared));
         let outcome = match cancel {
@@ -286,7 +285,7 @@ enum ExchangeError {
 }
 
 /// One request on `conn`, driving the connection until the whole response
-/// body has arrived (at most [`MAX_BODY_BYTES`] of it).
+/// body has arrived (at most [`RESPONSE_BODY_BYTES`] of it).
 async fn exchange(
     conn: &mut Conn,
     request: Request<Full<Bytes>>,
@@ -306,10 +305,10 @@ async fn exchange(
             .get(http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
-        if announced.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        if announced.is_some_and(|n| n > RESPONSE_BODY_BYTES as u64) {
             return Err(ExchangeError::TooLarge);
         }
-        let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        let body = match Limited::new(body, RESPONSE_BODY_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<LengthLimitError>() => return Err(ExchangeError::TooLarge),
             Err(e) => {

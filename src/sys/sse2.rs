@@ -1,6 +1,6 @@
 //! The SSE2 block scan of the JSON string escaper ([`crate::json`]).
 //!
-//! It sits here, with the crate's other `unsafe`, because Rust still calls
+//! It sits in `sys`, with the crate's other non-C `unsafe`, because Rust still calls
 //! an SSE2 intrinsic `unsafe` outside a function marked with the feature,
 //! even on x86_64, where every CPU has it; the safe function below is what
 //! the escaper calls.

@@ -1,0 +1,23 @@
+//! The size caps, each defined once. Every one is 64 MiB: large enough for
+//! any honest answer, small enough that no server, provider, pipe or file can
+//! make a call hold unbounded memory in the host's process. Passing a cap
+//! fails the one call (or skips the one line) as soon as the cap is passed,
+//! without ever holding more than it.
+
+/// One HTTP response body read whole: an HTTP tool's answer, a provider's
+/// answer (translate and the client loop), a webfetch page, an MCP
+/// streamable-HTTP JSON response.
+pub const RESPONSE_BODY_BYTES: usize = 64 << 20;
+
+/// One server-sent event (or one line of it): the client loop's provider
+/// stream and MCP's SSE legs.
+pub const EVENT_BYTES: usize = 64 << 20;
+
+/// One JSON-RPC line on a stdio pipe, either direction: what the MCP client
+/// keeps of a server's line and what the served toolkit accepts; a longer
+/// line is dropped (the server answers it as invalid).
+pub const LINE_BYTES: usize = 64 << 20;
+
+/// The most bytes the file tools (`read`, `edit`, `apply_patch`) load from
+/// one file; a larger file is an error result.
+pub const FILE_BYTES: u64 = 64 << 20;

@@ -1,0 +1,12 @@
+//! The crate's `unsafe` that is not the C boundary: small safe wrappers over
+//! OS and CPU calls that no dependency wraps safely. Each exposes a safe
+//! function; the policies that use them live in the pure core.
+//!
+//! - `signal.rs`   sigpending / sigtimedwait for SIGPIPE, the SIGCHLD
+//!   disposition, bash's pre-exec status reporter
+//! - `sse2.rs`     the SSE2 block scan of the JSON string escaper
+//! - `prefetch.rs` a cache-line prefetch hint
+
+pub(crate) mod prefetch;
+pub(crate) mod signal;
+pub(crate) mod sse2;
