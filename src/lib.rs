@@ -47,6 +47,7 @@ pub mod mcp_server;
 pub mod native;
 pub mod net;
 pub mod parts;
+pub mod provider;
 pub mod runtime;
 pub mod skill;
 mod source;

@@ -480,3 +480,130 @@ fn cancelling_ends_an_endless_stream() {
     assert_eq!(e.code, ErrorCode::Cancelled);
     assert!(seen >= 3);
 }
+
+/// An endless stream of `unit` events after the head; the call must end
+/// with the answer-size cap long before its 10 s timeout.
+fn endless_answer_is_refused_at_the_cap(style: Style, unit: Vec<u8>) {
+    let server = Server::start(move |_| Answer {
+        head: SSE_CHUNKED.into(),
+        pieces: vec![],
+        close: false,
+        endless: Some(chunked(vec![unit.clone()]).remove(0)),
+    });
+    let call = server.call(&json!({}));
+    let started = std::time::Instant::now();
+    let e = send_streamed(&call, style, None, &mut |_| {}).expect_err("refused");
+    let took = started.elapsed();
+    assert_eq!(e.code, ErrorCode::ProviderError, "{}", e.message);
+    assert!(e.message.contains("64 MiB"), "{}", e.message);
+    assert!(took < Duration::from_secs(9), "took {took:?}");
+}
+
+/// One MiB of `x`.
+fn mib() -> String {
+    "x".repeat(1 << 20)
+}
+
+#[test]
+fn an_endless_stream_of_text_ends_at_the_answer_cap() {
+    let event = json!({"choices":[{"index":0,"delta":{"content": mib()}}]});
+    endless_answer_is_refused_at_the_cap(Style::OpenAi, format!("data: {event}\n\n").into_bytes());
+}
+
+#[test]
+fn an_endless_stream_of_tool_arguments_ends_at_the_answer_cap() {
+    let event = json!({"choices":[{"index":0,"delta":{"tool_calls":[
+        {"index":0,"function":{"arguments": mib()}}]}}]});
+    endless_answer_is_refused_at_the_cap(Style::OpenAi, format!("data: {event}\n\n").into_bytes());
+}
+
+#[test]
+fn an_endless_anthropic_stream_of_text_or_thinking_ends_at_the_answer_cap() {
+    let event = json!({"type":"content_block_delta","index":0,
+                       "delta":{"type":"text_delta","text": mib()}});
+    endless_answer_is_refused_at_the_cap(
+        Style::Anthropic,
+        format!("event: content_block_delta\ndata: {event}\n\n").into_bytes(),
+    );
+    let event = json!({"type":"content_block_delta","index":0,
+                       "delta":{"type":"thinking_delta","thinking": mib()}});
+    endless_answer_is_refused_at_the_cap(
+        Style::Anthropic,
+        format!("event: content_block_delta\ndata: {event}\n\n").into_bytes(),
+    );
+    let event = json!({"type":"content_block_delta","index":3,
+                       "delta":{"type":"input_json_delta","partial_json": mib()}});
+    endless_answer_is_refused_at_the_cap(
+        Style::Anthropic,
+        format!("event: content_block_delta\ndata: {event}\n\n").into_bytes(),
+    );
+}
+
+#[test]
+fn an_event_of_a_hundred_thousand_tool_calls_fails_fast_with_the_call_cap() {
+    let pieces: Vec<Value> = (0..100_000).map(|i| json!({"index": i})).collect();
+    let event = json!({"choices":[{"index":0,"delta":{"tool_calls": pieces}}]});
+    let stream = format!("data: {event}\n\ndata: [DONE]\n\n");
+    let server = Server::start(move |_| Answer {
+        head: SSE_CHUNKED.into(),
+        pieces: chunked(cut(&stream, 1 << 16)),
+        close: false,
+        endless: None,
+    });
+    let mut call = server.call(&json!({}));
+    call.timeout_ms = Some(5_000);
+    let started = std::time::Instant::now();
+    let e = send_streamed(&call, Style::OpenAi, None, &mut |_| {}).expect_err("refused");
+    assert_eq!(e.code, ErrorCode::ProviderError, "{}", e.message);
+    assert!(e.message.contains("at most 1024"), "{}", e.message);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The same many tool_use blocks in the Anthropic style.
+    let mut stream = String::new();
+    for i in 0..2_000 {
+        let start = json!({"type":"content_block_start","index":i,
+            "content_block":{"type":"tool_use","id":format!("t{i}"),"name":"n","input":{}}});
+        stream.push_str(&format!("event: content_block_start\ndata: {start}\n\n"));
+    }
+    let server = Server::start(move |_| Answer {
+        head: SSE_CHUNKED.into(),
+        pieces: chunked(cut(&stream, 1 << 16)),
+        close: false,
+        endless: None,
+    });
+    let e = send_streamed(
+        &server.call(&json!({})),
+        Style::Anthropic,
+        None,
+        &mut |_| {},
+    )
+    .expect_err("refused");
+    assert_eq!(e.code, ErrorCode::ProviderError, "{}", e.message);
+    assert!(e.message.contains("at most 1024"), "{}", e.message);
+}
+
+#[test]
+fn an_answer_of_exactly_the_call_cap_is_assembled_whole() {
+    let pieces: Vec<Value> = (0..1024)
+        .map(|i| json!({"index": i, "id": format!("c{i}"), "function": {"name": "f", "arguments": "{}"}}))
+        .collect();
+    let event = json!({"choices":[{"index":0,"delta":{"tool_calls": pieces}}]});
+    let stream = format!("data: {event}\n\ndata: [DONE]\n\n");
+    let server = Server::start(move |_| Answer {
+        head: SSE_CHUNKED.into(),
+        pieces: chunked(cut(&stream, 1 << 16)),
+        close: false,
+        endless: None,
+    });
+    let (answer, _) = stream_of(&server, Style::OpenAi);
+    let answer = answer.expect("assembled");
+    let calls = answer["choices"][0]["message"]["tool_calls"]
+        .as_array()
+        .expect("calls");
+    assert_eq!(calls.len(), 1024);
+    assert_eq!(calls[1023]["id"], "c1023");
+}

@@ -368,6 +368,35 @@ fn the_mcp_calls_of_a_turn_come_back_in_call_order() {
     }
 }
 
+/// More tool calls in one answer than a turn may run: the run fails with
+/// the cap before any call runs.
+#[test]
+fn an_answer_asking_for_more_calls_than_the_cap_fails_the_run() {
+    let calls: Vec<Value> = (0..1025)
+        .map(|i| {
+            json!({"id": format!("c{i}"), "type": "function",
+                        "function": {"name": "nothing", "arguments": "{}"}})
+        })
+        .collect();
+    let answer = json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": calls}}]});
+    let done = json!({"choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "ok"}}]});
+    let mock = MockProvider::start(vec![Canned::json(200, &answer), Canned::json(200, &done)]);
+    let c = client(&mock.base(), json!({}));
+    let err = c
+        .run(
+            empty_toolkit(),
+            &hi(),
+            &CancelToken::new(),
+            RunData::default(),
+        )
+        .expect_err("too many calls");
+    assert_eq!(err.code, ErrorCode::ProviderError, "{err}");
+    assert!(err.message.contains("1025 tool calls"), "{err}");
+    assert!(err.message.contains("at most 1024"), "{err}");
+}
+
 #[test]
 fn the_calls_of_a_turn_run_on_a_bounded_pool_and_come_back_in_call_order() {
     use std::sync::atomic::{AtomicUsize, Ordering};

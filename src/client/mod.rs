@@ -11,14 +11,14 @@
 //! - `ask.rs`       `ask` and `stream` over a conversation store, metrics
 //! - `provider.rs`  one provider round trip behind the `Provider` trait
 //! - `shape.rs`     the two wire styles: request body, turns, tool results
-//! - `stream.rs`    a streamed provider answer read and reassembled
+//! - `stream`       re-exported from `provider`: a streamed answer reassembled
 //! - `inprocess.rs` a host `generate` function as the model
 //! - `memory.rs`    the conversation store
 //! - `callbacks.rs` the host's slots (hooks, `onError`, `waitFor`)
 //! - `observe.rs`   what a run reports as it goes (events, metric facts)
 //! - `metrics.rs`   the `onMetric` events and the Prometheus registry
 //!
-//! This module sits above `translate` (whose provider exchange it uses) and
+//! This module sits above `provider` (whose exchange and dialects it uses) and
 //! `toolkit` (whose `execute` it calls); neither knows it exists.
 
 mod ask;
@@ -31,13 +31,15 @@ pub mod provider;
 mod resume;
 mod run;
 pub mod shape;
-pub mod stream;
+/// The stream assembler, in the provider layer; this path stays.
+pub use crate::provider::stream;
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::json::type_name;
+use crate::provider::{ClientConfig, Style, CLIENT_KEYS};
 use crate::toolkit::Toolkit;
-use crate::translate::{helpers::is_blank, ClientConfig, Style, CLIENT_KEYS};
+use crate::translate::helpers::is_blank;
 pub use ask::AskRequest;
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};
 pub use observe::{Event, Observer};

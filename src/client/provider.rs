@@ -8,8 +8,8 @@ use super::shape::Body;
 use super::{inprocess, stream};
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
-use crate::translate::client::{self as http, FailedAttempt, Verdict};
-use crate::translate::{self, ClientConfig};
+use crate::provider::http::{self, FailedAttempt, Verdict};
+use crate::provider::{self, ClientConfig};
 use serde_json::Value;
 use std::time::Instant;
 
@@ -52,7 +52,7 @@ pub struct HttpProvider {
 impl Provider for HttpProvider {
     fn complete(&self, exchange: Exchange<'_>) -> Result<Value> {
         let encoded = exchange.body.encode();
-        let call = translate::prepare(&self.config, encoded)?;
+        let call = provider::prepare(&self.config, encoded)?;
         let reply = match exchange.on_text {
             None => http::send_until(
                 &call,

@@ -16,8 +16,8 @@ use super::shape::{self, Call, Fed};
 use super::{Client, ResumeRequest, RunData};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
+use crate::provider::Style;
 use crate::toolkit::Toolkit;
-use crate::translate::Style;
 use serde_json::Value;
 use std::collections::HashMap;
 

@@ -9,13 +9,14 @@ use super::metrics::MetricEvent;
 use super::observe::{Event, Observer};
 use super::provider::Exchange;
 use super::shape::{self, Body, Call, Fed, Usage};
+use super::stream;
 use super::Client;
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
+use crate::provider::http::{default_verdict, FailedAttempt, Verdict};
+use crate::provider::Style;
 use crate::tool::{ExecContext, ToolResult};
 use crate::toolkit::Toolkit;
-use crate::translate::client::{default_verdict, FailedAttempt, Verdict};
-use crate::translate::Style;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -200,6 +201,10 @@ impl Run<'_> {
             self.turns += 1;
             let message = shape::assistant_message(self.style(), &raw);
             let calls = shape::calls_of(self.style(), &message);
+            if calls.len() > stream::MAX_TOOL_CALLS {
+                // Refused before any of them runs.
+                return Err(stream::too_many_calls(calls.len()));
+            }
             self.messages.push(message);
             if calls.is_empty() {
                 let text = shape::final_text(self.style(), &raw);

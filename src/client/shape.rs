@@ -3,15 +3,10 @@
 //! back, and the usage. Messages stay in the provider's own shape throughout:
 //! the transcript is what the provider sent and will be sent back verbatim.
 
-use crate::translate::Style;
+use crate::provider::anthropic::DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS;
+use crate::provider::{Style, RESERVED_PARAMS};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
-
-/// Keys `requestParams` may not set: the loop owns them.
-const RESERVED_PARAMS: [&str; 3] = ["messages", "tools", "stream"];
-
-/// The Anthropic default `max_tokens`.
-const ANTHROPIC_MAX_TOKENS: u64 = 4096;
 
 /// One provider request body, borrowing the run's transcript and tools.
 /// openai: `{model, messages, tools?, tool_choice:"auto"?}` with the system

@@ -3,9 +3,12 @@
 //! same for every transport.
 //!
 //! A GET opens an event stream; its first `endpoint` event names the URL to
-//! POST client messages to; server messages arrive as `message` events.
+//! POST client messages to; server messages arrive as `message` events. The
+//! stream is read by the crate's one SSE reader, whose per-event cap
+//! ([`crate::limits::EVENT_BYTES`])
+//! keeps a hostile server from making us buffer without bound.
 
-use crate::limits::EVENT_BYTES;
+use crate::provider::sse::SseParser;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
@@ -107,52 +110,42 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Parses the event stream: the first `endpoint` event goes to `endpoint`,
-/// every `message` event that is valid JSON-RPC goes to `tx`. Anything else
-/// is ignored.
+/// Parses the event stream with the one SSE reader
+/// ([`crate::provider::sse`]): the first `endpoint` event goes to
+/// `endpoint`, every `message` event that is valid JSON-RPC goes to `tx`.
+/// Anything else is ignored; an event past the reader's cap ends the stream.
 async fn read_events(
     mut resp: reqwest::Response,
     endpoint: oneshot::Sender<String>,
     tx: mpsc::Sender<ServerJsonRpcMessage>,
 ) {
     let mut endpoint = Some(endpoint);
-    let mut buf: Vec<u8> = Vec::new();
-    let mut event = String::new();
-    let mut data = String::new();
-    while let Ok(Some(chunk)) = resp.chunk().await {
-        buf.extend_from_slice(&chunk);
-        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=pos).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                let name = if event.is_empty() { "message" } else { &event };
-                if name == "endpoint" {
-                    if let Some(e) = endpoint.take() {
-                        let _ = e.send(data.trim().to_string());
-                    }
-                } else if name == "message" {
-                    if let Ok(msg) = serde_json::from_str::<ServerJsonRpcMessage>(&data) {
-                        if tx.send(msg).await.is_err() {
-                            return;
-                        }
+    let mut parser = SseParser::new();
+    let mut events: Vec<(String, String)> = Vec::new();
+    loop {
+        let chunk = resp.chunk().await;
+        let mut collect = |name: &str, data: &str| {
+            events.push((name.to_string(), data.to_string()));
+            Ok(())
+        };
+        let (read, ended) = match chunk {
+            Ok(Some(chunk)) => (parser.feed(&chunk, &mut collect), false),
+            Ok(None) | Err(_) => (parser.finish(&mut collect), true),
+        };
+        for (name, data) in events.drain(..) {
+            if name == "endpoint" {
+                if let Some(e) = endpoint.take() {
+                    let _ = e.send(data.trim().to_string());
+                }
+            } else if name == "message" {
+                if let Ok(msg) = serde_json::from_str::<ServerJsonRpcMessage>(&data) {
+                    if tx.send(msg).await.is_err() {
+                        return;
                     }
                 }
-                event.clear();
-                data.clear();
-            } else if let Some(v) = line.strip_prefix("event:") {
-                event = v.trim_start().to_string();
-            } else if let Some(v) = line.strip_prefix("data:") {
-                if !data.is_empty() {
-                    data.push('\n');
-                }
-                data.push_str(v.strip_prefix(' ').unwrap_or(v));
-            }
-            if data.len() > EVENT_BYTES {
-                return;
             }
         }
-        if buf.len() > EVENT_BYTES {
+        if read.is_err() || ended {
             return;
         }
     }

@@ -14,170 +14,93 @@
 //!
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
+//!
+//! Bounds: the assembled answer holds at most [`RESPONSE_BODY_BYTES`] (the
+//! cap of a non-streamed body; text, tool arguments, thinking and every
+//! other piece counted together, each new key or call at least
+//! [`ENTRY_BYTES`]) and at most [`MAX_TOOL_CALLS`] tool calls; past either
+//! the call fails with a `provider_error` naming the cap. Pieces are found
+//! by index in constant time, and the deadline and the cancel token are
+//! checked while one event's pieces are gathered.
 
+use super::http::{self as client, Call, FailedAttempt, Reply, Verdict};
+use super::sse::{too_large, SseParser};
+use super::Style;
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode};
-use crate::limits::{EVENT_BYTES, RESPONSE_BODY_BYTES};
-use crate::translate::client::{self, Call, FailedAttempt, Reply, Verdict};
-use crate::translate::Style;
+use crate::limits::RESPONSE_BODY_BYTES;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-// ---------------------------------------------------------------------------
-// server-sent events
-// ---------------------------------------------------------------------------
+/// The most tool calls one answer may ask for: a turn holds every call and
+/// its result and feeds them all back at once (run on the loop's bounded
+/// pool, `run::tool_workers`). An answer asking for more fails with a
+/// `provider_error` before any call runs, streamed or not.
+pub const MAX_TOOL_CALLS: usize = 1024;
 
-/// An incremental reader of the `text/event-stream` format (the WHATWG
-/// rules): lines end in CRLF, LF or CR, possibly split across reads; `:`
-/// starts a comment; `data` lines join with newlines; a blank line ends an
-/// event. An event still open when the stream ends is delivered too (a
-/// server that closes without the last blank line loses nothing).
-#[derive(Debug, Default)]
-pub struct SseParser {
-    line: Vec<u8>,
-    event: String,
-    data: String,
-    has_data: bool,
-    /// The last byte seen was a CR: an LF right after it ends nothing.
-    after_cr: bool,
-    started: bool,
-}
+/// What one more key, call or block counts against [`RESPONSE_BODY_BYTES`]
+/// besides its text: roughly what it occupies in memory, so that many empty
+/// pieces cannot hold more than the cap allows.
+pub const ENTRY_BYTES: usize = 64;
 
-fn too_large() -> Error {
+/// How many tool-call pieces are gathered between two looks at the clock.
+const CHECK_EVERY: usize = 64;
+
+/// The error for an answer of more than [`MAX_TOOL_CALLS`] calls.
+pub fn too_many_calls(count: usize) -> Error {
     Error::new(
         ErrorCode::ProviderError,
         format!(
-            "the provider's stream sent an event of more than {} MiB",
-            EVENT_BYTES >> 20
+            "the provider's answer asks for {count} tool calls; one answer may ask for at most {MAX_TOOL_CALLS}"
         ),
     )
 }
 
-impl SseParser {
-    pub fn new() -> Self {
-        SseParser::default()
-    }
+fn answer_too_large() -> Error {
+    Error::new(
+        ErrorCode::ProviderError,
+        format!(
+            "the provider's streamed answer grew past {} MiB (the cap of a provider answer) and was not read further",
+            RESPONSE_BODY_BYTES >> 20
+        ),
+    )
+}
 
-    /// Reads `bytes`, calling `on_event(name, data)` for each event they
-    /// complete (`name` is `message` when the event named none).
-    pub fn feed(
-        &mut self,
-        mut bytes: &[u8],
-        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if !self.started && !bytes.is_empty() {
-            self.started = true;
-            bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
-        }
-        while !bytes.is_empty() {
-            if self.after_cr {
-                self.after_cr = false;
-                if bytes[0] == b'\n' {
-                    bytes = &bytes[1..];
-                    continue;
-                }
-            }
-            match memchr::memchr2(b'\n', b'\r', bytes) {
-                Some(end) => {
-                    self.line.extend_from_slice(&bytes[..end]);
-                    self.after_cr = bytes[end] == b'\r';
-                    bytes = &bytes[end + 1..];
-                    self.end_line(on_event)?;
-                }
-                None => {
-                    if self.line.len() + bytes.len() > EVENT_BYTES {
-                        return Err(too_large());
-                    }
-                    self.line.extend_from_slice(bytes);
-                    bytes = &[];
-                }
-            }
+/// What an assembler has taken in so far, and when it must stop.
+#[derive(Debug, Default)]
+struct Budget {
+    /// Bytes held by the answer, as counted by [`Budget::take`].
+    held: usize,
+    deadline: Option<Instant>,
+    cancel: Option<CancelToken>,
+}
+
+impl Budget {
+    /// Counts `n` more bytes of the answer.
+    fn take(&mut self, n: usize) -> Result<(), Error> {
+        self.held = self.held.saturating_add(n);
+        if self.held > RESPONSE_BODY_BYTES {
+            return Err(answer_too_large());
         }
         Ok(())
     }
 
-    /// The end of the stream: a last unterminated line and a last open
-    /// event are delivered.
-    pub fn finish(
-        &mut self,
-        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if !self.line.is_empty() {
-            self.end_line(on_event)?;
+    /// Fails once the deadline passed or the token was cancelled.
+    fn check(&self) -> Result<(), Error> {
+        if self.cancel.as_ref().is_some_and(CancelToken::is_cancelled) {
+            return Err(Error::new(
+                ErrorCode::Cancelled,
+                "the streamed answer was cancelled",
+            ));
         }
-        self.dispatch(on_event)
-    }
-
-    fn end_line(
-        &mut self,
-        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        let line = std::mem::take(&mut self.line);
-        let result = self.field(&line, on_event);
-        // The line's buffer is kept for the next one.
-        self.line = line;
-        self.line.clear();
-        result
-    }
-
-    fn field(
-        &mut self,
-        line: &[u8],
-        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if line.is_empty() {
-            return self.dispatch(on_event);
-        }
-        if line[0] == b':' {
-            return Ok(());
-        }
-        let (name, value) = match memchr::memchr(b':', line) {
-            Some(i) => {
-                let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-            }
-            None => (line, &[][..]),
-        };
-        let value = String::from_utf8_lossy(value);
-        match name {
-            b"data" => {
-                if self.data.len() + value.len() > EVENT_BYTES {
-                    return Err(too_large());
-                }
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(&value);
-                self.has_data = true;
-            }
-            b"event" => {
-                self.event.clear();
-                self.event.push_str(&value);
-            }
-            // id and retry matter to a reconnecting browser, not here.
-            _ => {}
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::new(
+                ErrorCode::Timeout,
+                "the streamed answer was still being assembled at the deadline",
+            ));
         }
         Ok(())
-    }
-
-    fn dispatch(
-        &mut self,
-        on_event: &mut dyn FnMut(&str, &str) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        if !self.has_data {
-            self.event.clear();
-            return Ok(());
-        }
-        let name = if self.event.is_empty() {
-            "message"
-        } else {
-            &self.event
-        };
-        let result = on_event(name, &self.data);
-        self.event.clear();
-        self.data.clear();
-        self.has_data = false;
-        result
     }
 }
 
@@ -188,7 +111,6 @@ impl SseParser {
 /// One tool call of an OpenAI stream, gathered from its pieces.
 #[derive(Debug, Default)]
 struct OpenAiCall {
-    index: Option<u64>,
     id: String,
     name: String,
     arguments: String,
@@ -202,6 +124,8 @@ struct OpenAiState {
     /// Other string fields of the delta (`refusal`, `reasoning_content`).
     extra: Map<String, Value>,
     calls: Vec<OpenAiCall>,
+    /// Where the call of each `index` is in `calls`.
+    by_index: HashMap<u64, usize>,
     finish_reason: Option<Value>,
     usage: Option<Value>,
 }
@@ -219,9 +143,56 @@ struct AnthropicBlock {
 struct AnthropicState {
     message: Option<Map<String, Value>>,
     blocks: Vec<AnthropicBlock>,
+    /// Where the block of each `index` is in `blocks`.
+    by_index: HashMap<u64, usize>,
+    /// How many of the blocks are `tool_use`.
+    tool_uses: usize,
     stop_reason: Option<Value>,
     stop_sequence: Option<Value>,
     usage: Map<String, Value>,
+}
+
+impl AnthropicState {
+    /// Starts (or starts again) the block of `index`, returning where it is
+    /// in `blocks`; fails past [`MAX_TOOL_CALLS`] `tool_use` blocks.
+    fn start_block(&mut self, index: u64, block: Map<String, Value>) -> Result<usize, Error> {
+        let is_tool =
+            |b: &Map<String, Value>| b.get("type").and_then(Value::as_str) == Some("tool_use");
+        let tool = is_tool(&block);
+        let entry = AnthropicBlock {
+            index,
+            block,
+            json: None,
+        };
+        match self.by_index.get(&index) {
+            Some(&at) => {
+                let was_tool = is_tool(&self.blocks[at].block);
+                if tool && !was_tool {
+                    self.count_tool_use()?;
+                } else if was_tool && !tool {
+                    self.tool_uses -= 1;
+                }
+                self.blocks[at] = entry;
+                Ok(at)
+            }
+            None => {
+                if tool {
+                    self.count_tool_use()?;
+                }
+                self.blocks.push(entry);
+                self.by_index.insert(index, self.blocks.len() - 1);
+                Ok(self.blocks.len() - 1)
+            }
+        }
+    }
+
+    fn count_tool_use(&mut self) -> Result<(), Error> {
+        if self.tool_uses >= MAX_TOOL_CALLS {
+            return Err(too_many_calls(self.tool_uses + 1));
+        }
+        self.tool_uses += 1;
+        Ok(())
+    }
 }
 
 /// Gathers the events of one streamed answer into the answer the provider
@@ -231,6 +202,7 @@ pub struct Assembler {
     style: Style,
     openai: OpenAiState,
     anthropic: AnthropicState,
+    budget: Budget,
     /// `[DONE]` or `message_stop` was seen: later events are ignored.
     done: bool,
 }
@@ -253,19 +225,39 @@ fn provider_stream_error(detail: &Value) -> Error {
 
 /// Appends every string field of `delta` but `type` to the same field of
 /// `target` (how text, thinking and signature deltas grow their block).
-fn append_strings(target: &mut Map<String, Value>, delta: &Map<String, Value>) {
+fn append_strings(
+    target: &mut Map<String, Value>,
+    delta: &Map<String, Value>,
+    budget: &mut Budget,
+) -> Result<(), Error> {
     for (k, v) in delta {
         let Value::String(piece) = v else { continue };
         if k == "type" {
             continue;
         }
-        match target.get_mut(k) {
-            Some(Value::String(s)) => s.push_str(piece),
-            _ => {
-                target.insert(k.clone(), Value::String(piece.clone()));
-            }
+        append_string(target, k, piece, budget)?;
+    }
+    Ok(())
+}
+
+/// Appends `piece` to the string field `key` of `target`, counting it.
+fn append_string(
+    target: &mut Map<String, Value>,
+    key: &str,
+    piece: &str,
+    budget: &mut Budget,
+) -> Result<(), Error> {
+    match target.get_mut(key) {
+        Some(Value::String(s)) => {
+            budget.take(piece.len())?;
+            s.push_str(piece);
+        }
+        _ => {
+            budget.take(ENTRY_BYTES + key.len() + piece.len())?;
+            target.insert(key.to_string(), Value::String(piece.to_string()));
         }
     }
+    Ok(())
 }
 
 impl Assembler {
@@ -274,8 +266,17 @@ impl Assembler {
             style,
             openai: OpenAiState::default(),
             anthropic: AnthropicState::default(),
+            budget: Budget::default(),
             done: false,
         }
+    }
+
+    /// Makes [`Assembler::event`] fail with a `timeout` error once
+    /// `deadline` has passed and with a `cancelled` error once `cancel` is
+    /// cancelled, checked while an event's pieces are gathered.
+    pub fn watch(&mut self, deadline: Option<Instant>, cancel: Option<&CancelToken>) {
+        self.budget.deadline = deadline;
+        self.budget.cancel = cancel.cloned();
     }
 
     /// Takes one event; `on_text` gets each piece of assistant text.
@@ -288,6 +289,7 @@ impl Assembler {
         if self.done {
             return Ok(());
         }
+        self.budget.check()?;
         match self.style {
             Style::OpenAi => self.openai_event(data, on_text),
             Style::Anthropic => self.anthropic_event(name, data, on_text),
@@ -304,12 +306,17 @@ impl Assembler {
             return Ok(());
         };
         let s = &mut self.openai;
+        let budget = &mut self.budget;
         if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
             return Err(provider_stream_error(e));
         }
         for key in ["id", "model", "created", "system_fingerprint"] {
             if let Some(v) = chunk.get(key).filter(|v| !v.is_null()) {
-                s.top.entry(key).or_insert_with(|| v.clone());
+                if !s.top.contains_key(key) {
+                    // At most the whole event was copied.
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.top.insert(key.into(), v.clone());
+                }
             }
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
@@ -331,23 +338,22 @@ impl Assembler {
         for (k, v) in delta {
             match (k.as_str(), v) {
                 ("content", Value::String(text)) => {
+                    budget.take(text.len())?;
                     s.content.get_or_insert_with(String::new).push_str(text);
                     if !text.is_empty() {
                         on_text(text);
                     }
                 }
                 ("tool_calls", Value::Array(calls)) => {
-                    for c in calls {
-                        Self::openai_call_piece(&mut s.calls, c);
+                    for (n, c) in calls.iter().enumerate() {
+                        if n % CHECK_EVERY == CHECK_EVERY - 1 {
+                            budget.check()?;
+                        }
+                        Self::openai_call_piece(&mut s.calls, &mut s.by_index, c, budget)?;
                     }
                 }
                 ("role" | "content" | "tool_calls", _) => {}
-                (_, Value::String(piece)) => match s.extra.get_mut(k) {
-                    Some(Value::String(t)) => t.push_str(piece),
-                    _ => {
-                        s.extra.insert(k.clone(), Value::String(piece.clone()));
-                    }
-                },
+                (_, Value::String(piece)) => append_string(&mut s.extra, k, piece, budget)?,
                 _ => {}
             }
         }
@@ -356,11 +362,16 @@ impl Assembler {
 
     /// One piece of a tool call: found by its `index` (by a new `id` when a
     /// provider sends no index), its name and arguments appended.
-    fn openai_call_piece(calls: &mut Vec<OpenAiCall>, piece: &Value) {
+    fn openai_call_piece(
+        calls: &mut Vec<OpenAiCall>,
+        by_index: &mut HashMap<u64, usize>,
+        piece: &Value,
+        budget: &mut Budget,
+    ) -> Result<(), Error> {
         let index = piece.get("index").and_then(Value::as_u64);
         let id = piece.get("id").and_then(Value::as_str).unwrap_or("");
         let found = match index {
-            Some(i) => calls.iter().position(|c| c.index == Some(i)),
+            Some(i) => by_index.get(&i).copied(),
             None => match calls.last() {
                 Some(last) if id.is_empty() || last.id.is_empty() || last.id == id => {
                     Some(calls.len() - 1)
@@ -371,25 +382,33 @@ impl Assembler {
         let at = match found {
             Some(at) => at,
             None => {
-                calls.push(OpenAiCall {
-                    index,
-                    ..OpenAiCall::default()
-                });
+                if calls.len() >= MAX_TOOL_CALLS {
+                    return Err(too_many_calls(calls.len() + 1));
+                }
+                budget.take(ENTRY_BYTES)?;
+                calls.push(OpenAiCall::default());
+                if let Some(i) = index {
+                    by_index.insert(i, calls.len() - 1);
+                }
                 calls.len() - 1
             }
         };
         let call = &mut calls[at];
         if !id.is_empty() && call.id.is_empty() {
+            budget.take(id.len())?;
             call.id = id.to_string();
         }
         if let Some(f) = piece.get("function") {
             if let Some(n) = f.get("name").and_then(Value::as_str) {
+                budget.take(n.len())?;
                 call.name.push_str(n);
             }
             if let Some(a) = f.get("arguments").and_then(Value::as_str) {
+                budget.take(a.len())?;
                 call.arguments.push_str(a);
             }
         }
+        Ok(())
     }
 
     fn anthropic_event(
@@ -403,10 +422,13 @@ impl Assembler {
         };
         let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
         let s = &mut self.anthropic;
+        let budget = &mut self.budget;
         let index = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
                 if let Some(Value::Object(m)) = ev.get("message") {
+                    // At most the whole event was copied.
+                    budget.take(ENTRY_BYTES + data.len())?;
                     if let Some(Value::Object(u)) = m.get("usage") {
                         s.usage.extend(u.clone());
                     }
@@ -418,19 +440,15 @@ impl Assembler {
                     Some(Value::Object(b)) => b.clone(),
                     _ => Map::new(),
                 };
-                s.blocks.retain(|b| b.index != index);
-                s.blocks.push(AnthropicBlock {
-                    index,
-                    block,
-                    json: None,
-                });
+                budget.take(ENTRY_BYTES + data.len())?;
+                s.start_block(index, block)?;
             }
             "content_block_delta" => {
                 let Some(Value::Object(delta)) = ev.get("delta") else {
                     return Ok(());
                 };
-                let at = match s.blocks.iter().position(|b| b.index == index) {
-                    Some(at) => at,
+                let at = match s.by_index.get(&index) {
+                    Some(&at) => at,
                     // A delta for a block never started starts it.
                     None => {
                         let t = match delta.get("type").and_then(Value::as_str) {
@@ -439,12 +457,8 @@ impl Assembler {
                         };
                         let mut block = Map::new();
                         block.insert("type".into(), Value::String(t.into()));
-                        s.blocks.push(AnthropicBlock {
-                            index,
-                            block,
-                            json: None,
-                        });
-                        s.blocks.len() - 1
+                        budget.take(ENTRY_BYTES)?;
+                        s.start_block(index, block)?
                     }
                 };
                 let b = &mut s.blocks[at];
@@ -454,9 +468,11 @@ impl Assembler {
                             .get("partial_json")
                             .and_then(Value::as_str)
                             .unwrap_or("");
+                        budget.take(piece.len())?;
                         b.json.get_or_insert_with(String::new).push_str(piece);
                     }
                     kind => {
+                        append_strings(&mut b.block, delta, budget)?;
                         if kind == Some("text_delta") {
                             if let Some(t) = delta.get("text").and_then(Value::as_str) {
                                 if !t.is_empty() {
@@ -464,13 +480,12 @@ impl Assembler {
                                 }
                             }
                         }
-                        append_strings(&mut b.block, delta);
                     }
                 }
             }
             "content_block_stop" => {
-                if let Some(b) = s.blocks.iter_mut().find(|b| b.index == index) {
-                    Self::close_block(b);
+                if let Some(&at) = s.by_index.get(&index) {
+                    Self::close_block(&mut s.blocks[at]);
                 }
             }
             "message_delta" => {
@@ -485,6 +500,9 @@ impl Assembler {
                 if let Some(Value::Object(u)) = ev.get("usage") {
                     for (k, v) in u {
                         if !v.is_null() {
+                            if !s.usage.contains_key(k) {
+                                budget.take(ENTRY_BYTES + k.len())?;
+                            }
                             s.usage.insert(k.clone(), v.clone());
                         }
                     }
@@ -666,7 +684,9 @@ pub fn send_streamed_until(
             body = if piece[0] == b'{' {
                 Body::Whole(Vec::new())
             } else {
-                Body::Events(Box::new((SseParser::new(), Assembler::new(style))))
+                let mut assembler = Assembler::new(style);
+                assembler.watch(deadline, cancel);
+                Body::Events(Box::new((SseParser::new(), assembler)))
             };
         }
         let result = match &mut body {
@@ -692,14 +712,23 @@ pub fn send_streamed_until(
         }
     };
     let reply = client::send_streaming_until(call, deadline, cancel, classify, &mut sink)?;
+    // The assembler's own look at the clock and the token ends the call as
+    // the exchange's would.
+    let stopped = |e: Error| match e.code {
+        ErrorCode::Timeout => client::timed_out(call),
+        ErrorCode::Cancelled => client::cancelled(),
+        _ => e,
+    };
     if let Some(e) = failed {
-        return Err(e);
+        return Err(stopped(e));
     }
     let answer = match body {
         Body::Undecided => Assembler::new(style).finish(),
         Body::Events(events) => {
             let (mut parser, mut assembler) = *events;
-            parser.finish(&mut |name, data| assembler.event(name, data, on_text))?;
+            parser
+                .finish(&mut |name, data| assembler.event(name, data, on_text))
+                .map_err(stopped)?;
             assembler.finish()
         }
         Body::Whole(all) => {
@@ -724,62 +753,6 @@ pub fn send_streamed_until(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn events(chunks: &[&[u8]]) -> Vec<(String, String)> {
-        let mut p = SseParser::new();
-        let mut out = Vec::new();
-        for c in chunks {
-            p.feed(c, &mut |n, d| {
-                out.push((n.to_string(), d.to_string()));
-                Ok(())
-            })
-            .expect("feed");
-        }
-        p.finish(&mut |n, d| {
-            out.push((n.to_string(), d.to_string()));
-            Ok(())
-        })
-        .expect("finish");
-        out
-    }
-
-    fn pair(n: &str, d: &str) -> (String, String) {
-        (n.to_string(), d.to_string())
-    }
-
-    #[test]
-    fn sse_lines_split_anywhere_and_every_line_ending_give_the_same_events() {
-        let text = "\u{feff}: comment\nevent: a\ndata: one\ndata:two\n\ndata: x\r\n\r\nid: 7\nretry: 10\ndata\n\nevent: b\r\rdata: last";
-        let whole = events(&[text.as_bytes()]);
-        assert_eq!(
-            whole,
-            [
-                pair("a", "one\ntwo"),
-                pair("message", "x"),
-                pair("message", ""),
-                pair("message", "last"),
-            ]
-        );
-        // The same bytes one at a time (CRLF split between reads included).
-        let bytes = text.as_bytes();
-        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
-        assert_eq!(events(&singles), whole);
-        for cut in 1..bytes.len() {
-            assert_eq!(
-                events(&[&bytes[..cut], &bytes[cut..]]),
-                whole,
-                "cut at {cut}"
-            );
-        }
-    }
-
-    #[test]
-    fn an_event_name_without_data_is_dropped_and_does_not_leak_into_the_next() {
-        assert_eq!(
-            events(&[b"event: ping\n\ndata: d\n\n"]),
-            [pair("message", "d")]
-        );
-    }
 
     fn assemble(style: Style, stream: &str) -> (Value, Vec<String>) {
         let mut p = SseParser::new();
@@ -879,6 +852,71 @@ mod tests {
             )
             .expect_err("an error event");
         assert!(e.message.contains("overloaded_error") && e.message.contains("Overloaded"));
+    }
+
+    /// One event of `n` pieces of tool call 0, each one byte of arguments.
+    fn many_pieces(n: usize) -> String {
+        let piece = r#"{"index":0,"function":{"arguments":"x"}}"#;
+        let pieces = vec![piece; n].join(",");
+        format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{pieces}]}}}}]}}"#)
+    }
+
+    #[test]
+    fn a_deadline_passing_while_one_event_is_gathered_ends_it_there() {
+        let data = many_pieces(30_000);
+        let mut a = Assembler::new(Style::OpenAi);
+        // Parsing the event alone takes longer than this (the parse itself is
+        // one step; the deadline is looked at while its pieces are gathered).
+        let deadline = Instant::now() + Duration::from_millis(5);
+        a.watch(Some(deadline), None);
+        let e = a
+            .event("message", &data, &mut |_| {})
+            .expect_err("timed out");
+        assert_eq!(e.code, ErrorCode::Timeout, "{}", e.message);
+        // Unwatched, the same event is gathered whole.
+        let mut a = Assembler::new(Style::OpenAi);
+        a.event("message", &data, &mut |_| {}).expect("gathered");
+        let answer = a.finish();
+        let args = &answer["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"];
+        assert_eq!(args.as_str().map(str::len), Some(30_000));
+    }
+
+    #[test]
+    fn a_cancel_is_seen_while_one_event_is_gathered() {
+        let data = many_pieces(1_000);
+        let token = CancelToken::new();
+        let mut a = Assembler::new(Style::OpenAi);
+        a.watch(None, Some(&token));
+        a.event("message", &data, &mut |_| {})
+            .expect("not cancelled");
+        token.cancel();
+        let e = a
+            .event("message", &data, &mut |_| {})
+            .expect_err("cancelled");
+        assert_eq!(e.code, ErrorCode::Cancelled);
+    }
+
+    #[test]
+    fn empty_pieces_and_new_keys_count_against_the_answer_cap() {
+        // Each new key of the delta holds nothing, but still counts.
+        let mut a = Assembler::new(Style::OpenAi);
+        let per_event = 100;
+        let long = "k".repeat(10_000);
+        let events = RESPONSE_BODY_BYTES / (per_event * (ENTRY_BYTES + long.len())) + 1;
+        let mut failed = None;
+        for e in 0..events {
+            let delta: Map<String, Value> = (0..per_event)
+                .map(|k| (format!("{long}{e}_{k}"), Value::String(String::new())))
+                .collect();
+            let data = json!({"choices":[{"index":0,"delta": delta}]}).to_string();
+            if let Err(err) = a.event("message", &data, &mut |_| {}) {
+                failed = Some(err);
+                break;
+            }
+        }
+        let e = failed.expect("refused at the cap");
+        assert_eq!(e.code, ErrorCode::ProviderError);
+        assert!(e.message.contains("64 MiB"), "{}", e.message);
     }
 
     fn anthropic_sse(events: &[Value]) -> String {

@@ -262,11 +262,11 @@ fn send_to(
     }
 }
 
-fn cancelled() -> Error {
+pub(crate) fn cancelled() -> Error {
     Error::new(ErrorCode::Cancelled, "the translate call was cancelled")
 }
 
-fn timed_out(call: &Call) -> Error {
+pub(crate) fn timed_out(call: &Call) -> Error {
     let ms = call.timeout_ms.unwrap_or(0);
     Error::new(
         ErrorCode::Timeout,

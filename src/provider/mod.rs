@@ -1,0 +1,290 @@
+//! The provider layer (floor 3): what the two provider dialects are, the
+//! client configuration that picks one, and each dialect's tables. It sits
+//! above `tool`, `parts`, `adapter`, `json`, `net` and the cancel token, and
+//! below `skill`, `builtin`, `mcp`, `toolkit`, `translate` and `client`,
+//! which both speak to providers through it; nothing here imports them.
+//!
+//! - `mod.rs`: [`Style`], [`ClientConfig`] (CONTRACT §6) and the keys and
+//!   clamps of its JSON.
+//! - [`openai`]: the OpenAI chat-completions dialect's tables.
+//! - [`anthropic`]: the Anthropic messages dialect's tables.
+//! - [`http`]: the provider call: retries, backoff, `Retry-After`, the
+//!   whole-call deadline, the cancel token, typed provider errors.
+//! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
+//! - [`sse`]: the one reader of server-sent events.
+//! - [`stream`]: a streamed answer of either dialect assembled into the
+//!   answer it would have been whole (bounded in bytes and tool calls).
+
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod sse;
+pub mod stream;
+pub(crate) mod wire;
+
+use crate::error::{Error, Result};
+use crate::json::type_name;
+use serde_json::{Map, Value};
+
+/// The provider's wire style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    OpenAi,
+    Anthropic,
+}
+
+pub const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams";
+
+/// The most extra attempts a call makes: a larger `retries` is taken as
+/// this many (with `timeoutMs` the deadline ends the call sooner anyway).
+pub const MAX_RETRIES: u32 = 10;
+
+/// The largest `retryBaseMs` honoured; a larger one is taken as this.
+pub const MAX_RETRY_BASE_MS: u64 = 60_000;
+
+/// Keys `requestParams` may not set, in either dialect: the translator
+/// and the loop own them.
+pub(crate) const RESERVED_PARAMS: [&str; 3] = ["messages", "tools", "stream"];
+
+/// A validated client.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub base_url: String,
+    pub style: Style,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub system_prompt: Option<String>,
+    pub retries: u32,
+    pub retry_base_ms: u64,
+    /// Statuses retried besides the default ones (upstream's
+    /// `retryable_statuses`: it adds, never removes).
+    pub retryable_statuses: Vec<u16>,
+    pub timeout_ms: Option<u64>,
+    pub request_params: Map<String, Value>,
+}
+
+/// `obj[key]`, with `null` read as absent.
+fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    obj.get(key).filter(|v| !v.is_null())
+}
+
+fn expect_string<'a>(what: &str, v: &'a Value) -> Result<&'a str> {
+    v.as_str().ok_or_else(|| {
+        Error::invalid_config(format!("{what} must be a string, got {}", type_name(v)))
+    })
+}
+
+fn expect_count(what: &str, v: &Value) -> Result<u64> {
+    v.as_u64().ok_or_else(|| {
+        Error::invalid_config(format!(
+            "{what} must be a whole number of 0 or more, got {}",
+            match v {
+                Value::Number(n) => n.to_string(),
+                other => type_name(other).to_string(),
+            }
+        ))
+    })
+}
+
+impl ClientConfig {
+    /// Reads and validates a client JSON object. Unknown keys and values of the
+    /// wrong type are `invalid_config` errors naming the key.
+    pub fn from_json(v: &Value) -> Result<ClientConfig> {
+        let obj = v.as_object().ok_or_else(|| {
+            Error::invalid_config(format!(
+                "client must be a JSON object, got {}",
+                type_name(v)
+            ))
+        })?;
+        if let Some(k) = obj
+            .keys()
+            .find(|k| !CLIENT_KEYS.split(", ").any(|c| c == k.as_str()))
+        {
+            return Err(Error::invalid_config(format!(
+                "client: unknown key '{k}' (known keys: {CLIENT_KEYS})"
+            )));
+        }
+        let base_url = match present(obj, "baseUrl") {
+            Some(b) => expect_string("client.baseUrl", b)?.to_string(),
+            None => return Err(Error::invalid_config("client.baseUrl is required")),
+        };
+        let style = match present(obj, "style") {
+            None => Style::OpenAi,
+            Some(s) => match expect_string("client.style", s)? {
+                "openai" => Style::OpenAi,
+                "anthropic" => Style::Anthropic,
+                other => {
+                    return Err(Error::invalid_config(format!(
+                        "client.style must be \"openai\" or \"anthropic\", got \"{other}\""
+                    )))
+                }
+            },
+        };
+        let model = match present(obj, "model") {
+            Some(m) => expect_string("client.model", m)?.to_string(),
+            None => return Err(Error::invalid_config("client.model is required")),
+        };
+        let api_key = present(obj, "apiKey")
+            .map(|k| expect_string("client.apiKey", k).map(str::to_string))
+            .transpose()?;
+        let mut headers = Vec::new();
+        if let Some(h) = present(obj, "headers") {
+            let h = h.as_object().ok_or_else(|| {
+                Error::invalid_config(format!(
+                    "client.headers must be an object of strings, got {}",
+                    type_name(h)
+                ))
+            })?;
+            for (name, value) in h {
+                let value = expect_string(&format!("client.headers.{name}"), value)?;
+                headers.push((name.clone(), value.to_string()));
+            }
+        }
+        let system_prompt = present(obj, "systemPrompt")
+            .map(|s| expect_string("client.systemPrompt", s).map(str::to_string))
+            .transpose()?;
+        // Absurd values are clamped, not refused (see MAX_RETRIES).
+        let retries = match present(obj, "retries") {
+            Some(r) => u32::try_from(expect_count("client.retries", r)?.min(MAX_RETRIES.into()))
+                .unwrap_or(MAX_RETRIES),
+            None => 2,
+        };
+        let retry_base_ms = match present(obj, "retryBaseMs") {
+            Some(r) => expect_count("client.retryBaseMs", r)?.min(MAX_RETRY_BASE_MS),
+            None => 500,
+        };
+        let retryable_statuses = match present(obj, "retryableStatuses") {
+            None => Vec::new(),
+            Some(Value::Array(list)) => list
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    v.as_u64()
+                        .filter(|n| (100..=599).contains(n))
+                        .and_then(|n| u16::try_from(n).ok())
+                        .ok_or_else(|| {
+                            Error::invalid_config(format!(
+                                "client.retryableStatuses[{i}] must be an HTTP status (100 to 599), got {v}"
+                            ))
+                        })
+                })
+                .collect::<Result<Vec<u16>>>()?,
+            Some(other) => {
+                return Err(Error::invalid_config(format!(
+                    "client.retryableStatuses must be an array of HTTP statuses, got {}",
+                    type_name(other)
+                )))
+            }
+        };
+        let timeout_ms = match present(obj, "timeoutMs") {
+            Some(t) => match expect_count("client.timeoutMs", t)? {
+                0 => {
+                    return Err(Error::invalid_config(
+                        "client.timeoutMs must be more than 0",
+                    ))
+                }
+                ms => Some(ms),
+            },
+            None => None,
+        };
+        let request_params = match present(obj, "requestParams") {
+            Some(Value::Object(p)) => p.clone(),
+            Some(other) => {
+                return Err(Error::invalid_config(format!(
+                    "client.requestParams must be an object, got {}",
+                    type_name(other)
+                )))
+            }
+            None => Map::new(),
+        };
+        let config = ClientConfig {
+            base_url,
+            style,
+            model,
+            api_key,
+            headers,
+            system_prompt,
+            retries,
+            retry_base_ms,
+            retryable_statuses,
+            timeout_ms,
+            request_params,
+        };
+        config.endpoint()?;
+        Ok(config)
+    }
+
+    /// openai: `{base}/chat/completions`; anthropic: `{base}/messages` when
+    /// the base already ends in `/v1`, else `{base}/v1/messages`.
+    pub fn endpoint(&self) -> Result<String> {
+        self.endpoint_url().map(|(text, _)| text)
+    }
+
+    /// [`ClientConfig::endpoint`] as written and as parsed.
+    pub(crate) fn endpoint_url(&self) -> Result<(String, url::Url)> {
+        let base = self.base_url.trim_end_matches('/');
+        let url = match self.style {
+            Style::OpenAi => openai::endpoint(base),
+            Style::Anthropic => anthropic::endpoint(base),
+        };
+        match url::Url::parse(&url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => Ok((url, u)),
+            _ => Err(Error::invalid_config(format!(
+                "client.baseUrl '{}' is not an http(s) URL",
+                self.base_url
+            ))),
+        }
+    }
+
+    /// The API key: the client's own, else the style's environment variable
+    /// (ANTHROPIC_API_KEY or OPENAI_API_KEY), else OPENROUTER_API_KEY. An empty
+    /// value counts as none.
+    pub fn resolve_api_key(&self) -> Option<String> {
+        let from_env = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
+        let style_var = match self.style {
+            Style::Anthropic => anthropic::API_KEY_VAR,
+            Style::OpenAi => openai::API_KEY_VAR,
+        };
+        self.api_key
+            .clone()
+            .filter(|k| !k.is_empty())
+            .or_else(|| from_env(style_var))
+            .or_else(|| from_env("OPENROUTER_API_KEY"))
+    }
+
+    /// The request headers: content type, the style's credentials (none at all
+    /// without a key), the user agent, then the client's own headers, which
+    /// win by name.
+    pub fn request_headers(&self, api_key: Option<&str>) -> Vec<(String, String)> {
+        let mut h = vec![("content-type".to_string(), "application/json".to_string())];
+        match self.style {
+            Style::OpenAi => openai::auth_headers(api_key, &mut h),
+            Style::Anthropic => anthropic::auth_headers(api_key, &mut h),
+        }
+        h.push((
+            "user-agent".into(),
+            concat!("toolnexus/", env!("CARGO_PKG_VERSION")).into(),
+        ));
+        h.extend(self.headers.iter().cloned());
+        h
+    }
+}
+
+/// Prepares the HTTP call for a client and an encoded provider body.
+pub(crate) fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<http::Call> {
+    let api_key = config.resolve_api_key();
+    let headers = http::header_map(&config.request_headers(api_key.as_deref()))?;
+    let (url, target) = config.endpoint_url()?;
+    Ok(http::Call {
+        url,
+        target,
+        headers,
+        body: body.into(),
+        retries: config.retries,
+        retry_base_ms: config.retry_base_ms,
+        retryable_statuses: config.retryable_statuses.clone(),
+        timeout_ms: config.timeout_ms,
+        secret: api_key,
+    })
+}
