@@ -607,3 +607,33 @@ fn an_answer_of_exactly_the_call_cap_is_assembled_whole() {
     assert_eq!(calls.len(), 1024);
     assert_eq!(calls[1023]["id"], "c1023");
 }
+
+#[test]
+fn a_body_that_is_neither_events_nor_json_is_malformed_not_an_empty_answer() {
+    for (body, want) in [
+        (
+            "<html><body>hello from a proxy</body></html>",
+            "neither server-sent events nor JSON; the body was: <html><body>hello from a proxy",
+        ),
+        ("", "answered with an empty body"),
+        ("\r\n  \n", "answered with an empty body"),
+    ] {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        let pieces = cut(body, 9);
+        let server = Server::start(move |_| Answer {
+            head: head.clone(),
+            pieces: pieces.clone(),
+            close: false,
+            endless: None,
+        });
+        for style in [Style::OpenAi, Style::Anthropic] {
+            let (answer, texts) = stream_of(&server, style);
+            let e = answer.expect_err("a body with no event is no answer");
+            assert!(e.message.contains(want), "{body:?}: {}", e.message);
+            assert!(texts.is_empty());
+        }
+    }
+}

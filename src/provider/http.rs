@@ -302,6 +302,21 @@ pub fn malformed(call: &Call, status: u16, e: &serde_json::Error, body: &[u8]) -
     failure(call, Attempt::Malformed { status, reason }, 1)
 }
 
+/// A 2xx answer to a streamed request whose body held no server-sent event
+/// and was no JSON object either (an HTML page, plain text, nothing at all):
+/// malformed, as an unreadable whole answer is, never an empty answer.
+pub fn malformed_stream(call: &Call, status: u16, head: &[u8]) -> Error {
+    let reason = if head.iter().all(u8::is_ascii_whitespace) {
+        "a streamed request was answered with an empty body".to_string()
+    } else {
+        format!(
+            "a streamed request was answered with neither server-sent events nor JSON; the body was: {}",
+            capped(&safe_error_body(status, &String::from_utf8_lossy(head)))
+        )
+    };
+    failure(call, Attempt::Malformed { status, reason }, 1)
+}
+
 /// `Retry-After` in its delay-seconds form (digits only, 0 included) as
 /// milliseconds; the HTTP-date form and anything else give `None`, so the
 /// caller falls back to its backoff.

@@ -205,6 +205,8 @@ pub struct Assembler {
     budget: Budget,
     /// `[DONE]` or `message_stop` was seen: later events are ignored.
     done: bool,
+    /// Any event at all was taken: a body without one is no stream.
+    seen: bool,
 }
 
 fn provider_stream_error(detail: &Value) -> Error {
@@ -268,6 +270,7 @@ impl Assembler {
             anthropic: AnthropicState::default(),
             budget: Budget::default(),
             done: false,
+            seen: false,
         }
     }
 
@@ -286,6 +289,7 @@ impl Assembler {
         data: &str,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<(), Error> {
+        self.seen = true;
         if self.done {
             return Ok(());
         }
@@ -614,11 +618,16 @@ impl Assembler {
 // the call
 // ---------------------------------------------------------------------------
 
+/// How much of a streamed body is kept to quote when it holds no event.
+const HEAD_BYTES: usize = 512;
+
 /// What the body turned out to be, decided by its first byte that is not
 /// white space.
 enum Body {
     Undecided,
-    Events(Box<(SseParser, Assembler)>),
+    /// The events, and the body's first bytes (for the error when no event
+    /// comes of it).
+    Events(Box<(SseParser, Assembler, Vec<u8>)>),
     /// A plain JSON answer to a streamed request.
     Whole(Vec<u8>),
 }
@@ -686,7 +695,7 @@ pub fn send_streamed_until(
             } else {
                 let mut assembler = Assembler::new(style);
                 assembler.watch(deadline, cancel);
-                Body::Events(Box::new((SseParser::new(), assembler)))
+                Body::Events(Box::new((SseParser::new(), assembler, Vec::new())))
             };
         }
         let result = match &mut body {
@@ -697,7 +706,11 @@ pub fn send_streamed_until(
                 Ok(())
             }
             Body::Events(events) => {
-                let (parser, assembler) = &mut **events;
+                let (parser, assembler, head) = &mut **events;
+                if head.len() < HEAD_BYTES {
+                    let room = HEAD_BYTES - head.len();
+                    head.extend_from_slice(&piece[..piece.len().min(room)]);
+                }
                 parser.feed(piece, &mut |name, data| {
                     assembler.event(name, data, on_text)
                 })
@@ -723,12 +736,15 @@ pub fn send_streamed_until(
         return Err(stopped(e));
     }
     let answer = match body {
-        Body::Undecided => Assembler::new(style).finish(),
+        Body::Undecided => return Err(client::malformed_stream(call, reply.status, b"")),
         Body::Events(events) => {
-            let (mut parser, mut assembler) = *events;
+            let (mut parser, mut assembler, head) = *events;
             parser
                 .finish(&mut |name, data| assembler.event(name, data, on_text))
                 .map_err(stopped)?;
+            if !assembler.seen {
+                return Err(client::malformed_stream(call, reply.status, &head));
+            }
             assembler.finish()
         }
         Body::Whole(all) => {
