@@ -13,6 +13,69 @@ use std::borrow::Cow;
 /// marker translate puts in place of its API key).
 pub const REDACTED: &str = "[redacted]";
 
+/// The shortest run of base64 characters that is still taken for a secret's
+/// trace: shorter runs would match unrelated text.
+const MIN_BASE64_RUN: usize = 8;
+
+/// `secret` as written, and as it reads after each encoding a server may
+/// apply before echoing it.
+fn spellings(secret: &str) -> Vec<String> {
+    use base64::Engine;
+    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+    const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    let mut forms = vec![secret.to_string()];
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    forms.push(
+        json.get(1..json.len().saturating_sub(1))
+            .unwrap_or_default()
+            .to_string(),
+    );
+    let mut ascii = String::new();
+    for c in forms[1].chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                ascii.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+    }
+    forms.push(ascii);
+    forms.push(utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string());
+    forms.push(utf8_percent_encode(secret, UNRESERVED).to_string());
+    forms.push(
+        utf8_percent_encode(secret, UNRESERVED)
+            .to_string()
+            .replace("%20", "+"),
+    );
+    // In base64 the secret's bytes start at one of three offsets within a
+    // 3-byte group; for each, the characters that depend on the secret alone.
+    for engine in [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::URL_SAFE,
+    ] {
+        for pad in 0..3usize {
+            let mut bytes = vec![0u8; pad];
+            bytes.extend_from_slice(secret.as_bytes());
+            let text = engine.encode(&bytes);
+            let text = text.trim_end_matches('=');
+            // The first pad bytes touch ceil(4 * pad / 3) characters; the
+            // last group may be partial.
+            let start = (4 * pad).div_ceil(3);
+            let whole = (bytes.len() / 3) * 4;
+            if whole > start && whole - start >= MIN_BASE64_RUN {
+                forms.push(text[start..whole.min(text.len())].to_string());
+            }
+        }
+    }
+    forms
+}
+
 /// Expands every `${NAME}` in `template` from the process environment, NAME
 /// being `[A-Za-z_][A-Za-z0-9_]*`; an unset variable expands to `""`. Anything
 /// else (`$NAME`, `${1BAD}`, an unterminated `${`) stays as written.
@@ -56,9 +119,22 @@ impl Secrets {
         out
     }
 
-    /// Adds one secret value (ignored when empty or already known).
+    /// Adds one secret value (ignored when empty or already known), with
+    /// every other spelling of it a server may echo back: JSON-escaped
+    /// (also with non-ASCII as `\uXXXX`, as Python writes it),
+    /// percent-encoded, and inside base64 (a `Basic` header, a token that
+    /// wraps it) at each of the three alignments.
     pub fn remember(&mut self, value: &str) {
-        if value.is_empty() || self.values.iter().any(|v| v == value) {
+        if value.is_empty() {
+            return;
+        }
+        for form in spellings(value) {
+            self.insert(form);
+        }
+    }
+
+    fn insert(&mut self, value: String) {
+        if value.is_empty() || self.values.contains(&value) {
             return;
         }
         let at = self
@@ -66,7 +142,7 @@ impl Secrets {
             .iter()
             .position(|v| v.len() < value.len())
             .unwrap_or(self.values.len());
-        self.values.insert(at, value.to_string());
+        self.values.insert(at, value);
     }
 
     /// Whether nothing was expanded (then redaction is a no-op).
@@ -127,6 +203,38 @@ fn is_env_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_is_taken_out_of_base64_at_every_offset_and_of_its_escaped_forms() {
+        use base64::Engine;
+        let secret = "s3cr3t-v@lue/with+stuff";
+        let mut s = Secrets::default();
+        s.remember(secret);
+        for prefix in ["", "u:", "us:", "use:"] {
+            for engine in [
+                &base64::engine::general_purpose::STANDARD,
+                &base64::engine::general_purpose::URL_SAFE,
+            ] {
+                let b64 = engine.encode(format!("{prefix}{secret}"));
+                let text = format!("Authorization: Basic {b64}");
+                let clean = s.redact(&text);
+                assert!(clean.contains(REDACTED), "{prefix:?}: {clean}");
+                // What is left of the base64 is at most the few characters
+                // the prefix and the last partial group share with it.
+                let left = clean
+                    .replace("Authorization: Basic ", "")
+                    .replace(REDACTED, "");
+                assert!(left.len() <= 10, "{prefix:?}: {clean}");
+            }
+        }
+        let encoded =
+            percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC);
+        assert_eq!(s.redact(&format!("?k={encoded}")), format!("?k={REDACTED}"));
+        // Short secrets leave base64 alone: eight characters could be anything.
+        let mut short = Secrets::default();
+        short.remember("abc");
+        assert_eq!(short.redact("YWJj"), "YWJj");
+    }
 
     fn secrets(values: &[&str]) -> Secrets {
         let mut s = Secrets::default();

@@ -249,3 +249,41 @@ fn the_529_vector_case_is_retried_as_0_21_does() {
         assert_eq!(r.json_body(), want["body"]);
     }
 }
+
+#[test]
+fn an_api_key_echoed_in_any_encoding_never_reaches_the_error() {
+    use base64::Engine;
+    let key = r#"sk-"quoted"\back/slash é+more"#;
+    let json_escaped = serde_json::to_string(key).expect("json");
+    let json_escaped = &json_escaped[1..json_escaped.len() - 1];
+    let python_escaped = json_escaped.replace('é', "\\u00e9");
+    let url_encoded =
+        percent_encoding::utf8_percent_encode(key, percent_encoding::NON_ALPHANUMERIC).to_string();
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("user:{key}"));
+    let echo = format!(
+        r#"{{"error":{{"message":"bad request","echo":{{"x-api-key":"{json_escaped}","py":"{python_escaped}","url":"/v1?key={url_encoded}","authorization":"Basic {basic}","raw":"{}"}}}}}}"#,
+        key.replace('"', "'")
+    );
+    let e = fail_with(Canned::text(400, &echo), json!({"apiKey": key}));
+    let body = &provider(&e).body;
+    for (what, form) in [
+        ("JSON-escaped", json_escaped.to_string()),
+        ("Python-escaped", python_escaped.clone()),
+        ("percent-encoded", url_encoded.clone()),
+    ] {
+        assert!(
+            !e.message.contains(&form),
+            "{what} key in the message: {}",
+            e.message
+        );
+        assert!(!body.contains(&form), "{what} key in the body: {body}");
+    }
+    // The Basic credential: no run of its base64 that only the key gives.
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("user:{key}"));
+    let core = &b64[8..b64.len() - 4];
+    assert!(
+        !body.contains(core),
+        "base64 of the key in the body: {body}"
+    );
+    assert!(body.contains("[redacted]"), "{body}");
+}

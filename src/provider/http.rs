@@ -470,10 +470,13 @@ fn failure(call: &Call, outcome: Attempt, attempts: u32) -> Error {
             call.url
         ),
     };
-    let hide = |text: String| match call.secret.as_deref() {
-        Some(key) if !key.is_empty() => text.replace(key, "[redacted]"),
-        _ => text,
-    };
+    // Every spelling of the key, not only the raw one: a provider's error
+    // page may echo the request JSON-escaped, percent-encoded or in base64.
+    let mut secrets = crate::env::Secrets::default();
+    if let Some(key) = call.secret.as_deref() {
+        secrets.remember(key);
+    }
+    let hide = |text: String| secrets.redact(&text).into_owned();
     let error = Error::new(ErrorCode::ProviderError, hide(message));
     match outcome {
         Attempt::Status {
