@@ -44,16 +44,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "src/mcp/session.rs",
         "jsonrpc: the direct path's tests shape results with session's shape_call_result",
     ),
-    (
-        "src/agents/turn.rs",
-        "src/agents/runtime.rs",
-        "agents: a turn settles into the runtime's state, and the runtime starts turns; the state moves to a file of its own that both use",
-    ),
-    (
-        "src/agents/task.rs",
-        "src/agents/runtime.rs",
-        "agents: the task tool spawns through the runtime's state, and the runtime registers the task tool; the same move",
-    ),
 ];
 
 #[test]
