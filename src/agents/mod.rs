@@ -31,11 +31,15 @@
 //!   turn gate around each LLM call; the roll-up; the escalator; settling
 //!   the outcome (done, incomplete, pending with rewind, error).
 //! - `task.rs` — the `task` tool: team-only delegation with reattach by key.
+//! - `calls.rs` — the runtime as JSON (contract §4.12): built from one
+//!   config object, its verbs as `(verb, args) → JSON` calls by handle id;
+//!   what the C ABI drives.
 //! - `compaction.rs` — §7F: the compactor (summary + kept tail) and its
 //!   `beforeLLM` hook.
 //! - `home.rs` — §7E: a persona from a directory (bootstrap files in order,
 //!   per-file cap), the file-backed `memory` tool, the heartbeat.
 
+pub mod calls;
 pub mod clock;
 pub mod compaction;
 pub mod def;

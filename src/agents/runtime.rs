@@ -11,6 +11,7 @@ use super::def::{Budget, Registry};
 use super::inbox::InboxItem;
 use super::state::{Handle, HandleView, Inner, OnClose, OnSpawn, St, State, TaskResult};
 use super::{task, turn};
+use crate::cancel::{CancelToken, OnCancel};
 use crate::client::provider::GenerateProvider;
 use crate::client::{Callbacks, HostFn, HttpProvider, Provider};
 use crate::error::{Error, Result};
@@ -18,7 +19,7 @@ use crate::toolkit::Toolkit;
 use crate::translate::ClientConfig;
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 
 /// Where a runtime's LLM calls go: a client config (the HTTP provider), an
 /// in-process `generate` function, or any [`Provider`]. The config gives
@@ -201,6 +202,25 @@ impl Runtime {
         }
     }
 
+    /// [`Runtime::wait`], also ended by `cancel` (with an `interrupted`
+    /// result) — triggered from any thread, it wakes the wait at once.
+    pub fn wait_cancellable(
+        &self,
+        id: &str,
+        timeout_ms: Option<u64>,
+        cancel: &CancelToken,
+    ) -> TaskResult {
+        let hook = Arc::new(WakeWaiters(Arc::downgrade(&self.inner)));
+        cancel.register(&hook);
+        let st = self.inner.lock();
+        let r = match self.inner.find(&st, id) {
+            Ok(i) => self.inner.wait_index(st, i, timeout_ms, Some(cancel)),
+            Err(e) => TaskResult::new("error", e, true),
+        };
+        cancel.deregister(&hook);
+        r
+    }
+
     /// Aborts a running turn (the inbox restored) or drops a suspension.
     pub fn interrupt(&self, id: &str) -> std::result::Result<(), String> {
         self.inner.interrupt(id)
@@ -378,5 +398,18 @@ impl Runtime {
     /// The runtime as JSON views, for hosts that read it so.
     pub fn list_json(&self) -> Value {
         json!(self.list())
+    }
+}
+
+/// Wakes a runtime's waiters when a wait's token is cancelled, so that the
+/// wait sees it.
+struct WakeWaiters(Weak<Inner>);
+
+impl OnCancel for WakeWaiters {
+    fn on_cancel(&self) {
+        if let Some(inner) = self.0.upgrade() {
+            let _g = inner.lock();
+            inner.cv.notify_all();
+        }
     }
 }
