@@ -366,8 +366,8 @@ tn_status tn_agents_new(const char *config_json,
  - `wait {id, timeoutMs?}` → the TaskResult `{text, isError, status,
    pending?, turns, totalTokens, ownTokens, limit?}`. Blocks until the
    handle settles, `timeoutMs` passes on the runtime's clock (`status:
-   "timeout"`), `cancel` is triggered or the runtime is freed (`status:
-   "interrupted"`).
+   "timeout"`), `cancel` is triggered (`status: "interrupted"`) or the
+   runtime is freed (`"interrupted"` or `"closed"`).
  - `interrupt {id}`, `close {id, force?, reason?}` → `{ok:true}`
  - `resume {answer}` → the TaskResult of the resumed tree
  - `list` → `[HandleView]`; `inspect {id}` → the HandleView
@@ -394,7 +394,8 @@ tn_status tn_agents_call(const tn_agents *agents,
 /*
  Frees a runtime: every handle is force-closed (running turns cancelled),
  calls in flight on other threads — a `wait` among them — end (a wait
- with `status:"interrupted"`) and this call returns once they have; the
+ with `status` `"interrupted"` or `"closed"`) and this call returns once
+ they have; the
  `generate` callback's `user_data_free` runs when the last turn thread
  lets go of it. NULL is a no-op; not twice, and no call may start on
  `agents` once this one has.

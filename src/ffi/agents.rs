@@ -136,8 +136,8 @@ pub unsafe extern "C" fn tn_agents_new(
 /// - `wait {id, timeoutMs?}` → the TaskResult `{text, isError, status,
 ///   pending?, turns, totalTokens, ownTokens, limit?}`. Blocks until the
 ///   handle settles, `timeoutMs` passes on the runtime's clock (`status:
-///   "timeout"`), `cancel` is triggered or the runtime is freed (`status:
-///   "interrupted"`).
+///   "timeout"`), `cancel` is triggered (`status: "interrupted"`) or the
+///   runtime is freed (`"interrupted"` or `"closed"`).
 /// - `interrupt {id}`, `close {id, force?, reason?}` → `{ok:true}`
 /// - `resume {answer}` → the TaskResult of the resumed tree
 /// - `list` → `[HandleView]`; `inspect {id}` → the HandleView
@@ -211,7 +211,8 @@ impl crate::cancel::OnCancel for Link {
 
 /// Frees a runtime: every handle is force-closed (running turns cancelled),
 /// calls in flight on other threads — a `wait` among them — end (a wait
-/// with `status:"interrupted"`) and this call returns once they have; the
+/// with `status` `"interrupted"` or `"closed"`) and this call returns once
+/// they have; the
 /// `generate` callback's `user_data_free` runs when the last turn thread
 /// lets go of it. NULL is a no-op; not twice, and no call may start on
 /// `agents` once this one has.
@@ -237,4 +238,93 @@ pub unsafe extern "C" fn tn_agents_free(agents: *mut tn_agents) {
     }));
     // SAFETY: from Box::into_raw in tn_agents_new; no call is in flight.
     unsafe { super::drop_boxed(agents) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::test_take;
+    use std::ffi::CString;
+
+    #[test]
+    fn freeing_during_a_wait_ends_the_wait_first() {
+        let config =
+            CString::new(r#"{"client":{"model":"m","baseUrl":"http://127.0.0.1:9"},"agents":{"g":{"does":"d"}}}"#)
+                .expect("no NUL");
+        let mut agents: *mut tn_agents = std::ptr::null_mut();
+        let mut err: *mut c_char = std::ptr::null_mut();
+        // SAFETY: valid strings and out-pointers.
+        let st = unsafe {
+            tn_agents_new(
+                config.as_ptr(),
+                std::ptr::null(),
+                None,
+                std::ptr::null_mut(),
+                None,
+                &mut agents,
+                &mut err,
+            )
+        };
+        assert_eq!(st, TN_OK);
+        assert!(err.is_null());
+        let call = |verb: &str, args: &str| -> (tn_status, String) {
+            let (verb, args) = (
+                CString::new(verb).expect("verb"),
+                CString::new(args).expect("args"),
+            );
+            let mut out: *mut c_char = std::ptr::null_mut();
+            let a = agents as usize;
+            // SAFETY: a live runtime; valid strings and out-pointer.
+            let st = unsafe {
+                tn_agents_call(
+                    a as *const tn_agents,
+                    verb.as_ptr(),
+                    args.as_ptr(),
+                    std::ptr::null(),
+                    &mut out,
+                )
+            };
+            (st, test_take(out))
+        };
+        let (st, out) = call("spawn", r#"{"agent":"g"}"#);
+        assert_eq!(st, TN_OK, "{out}");
+        let a = agents as usize;
+        let waiter = std::thread::spawn(move || {
+            let (verb, args) = (
+                CString::new("wait").expect("verb"),
+                CString::new(r#"{"id":"root/g.1"}"#).expect("args"),
+            );
+            let mut out: *mut c_char = std::ptr::null_mut();
+            // SAFETY: live until the free below, which waits for this call.
+            let st = unsafe {
+                tn_agents_call(
+                    a as *const tn_agents,
+                    verb.as_ptr(),
+                    args.as_ptr(),
+                    std::ptr::null(),
+                    &mut out,
+                )
+            };
+            (st, test_take(out))
+        });
+        // The wait is in flight once it is counted (it never ends by itself:
+        // the handle was never woken).
+        // SAFETY: live; only the counter is read.
+        while *unsafe { &*agents }
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            == 0
+        {
+            std::thread::yield_now();
+        }
+        // SAFETY: from tn_agents_new, freed once.
+        unsafe { tn_agents_free(agents) };
+        let (st, out) = waiter.join().expect("the waiter");
+        assert_eq!(st, TN_OK, "{out}");
+        assert!(
+            out.contains(r#""status":"interrupted""#) || out.contains(r#""status":"closed""#),
+            "{out}"
+        );
+    }
 }
