@@ -44,6 +44,13 @@
 #define TN_MAX_IO_THREADS 64
 
 /*
+ An opaque sub-agent runtime built by `tn_agents_new` and released by
+ `tn_agents_free`. `const tn_agents *` may be shared by many threads,
+ each calling `tn_agents_call` at once.
+ */
+typedef struct tn_agents tn_agents;
+
+/*
  Options for `tn_toolkit_build_with`, made by `tn_build_options_new` and
  released by `tn_build_options_free`. One object may serve many builds
  (one after another or at once); it is not changed by a build. The
@@ -322,6 +329,87 @@ const char *tn_version(void);
  with). A wrapper checks it at start-up.
  */
 uint32_t tn_abi_version(void);
+
+/*
+ Builds a sub-agent runtime from `config_json` = `{agents: {name:
+ {does, soul?, model?, tools?, team?, budget?, …}}, client?, clock?:
+ "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?}`.
+ Agents' `tools` are looked up in `toolkit` (NULL: none may be named; the
+ runtime keeps its own reference, so the toolkit may be freed first).
+
+ With a `generate` callback every LLM call of every agent goes to it
+ (event `{model, messages, tools, turn}`, reply: a provider answer in the
+ client's `style`, as `tn_client_new_in_process`), and `client` (optional)
+ gives only `model` (default `"in-process"`) and `style`; with a NULL `generate`, `client` is the
+ HTTP client config (`tn_client_new`'s keys) and is required.
+ `user_data_free` (nullable) runs once for `user_data` — when the
+ runtime is freed and no turn uses it any more, or at once when this call
+ fails — so the caller never frees it itself.
+
+ On success `*out_agents` receives the runtime and `*out_error` NULL; on
+ failure `*out_agents` receives NULL and `*out_error` the error JSON.
+
+ # Safety
+ `config_json` is NULL or NUL-terminated; `toolkit` is NULL or live;
+ `generate` and `user_data` must be usable from any thread until
+ released; the out-pointers are NULL or writable.
+ */
+tn_status tn_agents_new(const char *config_json,
+                        const tn_toolkit *toolkit,
+                        tn_callback generate,
+                        void *user_data,
+                        tn_user_data_free user_data_free,
+                        tn_agents **out_agents,
+                        char **out_error);
+
+/*
+ Runs one verb of the runtime on `args_json` (a JSON object; NULL reads
+ as `{}`); `*out_json` receives its answer or the error JSON:
+
+ - `spawn {agent, parent?="root", budget?}` → `{id}`
+ - `post {id, item: {from, channel, text}}` → `{ok:true}`
+ - `wake {id, prompt?}` → `{ok:true}` (a no-op on a busy handle)
+ - `wait {id, timeoutMs?}` → the TaskResult `{text, isError, status,
+   pending?, turns, totalTokens, ownTokens, limit?}`. Blocks until the
+   handle settles, `timeoutMs` passes on the runtime's clock (`status:
+   "timeout"`), `cancel` is triggered (`status: "interrupted"`) or the
+   runtime is freed (`"interrupted"` or `"closed"`).
+ - `interrupt {id}`, `close {id, force?, reason?}` → `{ok:true}`
+ - `resume {answer}` → the TaskResult of the resumed tree
+ - `list` → `[HandleView]`; `inspect {id}` → the HandleView
+ - `trace` → `[string]`, the transitions so far; `transcript {id}` → its
+   stored messages
+ - `advance {ms}` → `{ok:true}`: moves the manual clock (config
+   `"clock":"manual"`) on
+
+ An unknown verb, an unknown handle and a verb the runtime refuses are
+ `TN_INVALID_ARGUMENT` with the runtime's message. Safe from many
+ threads at once; `cancel` (nullable) is only read by `wait`.
+
+ # Safety
+ `agents` is NULL or live; `verb` and `args_json` are NULL or
+ NUL-terminated; `cancel` is NULL or live; `out_json` is NULL or
+ writable.
+ */
+tn_status tn_agents_call(const tn_agents *agents,
+                         const char *verb,
+                         const char *args_json,
+                         const tn_cancel *cancel,
+                         char **out_json);
+
+/*
+ Frees a runtime: every handle is force-closed (running turns cancelled),
+ calls in flight on other threads — a `wait` among them — end (a wait
+ with `status` `"interrupted"` or `"closed"`) and this call returns once
+ they have; the
+ `generate` callback's `user_data_free` runs when the last turn thread
+ lets go of it. NULL is a no-op; not twice, and no call may start on
+ `agents` once this one has.
+
+ # Safety
+ `agents` is NULL or a pointer from `tn_agents_new` not yet freed.
+ */
+void tn_agents_free(tn_agents *agents);
 
 /*
  New, empty build options (a build with them is `tn_toolkit_build`'s).

@@ -5,7 +5,8 @@
 
 use super::def::AgentDef;
 use super::inbox::InboxItem;
-use super::runtime::{Runtime, State};
+use super::runtime::Runtime;
+use super::state::State;
 use crate::native::native_tool;
 use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Value};

@@ -18,32 +18,43 @@
 //! - `clock.rs` — the injectable clock: `SystemClock`, and `ManualClock`
 //!   the host advances.
 //! - `inbox.rs` — inbox items and the drain block a turn's input ends with.
-//! - `runtime.rs` — the handle tree under one lock, the trace, the six
-//!   verbs (spawn, post, wake, wait, interrupt, close), durable `resume`,
-//!   the concurrency gate and the budget walk; `list`/`inspect`.
+//! - `state.rs` — the handle tree under one lock, the trace, the
+//!   bookkeeping behind the six verbs (spawn, post, wake, wait, interrupt,
+//!   close) and durable `resume`, the concurrency gate and the budget walk;
+//!   it starts turns and builds `task` tools through two function pointers
+//!   the runtime sets, so it names neither `turn.rs` nor `task.rs`.
+//! - `runtime.rs` — `Runtime`: built from `RuntimeOptions` (which wires
+//!   the state to `turn.rs` and `task.rs`), the verbs, `list`/`inspect`,
+//!   the trace, `as_tool`.
 //! - `turn.rs` — one turn on its own thread: the client loop with the
 //!   handle's soul, model, `maxTurns`, tools and stored transcript; the
 //!   turn gate around each LLM call; the roll-up; the escalator; settling
 //!   the outcome (done, incomplete, pending with rewind, error).
 //! - `task.rs` — the `task` tool: team-only delegation with reattach by key.
+//! - `calls.rs` — the runtime as JSON (contract §4.12): built from one
+//!   config object, its verbs as `(verb, args) → JSON` calls by handle id;
+//!   what the C ABI drives.
 //! - `compaction.rs` — §7F: the compactor (summary + kept tail) and its
 //!   `beforeLLM` hook.
 //! - `home.rs` — §7E: a persona from a directory (bootstrap files in order,
 //!   per-file cap), the file-backed `memory` tool, the heartbeat.
 
+pub mod calls;
 pub mod clock;
 pub mod compaction;
 pub mod def;
 pub mod home;
 pub mod inbox;
 mod runtime;
+mod state;
 mod task;
 mod turn;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use def::{AgentDef, Budget, Registry};
 pub use inbox::{drain_block, InboxItem};
-pub use runtime::{HandleView, Llm, OnClose, OnSpawn, Runtime, RuntimeOptions, State, TaskResult};
+pub use runtime::{Llm, Runtime, RuntimeOptions};
+pub use state::{HandleView, OnClose, OnSpawn, State, TaskResult};
 pub use task::description as task_description;
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! to that child instead (a replayed turn after a resume): never a second
 //! spawn.
 
-use super::runtime::{Inner, TaskResult};
+use super::state::{Inner, TaskResult};
 use crate::native::native_tool;
 use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};

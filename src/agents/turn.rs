@@ -3,23 +3,12 @@
 //! scoped tools and transcript, its LLM calls through the turn gate and
 //! rolled up into the budget ledger; then the outcome settles the handle.
 
-use super::runtime::{Inner, St, State, TaskResult};
-use crate::cancel::CancelToken;
+use super::state::{Inner, Job, St, State, TaskResult};
 use crate::client::shape::{assistant_message, calls_of, Usage};
 use crate::client::{Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
 use crate::error::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 use std::sync::{Arc, MutexGuard};
-
-/// A turn to run.
-pub(crate) struct Job {
-    pub index: usize,
-    pub gen: u64,
-    pub input: String,
-    pub cancel: CancelToken,
-    /// A resume's Answer: the one-shot interpreter of this turn.
-    pub answer: Option<Value>,
-}
 
 /// The hook slots a handle's runs take from the runtime.
 const HOOK_SLOTS: [Slot; 6] = [

@@ -2,6 +2,7 @@
 //! this module (the few OS and CPU calls live in `crate::sys`).
 //!
 //! - `mod.rs`        the `boundary` wrapper, status codes, toolkit and string calls
+//! - `agents.rs`     the sub-agent runtime: `tn_agents_new`, `tn_agents_call`, `tn_agents_free`
 //! - `strings.rs`    strings across the boundary: borrowed in, owned out
 //! - `build.rs`      build options: a cancel token and callbacks for one build
 //! - `host.rs`       host functions as tools, answering through `tn_call_set_*`
@@ -18,6 +19,7 @@
 //! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
 //! single write of the out-parameter. Business logic lives elsewhere.
 
+mod agents;
 mod build;
 mod client;
 mod client_ext;
@@ -33,6 +35,7 @@ mod serve;
 mod strings;
 mod translate;
 
+pub use agents::*;
 pub use build::*;
 pub use client::*;
 pub use client_ext::*;

@@ -1,0 +1,849 @@
+//! The runtime's state (SPEC §7D): the handle tree, one lock over it, one
+//! condition variable every waiter sleeps on, the trace, and the
+//! bookkeeping behind spawn / post / wake / wait / interrupt / close /
+//! resume with their checks in the documented order. A turn runs on a
+//! thread of its own; this file does not name the file that runs it (nor
+//! the one that builds the `task` tool): [`Inner::run_turn`] and
+//! [`Inner::task_tool`] are set by the runtime when it builds the state,
+//! so no two files of the room import each other.
+
+use super::clock::Clock;
+use super::def::{AgentDef, Budget, Registry};
+use super::inbox::{drain_block, InboxItem};
+use crate::cancel::CancelToken;
+use crate::client::{Callbacks, Provider};
+use crate::tool::Tool;
+use crate::toolkit::Toolkit;
+use crate::translate::ClientConfig;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+
+/// The state of a handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Idle,
+    Running,
+    Suspended,
+    Closed,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Idle => "idle",
+            State::Running => "running",
+            State::Suspended => "suspended",
+            State::Closed => "closed",
+        }
+    }
+}
+
+/// What a task (one handle's work) came to (SPEC §7D, the closed
+/// vocabulary `done pending incomplete interrupted closed timeout error`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskResult {
+    pub text: String,
+    pub is_error: bool,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Value>,
+    /// The handle's own round trips so far (turns never roll up).
+    pub turns: u64,
+    /// Tokens of the handle's whole subtree.
+    pub total_tokens: u64,
+    /// Tokens of the handle's own calls.
+    pub own_tokens: u64,
+    /// Which limit stopped it, when `status` is `incomplete` or `timeout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
+}
+
+impl TaskResult {
+    pub(crate) fn new(status: &str, text: impl Into<String>, is_error: bool) -> TaskResult {
+        TaskResult {
+            text: text.into(),
+            is_error,
+            status: status.to_string(),
+            pending: None,
+            turns: 0,
+            total_tokens: 0,
+            own_tokens: 0,
+            limit: None,
+        }
+    }
+
+    fn limited(mut self, limit: &str) -> TaskResult {
+        self.limit = Some(limit.to_string());
+        self
+    }
+}
+
+/// A read-only view of one handle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandleView {
+    pub id: String,
+    pub state: State,
+    /// Rolled-up tokens of its subtree.
+    pub tokens: u64,
+    pub own_tokens: u64,
+    pub turns: u64,
+    /// Items waiting in its inbox.
+    pub inbox: usize,
+    /// What is left of its token pool (`None`: unlimited).
+    pub pool_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_kind: Option<String>,
+}
+
+/// Called with `(handle id, reason)` as a handle closes.
+pub type OnClose = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// Called with a new handle's id, once, before its first turn.
+pub type OnSpawn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A turn to run.
+pub(crate) struct Job {
+    pub index: usize,
+    pub gen: u64,
+    pub input: String,
+    pub cancel: CancelToken,
+    /// A resume's Answer: the one-shot interpreter of this turn.
+    pub answer: Option<Value>,
+}
+
+/// Runs a turn on the calling thread and settles its handle.
+pub(crate) type RunTurn = fn(Arc<Inner>, Job);
+
+/// Builds the `task` tool of the handle at an index, for a team of
+/// `(name, does)`.
+pub(crate) type TaskTool = fn(Weak<Inner>, usize, Vec<(String, String)>) -> Tool;
+
+/// Token or tool-call pool: `None` is unlimited.
+pub(crate) type Pool = Option<i64>;
+
+fn show_pool(p: Pool) -> String {
+    p.map_or_else(|| "Infinity".to_string(), |n| n.to_string())
+}
+
+fn carve(own: Option<u64>, parent: Pool) -> Pool {
+    let own = own.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+    match (own, parent) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+pub(crate) struct Handle {
+    pub id: String,
+    pub def: Option<Arc<AgentDef>>,
+    pub parent: Option<usize>,
+    pub children: Vec<usize>,
+    pub depth: u64,
+    /// Children ever spawned here (the `.n` of their ids).
+    pub spawned: u64,
+    pub state: State,
+    pub inbox: VecDeque<InboxItem>,
+    /// Items the turn in flight drained, held until it completes.
+    pub drained: Vec<InboxItem>,
+    pub eff: Budget,
+    pub pool_tokens: Pool,
+    pub pool_tool_calls: Pool,
+    pub pool_children: Option<u64>,
+    pub wall_deadline: Option<u64>,
+    pub tokens: u64,
+    pub own_tokens: u64,
+    pub tool_calls: u64,
+    pub turns: u64,
+    pub running_children: u64,
+    /// Wakes waiting for a slot of this handle's concurrency: (child, prompt).
+    pub queue: VecDeque<(usize, Option<String>)>,
+    pub queued: bool,
+    pub result: Option<TaskResult>,
+    /// Counts the results recorded, so a waiter sees a new one.
+    pub seq: u64,
+    /// Counts the turns started; a turn whose number is not current any
+    /// more (interrupted, closed) discards its outcome.
+    pub gen: u64,
+    pub cancel: Option<CancelToken>,
+    /// The durable suspension: the Request and the turn input to replay.
+    pub pending: Option<Value>,
+    pub checkpoint: Option<String>,
+    /// Suspended inline while an interpreter answers (not durable).
+    pub escalating: bool,
+    pub task_key: Option<String>,
+    pub toolkit: Arc<Toolkit>,
+}
+
+pub(crate) struct St {
+    pub handles: Vec<Handle>,
+    pub index: HashMap<String, usize>,
+    pub trace: Vec<String>,
+    pub turns_in_flight: usize,
+    pub max_observed_turns: usize,
+    /// Waiters asleep in `wait` right now.
+    pub sleepers: usize,
+    /// The one conversation store: each handle's transcript by its id.
+    pub store: HashMap<String, Vec<Value>>,
+}
+
+impl St {
+    pub fn trace(&mut self, i: usize, line: impl std::fmt::Display) {
+        let id = &self.handles[i].id;
+        self.trace.push(format!("{id}: {line}"));
+    }
+
+    /// `i` and its ancestors, nearest first.
+    pub fn chain(&self, i: usize) -> Vec<usize> {
+        let mut out = vec![i];
+        let mut at = i;
+        while let Some(p) = self.handles[at].parent {
+            out.push(p);
+            at = p;
+        }
+        out
+    }
+
+    pub fn view(&self, i: usize) -> HandleView {
+        let h = &self.handles[i];
+        HandleView {
+            id: h.id.clone(),
+            state: h.state,
+            tokens: h.tokens,
+            own_tokens: h.own_tokens,
+            turns: h.turns,
+            inbox: h.inbox.len(),
+            pool_tokens: h.pool_tokens,
+            pending_kind: h
+                .pending
+                .as_ref()
+                .and_then(|p| p.get("kind"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub st: Mutex<St>,
+    pub cv: Condvar,
+    pub registry: Registry,
+    pub config: ClientConfig,
+    pub provider: Arc<dyn Provider>,
+    pub toolkit: Option<Arc<Toolkit>>,
+    pub inbox_cap: usize,
+    pub max_concurrent_turns: usize,
+    pub shutdown_ms: u64,
+    pub clock: Arc<dyn Clock>,
+    pub hooks: Callbacks,
+    pub on_close: Option<OnClose>,
+    pub on_spawn: Option<OnSpawn>,
+    pub me: Weak<Inner>,
+    /// Runs a turn (set by the runtime to the turn file's runner).
+    pub run_turn: RunTurn,
+    /// Builds a handle's `task` tool (set by the runtime).
+    pub task_tool: TaskTool,
+}
+
+impl Inner {
+    pub fn lock(&self) -> MutexGuard<'_, St> {
+        self.st.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sleeps on the condition variable until told, or until `deadline_ms`
+    /// on the runtime clock (a manual clock wakes its waiters as it moves).
+    pub fn sleep<'a>(&self, g: MutexGuard<'a, St>, deadline_ms: Option<u64>) -> MutexGuard<'a, St> {
+        match deadline_ms {
+            Some(d) if !self.clock.is_manual() => {
+                let left = d.saturating_sub(self.clock.now_ms());
+                match self
+                    .cv
+                    .wait_timeout(g, std::time::Duration::from_millis(left.max(1)))
+                {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                }
+            }
+            _ => self.cv.wait(g).unwrap_or_else(PoisonError::into_inner),
+        }
+    }
+
+    pub fn find(&self, st: &St, id: &str) -> std::result::Result<usize, String> {
+        st.index
+            .get(id)
+            .copied()
+            .ok_or_else(|| format!("unknown handle \"{id}\""))
+    }
+
+    /// Records a handle's result (with its counters) and wakes waiters.
+    pub fn settle(&self, st: &mut St, i: usize, mut r: TaskResult) {
+        let h = &mut st.handles[i];
+        r.turns = h.turns;
+        r.total_tokens = h.tokens;
+        r.own_tokens = h.own_tokens;
+        h.result = Some(r);
+        h.seq += 1;
+        self.cv.notify_all();
+    }
+
+    /// The budget walk over `i` and its ancestors: the first pool spent or
+    /// wall deadline passed, by its limit name.
+    fn exhausted(&self, st: &St, i: usize) -> Option<&'static str> {
+        let now = self.clock.now_ms();
+        st.chain(i).into_iter().find_map(|a| {
+            let h = &st.handles[a];
+            if h.pool_tokens.is_some_and(|t| t <= 0) {
+                Some("maxTokens")
+            } else if h.pool_tool_calls.is_some_and(|t| t <= 0) {
+                Some("maxToolCalls")
+            } else if h.wall_deadline.is_some_and(|d| now >= d) {
+                Some("maxWallMs")
+            } else {
+                None
+            }
+        })
+    }
+
+    /// Admission of a wake, as one step under the lock: the live budget
+    /// walk, the parent's slot, the drain, the flip to running, the turn.
+    fn admit(&self, st: &mut St, i: usize, prompt: Option<String>, why: &str) {
+        if let Some(limit) = self.exhausted(st, i) {
+            st.trace(i, format!("wake REFUSED (budget exhausted ({limit}))"));
+            let r = TaskResult::new(
+                "incomplete",
+                format!("budget exhausted ({limit}); partial work preserved"),
+                true,
+            )
+            .limited(limit);
+            self.settle(st, i, r);
+            return;
+        }
+        let items: Vec<InboxItem> = st.handles[i].inbox.drain(..).collect();
+        let input = format!("{}{}", prompt.unwrap_or_default(), drain_block(&items));
+        st.handles[i].drained = items;
+        self.start(st, i, input, None, why);
+    }
+
+    /// Takes the parent's slot, flips `i` to running and starts its turn
+    /// on `input` (with `answer` as a one-shot interpreter on a resume).
+    pub fn start(&self, st: &mut St, i: usize, input: String, answer: Option<Value>, why: &str) {
+        if let Some(p) = st.handles[i].parent {
+            st.handles[p].running_children += 1;
+        }
+        let cancel = CancelToken::new();
+        let h = &mut st.handles[i];
+        h.state = State::Running;
+        h.gen += 1;
+        h.cancel = Some(cancel.clone());
+        let gen = h.gen;
+        st.trace(i, format!("idle→running ({why})"));
+        self.cv.notify_all();
+        let Some(inner) = self.me.upgrade() else {
+            return;
+        };
+        let job = Job {
+            index: i,
+            gen,
+            input,
+            cancel,
+            answer,
+        };
+        let spawned = std::thread::Builder::new()
+            .name("toolnexus-agent".into())
+            .spawn(move || (inner.run_turn)(inner, job));
+        if let Err(e) = spawned {
+            self.fail_start(st, i, gen, &format!("cannot start a turn thread: {e}"));
+        }
+    }
+
+    fn fail_start(&self, st: &mut St, i: usize, gen: u64, why: &str) {
+        if st.handles[i].gen == gen {
+            st.handles[i].state = State::Idle;
+            self.restore_drained(st, i);
+            self.release_slot(st, i);
+            st.trace(i, format!("running→idle (error: {why})"));
+            self.settle(st, i, TaskResult::new("error", why, true));
+        }
+    }
+
+    /// The drained items back at the front of the inbox.
+    pub fn restore_drained(&self, st: &mut St, i: usize) {
+        let h = &mut st.handles[i];
+        for item in h.drained.drain(..).rev() {
+            h.inbox.push_front(item);
+        }
+    }
+
+    /// Gives back the parent's slot `i` held and admits queued sibling
+    /// wakes, in order, while slots are free.
+    pub fn release_slot(&self, st: &mut St, i: usize) {
+        let Some(p) = st.handles[i].parent else {
+            return;
+        };
+        let ph = &mut st.handles[p];
+        ph.running_children = ph.running_children.saturating_sub(1);
+        while st.handles[p].running_children < st.handles[p].eff.concurrent() {
+            let Some((next, prompt)) = st.handles[p].queue.pop_front() else {
+                break;
+            };
+            if !st.handles[next].queued || st.handles[next].state != State::Idle {
+                st.handles[next].queued = false;
+                continue;
+            }
+            st.handles[next].queued = false;
+            st.trace(next, "DEQUEUED wake (slot freed)");
+            self.admit(st, next, prompt, "dequeued");
+        }
+    }
+
+    pub fn spawn(
+        &self,
+        parent: &str,
+        def_name: &str,
+        budget: Option<&Budget>,
+    ) -> std::result::Result<String, String> {
+        let def = self.registry.get(def_name).cloned().ok_or_else(|| {
+            format!(
+                "unknown agent \"{def_name}\" (known: {})",
+                self.registry.names().join(", ")
+            )
+        })?;
+        let mut st = self.lock();
+        let p = self.find(&st, parent)?;
+        let ph = &st.handles[p];
+        if ph.state == State::Closed {
+            return Err(format!("parent closed: {parent}"));
+        }
+        if ph.depth + 1 > ph.eff.depth() {
+            return Err(format!(
+                "maxDepth {} exceeded: {parent} cannot spawn below depth {}",
+                ph.eff.depth(),
+                ph.depth
+            ));
+        }
+        if let Some(max) = ph.pool_children {
+            if ph.spawned + 1 > max {
+                return Err(format!(
+                    "maxChildren {max} exceeded: {parent} has spawned {}",
+                    ph.spawned
+                ));
+            }
+        }
+        if let Some(limit) = self.exhausted(&st, p) {
+            return Err(format!("budget exhausted ({limit}): {parent} cannot spawn"));
+        }
+        let eff = match budget {
+            Some(b) => def.budget.merged(b),
+            None => def.budget,
+        };
+        let toolkit = self.handle_toolkit(&def, st.handles.len())?;
+        let ph = &mut st.handles[p];
+        ph.spawned += 1;
+        let id = format!("{}/{}.{}", ph.id, def.name, ph.spawned);
+        let now = self.clock.now_ms();
+        let wall = match (
+            eff.max_wall_ms.map(|w| now.saturating_add(w)),
+            ph.wall_deadline,
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let h = Handle {
+            id: id.clone(),
+            def: Some(def),
+            parent: Some(p),
+            children: Vec::new(),
+            depth: ph.depth + 1,
+            spawned: 0,
+            state: State::Idle,
+            inbox: VecDeque::new(),
+            drained: Vec::new(),
+            eff,
+            pool_tokens: carve(eff.max_tokens, ph.pool_tokens),
+            pool_tool_calls: carve(eff.max_tool_calls, ph.pool_tool_calls),
+            pool_children: eff.max_children,
+            wall_deadline: wall,
+            tokens: 0,
+            own_tokens: 0,
+            tool_calls: 0,
+            turns: 0,
+            running_children: 0,
+            queue: VecDeque::new(),
+            queued: false,
+            result: None,
+            seq: 0,
+            gen: 0,
+            cancel: None,
+            pending: None,
+            checkpoint: None,
+            escalating: false,
+            task_key: None,
+            toolkit,
+        };
+        let (depth, pool) = (h.depth, h.pool_tokens);
+        let i = st.handles.len();
+        st.handles.push(h);
+        st.handles[p].children.push(i);
+        st.index.insert(id.clone(), i);
+        st.trace(
+            i,
+            format!("spawned (depth {depth}, tokens {})", show_pool(pool)),
+        );
+        self.cv.notify_all();
+        drop(st);
+        if let Some(f) = &self.on_spawn {
+            f(&id);
+        }
+        Ok(id)
+    }
+
+    /// The toolkit of a handle of `def`: its tools from the runtime's
+    /// toolkit, plus `task` when it has a team. Builtins never.
+    fn handle_toolkit(
+        &self,
+        def: &AgentDef,
+        index: usize,
+    ) -> std::result::Result<Arc<Toolkit>, String> {
+        let kit = Toolkit::build_from_json(r#"{"builtins":false}"#).map_err(|e| e.to_string())?;
+        if !def.team.is_empty() {
+            let team = def
+                .team
+                .iter()
+                .map(|n| {
+                    let does = self
+                        .registry
+                        .get(n)
+                        .map(|d| d.does.clone())
+                        .unwrap_or_default();
+                    (n.clone(), does)
+                })
+                .collect();
+            kit.register((self.task_tool)(self.me.clone(), index, team));
+        }
+        for name in &def.tools {
+            let tool = self
+                .toolkit
+                .as_ref()
+                .and_then(|t| t.find(name))
+                .ok_or_else(|| format!("agent \"{}\": unknown tool \"{name}\"", def.name))?;
+            kit.register(crate::tool::Tool::clone(&tool));
+        }
+        Ok(Arc::new(kit))
+    }
+
+    pub fn post(&self, id: &str, item: InboxItem) -> std::result::Result<(), String> {
+        let mut st = self.lock();
+        let i = self.find(&st, id)?;
+        if st.handles[i].state == State::Closed {
+            return Err(format!("inbox closed: {id}"));
+        }
+        if st.handles[i].inbox.len() >= self.inbox_cap {
+            let cap = self.inbox_cap;
+            st.trace(
+                i,
+                format!("post REJECTED (inbox full, cap {cap}) from {}", item.from),
+            );
+            self.cv.notify_all();
+            return Err(format!("inbox full: {id} (cap {cap})"));
+        }
+        st.handles[i].inbox.push_back(item);
+        Ok(())
+    }
+
+    pub fn wake(&self, id: &str, prompt: Option<String>) -> std::result::Result<(), String> {
+        let mut st = self.lock();
+        let i = self.find(&st, id)?;
+        self.wake_locked(&mut st, i, prompt)
+    }
+
+    pub fn wake_locked(
+        &self,
+        st: &mut St,
+        i: usize,
+        prompt: Option<String>,
+    ) -> std::result::Result<(), String> {
+        let h = &st.handles[i];
+        match h.state {
+            State::Closed => return Err(format!("closed: {}", h.id)),
+            State::Running | State::Suspended => return Ok(()),
+            State::Idle if h.queued => return Ok(()),
+            State::Idle => {}
+        }
+        if let Some(p) = h.parent {
+            let max = st.handles[p].eff.concurrent();
+            if st.handles[p].running_children >= max {
+                st.handles[p].queue.push_back((i, prompt));
+                st.handles[i].queued = true;
+                st.trace(i, format!("wake QUEUED (parent concurrency {max})"));
+                self.cv.notify_all();
+                return Ok(());
+            }
+        }
+        self.admit(st, i, prompt, "wake");
+        Ok(())
+    }
+
+    /// Waits for `i`'s next result (or its settled one), up to `timeout_ms`
+    /// on the runtime clock; `cancel` ends the wait early as `interrupted`.
+    pub fn wait_index(
+        &self,
+        mut st: MutexGuard<'_, St>,
+        i: usize,
+        timeout_ms: Option<u64>,
+        cancel: Option<&CancelToken>,
+    ) -> TaskResult {
+        let deadline = timeout_ms.map(|t| self.clock.now_ms().saturating_add(t));
+        let start_seq = st.handles[i].seq;
+        loop {
+            let h = &st.handles[i];
+            match h.state {
+                State::Closed => {
+                    return h.result.clone().unwrap_or_else(closed_result);
+                }
+                State::Suspended if !h.escalating => {
+                    let mut r = TaskResult::new(
+                        "pending",
+                        h.pending
+                            .as_ref()
+                            .and_then(|p| p.get("prompt"))
+                            .and_then(Value::as_str)
+                            .unwrap_or(""),
+                        false,
+                    );
+                    r.pending = h.pending.clone();
+                    r.turns = h.turns;
+                    r.total_tokens = h.tokens;
+                    r.own_tokens = h.own_tokens;
+                    return r;
+                }
+                State::Idle if !h.queued && (h.seq != start_seq || h.result.is_some()) => {
+                    if let Some(r) = &h.result {
+                        return r.clone();
+                    }
+                }
+                _ => {}
+            }
+            if cancel.is_some_and(CancelToken::is_cancelled) {
+                return TaskResult::new("interrupted", "interrupted", true);
+            }
+            if let Some(d) = deadline {
+                if self.clock.now_ms() >= d {
+                    let t = timeout_ms.unwrap_or(0);
+                    return TaskResult::new(
+                        "timeout",
+                        format!(
+                            "wait timeout after {t}ms (child still {})",
+                            h.state.as_str()
+                        ),
+                        true,
+                    )
+                    .limited("timeout");
+                }
+            }
+            st.sleepers += 1;
+            self.cv.notify_all();
+            st = self.sleep(st, deadline);
+            st.sleepers -= 1;
+        }
+    }
+
+    /// Aborts the turn in flight on `i` (already known running): the
+    /// drained items back in front, the slot given back, `state` set.
+    fn abort(&self, st: &mut St, i: usize) {
+        if let Some(c) = st.handles[i].cancel.take() {
+            c.cancel();
+        }
+        st.handles[i].gen += 1;
+        st.handles[i].escalating = false;
+        self.restore_drained(st, i);
+        self.release_slot(st, i);
+        self.cv.notify_all();
+    }
+
+    pub fn interrupt(&self, id: &str) -> std::result::Result<(), String> {
+        let mut st = self.lock();
+        let i = self.find(&st, id)?;
+        let h = &st.handles[i];
+        match h.state {
+            State::Suspended if !h.escalating => {
+                let kind = kind_of(h.pending.as_ref());
+                let h = &mut st.handles[i];
+                h.pending = None;
+                h.checkpoint = None;
+                h.state = State::Idle;
+                self.restore_drained(&mut st, i);
+                st.trace(
+                    i,
+                    format!("suspended→idle (interrupt cancelled pending \"{kind}\")"),
+                );
+                self.settle(
+                    &mut st,
+                    i,
+                    TaskResult::new("interrupted", "interrupted", true),
+                );
+            }
+            State::Running | State::Suspended => {
+                let from = h.state;
+                self.abort(&mut st, i);
+                st.handles[i].state = State::Idle;
+                let n = st.handles[i].inbox.len();
+                st.trace(
+                    i,
+                    format!(
+                        "{}→idle (interrupted; inbox intact: {n} items)",
+                        from.as_str()
+                    ),
+                );
+                self.settle(
+                    &mut st,
+                    i,
+                    TaskResult::new("interrupted", "interrupted", true),
+                );
+            }
+            State::Idle | State::Closed => {}
+        }
+        Ok(())
+    }
+
+    pub fn close(
+        &self,
+        id: &str,
+        force: bool,
+        reason: Option<&str>,
+    ) -> std::result::Result<(), String> {
+        let i = {
+            let st = self.lock();
+            self.find(&st, id)?
+        };
+        let reason = reason
+            .unwrap_or(if force { "interrupted" } else { "closed" })
+            .to_string();
+        self.close_index(i, force, &reason);
+        Ok(())
+    }
+
+    fn close_index(&self, i: usize, force: bool, reason: &str) {
+        let children = {
+            let st = self.lock();
+            if st.handles[i].state == State::Closed {
+                return;
+            }
+            st.handles[i].children.clone()
+        };
+        for c in children {
+            self.close_index(c, force, reason);
+        }
+        let mut st = self.lock();
+        if st.handles[i].state == State::Closed {
+            return;
+        }
+        if st.handles[i].state == State::Running && !force {
+            let deadline = self.clock.now_ms().saturating_add(self.shutdown_ms);
+            while st.handles[i].state == State::Running && self.clock.now_ms() < deadline {
+                st = self.sleep(st, Some(deadline));
+            }
+        }
+        let from = st.handles[i].state;
+        let mut interrupted = false;
+        match from {
+            State::Running | State::Suspended if st.handles[i].pending.is_none() => {
+                self.abort(&mut st, i);
+                interrupted = true;
+            }
+            State::Suspended => {
+                st.handles[i].pending = None;
+                st.handles[i].checkpoint = None;
+                self.restore_drained(&mut st, i);
+            }
+            _ => {}
+        }
+        if st.handles[i].queued {
+            st.handles[i].queued = false;
+            if let Some(p) = st.handles[i].parent {
+                st.handles[p].queue.retain(|(c, _)| *c != i);
+            }
+        }
+        st.handles[i].state = State::Closed;
+        st.trace(i, format!("{}→closed ({reason})", from.as_str()));
+        if interrupted || from == State::Suspended || st.handles[i].result.is_none() {
+            self.settle(&mut st, i, closed_result());
+        } else {
+            self.cv.notify_all();
+        }
+        let id = st.handles[i].id.clone();
+        drop(st);
+        if i != 0 {
+            if let Some(f) = &self.on_close {
+                f(&id, reason);
+            }
+        }
+    }
+
+    /// SPEC §10 durable resume: the deepest suspended handle replays its
+    /// checkpoint with `answer`, then each suspended ancestor below the root
+    /// replays its own (its `task` call reattaches to the finished child).
+    pub fn resume(&self, answer: Value) -> std::result::Result<TaskResult, String> {
+        let ok = answer.get("ok").and_then(Value::as_bool).unwrap_or(false);
+        let mut st = self.lock();
+        let leaf = deepest_suspended(&st, 0).ok_or_else(|| "no suspended handle".to_string())?;
+        let turns = st.handles[leaf].turns;
+        st.trace(
+            leaf,
+            format!("resume with Answer(ok={ok}) at checkpoint (turns so far: {turns})"),
+        );
+        self.replay(&mut st, leaf, Some(answer));
+        let mut r = self.wait_index(st, leaf, None, None);
+        let mut at = leaf;
+        loop {
+            if r.status == "pending" {
+                return Ok(r);
+            }
+            let st = self.lock();
+            let Some(p) = st.handles[at].parent.filter(|p| *p != 0) else {
+                return Ok(r);
+            };
+            if st.handles[p].state != State::Suspended || st.handles[p].pending.is_none() {
+                return Ok(r);
+            }
+            let mut st = st;
+            self.replay(&mut st, p, None);
+            r = self.wait_index(st, p, None, None);
+            at = p;
+        }
+    }
+
+    fn replay(&self, st: &mut St, i: usize, answer: Option<Value>) {
+        let h = &mut st.handles[i];
+        h.pending = None;
+        h.state = State::Idle;
+        let input = h.checkpoint.take().unwrap_or_default();
+        st.trace(i, "suspended→idle (resume)");
+        self.start(st, i, input, answer, "resume");
+    }
+}
+
+fn kind_of(pending: Option<&Value>) -> String {
+    pending
+        .and_then(|p| p.get("kind"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+fn closed_result() -> TaskResult {
+    TaskResult::new("closed", "closed", true)
+}
+
+fn deepest_suspended(st: &St, i: usize) -> Option<usize> {
+    for &c in &st.handles[i].children {
+        if let Some(found) = deepest_suspended(st, c) {
+            return Some(found);
+        }
+    }
+    let h = &st.handles[i];
+    (h.state == State::Suspended && h.pending.is_some()).then_some(i)
+}
