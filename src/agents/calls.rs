@@ -94,13 +94,13 @@ impl Agents {
         };
         let mut opts = RuntimeOptions::new(registry, llm);
         opts.toolkit = toolkit;
-        if let Some(n) = count(obj, "inboxCap")? {
+        if let Some(n) = config_count(obj, "inboxCap")? {
             opts.inbox_cap = n as usize;
         }
-        if let Some(n) = count(obj, "maxConcurrentTurns")? {
+        if let Some(n) = config_count(obj, "maxConcurrentTurns")? {
             opts.max_concurrent_turns = n as usize;
         }
-        if let Some(n) = count(obj, "shutdownMs")? {
+        if let Some(n) = config_count(obj, "shutdownMs")? {
             opts.shutdown_ms = n;
         }
         let clock = match obj.get("clock").map(|c| (c, c.as_str())) {
@@ -268,6 +268,12 @@ fn opt_str<'a>(a: &'a Map<String, Value>, verb: &str, key: &str) -> Result<Optio
     }
 }
 
+/// A whole-number key of the runtime's config: a bad value is the config's
+/// fault (`invalid_config`), named as the config's.
+fn config_count(obj: &Map<String, Value>, key: &str) -> Result<Option<u64>> {
+    count(obj, key).map_err(|e| Error::invalid_config(format!("agents config: {}", e.message)))
+}
+
 fn count(a: &Map<String, Value>, key: &str) -> Result<Option<u64>> {
     match a.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -369,6 +375,16 @@ mod tests {
         assert!(e.message.contains("colck"), "{}", e.message);
         let e = agents(json!({"agents": {}, "clock": "sundial"})).unwrap_err();
         assert!(e.message.contains("sundial"), "{}", e.message);
+        for key in ["inboxCap", "maxConcurrentTurns", "shutdownMs"] {
+            let e = agents(json!({"agents": {}, key: -1})).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidConfig, "{key}: {}", e.message);
+            assert!(
+                e.message
+                    .starts_with(&format!("agents config: {key} must be")),
+                "{}",
+                e.message
+            );
+        }
         let e = Agents::from_json(&json!({"agents": {}}), None, None).unwrap_err();
         assert!(e.message.contains("client"), "{}", e.message);
         let a = agents(json!({"agents": {"g": {"does": "d"}}})).expect("system clock");

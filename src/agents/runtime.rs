@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::toolkit::Toolkit;
 use crate::translate::ClientConfig;
 use serde_json::{json, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 
 /// Where a runtime's LLM calls go: a client config (the HTTP provider), an
@@ -102,38 +102,10 @@ impl Runtime {
             ),
             Llm::Provider(c, p) => (c, p),
         };
-        let root = Handle {
-            id: "root".into(),
-            def: None,
-            parent: None,
-            children: Vec::new(),
-            depth: 0,
-            spawned: 0,
-            state: State::Idle,
-            inbox: VecDeque::new(),
-            drained: Vec::new(),
-            eff: Budget::default(),
-            pool_tokens: None,
-            pool_tool_calls: None,
-            pool_children: None,
-            wall_deadline: None,
-            tokens: 0,
-            own_tokens: 0,
-            tool_calls: 0,
-            turns: 0,
-            running_children: 0,
-            queue: VecDeque::new(),
-            queued: false,
-            result: None,
-            seq: 0,
-            gen: 0,
-            cancel: None,
-            pending: None,
-            checkpoint: None,
-            escalating: false,
-            task_key: None,
-            toolkit: Arc::new(Toolkit::build_from_json(r#"{"builtins":false}"#)?),
-        };
+        let root = Handle::fresh(
+            "root".into(),
+            Arc::new(Toolkit::build_from_json(r#"{"builtins":false}"#)?),
+        );
         let clock = opts.clock;
         let inner = Arc::new_cyclic(|me| Inner {
             st: Mutex::new(St {

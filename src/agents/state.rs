@@ -179,6 +179,45 @@ pub(crate) struct Handle {
     pub toolkit: Arc<Toolkit>,
 }
 
+impl Handle {
+    /// A handle that has done nothing yet: idle, no definition or parent,
+    /// an empty inbox, no budget of its own and every count at zero.
+    pub(crate) fn fresh(id: String, toolkit: Arc<Toolkit>) -> Handle {
+        Handle {
+            id,
+            def: None,
+            parent: None,
+            children: Vec::new(),
+            depth: 0,
+            spawned: 0,
+            state: State::Idle,
+            inbox: VecDeque::new(),
+            drained: Vec::new(),
+            eff: Budget::default(),
+            pool_tokens: None,
+            pool_tool_calls: None,
+            pool_children: None,
+            wall_deadline: None,
+            tokens: 0,
+            own_tokens: 0,
+            tool_calls: 0,
+            turns: 0,
+            running_children: 0,
+            queue: VecDeque::new(),
+            queued: false,
+            result: None,
+            seq: 0,
+            gen: 0,
+            cancel: None,
+            pending: None,
+            checkpoint: None,
+            escalating: false,
+            task_key: None,
+            toolkit,
+        }
+    }
+}
+
 pub(crate) struct St {
     pub handles: Vec<Handle>,
     pub index: HashMap<String, usize>,
@@ -453,36 +492,15 @@ impl Inner {
             (a, b) => a.or(b),
         };
         let h = Handle {
-            id: id.clone(),
             def: Some(def),
             parent: Some(p),
-            children: Vec::new(),
             depth: ph.depth + 1,
-            spawned: 0,
-            state: State::Idle,
-            inbox: VecDeque::new(),
-            drained: Vec::new(),
             eff,
             pool_tokens: carve(eff.max_tokens, ph.pool_tokens),
             pool_tool_calls: carve(eff.max_tool_calls, ph.pool_tool_calls),
             pool_children: eff.max_children,
             wall_deadline: wall,
-            tokens: 0,
-            own_tokens: 0,
-            tool_calls: 0,
-            turns: 0,
-            running_children: 0,
-            queue: VecDeque::new(),
-            queued: false,
-            result: None,
-            seq: 0,
-            gen: 0,
-            cancel: None,
-            pending: None,
-            checkpoint: None,
-            escalating: false,
-            task_key: None,
-            toolkit,
+            ..Handle::fresh(id.clone(), toolkit)
         };
         let (depth, pool) = (h.depth, h.pool_tokens);
         let i = st.handles.len();
