@@ -41,6 +41,14 @@ echo "== the docs' runnable code blocks, against the installed library (scripts/
 python3 scripts/doc_blocks.py "$prefix_root/prefix"
 
 if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
+  echo "== go vet and staticcheck (shared and toolnexus_static builds)"
+  (cd bindings/go && go vet ./... && go vet -tags toolnexus_static ./...)
+  if [ -x target/test-tools/go-bin/staticcheck ]; then
+    (cd bindings/go && ../../target/test-tools/go-bin/staticcheck ./... \
+      && ../../target/test-tools/go-bin/staticcheck -tags toolnexus_static ./...)
+  else
+    echo "staticcheck: skipped (scripts/setup.sh could not install it)"
+  fi
   echo "== go test -race"
   (cd bindings/go && go test -race -count=1 -v ./... 2>&1 | grep -E '^(parity|--- FAIL|FAIL|ok|PASS)' ; test "${PIPESTATUS[0]}" -eq 0)
   echo "== go test GOGC=1"
