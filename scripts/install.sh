@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs libtoolnexus with the layout cargo-c's `cargo cinstall` gives a Rust
-# C library, without needing cargo-c itself (README, "Installing the library"):
+# C library, without needing cargo-c itself (docs/install.md, "Installing the library"):
 #
 #   $LIBDIR/libtoolnexus.so.X.Y.Z        the shared library, stripped; soname libtoolnexus.so.X
 #   $LIBDIR/libtoolnexus.so.X            -> libtoolnexus.so.X.Y.Z (what programs load)

@@ -44,3 +44,13 @@ fi
 if rustup run nightly rustc --version >/dev/null 2>&1 && ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install --quiet --locked cargo-fuzz
 fi
+# staticcheck for the Go binding (scripts/test.sh), pinned, built from the Go
+# module proxy into target/test-tools/go-bin; the Go checks say "skipped"
+# when the proxy cannot be reached.
+STATICCHECK_VERSION=v0.8.2
+GO_TOOLS="$(cd "$(dirname "$0")/.." && pwd)/target/test-tools/go-bin"
+if command -v go >/dev/null \
+    && ! "$GO_TOOLS/staticcheck" -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})"; then
+  GOBIN="$GO_TOOLS" GOFLAGS=-mod=mod go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" \
+    || echo "setup: staticcheck $STATICCHECK_VERSION not installed (module proxy unreachable?)" >&2
+fi

@@ -2,8 +2,9 @@
 # Every test of the project: Rust (unit, integration, conformance), the Go
 # package with its parity harness (-race, and once with GOGC=1), and the C
 # layer (warnings as errors, valgrind, ASan+UBSan, C++ header compile, the C
-# parity harness), the demo of the README, and the installed library used from
-# outside the repository (scripts/install_check.sh). scripts/setup.sh installs
+# parity harness), the demo of the README, the installed library used from
+# outside the repository (scripts/install_check.sh) and by every runnable code
+# block of README.md and docs/ (scripts/doc_blocks.py). scripts/setup.sh installs
 # what it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ prefix_root=$(mktemp -d)
 trap 'rm -rf "$prefix_root"' EXIT
 PREFIX="$prefix_root/prefix" scripts/install.sh
 # The Go tests below link the installed shared library through pkg-config,
-# as a user's module does (README, "Using it from Go").
+# as a user's module does (docs/bindings.md, "Go").
 export PKG_CONFIG_PATH="$prefix_root/prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export LD_LIBRARY_PATH="$prefix_root/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Part of Go's cache key (pkg-config's answer is not): see install_check.sh.
@@ -36,7 +37,18 @@ export CGO_LDFLAGS="-L$prefix_root/prefix/lib"
 echo "== the installed library from outside the repository (C shared, C static, a Go module)"
 scripts/install_check.sh "$prefix_root/prefix"
 
+echo "== the docs' runnable code blocks, against the installed library (scripts/doc_blocks.py)"
+python3 scripts/doc_blocks.py "$prefix_root/prefix"
+
 if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
+  echo "== go vet and staticcheck (shared and toolnexus_static builds)"
+  (cd bindings/go && go vet ./... && go vet -tags toolnexus_static ./...)
+  if [ -x target/test-tools/go-bin/staticcheck ]; then
+    (cd bindings/go && ../../target/test-tools/go-bin/staticcheck ./... \
+      && ../../target/test-tools/go-bin/staticcheck -tags toolnexus_static ./...)
+  else
+    echo "staticcheck: skipped (scripts/setup.sh could not install it)"
+  fi
   echo "== go test -race"
   (cd bindings/go && go test -race -count=1 -v ./... 2>&1 | grep -E '^(parity|--- FAIL|FAIL|ok|PASS)' ; test "${PIPESTATUS[0]}" -eq 0)
   echo "== go test GOGC=1"

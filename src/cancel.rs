@@ -3,7 +3,7 @@
 //! provider exchange, the client loop).
 //!
 //! The token knows nothing of what it stops. Work blocked where no flag can
-//! reach it (a read on a socket) registers an [`OnCancel`] hook while it
+//! reach it (a read on a socket) registers an `OnCancel` hook while it
 //! runs; cancelling runs every registered hook, which ends the blocked call.
 
 use std::sync::atomic::{AtomicBool, Ordering};

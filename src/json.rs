@@ -51,7 +51,7 @@ pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
 
 /// [`write_escaped`] without the quotes, for a literal written in pieces.
 ///
-/// The text is scanned 32 bytes at a time ([`block_mask`]: SSE2
+/// The text is scanned 32 bytes at a time (`block_mask`: SSE2
 /// compares on x86_64); a clean run is copied whole when the next byte to
 /// escape turns up, and each escape is one table entry.
 pub fn write_escaped_body(out: &mut Vec<u8>, bytes: &[u8]) {

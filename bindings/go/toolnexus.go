@@ -5,7 +5,7 @@
 //
 // cgo finds the library through pkg-config (toolnexus.pc): install it first
 // with scripts/install.sh from the repository root, under a PREFIX whose
-// lib/pkgconfig is on PKG_CONFIG_PATH (README, "Using it from Go"). By default
+// lib/pkgconfig is on PKG_CONFIG_PATH (docs/bindings.md, "Go"). By default
 // the program links the shared library (link_shared.go); built with
 // `-tags toolnexus_static` it links the archive libtoolnexus.a instead and
 // needs no libtoolnexus at run time (link_static.go).

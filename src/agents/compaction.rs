@@ -2,7 +2,7 @@
 //! `maxTokens`, the older body becomes one summary system message and a
 //! recent tail (starting at a plain user turn, so no tool result loses its
 //! call) is kept; the leading system prompt stays verbatim. Attached as a
-//! `beforeLLM` hook ([`hook`]) on a client or on an agent runtime.
+//! `beforeLLM` hook ([`Compactor::hook`]) on a client or on an agent runtime.
 
 use crate::client::{HostFn, RunData};
 use serde_json::{json, Value};

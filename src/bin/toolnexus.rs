@@ -43,6 +43,10 @@ enum Command {
         /// declarations a provider takes, or one name a line.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// Print `{"tools": [{name, source, description}], "status": {...}}`
+        /// on stdout instead (overrides --format); failures are JSON too.
+        #[arg(long)]
+        json: bool,
     },
     /// Call one tool and print its ToolResult JSON.
     Call {
@@ -55,6 +59,9 @@ enum Command {
         /// Stop the call after this many milliseconds.
         #[arg(long, value_name = "MS")]
         timeout_ms: Option<u64>,
+        /// Failures as JSON on stdout too (the ToolResult always is JSON).
+        #[arg(long)]
+        json: bool,
     },
     /// Serve the toolkit as one MCP server (stdio by default).
     Serve {
@@ -85,6 +92,10 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 1,
               value_parser = clap::value_parser!(u16).range(1..=256))]
         io_threads: u16,
+        /// With --http, print `{"url": ...}` on stdout once listening;
+        /// failures as JSON on stdout.
+        #[arg(long)]
+        json: bool,
     },
     /// An agent at the terminal (SPEC §9): each line read is one run of the
     /// client loop over the toolkit; the answer is printed. Ctrl-D or `exit`
@@ -119,6 +130,16 @@ enum Command {
         /// longer); 0 waits without a limit.
         #[arg(long, value_name = "MS", default_value_t = DEFAULT_RUN_TIMEOUT_MS)]
         timeout_ms: u64,
+        /// Print only the answer: no tool-call lines, no source status on
+        /// stderr.
+        #[arg(long)]
+        quiet: bool,
+        /// Print each event of a prompt's run as one JSON line on stdout
+        /// (`text`, `tool_call`, `tool_result`, `pending`, `usage`, and
+        /// `done` with the RunResult) instead of the answer; a failed prompt
+        /// is an `error` line.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the shell completion script for SHELL on stdout, e.g.
     /// `toolnexus completions bash > ~/.local/share/bash-completion/completions/toolnexus`
@@ -127,6 +148,9 @@ enum Command {
         /// The shell to complete in.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+        /// Print `{"shell": ..., "script": ...}` instead.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the man page (roff) on stdout, or write one page per command
     /// (toolnexus.1, toolnexus-tools.1, ...) into DIR.
@@ -134,6 +158,9 @@ enum Command {
         /// Write toolnexus.1 and a page for each subcommand into this folder.
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
+        /// Print `{"page": ...}`, or with --out-dir `{"written": [paths]}`.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -181,13 +208,26 @@ fn bad_input(message: impl Into<String>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let json_errors = match &cli.command {
+        Command::Tools { json, .. }
+        | Command::Call { json, .. }
+        | Command::Serve { json, .. }
+        | Command::Run { json, .. }
+        | Command::Completions { json, .. }
+        | Command::Man { json, .. } => *json,
+    };
     let outcome = match cli.command {
-        Command::Tools { toolkit, format } => tools(&toolkit, format),
+        Command::Tools {
+            toolkit,
+            format,
+            json,
+        } => tools(&toolkit, format, json),
         Command::Call {
             name,
             args,
             toolkit,
             timeout_ms,
+            json: _,
         } => call(&toolkit, &name, args.as_deref(), timeout_ms),
         Command::Serve {
             toolkit,
@@ -197,10 +237,11 @@ fn main() -> ExitCode {
             server_version,
             tools,
             io_threads,
+            json,
         } => {
             // Before anything starts the runtime (building the toolkit does).
             toolnexus::runtime::set_worker_threads(usize::from(io_threads));
-            serve(&toolkit, http, name, server_version, tools)
+            serve(&toolkit, http, name, server_version, tools, json)
         }
         Command::Run {
             toolkit,
@@ -212,6 +253,8 @@ fn main() -> ExitCode {
             max_turns,
             once,
             timeout_ms,
+            quiet,
+            json,
         } => {
             let client = RunClient {
                 base_url,
@@ -222,18 +265,34 @@ fn main() -> ExitCode {
                 max_turns,
                 timeout_ms,
             };
-            run(&toolkit, &client, once.as_deref())
+            let show = Show { quiet, json };
+            run(&toolkit, &client, once.as_deref(), show)
         }
-        Command::Completions { shell } => completions(shell),
-        Command::Man { out_dir } => man(out_dir),
+        Command::Completions { shell, json } => completions(shell, json),
+        Command::Man { out_dir, json } => man(out_dir, json),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("toolnexus: {}", f.message);
+            if json_errors {
+                print_out(&(failure_json(&f).to_string() + "\n"));
+            } else {
+                eprintln!("toolnexus: {}", f.message);
+            }
             ExitCode::from(f.code)
         }
     }
+}
+
+/// A failure as scripts read it with `--json`:
+/// `{"error": {"code": "bad_input" | "failed", "exit": N, "message": ...}}`.
+fn failure_json(f: &Failure) -> Value {
+    let code = if f.code == EXIT_BAD_INPUT {
+        "bad_input"
+    } else {
+        "failed"
+    };
+    json!({"error": {"code": code, "exit": f.code, "message": f.message}})
 }
 
 /// Writes generated text to stdout; a closed pipe or a full disk is named.
@@ -250,14 +309,18 @@ fn print_generated(what: &str, text: &[u8]) -> Result<u8, Failure> {
 
 /// `toolnexus completions SHELL`: generated into memory first, as
 /// clap_complete panics on a failed write.
-fn completions(shell: clap_complete::Shell) -> Result<u8, Failure> {
+fn completions(shell: clap_complete::Shell, json: bool) -> Result<u8, Failure> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "toolnexus", &mut script);
+    if json {
+        let v = json!({"shell": shell.to_string(), "script": String::from_utf8_lossy(&script)});
+        return print_generated("completions", (v.to_string() + "\n").as_bytes());
+    }
     print_generated("completions", &script)
 }
 
 /// `toolnexus man`: the top page on stdout, or every page into a folder.
-fn man(out_dir: Option<PathBuf>) -> Result<u8, Failure> {
+fn man(out_dir: Option<PathBuf>, json: bool) -> Result<u8, Failure> {
     let cmd = Cli::command();
     let Some(dir) = out_dir else {
         let mut page = Vec::new();
@@ -267,15 +330,36 @@ fn man(out_dir: Option<PathBuf>) -> Result<u8, Failure> {
                 code: EXIT_FAILED,
                 message: format!("man: {e}"),
             })?;
+        if json {
+            let v = json!({"page": String::from_utf8_lossy(&page)});
+            return print_generated("man", (v.to_string() + "\n").as_bytes());
+        }
         return print_generated("man", &page);
     };
     std::fs::create_dir_all(&dir)
         .and_then(|()| clap_mangen::generate_to(cmd, &dir))
-        .map(|()| 0)
         .map_err(|e| Failure {
             code: EXIT_FAILED,
             message: format!("man --out-dir {}: {e}", dir.display()),
-        })
+        })?;
+    if json {
+        let mut written: Vec<String> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "1"))
+                    .map(|p| p.display().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        written.sort();
+        return print_generated(
+            "man",
+            (json!({"written": written}).to_string() + "\n").as_bytes(),
+        );
+    }
+    Ok(0)
 }
 
 /// The most a `--config` file may hold: a toolkit config is a few kilobytes,
@@ -425,8 +509,23 @@ fn report_status(tk: &Toolkit) {
     }
 }
 
-fn tools(args: &ToolkitArgs, format: Format) -> Result<u8, Failure> {
+fn tools(args: &ToolkitArgs, format: Format, json: bool) -> Result<u8, Failure> {
     let (tk, _) = build(args)?;
+    if json {
+        let list: Vec<Value> = tk
+            .tools()
+            .iter()
+            .map(|t| json!({"name": t.name, "source": t.source.as_str(), "description": t.description}))
+            .collect();
+        let status: Value = tk
+            .render("status")
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default();
+        print_out(&(json!({"tools": list, "status": status}).to_string() + "\n"));
+        tk.close();
+        return Ok(0);
+    }
     report_status(&tk);
     let text = match format {
         Format::Names => tk.tool_names().join("\n") + "\n",
@@ -510,6 +609,7 @@ fn serve(
     name: Option<String>,
     version: Option<String>,
     tools: Vec<String>,
+    json: bool,
 ) -> Result<u8, Failure> {
     let (tk, block) = build(args)?;
     let mut profile = match &block {
@@ -546,7 +646,11 @@ fn serve(
         })
     })?;
     if let Some(url) = server.url() {
-        print_out(&format!("{url}\n"));
+        if json {
+            print_out(&(json!({ "url": url }).to_string() + "\n"));
+        } else {
+            print_out(&format!("{url}\n"));
+        }
         eprintln!("toolnexus: serving MCP at {url} (Ctrl-C stops)");
     }
     let server = Arc::new(server);
@@ -603,9 +707,109 @@ fn api_key(flag: Option<&str>) -> Option<String> {
         .find_map(|v| std::env::var(v).ok().filter(|k| !k.is_empty()))
 }
 
-fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Failure> {
+/// How `run` shows a prompt's progress.
+#[derive(Clone, Copy)]
+struct Show {
+    /// Only the answer: no tool lines, no source status.
+    quiet: bool,
+    /// Every event as one JSON line on stdout.
+    json: bool,
+}
+
+/// What the `onEvent` callback of one prompt's streamed run prints: text
+/// deltas on stdout as they arrive, each tool call on stderr as it starts and
+/// ends (name, then ok/error and its time), or with `--json` every event as
+/// one JSON line on stdout.
+struct Progress {
+    show: Show,
+    /// When each tool call (by id) started.
+    started: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// Whether any text delta was printed (and the last one's final char).
+    streamed: std::sync::Mutex<Option<char>>,
+}
+
+impl Progress {
+    fn new(show: Show) -> Progress {
+        Progress {
+            show,
+            started: std::sync::Mutex::default(),
+            streamed: std::sync::Mutex::default(),
+        }
+    }
+
+    fn event(&self, ev: &Value) {
+        if self.show.json {
+            print_out(&(ev.to_string() + "\n"));
+            return;
+        }
+        let name = ev["name"].as_str().unwrap_or_default();
+        let id = ev["id"].as_str().unwrap_or_default().to_string();
+        match ev["type"].as_str().unwrap_or_default() {
+            "text" => {
+                let delta = ev["delta"].as_str().unwrap_or_default();
+                if let Some(last) = delta.chars().last() {
+                    print_out(delta);
+                    *self.streamed.lock().unwrap_or_else(|p| p.into_inner()) = Some(last);
+                }
+            }
+            "tool_call" if !self.show.quiet => {
+                self.end_line();
+                self.started
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(id, std::time::Instant::now());
+                eprintln!("tool {name} ...");
+            }
+            "tool_result" if !self.show.quiet => {
+                let began = self
+                    .started
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+                let ms = began.map_or(0, |t| t.elapsed().as_millis());
+                let how = if ev["isError"] == true { "error" } else { "ok" };
+                eprintln!("tool {name}: {how} ({ms} ms)");
+            }
+            "pending" if !self.show.quiet => {
+                self.end_line();
+                eprintln!(
+                    "tool {}: waiting for an answer: {}",
+                    ev["request"]["kind"].as_str().unwrap_or("question"),
+                    ev["request"]["prompt"].as_str().unwrap_or_default()
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Ends a line of streamed text, so a tool line starts on its own.
+    fn end_line(&self) {
+        let mut streamed = self.streamed.lock().unwrap_or_else(|p| p.into_inner());
+        if matches!(*streamed, Some(c) if c != '\n') {
+            print_out("\n");
+            *streamed = Some('\n');
+        }
+    }
+
+    /// After the run: the answer's last newline, or the whole answer when
+    /// nothing was streamed (a provider that answered with plain JSON).
+    fn finish(&self, text: &str) {
+        if self.show.json {
+            return;
+        }
+        let mut streamed = self.streamed.lock().unwrap_or_else(|p| p.into_inner());
+        match *streamed {
+            None => print_out(&format!("{text}\n")),
+            Some('\n') => {}
+            Some(_) => print_out("\n"),
+        }
+        *streamed = None;
+    }
+}
+
+fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>, show: Show) -> Result<u8, Failure> {
     use toolnexus::cancel::CancelToken;
-    use toolnexus::client::{Client, RunData, RunRequest};
+    use toolnexus::client::{AskRequest, Client, HostFn, RunData, Slot};
     let mut cfg = Map::new();
     cfg.insert("baseUrl".into(), json!(c.base_url));
     let style = match c.style {
@@ -637,36 +841,49 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Fail
         bad_input(format!("{flag}{}", e.message))
     })?;
     let (tk, _) = build(args)?;
-    report_status(&tk);
+    if !show.quiet && !show.json {
+        report_status(&tk);
+    }
+    let progress = Arc::new(Progress::new(show));
+    let on_event: HostFn = {
+        let progress = Arc::clone(&progress);
+        Arc::new(move |ev: &Value, _: RunData| {
+            progress.event(ev);
+            Ok(None)
+        })
+    };
+    client.set_callback(Slot::OnEvent, Some(on_event));
     let cancel = CancelToken::new();
     let mut history: Vec<Value> = Vec::new();
-    let mut ask = |prompt: &str| -> Result<String, Failure> {
-        let request = RunRequest {
+    let mut ask = |prompt: &str| -> Result<(), Failure> {
+        let request = AskRequest {
             prompt: prompt.to_string(),
+            id: None,
             history: history.clone(),
         };
         let result = client
-            .run(&tk, &request, &cancel, RunData::default())
-            .map_err(|e| Failure {
-                code: EXIT_FAILED,
-                message: e.message,
+            .ask(&tk, &request, &cancel, RunData::default(), true)
+            .map_err(|e| {
+                progress.end_line();
+                Failure {
+                    code: EXIT_FAILED,
+                    message: e.message,
+                }
             })?;
         if let Some(m) = result["messages"].as_array() {
             history = m.clone();
         }
-        if result["status"] == "incomplete" {
+        progress.finish(result["text"].as_str().unwrap_or_default());
+        if result["status"] == "incomplete" && !show.json {
             eprintln!(
                 "toolnexus: the run stopped at its {} limit",
                 result["limit"].as_str().unwrap_or("turn")
             );
         }
-        Ok(result["text"].as_str().unwrap_or_default().to_string())
+        Ok(())
     };
     let outcome = match once {
-        Some(prompt) => ask(prompt).map(|text| {
-            print_out(&format!("{text}\n"));
-            0
-        }),
+        Some(prompt) => ask(prompt).map(|()| 0),
         None => {
             let stdin = std::io::stdin();
             let mut line = String::new();
@@ -683,10 +900,15 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Fail
                 if prompt.is_empty() {
                     continue;
                 }
-                match ask(prompt) {
-                    Ok(text) => print_out(&format!("{text}\n")),
-                    // One failed prompt does not end the session.
-                    Err(f) => eprintln!("toolnexus: {}", f.message),
+                // One failed prompt does not end the session.
+                if let Err(f) = ask(prompt) {
+                    if show.json {
+                        let mut line = failure_json(&f);
+                        line["type"] = json!("error");
+                        print_out(&(line.to_string() + "\n"));
+                    } else {
+                        eprintln!("toolnexus: {}", f.message);
+                    }
                 }
             }
             Ok(0)

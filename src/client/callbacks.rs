@@ -134,7 +134,7 @@ impl Callbacks {
 
 /// What a run's callback may stop for (issue 25 M6): the run's cancel
 /// token and deadline. A run names them for the length of each callback
-/// call ([`with_stop`]); a host boundary that can run its callback on
+/// call (`with_stop`); a host boundary that can run its callback on
 /// another thread ([`current_stop`]) stops waiting for it at either, and
 /// lets the callback see that its answer is no longer awaited.
 #[derive(Clone)]

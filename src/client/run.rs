@@ -614,7 +614,7 @@ impl Run<'_> {
 
     /// The execute context of a tool call of this run: the run's cancel
     /// token, and what is left of its deadline, so a cancelled or timed-out
-    /// run stops the tools that can be interrupted (README, the host
+    /// run stops the tools that can be interrupted (docs/hostile.md, the host
     /// boundary) instead of waiting for them.
     fn tool_ctx(&self, answer: Option<Value>) -> ExecContext {
         let left = self.deadline.map(|d| {

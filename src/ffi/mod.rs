@@ -15,7 +15,7 @@
 //! - `serve.rs`      the toolkit as an MCP server: `tn_serve` and friends
 //! - `glue_tests.rs` the glue's tests without I/O, for Miri
 //!
-//! Every exported function runs its body through [`boundary`]: NULL checks,
+//! Every exported function runs its body through `boundary`: NULL checks,
 //! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
 //! single write of the out-parameter. Business logic lives elsewhere.
 

@@ -486,7 +486,7 @@ impl Serialize for Node<'_> {
 ///
 /// Text the fast reader below takes in full is read by it alone; anything
 /// else (an error of any kind, a number other than a plain integer, a `\u`
-/// escape of half a surrogate pair, nesting deeper than [`FAST_DEPTH`]) goes
+/// escape of half a surrogate pair, nesting deeper than `FAST_DEPTH`) goes
 /// back to serde_json,
 /// so what is accepted, what each value reads as and every error message
 /// stay serde_json's.

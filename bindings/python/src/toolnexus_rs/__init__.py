@@ -291,8 +291,8 @@ async def _off_loop_cancellable(fn: Callable[..., Any], token: "CancelToken", *a
 
 
 class Toolkit:
-    """A toolkit built from a config (a dict, or its JSON text; keys as in the
-    README's toolkit config table). Use it as a context manager, or call
+    """A toolkit built from a config (a dict, or its JSON text; keys as in
+    docs/config.md, "Toolkit config"). Use it as a context manager, or call
     :meth:`close`. Safe to use from many threads at once."""
 
     def __init__(

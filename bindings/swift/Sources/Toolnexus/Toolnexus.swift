@@ -38,7 +38,7 @@ public func version() -> String { String(cString: tn_version()) }
 public final class Toolkit: @unchecked Sendable {
     let raw: OpaquePointer
 
-    /// Builds a toolkit from a config JSON object (README, "Toolkit config"),
+    /// Builds a toolkit from a config JSON object (docs/config.md),
     /// e.g. `{"skillsDir": "./skills"}`. MCP servers connect here.
     public init(config: String) throws {
         var tk: OpaquePointer?
