@@ -45,8 +45,9 @@
 
 /*
  An opaque sub-agent runtime built by `tn_agents_new` and released by
- `tn_agents_free`. `const tn_agents *` may be shared by many threads,
- each calling `tn_agents_call` at once.
+ `tn_agents_free`; a reference-counted handle (see `handle.rs`).
+ `const tn_agents *` may be shared by many threads, each calling
+ `tn_agents_call` at once.
  */
 typedef struct tn_agents tn_agents;
 
@@ -398,16 +399,20 @@ tn_status tn_agents_call(const tn_agents *agents,
                          char **out_json);
 
 /*
- Frees a runtime: every handle is force-closed (running turns cancelled),
- calls in flight on other threads — a `wait` among them — end (a wait
- with `status` `"interrupted"` or `"closed"`) and this call returns once
- they have; the
- `generate` callback's `user_data_free` runs when the last turn thread
- lets go of it. NULL is a no-op; not twice, and no call may start on
- `agents` once this one has.
+ Frees a runtime: every handle is force-closed (running turns are
+ cancelled) and calls in flight on other threads — a `wait` among them —
+ end (a wait with `status` `"interrupted"` or `"closed"`); a call started
+ afterwards fails with `TN_INVALID_ARGUMENT`. This call does not wait for
+ them: the memory goes when the last call in flight returns, so a free
+ from another thread during a `wait`, or from inside the runtime's own
+ `generate` callback, is safe. The `generate` callback's `user_data_free`
+ runs once no turn thread uses it any more. NULL is a no-op; a second
+ free while a call still holds the runtime is ignored; otherwise not
+ twice.
 
  # Safety
- `agents` is NULL or a pointer from `tn_agents_new` not yet freed.
+ `agents` is NULL or a pointer from `tn_agents_new` whose host reference
+ has not been released yet (or is still held by a call in flight).
  */
 void tn_agents_free(tn_agents *agents);
 
@@ -653,6 +658,14 @@ tn_status tn_run(const tn_client *client,
  echo the Request's (else `TN_INVALID_ARGUMENT`). The halted call is re-run
  once with `ctx.answer` (or gets `declined/expired: <prompt>`), the calls
  the halt left out run now, and the loop continues with no new user turn.
+ With `"mode": "fill"` (the §10 addendum's `runWithAnswer`, for calls the
+ host executed itself) no tool runs again: every open result slot of the
+ halted turn takes its result from the Answer — `data.results: [{id,
+ output, isError?}]` by tool-call id, or `data.output` / `data.isError`
+ for the halted call — a result the halt kept stays unless the Answer
+ gives its id, a declined Answer gives the halted call `declined/expired:
+ <prompt>`, and a slot the Answer leaves empty gets the error result `no
+ result supplied on resume for <name>`. `"mode": "rerun"` is the default.
  Otherwise as `tn_run`.
 
  # Safety

@@ -428,7 +428,15 @@ fn run_stops_at_its_timeout_when_the_provider_says_retry_after_a_billion_seconds
 
 #[test]
 fn completions_and_man_pages_cover_every_subcommand() {
-    let subcommands = ["tools", "call", "serve", "run", "completions", "man"];
+    let subcommands = [
+        "tools",
+        "call",
+        "serve",
+        "run",
+        "agents",
+        "completions",
+        "man",
+    ];
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     for (shell, head, flag) in [
         ("bash", "_toolnexus()", "--skills"),
@@ -495,4 +503,153 @@ fn completions_and_man_pages_cover_every_subcommand() {
         page.contains("timeout\\-ms"),
         "toolnexus-call.1 lists call's flags: {page}"
     );
+}
+
+/// An agents config file whose client is the mock provider.
+fn agents_config(dir: &std::path::Path, base: &str) -> String {
+    let p = dir.join("agents.json");
+    let v = json!({
+        "client": {"baseUrl": base, "style": "openai", "model": "m1", "retries": 0},
+        "agents": {
+            "coordinator": {"does": "splits work", "soul": "You coordinate.", "team": ["explore"]},
+            "explore": {"does": "read-only research", "soul": "You explore."}
+        }
+    });
+    std::fs::write(&p, v.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    p.to_string_lossy().into_owned()
+}
+
+/// The mock's answers for one coordinator run: the coordinator delegates
+/// through `task`, the explorer answers, the coordinator sums up.
+fn coordinator_run() -> Vec<translate_mock::Canned> {
+    vec![
+        openai_reply(
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "t1", "type": "function",
+            "function": {"name": "task", "arguments": "{\"agent\":\"explore\",\"prompt\":\"find A\"}"}}]}),
+        ),
+        openai_reply(json!({"role": "assistant", "content": "found A"})),
+        openai_reply(json!({"role": "assistant", "content": "summary: found A"})),
+    ]
+}
+
+#[test]
+fn agents_run_drives_a_tree_over_the_provider_and_prints_its_answer() {
+    let mut canned = coordinator_run();
+    canned.extend(coordinator_run());
+    let mock = translate_mock::MockProvider::start(canned);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cfg = agents_config(dir.path(), &format!("{}/v1", mock.base()));
+    let agents_run = |extra: &[&str]| {
+        let mut args = vec![
+            "agents",
+            "run",
+            "--config",
+            &cfg,
+            "--agent",
+            "coordinator",
+            "--prompt",
+            "survey A",
+            "--no-builtins",
+        ];
+        args.extend_from_slice(extra);
+        Command::new(BIN)
+            .args(&args)
+            .env("OPENAI_API_KEY", "sk-from-env")
+            .env_remove("OPENROUTER_API_KEY")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let o = agents_run(&["--trace"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "summary: found A\n");
+    let err = stderr(&o);
+    assert!(
+        err.contains("root/coordinator.1: idle→running (wake)"),
+        "{err}"
+    );
+    assert!(err.contains("root/coordinator.1/explore.1"), "{err}");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-from-env"));
+    // Each agent's soul leads its own conversation; the explorer got the task.
+    let soul = |i: usize| reqs[i].json_body()["messages"][0]["content"].clone();
+    assert!(soul(0)
+        .as_str()
+        .unwrap_or_default()
+        .contains("You coordinate."));
+    assert!(soul(1)
+        .as_str()
+        .unwrap_or_default()
+        .contains("You explore."));
+    assert!(reqs[1].json_body().to_string().contains("find A"));
+    // The coordinator's tool call came back with the explorer's answer.
+    assert!(reqs[2].json_body().to_string().contains("found A"));
+
+    let o = agents_run(&["--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v["id"], json!("root/coordinator.1"));
+    assert_eq!(v["result"]["status"], json!("done"));
+    assert_eq!(v["result"]["text"], json!("summary: found A"));
+    assert_eq!(v["result"]["totalTokens"], json!(6), "{v}");
+    assert!(v["trace"].as_array().is_some_and(|t| t.iter().any(|l| l
+        .as_str()
+        .is_some_and(|l| l.contains("root/coordinator.1: running→idle (done")))));
+}
+
+#[test]
+fn agents_run_names_a_bad_config_or_agent_and_fails_a_failed_run() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mock = translate_mock::MockProvider::start(vec![translate_mock::Canned::json(
+        400,
+        &json!({"error": {"message": "bad request"}}),
+    )]);
+    let cfg = agents_config(dir.path(), &format!("{}/v1", mock.base()));
+    let base = [
+        "agents",
+        "run",
+        "--no-builtins",
+        "--prompt",
+        "p",
+        "--config",
+    ];
+    let with = |cfg: &str, agent: &str| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(&[cfg, "--agent", agent]);
+        run(&a)
+    };
+    let o = with(&cfg, "ghost");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ghost"), "{}", stderr(&o));
+    // A provider error ends the agent with an error result: exit 4.
+    let o = with(&cfg, "explore");
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the agent ended error"),
+        "{}",
+        stderr(&o)
+    );
+    // A team naming no agent, and no client at all: the config's errors.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        json!({"client": {"baseUrl": "http://127.0.0.1:9", "model": "m"},
+               "agents": {"x": {"does": "d", "team": ["nobody"]}}})
+        .to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let o = with(&bad.to_string_lossy(), "x");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--config") && stderr(&o).contains("nobody"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(&bad, json!({"agents": {"x": {"does": "d"}}}).to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let o = with(&bad.to_string_lossy(), "x");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("client"), "{}", stderr(&o));
 }

@@ -5,6 +5,7 @@
 //! holds a team cycle, or a budget field that is negative or not a number
 //! fails with an error naming what is wrong.
 
+use super::harness::{Completion, Guardrail};
 use crate::client::HostFn;
 use crate::error::{Error, Result};
 use crate::json::type_name;
@@ -145,6 +146,12 @@ pub struct AgentDef {
     /// A §10 interpreter: answers the Requests of its own subtree that no
     /// nearer interpreter answers.
     pub wait_for: Option<WaitFor>,
+    /// The completion gate of its turns (contract §7): JSON
+    /// `completion: {verify: "allTodosDone", maxAttempts}`.
+    pub completion: Option<Completion>,
+    /// Guardrails on its tool calls, the first deny wins (host functions:
+    /// not in JSON).
+    pub guardrails: Vec<Guardrail>,
 }
 
 impl std::fmt::Debug for AgentDef {
@@ -156,6 +163,8 @@ impl std::fmt::Debug for AgentDef {
             .field("team", &self.team)
             .field("budget", &self.budget)
             .field("waitFor", &self.wait_for.is_some())
+            .field("completion", &self.completion)
+            .field("guardrails", &self.guardrails.len())
             .finish()
     }
 }
@@ -180,6 +189,8 @@ struct Spec {
     team: Vec<String>,
     #[serde(default)]
     budget: Option<Value>,
+    #[serde(default)]
+    completion: Option<Value>,
 }
 
 /// Largest soul file read (the bootstrap cap of §7E).
@@ -192,7 +203,7 @@ impl AgentDef {
         let what = format!("agent \"{name}\"");
         if !v.is_object() {
             return Err(Error::invalid_config(format!(
-                "{what} must be a JSON object {{does, soul?, soulFile?, model?, tools?, team?, budget?}}, got {}",
+                "{what} must be a JSON object {{does, soul?, soulFile?, model?, tools?, team?, budget?, completion?}}, got {}",
                 type_name(v)
             )));
         }
@@ -219,6 +230,10 @@ impl AgentDef {
             None | Some(Value::Null) => Budget::default(),
             Some(b) => Budget::from_json(b, &format!("{what}.budget"))?,
         };
+        let completion = match &spec.completion {
+            None | Some(Value::Null) => None,
+            Some(c) => Some(Completion::from_json(c, &format!("{what}.completion"))?),
+        };
         Ok(AgentDef {
             name: name.to_string(),
             does: spec.does,
@@ -228,6 +243,8 @@ impl AgentDef {
             team: spec.team,
             budget,
             wait_for: None,
+            completion,
+            guardrails: Vec::new(),
         })
     }
 }

@@ -36,6 +36,10 @@
 //!   what the C ABI drives.
 //! - `compaction.rs` — §7F: the compactor (summary + kept tail) and its
 //!   `beforeLLM` hook.
+//! - `harness.rs` — contract §7: the completion gate (on a plain client
+//!   run, and on every turn of an agent whose definition has one), the
+//!   built-in `allTodosDone` verifier, guardrails compiled into one
+//!   `beforeTool` where the first deny wins.
 //! - `home.rs` — §7E: a persona from a directory (bootstrap files in order,
 //!   per-file cap), the file-backed `memory` tool, the heartbeat.
 
@@ -43,6 +47,7 @@ pub mod calls;
 pub mod clock;
 pub mod compaction;
 pub mod def;
+pub mod harness;
 pub mod home;
 pub mod inbox;
 mod runtime;

@@ -124,6 +124,24 @@ impl Provider for Mock {
                 text("asker-done: secret-token")
             }
             "m-asker" => calls(&[("check_secret", json!({}))]),
+            // Plans with todowrite: an open item, unless told its work did
+            // not verify (then every item done); a text once the list is back.
+            "m-planner" | "m-stubborn" => {
+                let last_role = msgs.last().map(|m| m["role"].clone());
+                if last_role == Some(json!("tool")) {
+                    text(format!("planned after {} tool result(s)", tools.len()))
+                } else {
+                    let fixed = model == "m-planner" && last.contains("did not verify");
+                    calls(&[(
+                        "todowrite",
+                        json!({"todos": [{"text": "write tests", "completed": fixed}]}),
+                    )])
+                }
+            }
+            "m-boss" if tools.is_empty() => {
+                calls(&[("task", json!({"agent": "planner", "prompt": "plan it"}))])
+            }
+            "m-boss" => text(format!("boss: {}", tools[0])),
             _ => text("ok"),
         })
     }
@@ -171,7 +189,10 @@ struct Fx {
 }
 
 fn fx_with(registry: Value, tune: impl FnOnce(&mut RuntimeOptions)) -> Fx {
-    let kit = toolkit();
+    fx_kit(toolkit(), registry, tune)
+}
+
+fn fx_kit(kit: Arc<Toolkit>, registry: Value, tune: impl FnOnce(&mut RuntimeOptions)) -> Fx {
     let registry = Registry::from_json(&registry, Some(&kit)).expect("registry");
     let config = ClientConfig::from_json(
         &json!({"baseUrl": "http://mock.invalid", "style": "openai", "model": "m-default"}),
@@ -801,4 +822,173 @@ fn on_spawn_runs_once_per_handle_before_its_first_turn() {
             "root/coordinator.1/explore.2"
         ]
     );
+}
+
+/// A toolkit with the todowrite builtin (the one `allTodosDone` reads) and
+/// the scripted `lookup`.
+fn planning_toolkit() -> Arc<Toolkit> {
+    let off: Map<String, Value> = [
+        "apply_patch",
+        "bash",
+        "edit",
+        "glob",
+        "grep",
+        "question",
+        "read",
+        "webfetch",
+        "write",
+    ]
+    .iter()
+    .map(|n| ((*n).to_string(), json!(false)))
+    .collect();
+    let kit = Toolkit::build_from_json(&json!({"builtins": {"tools": off}}).to_string())
+        .expect("toolkit");
+    kit.register(native_tool(
+        "lookup",
+        "",
+        None,
+        Arc::new(|a: &Value, _: &ExecContext| {
+            ToolResult::ok(format!("data({})", a["q"].as_str().unwrap_or("")))
+        }),
+    ));
+    Arc::new(kit)
+}
+
+fn planners(stubborn_attempts: u64) -> Value {
+    json!({
+        "boss": {"does": "delegates planning", "model": "m-boss", "team": ["planner", "stubborn"]},
+        "planner": {"does": "plans", "model": "m-planner", "tools": ["todowrite"],
+                    "completion": {"verify": "allTodosDone", "maxAttempts": 2}},
+        "stubborn": {"does": "never finishes", "model": "m-stubborn", "tools": ["todowrite"],
+                     "completion": {"verify": "allTodosDone", "maxAttempts": stubborn_attempts}}
+    })
+}
+
+#[test]
+fn the_completion_gate_blocks_then_passes_on_the_same_conversation() {
+    let f = fx_kit(planning_toolkit(), planners(2), |_| {});
+    let (id, r) = f.rt.run("planner", "plan the release").expect("run");
+    assert_eq!(
+        (r.status.as_str(), r.text.as_str()),
+        ("done", "planned after 2 tool result(s)")
+    );
+    // Two attempts of two calls each, in one turn of the handle.
+    assert_eq!(r.turns, 4);
+    let wire = f.mock.wire();
+    assert_eq!(wire.len(), 4);
+    let retry = wire[2]["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        retry,
+        json!({"role": "user", "content":
+               "Your work did not verify: 1 item(s) still open: write tests. Fix it and finish."})
+    );
+    // The second attempt continues the first's conversation.
+    assert!(wire[2]["messages"].to_string().contains("plan the release"));
+    assert!(transitions(&f.rt, &id).contains(&"running→idle".to_string()));
+}
+
+#[test]
+fn the_completion_gate_stops_loudly_and_reaches_a_delegated_child() {
+    let f = fx_kit(planning_toolkit(), planners(3), |_| {});
+    let (id, r) = f.rt.run("stubborn", "plan").expect("run");
+    assert_eq!(r.status, "incomplete");
+    assert_eq!(r.limit.as_deref(), Some("completion"));
+    assert_eq!(
+        r.text,
+        "completion.verify failed 3x: 1 item(s) still open: write tests"
+    );
+    assert!(r.is_error);
+    assert!(f
+        .rt
+        .trace()
+        .contains(&format!("{id}: running→idle (incomplete: completion)")));
+    // Through the task tool: the boss's child is gated by its own definition.
+    let g = fx_kit(planning_toolkit(), planners(2), |_| {});
+    let (_, r) = g.rt.run("boss", "go").expect("run");
+    assert_eq!(r.status, "done");
+    assert_eq!(r.text, "boss: planned after 2 tool result(s)");
+}
+
+#[test]
+fn a_definition_without_a_gate_is_unchanged_and_a_bad_gate_is_the_config_s_error() {
+    let f = fx_kit(
+        planning_toolkit(),
+        json!({"p": {"does": "plans", "model": "m-stubborn", "tools": ["todowrite"]}}),
+        |_| {},
+    );
+    let (_, r) = f.rt.run("p", "plan").expect("run");
+    assert_eq!((r.status.as_str(), r.turns), ("done", 2));
+    for (completion, says) in [
+        (json!({"verify": "allTodosDone"}), "maxAttempts is required"),
+        (json!({"verify": "allTodosDone", "maxAttempts": 0}), ">= 1"),
+        (json!({"maxAttempts": 1}), "verify is required"),
+    ] {
+        let e = Registry::from_json(&json!({"p": {"does": "d", "completion": completion}}), None)
+            .expect_err("a bad gate");
+        assert_eq!(e.code, ErrorCode::InvalidConfig);
+        assert!(
+            e.message.contains("agent \"p\".completion") && e.message.contains(says),
+            "{}",
+            e.message
+        );
+    }
+}
+
+#[test]
+fn a_definition_s_guardrails_deny_its_tool_calls_before_the_runtime_hook() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hook_calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&hook_calls);
+    let mut defs: Vec<AgentDef> = Vec::new();
+    for (name, denies) in [("guarded", true), ("free", false)] {
+        let mut d = AgentDef::from_json(
+            name,
+            &json!({"does": "looks up", "model": "m-explore", "tools": ["lookup"]}),
+        )
+        .expect("def");
+        if denies {
+            d.guardrails = vec![
+                Arc::new(|_: &Value| "allow".to_string()),
+                Arc::new(|e: &Value| {
+                    if e["name"] == "lookup" {
+                        "no lookups today".to_string()
+                    } else {
+                        String::new()
+                    }
+                }),
+                Arc::new(|_: &Value| "never reached".to_string()),
+            ];
+        }
+        defs.push(d);
+    }
+    let kit = planning_toolkit();
+    let registry = Registry::new(defs, Some(&kit)).expect("registry");
+    let config = ClientConfig::from_json(
+        &json!({"baseUrl": "http://mock.invalid", "style": "openai", "model": "m-default"}),
+    )
+    .expect("config");
+    let mut opts = RuntimeOptions::new(registry, Llm::Provider(config, Arc::new(Mock::default())));
+    opts.toolkit = Some(kit);
+    opts.hooks.set(
+        crate::client::Slot::BeforeTool,
+        Some(Arc::new(move |_: &Value, _: crate::client::RunData| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            Ok(None)
+        })),
+    );
+    let rt = Runtime::new(opts).expect("runtime");
+    let (_, r) = rt.run("guarded", "look").expect("run");
+    assert_eq!(r.text, "found:denied: no lookups today");
+    assert_eq!(
+        hook_calls.load(Ordering::SeqCst),
+        0,
+        "the hook ran after a deny"
+    );
+    let (_, r) = rt.run("free", "look").expect("run");
+    assert_eq!(r.text, "found:data(x)");
+    assert_eq!(hook_calls.load(Ordering::SeqCst), 1);
 }

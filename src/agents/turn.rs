@@ -3,6 +3,7 @@
 //! scoped tools and transcript, its LLM calls through the turn gate and
 //! rolled up into the budget ledger; then the outcome settles the handle.
 
+use super::harness;
 use super::state::{Inner, Job, St, State, TaskResult};
 use crate::client::shape::{assistant_message, calls_of, Usage};
 use crate::client::{Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
@@ -192,6 +193,10 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
             client.set_callback(slot, Some(Arc::clone(f)));
         }
     }
+    if !def.guardrails.is_empty() {
+        let before = inner.hooks.get(Slot::BeforeTool).map(Arc::clone);
+        client.set_callback(Slot::BeforeTool, harness::guard(&def.guardrails, before));
+    }
     let wait_for = match (&job.answer, interpreter) {
         (Some(a), _) => Some(one_shot(a.clone())),
         (None, Some(at)) => {
@@ -208,7 +213,17 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         prompt: job.input.clone(),
         history,
     };
-    let outcome = client.run(&toolkit, &request, &job.cancel, RunData::default());
+    let outcome = match &def.completion {
+        Some(gate) => harness::run_gated(
+            &client,
+            &toolkit,
+            &request,
+            &job.cancel,
+            RunData::default(),
+            gate,
+        ),
+        None => client.run(&toolkit, &request, &job.cancel, RunData::default()),
+    };
     let st = inner.lock();
     settle(&inner, st, &job, outcome);
 }
@@ -306,11 +321,13 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
                     .unwrap_or("maxTurns")
                     .to_string();
                 st.trace(i, format!("running→idle (incomplete: {limit})"));
-                let mut r = TaskResult::new(
-                    "incomplete",
-                    format!("hit {limit} without a final answer"),
-                    true,
-                );
+                // The completion gate's text names what failed to verify.
+                let text = if limit == "completion" {
+                    text
+                } else {
+                    format!("hit {limit} without a final answer")
+                };
+                let mut r = TaskResult::new("incomplete", text, true);
                 r.limit = Some(limit);
                 r
             };

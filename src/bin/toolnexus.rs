@@ -1,6 +1,7 @@
 //! `toolnexus`: the library from a terminal. Lists the resolved tools,
 //! calls one, serves the whole toolkit as one MCP server over stdio or
-//! streamable HTTP, and runs the client loop as a REPL (SPEC §9).
+//! streamable HTTP, runs the client loop as a REPL (SPEC §9), and runs an
+//! agent and its sub-agents on one prompt (SPEC §7D).
 //!
 //! Exit codes: 0 done; 1 the called tool answered `isError: true`; 2 a bad
 //! command line (clap's own code); 3 bad input (a config file, a skills
@@ -141,6 +142,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Sub-agents (SPEC §7D): agents defined as data, run as a tree.
+    Agents {
+        #[command(subcommand)]
+        command: AgentsCommand,
+    },
     /// Print the shell completion script for SHELL on stdout, e.g.
     /// `toolnexus completions bash > ~/.local/share/bash-completion/completions/toolnexus`
     /// (scripts/install.sh installs the bash, zsh and fish ones).
@@ -161,6 +167,45 @@ enum Command {
         /// Print `{"page": ...}`, or with --out-dir `{"written": [paths]}`.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum AgentsCommand {
+    /// Run one agent on one prompt and print its answer: spawned under the
+    /// root, woken with the prompt, waited for. The agents it delegates to
+    /// through its `task` tool run as its sub-agents.
+    Run {
+        /// The runtime config: a JSON object with `agents` (name →
+        /// {does, soul?, model?, tools?, team?, budget?, ...}) and `client`
+        /// (the provider: baseUrl, style, model, apiKey?, ...; the API key
+        /// else comes from OPENROUTER_API_KEY, OPENAI_API_KEY or
+        /// ANTHROPIC_API_KEY), and optionally inboxCap,
+        /// maxConcurrentTurns, shutdownMs.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// The agent to run (a name under `agents`).
+        #[arg(long, value_name = "NAME")]
+        agent: String,
+        /// Its prompt.
+        #[arg(long, value_name = "TEXT")]
+        prompt: String,
+        /// Print `{id, result, trace}` as JSON instead of the answer's text.
+        #[arg(long)]
+        json: bool,
+        /// Print the transitions of the tree (`<id>: from→to (why)`) on
+        /// stderr.
+        #[arg(long)]
+        trace: bool,
+        /// An MCP config file (mcp.json) whose tools agents may name.
+        #[arg(long, value_name = "FILE")]
+        tools_config: Option<PathBuf>,
+        /// A skills folder (repeatable).
+        #[arg(long, value_name = "DIR")]
+        skills: Vec<PathBuf>,
+        /// Leave the ten built-in tools out.
+        #[arg(long)]
+        no_builtins: bool,
     },
 }
 
@@ -214,7 +259,10 @@ fn main() -> ExitCode {
         | Command::Serve { json, .. }
         | Command::Run { json, .. }
         | Command::Completions { json, .. }
-        | Command::Man { json, .. } => *json,
+        | Command::Man { json, .. }
+        | Command::Agents {
+            command: AgentsCommand::Run { json, .. },
+        } => *json,
     };
     let outcome = match cli.command {
         Command::Tools {
@@ -267,6 +315,27 @@ fn main() -> ExitCode {
             };
             let show = Show { quiet, json };
             run(&toolkit, &client, once.as_deref(), show)
+        }
+        Command::Agents {
+            command:
+                AgentsCommand::Run {
+                    config,
+                    agent,
+                    prompt,
+                    json,
+                    trace,
+                    tools_config,
+                    skills,
+                    no_builtins,
+                },
+        } => {
+            let toolkit = ToolkitArgs {
+                config: tools_config,
+                skills,
+                no_builtins,
+            };
+            let out = AgentsOutput { json, trace };
+            agents_run(&toolkit, &config, &agent, &prompt, out)
         }
         Command::Completions { shell, json } => completions(shell, json),
         Command::Man { out_dir, json } => man(out_dir, json),
@@ -916,4 +985,83 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>, show: Show) -> Res
     };
     tk.close();
     outcome
+}
+
+/// How `agents run` prints its outcome.
+struct AgentsOutput {
+    json: bool,
+    trace: bool,
+}
+
+/// `toolnexus agents run`: one agent, one prompt, the tree it starts.
+/// Exit 0 when the agent is done, 4 for any other ending (error,
+/// incomplete, pending, ...), 3 for a bad config or agent.
+fn agents_run(
+    args: &ToolkitArgs,
+    config: &PathBuf,
+    agent: &str,
+    prompt: &str,
+    out: AgentsOutput,
+) -> Result<u8, Failure> {
+    use toolnexus::agents::calls::Agents;
+    let mut cfg = read_config(config)?;
+    let named = |m: String| bad_input(format!("--config {}: {m}", config.display()));
+    match cfg.get_mut("client") {
+        Some(Value::Object(client)) => {
+            if !client.contains_key("apiKey") {
+                if let Some(k) = api_key(None) {
+                    client.insert("apiKey".into(), json!(k));
+                }
+            }
+        }
+        _ => {
+            return Err(named(
+                "\"client\" (the provider: baseUrl, model, ...) is required".into(),
+            ))
+        }
+    }
+    let (tk, _) = build(args)?;
+    report_status(&tk);
+    let tk = Arc::new(tk);
+    let agents = Agents::from_json(&Value::Object(cfg), Some(Arc::clone(&tk)), None)
+        .map_err(|e| named(e.message))?;
+    let rt = agents.runtime();
+    let (id, result) = rt
+        .run(agent, prompt)
+        .map_err(|e| bad_input(format!("--agent {agent}: {e}")))?;
+    let trace = rt.trace();
+    if out.json {
+        let v = json!({"id": id, "result": result, "trace": trace});
+        print_out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        ));
+    } else {
+        if out.trace {
+            let mut err = std::io::stderr().lock();
+            for line in &trace {
+                let _ = writeln!(err, "{line}");
+            }
+        }
+        print_out(&format!("{}\n", result.text));
+    }
+    agents.shutdown();
+    drop(agents);
+    tk.close();
+    if result.status == "done" {
+        Ok(0)
+    } else {
+        if !out.json {
+            eprintln!(
+                "toolnexus: the agent ended {}{}",
+                result.status,
+                result
+                    .limit
+                    .as_deref()
+                    .map(|l| format!(" (limit: {l})"))
+                    .unwrap_or_default()
+            );
+        }
+        Ok(EXIT_FAILED)
+    }
 }

@@ -94,6 +94,11 @@ pub struct ResumeRequest {
     pub history: Vec<Value>,
     pub pending: Value,
     pub answer: Value,
+    /// `mode: "fill"` (the §10 addendum's `runWithAnswer`): every open
+    /// tool-result slot of the halted turn is filled from the Answer and no
+    /// tool runs again. `false` (`mode: "rerun"`, the default): the halted
+    /// call re-runs with `ctx.answer` and the calls the halt left out run.
+    pub fill: bool,
 }
 
 fn object<'a>(v: &'a Value, what: &str, keys: &str) -> Result<&'a Map<String, Value>> {
@@ -155,9 +160,19 @@ impl RunRequest {
 }
 
 impl ResumeRequest {
-    /// Reads `{history, pending, answer}`.
+    /// Reads `{history, pending, answer, mode?: "rerun"|"fill"}`.
     pub fn from_json(v: &Value) -> Result<ResumeRequest> {
-        let obj = object(v, "resume request", "history, pending, answer")?;
+        let obj = object(v, "resume request", "history, pending, answer, mode")?;
+        let fill = match obj.get("mode") {
+            None | Some(Value::Null) => false,
+            Some(Value::String(m)) if m == "rerun" => false,
+            Some(Value::String(m)) if m == "fill" => true,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "resume request: mode must be \"rerun\" or \"fill\", got {other}"
+                )))
+            }
+        };
         let history = messages(obj.get("history"), "history")?;
         let need = |key: &str, what: &str| -> Result<Value> {
             match obj.get(key) {
@@ -175,6 +190,7 @@ impl ResumeRequest {
             history,
             pending: need("pending", "the pending Request {id, kind, prompt, ...}")?,
             answer: need("answer", "an Answer {id, ok, data?, reason?}")?,
+            fill,
         })
     }
 }
@@ -404,7 +420,9 @@ impl Client {
     /// the host's Answer (whose id must echo the Request's). Every tool call
     /// of the halted turn gets its result: the halted call is re-run with
     /// `ctx.answer` (or declined), the calls the halt left out run now; then
-    /// the loop goes on with no new user turn.
+    /// the loop goes on with no new user turn. In fill mode
+    /// ([`ResumeRequest::fill`]) no tool runs: the Answer fills every open
+    /// result slot.
     pub fn resume(
         &self,
         toolkit: &Toolkit,

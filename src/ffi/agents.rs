@@ -12,40 +12,24 @@ use crate::client::{HostFn, RunData};
 use crate::error::{Error, ErrorCode};
 use serde_json::Value;
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// An opaque sub-agent runtime built by `tn_agents_new` and released by
-/// `tn_agents_free`. `const tn_agents *` may be shared by many threads,
-/// each calling `tn_agents_call` at once.
+/// `tn_agents_free`; a reference-counted handle (see `handle.rs`).
+/// `const tn_agents *` may be shared by many threads, each calling
+/// `tn_agents_call` at once.
 #[allow(non_camel_case_types)]
 pub struct tn_agents {
     agents: Agents,
-    /// Triggered by `tn_agents_free`: every wait in flight ends.
+    /// Triggered by `tn_agents_free`: every wait in flight ends, and no
+    /// call starts after it.
     closing: CancelToken,
-    /// Calls in flight; `tn_agents_free` waits for none.
-    calls: Mutex<usize>,
-    idle: Condvar,
+    host: super::handle::HostRef,
 }
 
-/// One call in flight on a runtime, counted until dropped.
-struct InFlight<'a>(&'a tn_agents);
-
-impl<'a> InFlight<'a> {
-    fn enter(a: &'a tn_agents) -> Result<InFlight<'a>, Error> {
-        let mut n = a.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        if a.closing.is_cancelled() {
-            return Err(Error::invalid_argument("the runtime is being freed"));
-        }
-        *n += 1;
-        Ok(InFlight(a))
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        let mut n = self.0.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        *n = n.saturating_sub(1);
-        self.0.idle.notify_all();
+impl super::handle::Handle for tn_agents {
+    fn host_ref(&self) -> &super::handle::HostRef {
+        &self.host
     }
 }
 
@@ -93,7 +77,7 @@ pub unsafe extern "C" fn tn_agents_new(
         unsafe { *out_agents = std::ptr::null_mut() };
         return TN_NULL_ARGUMENT;
     }
-    let mut built: Option<Box<tn_agents>> = None;
+    let mut built: Option<tn_agents> = None;
     let status = boundary(out_error, || {
         // SAFETY: forwarded from this function's contract.
         let text = unsafe { read_str(config_json, "config_json") }?;
@@ -105,12 +89,11 @@ pub unsafe extern "C" fn tn_agents_new(
             let h = Arc::new(h);
             Arc::new(move |event: &Value, data: RunData| h.call(event, data)) as HostFn
         });
-        built = Some(Box::new(tn_agents {
+        built = Some(tn_agents {
             agents: Agents::from_json(&v, kit, generate)?,
             closing: CancelToken::new(),
-            calls: Mutex::new(0),
-            idle: Condvar::new(),
-        }));
+            host: super::handle::HostRef::default(),
+        });
         Ok(String::new())
     });
     // SAFETY: both out-pointers were checked non-NULL above.
@@ -119,7 +102,7 @@ pub unsafe extern "C" fn tn_agents_new(
             Some(a) if status == TN_OK => {
                 super::tn_string_free(*out_error);
                 *out_error = std::ptr::null_mut();
-                *out_agents = Box::into_raw(a);
+                *out_agents = super::handle::hand_out(a);
             }
             _ => *out_agents = std::ptr::null_mut(),
         }
@@ -163,8 +146,9 @@ pub unsafe extern "C" fn tn_agents_call(
     out_json: *mut *mut c_char,
 ) -> tn_status {
     boundary(out_json, || {
-        // SAFETY: NULL or live by this function's contract.
-        let a = unsafe { agents.as_ref() }
+        // SAFETY: NULL or live by this function's contract; held for the
+        // whole call, so a free meanwhile is deferred until it returns.
+        let a = unsafe { super::handle::hold(agents) }
             .ok_or_else(|| Error::new(ErrorCode::NullArgument, "agents is NULL"))?;
         // SAFETY: forwarded from this function's contract.
         let (verb, args) = unsafe {
@@ -177,7 +161,9 @@ pub unsafe extern "C" fn tn_agents_call(
             None => Value::Null,
             Some(t) => serde_json::from_str(t).map_err(|e| Error::invalid_json("args_json", &e))?,
         };
-        let _in_flight = InFlight::enter(a)?;
+        if a.closing.is_cancelled() {
+            return Err(Error::invalid_argument("the runtime is being freed"));
+        }
         // The wait's token: triggered by the host's token or by the free.
         let token = CancelToken::new();
         let link = Arc::new(Link(token.clone()));
@@ -209,35 +195,37 @@ impl crate::cancel::OnCancel for Link {
     }
 }
 
-/// Frees a runtime: every handle is force-closed (running turns cancelled),
-/// calls in flight on other threads — a `wait` among them — end (a wait
-/// with `status` `"interrupted"` or `"closed"`) and this call returns once
-/// they have; the
-/// `generate` callback's `user_data_free` runs when the last turn thread
-/// lets go of it. NULL is a no-op; not twice, and no call may start on
-/// `agents` once this one has.
+/// Frees a runtime: every handle is force-closed (running turns are
+/// cancelled) and calls in flight on other threads — a `wait` among them —
+/// end (a wait with `status` `"interrupted"` or `"closed"`); a call started
+/// afterwards fails with `TN_INVALID_ARGUMENT`. This call does not wait for
+/// them: the memory goes when the last call in flight returns, so a free
+/// from another thread during a `wait`, or from inside the runtime's own
+/// `generate` callback, is safe. The `generate` callback's `user_data_free`
+/// runs once no turn thread uses it any more. NULL is a no-op; a second
+/// free while a call still holds the runtime is ignored; otherwise not
+/// twice.
 ///
 /// # Safety
-/// `agents` is NULL or a pointer from `tn_agents_new` not yet freed.
+/// `agents` is NULL or a pointer from `tn_agents_new` whose host reference
+/// has not been released yet (or is still held by a call in flight).
 #[no_mangle]
 pub unsafe extern "C" fn tn_agents_free(agents: *mut tn_agents) {
-    // SAFETY: NULL or live, by contract.
-    let Some(a) = (unsafe { agents.as_ref() }) else {
+    // SAFETY: NULL or live by contract; our own reference while the
+    // handles close.
+    let Some(a) = (unsafe { super::handle::hold(agents) }) else {
         return;
     };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        {
-            let _n = a.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        if !a.closing.is_cancelled() {
             a.closing.cancel();
-        }
-        a.agents.shutdown();
-        let mut n = a.calls.lock().unwrap_or_else(PoisonError::into_inner);
-        while *n > 0 {
-            n = a.idle.wait(n).unwrap_or_else(PoisonError::into_inner);
+            a.agents.shutdown();
         }
     }));
-    // SAFETY: from Box::into_raw in tn_agents_new; no call is in flight.
-    unsafe { super::drop_boxed(agents) }
+    // SAFETY: from hand_out in tn_agents_new; the host's reference is
+    // released once (a second free while a call holds it is a no-op).
+    unsafe { super::handle::release(agents) };
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(a)));
 }
 
 #[cfg(test)]
@@ -245,6 +233,13 @@ mod tests {
     use super::*;
     use crate::ffi::test_take;
     use std::ffi::CString;
+
+    /// The references to a live runtime (the host's and the calls').
+    fn refs(agents: *const tn_agents) -> usize {
+        // SAFETY: live while the host's reference is.
+        let held = unsafe { crate::ffi::handle::hold(agents) }.expect("not NULL");
+        Arc::strong_count(&held) - 1
+    }
 
     #[test]
     fn freeing_during_a_wait_ends_the_wait_first() {
@@ -307,15 +302,9 @@ mod tests {
             };
             (st, test_take(out))
         });
-        // The wait is in flight once it is counted (it never ends by itself:
-        // the handle was never woken).
-        // SAFETY: live; only the counter is read.
-        while *unsafe { &*agents }
-            .calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            == 0
-        {
+        // The wait is in flight once it holds its reference (it never ends
+        // by itself: the handle was never woken).
+        while refs(agents) < 2 {
             std::thread::yield_now();
         }
         // SAFETY: from tn_agents_new, freed once.
@@ -326,5 +315,73 @@ mod tests {
             out.contains(r#""status":"interrupted""#) || out.contains(r#""status":"closed""#),
             "{out}"
         );
+    }
+
+    static HELD_FREES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    unsafe extern "C" fn never(
+        _: *mut c_void,
+        _: *const c_char,
+        _: *mut super::super::client::tn_reply,
+    ) {
+    }
+
+    unsafe extern "C" fn count_free(_: *mut c_void) {
+        HELD_FREES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    #[test]
+    fn a_free_while_a_call_holds_the_runtime_is_deferred_and_a_second_one_ignored() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let config = CString::new(r#"{"agents":{"g":{"does":"d"}}}"#).expect("no NUL");
+        let mut agents: *mut tn_agents = std::ptr::null_mut();
+        let mut err: *mut c_char = std::ptr::null_mut();
+        // SAFETY: valid strings, callbacks and out-pointers.
+        let st = unsafe {
+            tn_agents_new(
+                config.as_ptr(),
+                std::ptr::null(),
+                Some(never),
+                std::ptr::null_mut(),
+                Some(count_free),
+                &mut agents,
+                &mut err,
+            )
+        };
+        assert_eq!(st, TN_OK);
+        let before = HELD_FREES.load(SeqCst);
+        // A call in flight: its own reference.
+        // SAFETY: live.
+        let call = unsafe { crate::ffi::handle::hold(agents) }.expect("live");
+        // SAFETY: the host's reference, released once; the second free
+        // while the call holds the runtime is ignored.
+        unsafe {
+            tn_agents_free(agents);
+            tn_agents_free(agents);
+        }
+        assert_eq!(HELD_FREES.load(SeqCst), before, "freed under a call");
+        // The held runtime still answers its call; a new call is refused.
+        let list = call
+            .agents
+            .call("list", &Value::Null, &CancelToken::new())
+            .expect("list");
+        assert_eq!(list, serde_json::json!([]));
+        let (verb, mut out) = (CString::new("list").expect("verb"), std::ptr::null_mut());
+        // SAFETY: still live (held above); valid strings.
+        let st = unsafe {
+            tn_agents_call(
+                agents,
+                verb.as_ptr(),
+                std::ptr::null(),
+                std::ptr::null(),
+                &mut out,
+            )
+        };
+        let out = test_take(out);
+        assert_eq!(st, super::super::TN_INVALID_ARGUMENT, "{out}");
+        assert!(out.contains("being freed"), "{out}");
+        // The call's return is the last release.
+        drop(call);
+        assert_eq!(HELD_FREES.load(SeqCst), before + 1);
     }
 }

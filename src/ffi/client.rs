@@ -544,6 +544,14 @@ pub unsafe extern "C" fn tn_run(
 /// echo the Request's (else `TN_INVALID_ARGUMENT`). The halted call is re-run
 /// once with `ctx.answer` (or gets `declined/expired: <prompt>`), the calls
 /// the halt left out run now, and the loop continues with no new user turn.
+/// With `"mode": "fill"` (the §10 addendum's `runWithAnswer`, for calls the
+/// host executed itself) no tool runs again: every open result slot of the
+/// halted turn takes its result from the Answer — `data.results: [{id,
+/// output, isError?}]` by tool-call id, or `data.output` / `data.isError`
+/// for the halted call — a result the halt kept stays unless the Answer
+/// gives its id, a declined Answer gives the halted call `declined/expired:
+/// <prompt>`, and a slot the Answer leaves empty gets the error result `no
+/// result supplied on resume for <name>`. `"mode": "rerun"` is the default.
 /// Otherwise as `tn_run`.
 ///
 /// # Safety

@@ -2,8 +2,11 @@
  * tn_agents_free): a 3-level tree — root → coordinator → two explorers the
  * coordinator starts through its task tool — on an in-process generate
  * callback, its result and its trace; a wait cancelled from another
- * thread; the manual clock; and the error cases (unknown agent, unknown
- * verb and handle, bad JSON, NULL arguments). */
+ * thread; the manual clock; the error cases (unknown agent, unknown
+ * verb and handle, bad JSON, NULL arguments); and the runtime freed while
+ * calls use it (a reference-counted handle): from another thread while a
+ * resume waits for its turn, and from inside its own generate callback. Run plain, under
+ * ASan+UBSan and under valgrind. */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -251,10 +254,170 @@ static void test_errors(void) {
     tn_agents_free(NULL);
 }
 
+/* ---- the runtime freed while calls use it ------------------------------ */
+
+/* A host tool that always suspends (SPEC §10): the asker's turn parks with
+ * a pending approval, so `resume` has a turn to replay. The resumed turn's
+ * first model call is made while the `resume` call is in flight — the
+ * host's proof that a call holds the runtime when it frees it. */
+static void ask(void *user_data, const char *args_json, tn_call *c) {
+    (void)user_data;
+    (void)args_json;
+    tn_call_set_result_json(c, "{\"output\":\"approve?\",\"isError\":true,\"metadata\":{\"pending\":"
+                               "{\"id\":\"r1\",\"kind\":\"approval\",\"prompt\":\"approve?\"}}}");
+}
+
+static const char *ASK_CONFIG = "{\"clock\":\"manual\",\"client\":{\"model\":\"local\"},\"agents\":{"
+                                "\"asker\":{\"does\":\"asks first\",\"soul\":\"You ask.\",\"tools\":[\"ask\"]}}}";
+
+enum free_from { FREE_IN_CALLBACK, FREE_FROM_MAIN };
+
+/* The model of the free tests: its first call asks for the tool; the
+ * resumed turn's call frees the runtime itself, or tells the main thread
+ * and holds until the main thread has freed it. */
+struct freeing_model {
+    enum free_from how;
+    tn_agents *agents;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls;
+    int in_resumed_call; /* the resumed turn's model call has begun */
+    int freed;           /* the runtime has been freed */
+    atomic_int user_data_frees;
+    atomic_int freed_before_user_data_free;
+};
+
+static void freeing_model_free(void *user_data) {
+    struct freeing_model *m = user_data;
+    pthread_mutex_lock(&m->mu);
+    if (m->freed) atomic_store(&m->freed_before_user_data_free, 1);
+    pthread_mutex_unlock(&m->mu);
+    atomic_fetch_add(&m->user_data_frees, 1);
+}
+
+static void freeing_generate(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)event_json;
+    struct freeing_model *m = user_data;
+    pthread_mutex_lock(&m->mu);
+    int n = m->calls++;
+    pthread_mutex_unlock(&m->mu);
+    if (n == 0) {
+        tn_reply_set_json(reply, "{\"toolCalls\":[{\"name\":\"ask\",\"arguments\":{}}]}");
+        return;
+    }
+    if (n == 1) {
+        if (m->how == FREE_IN_CALLBACK) {
+            tn_agents_free(m->agents);
+            pthread_mutex_lock(&m->mu);
+            m->freed = 1;
+            pthread_mutex_unlock(&m->mu);
+        } else {
+            pthread_mutex_lock(&m->mu);
+            m->in_resumed_call = 1;
+            pthread_cond_broadcast(&m->cv);
+            while (!m->freed) pthread_cond_wait(&m->cv, &m->mu);
+            pthread_mutex_unlock(&m->mu);
+        }
+    }
+    tn_reply_set_json(reply, "{\"content\":\"answered after the free\"}");
+}
+
+struct resumer {
+    tn_agents *agents;
+    tn_status status;
+    char *out;
+};
+
+static void *resume_thread(void *p) {
+    struct resumer *r = p;
+    r->status = tn_agents_call(r->agents, "resume", "{\"answer\":{\"ok\":true}}", NULL, &r->out);
+    return NULL;
+}
+
+/* Builds the asker's runtime on `m` and parks the asker: its wait answers
+ * pending. The toolkit is freed at once (the runtime holds its own). */
+static void park_asker(struct freeing_model *m) {
+    tn_toolkit *tk = NULL;
+    char *err = NULL;
+    tn_status st = tn_toolkit_build("{\"builtins\":false}", &tk, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    st = tn_toolkit_register(tk, "ask", "asks the host", NULL, ask, NULL, NULL, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    st = tn_agents_new(ASK_CONFIG, tk, freeing_generate, m, freeing_model_free, &m->agents, &err);
+    CHECK(st == TN_OK, "new: %s", err ? err : "");
+    tn_toolkit_free(tk);
+    tn_agents *a = m->agents;
+    tn_string_free(ok(a, "spawn", "{\"agent\":\"asker\"}"));
+    tn_string_free(ok(a, "wake", "{\"id\":\"root/asker.1\",\"prompt\":\"go\"}"));
+    char *out = ok(a, "wait", "{\"id\":\"root/asker.1\"}");
+    CHECK(contains(out, "\"status\":\"pending\"") && contains(out, "approve?"), "%s", out);
+    tn_string_free(out);
+}
+
+/* The result of a resume whose runtime was freed under it: the replayed
+ * turn was cancelled, so the tree ends interrupted or closed. */
+static void check_freed_resume(tn_status st, const char *out) {
+    CHECK(st == TN_OK, "resume: %d %s", st, out ? out : "(null)");
+    CHECK(contains(out, "\"status\":\"interrupted\"") || contains(out, "\"status\":\"closed\""), "%s", out);
+    CHECK(!contains(out, "answered after the free"), "a freed runtime's turn is not stored as done: %s", out);
+}
+
+/* The runtime freed from inside its own generate callback, while the
+ * host's `resume` call waits for that turn. */
+static void test_free_inside_generate(void) {
+    static struct freeing_model m = {.how = FREE_IN_CALLBACK,
+                                     .mu = PTHREAD_MUTEX_INITIALIZER,
+                                     .cv = PTHREAD_COND_INITIALIZER};
+    park_asker(&m);
+    char *out = NULL;
+    tn_status st = call(m.agents, "resume", "{\"answer\":{\"ok\":true}}", NULL, &out);
+    check_freed_resume(st, out);
+    tn_string_free(out);
+    /* The turn thread lets the callback's user_data go once it has ended. */
+    for (int i = 0; i < 3000 && atomic_load(&m.user_data_frees) < 1; i++) sleep_ms(10);
+    pthread_mutex_lock(&m.mu);
+    CHECK(m.freed == 1 && m.calls == 2, "freed in the resumed turn's call: calls %d", m.calls);
+    pthread_mutex_unlock(&m.mu);
+    CHECK(atomic_load(&m.user_data_frees) == 1, "user_data_free ran once: %d", atomic_load(&m.user_data_frees));
+    CHECK(atomic_load(&m.freed_before_user_data_free) == 1, "user_data_free after the free");
+}
+
+/* The runtime freed by the main thread while another thread's `resume`
+ * waits for a turn whose model call is still running. */
+static void test_free_from_another_thread(void) {
+    static struct freeing_model m = {.how = FREE_FROM_MAIN,
+                                     .mu = PTHREAD_MUTEX_INITIALIZER,
+                                     .cv = PTHREAD_COND_INITIALIZER};
+    park_asker(&m);
+    struct resumer r = {m.agents, -1, NULL};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, resume_thread, &r) == 0, "thread");
+    pthread_mutex_lock(&m.mu);
+    while (!m.in_resumed_call) pthread_cond_wait(&m.cv, &m.mu);
+    pthread_mutex_unlock(&m.mu);
+    /* resume is in flight (its turn is in the model call): free now. */
+    tn_agents_free(m.agents);
+    /* The resume ends without the model's answer: the free cancelled its
+     * turn. It holds the memory until it returns. */
+    pthread_join(t, NULL);
+    check_freed_resume(r.status, r.out);
+    tn_string_free(r.out);
+    /* The model call still runs and still has its user_data. */
+    CHECK(atomic_load(&m.user_data_frees) == 0, "user_data freed while its callback runs");
+    pthread_mutex_lock(&m.mu);
+    m.freed = 1;
+    pthread_cond_broadcast(&m.cv);
+    pthread_mutex_unlock(&m.mu);
+    for (int i = 0; i < 3000 && atomic_load(&m.user_data_frees) < 1; i++) sleep_ms(10);
+    CHECK(atomic_load(&m.user_data_frees) == 1, "user_data_free ran once: %d", atomic_load(&m.user_data_frees));
+}
+
 int main(void) {
     test_tree();
     test_cancelled_wait();
     test_errors();
+    test_free_inside_generate();
+    test_free_from_another_thread();
     printf("agents: %d checks passed\n", passed);
     return 0;
 }

@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional, Union
 from . import _build, _mainthread, _native
 
 __all__ = [
+    "Agents",
     "Answer",
     "CallbackError",
     "CancelToken",
@@ -31,6 +32,7 @@ __all__ = [
     "InMemoryStore",
     "Request",
     "RunResult",
+    "TaskResult",
     "ToolCall",
     "Usage",
     "answer_declined",
@@ -720,3 +722,4 @@ from .client import (  # noqa: E402
     answer_output,
 )
 from .log import set_logger  # noqa: E402
+from .agents import Agents, TaskResult  # noqa: E402

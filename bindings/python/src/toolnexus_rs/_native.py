@@ -171,6 +171,25 @@ def _declare(lib: ctypes.CDLL) -> None:
             status,
         ),
         "tn_client_metrics": ([ctypes.c_void_p, c_void_p_p], status),
+        # The sub-agent runtime (src/ffi/agents.rs). The generate callback
+        # and its finalizer travel as plain pointers (NULL for none).
+        "tn_agents_new": (
+            [
+                ctypes.c_char_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                c_void_p_p,
+                c_void_p_p,
+            ],
+            status,
+        ),
+        "tn_agents_call": (
+            [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
+        "tn_agents_free": ([ctypes.c_void_p], None),
         "tn_log_set": ([ctypes.c_int32, LOG_CALLBACK, ctypes.c_void_p, USER_DATA_FREE], None),
     }
     for name, (args, res) in sig.items():

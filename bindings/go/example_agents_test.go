@@ -1,0 +1,221 @@
+package toolnexus_test
+
+// Examples for the sub-agent runtime (Agents). Each runs on an in-process
+// model: Generate answers every turn of every agent with one line of text.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	toolnexus "github.com/toolnexus/toolnexus-rs/bindings/go"
+)
+
+// newAgents is a runtime of one "worker" definition whose model answers
+// "done: <the last prompt>" on the manual clock.
+func newAgents() *toolnexus.Agents {
+	a, err := toolnexus.NewAgents(toolnexus.AgentsOptions{
+		Config: map[string]any{
+			"clock": "manual",
+			"agents": map[string]any{
+				"worker": map[string]any{"does": "answers", "soul": "You answer."},
+			},
+		},
+		Generate: func(ctx context.Context, event json.RawMessage) (any, error) {
+			var ev struct {
+				Messages []struct {
+					Role    string `json:"role"`
+					Content any    `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(event, &ev); err != nil {
+				return nil, err
+			}
+			last := ""
+			for _, m := range ev.Messages {
+				if s, ok := m.Content.(string); ok && m.Role == "user" {
+					last = s
+				}
+			}
+			return map[string]any{"content": "done: " + last}, nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func ExampleNewAgents() {
+	a := newAgents()
+	defer a.Close()
+	_, r, err := a.Run(context.Background(), "worker", "sum 2 and 3")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(r.Text, r.Status)
+	// Output: done: sum 2 and 3 done
+}
+
+func ExampleAgents_Run() {
+	a := newAgents()
+	defer a.Close()
+	id, r, err := a.Run(context.Background(), "worker", "hello")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.HasPrefix(id, "root/worker"), r.Text, r.Turns)
+	// Output: true done: hello 1
+}
+
+func ExampleAgents_Spawn() {
+	a := newAgents()
+	defer a.Close()
+	id, err := a.Spawn(context.Background(), "worker", "")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.HasPrefix(id, "root/worker"))
+	// Output: true
+}
+
+func ExampleAgents_Wake() {
+	a := newAgents()
+	defer a.Close()
+	ctx := context.Background()
+	id, _ := a.Spawn(ctx, "worker", "")
+	if err := a.Wake(ctx, id, "first"); err != nil {
+		panic(err)
+	}
+	r, _ := a.Wait(ctx, id, 0)
+	fmt.Println(r.Text)
+	// Output: done: first
+}
+
+func ExampleAgents_Wait() {
+	a := newAgents()
+	defer a.Close()
+	ctx := context.Background()
+	id, _ := a.Spawn(ctx, "worker", "")
+	_ = a.Wake(ctx, id, "wait for me")
+	r, err := a.Wait(ctx, id, 0)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(r.Status, r.IsError, r.Text)
+	// Output: done false done: wait for me
+}
+
+func ExampleAgents_Post() {
+	a := newAgents()
+	defer a.Close()
+	ctx := context.Background()
+	id, _ := a.Spawn(ctx, "worker", "")
+	err := a.Post(ctx, id, toolnexus.InboxItem{From: "root", Channel: "note", Text: "read this first"})
+	fmt.Println(err)
+	// Output: <nil>
+}
+
+func ExampleAgents_Call() {
+	a := newAgents()
+	defer a.Close()
+	out, err := a.Call(context.Background(), "spawn", map[string]any{"agent": "worker"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.Contains(string(out), `"id":"root/worker`))
+	// Output: true
+}
+
+func ExampleAgents_List() {
+	a := newAgents()
+	defer a.Close()
+	ctx := context.Background()
+	_, _ = a.Spawn(ctx, "worker", "")
+	views, err := a.List(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, v := range views {
+		if strings.HasPrefix(v.ID, "root/worker") {
+			fmt.Println(v.State)
+		}
+	}
+	// Output: idle
+}
+
+func ExampleAgents_Inspect() {
+	a := newAgents()
+	defer a.Close()
+	ctx := context.Background()
+	id, _, _ := a.Run(ctx, "worker", "once")
+	v, err := a.Inspect(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(v.State, v.Turns)
+	// Output: idle 1
+}
+
+func ExampleAgents_Trace() {
+	a := newAgents()
+	defer a.Close()
+	ctx := context.Background()
+	_, _, _ = a.Run(ctx, "worker", "trace me")
+	lines, err := a.Trace(ctx)
+	if err != nil {
+		panic(err)
+	}
+	woke := false
+	for _, l := range lines {
+		woke = woke || strings.Contains(l, "idle→running (wake)")
+	}
+	fmt.Println(woke)
+	// Output: true
+}
+
+func ExampleAgents_Advance() {
+	a := newAgents()
+	defer a.Close()
+	fmt.Println(a.Advance(context.Background(), 1000))
+	// Output: <nil>
+}
+
+func ExampleAgents_Interrupt() {
+	a := newAgents()
+	defer a.Close()
+	ctx := context.Background()
+	id, _ := a.Spawn(ctx, "worker", "")
+	// An idle handle has nothing to interrupt: the call is a no-op.
+	fmt.Println(a.Interrupt(ctx, id))
+	// Output: <nil>
+}
+
+func ExampleAgents_CloseHandle() {
+	a := newAgents()
+	defer a.Close()
+	ctx := context.Background()
+	id, _ := a.Spawn(ctx, "worker", "")
+	if err := a.CloseHandle(ctx, id, false, "no longer needed"); err != nil {
+		panic(err)
+	}
+	v, _ := a.Inspect(ctx, id)
+	fmt.Println(v.State)
+	// Output: closed
+}
+
+func ExampleAgents_Resume() {
+	a := newAgents()
+	defer a.Close()
+	// Nothing is suspended, so there is nothing to resume.
+	_, err := a.Resume(context.Background(), toolnexus.AnswerOutput("q1", "yes"))
+	fmt.Println(err != nil)
+	// Output: true
+}
+
+func ExampleAgents_Close() {
+	a := newAgents()
+	fmt.Println(a.Close(), a.Close())
+	// Output: <nil> <nil>
+}
