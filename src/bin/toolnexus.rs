@@ -141,6 +141,7 @@ enum Command {
 enum Style {
     Openai,
     Anthropic,
+    Gemini,
 }
 
 #[derive(Args, Clone)]
@@ -611,6 +612,7 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Fail
     let style = match c.style {
         Style::Openai => "openai",
         Style::Anthropic => "anthropic",
+        Style::Gemini => "gemini",
     };
     cfg.insert("style".into(), json!(style));
     cfg.insert("model".into(), json!(c.model));

@@ -270,10 +270,13 @@ impl Run<'_> {
         // §8A: a transcript holding content parts goes out with them as the
         // style's blocks; one without parts goes out as it is.
         let wired;
-        let messages: &[Value] = if crate::parts::transcript_has_parts(&self.messages) {
+        // Gemini results carry their media as parts already (shape::gemini_parts).
+        let messages: &[Value] = if self.style() != Style::Gemini
+            && crate::parts::transcript_has_parts(&self.messages)
+        {
             let style = match self.style() {
                 Style::OpenAi => crate::parts::BlockStyle::OpenAi,
-                Style::Anthropic => crate::parts::BlockStyle::Anthropic,
+                _ => crate::parts::BlockStyle::Anthropic,
             };
             wired = crate::parts::wire_messages(style, &self.messages, &Default::default())
                 .map_err(|e| {

@@ -8,6 +8,8 @@
 //!   clamps of its JSON.
 //! - [`openai`]: the OpenAI chat-completions dialect's tables.
 //! - [`anthropic`]: the Anthropic messages dialect's tables.
+//! - [`gemini`]: the Gemini `generateContent` dialect: its tables and its
+//!   conversions; [`gemini_schema`] makes a tool schema Gemini-safe.
 //! - [`http`]: the provider call: retries, backoff, `Retry-After`, the
 //!   whole-call deadline, the cancel token, typed provider errors.
 //! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
@@ -16,6 +18,8 @@
 //!   answer it would have been whole (bounded in bytes and tool calls).
 
 pub mod anthropic;
+pub mod gemini;
+pub mod gemini_schema;
 pub mod http;
 pub mod openai;
 pub mod sse;
@@ -31,6 +35,18 @@ use serde_json::{Map, Value};
 pub enum Style {
     OpenAi,
     Anthropic,
+    Gemini,
+}
+
+impl Style {
+    /// The style's name in a client's JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Style::OpenAi => "openai",
+            Style::Anthropic => "anthropic",
+            Style::Gemini => "gemini",
+        }
+    }
 }
 
 pub const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams";
@@ -62,6 +78,13 @@ pub struct ClientConfig {
     pub retryable_statuses: Vec<u16>,
     pub timeout_ms: Option<u64>,
     pub request_params: Map<String, Value>,
+}
+
+/// The error for a `style` no dialect answers to.
+fn unknown_style(name: &str) -> Error {
+    Error::invalid_config(format!(
+        "client.style must be \"openai\", \"anthropic\" or \"gemini\", got \"{name}\""
+    ))
 }
 
 /// `obj[key]`, with `null` read as absent.
@@ -114,11 +137,8 @@ impl ClientConfig {
             Some(s) => match expect_string("client.style", s)? {
                 "openai" => Style::OpenAi,
                 "anthropic" => Style::Anthropic,
-                other => {
-                    return Err(Error::invalid_config(format!(
-                        "client.style must be \"openai\" or \"anthropic\", got \"{other}\""
-                    )))
-                }
+                "gemini" => Style::Gemini,
+                other => return Err(unknown_style(other)),
             },
         };
         let model = match present(obj, "model") {
@@ -216,17 +236,21 @@ impl ClientConfig {
     }
 
     /// openai: `{base}/chat/completions`; anthropic: `{base}/messages` when
-    /// the base already ends in `/v1`, else `{base}/v1/messages`.
+    /// the base already ends in `/v1`, else `{base}/v1/messages`; gemini:
+    /// `{base}/v1beta/models/{model}:generateContent` (see
+    /// [`gemini::endpoint`]).
     pub fn endpoint(&self) -> Result<String> {
-        self.endpoint_url().map(|(text, _)| text)
+        self.endpoint_url(false).map(|(text, _)| text)
     }
 
-    /// [`ClientConfig::endpoint`] as written and as parsed.
-    pub(crate) fn endpoint_url(&self) -> Result<(String, url::Url)> {
+    /// [`ClientConfig::endpoint`] as written and as parsed; `stream` picks
+    /// Gemini's streaming method (the other styles stream at the same URL).
+    pub(crate) fn endpoint_url(&self, stream: bool) -> Result<(String, url::Url)> {
         let base = self.base_url.trim_end_matches('/');
         let url = match self.style {
             Style::OpenAi => openai::endpoint(base),
             Style::Anthropic => anthropic::endpoint(base),
+            Style::Gemini => gemini::endpoint(base, &self.model, stream),
         };
         match url::Url::parse(&url) {
             Ok(u) if matches!(u.scheme(), "http" | "https") => Ok((url, u)),
@@ -238,13 +262,14 @@ impl ClientConfig {
     }
 
     /// The API key: the client's own, else the style's environment variable
-    /// (ANTHROPIC_API_KEY or OPENAI_API_KEY), else OPENROUTER_API_KEY. An empty
-    /// value counts as none.
+    /// (ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY), else
+    /// OPENROUTER_API_KEY. An empty value counts as none.
     pub fn resolve_api_key(&self) -> Option<String> {
         let from_env = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
         let style_var = match self.style {
             Style::Anthropic => anthropic::API_KEY_VAR,
             Style::OpenAi => openai::API_KEY_VAR,
+            Style::Gemini => gemini::API_KEY_VAR,
         };
         self.api_key
             .clone()
@@ -261,6 +286,7 @@ impl ClientConfig {
         match self.style {
             Style::OpenAi => openai::auth_headers(api_key, &mut h),
             Style::Anthropic => anthropic::auth_headers(api_key, &mut h),
+            Style::Gemini => gemini::auth_headers(api_key, &mut h),
         }
         h.push((
             "user-agent".into(),
@@ -273,9 +299,18 @@ impl ClientConfig {
 
 /// Prepares the HTTP call for a client and an encoded provider body.
 pub(crate) fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<http::Call> {
+    prepare_for(config, body, false)
+}
+
+/// [`prepare`] for a streamed (`stream`) or a whole answer.
+pub(crate) fn prepare_for(
+    config: &ClientConfig,
+    body: Vec<u8>,
+    stream: bool,
+) -> Result<http::Call> {
     let api_key = config.resolve_api_key();
     let headers = http::header_map(&config.request_headers(api_key.as_deref()))?;
-    let (url, target) = config.endpoint_url()?;
+    let (url, target) = config.endpoint_url(stream)?;
     Ok(http::Call {
         url,
         target,

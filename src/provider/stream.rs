@@ -12,6 +12,14 @@
 //!   other block's string deltas), `message_delta` (stop reason, usage) and
 //!   `message_stop`; an `error` event fails the call.
 //!
+//! - Gemini: `:streamGenerateContent?alt=sse`; each `data:` is a whole
+//!   `GenerateContentResponse` holding the next parts (function calls come
+//!   whole). Parts are kept in order; a text part is appended to the text
+//!   part before it when neither carries a `thoughtSignature` and both are
+//!   thoughts or both are not, so a signature stays on the part it came
+//!   on. The last `finishReason` and `usageMetadata` win; an event that is
+//!   not a JSON object (a stream cut mid-event) or an `error` fails the call.
+//!
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
 //!
@@ -195,6 +203,25 @@ impl AnthropicState {
     }
 }
 
+#[derive(Debug, Default)]
+struct GeminiState {
+    /// `responseId`, `modelVersion`, `createTime` as first sent, the last
+    /// `promptFeedback`.
+    top: Map<String, Value>,
+    parts: Vec<Map<String, Value>>,
+    calls: usize,
+    finish_reason: Option<Value>,
+    usage: Option<Value>,
+}
+
+/// Whether a text part can take more text appended: plain text (or a
+/// thought) with no signature.
+fn open_text(p: &Map<String, Value>) -> bool {
+    p.get("text").is_some_and(Value::is_string)
+        && p.get("thoughtSignature").is_none()
+        && p.keys().all(|k| matches!(k.as_str(), "text" | "thought"))
+}
+
 /// Gathers the events of one streamed answer into the answer the provider
 /// would have sent whole.
 #[derive(Debug)]
@@ -202,6 +229,7 @@ pub struct Assembler {
     style: Style,
     openai: OpenAiState,
     anthropic: AnthropicState,
+    gemini: GeminiState,
     budget: Budget,
     /// `[DONE]` or `message_stop` was seen: later events are ignored.
     done: bool,
@@ -268,6 +296,7 @@ impl Assembler {
             style,
             openai: OpenAiState::default(),
             anthropic: AnthropicState::default(),
+            gemini: GeminiState::default(),
             budget: Budget::default(),
             done: false,
             seen: false,
@@ -297,7 +326,92 @@ impl Assembler {
         match self.style {
             Style::OpenAi => self.openai_event(data, on_text),
             Style::Anthropic => self.anthropic_event(name, data, on_text),
+            Style::Gemini => self.gemini_event(data, on_text),
         }
+    }
+
+    fn gemini_event(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        let chunk = match serde_json::from_str::<Value>(data) {
+            Ok(Value::Object(c)) => c,
+            _ => {
+                return Err(Error::new(
+                    ErrorCode::ProviderError,
+                    format!(
+                        "the provider's stream sent an event that is not a JSON object (a stream cut mid-event?): {}",
+                        data.chars().take(200).collect::<String>()
+                    ),
+                ))
+            }
+        };
+        if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(provider_stream_error(e));
+        }
+        let s = &mut self.gemini;
+        let budget = &mut self.budget;
+        for key in ["responseId", "modelVersion", "createTime"] {
+            if let Some(v) = chunk.get(key).filter(|v| !v.is_null()) {
+                if !s.top.contains_key(key) {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.top.insert(key.into(), v.clone());
+                }
+            }
+        }
+        if let Some(f) = chunk.get("promptFeedback").filter(|f| f.is_object()) {
+            budget.take(ENTRY_BYTES)?;
+            s.top.insert("promptFeedback".into(), f.clone());
+        }
+        if let Some(u) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
+            s.usage = Some(u.clone());
+        }
+        let Some(candidate) = chunk.get("candidates").and_then(|c| c.get(0)) else {
+            return Ok(());
+        };
+        if let Some(f) = candidate.get("finishReason").filter(|f| !f.is_null()) {
+            s.finish_reason = Some(f.clone());
+        }
+        let parts = candidate
+            .pointer("/content/parts")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        for (n, part) in parts.iter().enumerate() {
+            if n % CHECK_EVERY == CHECK_EVERY - 1 {
+                budget.check()?;
+            }
+            let Value::Object(part) = part else { continue };
+            let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
+            if let Some(text) = part.get("text").and_then(Value::as_str) {
+                if !thought && !text.is_empty() {
+                    on_text(text);
+                }
+                let joins = open_text(part)
+                    && s.parts.last().is_some_and(|last| {
+                        open_text(last)
+                            && (last.get("thought").and_then(Value::as_bool) == Some(true))
+                                == thought
+                    });
+                if joins {
+                    budget.take(text.len())?;
+                    if let Some(Value::String(t)) =
+                        s.parts.last_mut().and_then(|l| l.get_mut("text"))
+                    {
+                        t.push_str(text);
+                    }
+                    continue;
+                }
+                budget.take(ENTRY_BYTES + text.len())?;
+            } else {
+                if part.contains_key("functionCall") {
+                    if s.calls >= MAX_TOOL_CALLS {
+                        return Err(too_many_calls(s.calls + 1));
+                    }
+                    s.calls += 1;
+                }
+                // At most the whole event was copied.
+                budget.take(ENTRY_BYTES + data.len().min(RESPONSE_BODY_BYTES))?;
+            }
+            s.parts.push(part.clone());
+        }
+        Ok(())
     }
 
     fn openai_event(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), Error> {
@@ -545,6 +659,29 @@ impl Assembler {
     /// The answer as the provider would have sent it whole.
     pub fn finish(mut self) -> Value {
         match self.style {
+            Style::Gemini => {
+                let s = self.gemini;
+                let mut candidate = Map::new();
+                let parts = s.parts.into_iter().map(Value::Object).collect();
+                candidate.insert(
+                    "content".into(),
+                    serde_json::json!({"role": "model", "parts": Value::Array(parts)}),
+                );
+                if let Some(f) = s.finish_reason {
+                    candidate.insert("finishReason".into(), f);
+                }
+                candidate.insert("index".into(), Value::from(0));
+                let mut out = Map::new();
+                out.insert(
+                    "candidates".into(),
+                    Value::Array(vec![Value::Object(candidate)]),
+                );
+                if let Some(u) = s.usage {
+                    out.insert("usageMetadata".into(), u);
+                }
+                out.extend(s.top);
+                Value::Object(out)
+            }
             Style::OpenAi => {
                 let s = self.openai;
                 let mut message = Map::new();
@@ -651,6 +788,7 @@ fn whole_text(style: Style, answer: &Value) -> String {
                     .collect()
             })
             .unwrap_or_default(),
+        Style::Gemini => super::gemini::text_of(&super::gemini::model_content(answer)),
     }
 }
 

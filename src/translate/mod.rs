@@ -25,7 +25,7 @@ pub(crate) use crate::provider::prepare;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::json::display_string;
-use crate::provider::anthropic;
+use crate::provider::{anthropic, gemini};
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 use node::{Node, Num, ObjectBuilder};
@@ -171,6 +171,7 @@ pub fn provider_body<'a>(
     let mut body = match client.style {
         Style::OpenAi => openai_body(bump, client, request, declared),
         Style::Anthropic => anthropic_body(bump, client, request, declared),
+        Style::Gemini => return gemini_body(bump, client, request, declared),
     };
     for (k, v) in &client.request_params {
         if !RESERVED_PARAMS.contains(&k.as_str()) {
@@ -259,6 +260,58 @@ fn anthropic_body<'a>(
     body
 }
 
+/// The Gemini body: `contents`, `systemInstruction` (request.system, else a
+/// non-blank client prompt, else the hoisted system/developer messages),
+/// one `functionDeclarations` wrapper with Gemini-safe schemas (declared
+/// tools first), `toolConfig` from `toolChoice`, `maxTokens` as
+/// `generationConfig.maxOutputTokens`, then `requestParams` mapped by
+/// [`gemini::merge_params`]. The model is in the URL, not the body.
+fn gemini_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
+    use serde_json::Map;
+    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
+    let (contents, hoisted) = gemini::contents_from_openai(&messages);
+    let system = match (request.system, client.system_prompt.as_deref()) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
+        _ => hoisted,
+    };
+    let declarations: Vec<Value> = declared
+        .iter()
+        .chain(request.tools)
+        .map(|t| gemini::declaration(&t.to_value()))
+        .collect();
+    let mut body = Map::new();
+    body.insert("contents".into(), Value::Array(contents));
+    if !helpers::is_blank(&system) {
+        body.insert(
+            "systemInstruction".into(),
+            gemini::system_instruction(&system),
+        );
+    }
+    if let Some(tools) = gemini::tools_value(&declarations) {
+        body.insert("tools".into(), tools);
+    }
+    if let Some(c) = request
+        .tool_choice
+        .and_then(|c| gemini::tool_config(&c.to_value()))
+    {
+        body.insert("toolConfig".into(), c);
+    }
+    if let Some(n) = request.positive_max_tokens() {
+        body.insert(
+            "generationConfig".into(),
+            serde_json::json!({"maxOutputTokens": n.to_value()}),
+        );
+    }
+    gemini::merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
+    node::copy_value(bump, &Value::Object(body))
+}
+
 // ---------------------------------------------------------------------------
 // the provider's answer (pure)
 // ---------------------------------------------------------------------------
@@ -292,14 +345,14 @@ fn usage_of<'a>(bump: &'a Bump, style: Style, raw: Node<'a>) -> Node<'a> {
     };
     let (p_key, c_key) = match style {
         Style::OpenAi => ("prompt_tokens", "completion_tokens"),
-        Style::Anthropic => ("input_tokens", "output_tokens"),
+        _ => ("input_tokens", "output_tokens"),
     };
     let p = token_count(u.get(p_key)).unwrap_or(0);
     let c = token_count(u.get(c_key)).unwrap_or(0);
     let sum = p.saturating_add(c);
     let total = match style {
         Style::OpenAi => token_count(u.get("total_tokens")).unwrap_or(sum),
-        Style::Anthropic => sum,
+        _ => sum,
     };
     usage_node(bump, p, c, total)
 }
@@ -320,6 +373,7 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
     let (text, calls, finish) = match style {
         Style::OpenAi => read_openai(bump, raw),
         Style::Anthropic => read_anthropic(bump, raw),
+        Style::Gemini => return read_gemini(bump, model, raw),
     };
     node::object(
         bump,
@@ -328,6 +382,44 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
             ("toolCalls", calls),
             ("finishReason", Node::Str(finish)),
             ("usage", usage_of(bump, style, raw)),
+            ("model", Node::Str(model)),
+            ("raw", raw),
+        ],
+    )
+}
+
+/// A Gemini answer in OpenAI shape. A tool call keeps its part's thought
+/// signature under `extra_content.google.thought_signature` (send the
+/// assistant message back with it); `usage` adds `reasoningTokens` and
+/// `cachedTokens` when Gemini counted any.
+fn read_gemini<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
+    let value = raw.to_value();
+    let content = gemini::model_content(&value);
+    let calls = gemini::calls_of(&content);
+    let finish = gemini::finish_reason(&value, !calls.is_empty());
+    let u = gemini::usage(&value);
+    let mut usage = serde_json::json!({
+        "promptTokens": u.prompt,
+        "completionTokens": u.completion,
+        "totalTokens": u.total,
+    });
+    if u.thoughts > 0 {
+        usage["reasoningTokens"] = u.thoughts.into();
+    }
+    if u.cached > 0 {
+        usage["cachedTokens"] = u.cached.into();
+    }
+    let calls: Vec<Value> = calls.iter().map(gemini::openai_tool_call).collect();
+    node::object(
+        bump,
+        &[
+            (
+                "text",
+                Node::Str(bump.alloc_str(&gemini::text_of(&content))),
+            ),
+            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
+            ("finishReason", Node::Str(finish)),
+            ("usage", node::copy_value(bump, &usage)),
             ("model", Node::Str(model)),
             ("raw", raw),
         ],
@@ -422,7 +514,9 @@ fn exchange<'a>(
     let request = Request::from_node(request)?;
     let declared: Vec<Node<'a>> = declared.iter().map(|d| node::from_value(bump, d)).collect();
     let body = provider_body(bump, config, &request, &declared);
-    let model = body.get("model").map_or("", |m| m.display(bump));
+    let model = body
+        .get("model")
+        .map_or(config.model.as_str(), |m| m.display(bump));
     let capacity = source.map_or(4096, |s| s.text().len() + 1024);
     let encoded = body.to_vec_from(source.map_or(&[], std::slice::from_ref), capacity);
     let call = prepare(config, encoded)?;
