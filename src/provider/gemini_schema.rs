@@ -119,6 +119,93 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// The keywords of a schema node that hold no schema, copied into `out` as
+/// Gemini takes them; gives whether the node is nullable. Kept out of
+/// [`Cleaner::node`] so that the recursive frame stays small (the cleaner
+/// may run on a host thread with a small stack).
+#[inline(never)]
+fn flat_keys(s: &Map<String, Value>, out: &mut Map<String, Value>) -> bool {
+    let mut nullable = s.get("nullable").and_then(Value::as_bool) == Some(true);
+    // type: a string, or an array of them.
+    match s.get("type") {
+        Some(Value::String(t)) if t == "null" => nullable = true,
+        Some(Value::String(t)) if TYPES.contains(&t.as_str()) => {
+            out.insert("type".into(), json!(t));
+        }
+        Some(Value::Array(list)) => {
+            let named: Vec<&str> = list
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| TYPES.contains(t))
+                .collect();
+            if list.iter().any(|t| t.as_str() == Some("null")) {
+                nullable = true;
+            }
+            match named.as_slice() {
+                [] => {}
+                [one] => {
+                    out.insert("type".into(), json!(one));
+                }
+                many => {
+                    let members = many.iter().map(|t| json!({ "type": t })).collect();
+                    out.insert("anyOf".into(), Value::Array(members));
+                }
+            }
+        }
+        _ => {}
+    }
+    for key in ["title", "description", "pattern", "example", "default"] {
+        if let Some(x) = s.get(key) {
+            out.insert(key.into(), x.clone());
+        }
+    }
+    for key in [
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+        "minProperties",
+        "maxProperties",
+    ] {
+        if let Some(n) = s.get(key).filter(|n| n.is_u64()) {
+            out.insert(key.into(), n.clone());
+        }
+    }
+    for (key, exclusive) in [
+        ("minimum", "exclusiveMinimum"),
+        ("maximum", "exclusiveMaximum"),
+    ] {
+        match (s.get(key), s.get(exclusive)) {
+            (Some(n), _) if n.is_number() => {
+                out.insert(key.into(), n.clone());
+            }
+            (_, Some(n)) if n.is_number() => {
+                out.insert(key.into(), n.clone());
+            }
+            _ => {}
+        }
+    }
+    if let Some(f) = s.get("format").and_then(Value::as_str) {
+        if matches!(
+            f,
+            "enum" | "date-time" | "int32" | "int64" | "float" | "double"
+        ) {
+            out.insert("format".into(), json!(f));
+        }
+    }
+    let strings = |list: &[Value]| list.iter().all(Value::is_string);
+    match (s.get("enum"), s.get("const")) {
+        (Some(Value::Array(e)), _) if !e.is_empty() && strings(e) => {
+            out.insert("enum".into(), Value::Array(e.clone()));
+        }
+        (_, Some(c @ Value::String(_))) => {
+            out.insert("enum".into(), json!([c]));
+        }
+        _ => {}
+    }
+    nullable
+}
+
 impl<'a> Cleaner<'a> {
     fn node(&mut self, v: &'a Value, depth: usize) -> Value {
         self.nodes += 1;
@@ -136,120 +223,73 @@ impl<'a> Cleaner<'a> {
             return self.reference(r, s, depth);
         }
         let mut out = Map::new();
-        let mut nullable = s.get("nullable").and_then(Value::as_bool) == Some(true);
-        // type: a string, or an array of them.
-        match s.get("type") {
-            Some(Value::String(t)) if t == "null" => nullable = true,
-            Some(Value::String(t)) if TYPES.contains(&t.as_str()) => {
-                out.insert("type".into(), json!(t));
-            }
-            Some(Value::Array(list)) => {
-                let named: Vec<&str> = list
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .filter(|t| TYPES.contains(t))
-                    .collect();
-                if list.iter().any(|t| t.as_str() == Some("null")) {
-                    nullable = true;
-                }
-                match named.as_slice() {
-                    [] => {}
-                    [one] => {
-                        out.insert("type".into(), json!(one));
-                    }
-                    many => {
-                        let members = many.iter().map(|t| json!({ "type": t })).collect();
-                        out.insert("anyOf".into(), Value::Array(members));
-                    }
-                }
-            }
-            _ => {}
+        let mut nullable = flat_keys(s, &mut out);
+        self.properties(s, &mut out, depth);
+        self.items(s, &mut out, depth);
+        nullable |= self.alternatives(s, &mut out, depth);
+        if nullable {
+            out.insert("nullable".into(), Value::Bool(true));
         }
-        for key in ["title", "description", "pattern", "example", "default"] {
-            if let Some(x) = s.get(key) {
-                out.insert(key.into(), x.clone());
-            }
+        Value::Object(out)
+    }
+
+    /// `properties` (each cleaned) and the `required` names among them.
+    #[inline(never)]
+    fn properties(
+        &mut self,
+        s: &'a Map<String, Value>,
+        out: &mut Map<String, Value>,
+        depth: usize,
+    ) {
+        let Some(Value::Object(props)) = s.get("properties") else {
+            return;
+        };
+        let mut cleaned = Map::new();
+        for (name, p) in props {
+            let c = self.node(p, depth + 1);
+            cleaned.insert(name.clone(), c);
         }
-        for key in [
-            "minItems",
-            "maxItems",
-            "minLength",
-            "maxLength",
-            "minProperties",
-            "maxProperties",
-        ] {
-            if let Some(n) = s.get(key).filter(|n| n.is_u64()) {
-                out.insert(key.into(), n.clone());
+        if let Some(Value::Array(req)) = s.get("required") {
+            let req: Vec<Value> = req
+                .iter()
+                .filter(|r| r.as_str().is_some_and(|r| cleaned.contains_key(r)))
+                .cloned()
+                .collect();
+            if !req.is_empty() {
+                out.insert("required".into(), Value::Array(req));
             }
         }
-        for (key, exclusive) in [
-            ("minimum", "exclusiveMinimum"),
-            ("maximum", "exclusiveMaximum"),
-        ] {
-            match (s.get(key), s.get(exclusive)) {
-                (Some(n), _) if n.is_number() => {
-                    out.insert(key.into(), n.clone());
-                }
-                (_, Some(n)) if n.is_number() => {
-                    out.insert(key.into(), n.clone());
-                }
-                _ => {}
-            }
-        }
-        if let Some(f) = s.get("format").and_then(Value::as_str) {
-            if matches!(
-                f,
-                "enum" | "date-time" | "int32" | "int64" | "float" | "double"
-            ) {
-                out.insert("format".into(), json!(f));
-            }
-        }
-        let strings = |list: &[Value]| list.iter().all(Value::is_string);
-        match (s.get("enum"), s.get("const")) {
-            (Some(Value::Array(e)), _) if !e.is_empty() && strings(e) => {
-                out.insert("enum".into(), Value::Array(e.clone()));
-            }
-            (_, Some(c @ Value::String(_))) => {
-                out.insert("enum".into(), json!([c]));
-            }
-            _ => {}
-        }
-        if let Some(Value::Object(props)) = s.get("properties") {
-            let mut cleaned = Map::new();
-            for (name, p) in props {
-                let c = self.node(p, depth + 1);
-                cleaned.insert(name.clone(), c);
-            }
-            if let Some(Value::Array(req)) = s.get("required") {
-                let req: Vec<Value> = req
-                    .iter()
-                    .filter(|r| r.as_str().is_some_and(|r| cleaned.contains_key(r)))
-                    .cloned()
-                    .collect();
-                if !req.is_empty() {
-                    out.insert("required".into(), Value::Array(req));
-                }
-            }
-            out.insert("properties".into(), Value::Object(cleaned));
-            out.entry("type").or_insert_with(|| json!("object"));
-        }
-        match s.get("items") {
-            Some(Value::Array(tuple)) => {
-                if let Some(first) = tuple.first() {
-                    let c = self.node(first, depth + 1);
-                    out.insert("items".into(), c);
-                }
-            }
-            Some(items) => {
-                let c = self.node(items, depth + 1);
-                out.insert("items".into(), c);
-            }
-            None => {}
+        out.insert("properties".into(), Value::Object(cleaned));
+        out.entry("type").or_insert_with(|| json!("object"));
+    }
+
+    /// `items` (a tuple read as its first member); string items for an
+    /// array that names none.
+    #[inline(never)]
+    fn items(&mut self, s: &'a Map<String, Value>, out: &mut Map<String, Value>, depth: usize) {
+        let items = match s.get("items") {
+            Some(Value::Array(tuple)) => tuple.first(),
+            other => other,
+        };
+        if let Some(items) = items {
+            let c = self.node(items, depth + 1);
+            out.insert("items".into(), c);
         }
         if out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
             out.insert("items".into(), json!({"type": "string"}));
         }
-        // anyOf / oneOf, null members read as nullable.
+    }
+
+    /// `anyOf`/`oneOf` (null members read as nullable, one member merged
+    /// in) and `allOf` (merged); gives whether a null member was seen.
+    #[inline(never)]
+    fn alternatives(
+        &mut self,
+        s: &'a Map<String, Value>,
+        out: &mut Map<String, Value>,
+        depth: usize,
+    ) -> bool {
+        let mut nullable = false;
         let alternatives = s
             .get("anyOf")
             .or_else(|| s.get("oneOf"))
@@ -270,7 +310,7 @@ impl<'a> Cleaner<'a> {
             }
             match members.len() {
                 0 => {}
-                1 => merge_into(&mut out, members.pop().unwrap_or_default()),
+                1 => merge_into(out, members.pop().unwrap_or_default()),
                 _ => {
                     out.insert("anyOf".into(), Value::Array(members));
                 }
@@ -279,13 +319,10 @@ impl<'a> Cleaner<'a> {
         if let Some(Value::Array(all)) = s.get("allOf") {
             for m in all {
                 let c = self.node(m, depth + 1);
-                merge_into(&mut out, c);
+                merge_into(out, c);
             }
         }
-        if nullable {
-            out.insert("nullable".into(), Value::Bool(true));
-        }
-        Value::Object(out)
+        nullable
     }
 
     fn reference(&mut self, r: &'a str, s: &'a Map<String, Value>, depth: usize) -> Value {
