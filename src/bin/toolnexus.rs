@@ -142,6 +142,7 @@ enum Style {
     Openai,
     Anthropic,
     Gemini,
+    Responses,
 }
 
 #[derive(Args, Clone)]
@@ -613,6 +614,7 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>) -> Result<u8, Fail
         Style::Openai => "openai",
         Style::Anthropic => "anthropic",
         Style::Gemini => "gemini",
+        Style::Responses => "responses",
     };
     cfg.insert("style".into(), json!(style));
     cfg.insert("model".into(), json!(c.model));

@@ -319,6 +319,11 @@ impl Client {
                 .iter()
                 .map(crate::provider::gemini::declaration)
                 .collect()),
+            Style::Responses => Ok(toolkit
+                .openai_declarations()
+                .iter()
+                .map(crate::provider::responses::tool)
+                .collect()),
             Style::Anthropic => {
                 let text = toolkit.render("anthropic")?;
                 match serde_json::from_str(&text) {

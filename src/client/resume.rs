@@ -37,7 +37,7 @@ struct Halted {
 
 fn result_id(style: Style, v: &Value) -> Option<String> {
     let key = match style {
-        Style::OpenAi => "tool_call_id",
+        Style::OpenAi | Style::Responses => "tool_call_id",
         Style::Anthropic => "tool_use_id",
         Style::Gemini => {
             return v
@@ -174,6 +174,11 @@ pub(super) fn resume(
         ));
     }
     let style = client.config.style;
+    if style == Style::Responses {
+        return Err(Error::invalid_argument(
+            "resume: a run of the responses style cannot be resumed yet (its transcript is flat items, not messages)",
+        ));
+    }
     let halted = find_halted(style, &request.history)?;
     // The halted call: the one of the last result present (its
     // placeholder), or the first call when none is.
@@ -224,7 +229,7 @@ pub(super) fn resume(
         let settled = match slot {
             Slot::Kept(Kept(v)) => {
                 match (style, v) {
-                    (Style::OpenAi, v) => kept_messages.push(v),
+                    (Style::OpenAi | Style::Responses, v) => kept_messages.push(v),
                     (Style::Gemini, Value::Array(group)) => fed_blocks.extend(group),
                     (_, v) => fed_blocks.push(v),
                 }
@@ -244,7 +249,9 @@ pub(super) fn resume(
             parts: &settled.result.parts,
         };
         match style {
-            Style::OpenAi => kept_messages.extend(shape::result_messages(style, &[fed])),
+            Style::OpenAi | Style::Responses => {
+                kept_messages.extend(shape::result_messages(style, &[fed]))
+            }
             Style::Anthropic => fed_blocks.push(shape::anthropic_block(&fed)),
             Style::Gemini => fed_blocks.extend(shape::gemini_parts(&fed)),
         }
@@ -257,7 +264,7 @@ pub(super) fn resume(
         records.push(settled.record());
     }
     match style {
-        Style::OpenAi => run.messages.extend(kept_messages),
+        Style::OpenAi | Style::Responses => run.messages.extend(kept_messages),
         Style::Anthropic => run.messages.push(serde_json::json!({
             "role": "user",
             "content": fed_blocks,

@@ -4,7 +4,7 @@
 //! the transcript is what the provider sent and will be sent back verbatim.
 
 use crate::provider::anthropic::DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS;
-use crate::provider::{gemini, Style, RESERVED_PARAMS};
+use crate::provider::{gemini, responses, Style, RESERVED_PARAMS};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 
@@ -64,6 +64,7 @@ impl<'a> Body<'a> {
                 }
             }
             Style::Gemini => return self.gemini_entries(),
+            Style::Responses => return self.responses_entries(),
             Style::Anthropic => {
                 e.push(("max_tokens", Part::Number(ANTHROPIC_MAX_TOKENS)));
                 e.push(("system", Part::Str(self.system)));
@@ -111,6 +112,41 @@ impl<'a> Body<'a> {
             // Every mapped key is a param's own or generationConfig.
             let k: &'a str = match self.params.get_key_value(&k) {
                 _ if k == "generationConfig" => "generationConfig",
+                Some((key, _)) => key.as_str(),
+                None => continue,
+            };
+            match e.iter_mut().find(|(name, _)| *name == k) {
+                Some(slot) => slot.1 = Part::Owned(v),
+                None => e.push((k, Part::Owned(v))),
+            }
+        }
+        e
+    }
+
+    /// The responses body: `{model, input, instructions?, tools?,
+    /// tool_choice:"auto"?, stream?}`, then the mapped `requestParams`.
+    fn responses_entries(&self) -> Vec<(&'a str, Part<'a>)> {
+        let mut e: Vec<(&'a str, Part<'a>)> = Vec::with_capacity(6 + self.params.len());
+        e.push(("model", Part::Str(self.model)));
+        e.push(("input", Part::Values(self.messages)));
+        if !self.system.trim().is_empty() {
+            e.push(("instructions", Part::Str(self.system)));
+        }
+        if !self.tools.is_empty() {
+            e.push(("tools", Part::Values(self.tools)));
+            e.push(("tool_choice", Part::Str("auto")));
+        }
+        if self.stream {
+            e.push(("stream", Part::Bool(true)));
+        }
+        let mut mapped = Map::new();
+        responses::merge_params(&mut mapped, self.params, &RESERVED_PARAMS);
+        for (k, v) in mapped {
+            // Every mapped key is a param's own or one of these.
+            let k: &'a str = match self.params.get_key_value(&k) {
+                _ if k == "max_output_tokens" => "max_output_tokens",
+                _ if k == "reasoning" => "reasoning",
+                _ if k == "text" => "text",
                 Some((key, _)) => key.as_str(),
                 None => continue,
             };
@@ -200,6 +236,18 @@ pub fn assistant_message(style: Style, raw: &Value) -> Value {
         // The candidate's content as Gemini sent it: every part, thought
         // signatures included, goes back verbatim on later steps.
         Style::Gemini => gemini::model_content(raw),
+        // Every output item (reasoning, messages, calls); the loop appends
+        // them to its transcript one by one (see [`append_turn`]).
+        Style::Responses => Value::Array(responses::output(raw).to_vec()),
+    }
+}
+
+/// Appends an assistant turn to a transcript: the responses style's list of
+/// items one by one, any other style's message as it is.
+pub fn append_turn(messages: &mut Vec<Value>, turn: Value) {
+    match turn {
+        Value::Array(items) => messages.extend(items),
+        message => messages.push(message),
     }
 }
 
@@ -240,6 +288,20 @@ pub fn calls_of(style: Style, message: &Value) -> Vec<Call> {
                     .collect()
             })
             .unwrap_or_default(),
+        Style::Responses => {
+            let items = match message {
+                Value::Array(items) => items.as_slice(),
+                item => std::slice::from_ref(item),
+            };
+            responses::calls_of(items)
+                .into_iter()
+                .map(|c| Call {
+                    args: args_of(Some(&Value::String(c.arguments))),
+                    id: c.call_id,
+                    name: c.name,
+                })
+                .collect()
+        }
         Style::Gemini => gemini::calls_of(message)
             .into_iter()
             .map(|c| Call {
@@ -272,6 +334,7 @@ pub fn final_text(style: Style, raw: &Value) -> String {
             .map(|blocks| join_texts(blocks, "text"))
             .unwrap_or_default(),
         Style::Gemini => gemini::text_of(&gemini::model_content(raw)),
+        Style::Responses => responses::text_of(responses::output(raw)),
     }
 }
 
@@ -286,6 +349,15 @@ pub fn text_at_limit(style: Style, messages: &[Value]) -> String {
             .rev()
             .find(|m| m.get("role").and_then(Value::as_str) == Some("model"))
             .map(gemini::text_of)
+            .unwrap_or_default(),
+        Style::Responses => messages
+            .iter()
+            .rev()
+            .find(|m| {
+                m.get("type").and_then(Value::as_str) == Some("message")
+                    && m.get("role").and_then(Value::as_str) == Some("assistant")
+            })
+            .map(|m| responses::text_of(std::slice::from_ref(m)))
             .unwrap_or_default(),
         Style::OpenAi => messages
             .iter()
@@ -323,11 +395,17 @@ impl Usage {
     /// Adds one response's usage: OpenAI prompt/completion/total_tokens,
     /// Anthropic input/output_tokens (total = their sum).
     pub fn add(&mut self, style: Style, raw: &Value) {
-        if style == Style::Gemini {
-            let u = gemini::usage(raw);
-            self.prompt = self.prompt.saturating_add(u.prompt);
-            self.completion = self.completion.saturating_add(u.completion);
-            self.total = self.total.saturating_add(u.total);
+        let counted = match style {
+            Style::Gemini => Some(gemini::usage(raw)).map(|u| (u.prompt, u.completion, u.total)),
+            Style::Responses => {
+                Some(responses::usage(raw)).map(|u| (u.prompt, u.completion, u.total))
+            }
+            _ => None,
+        };
+        if let Some((p, c, t)) = counted {
+            self.prompt = self.prompt.saturating_add(p);
+            self.completion = self.completion.saturating_add(c);
+            self.total = self.total.saturating_add(t);
             return;
         }
         let Some(u) = raw.get("usage").filter(|u| u.is_object()) else {
@@ -435,6 +513,10 @@ pub fn result_messages(style: Style, fed: &[Fed]) -> Vec<Value> {
             "role": "user",
             "parts": fed.iter().flat_map(gemini_parts).collect::<Vec<_>>(),
         })],
+        Style::Responses => fed
+            .iter()
+            .map(|f| json!({"type": "function_call_output", "call_id": f.id, "output": f.output}))
+            .collect(),
     }
 }
 

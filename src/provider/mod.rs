@@ -10,6 +10,8 @@
 //! - [`anthropic`]: the Anthropic messages dialect's tables.
 //! - [`gemini`]: the Gemini `generateContent` dialect: its tables and its
 //!   conversions; [`gemini_schema`] makes a tool schema Gemini-safe.
+//! - [`responses`]: the OpenAI Responses dialect: its tables and its
+//!   conversions.
 //! - [`http`]: the provider call: retries, backoff, `Retry-After`, the
 //!   whole-call deadline, the cancel token, typed provider errors.
 //! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
@@ -22,6 +24,7 @@ pub mod gemini;
 pub mod gemini_schema;
 pub mod http;
 pub mod openai;
+pub mod responses;
 pub mod sse;
 pub mod stream;
 pub(crate) mod wire;
@@ -36,6 +39,8 @@ pub enum Style {
     OpenAi,
     Anthropic,
     Gemini,
+    /// OpenAI's Responses API (`/responses`).
+    Responses,
 }
 
 impl Style {
@@ -45,6 +50,7 @@ impl Style {
             Style::OpenAi => "openai",
             Style::Anthropic => "anthropic",
             Style::Gemini => "gemini",
+            Style::Responses => "responses",
         }
     }
 }
@@ -83,7 +89,7 @@ pub struct ClientConfig {
 /// The error for a `style` no dialect answers to.
 fn unknown_style(name: &str) -> Error {
     Error::invalid_config(format!(
-        "client.style must be \"openai\", \"anthropic\" or \"gemini\", got \"{name}\""
+        "client.style must be \"openai\", \"anthropic\", \"gemini\" or \"responses\", got \"{name}\""
     ))
 }
 
@@ -138,6 +144,7 @@ impl ClientConfig {
                 "openai" => Style::OpenAi,
                 "anthropic" => Style::Anthropic,
                 "gemini" => Style::Gemini,
+                "responses" => Style::Responses,
                 other => return Err(unknown_style(other)),
             },
         };
@@ -238,7 +245,7 @@ impl ClientConfig {
     /// openai: `{base}/chat/completions`; anthropic: `{base}/messages` when
     /// the base already ends in `/v1`, else `{base}/v1/messages`; gemini:
     /// `{base}/v1beta/models/{model}:generateContent` (see
-    /// [`gemini::endpoint`]).
+    /// [`gemini::endpoint`]); responses: `{base}/responses`.
     pub fn endpoint(&self) -> Result<String> {
         self.endpoint_url(false).map(|(text, _)| text)
     }
@@ -251,6 +258,7 @@ impl ClientConfig {
             Style::OpenAi => openai::endpoint(base),
             Style::Anthropic => anthropic::endpoint(base),
             Style::Gemini => gemini::endpoint(base, &self.model, stream),
+            Style::Responses => responses::endpoint(base),
         };
         match url::Url::parse(&url) {
             Ok(u) if matches!(u.scheme(), "http" | "https") => Ok((url, u)),
@@ -268,7 +276,7 @@ impl ClientConfig {
         let from_env = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
         let style_var = match self.style {
             Style::Anthropic => anthropic::API_KEY_VAR,
-            Style::OpenAi => openai::API_KEY_VAR,
+            Style::OpenAi | Style::Responses => openai::API_KEY_VAR,
             Style::Gemini => gemini::API_KEY_VAR,
         };
         self.api_key
@@ -284,7 +292,7 @@ impl ClientConfig {
     pub fn request_headers(&self, api_key: Option<&str>) -> Vec<(String, String)> {
         let mut h = vec![("content-type".to_string(), "application/json".to_string())];
         match self.style {
-            Style::OpenAi => openai::auth_headers(api_key, &mut h),
+            Style::OpenAi | Style::Responses => openai::auth_headers(api_key, &mut h),
             Style::Anthropic => anthropic::auth_headers(api_key, &mut h),
             Style::Gemini => gemini::auth_headers(api_key, &mut h),
         }

@@ -20,6 +20,14 @@
 //!   on. The last `finishReason` and `usageMetadata` win; an event that is
 //!   not a JSON object (a stream cut mid-event) or an `error` fails the call.
 //!
+//! - Responses: `stream: true`; `response.created`, items started by
+//!   `response.output_item.added` and grown by their `output_index`
+//!   (`response.output_text.delta`, `response.function_call_arguments.delta`,
+//!   interleaved or not), `response.output_item.done` (the whole item),
+//!   then `response.completed` (or `response.incomplete`), whose response
+//!   is the answer, its `output` filled from the items when it holds none;
+//!   `response.failed` or an `error` event fails the call.
+//!
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
 //!
@@ -214,6 +222,50 @@ struct GeminiState {
     usage: Option<Value>,
 }
 
+#[derive(Debug, Default)]
+struct ResponsesState {
+    response: Option<Map<String, Value>>,
+    /// The output items by their `output_index`, in arrival order.
+    items: Vec<(u64, Map<String, Value>)>,
+    by_index: HashMap<u64, usize>,
+    calls: usize,
+}
+
+impl ResponsesState {
+    /// The item of `index`, started empty when no event started it.
+    fn item(&mut self, index: u64, kind: &str) -> &mut Map<String, Value> {
+        let at = match self.by_index.get(&index) {
+            Some(&at) => at,
+            None => {
+                let mut m = Map::new();
+                m.insert("type".into(), Value::String(kind.into()));
+                self.items.push((index, m));
+                self.by_index.insert(index, self.items.len() - 1);
+                self.items.len() - 1
+            }
+        };
+        &mut self.items[at].1
+    }
+
+    /// Sets the item of `index` (counting function calls).
+    fn set_item(&mut self, index: u64, item: Map<String, Value>) -> Result<(), Error> {
+        let is_call =
+            |m: &Map<String, Value>| m.get("type").and_then(Value::as_str) == Some("function_call");
+        let was_call = self
+            .by_index
+            .get(&index)
+            .is_some_and(|&at| is_call(&self.items[at].1));
+        if is_call(&item) && !was_call {
+            if self.calls >= MAX_TOOL_CALLS {
+                return Err(too_many_calls(self.calls + 1));
+            }
+            self.calls += 1;
+        }
+        *self.item(index, "message") = item;
+        Ok(())
+    }
+}
+
 /// Whether a text part can take more text appended: plain text (or a
 /// thought) with no signature.
 fn open_text(p: &Map<String, Value>) -> bool {
@@ -230,6 +282,7 @@ pub struct Assembler {
     openai: OpenAiState,
     anthropic: AnthropicState,
     gemini: GeminiState,
+    responses: ResponsesState,
     budget: Budget,
     /// `[DONE]` or `message_stop` was seen: later events are ignored.
     done: bool,
@@ -297,6 +350,7 @@ impl Assembler {
             openai: OpenAiState::default(),
             anthropic: AnthropicState::default(),
             gemini: GeminiState::default(),
+            responses: ResponsesState::default(),
             budget: Budget::default(),
             done: false,
             seen: false,
@@ -327,7 +381,95 @@ impl Assembler {
             Style::OpenAi => self.openai_event(data, on_text),
             Style::Anthropic => self.anthropic_event(name, data, on_text),
             Style::Gemini => self.gemini_event(data, on_text),
+            Style::Responses => self.responses_event(name, data, on_text),
         }
+    }
+
+    fn responses_event(
+        &mut self,
+        name: &str,
+        data: &str,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<(), Error> {
+        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(data) else {
+            return Ok(());
+        };
+        let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
+        let s = &mut self.responses;
+        let budget = &mut self.budget;
+        let index = ev.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        let delta = ev.get("delta").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "response.created" | "response.in_progress" => {
+                if let Some(Value::Object(r)) = ev.get("response") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.response = Some(r.clone());
+                }
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                if let Some(Value::Object(item)) = ev.get("item") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.set_item(index, item.clone())?;
+                }
+            }
+            "response.output_text.delta" => {
+                budget.take(delta.len())?;
+                let part = ev.get("content_index").and_then(Value::as_u64).unwrap_or(0);
+                let item = s.item(index, "message");
+                item.entry("role")
+                    .or_insert_with(|| Value::String("assistant".into()));
+                let content = item
+                    .entry("content")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(parts) = content {
+                    let at = usize::try_from(part).unwrap_or(usize::MAX);
+                    if at >= parts.len() && at < MAX_TOOL_CALLS {
+                        budget.take(ENTRY_BYTES * (at + 1 - parts.len()))?;
+                        parts.resize_with(
+                            at + 1,
+                            || serde_json::json!({"type": "output_text", "text": ""}),
+                        );
+                    }
+                    if let Some(Value::Object(p)) = parts.get_mut(at) {
+                        append_string(p, "text", delta, budget)?;
+                    }
+                }
+                if !delta.is_empty() {
+                    on_text(delta);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                budget.take(delta.len())?;
+                if !s.by_index.contains_key(&index) {
+                    let mut call = Map::new();
+                    call.insert("type".into(), Value::String("function_call".into()));
+                    s.set_item(index, call)?;
+                }
+                append_string(s.item(index, "function_call"), "arguments", delta, budget)?;
+            }
+            "response.completed" | "response.incomplete" => {
+                if let Some(Value::Object(r)) = ev.get("response") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.response = Some(r.clone());
+                }
+                self.done = true;
+            }
+            "response.failed" => {
+                let detail = ev
+                    .get("response")
+                    .and_then(|r| r.get("error"))
+                    .filter(|e| !e.is_null())
+                    .cloned()
+                    .unwrap_or(Value::Object(ev.clone()));
+                return Err(provider_stream_error(&detail));
+            }
+            "error" => {
+                let detail = ev.get("error").cloned().unwrap_or(Value::Object(ev));
+                return Err(provider_stream_error(&detail));
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     fn gemini_event(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), Error> {
@@ -659,6 +801,23 @@ impl Assembler {
     /// The answer as the provider would have sent it whole.
     pub fn finish(mut self) -> Value {
         match self.style {
+            Style::Responses => {
+                let s = self.responses;
+                let mut out = s.response.unwrap_or_default();
+                out.entry("object")
+                    .or_insert_with(|| Value::String("response".into()));
+                let has_output = out
+                    .get("output")
+                    .and_then(Value::as_array)
+                    .is_some_and(|o| !o.is_empty());
+                if !has_output {
+                    let mut items = s.items;
+                    items.sort_by_key(|(i, _)| *i);
+                    let items = items.into_iter().map(|(_, m)| Value::Object(m)).collect();
+                    out.insert("output".into(), Value::Array(items));
+                }
+                Value::Object(out)
+            }
             Style::Gemini => {
                 let s = self.gemini;
                 let mut candidate = Map::new();
@@ -789,6 +948,7 @@ fn whole_text(style: Style, answer: &Value) -> String {
             })
             .unwrap_or_default(),
         Style::Gemini => super::gemini::text_of(&super::gemini::model_content(answer)),
+        Style::Responses => super::responses::text_of(super::responses::output(answer)),
     }
 }
 

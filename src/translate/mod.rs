@@ -25,7 +25,7 @@ pub(crate) use crate::provider::prepare;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::json::display_string;
-use crate::provider::{anthropic, gemini};
+use crate::provider::{anthropic, gemini, responses};
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 use node::{Node, Num, ObjectBuilder};
@@ -172,6 +172,7 @@ pub fn provider_body<'a>(
         Style::OpenAi => openai_body(bump, client, request, declared),
         Style::Anthropic => anthropic_body(bump, client, request, declared),
         Style::Gemini => return gemini_body(bump, client, request, declared),
+        Style::Responses => return responses_body(bump, client, request, declared),
     };
     for (k, v) in &client.request_params {
         if !RESERVED_PARAMS.contains(&k.as_str()) {
@@ -312,6 +313,49 @@ fn gemini_body<'a>(
     node::copy_value(bump, &Value::Object(body))
 }
 
+/// The Responses body: `model`, `input` items, `instructions` (chosen as
+/// the Anthropic `system` is), flat function tools (declared first),
+/// `tool_choice`, `maxTokens` as `max_output_tokens`, then `requestParams`
+/// mapped by [`responses::merge_params`] (`previous_response_id` among
+/// them when the host gives one).
+fn responses_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
+    use serde_json::Map;
+    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
+    let (input, hoisted) = responses::input_from_openai(&messages);
+    let system = match (request.system, client.system_prompt.as_deref()) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
+        _ => hoisted,
+    };
+    let tools: Vec<Value> = declared
+        .iter()
+        .chain(request.tools)
+        .map(|t| responses::tool(&t.to_value()))
+        .collect();
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(client.model.clone()));
+    body.insert("input".into(), Value::Array(input));
+    if !helpers::is_blank(&system) {
+        body.insert("instructions".into(), Value::String(system));
+    }
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(c) = request.tool_choice {
+        body.insert("tool_choice".into(), responses::tool_choice(&c.to_value()));
+    }
+    if let Some(n) = request.positive_max_tokens() {
+        body.insert("max_output_tokens".into(), n.to_value());
+    }
+    responses::merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
+    node::copy_value(bump, &Value::Object(body))
+}
+
 // ---------------------------------------------------------------------------
 // the provider's answer (pure)
 // ---------------------------------------------------------------------------
@@ -374,6 +418,7 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
         Style::OpenAi => read_openai(bump, raw),
         Style::Anthropic => read_anthropic(bump, raw),
         Style::Gemini => return read_gemini(bump, model, raw),
+        Style::Responses => return read_responses(bump, model, raw),
     };
     node::object(
         bump,
@@ -416,6 +461,45 @@ fn read_gemini<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
             (
                 "text",
                 Node::Str(bump.alloc_str(&gemini::text_of(&content))),
+            ),
+            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
+            ("finishReason", Node::Str(finish)),
+            ("usage", node::copy_value(bump, &usage)),
+            ("model", Node::Str(model)),
+            ("raw", raw),
+        ],
+    )
+}
+
+/// A Responses answer in OpenAI shape; `usage` adds `reasoningTokens` and
+/// `cachedTokens` when counted.
+fn read_responses<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
+    let value = raw.to_value();
+    let items = responses::output(&value);
+    let calls = responses::calls_of(items);
+    let finish = responses::finish_reason(&value, !calls.is_empty());
+    let u = responses::usage(&value);
+    let mut usage = serde_json::json!({
+        "promptTokens": u.prompt,
+        "completionTokens": u.completion,
+        "totalTokens": u.total,
+    });
+    if u.reasoning > 0 {
+        usage["reasoningTokens"] = u.reasoning.into();
+    }
+    if u.cached > 0 {
+        usage["cachedTokens"] = u.cached.into();
+    }
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"id": c.call_id, "name": c.name, "arguments": c.arguments}))
+        .collect();
+    node::object(
+        bump,
+        &[
+            (
+                "text",
+                Node::Str(bump.alloc_str(&responses::text_of(items))),
             ),
             ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
             ("finishReason", Node::Str(finish)),
