@@ -16,10 +16,13 @@
 //!   whole-call deadline, the cancel token, typed provider errors.
 //! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
 //! - [`sse`]: the one reader of server-sent events.
-//! - [`stream`]: a streamed answer of either dialect assembled into the
+//! - [`stream`]: a streamed answer of any dialect assembled into the
 //!   answer it would have been whole (bounded in bytes and tool calls).
+//! - [`chunks`]: a streamed answer of any dialect re-told as OpenAI
+//!   `chat.completion.chunk` events (streaming translate).
 
 pub mod anthropic;
+pub mod chunks;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod http;

@@ -664,6 +664,132 @@ pub fn translate_json(
 }
 
 // ---------------------------------------------------------------------------
+// streaming translate
+// ---------------------------------------------------------------------------
+
+/// A stream id no other stream of this process shares.
+fn stream_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "chatcmpl-tn{:x}{:x}",
+        nanos & 0xffff_ffff_ffff,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Streaming translate: [`translate_json`]'s request, sent to the
+/// provider as a streamed call (`stream: true`, Gemini's
+/// `streamGenerateContent?alt=sse`), its events re-told as they arrive as
+/// OpenAI `chat.completion.chunk` SSE events through `on_chunk` (see
+/// [`crate::provider::chunks`]); `on_chunk` answers `false` to stop. A
+/// provider that answers with a whole JSON body is re-told from it. The
+/// call is retried only before any of the answer arrived. Gives
+/// `{id, finishReason, chunks}`.
+pub fn translate_stream_json(
+    client: &Value,
+    request_json: &str,
+    declared: &[Value],
+    cancel: Option<&CancelToken>,
+    on_chunk: &mut dyn FnMut(&str) -> bool,
+) -> Result<Value> {
+    use crate::provider::chunks::{write_whole, ChunkWriter, Upstream};
+    use crate::provider::sse::SseParser;
+    let bump = arena_for(request_json.len());
+    let (request, _) = node::parse_source(&bump, request_json)
+        .map_err(|e| Error::invalid_json("request_json", &e))?;
+    let config = ClientConfig::from_json(client)?;
+    let request = Request::from_node(request)?;
+    let declared: Vec<Node> = declared
+        .iter()
+        .map(|d| node::from_value(&bump, d))
+        .collect();
+    let mut body = provider_body(&bump, &config, &request, &declared).to_value();
+    if let Value::Object(b) = &mut body {
+        match config.style {
+            Style::Gemini => {}
+            Style::OpenAi => {
+                b.insert("stream".into(), Value::Bool(true));
+                b.insert(
+                    "stream_options".into(),
+                    serde_json::json!({"include_usage": true}),
+                );
+            }
+            Style::Anthropic | Style::Responses => {
+                b.insert("stream".into(), Value::Bool(true));
+            }
+        }
+    }
+    let encoded = serde_json::to_vec(&body).unwrap_or_default();
+    let call = crate::provider::prepare_for(&config, encoded, true)?;
+    let deadline = call
+        .timeout_ms
+        .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms));
+    let mut writer = ChunkWriter::new(stream_id(), &config.model, on_chunk);
+    let mut upstream = Upstream::new(config.style);
+    let mut parser = SseParser::new();
+    // None: not decided yet; Some(true): events; Some(false): a whole body.
+    let mut events: Option<bool> = None;
+    let mut whole: Vec<u8> = Vec::new();
+    let mut failed: Option<Error> = None;
+    let mut classify = |info: &client::FailedAttempt| Ok(client::default_verdict(info));
+    let mut sink = |mut piece: &[u8]| -> bool {
+        if events.is_none() {
+            let Some(start) = piece.iter().position(|b| !b.is_ascii_whitespace()) else {
+                return true;
+            };
+            piece = &piece[start..];
+            events = Some(piece[0] != b'{');
+        }
+        let result = if events == Some(true) {
+            parser.feed(piece, &mut |name, data| {
+                upstream.event(name, data, &mut writer)
+            })
+        } else if whole.len() + piece.len() > crate::limits::RESPONSE_BODY_BYTES {
+            Err(Error::new(
+                crate::error::ErrorCode::ProviderError,
+                "the provider's answer is larger than the cap of a provider answer",
+            ))
+        } else {
+            whole.extend_from_slice(piece);
+            Ok(())
+        };
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    };
+    let reply = client::send_streaming_until(&call, deadline, cancel, &mut classify, &mut sink)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let finish = match events {
+        Some(true) => {
+            parser.finish(&mut |name, data| upstream.event(name, data, &mut writer))?;
+            writer.end()?
+        }
+        Some(false) => {
+            let raw = node::parse_slice(&bump, &whole)
+                .map_err(|e| client::malformed(&call, reply.status, &e, &whole))?;
+            let answer = read_response(&bump, config.style, &config.model, raw).to_value();
+            write_whole(&answer, &mut writer)?
+        }
+        None => return Err(client::malformed_stream(&call, reply.status, b"")),
+    };
+    Ok(serde_json::json!({
+        "id": writer.id(),
+        "finishReason": finish,
+        "chunks": writer.written,
+    }))
+}
+
+// ---------------------------------------------------------------------------
 // the helpers by their vector names
 // ---------------------------------------------------------------------------
 
