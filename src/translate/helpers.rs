@@ -329,6 +329,17 @@ impl<'a> Conversation<'a> {
         let bump = self.bump;
         let text = content_text(bump, m.get("content"));
         let mut blocks = BVec::new_in(bump);
+        // Thinking blocks a host kept from an answer (`thinking_blocks`) go
+        // back first and unmodified: Anthropic refuses a tool-use turn
+        // without them.
+        if let Some(Node::Array(kept)) = m.get("thinking_blocks") {
+            blocks.extend(kept.iter().copied().filter(|b| {
+                matches!(
+                    b.get("type").and_then(Node::as_str),
+                    Some("thinking" | "redacted_thinking")
+                )
+            }));
+        }
         if !text.is_empty() {
             blocks.push(object(
                 bump,

@@ -433,6 +433,49 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
     )
 }
 
+/// An Anthropic answer to a client that enabled thinking
+/// (`requestParams.thinking`): the answer gets `reasoningContent` (the
+/// thinking text joined) and `thinkingBlocks` (the `thinking` and
+/// `redacted_thinking` blocks as sent, signatures included, to send back on
+/// the assistant message as `thinking_blocks`) when it has any. Without
+/// that param the answer keeps the pinned shape (the blocks stay in `raw`).
+fn with_thinking<'a>(
+    bump: &'a Bump,
+    config: &ClientConfig,
+    answer: Node<'a>,
+    raw: Node<'a>,
+) -> Node<'a> {
+    let Node::Object(entries) = answer else {
+        return answer;
+    };
+    if config.style != Style::Anthropic || !config.request_params.contains_key("thinking") {
+        return answer;
+    }
+    let mut entries = entries.to_vec();
+    anthropic_thinking(bump, raw, &mut entries);
+    node::object(bump, &entries)
+}
+
+fn anthropic_thinking<'a>(bump: &'a Bump, raw: Node<'a>, entries: &mut Vec<(&'a str, Node<'a>)>) {
+    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
+    let mut kept = BVec::new_in(bump);
+    let mut text = bumpalo::collections::String::new_in(bump);
+    for b in blocks {
+        match b.get("type").and_then(Node::as_str) {
+            Some("thinking") => {
+                text.push_str(b.get("thinking").and_then(Node::as_str).unwrap_or(""));
+                kept.push(*b);
+            }
+            Some("redacted_thinking") => kept.push(*b),
+            _ => {}
+        }
+    }
+    if !kept.is_empty() {
+        entries.push(("reasoningContent", Node::Str(text.into_bump_str())));
+        entries.push(("thinkingBlocks", node::array(kept)));
+    }
+}
+
 /// A Gemini answer in OpenAI shape. A tool call keeps its part's thought
 /// signature under `extra_content.google.thought_signature` (send the
 /// assistant message back with it); `usage` adds `reasoningTokens` and
@@ -610,7 +653,12 @@ fn exchange<'a>(
     let bytes: &'a [u8] = reply_slot.get_or_init(|| reply.body);
     let raw =
         node::parse_slice(bump, bytes).map_err(|e| client::malformed(&call, status, &e, bytes))?;
-    let answer = read_response(bump, config.style, model, raw);
+    let answer = with_thinking(
+        bump,
+        config,
+        read_response(bump, config.style, model, raw),
+        raw,
+    );
     Ok((answer, std::str::from_utf8(bytes).ok()))
 }
 
