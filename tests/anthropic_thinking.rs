@@ -4,7 +4,9 @@
 //! intact (as the real API does, with its 400 message). The client loop
 //! (whole and streamed answers) keeps the blocks by itself; translate hands
 //! them to the host (`thinkingBlocks`, `reasoningContent`) and takes them
-//! back from the assistant message's `thinking_blocks`.
+//! back from the assistant message's `thinking_blocks`. Prompt caching:
+//! `cache_control` marks on tools, system parts and message parts reach
+//! Anthropic on the matching blocks, at most four of them.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -285,4 +287,63 @@ fn translate_hands_out_thinking_blocks_and_takes_them_back() {
     let refused = translate(&cfg, &second(false), &[], None).expect_err("without thinking");
     assert_eq!(refused.code, ErrorCode::ProviderError);
     assert!(refused.message.contains("Expected `thinking`"), "{refused}");
+}
+
+#[test]
+fn cache_control_marks_reach_their_blocks_at_most_four() {
+    let server = Strict::start(|_| (200, final_turn().to_string()));
+    let eph = json!({"type": "ephemeral"});
+    let hour = json!({"type": "ephemeral", "ttl": "1h"});
+    let request = json!({
+        "tools": [
+            {"type": "function", "cache_control": hour, "function": {"name": "a", "description": "d",
+                "parameters": {"type": "object", "properties": {"cache_control": {"type": "object"}}}}},
+            {"type": "function", "function": {"name": "b", "cache_control": eph,
+                "parameters": {"type": "object", "properties": {}}}}
+        ],
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "S1"},
+                {"type": "text", "text": "S2", "cache_control": eph}]},
+            {"role": "user", "content": [{"type": "text", "text": "U1", "cache_control": eph}]},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "t1", "type": "function", "function": {"name": "a", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "t1", "content": "r", "cache_control": eph},
+            {"role": "user", "content": "U2", "cache_control": eph}
+        ]
+    });
+    let mut cfg = client(&server.base);
+    cfg.as_object_mut().unwrap().remove("requestParams");
+    translate(&cfg, &request, &[], None).expect("translate");
+    let body = server.bodies()[0].clone();
+    assert_eq!(body["tools"][0]["cache_control"], hour);
+    assert_eq!(body["tools"][1]["cache_control"], eph);
+    assert_eq!(
+        body["tools"][0]["input_schema"]["properties"]["cache_control"],
+        json!({"type": "object"}),
+        "a property named cache_control is not a breakpoint"
+    );
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "S1"}, {"type": "text", "text": "S2", "cache_control": eph}])
+    );
+    assert_eq!(
+        body["messages"][0],
+        json!({"role": "user", "content": [{"type": "text", "text": "U1", "cache_control": eph}]})
+    );
+    // Six marks asked for: the tool result's and the last user's are past
+    // the cap of four and dropped.
+    let text = body["messages"].to_string();
+    assert_eq!(text.matches("cache_control").count(), 1, "{text}");
+    assert_eq!(
+        body["messages"][3],
+        json!({"role": "user", "content": [{"type": "text", "text": "U2"}]})
+    );
+
+    // Without marks the body is as before: system a string, content strings.
+    let plain =
+        json!({"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]});
+    translate(&cfg, &plain, &[], None).expect("plain");
+    let body = server.bodies()[1].clone();
+    assert_eq!(body["system"], "S");
+    assert_eq!(body["messages"], json!([{"role": "user", "content": "U"}]));
 }

@@ -227,6 +227,7 @@ fn every_anthropic_request_we_send_passes_the_anthropic_sdk_types() {
         Canned::json(200, &done),
         Canned::json(200, &use_tool),
         Canned::json(200, &done),
+        Canned::json(200, &done),
     ]);
     let cfg = json!({"baseUrl": mock.base(), "style": "anthropic", "model": "claude", "apiKey": "ak-1",
         "retries": 0, "systemPrompt": "Be brief.",
@@ -268,11 +269,27 @@ fn every_anthropic_request_we_send_passes_the_anthropic_sdk_types() {
             RunData::default(),
         )
         .expect("run");
+    // Prompt caching marks on a tool, a system part and message parts.
+    let eph = json!({"type": "ephemeral"});
+    translate(
+        &json!({"baseUrl": mock.base(), "style": "anthropic", "model": "claude", "apiKey": "ak-1", "retries": 0}),
+        &json!({"tools": [{"type": "function", "cache_control": eph,
+                "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}],
+            "messages": [
+                {"role": "system", "content": [{"type": "text", "text": "S", "cache_control": eph}]},
+                {"role": "user", "content": [{"type": "text", "text": "U", "cache_control": eph}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "A", "cache_control": eph}]},
+                {"role": "user", "content": "again", "cache_control": eph}]}),
+        &[],
+        None,
+    )
+    .expect("cached");
     let bodies: Vec<(&str, Value)> = mock
         .requests()
         .iter()
         .map(|r| ("anthropic", r.json_body()))
         .collect();
-    assert_eq!(bodies.len(), 4);
+    assert_eq!(bodies.len(), 5);
+    assert!(bodies[4].1.to_string().matches("cache_control").count() == 4);
     validate(&bodies);
 }

@@ -179,7 +179,65 @@ pub fn provider_body<'a>(
             body.insert(k, node::from_value(bump, v));
         }
     }
-    body.build()
+    let body = body.build();
+    if client.style == Style::Anthropic {
+        return cap_cache_breakpoints(bump, body);
+    }
+    body
+}
+
+/// Anthropic takes at most this many `cache_control` breakpoints.
+const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+/// Keeps the first [`MAX_CACHE_BREAKPOINTS`] `cache_control` breakpoints of
+/// an Anthropic body in its render order (tools, system blocks, message
+/// content blocks) and drops the rest (Anthropic refuses the request
+/// otherwise). Only those places count: a tool schema may well have a
+/// property named `cache_control`. A body within the cap is returned as
+/// it is.
+fn cap_cache_breakpoints<'a>(bump: &'a Bump, body: Node<'a>) -> Node<'a> {
+    /// The blocks that may carry a breakpoint, in render order.
+    fn blocks<'n>(body: Node<'n>) -> impl Iterator<Item = Node<'n>> {
+        let list = |k: &str| body.get(k).and_then(Node::as_array).unwrap_or(&[]);
+        let contents = list("messages")
+            .iter()
+            .flat_map(|m| m.get("content").and_then(Node::as_array).unwrap_or(&[]));
+        list("tools")
+            .iter()
+            .chain(list("system"))
+            .chain(contents)
+            .copied()
+    }
+    let marked = |b: Node| b.get("cache_control").is_some_and(|c| c.is_object());
+    if blocks(body).filter(|b| marked(*b)).count() <= MAX_CACHE_BREAKPOINTS {
+        return body;
+    }
+    let mut v = body.to_value();
+    let mut left = MAX_CACHE_BREAKPOINTS;
+    let mut keep = |block: &mut Value| {
+        if let Some(m) = block.as_object_mut() {
+            if m.get("cache_control").is_some_and(Value::is_object) {
+                if left == 0 {
+                    m.shift_remove("cache_control");
+                } else {
+                    left -= 1;
+                }
+            }
+        }
+    };
+    for key in ["tools", "system"] {
+        if let Some(Value::Array(list)) = v.get_mut(key) {
+            list.iter_mut().for_each(&mut keep);
+        }
+    }
+    if let Some(Value::Array(messages)) = v.get_mut("messages") {
+        for m in messages {
+            if let Some(Value::Array(content)) = m.get_mut("content") {
+                content.iter_mut().for_each(&mut keep);
+            }
+        }
+    }
+    node::copy_value(bump, &v)
 }
 
 fn openai_body<'a>(
@@ -232,10 +290,10 @@ fn anthropic_body<'a>(
     let converted = helpers::openai_messages_to_anthropic(bump, request.messages);
     // request.system (even "") > a non-blank client systemPrompt > the
     // system/developer messages hoisted out of the conversation.
-    let system = match (request.system, client.system_prompt.as_deref()) {
-        (Some(s), _) => s,
-        (None, Some(p)) if !helpers::is_blank(p) => p,
-        _ => converted.system,
+    let (system, system_blocks) = match (request.system, client.system_prompt.as_deref()) {
+        (Some(s), _) => (s, None),
+        (None, Some(p)) if !helpers::is_blank(p) => (p, None),
+        _ => (converted.system, converted.system_blocks),
     };
     let mut tools = BVec::with_capacity_in(declared.len() + request.tools.len(), bump);
     tools.extend(declared.iter().map(|t| declared_to_anthropic(bump, *t)));
@@ -249,8 +307,10 @@ fn anthropic_body<'a>(
             .unwrap_or(Node::Number(Num::Pos(anthropic::DEFAULT_MAX_TOKENS))),
     );
     body.push("messages", Node::Array(converted.messages));
-    if !helpers::is_blank(system) {
-        body.push("system", Node::Str(system));
+    match system_blocks {
+        Some(blocks) if !blocks.is_empty() => body.push("system", Node::Array(blocks)),
+        _ if !helpers::is_blank(system) => body.push("system", Node::Str(system)),
+        _ => {}
     }
     if !tools.is_empty() {
         body.push("tools", node::array(tools));
