@@ -152,6 +152,16 @@ typedef void (*tn_serve_on_call)(void *user_data,
                                  const char *event_json);
 
 /*
+ Gets each chunk of `tn_translate_stream`: one whole server-sent event
+ (`data: {...}\n\n`, or `data: [DONE]\n\n` last), NUL-terminated and
+ borrowed for the call. Returns 0 to go on, anything else to stop the
+ stream (the call then returns `TN_CANCELLED`). Runs on the calling
+ thread, in order.
+ */
+typedef int32_t (*tn_chunk_callback)(void *user_data,
+                                     const char *chunk);
+
+/*
  Success.
  */
 #define TN_OK 0
@@ -1067,6 +1077,31 @@ tn_status tn_translate(const char *client_json,
                        const tn_toolkit *toolkit,
                        const tn_cancel *cancel,
                        char **out_json);
+
+/*
+ Streaming translate: `tn_translate`'s request sent as a streamed
+ provider call (any `style`), its answer handed to `on_chunk` as it
+ arrives, re-told as OpenAI `chat.completion.chunk` server-sent events:
+ one stable `id`, the role first, each tool call started with `index`,
+ `id`, `type` and `function.name`, then argument fragments by `index`,
+ `finish_reason` on the last choice chunk only, a `usage` chunk with
+ `choices: []`, then `data: [DONE]`; thinking as `reasoning_content`.
+ Nothing is retried once any of the answer arrived. `*out_json`
+ receives `{id, finishReason, chunks}` or the error JSON (an error after
+ chunks were sent ends the stream without `[DONE]`).
+
+ # Safety
+ Strings are NULL or NUL-terminated; `toolkit` and `cancel` are NULL or
+ live; `on_chunk` is a function that may be called with `user_data` on
+ this thread; `out_json` is NULL or points to a writable pointer.
+ */
+tn_status tn_translate_stream(const char *client_json,
+                              const char *request_json,
+                              const tn_toolkit *toolkit,
+                              const tn_cancel *cancel,
+                              tn_chunk_callback on_chunk,
+                              void *user_data,
+                              char **out_json);
 
 /*
  Calls one of the pure translate helpers by its conformance name

@@ -377,7 +377,7 @@ fn unknown_keys_and_bad_types_are_invalid_config_naming_the_key() {
             "requestParams",
         ),
         (
-            json!({"baseUrl": base, "model": "m", "style": "gemini"}),
+            json!({"baseUrl": base, "model": "m", "style": "cohere"}),
             hi(),
             "style",
         ),

@@ -42,10 +42,14 @@ pub fn estimate(messages: &[Value]) -> u64 {
         .sum()
 }
 
-/// A user message that starts a turn: not an Anthropic tool-result carrier.
+/// A user message that starts a turn: not an Anthropic tool-result carrier
+/// nor a Gemini function-response content.
 fn is_boundary(m: &Value) -> bool {
     if m.get("role").and_then(Value::as_str) != Some("user") {
         return false;
+    }
+    if let Some(Value::Array(parts)) = m.get("parts") {
+        return !parts.iter().any(|p| p.get("functionResponse").is_some());
     }
     match m.get("content") {
         Some(Value::Array(blocks)) => !blocks
@@ -219,6 +223,15 @@ mod tests {
             .expect("ok")
             .expect("compacts");
         assert_eq!(out.len(), 1, "the whole body summarized, empty tail");
+    }
+
+    #[test]
+    fn a_gemini_function_response_is_not_a_boundary() {
+        let results = json!({"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {"output": "x"}}}]});
+        assert!(!is_boundary(&results));
+        assert!(is_boundary(
+            &json!({"role": "user", "parts": [{"text": "next"}]})
+        ));
     }
 
     #[test]

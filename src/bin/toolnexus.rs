@@ -213,6 +213,8 @@ enum AgentsCommand {
 enum Style {
     Openai,
     Anthropic,
+    Gemini,
+    Responses,
 }
 
 #[derive(Args, Clone)]
@@ -884,6 +886,8 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>, show: Show) -> Res
     let style = match c.style {
         Style::Openai => "openai",
         Style::Anthropic => "anthropic",
+        Style::Gemini => "gemini",
+        Style::Responses => "responses",
     };
     cfg.insert("style".into(), json!(style));
     cfg.insert("model".into(), json!(c.model));

@@ -328,6 +328,18 @@ impl Client {
     pub fn declarations(&self, toolkit: &Toolkit) -> Result<Vec<Value>> {
         match self.config.style {
             Style::OpenAi => Ok(toolkit.openai_declarations()),
+            // Gemini-safe schemas on the way to Gemini only (the toolkit
+            // and its `gemini` render keep the full ones).
+            Style::Gemini => Ok(toolkit
+                .openai_declarations()
+                .iter()
+                .map(crate::provider::gemini::declaration)
+                .collect()),
+            Style::Responses => Ok(toolkit
+                .openai_declarations()
+                .iter()
+                .map(crate::provider::responses::tool)
+                .collect()),
             Style::Anthropic => {
                 let text = toolkit.render("anthropic")?;
                 match serde_json::from_str(&text) {
@@ -407,7 +419,7 @@ impl Client {
         } else {
             Vec::new()
         };
-        messages.push(shape::user_message(&request.prompt));
+        messages.push(shape::user_message_for(self.config.style, &request.prompt));
         let mut run = self.start(toolkit, cancel, data, messages, system)?;
         run.streaming = streaming;
         let outcome = run.drive(0);

@@ -52,7 +52,7 @@ pub struct HttpProvider {
 impl Provider for HttpProvider {
     fn complete(&self, exchange: Exchange<'_>) -> Result<Value> {
         let encoded = exchange.body.encode();
-        let call = provider::prepare(&self.config, encoded)?;
+        let call = provider::prepare_for(&self.config, encoded, exchange.on_text.is_some())?;
         let reply = match exchange.on_text {
             None => http::send_until(
                 &call,

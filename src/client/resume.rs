@@ -30,8 +30,9 @@ use crate::toolkit::Toolkit;
 use serde_json::Value;
 use std::collections::HashMap;
 
-/// A result already in the transcript: an openai `tool` message or an
-/// anthropic `tool_result` block, kept verbatim.
+/// A result already in the transcript: an openai `tool` message, an
+/// anthropic `tool_result` block or a gemini `functionResponse` part with
+/// the media parts after it (an array), kept verbatim.
 struct Kept(Value);
 
 /// Where the halted turn is and what it holds.
@@ -45,8 +46,14 @@ struct Halted {
 
 fn result_id(style: Style, v: &Value) -> Option<String> {
     let key = match style {
-        Style::OpenAi => "tool_call_id",
+        Style::OpenAi | Style::Responses => "tool_call_id",
         Style::Anthropic => "tool_use_id",
+        Style::Gemini => {
+            return v
+                .pointer("/functionResponse/id")?
+                .as_str()
+                .map(str::to_string)
+        }
     };
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
@@ -61,8 +68,10 @@ fn find_halted(style: Style, history: &[Value]) -> Result<Halted> {
     let index = history
         .iter()
         .rposition(|m| {
-            m.get("role").and_then(Value::as_str) == Some("assistant")
-                && !shape::calls_of(style, m).is_empty()
+            matches!(
+                m.get("role").and_then(Value::as_str),
+                Some("assistant" | "model")
+            ) && !shape::calls_of(style, m).is_empty()
         })
         .ok_or_else(|| not_halted("no assistant message with tool calls"))?;
     let calls = shape::calls_of(style, &history[index]);
@@ -90,6 +99,31 @@ fn find_halted(style: Style, history: &[Value]) -> Result<Halted> {
                     let id = result_id(style, b)
                         .ok_or_else(|| not_halted("a tool_result block without tool_use_id"))?;
                     present.push((id, Kept(b.clone())));
+                }
+            }
+            (Style::Gemini, Some("user")) => {
+                let parts = m.get("parts").and_then(Value::as_array).ok_or_else(|| {
+                    not_halted("a user content after the function calls without parts")
+                })?;
+                for p in parts {
+                    if p.get("functionResponse").is_some() {
+                        // A response without an id answers the call in its
+                        // position (Gemini sent that call no id either).
+                        let id = result_id(style, p).unwrap_or_else(|| {
+                            format!(
+                                "{}{}",
+                                crate::provider::gemini::SYNTHETIC_ID_PREFIX,
+                                present.len()
+                            )
+                        });
+                        present.push((id, Kept(Value::Array(vec![p.clone()]))));
+                    } else if let Some((_, Kept(Value::Array(group)))) = present.last_mut() {
+                        group.push(p.clone());
+                    } else {
+                        return Err(not_halted(
+                            "a user content after the function calls that is not function responses",
+                        ));
+                    }
                 }
             }
             _ => return Err(not_halted("a message after the tool results")),
@@ -149,6 +183,11 @@ pub(super) fn resume(
         ));
     }
     let style = client.config.style;
+    if style == Style::Responses {
+        return Err(Error::invalid_argument(
+            "resume: a run of the responses style cannot be resumed yet (its transcript is flat items, not messages)",
+        ));
+    }
     let halted = find_halted(style, &request.history)?;
     // The halted call: the one of the last result present (its
     // placeholder), or the first call when none is.
@@ -224,9 +263,10 @@ pub(super) fn resume(
     for slot in slots {
         let settled = match slot {
             Slot::Kept(Kept(v)) => {
-                match style {
-                    Style::OpenAi => kept_messages.push(v),
-                    Style::Anthropic => fed_blocks.push(v),
+                match (style, v) {
+                    (Style::OpenAi | Style::Responses, v) => kept_messages.push(v),
+                    (Style::Gemini, Value::Array(group)) => fed_blocks.extend(group),
+                    (_, v) => fed_blocks.push(v),
                 }
                 continue;
             }
@@ -244,8 +284,11 @@ pub(super) fn resume(
             parts: &settled.result.parts,
         };
         match style {
-            Style::OpenAi => kept_messages.extend(shape::result_messages(style, &[fed])),
+            Style::OpenAi | Style::Responses => {
+                kept_messages.extend(shape::result_messages(style, &[fed]))
+            }
             Style::Anthropic => fed_blocks.push(shape::anthropic_block(&fed)),
+            Style::Gemini => fed_blocks.extend(shape::gemini_parts(&fed)),
         }
         run.emit(|| Event::ToolResult {
             id: &settled.call.id,
@@ -256,10 +299,14 @@ pub(super) fn resume(
         records.push(settled.record());
     }
     match style {
-        Style::OpenAi => run.messages.extend(kept_messages),
+        Style::OpenAi | Style::Responses => run.messages.extend(kept_messages),
         Style::Anthropic => run.messages.push(serde_json::json!({
             "role": "user",
             "content": fed_blocks,
+        })),
+        Style::Gemini => run.messages.push(serde_json::json!({
+            "role": "user",
+            "parts": fed_blocks,
         })),
     }
     run.tool_calls.extend(records);

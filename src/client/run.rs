@@ -205,7 +205,7 @@ impl Run<'_> {
                 // Refused before any of them runs.
                 return Err(stream::too_many_calls(calls.len()));
             }
-            self.messages.push(message);
+            shape::append_turn(&mut self.messages, message);
             if calls.is_empty() {
                 let text = shape::final_text(self.style(), &raw);
                 return Ok(self.finish(text, Status::Done));
@@ -270,10 +270,14 @@ impl Run<'_> {
         // §8A: a transcript holding content parts goes out with them as the
         // style's blocks; one without parts goes out as it is.
         let wired;
-        let messages: &[Value] = if crate::parts::transcript_has_parts(&self.messages) {
+        // Gemini results carry their media as parts already
+        // (shape::gemini_parts); responses results carry text only.
+        let messages: &[Value] = if matches!(self.style(), Style::OpenAi | Style::Anthropic)
+            && crate::parts::transcript_has_parts(&self.messages)
+        {
             let style = match self.style() {
                 Style::OpenAi => crate::parts::BlockStyle::OpenAi,
-                Style::Anthropic => crate::parts::BlockStyle::Anthropic,
+                _ => crate::parts::BlockStyle::Anthropic,
             };
             wired = crate::parts::wire_messages(style, &self.messages, &Default::default())
                 .map_err(|e| {

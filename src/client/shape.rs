@@ -1,17 +1,21 @@
-//! The two wire styles of the loop (SPEC §8): the request body, the
+//! The wire styles of the loop (SPEC §8): the request body, the
 //! assistant turn and tool calls read off a response, the tool results fed
 //! back, and the usage. Messages stay in the provider's own shape throughout:
 //! the transcript is what the provider sent and will be sent back verbatim.
 
 use crate::provider::anthropic::DEFAULT_MAX_TOKENS as ANTHROPIC_MAX_TOKENS;
-use crate::provider::{Style, RESERVED_PARAMS};
+use crate::provider::{gemini, responses, Style, RESERVED_PARAMS};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 
 /// One provider request body, borrowing the run's transcript and tools.
 /// openai: `{model, messages, tools?, tool_choice:"auto"?}` with the system
 /// text already a message; anthropic: `{model, max_tokens, system, messages,
-/// tools?}`. `requestParams` are merged last and win (SPEC §8 Gap 1).
+/// tools?}`; gemini: `{contents, systemInstruction?, tools?}` (the model is in
+/// the URL, the transcript is the `contents`, the tools are the
+/// declarations in one `functionDeclarations` wrapper).
+/// `requestParams` are merged last and win (SPEC §8 Gap 1); on gemini they
+/// are mapped by [`gemini::merge_params`].
 pub struct Body<'a> {
     pub style: Style,
     pub model: &'a str,
@@ -31,6 +35,7 @@ enum Part<'a> {
     Value(&'a Value),
     Number(u64),
     Bool(bool),
+    Owned(Value),
 }
 
 impl Serialize for Part<'_> {
@@ -41,6 +46,7 @@ impl Serialize for Part<'_> {
             Part::Value(v) => v.serialize(s),
             Part::Number(n) => s.serialize_u64(*n),
             Part::Bool(b) => s.serialize_bool(*b),
+            Part::Owned(v) => v.serialize(s),
         }
     }
 }
@@ -57,6 +63,8 @@ impl<'a> Body<'a> {
                     e.push(("tool_choice", Part::Str("auto")));
                 }
             }
+            Style::Gemini => return self.gemini_entries(),
+            Style::Responses => return self.responses_entries(),
             Style::Anthropic => {
                 e.push(("max_tokens", Part::Number(ANTHROPIC_MAX_TOKENS)));
                 e.push(("system", Part::Str(self.system)));
@@ -79,6 +87,72 @@ impl<'a> Body<'a> {
             match e.iter_mut().find(|(name, _)| *name == k.as_str()) {
                 Some(slot) => slot.1 = Part::Value(v),
                 None => e.push((k.as_str(), Part::Value(v))),
+            }
+        }
+        e
+    }
+
+    /// The gemini body (streaming is the endpoint's business, not the
+    /// body's).
+    fn gemini_entries(&self) -> Vec<(&'a str, Part<'a>)> {
+        let mut e: Vec<(&'a str, Part<'a>)> = Vec::with_capacity(4 + self.params.len());
+        e.push(("contents", Part::Values(self.messages)));
+        if !self.system.trim().is_empty() {
+            e.push((
+                "systemInstruction",
+                Part::Owned(gemini::system_instruction(self.system)),
+            ));
+        }
+        if let Some(t) = gemini::tools_value(self.tools) {
+            e.push(("tools", Part::Owned(t)));
+        }
+        let mut mapped = Map::new();
+        gemini::merge_params(&mut mapped, self.params, &RESERVED_PARAMS);
+        for (k, v) in mapped {
+            // Every mapped key is a param's own or generationConfig.
+            let k: &'a str = match self.params.get_key_value(&k) {
+                _ if k == "generationConfig" => "generationConfig",
+                Some((key, _)) => key.as_str(),
+                None => continue,
+            };
+            match e.iter_mut().find(|(name, _)| *name == k) {
+                Some(slot) => slot.1 = Part::Owned(v),
+                None => e.push((k, Part::Owned(v))),
+            }
+        }
+        e
+    }
+
+    /// The responses body: `{model, input, instructions?, tools?,
+    /// tool_choice:"auto"?, stream?}`, then the mapped `requestParams`.
+    fn responses_entries(&self) -> Vec<(&'a str, Part<'a>)> {
+        let mut e: Vec<(&'a str, Part<'a>)> = Vec::with_capacity(6 + self.params.len());
+        e.push(("model", Part::Str(self.model)));
+        e.push(("input", Part::Values(self.messages)));
+        if !self.system.trim().is_empty() {
+            e.push(("instructions", Part::Str(self.system)));
+        }
+        if !self.tools.is_empty() {
+            e.push(("tools", Part::Values(self.tools)));
+            e.push(("tool_choice", Part::Str("auto")));
+        }
+        if self.stream {
+            e.push(("stream", Part::Bool(true)));
+        }
+        let mut mapped = Map::new();
+        responses::merge_params(&mut mapped, self.params, &RESERVED_PARAMS);
+        for (k, v) in mapped {
+            // Every mapped key is a param's own or one of these.
+            let k: &'a str = match self.params.get_key_value(&k) {
+                _ if k == "max_output_tokens" => "max_output_tokens",
+                _ if k == "reasoning" => "reasoning",
+                _ if k == "text" => "text",
+                Some((key, _)) => key.as_str(),
+                None => continue,
+            };
+            match e.iter_mut().find(|(name, _)| *name == k) {
+                Some(slot) => slot.1 = Part::Owned(v),
+                None => e.push((k, Part::Owned(v))),
             }
         }
         e
@@ -159,6 +233,21 @@ pub fn assistant_message(style: Style, raw: &Value) -> Value {
             "role": "assistant",
             "content": raw.get("content").cloned().unwrap_or(Value::Array(Vec::new())),
         }),
+        // The candidate's content as Gemini sent it: every part, thought
+        // signatures included, goes back verbatim on later steps.
+        Style::Gemini => gemini::model_content(raw),
+        // Every output item (reasoning, messages, calls); the loop appends
+        // them to its transcript one by one (see [`append_turn`]).
+        Style::Responses => Value::Array(responses::output(raw).to_vec()),
+    }
+}
+
+/// Appends an assistant turn to a transcript: the responses style's list of
+/// items one by one, any other style's message as it is.
+pub fn append_turn(messages: &mut Vec<Value>, turn: Value) {
+    match turn {
+        Value::Array(items) => messages.extend(items),
+        message => messages.push(message),
     }
 }
 
@@ -199,6 +288,28 @@ pub fn calls_of(style: Style, message: &Value) -> Vec<Call> {
                     .collect()
             })
             .unwrap_or_default(),
+        Style::Responses => {
+            let items = match message {
+                Value::Array(items) => items.as_slice(),
+                item => std::slice::from_ref(item),
+            };
+            responses::calls_of(items)
+                .into_iter()
+                .map(|c| Call {
+                    args: args_of(Some(&Value::String(c.arguments))),
+                    id: c.call_id,
+                    name: c.name,
+                })
+                .collect()
+        }
+        Style::Gemini => gemini::calls_of(message)
+            .into_iter()
+            .map(|c| Call {
+                id: c.id,
+                name: c.name,
+                args: c.args,
+            })
+            .collect(),
     }
 }
 
@@ -222,14 +333,32 @@ pub fn final_text(style: Style, raw: &Value) -> String {
             .and_then(Value::as_array)
             .map(|blocks| join_texts(blocks, "text"))
             .unwrap_or_default(),
+        Style::Gemini => gemini::text_of(&gemini::model_content(raw)),
+        Style::Responses => responses::text_of(responses::output(raw)),
     }
 }
 
 /// The text at the turn limit: the last assistant message's string content
-/// (openai), always "" (anthropic), as the recorded port does.
+/// (openai), always "" (anthropic), as the recorded port does; the last
+/// model turn's visible text (gemini).
 pub fn text_at_limit(style: Style, messages: &[Value]) -> String {
     match style {
         Style::Anthropic => String::new(),
+        Style::Gemini => messages
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("model"))
+            .map(gemini::text_of)
+            .unwrap_or_default(),
+        Style::Responses => messages
+            .iter()
+            .rev()
+            .find(|m| {
+                m.get("type").and_then(Value::as_str) == Some("message")
+                    && m.get("role").and_then(Value::as_str) == Some("assistant")
+            })
+            .map(|m| responses::text_of(std::slice::from_ref(m)))
+            .unwrap_or_default(),
         Style::OpenAi => messages
             .iter()
             .rev()
@@ -266,18 +395,31 @@ impl Usage {
     /// Adds one response's usage: OpenAI prompt/completion/total_tokens,
     /// Anthropic input/output_tokens (total = their sum).
     pub fn add(&mut self, style: Style, raw: &Value) {
+        let counted = match style {
+            Style::Gemini => Some(gemini::usage(raw)).map(|u| (u.prompt, u.completion, u.total)),
+            Style::Responses => {
+                Some(responses::usage(raw)).map(|u| (u.prompt, u.completion, u.total))
+            }
+            _ => None,
+        };
+        if let Some((p, c, t)) = counted {
+            self.prompt = self.prompt.saturating_add(p);
+            self.completion = self.completion.saturating_add(c);
+            self.total = self.total.saturating_add(t);
+            return;
+        }
         let Some(u) = raw.get("usage").filter(|u| u.is_object()) else {
             return;
         };
         let (p, c) = match style {
             Style::OpenAi => ("prompt_tokens", "completion_tokens"),
-            Style::Anthropic => ("input_tokens", "output_tokens"),
+            _ => ("input_tokens", "output_tokens"),
         };
         let p = count(u.get(p)).unwrap_or(0);
         let c = count(u.get(c)).unwrap_or(0);
         let t = match style {
             Style::OpenAi => count(u.get("total_tokens")).unwrap_or(p.saturating_add(c)),
-            Style::Anthropic => p.saturating_add(c),
+            _ => p.saturating_add(c),
         };
         self.prompt = self.prompt.saturating_add(p);
         self.completion = self.completion.saturating_add(c);
@@ -325,8 +467,31 @@ pub fn anthropic_block(f: &Fed) -> Value {
     block
 }
 
+/// The gemini `functionResponse` part of one result, followed by its
+/// media parts as `inlineData` (or `fileData` for a linked one); text parts
+/// are already in the output.
+pub fn gemini_parts(f: &Fed) -> Vec<Value> {
+    let mut parts = vec![gemini::function_response(
+        f.id, f.name, f.output, f.is_error,
+    )];
+    for p in f.parts {
+        let mime = p.mime_type.as_deref().unwrap_or("application/octet-stream");
+        match (&p.data, &p.url) {
+            (Some(data), _) => {
+                parts.push(json!({"inlineData": {"mimeType": mime, "data": data}}));
+            }
+            (None, Some(url)) => {
+                parts.push(json!({"fileData": {"mimeType": mime, "fileUri": url}}));
+            }
+            _ => {}
+        }
+    }
+    parts
+}
+
 /// The provider's tool-result shape: openai one `tool` message per call,
-/// anthropic one `user` message of `tool_result` blocks.
+/// anthropic one `user` message of `tool_result` blocks, gemini one `user`
+/// content of `functionResponse` parts (the output wrapped in an object).
 pub fn result_messages(style: Style, fed: &[Fed]) -> Vec<Value> {
     match style {
         Style::OpenAi => fed
@@ -344,6 +509,14 @@ pub fn result_messages(style: Style, fed: &[Fed]) -> Vec<Value> {
             "role": "user",
             "content": fed.iter().map(anthropic_block).collect::<Vec<_>>(),
         })],
+        Style::Gemini => vec![json!({
+            "role": "user",
+            "parts": fed.iter().flat_map(gemini_parts).collect::<Vec<_>>(),
+        })],
+        Style::Responses => fed
+            .iter()
+            .map(|f| json!({"type": "function_call_output", "call_id": f.id, "output": f.output}))
+            .collect(),
     }
 }
 
@@ -354,4 +527,12 @@ pub fn system_message(system: &str) -> Value {
 
 pub fn user_message(prompt: &str) -> Value {
     json!({"role": "user", "content": prompt})
+}
+
+/// The user turn a run starts with, in the style's shape.
+pub fn user_message_for(style: Style, prompt: &str) -> Value {
+    match style {
+        Style::Gemini => json!({"role": "user", "parts": [{"text": prompt}]}),
+        _ => user_message(prompt),
+    }
 }

@@ -5,7 +5,7 @@ use crate::cancel::CancelToken;
 use crate::error::Error;
 use crate::translate;
 use serde_json::Value;
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void, CString};
 
 /// A cancel token for `tn_translate`: trigger it from any thread to abort
 /// the call that was given it (status `TN_CANCELLED`). Freed with
@@ -106,6 +106,74 @@ pub unsafe extern "C" fn tn_translate(
         // SAFETY: NULL or live by contract.
         let token = unsafe { cancel.as_ref() }.map(|c| c.token.clone());
         translate::translate_json(&client, request, &declared, token.as_ref())
+    })
+}
+
+/// Gets each chunk of `tn_translate_stream`: one whole server-sent event
+/// (`data: {...}\n\n`, or `data: [DONE]\n\n` last), NUL-terminated and
+/// borrowed for the call. Returns 0 to go on, anything else to stop the
+/// stream (the call then returns `TN_CANCELLED`). Runs on the calling
+/// thread, in order.
+#[allow(non_camel_case_types)]
+pub type tn_chunk_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, chunk: *const c_char) -> i32>;
+
+/// Streaming translate: `tn_translate`'s request sent as a streamed
+/// provider call (any `style`), its answer handed to `on_chunk` as it
+/// arrives, re-told as OpenAI `chat.completion.chunk` server-sent events:
+/// one stable `id`, the role first, each tool call started with `index`,
+/// `id`, `type` and `function.name`, then argument fragments by `index`,
+/// `finish_reason` on the last choice chunk only, a `usage` chunk with
+/// `choices: []`, then `data: [DONE]`; thinking as `reasoning_content`.
+/// Nothing is retried once any of the answer arrived. `*out_json`
+/// receives `{id, finishReason, chunks}` or the error JSON (an error after
+/// chunks were sent ends the stream without `[DONE]`).
+///
+/// # Safety
+/// Strings are NULL or NUL-terminated; `toolkit` and `cancel` are NULL or
+/// live; `on_chunk` is a function that may be called with `user_data` on
+/// this thread; `out_json` is NULL or points to a writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tn_translate_stream(
+    client_json: *const c_char,
+    request_json: *const c_char,
+    toolkit: *const tn_toolkit,
+    cancel: *const tn_cancel,
+    on_chunk: tn_chunk_callback,
+    user_data: *mut c_void,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_json, || {
+        // SAFETY: forwarded from this function's contract.
+        let (client, request) = unsafe {
+            (
+                read_str(client_json, "client_json")?,
+                read_str(request_json, "request_json")?,
+            )
+        };
+        let Some(callback) = on_chunk else {
+            return Err(Error::invalid_argument("on_chunk is NULL"));
+        };
+        let client = parse(client, "client_json")?;
+        let declared = if toolkit.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: non-NULL and live by contract.
+            unsafe { super::read_toolkit(toolkit) }?.openai_declarations()
+        };
+        // SAFETY: NULL or live by contract.
+        let token = unsafe { cancel.as_ref() }.map(|c| c.token.clone());
+        let mut emit = |chunk: &str| -> bool {
+            // JSON text and the SSE framing hold no NUL byte.
+            let Ok(text) = CString::new(chunk) else {
+                return false;
+            };
+            // SAFETY: the host's callback with its own user_data, on this
+            // thread; the chunk outlives the call.
+            unsafe { callback(user_data, text.as_ptr()) == 0 }
+        };
+        translate::translate_stream_json(&client, request, &declared, token.as_ref(), &mut emit)
+            .map(|v| v.to_string())
     })
 }
 

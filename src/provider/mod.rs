@@ -8,16 +8,26 @@
 //!   clamps of its JSON.
 //! - [`openai`]: the OpenAI chat-completions dialect's tables.
 //! - [`anthropic`]: the Anthropic messages dialect's tables.
+//! - [`gemini`]: the Gemini `generateContent` dialect: its tables and its
+//!   conversions; [`gemini_schema`] makes a tool schema Gemini-safe.
+//! - [`responses`]: the OpenAI Responses dialect: its tables and its
+//!   conversions.
 //! - [`http`]: the provider call: retries, backoff, `Retry-After`, the
 //!   whole-call deadline, the cancel token, typed provider errors.
 //! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
 //! - [`sse`]: the one reader of server-sent events.
-//! - [`stream`]: a streamed answer of either dialect assembled into the
+//! - [`stream`]: a streamed answer of any dialect assembled into the
 //!   answer it would have been whole (bounded in bytes and tool calls).
+//! - [`chunks`]: a streamed answer of any dialect re-told as OpenAI
+//!   `chat.completion.chunk` events (streaming translate).
 
 pub mod anthropic;
+pub mod chunks;
+pub mod gemini;
+pub mod gemini_schema;
 pub mod http;
 pub mod openai;
+pub mod responses;
 pub mod sse;
 pub mod stream;
 pub(crate) mod wire;
@@ -31,6 +41,21 @@ use serde_json::{Map, Value};
 pub enum Style {
     OpenAi,
     Anthropic,
+    Gemini,
+    /// OpenAI's Responses API (`/responses`).
+    Responses,
+}
+
+impl Style {
+    /// The style's name in a client's JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Style::OpenAi => "openai",
+            Style::Anthropic => "anthropic",
+            Style::Gemini => "gemini",
+            Style::Responses => "responses",
+        }
+    }
 }
 
 pub const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams";
@@ -62,6 +87,13 @@ pub struct ClientConfig {
     pub retryable_statuses: Vec<u16>,
     pub timeout_ms: Option<u64>,
     pub request_params: Map<String, Value>,
+}
+
+/// The error for a `style` no dialect answers to.
+fn unknown_style(name: &str) -> Error {
+    Error::invalid_config(format!(
+        "client.style must be \"openai\", \"anthropic\", \"gemini\" or \"responses\", got \"{name}\""
+    ))
 }
 
 /// `obj[key]`, with `null` read as absent.
@@ -114,11 +146,9 @@ impl ClientConfig {
             Some(s) => match expect_string("client.style", s)? {
                 "openai" => Style::OpenAi,
                 "anthropic" => Style::Anthropic,
-                other => {
-                    return Err(Error::invalid_config(format!(
-                        "client.style must be \"openai\" or \"anthropic\", got \"{other}\""
-                    )))
-                }
+                "gemini" => Style::Gemini,
+                "responses" => Style::Responses,
+                other => return Err(unknown_style(other)),
             },
         };
         let model = match present(obj, "model") {
@@ -216,17 +246,22 @@ impl ClientConfig {
     }
 
     /// openai: `{base}/chat/completions`; anthropic: `{base}/messages` when
-    /// the base already ends in `/v1`, else `{base}/v1/messages`.
+    /// the base already ends in `/v1`, else `{base}/v1/messages`; gemini:
+    /// `{base}/v1beta/models/{model}:generateContent` (see
+    /// [`gemini::endpoint`]); responses: `{base}/responses`.
     pub fn endpoint(&self) -> Result<String> {
-        self.endpoint_url().map(|(text, _)| text)
+        self.endpoint_url(false).map(|(text, _)| text)
     }
 
-    /// [`ClientConfig::endpoint`] as written and as parsed.
-    pub(crate) fn endpoint_url(&self) -> Result<(String, url::Url)> {
+    /// [`ClientConfig::endpoint`] as written and as parsed; `stream` picks
+    /// Gemini's streaming method (the other styles stream at the same URL).
+    pub(crate) fn endpoint_url(&self, stream: bool) -> Result<(String, url::Url)> {
         let base = self.base_url.trim_end_matches('/');
         let url = match self.style {
             Style::OpenAi => openai::endpoint(base),
             Style::Anthropic => anthropic::endpoint(base),
+            Style::Gemini => gemini::endpoint(base, &self.model, stream),
+            Style::Responses => responses::endpoint(base),
         };
         match url::Url::parse(&url) {
             Ok(u) if matches!(u.scheme(), "http" | "https") => Ok((url, u)),
@@ -238,13 +273,14 @@ impl ClientConfig {
     }
 
     /// The API key: the client's own, else the style's environment variable
-    /// (ANTHROPIC_API_KEY or OPENAI_API_KEY), else OPENROUTER_API_KEY. An empty
-    /// value counts as none.
+    /// (ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY), else
+    /// OPENROUTER_API_KEY. An empty value counts as none.
     pub fn resolve_api_key(&self) -> Option<String> {
         let from_env = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
         let style_var = match self.style {
             Style::Anthropic => anthropic::API_KEY_VAR,
-            Style::OpenAi => openai::API_KEY_VAR,
+            Style::OpenAi | Style::Responses => openai::API_KEY_VAR,
+            Style::Gemini => gemini::API_KEY_VAR,
         };
         self.api_key
             .clone()
@@ -259,8 +295,9 @@ impl ClientConfig {
     pub fn request_headers(&self, api_key: Option<&str>) -> Vec<(String, String)> {
         let mut h = vec![("content-type".to_string(), "application/json".to_string())];
         match self.style {
-            Style::OpenAi => openai::auth_headers(api_key, &mut h),
+            Style::OpenAi | Style::Responses => openai::auth_headers(api_key, &mut h),
             Style::Anthropic => anthropic::auth_headers(api_key, &mut h),
+            Style::Gemini => gemini::auth_headers(api_key, &mut h),
         }
         h.push((
             "user-agent".into(),
@@ -273,9 +310,18 @@ impl ClientConfig {
 
 /// Prepares the HTTP call for a client and an encoded provider body.
 pub(crate) fn prepare(config: &ClientConfig, body: Vec<u8>) -> Result<http::Call> {
+    prepare_for(config, body, false)
+}
+
+/// [`prepare`] for a streamed (`stream`) or a whole answer.
+pub(crate) fn prepare_for(
+    config: &ClientConfig,
+    body: Vec<u8>,
+    stream: bool,
+) -> Result<http::Call> {
     let api_key = config.resolve_api_key();
     let headers = http::header_map(&config.request_headers(api_key.as_deref()))?;
-    let (url, target) = config.endpoint_url()?;
+    let (url, target) = config.endpoint_url(stream)?;
     Ok(http::Call {
         url,
         target,

@@ -12,6 +12,22 @@
 //!   other block's string deltas), `message_delta` (stop reason, usage) and
 //!   `message_stop`; an `error` event fails the call.
 //!
+//! - Gemini: `:streamGenerateContent?alt=sse`; each `data:` is a whole
+//!   `GenerateContentResponse` holding the next parts (function calls come
+//!   whole). Parts are kept in order; a text part is appended to the text
+//!   part before it when neither carries a `thoughtSignature` and both are
+//!   thoughts or both are not, so a signature stays on the part it came
+//!   on. The last `finishReason` and `usageMetadata` win; an event that is
+//!   not a JSON object (a stream cut mid-event) or an `error` fails the call.
+//!
+//! - Responses: `stream: true`; `response.created`, items started by
+//!   `response.output_item.added` and grown by their `output_index`
+//!   (`response.output_text.delta`, `response.function_call_arguments.delta`,
+//!   interleaved or not), `response.output_item.done` (the whole item),
+//!   then `response.completed` (or `response.incomplete`), whose response
+//!   is the answer, its `output` filled from the items when it holds none;
+//!   `response.failed` or an `error` event fails the call.
+//!
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
 //!
@@ -195,6 +211,69 @@ impl AnthropicState {
     }
 }
 
+#[derive(Debug, Default)]
+struct GeminiState {
+    /// `responseId`, `modelVersion`, `createTime` as first sent, the last
+    /// `promptFeedback`.
+    top: Map<String, Value>,
+    parts: Vec<Map<String, Value>>,
+    calls: usize,
+    finish_reason: Option<Value>,
+    usage: Option<Value>,
+}
+
+#[derive(Debug, Default)]
+struct ResponsesState {
+    response: Option<Map<String, Value>>,
+    /// The output items by their `output_index`, in arrival order.
+    items: Vec<(u64, Map<String, Value>)>,
+    by_index: HashMap<u64, usize>,
+    calls: usize,
+}
+
+impl ResponsesState {
+    /// The item of `index`, started empty when no event started it.
+    fn item(&mut self, index: u64, kind: &str) -> &mut Map<String, Value> {
+        let at = match self.by_index.get(&index) {
+            Some(&at) => at,
+            None => {
+                let mut m = Map::new();
+                m.insert("type".into(), Value::String(kind.into()));
+                self.items.push((index, m));
+                self.by_index.insert(index, self.items.len() - 1);
+                self.items.len() - 1
+            }
+        };
+        &mut self.items[at].1
+    }
+
+    /// Sets the item of `index` (counting function calls).
+    fn set_item(&mut self, index: u64, item: Map<String, Value>) -> Result<(), Error> {
+        let is_call =
+            |m: &Map<String, Value>| m.get("type").and_then(Value::as_str) == Some("function_call");
+        let was_call = self
+            .by_index
+            .get(&index)
+            .is_some_and(|&at| is_call(&self.items[at].1));
+        if is_call(&item) && !was_call {
+            if self.calls >= MAX_TOOL_CALLS {
+                return Err(too_many_calls(self.calls + 1));
+            }
+            self.calls += 1;
+        }
+        *self.item(index, "message") = item;
+        Ok(())
+    }
+}
+
+/// Whether a text part can take more text appended: plain text (or a
+/// thought) with no signature.
+fn open_text(p: &Map<String, Value>) -> bool {
+    p.get("text").is_some_and(Value::is_string)
+        && p.get("thoughtSignature").is_none()
+        && p.keys().all(|k| matches!(k.as_str(), "text" | "thought"))
+}
+
 /// Gathers the events of one streamed answer into the answer the provider
 /// would have sent whole.
 #[derive(Debug)]
@@ -202,6 +281,8 @@ pub struct Assembler {
     style: Style,
     openai: OpenAiState,
     anthropic: AnthropicState,
+    gemini: GeminiState,
+    responses: ResponsesState,
     budget: Budget,
     /// `[DONE]` or `message_stop` was seen: later events are ignored.
     done: bool,
@@ -268,6 +349,8 @@ impl Assembler {
             style,
             openai: OpenAiState::default(),
             anthropic: AnthropicState::default(),
+            gemini: GeminiState::default(),
+            responses: ResponsesState::default(),
             budget: Budget::default(),
             done: false,
             seen: false,
@@ -297,7 +380,180 @@ impl Assembler {
         match self.style {
             Style::OpenAi => self.openai_event(data, on_text),
             Style::Anthropic => self.anthropic_event(name, data, on_text),
+            Style::Gemini => self.gemini_event(data, on_text),
+            Style::Responses => self.responses_event(name, data, on_text),
         }
+    }
+
+    fn responses_event(
+        &mut self,
+        name: &str,
+        data: &str,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<(), Error> {
+        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(data) else {
+            return Ok(());
+        };
+        let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
+        let s = &mut self.responses;
+        let budget = &mut self.budget;
+        let index = ev.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        let delta = ev.get("delta").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "response.created" | "response.in_progress" => {
+                if let Some(Value::Object(r)) = ev.get("response") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.response = Some(r.clone());
+                }
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                if let Some(Value::Object(item)) = ev.get("item") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.set_item(index, item.clone())?;
+                }
+            }
+            "response.output_text.delta" => {
+                budget.take(delta.len())?;
+                let part = ev.get("content_index").and_then(Value::as_u64).unwrap_or(0);
+                let item = s.item(index, "message");
+                item.entry("role")
+                    .or_insert_with(|| Value::String("assistant".into()));
+                let content = item
+                    .entry("content")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(parts) = content {
+                    let at = usize::try_from(part).unwrap_or(usize::MAX);
+                    if at >= parts.len() && at < MAX_TOOL_CALLS {
+                        budget.take(ENTRY_BYTES * (at + 1 - parts.len()))?;
+                        parts.resize_with(
+                            at + 1,
+                            || serde_json::json!({"type": "output_text", "text": ""}),
+                        );
+                    }
+                    if let Some(Value::Object(p)) = parts.get_mut(at) {
+                        append_string(p, "text", delta, budget)?;
+                    }
+                }
+                if !delta.is_empty() {
+                    on_text(delta);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                budget.take(delta.len())?;
+                if !s.by_index.contains_key(&index) {
+                    let mut call = Map::new();
+                    call.insert("type".into(), Value::String("function_call".into()));
+                    s.set_item(index, call)?;
+                }
+                append_string(s.item(index, "function_call"), "arguments", delta, budget)?;
+            }
+            "response.completed" | "response.incomplete" => {
+                if let Some(Value::Object(r)) = ev.get("response") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.response = Some(r.clone());
+                }
+                self.done = true;
+            }
+            "response.failed" => {
+                let detail = ev
+                    .get("response")
+                    .and_then(|r| r.get("error"))
+                    .filter(|e| !e.is_null())
+                    .cloned()
+                    .unwrap_or(Value::Object(ev.clone()));
+                return Err(provider_stream_error(&detail));
+            }
+            "error" => {
+                let detail = ev.get("error").cloned().unwrap_or(Value::Object(ev));
+                return Err(provider_stream_error(&detail));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn gemini_event(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        let chunk = match serde_json::from_str::<Value>(data) {
+            Ok(Value::Object(c)) => c,
+            _ => {
+                return Err(Error::new(
+                    ErrorCode::ProviderError,
+                    format!(
+                        "the provider's stream sent an event that is not a JSON object (a stream cut mid-event?): {}",
+                        data.chars().take(200).collect::<String>()
+                    ),
+                ))
+            }
+        };
+        if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(provider_stream_error(e));
+        }
+        let s = &mut self.gemini;
+        let budget = &mut self.budget;
+        for key in ["responseId", "modelVersion", "createTime"] {
+            if let Some(v) = chunk.get(key).filter(|v| !v.is_null()) {
+                if !s.top.contains_key(key) {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.top.insert(key.into(), v.clone());
+                }
+            }
+        }
+        if let Some(f) = chunk.get("promptFeedback").filter(|f| f.is_object()) {
+            budget.take(ENTRY_BYTES)?;
+            s.top.insert("promptFeedback".into(), f.clone());
+        }
+        if let Some(u) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
+            s.usage = Some(u.clone());
+        }
+        let Some(candidate) = chunk.get("candidates").and_then(|c| c.get(0)) else {
+            return Ok(());
+        };
+        if let Some(f) = candidate.get("finishReason").filter(|f| !f.is_null()) {
+            s.finish_reason = Some(f.clone());
+        }
+        let parts = candidate
+            .pointer("/content/parts")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        for (n, part) in parts.iter().enumerate() {
+            if n % CHECK_EVERY == CHECK_EVERY - 1 {
+                budget.check()?;
+            }
+            let Value::Object(part) = part else { continue };
+            let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
+            if let Some(text) = part.get("text").and_then(Value::as_str) {
+                if !thought && !text.is_empty() {
+                    on_text(text);
+                }
+                let joins = open_text(part)
+                    && s.parts.last().is_some_and(|last| {
+                        open_text(last)
+                            && (last.get("thought").and_then(Value::as_bool) == Some(true))
+                                == thought
+                    });
+                if joins {
+                    budget.take(text.len())?;
+                    if let Some(Value::String(t)) =
+                        s.parts.last_mut().and_then(|l| l.get_mut("text"))
+                    {
+                        t.push_str(text);
+                    }
+                    continue;
+                }
+                budget.take(ENTRY_BYTES + text.len())?;
+            } else {
+                if part.contains_key("functionCall") {
+                    if s.calls >= MAX_TOOL_CALLS {
+                        return Err(too_many_calls(s.calls + 1));
+                    }
+                    s.calls += 1;
+                }
+                // At most the whole event was copied.
+                budget.take(ENTRY_BYTES + data.len().min(RESPONSE_BODY_BYTES))?;
+            }
+            s.parts.push(part.clone());
+        }
+        Ok(())
     }
 
     fn openai_event(&mut self, data: &str, on_text: &mut dyn FnMut(&str)) -> Result<(), Error> {
@@ -545,6 +801,46 @@ impl Assembler {
     /// The answer as the provider would have sent it whole.
     pub fn finish(mut self) -> Value {
         match self.style {
+            Style::Responses => {
+                let s = self.responses;
+                let mut out = s.response.unwrap_or_default();
+                out.entry("object")
+                    .or_insert_with(|| Value::String("response".into()));
+                let has_output = out
+                    .get("output")
+                    .and_then(Value::as_array)
+                    .is_some_and(|o| !o.is_empty());
+                if !has_output {
+                    let mut items = s.items;
+                    items.sort_by_key(|(i, _)| *i);
+                    let items = items.into_iter().map(|(_, m)| Value::Object(m)).collect();
+                    out.insert("output".into(), Value::Array(items));
+                }
+                Value::Object(out)
+            }
+            Style::Gemini => {
+                let s = self.gemini;
+                let mut candidate = Map::new();
+                let parts = s.parts.into_iter().map(Value::Object).collect();
+                candidate.insert(
+                    "content".into(),
+                    serde_json::json!({"role": "model", "parts": Value::Array(parts)}),
+                );
+                if let Some(f) = s.finish_reason {
+                    candidate.insert("finishReason".into(), f);
+                }
+                candidate.insert("index".into(), Value::from(0));
+                let mut out = Map::new();
+                out.insert(
+                    "candidates".into(),
+                    Value::Array(vec![Value::Object(candidate)]),
+                );
+                if let Some(u) = s.usage {
+                    out.insert("usageMetadata".into(), u);
+                }
+                out.extend(s.top);
+                Value::Object(out)
+            }
             Style::OpenAi => {
                 let s = self.openai;
                 let mut message = Map::new();
@@ -651,6 +947,8 @@ fn whole_text(style: Style, answer: &Value) -> String {
                     .collect()
             })
             .unwrap_or_default(),
+        Style::Gemini => super::gemini::text_of(&super::gemini::model_content(answer)),
+        Style::Responses => super::responses::text_of(super::responses::output(answer)),
     }
 }
 

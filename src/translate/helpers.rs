@@ -213,6 +213,14 @@ pub fn openai_tools_to_anthropic<'a>(
             _ => EMPTY_OBJECT_SCHEMA,
         };
         m.push("input_schema", schema);
+        // Prompt caching: on the tool (LiteLLM's place) or its function.
+        if let Some(c) = t
+            .get("cache_control")
+            .or_else(|| function.get("cache_control"))
+            .filter(|c| c.is_object())
+        {
+            m.push("cache_control", c);
+        }
         out.push(m.build());
     }
 }
@@ -254,6 +262,10 @@ pub struct Converted<'a> {
     pub messages: &'a [Node<'a>],
     /// The hoisted system/developer texts, joined with a blank line.
     pub system: &'a str,
+    /// The same texts as text blocks, when one of them asked for prompt
+    /// caching (`cache_control` on a part or on the message): the system
+    /// then goes out as these blocks.
+    pub system_blocks: Option<&'a [Node<'a>]>,
 }
 
 impl<'a> Converted<'a> {
@@ -274,6 +286,8 @@ struct Conversation<'a> {
     bump: &'a Bump,
     out: BVec<'a, Node<'a>>,
     system: BVec<'a, &'a str>,
+    system_blocks: BVec<'a, Node<'a>>,
+    system_cached: bool,
     /// Tool results waiting to be closed off as one user turn.
     pending: BVec<'a, Node<'a>>,
 }
@@ -294,6 +308,14 @@ impl<'a> Conversation<'a> {
         let text = content_text(self.bump, m.get("content"));
         if !text.is_empty() {
             self.system.push(text);
+        }
+        if has_cache_control(m) {
+            self.system_cached = true;
+        }
+        if let Some(blocks) = cached_text_blocks(self.bump, m) {
+            self.system_blocks.extend(blocks);
+        } else if !text.is_empty() {
+            self.system_blocks.push(text_block(self.bump, text));
         }
     }
 
@@ -321,6 +343,9 @@ impl<'a> Conversation<'a> {
             blocks.extend(media.iter().map(|p| anthropic_part_block(bump, *p)));
             block.push("content", array(blocks));
         }
+        if let Some(c) = m.get("cache_control").filter(|c| c.is_object()) {
+            block.push("cache_control", c);
+        }
         self.pending.push(block.build());
     }
 
@@ -329,7 +354,20 @@ impl<'a> Conversation<'a> {
         let bump = self.bump;
         let text = content_text(bump, m.get("content"));
         let mut blocks = BVec::new_in(bump);
-        if !text.is_empty() {
+        // Thinking blocks a host kept from an answer (`thinking_blocks`) go
+        // back first and unmodified: Anthropic refuses a tool-use turn
+        // without them.
+        if let Some(Node::Array(kept)) = m.get("thinking_blocks") {
+            blocks.extend(kept.iter().copied().filter(|b| {
+                matches!(
+                    b.get("type").and_then(Node::as_str),
+                    Some("thinking" | "redacted_thinking")
+                )
+            }));
+        }
+        if let Some(cached) = cached_text_blocks(bump, m) {
+            blocks.extend(cached);
+        } else if !text.is_empty() {
             blocks.push(object(
                 bump,
                 &[("type", Node::Str("text")), ("text", Node::Str(text))],
@@ -359,6 +397,16 @@ impl<'a> Conversation<'a> {
         self.drain();
         let content = m.get("content");
         let text = content_text(self.bump, content);
+        if has_cache_control(m) {
+            // Prompt caching: every part keeps its own block, so each
+            // breakpoint stays where the host put it.
+            let blocks = cached_blocks(self.bump, m);
+            if !blocks.is_empty() {
+                let t = turn(self.bump, "user", array(blocks));
+                self.out.push(t);
+            }
+            return;
+        }
         if let (Some(Node::Array(items)), false) = (content, media_parts(content).is_empty()) {
             let t = turn(self.bump, "user", user_blocks(self.bump, text, items));
             self.out.push(t);
@@ -371,6 +419,70 @@ impl<'a> Conversation<'a> {
             self.out.push(t);
         }
     }
+}
+
+/// Whether a message asks for prompt caching: `cache_control` on it or on
+/// one of its content parts.
+fn has_cache_control(m: Node) -> bool {
+    m.get("cache_control").is_some_and(|c| c.is_object())
+        || matches!(m.get("content"), Some(Node::Array(parts))
+            if parts.iter().any(|p| p.get("cache_control").is_some_and(|c| c.is_object())))
+}
+
+/// A message's content as Anthropic blocks, each part its own block with
+/// its `cache_control` (text parts as text blocks, §1B media as native
+/// blocks, provider blocks as given); a string content is one text block.
+/// A message-level `cache_control` goes on the last block.
+fn cached_blocks<'a>(bump: &'a Bump, m: Node<'a>) -> BVec<'a, Node<'a>> {
+    let mut blocks = BVec::new_in(bump);
+    match m.get("content") {
+        Some(Node::Str(s)) if !s.is_empty() => blocks.push(text_block(bump, s)),
+        Some(Node::Array(parts)) => {
+            for p in parts.iter().copied() {
+                let block = if let Node::Str(s) = p {
+                    text_block(bump, s)
+                } else if str_of(p.get("type")) == "text" {
+                    let t = p.get("text").and_then(Node::as_str).unwrap_or("");
+                    text_block(bump, t)
+                } else if is_media_part(p) {
+                    anthropic_part_block(bump, p)
+                } else {
+                    blocks.push(p);
+                    continue;
+                };
+                blocks.push(with_cache_control(bump, block, p.get("cache_control")));
+            }
+        }
+        _ => {}
+    }
+    if let (Some(last), Some(c)) = (blocks.last_mut(), m.get("cache_control")) {
+        *last = with_cache_control(bump, *last, Some(c));
+    }
+    blocks
+}
+
+/// A block with `cache_control` set when `c` is an object.
+fn with_cache_control<'a>(bump: &'a Bump, block: Node<'a>, c: Option<Node<'a>>) -> Node<'a> {
+    let (Some(c @ Node::Object(_)), Node::Object(entries)) = (c, block) else {
+        return block;
+    };
+    let mut b = ObjectBuilder::with_capacity(bump, entries.len() + 1);
+    for (k, v) in entries {
+        b.push(k, *v);
+    }
+    b.insert("cache_control", c);
+    b.build()
+}
+
+/// The text blocks of a message that asks for prompt caching (see
+/// [`cached_blocks`]); `None` for one that does not.
+fn cached_text_blocks<'a>(bump: &'a Bump, m: Node<'a>) -> Option<BVec<'a, Node<'a>>> {
+    if !has_cache_control(m) {
+        return None;
+    }
+    let mut blocks = cached_blocks(bump, m);
+    blocks.retain(|b| str_of(b.get("type")) == "text");
+    Some(blocks)
 }
 
 /// The §1B media parts (image, file, audio) of a message's content array:
@@ -441,6 +553,8 @@ pub fn openai_messages_to_anthropic<'a>(bump: &'a Bump, messages: &[Node<'a>]) -
         bump,
         out: BVec::with_capacity_in(messages.len(), bump),
         system: BVec::new_in(bump),
+        system_blocks: BVec::new_in(bump),
+        system_cached: false,
         pending: BVec::new_in(bump),
     };
     for m in messages.iter().filter(|m| m.is_object()) {
@@ -467,5 +581,8 @@ pub fn openai_messages_to_anthropic<'a>(bump: &'a Bump, messages: &[Node<'a>]) -
     Converted {
         messages: conv.out.into_bump_slice(),
         system,
+        system_blocks: conv
+            .system_cached
+            .then(|| conv.system_blocks.into_bump_slice() as &[Node]),
     }
 }

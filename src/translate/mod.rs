@@ -25,7 +25,7 @@ pub(crate) use crate::provider::prepare;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::json::display_string;
-use crate::provider::anthropic;
+use crate::provider::{anthropic, gemini, responses};
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
 use node::{Node, Num, ObjectBuilder};
@@ -171,13 +171,73 @@ pub fn provider_body<'a>(
     let mut body = match client.style {
         Style::OpenAi => openai_body(bump, client, request, declared),
         Style::Anthropic => anthropic_body(bump, client, request, declared),
+        Style::Gemini => return gemini_body(bump, client, request, declared),
+        Style::Responses => return responses_body(bump, client, request, declared),
     };
     for (k, v) in &client.request_params {
         if !RESERVED_PARAMS.contains(&k.as_str()) {
             body.insert(k, node::from_value(bump, v));
         }
     }
-    body.build()
+    let body = body.build();
+    if client.style == Style::Anthropic {
+        return cap_cache_breakpoints(bump, body);
+    }
+    body
+}
+
+/// Anthropic takes at most this many `cache_control` breakpoints.
+const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+/// Keeps the first [`MAX_CACHE_BREAKPOINTS`] `cache_control` breakpoints of
+/// an Anthropic body in its render order (tools, system blocks, message
+/// content blocks) and drops the rest (Anthropic refuses the request
+/// otherwise). Only those places count: a tool schema may well have a
+/// property named `cache_control`. A body within the cap is returned as
+/// it is.
+fn cap_cache_breakpoints<'a>(bump: &'a Bump, body: Node<'a>) -> Node<'a> {
+    /// The blocks that may carry a breakpoint, in render order.
+    fn blocks<'n>(body: Node<'n>) -> impl Iterator<Item = Node<'n>> {
+        let list = |k: &str| body.get(k).and_then(Node::as_array).unwrap_or(&[]);
+        let contents = list("messages")
+            .iter()
+            .flat_map(|m| m.get("content").and_then(Node::as_array).unwrap_or(&[]));
+        list("tools")
+            .iter()
+            .chain(list("system"))
+            .chain(contents)
+            .copied()
+    }
+    let marked = |b: Node| b.get("cache_control").is_some_and(|c| c.is_object());
+    if blocks(body).filter(|b| marked(*b)).count() <= MAX_CACHE_BREAKPOINTS {
+        return body;
+    }
+    let mut v = body.to_value();
+    let mut left = MAX_CACHE_BREAKPOINTS;
+    let mut keep = |block: &mut Value| {
+        if let Some(m) = block.as_object_mut() {
+            if m.get("cache_control").is_some_and(Value::is_object) {
+                if left == 0 {
+                    m.shift_remove("cache_control");
+                } else {
+                    left -= 1;
+                }
+            }
+        }
+    };
+    for key in ["tools", "system"] {
+        if let Some(Value::Array(list)) = v.get_mut(key) {
+            list.iter_mut().for_each(&mut keep);
+        }
+    }
+    if let Some(Value::Array(messages)) = v.get_mut("messages") {
+        for m in messages {
+            if let Some(Value::Array(content)) = m.get_mut("content") {
+                content.iter_mut().for_each(&mut keep);
+            }
+        }
+    }
+    node::copy_value(bump, &v)
 }
 
 fn openai_body<'a>(
@@ -230,10 +290,10 @@ fn anthropic_body<'a>(
     let converted = helpers::openai_messages_to_anthropic(bump, request.messages);
     // request.system (even "") > a non-blank client systemPrompt > the
     // system/developer messages hoisted out of the conversation.
-    let system = match (request.system, client.system_prompt.as_deref()) {
-        (Some(s), _) => s,
-        (None, Some(p)) if !helpers::is_blank(p) => p,
-        _ => converted.system,
+    let (system, system_blocks) = match (request.system, client.system_prompt.as_deref()) {
+        (Some(s), _) => (s, None),
+        (None, Some(p)) if !helpers::is_blank(p) => (p, None),
+        _ => (converted.system, converted.system_blocks),
     };
     let mut tools = BVec::with_capacity_in(declared.len() + request.tools.len(), bump);
     tools.extend(declared.iter().map(|t| declared_to_anthropic(bump, *t)));
@@ -247,8 +307,10 @@ fn anthropic_body<'a>(
             .unwrap_or(Node::Number(Num::Pos(anthropic::DEFAULT_MAX_TOKENS))),
     );
     body.push("messages", Node::Array(converted.messages));
-    if !helpers::is_blank(system) {
-        body.push("system", Node::Str(system));
+    match system_blocks {
+        Some(blocks) if !blocks.is_empty() => body.push("system", Node::Array(blocks)),
+        _ if !helpers::is_blank(system) => body.push("system", Node::Str(system)),
+        _ => {}
     }
     if !tools.is_empty() {
         body.push("tools", node::array(tools));
@@ -257,6 +319,101 @@ fn anthropic_body<'a>(
         body.push("tool_choice", choice);
     }
     body
+}
+
+/// The Gemini body: `contents`, `systemInstruction` (request.system, else a
+/// non-blank client prompt, else the hoisted system/developer messages),
+/// one `functionDeclarations` wrapper with Gemini-safe schemas (declared
+/// tools first), `toolConfig` from `toolChoice`, `maxTokens` as
+/// `generationConfig.maxOutputTokens`, then `requestParams` mapped by
+/// [`gemini::merge_params`]. The model is in the URL, not the body.
+fn gemini_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
+    use serde_json::Map;
+    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
+    let (contents, hoisted) = gemini::contents_from_openai(&messages);
+    let system = match (request.system, client.system_prompt.as_deref()) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
+        _ => hoisted,
+    };
+    let declarations: Vec<Value> = declared
+        .iter()
+        .chain(request.tools)
+        .map(|t| gemini::declaration(&t.to_value()))
+        .collect();
+    let mut body = Map::new();
+    body.insert("contents".into(), Value::Array(contents));
+    if !helpers::is_blank(&system) {
+        body.insert(
+            "systemInstruction".into(),
+            gemini::system_instruction(&system),
+        );
+    }
+    if let Some(tools) = gemini::tools_value(&declarations) {
+        body.insert("tools".into(), tools);
+    }
+    if let Some(c) = request
+        .tool_choice
+        .and_then(|c| gemini::tool_config(&c.to_value()))
+    {
+        body.insert("toolConfig".into(), c);
+    }
+    if let Some(n) = request.positive_max_tokens() {
+        body.insert(
+            "generationConfig".into(),
+            serde_json::json!({"maxOutputTokens": n.to_value()}),
+        );
+    }
+    gemini::merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
+    node::copy_value(bump, &Value::Object(body))
+}
+
+/// The Responses body: `model`, `input` items, `instructions` (chosen as
+/// the Anthropic `system` is), flat function tools (declared first),
+/// `tool_choice`, `maxTokens` as `max_output_tokens`, then `requestParams`
+/// mapped by [`responses::merge_params`] (`previous_response_id` among
+/// them when the host gives one).
+fn responses_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
+    use serde_json::Map;
+    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
+    let (input, hoisted) = responses::input_from_openai(&messages);
+    let system = match (request.system, client.system_prompt.as_deref()) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
+        _ => hoisted,
+    };
+    let tools: Vec<Value> = declared
+        .iter()
+        .chain(request.tools)
+        .map(|t| responses::tool(&t.to_value()))
+        .collect();
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(client.model.clone()));
+    body.insert("input".into(), Value::Array(input));
+    if !helpers::is_blank(&system) {
+        body.insert("instructions".into(), Value::String(system));
+    }
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(c) = request.tool_choice {
+        body.insert("tool_choice".into(), responses::tool_choice(&c.to_value()));
+    }
+    if let Some(n) = request.positive_max_tokens() {
+        body.insert("max_output_tokens".into(), n.to_value());
+    }
+    responses::merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
+    node::copy_value(bump, &Value::Object(body))
 }
 
 // ---------------------------------------------------------------------------
@@ -292,14 +449,14 @@ fn usage_of<'a>(bump: &'a Bump, style: Style, raw: Node<'a>) -> Node<'a> {
     };
     let (p_key, c_key) = match style {
         Style::OpenAi => ("prompt_tokens", "completion_tokens"),
-        Style::Anthropic => ("input_tokens", "output_tokens"),
+        _ => ("input_tokens", "output_tokens"),
     };
     let p = token_count(u.get(p_key)).unwrap_or(0);
     let c = token_count(u.get(c_key)).unwrap_or(0);
     let sum = p.saturating_add(c);
     let total = match style {
         Style::OpenAi => token_count(u.get("total_tokens")).unwrap_or(sum),
-        Style::Anthropic => sum,
+        _ => sum,
     };
     usage_node(bump, p, c, total)
 }
@@ -320,6 +477,8 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
     let (text, calls, finish) = match style {
         Style::OpenAi => read_openai(bump, raw),
         Style::Anthropic => read_anthropic(bump, raw),
+        Style::Gemini => return read_gemini(bump, model, raw),
+        Style::Responses => return read_responses(bump, model, raw),
     };
     node::object(
         bump,
@@ -328,6 +487,126 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
             ("toolCalls", calls),
             ("finishReason", Node::Str(finish)),
             ("usage", usage_of(bump, style, raw)),
+            ("model", Node::Str(model)),
+            ("raw", raw),
+        ],
+    )
+}
+
+/// An Anthropic answer to a client that enabled thinking
+/// (`requestParams.thinking`): the answer gets `reasoningContent` (the
+/// thinking text joined) and `thinkingBlocks` (the `thinking` and
+/// `redacted_thinking` blocks as sent, signatures included, to send back on
+/// the assistant message as `thinking_blocks`) when it has any. Without
+/// that param the answer keeps the pinned shape (the blocks stay in `raw`).
+fn with_thinking<'a>(
+    bump: &'a Bump,
+    config: &ClientConfig,
+    answer: Node<'a>,
+    raw: Node<'a>,
+) -> Node<'a> {
+    let Node::Object(entries) = answer else {
+        return answer;
+    };
+    if config.style != Style::Anthropic || !config.request_params.contains_key("thinking") {
+        return answer;
+    }
+    let mut entries = entries.to_vec();
+    anthropic_thinking(bump, raw, &mut entries);
+    node::object(bump, &entries)
+}
+
+fn anthropic_thinking<'a>(bump: &'a Bump, raw: Node<'a>, entries: &mut Vec<(&'a str, Node<'a>)>) {
+    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
+    let mut kept = BVec::new_in(bump);
+    let mut text = bumpalo::collections::String::new_in(bump);
+    for b in blocks {
+        match b.get("type").and_then(Node::as_str) {
+            Some("thinking") => {
+                text.push_str(b.get("thinking").and_then(Node::as_str).unwrap_or(""));
+                kept.push(*b);
+            }
+            Some("redacted_thinking") => kept.push(*b),
+            _ => {}
+        }
+    }
+    if !kept.is_empty() {
+        entries.push(("reasoningContent", Node::Str(text.into_bump_str())));
+        entries.push(("thinkingBlocks", node::array(kept)));
+    }
+}
+
+/// A Gemini answer in OpenAI shape. A tool call keeps its part's thought
+/// signature under `extra_content.google.thought_signature` (send the
+/// assistant message back with it); `usage` adds `reasoningTokens` and
+/// `cachedTokens` when Gemini counted any.
+fn read_gemini<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
+    let value = raw.to_value();
+    let content = gemini::model_content(&value);
+    let calls = gemini::calls_of(&content);
+    let finish = gemini::finish_reason(&value, !calls.is_empty());
+    let u = gemini::usage(&value);
+    let mut usage = serde_json::json!({
+        "promptTokens": u.prompt,
+        "completionTokens": u.completion,
+        "totalTokens": u.total,
+    });
+    if u.thoughts > 0 {
+        usage["reasoningTokens"] = u.thoughts.into();
+    }
+    if u.cached > 0 {
+        usage["cachedTokens"] = u.cached.into();
+    }
+    let calls: Vec<Value> = calls.iter().map(gemini::openai_tool_call).collect();
+    node::object(
+        bump,
+        &[
+            (
+                "text",
+                Node::Str(bump.alloc_str(&gemini::text_of(&content))),
+            ),
+            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
+            ("finishReason", Node::Str(finish)),
+            ("usage", node::copy_value(bump, &usage)),
+            ("model", Node::Str(model)),
+            ("raw", raw),
+        ],
+    )
+}
+
+/// A Responses answer in OpenAI shape; `usage` adds `reasoningTokens` and
+/// `cachedTokens` when counted.
+fn read_responses<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
+    let value = raw.to_value();
+    let items = responses::output(&value);
+    let calls = responses::calls_of(items);
+    let finish = responses::finish_reason(&value, !calls.is_empty());
+    let u = responses::usage(&value);
+    let mut usage = serde_json::json!({
+        "promptTokens": u.prompt,
+        "completionTokens": u.completion,
+        "totalTokens": u.total,
+    });
+    if u.reasoning > 0 {
+        usage["reasoningTokens"] = u.reasoning.into();
+    }
+    if u.cached > 0 {
+        usage["cachedTokens"] = u.cached.into();
+    }
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"id": c.call_id, "name": c.name, "arguments": c.arguments}))
+        .collect();
+    node::object(
+        bump,
+        &[
+            (
+                "text",
+                Node::Str(bump.alloc_str(&responses::text_of(items))),
+            ),
+            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
+            ("finishReason", Node::Str(finish)),
+            ("usage", node::copy_value(bump, &usage)),
             ("model", Node::Str(model)),
             ("raw", raw),
         ],
@@ -422,7 +701,9 @@ fn exchange<'a>(
     let request = Request::from_node(request)?;
     let declared: Vec<Node<'a>> = declared.iter().map(|d| node::from_value(bump, d)).collect();
     let body = provider_body(bump, config, &request, &declared);
-    let model = body.get("model").map_or("", |m| m.display(bump));
+    let model = body
+        .get("model")
+        .map_or(config.model.as_str(), |m| m.display(bump));
     let capacity = source.map_or(4096, |s| s.text().len() + 1024);
     let encoded = body.to_vec_from(source.map_or(&[], std::slice::from_ref), capacity);
     let call = prepare(config, encoded)?;
@@ -432,7 +713,12 @@ fn exchange<'a>(
     let bytes: &'a [u8] = reply_slot.get_or_init(|| reply.body);
     let raw =
         node::parse_slice(bump, bytes).map_err(|e| client::malformed(&call, status, &e, bytes))?;
-    let answer = read_response(bump, config.style, model, raw);
+    let answer = with_thinking(
+        bump,
+        config,
+        read_response(bump, config.style, model, raw),
+        raw,
+    );
     Ok((answer, std::str::from_utf8(bytes).ok()))
 }
 
@@ -483,6 +769,132 @@ pub fn translate_json(
     Ok(node::into_string(
         answer.to_vec_from(reply.as_slice(), capacity),
     ))
+}
+
+// ---------------------------------------------------------------------------
+// streaming translate
+// ---------------------------------------------------------------------------
+
+/// A stream id no other stream of this process shares.
+fn stream_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "chatcmpl-tn{:x}{:x}",
+        nanos & 0xffff_ffff_ffff,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Streaming translate: [`translate_json`]'s request, sent to the
+/// provider as a streamed call (`stream: true`, Gemini's
+/// `streamGenerateContent?alt=sse`), its events re-told as they arrive as
+/// OpenAI `chat.completion.chunk` SSE events through `on_chunk` (see
+/// [`crate::provider::chunks`]); `on_chunk` answers `false` to stop. A
+/// provider that answers with a whole JSON body is re-told from it. The
+/// call is retried only before any of the answer arrived. Gives
+/// `{id, finishReason, chunks}`.
+pub fn translate_stream_json(
+    client: &Value,
+    request_json: &str,
+    declared: &[Value],
+    cancel: Option<&CancelToken>,
+    on_chunk: &mut dyn FnMut(&str) -> bool,
+) -> Result<Value> {
+    use crate::provider::chunks::{write_whole, ChunkWriter, Upstream};
+    use crate::provider::sse::SseParser;
+    let bump = arena_for(request_json.len());
+    let (request, _) = node::parse_source(&bump, request_json)
+        .map_err(|e| Error::invalid_json("request_json", &e))?;
+    let config = ClientConfig::from_json(client)?;
+    let request = Request::from_node(request)?;
+    let declared: Vec<Node> = declared
+        .iter()
+        .map(|d| node::from_value(&bump, d))
+        .collect();
+    let mut body = provider_body(&bump, &config, &request, &declared).to_value();
+    if let Value::Object(b) = &mut body {
+        match config.style {
+            Style::Gemini => {}
+            Style::OpenAi => {
+                b.insert("stream".into(), Value::Bool(true));
+                b.insert(
+                    "stream_options".into(),
+                    serde_json::json!({"include_usage": true}),
+                );
+            }
+            Style::Anthropic | Style::Responses => {
+                b.insert("stream".into(), Value::Bool(true));
+            }
+        }
+    }
+    let encoded = serde_json::to_vec(&body).unwrap_or_default();
+    let call = crate::provider::prepare_for(&config, encoded, true)?;
+    let deadline = call
+        .timeout_ms
+        .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms));
+    let mut writer = ChunkWriter::new(stream_id(), &config.model, on_chunk);
+    let mut upstream = Upstream::new(config.style);
+    let mut parser = SseParser::new();
+    // None: not decided yet; Some(true): events; Some(false): a whole body.
+    let mut events: Option<bool> = None;
+    let mut whole: Vec<u8> = Vec::new();
+    let mut failed: Option<Error> = None;
+    let mut classify = |info: &client::FailedAttempt| Ok(client::default_verdict(info));
+    let mut sink = |mut piece: &[u8]| -> bool {
+        if events.is_none() {
+            let Some(start) = piece.iter().position(|b| !b.is_ascii_whitespace()) else {
+                return true;
+            };
+            piece = &piece[start..];
+            events = Some(piece[0] != b'{');
+        }
+        let result = if events == Some(true) {
+            parser.feed(piece, &mut |name, data| {
+                upstream.event(name, data, &mut writer)
+            })
+        } else if whole.len() + piece.len() > crate::limits::RESPONSE_BODY_BYTES {
+            Err(Error::new(
+                crate::error::ErrorCode::ProviderError,
+                "the provider's answer is larger than the cap of a provider answer",
+            ))
+        } else {
+            whole.extend_from_slice(piece);
+            Ok(())
+        };
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    };
+    let reply = client::send_streaming_until(&call, deadline, cancel, &mut classify, &mut sink)?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let finish = match events {
+        Some(true) => {
+            parser.finish(&mut |name, data| upstream.event(name, data, &mut writer))?;
+            writer.end()?
+        }
+        Some(false) => {
+            let raw = node::parse_slice(&bump, &whole)
+                .map_err(|e| client::malformed(&call, reply.status, &e, &whole))?;
+            let answer = read_response(&bump, config.style, &config.model, raw).to_value();
+            write_whole(&answer, &mut writer)?
+        }
+        None => return Err(client::malformed_stream(&call, reply.status, b"")),
+    };
+    Ok(serde_json::json!({
+        "id": writer.id(),
+        "finishReason": finish,
+        "chunks": writer.written,
+    }))
 }
 
 // ---------------------------------------------------------------------------

@@ -54,6 +54,7 @@ __all__ = [
     "helper",
     "list_mcp_tools",
     "translate",
+    "translate_stream",
     "atranslate",
     "version",
     "load",
@@ -669,6 +670,50 @@ def translate(
             own.close()
     else:
         text = _call(lib.tn_translate, client_text, request_text, tk, cancel.handle if cancel is not None else None)
+    return json.loads(text)
+
+
+def translate_stream(
+    client: Union[dict, str],
+    request: Union[dict, str],
+    on_chunk: Callable[[str], Any],
+    toolkit: Optional[Toolkit] = None,
+    cancel: Optional[CancelToken] = None,
+) -> dict[str, Any]:
+    """:func:`translate` streamed: ``on_chunk`` gets each piece of the
+    answer, from any provider style, as one OpenAI ``chat.completion.chunk``
+    server-sent event (``"data: {...}\\n\\n"``, ``"data: [DONE]\\n\\n"``
+    last), on the calling thread, as it arrives; returning ``False`` stops
+    the stream (:class:`CancelledError`). An exception in ``on_chunk``
+    stops it too and is raised here. Returns ``{id, finishReason, chunks}``."""
+    lib = _native.load()
+    client_text = _native.cstr(client, "client")
+    request_text = _native.cstr(request, "request")
+    tk = toolkit.handle if toolkit is not None else None
+    raised: list[BaseException] = []
+
+    def relay(_user_data: Any, chunk: bytes) -> int:
+        try:
+            return 1 if on_chunk(chunk.decode("utf-8")) is False else 0
+        except BaseException as e:  # noqa: BLE001 - raised after the call
+            raised.append(e)
+            return 1
+
+    callback = _native.CHUNK_CALLBACK(relay)
+    try:
+        text = _call(
+            lib.tn_translate_stream,
+            client_text,
+            request_text,
+            tk,
+            cancel.handle if cancel is not None else None,
+            callback,
+            None,
+        )
+    except CancelledError:
+        if raised:
+            raise raised[0] from None
+        raise
     return json.loads(text)
 
 

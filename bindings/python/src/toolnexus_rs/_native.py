@@ -28,6 +28,8 @@ CLIENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctype
 LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_char_p)
 #: ``tn_user_data_free`` (a host tool's, a slot's or the logger's).
 USER_DATA_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+# int on_chunk(void *user_data, const char *chunk): 0 to go on (tn_translate_stream).
+CHUNK_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p)
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -106,6 +108,18 @@ def _declare(lib: ctypes.CDLL) -> None:
         ),
         "tn_translate": (
             [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
+        "tn_translate_stream": (
+            [
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                CHUNK_CALLBACK,
+                ctypes.c_void_p,
+                c_void_p_p,
+            ],
             status,
         ),
         "tn_helper": ([ctypes.c_char_p, ctypes.c_char_p, c_void_p_p], status),

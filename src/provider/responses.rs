@@ -1,0 +1,367 @@
+//! The OpenAI Responses dialect (`POST {base}/responses`): its tables and
+//! its conversions.
+//!
+//! - A conversation is a flat list of `input` items: `message` (`{role,
+//!   content}`), `function_call` (`{call_id, name, arguments}`),
+//!   `function_call_output` (`{call_id, output}`) and `reasoning` (kept
+//!   verbatim, `encrypted_content` included); the system text is
+//!   `instructions`; tools are flat (`{type: "function", name, description,
+//!   parameters}`); the length cap is `max_output_tokens`.
+//! - An answer's `output` is a list of the same items; the client loop
+//!   appends them all to its transcript, so reasoning items go back as they
+//!   came.
+//!
+//! Everything here is pure JSON work on [`serde_json::Value`].
+
+use serde_json::{json, Map, Value};
+
+/// The endpoint under a client's `baseUrl` (its trailing `/` removed).
+pub fn endpoint(base: &str) -> String {
+    format!("{base}/responses")
+}
+
+/// One OpenAI chat declaration (`{type, function:{name, description,
+/// parameters}}`) as a flat Responses function tool; a flat one is kept.
+pub fn tool(openai: &Value) -> Value {
+    let Some(f) = openai.get("function") else {
+        return openai.clone();
+    };
+    let mut t = Map::new();
+    t.insert("type".into(), json!("function"));
+    for key in ["name", "description", "parameters", "strict"] {
+        if let Some(v) = f.get(key).filter(|v| !v.is_null()) {
+            t.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(t)
+}
+
+/// OpenAI chat `tool_choice` in Responses shape (a named function is
+/// `{type: "function", name}`).
+pub fn tool_choice(choice: &Value) -> Value {
+    match choice.pointer("/function/name") {
+        Some(name) => json!({"type": "function", "name": name}),
+        None => choice.clone(),
+    }
+}
+
+/// Merges OpenAI chat request parameters into a Responses body:
+/// `max_tokens`/`max_completion_tokens` → `max_output_tokens`,
+/// `reasoning_effort` → `reasoning.effort`, `response_format` →
+/// `text.format`; every other key (`previous_response_id`, `store`,
+/// `include`, `temperature`, …) as given. `skip` names keys the caller
+/// owns.
+pub fn merge_params(body: &mut Map<String, Value>, params: &Map<String, Value>, skip: &[&str]) {
+    for (k, v) in params {
+        if skip.contains(&k.as_str()) {
+            continue;
+        }
+        match (k.as_str(), v) {
+            ("max_tokens" | "max_completion_tokens", _) => {
+                body.insert("max_output_tokens".into(), v.clone());
+            }
+            ("reasoning_effort", Value::String(e)) => {
+                body.insert("reasoning".into(), json!({"effort": e}));
+            }
+            ("response_format", Value::Object(f)) => {
+                let format = match f.get("type").and_then(Value::as_str) {
+                    Some("json_schema") => {
+                        let mut out = f.get("json_schema").cloned().unwrap_or(json!({}));
+                        out["type"] = json!("json_schema");
+                        out
+                    }
+                    _ => Value::Object(f.clone()),
+                };
+                body.insert("text".into(), json!({ "format": format }));
+            }
+            _ => {
+                body.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// The text of an OpenAI `content` (a string, or the `text` of its parts).
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A user message's content in Responses shape: a string stays a string;
+/// parts become `input_text`, `input_image`, `input_file`.
+fn user_content(content: Option<&Value>) -> Value {
+    let Some(Value::Array(parts)) = content else {
+        return Value::String(content_text(content));
+    };
+    let mapped = parts
+        .iter()
+        .filter_map(|p| match p.get("type").and_then(Value::as_str) {
+            Some("text") => Some(json!({"type": "input_text", "text": p.get("text")?})),
+            Some("image_url") => {
+                let url = match p.get("image_url")? {
+                    Value::String(u) => Value::String(u.clone()),
+                    o => o.get("url")?.clone(),
+                };
+                let mut v = json!({"type": "input_image", "image_url": url});
+                if let Some(d) = p.pointer("/image_url/detail") {
+                    v["detail"] = d.clone();
+                }
+                Some(v)
+            }
+            Some("file") => {
+                let f = p.get("file")?;
+                let mut v = json!({"type": "input_file"});
+                for key in ["file_data", "file_id", "filename"] {
+                    if let Some(x) = f.get(key) {
+                        v[key] = x.clone();
+                    }
+                }
+                Some(v)
+            }
+            _ => p
+                .get("text")
+                .map(|t| json!({"type": "input_text", "text": t})),
+        })
+        .collect();
+    Value::Array(mapped)
+}
+
+/// OpenAI chat messages as Responses `input` items, and the text of the
+/// system/developer messages (joined by a blank line).
+///
+/// user → a `message`; assistant → its `reasoning_items` (verbatim, when
+/// the host kept them from an answer), a `message` of `output_text` when it
+/// has text, then one `function_call` per tool call; tool → a
+/// `function_call_output`.
+pub fn input_from_openai(messages: &[Value]) -> (Vec<Value>, String) {
+    let mut items = Vec::with_capacity(messages.len());
+    let mut system: Vec<String> = Vec::new();
+    for m in messages {
+        match m.get("role").and_then(Value::as_str).unwrap_or("user") {
+            "system" | "developer" => {
+                let t = content_text(m.get("content"));
+                if !t.trim().is_empty() {
+                    system.push(t);
+                }
+            }
+            "assistant" => {
+                if let Some(Value::Array(r)) = m.get("reasoning_items") {
+                    items.extend(r.iter().cloned());
+                }
+                let text = content_text(m.get("content"));
+                if !text.is_empty() {
+                    items.push(json!({"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}]}));
+                }
+                for tc in m
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let f = tc.get("function");
+                    let arguments = match f.and_then(|f| f.get("arguments")) {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Null) | None => "{}".to_string(),
+                        Some(other) => other.to_string(),
+                    };
+                    items.push(json!({
+                        "type": "function_call",
+                        "call_id": tc.get("id").cloned().unwrap_or(json!("")),
+                        "name": f.and_then(|f| f.get("name")).cloned().unwrap_or(json!("")),
+                        "arguments": arguments,
+                    }));
+                }
+            }
+            "tool" => items.push(json!({
+                "type": "function_call_output",
+                "call_id": m.get("tool_call_id").cloned().unwrap_or(json!("")),
+                "output": content_text(m.get("content")),
+            })),
+            role => items.push(json!({
+                "type": "message",
+                "role": role,
+                "content": user_content(m.get("content")),
+            })),
+        }
+    }
+    (items, system.join("\n\n"))
+}
+
+// ---------------------------------------------------------------------------
+// the answer
+// ---------------------------------------------------------------------------
+
+/// The `output` items of an answer.
+pub fn output(raw: &Value) -> &[Value] {
+    raw.get("output")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn of_type<'a>(items: &'a [Value], t: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    items
+        .iter()
+        .filter(move |i| i.get("type").and_then(Value::as_str) == Some(t))
+}
+
+/// The visible text of some items: the `output_text` parts of their
+/// assistant messages.
+pub fn text_of(items: &[Value]) -> String {
+    of_type(items, "message")
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("output_text"))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect()
+}
+
+/// One function call of an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionCall {
+    pub call_id: String,
+    pub name: String,
+    /// As sent: a JSON string.
+    pub arguments: String,
+}
+
+/// The function calls among some items, in order.
+pub fn calls_of(items: &[Value]) -> Vec<FunctionCall> {
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+    of_type(items, "function_call")
+        .map(|c| FunctionCall {
+            call_id: s(c.get("call_id")),
+            name: s(c.get("name")),
+            arguments: match c.get("arguments") {
+                Some(Value::String(a)) => a.clone(),
+                Some(Value::Null) | None => "{}".to_string(),
+                Some(other) => other.to_string(),
+            },
+        })
+        .collect()
+}
+
+/// The OpenAI finish reason: `tool_calls` with any call; an `incomplete`
+/// answer cut by `max_output_tokens` → `length`, by `content_filter` →
+/// `content_filter`; else `stop`.
+pub fn finish_reason(raw: &Value, has_calls: bool) -> &'static str {
+    if has_calls {
+        return "tool_calls";
+    }
+    match raw
+        .pointer("/incomplete_details/reason")
+        .and_then(Value::as_str)
+    {
+        Some("max_output_tokens") => "length",
+        Some("content_filter") => "content_filter",
+        _ => "stop",
+    }
+}
+
+/// Token counts: `input_tokens`, `output_tokens`, `total_tokens` (their sum
+/// when absent), `input_tokens_details.cached_tokens`,
+/// `output_tokens_details.reasoning_tokens`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt: u64,
+    pub completion: u64,
+    pub total: u64,
+    pub reasoning: u64,
+    pub cached: u64,
+}
+
+pub fn usage(raw: &Value) -> Usage {
+    let Some(u) = raw.get("usage").filter(|u| u.is_object()) else {
+        return Usage::default();
+    };
+    let n = |p: &str| {
+        u.pointer(p).and_then(Value::as_u64).unwrap_or_else(|| {
+            u.pointer(p)
+                .and_then(Value::as_f64)
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .map_or(0, |f| f as u64)
+        })
+    };
+    let prompt = n("/input_tokens");
+    let completion = n("/output_tokens");
+    let total = match u.get("total_tokens") {
+        Some(t) if t.is_number() => n("/total_tokens"),
+        _ => prompt.saturating_add(completion),
+    };
+    Usage {
+        prompt,
+        completion,
+        total,
+        reasoning: n("/output_tokens_details/reasoning_tokens"),
+        cached: n("/input_tokens_details/cached_tokens"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_messages_become_input_items() {
+        let (items, system) = input_from_openai(&[
+            json!({"role": "system", "content": "S"}),
+            json!({"role": "user", "content": [{"type": "text", "text": "hi"},
+                {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}),
+            json!({"role": "assistant", "content": "ok", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "done"}),
+        ]);
+        assert_eq!(system, "S");
+        assert_eq!(
+            Value::Array(items),
+            json!([
+                {"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "hi"},
+                    {"type": "input_image", "image_url": "https://x/y.png"}]},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+                {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{\"a\":1}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "done"}
+            ])
+        );
+    }
+
+    #[test]
+    fn answers_read_text_calls_reasons_and_usage() {
+        let raw = json!({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [
+                {"type": "reasoning", "id": "rs1", "encrypted_content": "E", "summary": []},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"},
+                    {"type": "output_text", "text": "b"}]}],
+            "usage": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7,
+                "input_tokens_details": {"cached_tokens": 1},
+                "output_tokens_details": {"reasoning_tokens": 2}}});
+        assert_eq!(text_of(output(&raw)), "ab");
+        assert_eq!(finish_reason(&raw, false), "length");
+        assert_eq!(finish_reason(&raw, true), "tool_calls");
+        let u = usage(&raw);
+        assert_eq!(
+            (u.prompt, u.completion, u.total, u.cached, u.reasoning),
+            (3, 4, 7, 1, 2)
+        );
+    }
+
+    #[test]
+    fn params_map_to_responses_names() {
+        let mut body = Map::new();
+        let p = json!({"max_tokens": 5, "previous_response_id": "resp_1",
+            "reasoning_effort": "low", "stream": true});
+        merge_params(&mut body, p.as_object().unwrap(), &["stream"]);
+        assert_eq!(
+            Value::Object(body),
+            json!({"max_output_tokens": 5, "previous_response_id": "resp_1",
+                "reasoning": {"effort": "low"}})
+        );
+    }
+}
