@@ -344,6 +344,7 @@ impl Toolkit {
             "errors": pairs(&self.status.errors),
             "skipped": skipped,
             "warnings": self.status.warnings,
+            "protocolVersions": pairs(&self.status.protocols),
         })
     }
 

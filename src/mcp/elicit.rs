@@ -26,7 +26,7 @@ use crate::cancel::CancelToken;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, ErrorCode, ErrorData, FormElicitationCapability, Implementation,
-    UrlElicitationCapability,
+    ProtocolVersion, UrlElicitationCapability,
 };
 use rmcp::service::{RequestContext, RoleClient};
 use rmcp::ClientHandler;
@@ -96,6 +96,9 @@ impl Calls {
     }
 }
 
+/// The protocol revision offered in `initialize`.
+pub const OFFERED_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
 /// The session's side of the client: what it advertises in `initialize`,
 /// and its answer to a server's `elicitation/create`.
 pub struct Handler {
@@ -123,10 +126,14 @@ impl Handler {
             );
         }
         Handler {
+            // The newest revision that has an `initialize` (2025-11-25): rmcp's
+            // default offers 2026-07-28 inside an `initialize`, which that
+            // revision does not have and servers of 2025-11-25 reject.
             config: ClientConfig::new(
                 capabilities,
                 Implementation::new("toolnexus", env!("CARGO_PKG_VERSION")),
-            ),
+            )
+            .with_protocol_version(OFFERED_VERSION),
             wait_for,
             server: server.to_string(),
             calls,

@@ -54,6 +54,10 @@ pub struct McpSource {
     pub statuses: Vec<(String, String)>,
     /// server → message (never containing header values).
     pub errors: Vec<(String, String)>,
+    /// connected server → the protocol revision negotiated in `initialize`.
+    pub protocols: Vec<(String, String)>,
+    /// Name clashes and renames, one sentence each.
+    pub warnings: Vec<String>,
     /// Owns every live session.
     pub sessions: McpSessions,
 }
@@ -230,6 +234,9 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
             }
             Outcome::Connected(session, remote_tools) => {
                 source.statuses.push((cfg.name.clone(), "connected".into()));
+                if let Some(v) = session.protocol_version() {
+                    source.protocols.push((cfg.name.clone(), v));
+                }
                 let session: Arc<Session> = Arc::from(session);
                 let prefix = sanitize(&cfg.name);
                 for rt in remote_tools.into_iter().filter(|t| cfg.keeps_tool(&t.name)) {

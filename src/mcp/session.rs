@@ -250,6 +250,15 @@ async fn connect_inner(
     ))
 }
 
+impl Session {
+    /// The protocol revision the server answered `initialize` with.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+    }
+}
+
 /// Whether a stdio session's tools/calls can go direct: its protocol has an
 /// initialize handshake, so rmcp adds no per-request `_meta` and lets the
 /// server ask for elicitation whenever (see `super::direct`).
