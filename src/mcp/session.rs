@@ -37,6 +37,10 @@ const CANCELLED: &str = "cancelled";
 /// The extra time a whole server may take beyond its per-phase timeout.
 pub const SERVER_SLACK: Duration = Duration::from_millis(500);
 
+/// The longest a connect waits for a streamable HTTP server to answer the
+/// standalone stream's GET.
+const STREAM_SETTLE: Duration = Duration::from_secs(3);
+
 type Service = RunningService<RoleClient, elicit::Handler>;
 
 /// A tool as the server listed it (original name).
@@ -281,12 +285,17 @@ async fn connect_remote(
     } else {
         // Dropped on every way out but success (a timeout, a cancelled
         // build): rmcp's worker then gives up the request it has in flight.
-        let (transport, requests) =
+        let (transport, requests, watch) =
             streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
         match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
             .await
         {
-            Ok(Ok(service)) => return Ok((service, Some(requests))),
+            Ok(Ok(service)) => {
+                // A server's request sent before its standalone stream is
+                // open is lost (an elicitation in the first call, say).
+                watch.settled(cfg.timeout.min(STREAM_SETTLE)).await;
+                return Ok((service, Some(requests)));
+            }
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
                 // Nothing listening: the legacy transport cannot help.
@@ -323,7 +332,14 @@ fn streamable_transport(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
-) -> Result<(StreamableHttpClientTransport<GuardedClient>, DropGuard), String> {
+) -> Result<
+    (
+        StreamableHttpClientTransport<GuardedClient>,
+        DropGuard,
+        Arc<super::guarded::StreamWatch>,
+    ),
+    String,
+> {
     let mut map = HashMap::new();
     for (k, v) in headers {
         let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
@@ -334,6 +350,7 @@ fn streamable_transport(
         map.insert(name, value);
     }
     let (client, requests) = GuardedClient::new(http_client(timeout)?);
+    let watch = client.watch();
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
         .max_json_response_size(crate::limits::RESPONSE_BODY_BYTES)
@@ -341,6 +358,7 @@ fn streamable_transport(
     Ok((
         StreamableHttpClientTransport::with_client(client, config),
         requests,
+        watch,
     ))
 }
 
