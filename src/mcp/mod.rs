@@ -25,6 +25,7 @@ pub mod elicit;
 mod guarded;
 mod known_ids;
 mod lines;
+mod proxy;
 mod session;
 mod shape;
 mod sse;
@@ -32,6 +33,7 @@ mod stdio;
 
 pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
 pub use elicit::WaitFor;
+pub use proxy::Upstreams;
 pub use session::RemoteTool;
 
 use crate::cancel::CancelToken;
@@ -68,9 +70,22 @@ pub struct McpSource {
 #[derive(Default)]
 pub struct McpSessions {
     sessions: Vec<Arc<Session>>,
+    /// toolkit tool name → the tool's own name on its server.
+    origins: Vec<(String, String)>,
 }
 
 impl McpSessions {
+    /// The live servers, for the gateway to pass resources, prompts,
+    /// completions and logging through.
+    pub fn upstreams(&self) -> Upstreams {
+        Upstreams::new(self.sessions.clone())
+    }
+
+    /// `(toolkit name, the tool's own name on its server)` of every MCP tool.
+    pub fn origins(&self) -> &[(String, String)] {
+        &self.origins
+    }
+
     /// The process ids of the stdio servers still owned (for diagnostics and
     /// tests that check nothing survives).
     pub fn pids(&self) -> Vec<u32> {
@@ -244,6 +259,11 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
                     // SPEC §4 as recorded: a later server's tool replaces an
                     // earlier one of the same final name.
                     source.tools.retain(|t| t.name != name);
+                    source.sessions.origins.retain(|(t, _)| *t != name);
+                    source
+                        .sessions
+                        .origins
+                        .push((name.clone(), rt.name.clone()));
                     let exec = Arc::new(McpTool {
                         session: Arc::clone(&session),
                         remote: rt.name,

@@ -261,6 +261,72 @@ impl Session {
             .peer_info()
             .map(|info| info.protocol_version.to_string())
     }
+
+    /// What the server advertised in `initialize`, as JSON.
+    pub fn capabilities(&self) -> Value {
+        self.peer
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    /// One request passed through as it is (the gateway's resources,
+    /// prompts, completions and logging): the server's result as JSON, or
+    /// its JSON-RPC error as it sent it. Anything else (a closed session, a
+    /// timeout, a transport failure) is an internal error naming the server
+    /// and never a header value.
+    pub async fn forward(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, rmcp::ErrorData> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(rmcp::ErrorData::internal_error(
+                failure(&self.name, method, "closed (the toolkit was closed)"),
+                None,
+            ));
+        }
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(self.timeout);
+        let req = ClientRequest::CustomRequest(CustomRequest::new(method, params));
+        let outcome = async {
+            let handle = self.peer.send_request_with_option(req, options).await?;
+            let id = handle.id.clone();
+            let waited = handle.await_response();
+            match cancel {
+                None => waited.await,
+                Some(cancel) => tokio::select! {
+                    r = waited => r,
+                    _ = cancel.cancelled() => {
+                        let note = CancelledNotification::new(CancelledNotificationParam::new(
+                            Some(id),
+                            Some("the calling client cancelled".into()),
+                        ));
+                        let _ = self.peer.send_notification(note.into()).await;
+                        Err(ServiceError::Cancelled { reason: Some(CANCELLED.into()) })
+                    }
+                },
+            }
+        }
+        .await;
+        match outcome {
+            Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
+            Ok(other) => serde_json::to_value(&other).map_err(|e| {
+                rmcp::ErrorData::internal_error(
+                    failure(&self.name, method, &format!("malformed-result ({e})")),
+                    None,
+                )
+            }),
+            Err(ServiceError::McpError(data)) => Err(data),
+            Err(e) => Err(rmcp::ErrorData::internal_error(
+                self.secrets
+                    .redact(&failure(&self.name, method, &describe_service_error(&e)))
+                    .into_owned(),
+                None,
+            )),
+        }
+    }
 }
 
 /// Whether a stdio session's tools/calls can go direct: its protocol has an

@@ -13,6 +13,13 @@ JSON array printed on stdout:
   {"op": "cancel", "name", "arguments", "waitFile"}
       starts the call, waits for waitFile to exist, cancels it
                                        -> {"cancelled": true}
+  {"op": "resources"} / {"op": "templates"} / {"op": "prompts"}
+                                       -> the list result, or {"error"}
+  {"op": "read", "uri"}                -> the resources/read result, or {"error"}
+  {"op": "prompt", "name", "arguments"} -> the prompts/get result, or {"error"}
+  {"op": "complete", "ref", "argument"} -> the completion/complete result, or {"error"}
+  {"op": "setLevel", "level"} / {"op": "subscribe", "uri"} / {"op": "unsubscribe", "uri"}
+                                       -> {} or {"error"}
   {"op": "vanish", "name", "arguments", "waitFile"}
       starts the call, waits for waitFile, prints what it has and leaves
       at once (os._exit), dropping the connection mid-call
@@ -50,6 +57,51 @@ async def call(session, step):
         return {"error": {"code": code, "message": message}}
     d = dump(r)
     return {"isError": bool(d.get("isError", False)), "content": d.get("content", [])}
+
+
+def error_of(e):
+    err = getattr(e, "error", None)
+    code = getattr(err, "code", None)
+    if code is None:
+        code = getattr(e, "code", None)
+    return {"error": {"code": code, "message": getattr(err, "message", None) or str(e)}}
+
+
+async def other(session, step):
+    from mcp import types
+
+    op = step["op"]
+    try:
+        if op == "resources":
+            r = await session.list_resources()
+        elif op == "templates":
+            r = await session.list_resource_templates()
+        elif op == "prompts":
+            r = await session.list_prompts()
+        elif op == "read":
+            r = await session.read_resource(step["uri"])
+        elif op == "prompt":
+            r = await session.get_prompt(step["name"], step.get("arguments"))
+        elif op == "complete":
+            ref = step["ref"]
+            if ref["type"] == "ref/prompt":
+                ref = types.PromptReference(type="ref/prompt", name=ref["name"])
+            else:
+                ref = types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
+            r = await session.complete(ref, step["argument"])
+        elif op == "setLevel":
+            r = await session.set_logging_level(step["level"])
+        elif op == "subscribe":
+            r = await session.subscribe_resource(step["uri"])
+        elif op == "unsubscribe":
+            r = await session.unsubscribe_resource(step["uri"])
+        else:
+            raise ValueError(f"unknown op {op}")
+    except ValueError:
+        raise
+    except Exception as e:  # an error answer
+        return error_of(e)
+    return dump(r) if r is not None else {}
 
 
 async def wait_file(path, limit=20.0):
@@ -95,7 +147,7 @@ async def run(session, plan, out):
                 print(json.dumps(out), flush=True)
                 os._exit(0)
         else:
-            raise ValueError(f"unknown op {op}")
+            out.append(await other(session, step))
 
 
 async def main():

@@ -348,7 +348,7 @@ server = Server(
 
 async def main():
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options(NotificationOptions()), raise_exceptions=True)
+        await server.run(read, write, server.create_initialization_options(NotificationOptions()))
 
 
 anyio.run(main)
