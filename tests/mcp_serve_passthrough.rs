@@ -236,3 +236,85 @@ fn without_servers_that_have_them_only_tools_are_advertised() {
     }
     assert_eq!(out[1]["error"]["code"], json!(-32601), "{}", out[1]);
 }
+
+/// What a proxied call's server sends while it runs reaches the calling
+/// client: progress under the client's own token (the proxied server saw
+/// the gateway's), log lines once the client set a level.
+fn assert_progress_and_logs_arrive(out: &[Value]) {
+    let progress = out[0]["progress"].as_array().cloned().unwrap_or_default();
+    let values: Vec<f64> = progress
+        .iter()
+        .filter_map(|p| p["progress"].as_f64())
+        .collect();
+    assert_eq!(values, [0.0, 50.0, 100.0], "{}", out[0]);
+    assert_eq!(progress[0]["total"], json!(100.0));
+    // The server answered with the token it got: the gateway's, not ours.
+    assert!(
+        text_of(&out[0]).starts_with("Progress test completed (token tn-"),
+        "{}",
+        out[0]
+    );
+    assert!(out[1].get("error").is_none(), "{}", out[1]);
+    let logs: Vec<&str> = out[2]["logs"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|l| l["data"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        logs,
+        [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed"
+        ],
+        "{}",
+        out[2]
+    );
+}
+
+fn notified_plan() -> Value {
+    json!({"steps": [
+        {"op": "notified", "name": "test_tool_with_progress", "arguments": {}},
+        {"op": "setLevel", "level": "debug"},
+        {"op": "notified", "name": "test_tool_with_logging", "arguments": {}}
+    ]})
+}
+
+#[test]
+fn progress_and_log_notifications_of_a_proxied_call_reach_the_client_over_http() {
+    let tk = toolkit(true);
+    let server = serve(&tk, json!({"unprefixed": true}));
+    let out = sdk_client(
+        &notified_plan(),
+        &["http", server.url().unwrap_or_default()],
+    );
+    assert_progress_and_logs_arrive(&out);
+}
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+
+#[test]
+fn progress_and_log_notifications_of_a_proxied_call_reach_the_client_over_stdio() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = dir.path().join("mcp.json");
+    let cfg = json!({
+        "mcpServers": {"fx": {
+            "command": [python(), server_script("conformance_fixture.py")],
+            "timeout": 20000
+        }},
+        "mcpServer": {"unprefixed": true}
+    });
+    std::fs::write(&config, cfg.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let out = sdk_client(
+        &notified_plan(),
+        &[
+            "stdio",
+            BIN,
+            "serve",
+            "--stdio",
+            "--no-builtins",
+            "--config",
+            &config.to_string_lossy(),
+        ],
+    );
+    assert_progress_and_logs_arrive(&out);
+}

@@ -626,6 +626,7 @@ impl Run<'_> {
             answer,
             deadline: self.deadline,
             cancel: Some(self.cancel.clone()),
+            relay: None,
         }
     }
 

@@ -25,12 +25,15 @@
 //!   call still ends with an ordinary result.
 
 use crate::cancel::CancelToken;
+#[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::ProgressNotificationParam;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, ErrorCode, ErrorData, FormElicitationCapability, Implementation,
     ProtocolVersion, UrlElicitationCapability,
 };
-use rmcp::service::{RequestContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -108,6 +111,8 @@ pub struct Handler {
     wait_for: Option<WaitFor>,
     server: String,
     calls: Arc<Calls>,
+    /// Where the server's progress and log notifications go.
+    relays: Arc<super::relay::Relays>,
     /// Cancelled when the session closes.
     closing: CancellationToken,
 }
@@ -117,6 +122,7 @@ impl Handler {
         server: &str,
         wait_for: Option<WaitFor>,
         calls: Arc<Calls>,
+        relays: Arc<super::relay::Relays>,
         closing: CancellationToken,
     ) -> Handler {
         let mut capabilities = ClientCapabilities::default();
@@ -139,6 +145,7 @@ impl Handler {
             wait_for,
             server: server.to_string(),
             calls,
+            relays,
             closing,
         }
     }
@@ -204,6 +211,27 @@ impl ClientHandler for Handler {
 
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(v) = serde_json::to_value(&params) {
+            self.relays.progress(v);
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(v) = serde_json::to_value(&params) {
+            self.relays.message(v);
+        }
     }
 }
 
@@ -513,10 +541,22 @@ mod tests {
     #[test]
     fn only_a_toolkit_with_a_wait_for_advertises_elicitation() {
         let calls = Arc::new(Calls::default());
-        let without = Handler::new("s", None, Arc::clone(&calls), CancellationToken::new());
+        let without = Handler::new(
+            "s",
+            None,
+            Arc::clone(&calls),
+            Arc::default(),
+            CancellationToken::new(),
+        );
         assert!(without.get_info().capabilities.elicitation.is_none());
         let f: WaitFor = Arc::new(|_, _| Ok(json!({"ok": true})));
-        let with = Handler::new("s", Some(f), calls, CancellationToken::new());
+        let with = Handler::new(
+            "s",
+            Some(f),
+            calls,
+            Arc::default(),
+            CancellationToken::new(),
+        );
         let caps = serde_json::to_value(&with.get_info().capabilities).unwrap_or_default();
         assert_eq!(caps["elicitation"], json!({"form": {}, "url": {}}));
     }

@@ -26,6 +26,7 @@ mod guarded;
 mod known_ids;
 mod lines;
 mod proxy;
+mod relay;
 mod session;
 mod shape;
 mod sse;
@@ -152,9 +153,10 @@ impl McpTool {
         let session = Arc::clone(&self.session);
         let remote = self.remote.clone();
         let cancel = ctx.cancel.clone();
+        let relay = ctx.relay.clone();
         Ok(async move {
             session
-                .call_tool(&remote, args, timeout, cancel.as_ref())
+                .call_tool_relayed(&remote, args, timeout, cancel.as_ref(), relay.as_ref())
                 .await
         })
     }

@@ -12,10 +12,11 @@ use super::direct::{self, Direct};
 use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
+use super::relay::{RelayGuard, Relays};
 pub use super::shape::shape_call_result;
 use super::{lines, sse, stdio};
 use crate::cancel::CancelToken;
-use crate::tool::{default_schema, Stop, ToolResult};
+use crate::tool::{default_schema, Relay, Stop, ToolResult};
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
 };
@@ -67,6 +68,8 @@ pub struct Session {
     closing: Notify,
     /// The tool calls in flight, which a server's elicitation waits on.
     calls: Arc<Calls>,
+    /// Where the server's progress and log notifications go.
+    relays: Arc<Relays>,
     /// Cancelled on close: ends every elicitation still waiting.
     stopped: CancellationToken,
     /// Ends the requests of a streamable HTTP session's client when the
@@ -119,6 +122,7 @@ struct Side {
     server: String,
     wait_for: Option<WaitFor>,
     calls: Arc<Calls>,
+    relays: Arc<Relays>,
     stopped: CancellationToken,
 }
 
@@ -129,6 +133,7 @@ impl Side {
             &self.server,
             self.wait_for.clone(),
             Arc::clone(&self.calls),
+            Arc::clone(&self.relays),
             self.stopped.clone(),
         )
     }
@@ -153,6 +158,7 @@ pub async fn connect(
         server: cfg.name.clone(),
         wait_for: cfg.wait_for.0.clone(),
         calls: Arc::new(Calls::default()),
+        relays: Arc::default(),
         stopped: CancellationToken::new(),
     };
     connect_inner(cfg, phase, secrets, side)
@@ -247,6 +253,7 @@ async fn connect_inner(
             closed: AtomicBool::new(false),
             closing: Notify::new(),
             calls: side.calls,
+            relays: side.relays,
             stopped: side.stopped,
             _requests: requests,
         },
@@ -543,6 +550,7 @@ async fn request(
     params: Option<Value>,
     timeout: Option<Duration>,
     cancel: Option<&CancelToken>,
+    relay: Option<&RelayGuard<'_>>,
 ) -> Result<Value, String> {
     let mut options = PeerRequestOptions::no_options();
     options.timeout = timeout;
@@ -551,6 +559,10 @@ async fn request(
         .send_request_with_option(req, options)
         .await
         .map_err(|e| describe_service_error(&e))?;
+    if let (Some(relay), Ok(token)) = (relay, serde_json::to_value(&handle.progress_token)) {
+        // rmcp puts a progress token of its own on every request.
+        relay.watch(&token);
+    }
     let id = handle.id.clone();
     let waited = handle.await_response();
     let result: ServerResult = match cancel {
@@ -584,9 +596,10 @@ async fn direct_call(
     args: &Map<String, Value>,
     timeout: Duration,
     cancel: Option<&CancelToken>,
+    progress: Option<&str>,
 ) -> Result<ToolResult, String> {
     direct
-        .call(tool, args, timeout, cancel)
+        .call(tool, args, timeout, cancel, progress)
         .await
         .map(|reply| match reply {
             direct::Reply::Shaped(result) => result,
@@ -606,7 +619,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> 
     let mut cursor: Option<String> = None;
     loop {
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let page = request(peer, "tools/list", params, None, None).await?;
+        let page = request(peer, "tools/list", params, None, None, None).await?;
         let Some(list) = page.get("tools").and_then(Value::as_array) else {
             return Err("malformed-result (the tools/list result has no tools array)".into());
         };
@@ -658,6 +671,7 @@ impl Session {
 
     /// tools/call. Never waits out the timeout on a transport that is
     /// already gone: a dead child or a closed session ends the wait at once.
+    #[cfg(test)]
     pub async fn call_tool(
         &self,
         tool: &str,
@@ -665,7 +679,24 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancelToken>,
     ) -> ToolResult {
-        let result = self.call_tool_inner(tool, args, timeout, cancel).await;
+        self.call_tool_relayed(tool, args, timeout, cancel, None)
+            .await
+    }
+
+    /// [`Session::call_tool`], with the server's progress on this call and
+    /// its log lines while it runs sent to `relay` (the call then carries a
+    /// progress token).
+    pub async fn call_tool_relayed(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+        cancel: Option<&CancelToken>,
+        relay: Option<&Relay>,
+    ) -> ToolResult {
+        let result = self
+            .call_tool_inner(tool, args, timeout, cancel, relay)
+            .await;
         self.secrets.redact_result(result)
     }
 
@@ -675,10 +706,12 @@ impl Session {
         args: Map<String, Value>,
         timeout: Duration,
         cancel: Option<&CancelToken>,
+        relay: Option<&Relay>,
     ) -> ToolResult {
         let fail = |detail: &str| ToolResult::error(failure(&self.name, "tools/call", detail));
         // In flight until this returns, however the call ends.
         let _in_flight = self.calls.enter();
+        let relayed = relay.map(|r| self.relays.enter(r));
         if self.closed.load(Ordering::SeqCst) {
             return fail("closed (the toolkit was closed)");
         }
@@ -687,7 +720,10 @@ impl Session {
         }
         let call = async {
             match &self.direct {
-                Some(direct) => direct_call(direct, tool, &args, timeout, cancel).await,
+                Some(direct) => {
+                    let token = relayed.as_ref().map(RelayGuard::new_token);
+                    direct_call(direct, tool, &args, timeout, cancel, token.as_deref()).await
+                }
                 None => {
                     let params = json!({"name": tool, "arguments": Value::Object(args)});
                     // Boxed: far bigger than the direct call, and this
@@ -698,6 +734,7 @@ impl Session {
                         Some(params),
                         Some(timeout),
                         cancel,
+                        relayed.as_ref(),
                     ))
                     .await
                     .map(|result| shape_call_result(&result))

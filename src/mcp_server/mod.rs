@@ -37,10 +37,8 @@ pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION}
 use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::parts::{Part, PartKind};
-use crate::tool::{ExecContext, Source, ToolResult};
+use crate::tool::{ExecContext, Relay, Source, ToolResult};
 use crate::toolkit::Toolkit;
-#[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
-use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
@@ -49,6 +47,9 @@ use rmcp::model::{
     ReadResourceResult, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
+#[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
+use rmcp::model::{LoggingMessageNotificationParam, SetLevelRequestParams};
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Map, Value};
@@ -92,6 +93,12 @@ struct Gateway {
     /// toolkit name → served name, and back (`unprefixed` only).
     served_as: HashMap<String, String>,
     served_from: HashMap<String, String>,
+    /// A client asked for log lines (`logging/setLevel`): from then on every
+    /// `tools/call` takes rmcp's path, whose answer can stream the proxied
+    /// server's log notifications before the result (the plain paths answer
+    /// the result alone). Gateway-wide: the stateless HTTP transport has no
+    /// session to keep it in.
+    logs_wanted: std::sync::atomic::AtomicBool,
     on_call: Option<OnCall>,
     in_flight: InFlight,
 }
@@ -173,9 +180,15 @@ impl Gateway {
             unprefixed: profile.unprefixed,
             served_as,
             served_from,
+            logs_wanted: Default::default(),
             on_call,
             in_flight: InFlight::default(),
         }
+    }
+
+    /// Whether a `tools/call` must take rmcp's path (see `logs_wanted`).
+    fn wants_logs(&self) -> bool {
+        self.logs_wanted.load(Ordering::Relaxed)
     }
 
     /// Whether the toolkit tool `name` (served as `served`) is exposed.
@@ -230,8 +243,11 @@ impl Gateway {
         name: String,
         args: Value,
         cancelled: CancellationToken,
+        relay: Option<Relay>,
     ) -> std::result::Result<CallToolResult, ErrorData> {
-        self.run(name, args, cancelled).await.map(call_result)
+        self.run(name, args, cancelled, relay)
+            .await
+            .map(call_result)
     }
 
     /// [`Gateway::call`] up to the tool's own result (the `onCall` event
@@ -241,6 +257,7 @@ impl Gateway {
         name: String,
         args: Value,
         cancelled: CancellationToken,
+        relay: Option<Relay>,
     ) -> std::result::Result<ToolResult, ErrorData> {
         let served = name;
         let name = self.toolkit_name(served.clone());
@@ -258,6 +275,7 @@ impl Gateway {
         let cancel = CancelToken::new();
         let ctx = ExecContext {
             cancel: Some(cancel.clone()),
+            relay,
             ..ExecContext::default()
         };
         // An MCP tool's call is awaited on this task (no thread per call);
@@ -322,6 +340,49 @@ fn unprefixed_names(toolkit: &Toolkit) -> (HashMap<String, String>, HashMap<Stri
         served_from.insert(remote.clone(), name.clone());
     }
     (served_as, served_from)
+}
+
+/// A relay that passes a proxied call's server notifications on to the
+/// calling client, in order: its progress under the client's own token (none
+/// when the client gave none), its log lines as they are. The task ends once
+/// the relay is dropped and everything sent before was passed on.
+fn relay_to(
+    peer: rmcp::Peer<RoleServer>,
+    token: Option<ProgressToken>,
+) -> (Relay, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Value)>();
+    let relay = Relay(Arc::new(move |method: &str, params: Value| {
+        let _ = tx.send((method.to_string(), params));
+    }));
+    let forwarding = tokio::spawn(async move {
+        while let Some((method, params)) = rx.recv().await {
+            match method.as_str() {
+                "notifications/progress" => {
+                    let Some(token) = &token else { continue };
+                    let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+                        continue;
+                    };
+                    let mut p = ProgressNotificationParam::new(token.clone(), progress);
+                    if let Some(total) = params.get("total").and_then(Value::as_f64) {
+                        p = p.with_total(total);
+                    }
+                    if let Some(message) = params.get("message").and_then(Value::as_str) {
+                        p = p.with_message(message);
+                    }
+                    let _ = peer.notify_progress(p).await;
+                }
+                "notifications/message" => {
+                    #[allow(deprecated)]
+                    if let Ok(p) = serde_json::from_value::<LoggingMessageNotificationParam>(params)
+                    {
+                        let _ = peer.notify_logging_message(p).await;
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    (relay, forwarding)
 }
 
 /// A pass-through answer as the typed result rmcp sends.
@@ -415,10 +476,19 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        self.0
-            .call(request.name.into_owned(), args, context.ct)
-            .await
-            .map(CallToolResponse::from)
+        // rmcp moves the request's `_meta` into the context.
+        let token = context
+            .meta
+            .get_progress_token()
+            .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()));
+        let (relay, forwarding) = relay_to(context.peer.clone(), token);
+        let result = self
+            .0
+            .call(request.name.into_owned(), args, context.ct, Some(relay))
+            .await;
+        // Every notification of the call goes out before its answer.
+        let _ = forwarding.await;
+        result.map(CallToolResponse::from)
     }
 
     async fn list_resources(
@@ -538,6 +608,7 @@ impl ServerHandler for Handler {
             ));
         }
         up.set_level(params_of(&request), Some(&cancel)).await;
+        self.0.logs_wanted.store(true, Ordering::Relaxed);
         Ok(())
     }
 }

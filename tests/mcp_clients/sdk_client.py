@@ -20,6 +20,9 @@ JSON array printed on stdout:
   {"op": "complete", "ref", "argument"} -> the completion/complete result, or {"error"}
   {"op": "setLevel", "level"} / {"op": "subscribe", "uri"} / {"op": "unsubscribe", "uri"}
                                        -> {} or {"error"}
+  {"op": "notified", "name", "arguments"}
+      a call with a progress callback -> {"isError", "content", "progress": [params...],
+                                          "logs": [params of notifications/message during it]}
   {"op": "vanish", "name", "arguments", "waitFile"}
       starts the call, waits for waitFile, prints what it has and leaves
       at once (os._exit), dropping the connection mid-call
@@ -65,6 +68,26 @@ def error_of(e):
     if code is None:
         code = getattr(e, "code", None)
     return {"error": {"code": code, "message": getattr(err, "message", None) or str(e)}}
+
+
+LOGS = []
+
+
+async def on_log(params):
+    LOGS.append(dump(params))
+
+
+async def notified(session, step):
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append({"progress": value, "total": total, "message": message})
+
+    LOGS.clear()
+    r = await session.call_tool(step["name"], step.get("arguments") or {}, progress_callback=on_progress)
+    d = dump(r)
+    return {"isError": bool(d.get("isError", False)), "content": d.get("content", []),
+            "progress": progress, "logs": list(LOGS)}
 
 
 async def other(session, step):
@@ -124,6 +147,8 @@ async def run(session, plan, out):
             out.append({"tools": [dump(t) for t in tools]})
         elif op == "call":
             out.append(await call(session, step))
+        elif op == "notified":
+            out.append(await notified(session, step))
         elif op == "parallel":
             results = [None] * len(step["calls"])
 
@@ -156,12 +181,12 @@ async def main():
     out = []
     if transport == "http":
         async with http_client(sys.argv[3]) as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
+            async with ClientSession(streams[0], streams[1], logging_callback=on_log) as session:
                 await run(session, plan, out)
     elif transport == "stdio":
         params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], env=dict(os.environ))
         async with stdio_client(params) as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
+            async with ClientSession(streams[0], streams[1], logging_callback=on_log) as session:
                 await run(session, plan, out)
     else:
         raise ValueError(f"unknown transport {transport}")
