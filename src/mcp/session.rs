@@ -748,10 +748,16 @@ impl Session {
             }
         };
         tokio::select! {
+            biased;
             res = call => match res {
                 Ok(result) => result,
                 Err(detail) if detail.starts_with(CANCELLED) => {
                     fail(&detail).with_metadata(Stop::Cancelled.metadata())
+                }
+                // Closing ends the child too: the call failed because of
+                // the close, whichever of the two it saw first.
+                Err(_) if self.closed.load(Ordering::SeqCst) => {
+                    fail("closed (the toolkit was closed)")
                 }
                 Err(detail) => {
                     let detail = match &self.child {
@@ -771,8 +777,9 @@ impl Session {
                     fail(&detail)
                 }
             },
-            status = child_exit => fail(&stdio::describe_exit(status)),
+            // Closing kills the child: name the close, not the exit.
             _ = self.closing.notified() => fail("closed (the toolkit was closed)"),
+            status = child_exit => fail(&stdio::describe_exit(status)),
             // The backstop of rmcp's path; a direct call bounds itself
             // (its write too), and one timer a call fewer is a tokio timer
             // registration and its wake-up saved.
