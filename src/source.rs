@@ -23,6 +23,8 @@ pub struct Status {
     pub statuses: Vec<(String, String)>,
     pub errors: Vec<(String, String)>,
     pub warnings: Vec<String>,
+    /// connected MCP server → the protocol revision it negotiated.
+    pub protocols: Vec<(String, String)>,
 }
 
 /// A host callback supplying skills as data at build time (SPEC §3 S1): it
@@ -315,6 +317,8 @@ impl ToolSource for Mcp {
         };
         build.status.statuses.extend(src.statuses);
         build.status.errors.extend(src.errors);
+        build.status.protocols.extend(src.protocols);
+        build.status.warnings.extend(src.warnings);
         build.sessions = src.sessions;
         Ok(src.tools.into_iter().map(Arc::new).collect())
     }

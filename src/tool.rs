@@ -214,6 +214,32 @@ pub struct ExecContext {
     pub deadline: Option<Instant>,
     /// A cancellation the host can trigger while the call runs.
     pub cancel: Option<CancelToken>,
+    /// Where an MCP tool's server notifications during the call go (the
+    /// gateway passes them on to its own client): `notifications/progress`
+    /// (asked for with a progress token on the call), `notifications/message`.
+    pub relay: Option<Relay>,
+}
+
+/// Receives a proxied call's server notifications: the method and its
+/// params (`notifications/progress` without its `progressToken`, which is
+/// the proxy's own). Called on the library's I/O threads, in the order the
+/// server sent them; it must not block.
+#[derive(Clone)]
+pub struct Relay(pub Arc<RelayFn>);
+
+/// What a [`Relay`] calls: the notification's method and params.
+pub type RelayFn = dyn Fn(&str, Value) + Send + Sync;
+
+impl Relay {
+    pub fn send(&self, method: &str, params: Value) {
+        (self.0)(method, params);
+    }
+}
+
+impl fmt::Debug for Relay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Relay")
+    }
 }
 
 /// Why a call must stop before it is done.

@@ -159,6 +159,25 @@ impl Toolkit {
             .close();
     }
 
+    /// The live MCP servers, for the gateway to pass their resources,
+    /// prompts, completions and logging through (empty once closed).
+    pub fn mcp_upstreams(&self) -> crate::mcp::Upstreams {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .upstreams()
+    }
+
+    /// `(toolkit name, the tool's own name on its MCP server)` of every MCP
+    /// tool.
+    pub fn mcp_origins(&self) -> Vec<(String, String)> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .origins()
+            .to_vec()
+    }
+
     /// The process ids of the MCP servers this toolkit started and still owns.
     pub fn mcp_pids(&self) -> Vec<u32> {
         self.sessions
@@ -344,6 +363,7 @@ impl Toolkit {
             "errors": pairs(&self.status.errors),
             "skipped": skipped,
             "warnings": self.status.warnings,
+            "protocolVersions": pairs(&self.status.protocols),
         })
     }
 

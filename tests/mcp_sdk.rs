@@ -10,6 +10,12 @@ use toolnexus::mcp::McpSource;
 /// What every transport must show for the same server.
 fn assert_sdk_server_works(source: &McpSource, server: &str) {
     assert_eq!(status(source, server), "connected", "{:?}", source.errors);
+    // We offer 2025-11-25 (the newest revision with an `initialize`) and the
+    // SDK agrees to it.
+    assert_eq!(
+        source.protocols,
+        vec![(server.to_string(), "2025-11-25".to_string())]
+    );
     let mut got = names(source);
     got.sort();
     assert_eq!(
@@ -60,6 +66,29 @@ fn assert_sdk_server_works(source: &McpSource, server: &str) {
         failed.output.contains("kaboom") || failed.output.contains("explode"),
         "{}",
         failed.output
+    );
+}
+
+/// The toolkit's status names the protocol revision each connected server
+/// negotiated.
+#[test]
+fn status_reports_the_negotiated_protocol_version() {
+    let cfg = toolnexus::config::ToolkitConfig::from_value(&json!({
+        "builtins": false,
+        "mcpConfig": {"mcpServers": {"py": {
+            "command": ["python3", server_script("sdk_server.py"), "stdio"],
+            "timeout": 20000
+        }}}
+    }))
+    .unwrap_or_else(|e| panic!("config: {e}"));
+    let tk = toolnexus::toolkit::Toolkit::build(&cfg).unwrap_or_else(|e| panic!("build: {e}"));
+    let status: serde_json::Value =
+        serde_json::from_str(&tk.render("status").unwrap_or_default()).unwrap_or_default();
+    assert_eq!(status["statuses"]["py"], json!("connected"), "{status}");
+    assert_eq!(
+        status["protocolVersions"],
+        json!({"py": "2025-11-25"}),
+        "{status}"
     );
 }
 

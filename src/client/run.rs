@@ -630,6 +630,7 @@ impl Run<'_> {
             answer,
             deadline: self.deadline,
             cancel: Some(self.cancel.clone()),
+            relay: None,
         }
     }
 

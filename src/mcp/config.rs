@@ -15,7 +15,7 @@ use std::time::Duration;
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
 /// Sibling sections of a raw server map that are never servers.
-const RESERVED_KEYS: [&str; 4] = ["builtins", "agents", "a2a", "mcpServer"];
+const RESERVED_KEYS: [&str; 5] = ["builtins", "agents", "a2a", "mcpServer", "nameCollisions"];
 
 /// The parsed MCP configuration (SPEC §2): wrappers `mcpServers` | `servers` |
 /// `mcp`, or a raw server map (the reserved sibling keys `builtins`,
@@ -25,6 +25,11 @@ pub struct McpConfig {
     /// Servers in the config's order.
     pub servers: Vec<ServerConfig>,
     builtins: Option<Value>,
+    /// `nameCollisions: "rename"`: when two MCP tools end up with one name,
+    /// the later is renamed (`NAME_2`, ...) instead of replacing the earlier
+    /// (the recorded behaviour, pinned by the conformance vectors). Either
+    /// way the status has a warning naming both.
+    pub rename_collisions: bool,
 }
 
 impl McpConfig {
@@ -183,6 +188,16 @@ fn parse_top(value: &Value, what: &str) -> Result<McpConfig, Error> {
 
 fn parse_object(map: &Map<String, Value>) -> Result<McpConfig, Error> {
     let builtins = map.get("builtins").cloned();
+    let rename_collisions = match map.get("nameCollisions") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) if s == "rename" => true,
+        Some(Value::String(s)) if s == "replace" => false,
+        Some(other) => {
+            return Err(Error::invalid_config(format!(
+                "mcpConfig.nameCollisions: expected \"replace\" or \"rename\", got {other}"
+            )))
+        }
+    };
     let wrapper = ["mcpServers", "servers", "mcp"]
         .into_iter()
         .find_map(|key| map.get(key).map(|v| (key, v)));
@@ -200,7 +215,11 @@ fn parse_object(map: &Map<String, Value>) -> Result<McpConfig, Error> {
                 .filter(|(k, _)| !RESERVED_KEYS.contains(&k.as_str())),
         ),
     };
-    Ok(McpConfig { servers, builtins })
+    Ok(McpConfig {
+        servers,
+        builtins,
+        rename_collisions,
+    })
 }
 
 fn parse_servers<'a>(entries: impl Iterator<Item = (&'a String, &'a Value)>) -> Vec<ServerConfig> {

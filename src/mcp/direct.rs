@@ -377,6 +377,7 @@ impl Direct {
         args: &Map<String, Value>,
         timeout: Duration,
         cancel: Option<&CancelToken>,
+        progress: Option<&str>,
     ) -> Answer {
         let (id, rx) = self.register()?;
         // Forgets the id however this ends; tells the server when the
@@ -387,7 +388,7 @@ impl Direct {
             told: true,
             queued: None,
         };
-        let line = call_line(id, tool, args).map_err(send_failure)?;
+        let line = call_line(id, tool, args, progress).map_err(send_failure)?;
         let cancelled = || async {
             match cancel {
                 Some(c) => c.cancelled().await,
@@ -972,11 +973,25 @@ struct CallLine<'a> {
 struct CallParams<'a> {
     name: &'a str,
     arguments: &'a Map<String, Value>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<CallMeta<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct CallMeta<'a> {
+    #[serde(rename = "progressToken")]
+    progress_token: &'a str,
 }
 
 /// The tools/call line with id `id` (newline included): the bytes rmcp's
-/// path writes for it (a unit test compares them).
-fn call_line(id: i64, tool: &str, args: &Map<String, Value>) -> serde_json::Result<Vec<u8>> {
+/// path writes for it (a unit test compares them), and `_meta.progressToken`
+/// when the caller wants the server's progress.
+fn call_line(
+    id: i64,
+    tool: &str,
+    args: &Map<String, Value>,
+    progress: Option<&str>,
+) -> serde_json::Result<Vec<u8>> {
     let mut line = serde_json::to_vec(&CallLine {
         jsonrpc: "2.0",
         id,
@@ -984,6 +999,7 @@ fn call_line(id: i64, tool: &str, args: &Map<String, Value>) -> serde_json::Resu
         params: CallParams {
             name: tool,
             arguments: args,
+            meta: progress.map(|progress_token| CallMeta { progress_token }),
         },
     })?;
     line.push(b'\n');
@@ -1052,7 +1068,7 @@ mod tests {
                 (FIRST_ID, "echo"),
                 (i64::from(i32::MAX), "we\"ird \u{2028} name"),
             ] {
-                let ours = call_line(id, tool, &args).unwrap_or_default();
+                let ours = call_line(id, tool, &args, None).unwrap_or_default();
                 assert!(ours.ends_with(b"}\n"));
                 assert_eq!(
                     String::from_utf8_lossy(&ours),

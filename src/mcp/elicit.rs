@@ -11,7 +11,9 @@
 //!   URL mode `{id, kind:"authorization", prompt, url}`; `prompt` is the
 //!   server's message.
 //! - The Answer maps back: `ok` → `accept` (form mode: `data`, or `{}`, as
-//!   the content), `ok:false` with `reason:"declined"` → `decline`, any other
+//!   the content, with the schema's default for each field left out —
+//!   SEP-1034 — and each enum field held to its choices, a title answered
+//!   becoming its value — SEP-1330), `ok:false` with `reason:"declined"` → `decline`, any other
 //!   refusal (`cancelled`, `expired`, none) → `cancel`.
 //! - The wait ends with `cancel` as soon as nobody needs the answer any more:
 //!   every tool call that was in flight when the server asked has ended
@@ -23,12 +25,15 @@
 //!   call still ends with an ordinary result.
 
 use crate::cancel::CancelToken;
+#[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::ProgressNotificationParam;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     ElicitationCapability, ErrorCode, ErrorData, FormElicitationCapability, Implementation,
-    UrlElicitationCapability,
+    ProtocolVersion, UrlElicitationCapability,
 };
-use rmcp::service::{RequestContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -96,6 +101,9 @@ impl Calls {
     }
 }
 
+/// The protocol revision offered in `initialize`.
+pub const OFFERED_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
 /// The session's side of the client: what it advertises in `initialize`,
 /// and its answer to a server's `elicitation/create`.
 pub struct Handler {
@@ -103,6 +111,8 @@ pub struct Handler {
     wait_for: Option<WaitFor>,
     server: String,
     calls: Arc<Calls>,
+    /// Where the server's progress and log notifications go.
+    relays: Arc<super::relay::Relays>,
     /// Cancelled when the session closes.
     closing: CancellationToken,
 }
@@ -112,6 +122,7 @@ impl Handler {
         server: &str,
         wait_for: Option<WaitFor>,
         calls: Arc<Calls>,
+        relays: Arc<super::relay::Relays>,
         closing: CancellationToken,
     ) -> Handler {
         let mut capabilities = ClientCapabilities::default();
@@ -123,13 +134,18 @@ impl Handler {
             );
         }
         Handler {
+            // The newest revision that has an `initialize` (2025-11-25): rmcp's
+            // default offers 2026-07-28 inside an `initialize`, which that
+            // revision does not have and servers of 2025-11-25 reject.
             config: ClientConfig::new(
                 capabilities,
                 Implementation::new("toolnexus", env!("CARGO_PKG_VERSION")),
-            ),
+            )
+            .with_protocol_version(OFFERED_VERSION),
             wait_for,
             server: server.to_string(),
             calls,
+            relays,
             closing,
         }
     }
@@ -196,6 +212,27 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
     }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(v) = serde_json::to_value(&params) {
+            self.relays.progress(v);
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(v) = serde_json::to_value(&params) {
+            self.relays.message(v);
+        }
+    }
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(1);
@@ -250,15 +287,97 @@ pub fn result_of(answer: Value, request: &Value) -> Reply {
         // URL mode: the interaction happened out of band; no content.
         return Ok(accept);
     }
+    let schema = request.pointer("/data/schema").unwrap_or(&Value::Null);
     match answer.get("data") {
-        None | Some(Value::Null) => Ok(accept.with_content(json!({}))),
-        Some(data @ Value::Object(_)) => Ok(accept.with_content(data.clone())),
+        None | Some(Value::Null) => Ok(accept.with_content(complete_form(Map::new(), schema)?)),
+        Some(Value::Object(data)) => Ok(accept.with_content(complete_form(data.clone(), schema)?)),
         Some(other) => Err(format!(
             "the waitFor Answer's data must be an object for an MCP elicitation (the form's \
              values), got {}",
             crate::json::type_name(other)
         )),
     }
+}
+
+/// An accepted form's content as the server gets it: every field of the
+/// schema the host left out that has a `default` gets it (SEP-1034), and
+/// every enum field (SEP-1330: `enum`, `oneOf` of `{const, title}`, the
+/// legacy `enumNames`, and arrays of those for multi-select) holds one of
+/// its values; a host that answered an option's title gets its value. A
+/// value that is neither is an error naming the field and the choices.
+pub fn complete_form(mut content: Map<String, Value>, schema: &Value) -> Result<Value, String> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(Value::Object(content));
+    };
+    for (field, prop) in props {
+        match content.get_mut(field) {
+            None => {
+                if let Some(default) = prop.get("default") {
+                    content.insert(field.clone(), default.clone());
+                }
+            }
+            Some(value) => {
+                if let Some(choices) = choices(prop) {
+                    *value = pick(field, value, &choices)?;
+                } else if let Some(choices) = prop.get("items").and_then(choices) {
+                    if let Value::Array(items) = value {
+                        for item in items.iter_mut() {
+                            *item = pick(field, item, &choices)?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(Value::Object(content))
+}
+
+/// The options `(value, title)` of an enum field, if it is one.
+fn choices(prop: &Value) -> Option<Vec<(Value, Option<String>)>> {
+    if let Some(values) = prop.get("enum").and_then(Value::as_array) {
+        let names = prop.get("enumNames").and_then(Value::as_array);
+        return Some(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let title = names
+                        .and_then(|n| n.get(i))
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    (v.clone(), title)
+                })
+                .collect(),
+        );
+    }
+    let options = prop
+        .get("oneOf")
+        .or_else(|| prop.get("anyOf"))
+        .and_then(Value::as_array)?;
+    let picked: Vec<_> = options
+        .iter()
+        .filter_map(|o| {
+            let title = o.get("title").and_then(Value::as_str).map(str::to_string);
+            o.get("const").map(|c| (c.clone(), title))
+        })
+        .collect();
+    (!picked.is_empty()).then_some(picked)
+}
+
+fn pick(field: &str, value: &Value, choices: &[(Value, Option<String>)]) -> Result<Value, String> {
+    if choices.iter().any(|(v, _)| v == value) {
+        return Ok(value.clone());
+    }
+    if let Some(text) = value.as_str() {
+        if let Some((v, _)) = choices.iter().find(|(_, t)| t.as_deref() == Some(text)) {
+            return Ok(v.clone());
+        }
+    }
+    let allowed: Vec<String> = choices.iter().map(|(v, _)| v.to_string()).collect();
+    Err(format!(
+        "the waitFor Answer's data.{field} is {value}, which is not one of the form's choices ({})",
+        allowed.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -335,6 +454,79 @@ mod tests {
         );
     }
 
+    fn ask(schema: Value) -> Value {
+        let params: ElicitRequestParams =
+            serde_json::from_value(json!({"message": "?", "requestedSchema": schema}))
+                .expect("a form elicitation");
+        request_of(&params)
+    }
+
+    /// SEP-1034: what the host leaves out the schema's defaults fill in;
+    /// what it gives is kept.
+    #[test]
+    fn an_accepted_form_gets_the_schemas_defaults_for_missing_fields() {
+        let req = ask(json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+            "verified": {"type": "boolean", "default": true},
+            "note": {"type": "string"}
+        }}));
+        let content = |a: Value| result_of(a, &req).map(|r| r.content);
+        assert_eq!(
+            content(json!({"ok": true})),
+            Ok(Some(json!({"name": "John Doe", "age": 30, "score": 95.5,
+                           "status": "active", "verified": true})))
+        );
+        assert_eq!(
+            content(json!({"ok": true, "data": {"name": "Ada", "verified": false, "note": "n"}})),
+            Ok(Some(
+                json!({"name": "Ada", "age": 30, "score": 95.5, "status": "active",
+                           "verified": false, "note": "n"})
+            ))
+        );
+        // A refusal carries no content at all.
+        assert_eq!(
+            content(json!({"ok": false, "reason": "declined"})),
+            Ok(None)
+        );
+    }
+
+    /// SEP-1330: the five enum forms; a title becomes its value, a value
+    /// outside the choices is refused with the field named.
+    #[test]
+    fn enum_forms_take_values_or_titles_and_refuse_anything_else() {
+        let req = ask(json!({"type": "object", "properties": {
+            "untitled": {"type": "string", "enum": ["o1", "o2"]},
+            "titled": {"type": "string", "oneOf": [
+                {"const": "v1", "title": "First"}, {"const": "v2", "title": "Second"}]},
+            "legacy": {"type": "string", "enum": ["l1", "l2"], "enumNames": ["One", "Two"]},
+            "multi": {"type": "array", "items": {"type": "string", "enum": ["o1", "o2"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [
+                {"const": "v1", "title": "First"}, {"const": "v2", "title": "Second"}]}}
+        }}));
+        let content = |data: Value| result_of(json!({"ok": true, "data": data}), &req);
+        assert_eq!(
+            content(
+                json!({"untitled": "o2", "titled": "Second", "legacy": "Two",
+                           "multi": ["o1", "o2"], "titledMulti": ["First", "v2"]})
+            )
+            .map(|r| r.content),
+            Ok(Some(
+                json!({"untitled": "o2", "titled": "v2", "legacy": "l2",
+                           "multi": ["o1", "o2"], "titledMulti": ["v1", "v2"]})
+            ))
+        );
+        let e = content(json!({"titled": "Third"})).expect_err("refused");
+        assert!(
+            e.contains("data.titled") && e.contains("\"v1\", \"v2\""),
+            "{e}"
+        );
+        let e = content(json!({"multi": ["o3"]})).expect_err("refused");
+        assert!(e.contains("data.multi"), "{e}");
+    }
+
     #[test]
     fn a_wrong_answer_is_an_error_naming_what_is_wrong() {
         let req = request_of(&form());
@@ -349,10 +541,22 @@ mod tests {
     #[test]
     fn only_a_toolkit_with_a_wait_for_advertises_elicitation() {
         let calls = Arc::new(Calls::default());
-        let without = Handler::new("s", None, Arc::clone(&calls), CancellationToken::new());
+        let without = Handler::new(
+            "s",
+            None,
+            Arc::clone(&calls),
+            Arc::default(),
+            CancellationToken::new(),
+        );
         assert!(without.get_info().capabilities.elicitation.is_none());
         let f: WaitFor = Arc::new(|_, _| Ok(json!({"ok": true})));
-        let with = Handler::new("s", Some(f), calls, CancellationToken::new());
+        let with = Handler::new(
+            "s",
+            Some(f),
+            calls,
+            Arc::default(),
+            CancellationToken::new(),
+        );
         let caps = serde_json::to_value(&with.get_info().capabilities).unwrap_or_default();
         assert_eq!(caps["elicitation"], json!({"form": {}, "url": {}}));
     }

@@ -25,6 +25,8 @@ pub mod elicit;
 mod guarded;
 mod known_ids;
 mod lines;
+mod proxy;
+mod relay;
 mod session;
 mod shape;
 mod sse;
@@ -32,6 +34,7 @@ mod stdio;
 
 pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
 pub use elicit::WaitFor;
+pub use proxy::Upstreams;
 pub use session::RemoteTool;
 
 use crate::cancel::CancelToken;
@@ -47,13 +50,21 @@ use tokio::task::JoinHandle;
 /// What connecting the configured servers produced.
 #[derive(Default)]
 pub struct McpSource {
-    /// Source `Mcp`, named `sanitize(server)_sanitize(tool)`, in server order
-    /// then list order; when two tools get the same name the later one wins.
+    /// Source `Mcp`, named `sanitize(server)_sanitize(tool)` (capped at
+    /// [`MAX_NAME`]), in server order then list order; when two tools get
+    /// the same name the later one wins, or with `nameCollisions: "rename"`
+    /// is served as `NAME_2`; either way `warnings` says so.
     pub tools: Vec<Tool>,
     /// server → `connected` | `failed` | `disabled`, in config order.
     pub statuses: Vec<(String, String)>,
     /// server → message (never containing header values).
     pub errors: Vec<(String, String)>,
+    /// connected server → the protocol revision negotiated in `initialize`.
+    pub protocols: Vec<(String, String)>,
+    /// Name clashes and renames, one sentence each.
+    pub warnings: Vec<String>,
+    /// (tool name, server, the tool's own name) of every tool kept so far.
+    origins: Vec<(String, String, String)>,
     /// Owns every live session.
     pub sessions: McpSessions,
 }
@@ -64,9 +75,22 @@ pub struct McpSource {
 #[derive(Default)]
 pub struct McpSessions {
     sessions: Vec<Arc<Session>>,
+    /// toolkit tool name → the tool's own name on its server.
+    origins: Vec<(String, String)>,
 }
 
 impl McpSessions {
+    /// The live servers, for the gateway to pass resources, prompts,
+    /// completions and logging through.
+    pub fn upstreams(&self) -> Upstreams {
+        Upstreams::new(self.sessions.clone())
+    }
+
+    /// `(toolkit name, the tool's own name on its server)` of every MCP tool.
+    pub fn origins(&self) -> &[(String, String)] {
+        &self.origins
+    }
+
     /// The process ids of the stdio servers still owned (for diagnostics and
     /// tests that check nothing survives).
     pub fn pids(&self) -> Vec<u32> {
@@ -133,9 +157,10 @@ impl McpTool {
         let session = Arc::clone(&self.session);
         let remote = self.remote.clone();
         let cancel = ctx.cancel.clone();
+        let relay = ctx.relay.clone();
         Ok(async move {
             session
-                .call_tool(&remote, args, timeout, cancel.as_ref())
+                .call_tool_relayed(&remote, args, timeout, cancel.as_ref(), relay.as_ref())
                 .await
         })
     }
@@ -201,6 +226,40 @@ where
     })
 }
 
+/// The longest tool name served (what OpenAI's API takes).
+pub const MAX_NAME: usize = 64;
+
+/// `name` within [`MAX_NAME`] bytes: a longer one keeps its first 55 bytes
+/// (names are sanitized ASCII) and ends `_` + 8 hex digits of a hash of the
+/// whole name, so two long names that share a start stay apart, the same
+/// way on every run.
+fn capped(name: String) -> String {
+    if name.len() <= MAX_NAME {
+        return name;
+    }
+    // FNV-1a, 32 bits: stable across builds and platforms.
+    let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    let keep = MAX_NAME - 9;
+    let start = name.get(..keep).unwrap_or(&name);
+    format!("{start}_{hash:08x}")
+}
+
+/// `name_2`, `name_3`, ... (capped): the first no tool has yet.
+fn free_name(name: &str, tools: &[Tool]) -> String {
+    (2..)
+        .map(|n| {
+            let suffix = format!("_{n}");
+            let base = name
+                .get(..MAX_NAME.saturating_sub(suffix.len()))
+                .unwrap_or(name);
+            format!("{base}{suffix}")
+        })
+        .find(|c| !tools.iter().any(|t| &t.name == c))
+        .unwrap_or_else(|| name.to_string())
+}
+
 /// How long a cancelled connect waits for a killed child to be reaped.
 const REAP_LIMIT: Duration = Duration::from_secs(2);
 
@@ -230,13 +289,54 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
             }
             Outcome::Connected(session, remote_tools) => {
                 source.statuses.push((cfg.name.clone(), "connected".into()));
+                if let Some(v) = session.protocol_version() {
+                    source.protocols.push((cfg.name.clone(), v));
+                }
                 let session: Arc<Session> = Arc::from(session);
                 let prefix = sanitize(&cfg.name);
                 for rt in remote_tools.into_iter().filter(|t| cfg.keeps_tool(&t.name)) {
-                    let name = format!("{prefix}_{}", sanitize(&rt.name));
-                    // SPEC §4 as recorded: a later server's tool replaces an
-                    // earlier one of the same final name.
+                    let name = capped(format!("{prefix}_{}", sanitize(&rt.name)));
+                    if name.len() < prefix.len() + 1 + sanitize(&rt.name).len() {
+                        source.warnings.push(format!(
+                            "mcp server \"{}\": the name of its tool \"{}\" is longer than \
+                             {MAX_NAME} characters once prefixed; it is served as \"{name}\"",
+                            cfg.name, rt.name
+                        ));
+                    }
+                    let name = match source.origins.iter().find(|o| o.0 == name) {
+                        None => name,
+                        Some((_, server, tool)) if config.rename_collisions => {
+                            let renamed = free_name(&name, &source.tools);
+                            source.warnings.push(format!(
+                                "mcp tool name collision: server \"{}\" tool \"{}\" and server \
+                                 \"{server}\" tool \"{tool}\" are both \"{name}\"; the later \
+                                 is served as \"{renamed}\"",
+                                cfg.name, rt.name
+                            ));
+                            renamed
+                        }
+                        Some((_, server, tool)) => {
+                            // SPEC §4 as recorded: a later server's tool
+                            // replaces an earlier one of the same final name.
+                            source.warnings.push(format!(
+                                "mcp tool name collision: server \"{}\" tool \"{}\" replaces \
+                                 server \"{server}\" tool \"{tool}\" as \"{name}\" (set \
+                                 mcpConfig.nameCollisions to \"rename\" to keep both)",
+                                cfg.name, rt.name
+                            ));
+                            name
+                        }
+                    };
                     source.tools.retain(|t| t.name != name);
+                    source.origins.retain(|o| o.0 != name);
+                    source
+                        .origins
+                        .push((name.clone(), cfg.name.clone(), rt.name.clone()));
+                    source.sessions.origins.retain(|(t, _)| *t != name);
+                    source
+                        .sessions
+                        .origins
+                        .push((name.clone(), rt.name.clone()));
                     let exec = Arc::new(McpTool {
                         session: Arc::clone(&session),
                         remote: rt.name,
@@ -475,5 +575,23 @@ mod tests {
         let r = shape_call_result(&json!({"structuredContent": {"a": 1}, "content": [
             {"type": "image", "data": "AA==", "mimeType": "image/gif"}]}));
         assert_eq!((r.output.as_str(), r.parts.len()), (r#"{"a":1}"#, 1));
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn long_names_are_capped_at_64_with_a_stable_hash() {
+        let short = "s_".to_string() + &"x".repeat(62);
+        assert_eq!(capped(short.clone()), short);
+        let a = capped(format!("s_{}", "y".repeat(80)));
+        let b = capped(format!("s_{}z", "y".repeat(80)));
+        assert_eq!(a.len(), MAX_NAME);
+        assert_eq!(b.len(), MAX_NAME);
+        assert_ne!(a, b);
+        assert_eq!(a, capped(format!("s_{}", "y".repeat(80))));
+        assert!(a.starts_with(&format!("s_{}", "y".repeat(53))), "{a}");
     }
 }

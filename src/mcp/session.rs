@@ -12,10 +12,11 @@ use super::direct::{self, Direct};
 use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
+use super::relay::{RelayGuard, Relays};
 pub use super::shape::shape_call_result;
 use super::{lines, sse, stdio};
 use crate::cancel::CancelToken;
-use crate::tool::{default_schema, Stop, ToolResult};
+use crate::tool::{default_schema, Relay, Stop, ToolResult};
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
 };
@@ -36,6 +37,10 @@ const CANCELLED: &str = "cancelled";
 
 /// The extra time a whole server may take beyond its per-phase timeout.
 pub const SERVER_SLACK: Duration = Duration::from_millis(500);
+
+/// The longest a connect waits for a streamable HTTP server to answer the
+/// standalone stream's GET.
+const STREAM_SETTLE: Duration = Duration::from_secs(3);
 
 type Service = RunningService<RoleClient, elicit::Handler>;
 
@@ -63,6 +68,8 @@ pub struct Session {
     closing: Notify,
     /// The tool calls in flight, which a server's elicitation waits on.
     calls: Arc<Calls>,
+    /// Where the server's progress and log notifications go.
+    relays: Arc<Relays>,
     /// Cancelled on close: ends every elicitation still waiting.
     stopped: CancellationToken,
     /// Ends the requests of a streamable HTTP session's client when the
@@ -115,6 +122,7 @@ struct Side {
     server: String,
     wait_for: Option<WaitFor>,
     calls: Arc<Calls>,
+    relays: Arc<Relays>,
     stopped: CancellationToken,
 }
 
@@ -125,6 +133,7 @@ impl Side {
             &self.server,
             self.wait_for.clone(),
             Arc::clone(&self.calls),
+            Arc::clone(&self.relays),
             self.stopped.clone(),
         )
     }
@@ -149,6 +158,7 @@ pub async fn connect(
         server: cfg.name.clone(),
         wait_for: cfg.wait_for.0.clone(),
         calls: Arc::new(Calls::default()),
+        relays: Arc::default(),
         stopped: CancellationToken::new(),
     };
     connect_inner(cfg, phase, secrets, side)
@@ -243,11 +253,87 @@ async fn connect_inner(
             closed: AtomicBool::new(false),
             closing: Notify::new(),
             calls: side.calls,
+            relays: side.relays,
             stopped: side.stopped,
             _requests: requests,
         },
         tools,
     ))
+}
+
+impl Session {
+    /// The protocol revision the server answered `initialize` with.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+    }
+
+    /// What the server advertised in `initialize`, as JSON.
+    pub fn capabilities(&self) -> Value {
+        self.peer
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    /// One request passed through as it is (the gateway's resources,
+    /// prompts, completions and logging): the server's result as JSON, or
+    /// its JSON-RPC error as it sent it. Anything else (a closed session, a
+    /// timeout, a transport failure) is an internal error naming the server
+    /// and never a header value.
+    pub async fn forward(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, rmcp::ErrorData> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(rmcp::ErrorData::internal_error(
+                failure(&self.name, method, "closed (the toolkit was closed)"),
+                None,
+            ));
+        }
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(self.timeout);
+        let req = ClientRequest::CustomRequest(CustomRequest::new(method, params));
+        let outcome = async {
+            let handle = self.peer.send_request_with_option(req, options).await?;
+            let id = handle.id.clone();
+            let waited = handle.await_response();
+            match cancel {
+                None => waited.await,
+                Some(cancel) => tokio::select! {
+                    r = waited => r,
+                    _ = cancel.cancelled() => {
+                        let note = CancelledNotification::new(CancelledNotificationParam::new(
+                            Some(id),
+                            Some("the calling client cancelled".into()),
+                        ));
+                        let _ = self.peer.send_notification(note.into()).await;
+                        Err(ServiceError::Cancelled { reason: Some(CANCELLED.into()) })
+                    }
+                },
+            }
+        }
+        .await;
+        match outcome {
+            Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
+            Ok(other) => serde_json::to_value(&other).map_err(|e| {
+                rmcp::ErrorData::internal_error(
+                    failure(&self.name, method, &format!("malformed-result ({e})")),
+                    None,
+                )
+            }),
+            Err(ServiceError::McpError(data)) => Err(data),
+            Err(e) => Err(rmcp::ErrorData::internal_error(
+                self.secrets
+                    .redact(&failure(&self.name, method, &describe_service_error(&e)))
+                    .into_owned(),
+                None,
+            )),
+        }
+    }
 }
 
 /// Whether a stdio session's tools/calls can go direct: its protocol has an
@@ -272,12 +358,17 @@ async fn connect_remote(
     } else {
         // Dropped on every way out but success (a timeout, a cancelled
         // build): rmcp's worker then gives up the request it has in flight.
-        let (transport, requests) =
+        let (transport, requests, watch) =
             streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
         match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
             .await
         {
-            Ok(Ok(service)) => return Ok((service, Some(requests))),
+            Ok(Ok(service)) => {
+                // A server's request sent before its standalone stream is
+                // open is lost (an elicitation in the first call, say).
+                watch.settled(cfg.timeout.min(STREAM_SETTLE)).await;
+                return Ok((service, Some(requests)));
+            }
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
                 // Nothing listening: the legacy transport cannot help.
@@ -314,7 +405,14 @@ fn streamable_transport(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
-) -> Result<(StreamableHttpClientTransport<GuardedClient>, DropGuard), String> {
+) -> Result<
+    (
+        StreamableHttpClientTransport<GuardedClient>,
+        DropGuard,
+        Arc<super::guarded::StreamWatch>,
+    ),
+    String,
+> {
     let mut map = HashMap::new();
     for (k, v) in headers {
         let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
@@ -325,6 +423,7 @@ fn streamable_transport(
         map.insert(name, value);
     }
     let (client, requests) = GuardedClient::new(http_client(timeout)?);
+    let watch = client.watch();
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
         .max_json_response_size(crate::limits::RESPONSE_BODY_BYTES)
@@ -332,6 +431,7 @@ fn streamable_transport(
     Ok((
         StreamableHttpClientTransport::with_client(client, config),
         requests,
+        watch,
     ))
 }
 
@@ -450,6 +550,7 @@ async fn request(
     params: Option<Value>,
     timeout: Option<Duration>,
     cancel: Option<&CancelToken>,
+    relay: Option<&RelayGuard<'_>>,
 ) -> Result<Value, String> {
     let mut options = PeerRequestOptions::no_options();
     options.timeout = timeout;
@@ -458,6 +559,10 @@ async fn request(
         .send_request_with_option(req, options)
         .await
         .map_err(|e| describe_service_error(&e))?;
+    if let (Some(relay), Ok(token)) = (relay, serde_json::to_value(&handle.progress_token)) {
+        // rmcp puts a progress token of its own on every request.
+        relay.watch(&token);
+    }
     let id = handle.id.clone();
     let waited = handle.await_response();
     let result: ServerResult = match cancel {
@@ -491,9 +596,10 @@ async fn direct_call(
     args: &Map<String, Value>,
     timeout: Duration,
     cancel: Option<&CancelToken>,
+    progress: Option<&str>,
 ) -> Result<ToolResult, String> {
     direct
-        .call(tool, args, timeout, cancel)
+        .call(tool, args, timeout, cancel, progress)
         .await
         .map(|reply| match reply {
             direct::Reply::Shaped(result) => result,
@@ -513,7 +619,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> 
     let mut cursor: Option<String> = None;
     loop {
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let page = request(peer, "tools/list", params, None, None).await?;
+        let page = request(peer, "tools/list", params, None, None, None).await?;
         let Some(list) = page.get("tools").and_then(Value::as_array) else {
             return Err("malformed-result (the tools/list result has no tools array)".into());
         };
@@ -565,6 +671,7 @@ impl Session {
 
     /// tools/call. Never waits out the timeout on a transport that is
     /// already gone: a dead child or a closed session ends the wait at once.
+    #[cfg(test)]
     pub async fn call_tool(
         &self,
         tool: &str,
@@ -572,7 +679,24 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancelToken>,
     ) -> ToolResult {
-        let result = self.call_tool_inner(tool, args, timeout, cancel).await;
+        self.call_tool_relayed(tool, args, timeout, cancel, None)
+            .await
+    }
+
+    /// [`Session::call_tool`], with the server's progress on this call and
+    /// its log lines while it runs sent to `relay` (the call then carries a
+    /// progress token).
+    pub async fn call_tool_relayed(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        timeout: Duration,
+        cancel: Option<&CancelToken>,
+        relay: Option<&Relay>,
+    ) -> ToolResult {
+        let result = self
+            .call_tool_inner(tool, args, timeout, cancel, relay)
+            .await;
         self.secrets.redact_result(result)
     }
 
@@ -582,10 +706,12 @@ impl Session {
         args: Map<String, Value>,
         timeout: Duration,
         cancel: Option<&CancelToken>,
+        relay: Option<&Relay>,
     ) -> ToolResult {
         let fail = |detail: &str| ToolResult::error(failure(&self.name, "tools/call", detail));
         // In flight until this returns, however the call ends.
         let _in_flight = self.calls.enter();
+        let relayed = relay.map(|r| self.relays.enter(r));
         if self.closed.load(Ordering::SeqCst) {
             return fail("closed (the toolkit was closed)");
         }
@@ -594,7 +720,10 @@ impl Session {
         }
         let call = async {
             match &self.direct {
-                Some(direct) => direct_call(direct, tool, &args, timeout, cancel).await,
+                Some(direct) => {
+                    let token = relayed.as_ref().map(RelayGuard::new_token);
+                    direct_call(direct, tool, &args, timeout, cancel, token.as_deref()).await
+                }
                 None => {
                     let params = json!({"name": tool, "arguments": Value::Object(args)});
                     // Boxed: far bigger than the direct call, and this
@@ -605,6 +734,7 @@ impl Session {
                         Some(params),
                         Some(timeout),
                         cancel,
+                        relayed.as_ref(),
                     ))
                     .await
                     .map(|result| shape_call_result(&result))
@@ -618,10 +748,16 @@ impl Session {
             }
         };
         tokio::select! {
+            biased;
             res = call => match res {
                 Ok(result) => result,
                 Err(detail) if detail.starts_with(CANCELLED) => {
                     fail(&detail).with_metadata(Stop::Cancelled.metadata())
+                }
+                // Closing ends the child too: the call failed because of
+                // the close, whichever of the two it saw first.
+                Err(_) if self.closed.load(Ordering::SeqCst) => {
+                    fail("closed (the toolkit was closed)")
                 }
                 Err(detail) => {
                     let detail = match &self.child {
@@ -641,8 +777,9 @@ impl Session {
                     fail(&detail)
                 }
             },
-            status = child_exit => fail(&stdio::describe_exit(status)),
+            // Closing kills the child: name the close, not the exit.
             _ = self.closing.notified() => fail("closed (the toolkit was closed)"),
+            status = child_exit => fail(&stdio::describe_exit(status)),
             // The backstop of rmcp's path; a direct call bounds itself
             // (its write too), and one timer a call fewer is a tokio timer
             // registration and its wake-up saved.

@@ -19,6 +19,11 @@ pub struct Profile {
     /// Exactly these tool names, when set; a name the toolkit lacks is
     /// ignored, never an error. `None` exposes every tool.
     pub tools: Option<Vec<String>>,
+    /// Serve each proxied MCP tool (and prompt) under its own name on its
+    /// server rather than `server_name`, where no other exposed tool (or
+    /// prompt) has that name; a clash keeps the prefixed name. A call by the
+    /// toolkit's (prefixed) name is still answered.
+    pub unprefixed: bool,
 }
 
 impl Default for Profile {
@@ -27,13 +32,14 @@ impl Default for Profile {
             name: DEFAULT_NAME.into(),
             version: DEFAULT_VERSION.into(),
             tools: None,
+            unprefixed: false,
         }
     }
 }
 
 impl Profile {
     /// Reads `{name?, version?, tools?}`; `what` names the object in errors
-    /// (`mcp`, `mcpServer`). An unknown key or a wrong type is an error that
+    /// (`mcp`, `mcpServer`); also `unprefixed?`. An unknown key or a wrong type is an error that
     /// names it.
     pub fn from_value(v: &Value, what: &str) -> Result<Profile> {
         let obj = match v {
@@ -60,9 +66,19 @@ impl Profile {
                     }
                 }
                 "tools" => p.tools = tool_list(val, what)?,
+                "unprefixed" => match val {
+                    Value::Null => {}
+                    Value::Bool(b) => p.unprefixed = *b,
+                    other => {
+                        return Err(Error::invalid_config(format!(
+                            "{what}.unprefixed: expected true or false, got {}",
+                            type_name(other)
+                        )))
+                    }
+                },
                 other => {
                     return Err(Error::invalid_config(format!(
-                        "{what}: unknown key '{other}' (expected name, version, tools)"
+                        "{what}: unknown key '{other}' (expected name, version, tools, unprefixed)"
                     )))
                 }
             }
@@ -230,7 +246,8 @@ mod tests {
             Profile {
                 name: "gw".into(),
                 version: "2.0.0".into(),
-                tools: Some(vec!["bash".into(), "nope".into()])
+                tools: Some(vec!["bash".into(), "nope".into()]),
+                unprefixed: false,
             }
         );
     }
@@ -256,6 +273,10 @@ mod tests {
                 "unknown key 'title'",
             ),
             (json!({"addr": "x", "mcp": {"name": 3}}), "mcp.name"),
+            (
+                json!({"addr": "x", "mcp": {"unprefixed": "yes"}}),
+                "mcp.unprefixed",
+            ),
         ];
         for (v, want) in cases {
             let e = ServeConfig::from_value(&v).err().map(|e| e.message);

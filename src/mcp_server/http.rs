@@ -164,8 +164,10 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
         }
     };
     match super::plain::read(&body) {
-        Some(plain) => answer_plain(routes, plain).await,
-        None => {
+        Some(plain) if !(matches!(plain, Plain::Call { .. }) && routes.gateway.wants_logs()) => {
+            answer_plain(routes, plain).await
+        }
+        _ => {
             let req = hyper::Request::from_parts(parts, Full::new(body));
             routes.service.handle(req).await
         }
@@ -255,7 +257,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
             let cancel = CancellationToken::new();
             let gateway = Arc::clone(&routes.gateway);
             let token = cancel.clone();
-            let mut call = tokio::spawn(async move { gateway.run(name, args, token).await });
+            let mut call = tokio::spawn(async move { gateway.run(name, args, token, None).await });
             let hang_up = cancel.drop_guard();
             let outcome = tokio::select! {
                 r = &mut call => r.ok(),

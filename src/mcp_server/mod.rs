@@ -37,16 +37,23 @@ pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION}
 use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::parts::{Part, PartKind};
-use crate::tool::{ExecContext, Source, ToolResult};
+use crate::tool::{ExecContext, Relay, Source, ToolResult};
 use crate::toolkit::Toolkit;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
+#[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
+use rmcp::model::{LoggingMessageNotificationParam, SetLevelRequestParams};
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -80,6 +87,18 @@ struct Gateway {
     toolkit: Arc<Toolkit>,
     info: ServerConfig,
     exposed: Option<HashSet<String>>,
+    /// `Profile::unprefixed`: proxied MCP tools and prompts under their own
+    /// names where that clashes with nothing.
+    unprefixed: bool,
+    /// toolkit name → served name, and back (`unprefixed` only).
+    served_as: HashMap<String, String>,
+    served_from: HashMap<String, String>,
+    /// A client asked for log lines (`logging/setLevel`): from then on every
+    /// `tools/call` takes rmcp's path, whose answer can stream the proxied
+    /// server's log notifications before the result (the plain paths answer
+    /// the result alone). Gateway-wide: the stateless HTTP transport has no
+    /// session to keep it in.
+    logs_wanted: std::sync::atomic::AtomicBool,
     on_call: Option<OnCall>,
     in_flight: InFlight,
 }
@@ -146,30 +165,65 @@ impl Drop for InFlightTask {
 
 impl Gateway {
     fn new(toolkit: Arc<Toolkit>, profile: &Profile, on_call: Option<OnCall>) -> Gateway {
-        let capabilities = ServerCapabilities::builder().enable_tools().build();
-        let info = InitializeResult::new(capabilities).with_server_info(Implementation::new(
-            profile.name.clone(),
-            profile.version.clone(),
-        ));
+        let info = InitializeResult::new(capabilities(&toolkit.mcp_upstreams())).with_server_info(
+            Implementation::new(profile.name.clone(), profile.version.clone()),
+        );
+        let (served_as, served_from) = if profile.unprefixed {
+            unprefixed_names(&toolkit)
+        } else {
+            Default::default()
+        };
         Gateway {
             toolkit,
             info,
             exposed: profile.tools.as_ref().map(|t| t.iter().cloned().collect()),
+            unprefixed: profile.unprefixed,
+            served_as,
+            served_from,
+            logs_wanted: Default::default(),
             on_call,
             in_flight: InFlight::default(),
         }
     }
 
-    fn exposes(&self, name: &str) -> bool {
-        self.exposed.as_ref().is_none_or(|set| set.contains(name))
+    /// Whether a `tools/call` must take rmcp's path (see `logs_wanted`).
+    fn wants_logs(&self) -> bool {
+        self.logs_wanted.load(Ordering::Relaxed)
+    }
+
+    /// Whether the toolkit tool `name` (served as `served`) is exposed.
+    fn exposes(&self, name: &str, served: &str) -> bool {
+        self.exposed
+            .as_ref()
+            .is_none_or(|set| set.contains(name) || set.contains(served))
+    }
+
+    /// The name a toolkit tool is served under.
+    fn served_name<'a>(&'a self, name: &'a str) -> &'a str {
+        match self.served_as.get(name) {
+            // A tool registered since under the plain name takes it back.
+            Some(plain) if self.toolkit.find(plain).is_none() => plain,
+            _ => name,
+        }
+    }
+
+    /// The toolkit tool a served name stands for.
+    fn toolkit_name(&self, served: String) -> String {
+        if self.served_from.is_empty() || self.toolkit.find(&served).is_some() {
+            return served;
+        }
+        self.served_from.get(&served).cloned().unwrap_or(served)
     }
 
     fn list(&self) -> Vec<rmcp::model::Tool> {
         self.toolkit
             .tools()
             .into_iter()
-            .filter(|t| self.exposes(&t.name))
-            .map(|t| {
+            .filter(|t| self.exposes(&t.name, self.served_name(&t.name)))
+            .map(|mut t| {
+                if !self.served_as.is_empty() {
+                    t.name = self.served_name(&t.name).to_string();
+                }
                 let schema = match t.input_schema {
                     Value::Object(m) => m,
                     // A schema that is no object cannot go on the wire as
@@ -189,8 +243,11 @@ impl Gateway {
         name: String,
         args: Value,
         cancelled: CancellationToken,
+        relay: Option<Relay>,
     ) -> std::result::Result<CallToolResult, ErrorData> {
-        self.run(name, args, cancelled).await.map(call_result)
+        self.run(name, args, cancelled, relay)
+            .await
+            .map(call_result)
     }
 
     /// [`Gateway::call`] up to the tool's own result (the `onCall` event
@@ -200,12 +257,15 @@ impl Gateway {
         name: String,
         args: Value,
         cancelled: CancellationToken,
+        relay: Option<Relay>,
     ) -> std::result::Result<ToolResult, ErrorData> {
+        let served = name;
+        let name = self.toolkit_name(served.clone());
         let source = match self.toolkit.source_of(&name) {
-            Some(s) if self.exposes(&name) => s,
+            Some(s) if self.exposes(&name, &served) => s,
             _ => {
                 return Err(ErrorData::invalid_params(
-                    format!("unknown tool: {name}"),
+                    format!("unknown tool: {served}"),
                     None,
                 ))
             }
@@ -215,6 +275,7 @@ impl Gateway {
         let cancel = CancelToken::new();
         let ctx = ExecContext {
             cancel: Some(cancel.clone()),
+            relay,
             ..ExecContext::default()
         };
         // An MCP tool's call is awaited on this task (no thread per call);
@@ -241,6 +302,104 @@ impl Gateway {
         }
         Ok(result)
     }
+}
+
+/// What the gateway advertises: tools, and what its MCP servers have among
+/// resources (with subscribe), prompts, completions and logging.
+fn capabilities(up: &crate::mcp::Upstreams) -> ServerCapabilities {
+    let mut caps = json!({"tools": {}});
+    if up.has("resources") {
+        caps["resources"] = json!({"subscribe": up.can_subscribe()});
+    }
+    for kind in ["prompts", "completions", "logging"] {
+        if up.has(kind) {
+            caps[kind] = json!({});
+        }
+    }
+    serde_json::from_value(caps)
+        .unwrap_or_else(|_| ServerCapabilities::builder().enable_tools().build())
+}
+
+/// `Profile::unprefixed`'s names: each MCP tool under its own name on its
+/// server, unless another toolkit tool has that name or two MCP tools share
+/// it (then all of them keep their prefixed names).
+fn unprefixed_names(toolkit: &Toolkit) -> (HashMap<String, String>, HashMap<String, String>) {
+    let origins = toolkit.mcp_origins();
+    let names: HashSet<String> = toolkit.tool_names().into_iter().collect();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for (_, remote) in &origins {
+        *counts.entry(remote.as_str()).or_default() += 1;
+    }
+    let mut served_as = HashMap::new();
+    let mut served_from = HashMap::new();
+    for (name, remote) in &origins {
+        if name == remote || counts.get(remote.as_str()) != Some(&1) || names.contains(remote) {
+            continue;
+        }
+        served_as.insert(name.clone(), remote.clone());
+        served_from.insert(remote.clone(), name.clone());
+    }
+    (served_as, served_from)
+}
+
+/// A relay that passes a proxied call's server notifications on to the
+/// calling client, in order: its progress under the client's own token (none
+/// when the client gave none), its log lines as they are. The task ends once
+/// the relay is dropped and everything sent before was passed on.
+fn relay_to(
+    peer: rmcp::Peer<RoleServer>,
+    token: Option<ProgressToken>,
+) -> (Relay, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Value)>();
+    let relay = Relay(Arc::new(move |method: &str, params: Value| {
+        let _ = tx.send((method.to_string(), params));
+    }));
+    let forwarding = tokio::spawn(async move {
+        while let Some((method, params)) = rx.recv().await {
+            match method.as_str() {
+                "notifications/progress" => {
+                    let Some(token) = &token else { continue };
+                    let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+                        continue;
+                    };
+                    let mut p = ProgressNotificationParam::new(token.clone(), progress);
+                    if let Some(total) = params.get("total").and_then(Value::as_f64) {
+                        p = p.with_total(total);
+                    }
+                    if let Some(message) = params.get("message").and_then(Value::as_str) {
+                        p = p.with_message(message);
+                    }
+                    let _ = peer.notify_progress(p).await;
+                }
+                "notifications/message" => {
+                    #[allow(deprecated)]
+                    if let Ok(p) = serde_json::from_value::<LoggingMessageNotificationParam>(params)
+                    {
+                        let _ = peer.notify_logging_message(p).await;
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    (relay, forwarding)
+}
+
+/// A pass-through answer as the typed result rmcp sends.
+fn typed<T: serde::de::DeserializeOwned>(
+    v: std::result::Result<Value, ErrorData>,
+) -> std::result::Result<T, ErrorData> {
+    let v = v?;
+    serde_json::from_value(v).map_err(|e| {
+        ErrorData::internal_error(
+            format!("an MCP server answered a malformed result: {e}"),
+            None,
+        )
+    })
+}
+
+fn params_of<T: serde::Serialize>(p: &T) -> Value {
+    serde_json::to_value(p).unwrap_or(Value::Null)
 }
 
 /// A tool's result as MCP's: the output as one text part, then its parts.
@@ -317,10 +476,140 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        self.0
-            .call(request.name.into_owned(), args, context.ct)
+        // rmcp moves the request's `_meta` into the context.
+        let token = context
+            .meta
+            .get_progress_token()
+            .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()));
+        let (relay, forwarding) = relay_to(context.peer.clone(), token);
+        let result = self
+            .0
+            .call(request.name.into_owned(), args, context.ct, Some(relay))
+            .await;
+        // Every notification of the call goes out before its answer.
+        let _ = forwarding.await;
+        result.map(CallToolResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourcesResult, ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        typed(Ok(up.list_resources(Some(&cancel)).await))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListResourceTemplatesResult, ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        typed(Ok(up.list_resource_templates(Some(&cancel)).await))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ReadResourceResponse, ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        let v = up
+            .resource_request("resources/read", params_of(&request), Some(&cancel))
+            .await;
+        typed::<ReadResourceResult>(v).map(ReadResourceResponse::from)
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        up.resource_request("resources/subscribe", params_of(&request), Some(&cancel))
             .await
-            .map(CallToolResponse::from)
+            .map(|_| ())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        up.resource_request("resources/unsubscribe", params_of(&request), Some(&cancel))
+            .await
+            .map(|_| ())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListPromptsResult, ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        typed(Ok(up.list_prompts(self.0.unprefixed, Some(&cancel)).await))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<GetPromptResponse, ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        let v = up
+            .prompt_request(
+                "prompts/get",
+                params_of(&request),
+                "/name",
+                self.0.unprefixed,
+                Some(&cancel),
+            )
+            .await;
+        typed::<GetPromptResult>(v).map(GetPromptResponse::from)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CompleteResult, ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        typed(
+            up.complete(params_of(&request), self.0.unprefixed, Some(&cancel))
+                .await,
+        )
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<(), ErrorData> {
+        let cancel = context.ct.clone();
+        let up = self.0.toolkit.mcp_upstreams();
+        if !up.has("logging") {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "logging/setLevel: no MCP server of this toolkit has logging",
+                None,
+            ));
+        }
+        up.set_level(params_of(&request), Some(&cancel)).await;
+        self.0.logs_wanted.store(true, Ordering::Relaxed);
+        Ok(())
     }
 }
 

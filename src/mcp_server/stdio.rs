@@ -203,6 +203,9 @@ where
         let Some(fast) = self.fast.as_mut() else {
             return Err(plain);
         };
+        if matches!(plain, Plain::Call { .. }) && fast.gateway.wants_logs() {
+            return Err(plain);
+        }
         match plain {
             Plain::List { id } => {
                 let answer = super::plain::list_answer(&fast.gateway, id);
@@ -231,7 +234,7 @@ where
                 let args = Value::Object(arguments.unwrap_or_default());
                 crate::runtime::get().spawn(async move {
                     let _in_flight = in_flight;
-                    let outcome = gateway.run(name, args, token).await;
+                    let outcome = gateway.run(name, args, token, None).await;
                     // Cancelled by the client: no answer (rmcp's way).
                     if !entry.finish() {
                         return;

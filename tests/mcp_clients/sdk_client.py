@@ -13,6 +13,16 @@ JSON array printed on stdout:
   {"op": "cancel", "name", "arguments", "waitFile"}
       starts the call, waits for waitFile to exist, cancels it
                                        -> {"cancelled": true}
+  {"op": "resources"} / {"op": "templates"} / {"op": "prompts"}
+                                       -> the list result, or {"error"}
+  {"op": "read", "uri"}                -> the resources/read result, or {"error"}
+  {"op": "prompt", "name", "arguments"} -> the prompts/get result, or {"error"}
+  {"op": "complete", "ref", "argument"} -> the completion/complete result, or {"error"}
+  {"op": "setLevel", "level"} / {"op": "subscribe", "uri"} / {"op": "unsubscribe", "uri"}
+                                       -> {} or {"error"}
+  {"op": "notified", "name", "arguments"}
+      a call with a progress callback -> {"isError", "content", "progress": [params...],
+                                          "logs": [params of notifications/message during it]}
   {"op": "vanish", "name", "arguments", "waitFile"}
       starts the call, waits for waitFile, prints what it has and leaves
       at once (os._exit), dropping the connection mid-call
@@ -52,6 +62,71 @@ async def call(session, step):
     return {"isError": bool(d.get("isError", False)), "content": d.get("content", [])}
 
 
+def error_of(e):
+    err = getattr(e, "error", None)
+    code = getattr(err, "code", None)
+    if code is None:
+        code = getattr(e, "code", None)
+    return {"error": {"code": code, "message": getattr(err, "message", None) or str(e)}}
+
+
+LOGS = []
+
+
+async def on_log(params):
+    LOGS.append(dump(params))
+
+
+async def notified(session, step):
+    progress = []
+
+    async def on_progress(value, total, message):
+        progress.append({"progress": value, "total": total, "message": message})
+
+    LOGS.clear()
+    r = await session.call_tool(step["name"], step.get("arguments") or {}, progress_callback=on_progress)
+    d = dump(r)
+    return {"isError": bool(d.get("isError", False)), "content": d.get("content", []),
+            "progress": progress, "logs": list(LOGS)}
+
+
+async def other(session, step):
+    from mcp import types
+
+    op = step["op"]
+    try:
+        if op == "resources":
+            r = await session.list_resources()
+        elif op == "templates":
+            r = await session.list_resource_templates()
+        elif op == "prompts":
+            r = await session.list_prompts()
+        elif op == "read":
+            r = await session.read_resource(step["uri"])
+        elif op == "prompt":
+            r = await session.get_prompt(step["name"], step.get("arguments"))
+        elif op == "complete":
+            ref = step["ref"]
+            if ref["type"] == "ref/prompt":
+                ref = types.PromptReference(type="ref/prompt", name=ref["name"])
+            else:
+                ref = types.ResourceTemplateReference(type="ref/resource", uri=ref["uri"])
+            r = await session.complete(ref, step["argument"])
+        elif op == "setLevel":
+            r = await session.set_logging_level(step["level"])
+        elif op == "subscribe":
+            r = await session.subscribe_resource(step["uri"])
+        elif op == "unsubscribe":
+            r = await session.unsubscribe_resource(step["uri"])
+        else:
+            raise ValueError(f"unknown op {op}")
+    except ValueError:
+        raise
+    except Exception as e:  # an error answer
+        return error_of(e)
+    return dump(r) if r is not None else {}
+
+
 async def wait_file(path, limit=20.0):
     until = time.monotonic() + limit
     while not os.path.exists(path):
@@ -72,6 +147,8 @@ async def run(session, plan, out):
             out.append({"tools": [dump(t) for t in tools]})
         elif op == "call":
             out.append(await call(session, step))
+        elif op == "notified":
+            out.append(await notified(session, step))
         elif op == "parallel":
             results = [None] * len(step["calls"])
 
@@ -95,7 +172,7 @@ async def run(session, plan, out):
                 print(json.dumps(out), flush=True)
                 os._exit(0)
         else:
-            raise ValueError(f"unknown op {op}")
+            out.append(await other(session, step))
 
 
 async def main():
@@ -104,12 +181,12 @@ async def main():
     out = []
     if transport == "http":
         async with http_client(sys.argv[3]) as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
+            async with ClientSession(streams[0], streams[1], logging_callback=on_log) as session:
                 await run(session, plan, out)
     elif transport == "stdio":
         params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], env=dict(os.environ))
         async with stdio_client(params) as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
+            async with ClientSession(streams[0], streams[1], logging_callback=on_log) as session:
                 await run(session, plan, out)
     else:
         raise ValueError(f"unknown transport {transport}")

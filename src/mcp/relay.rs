@@ -1,0 +1,175 @@
+//! A session's server notifications routed to the calls that asked for
+//! them (the gateway's proxied calls, through [`Relay`]):
+//!
+//! - `notifications/progress` carrying a token one of our calls sent goes
+//!   to that call's relay, without the token (the relay's owner puts its own
+//!   client's token on it). A progress for a token nobody holds (unknown, or
+//!   a call already over) is dropped.
+//! - `notifications/message` (a log line: not tied to a request in the
+//!   protocol) goes to every call with a relay in flight on the session.
+//!
+//! A call registers with [`Relays::enter`] and is forgotten when its guard
+//! drops, however the call ends.
+
+use crate::tool::Relay;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The relays of one session's calls in flight.
+#[derive(Default)]
+pub struct Relays {
+    next: AtomicU64,
+    calls: Mutex<HashMap<u64, Entry>>,
+}
+
+struct Entry {
+    relay: Relay,
+    /// The progress tokens (as JSON text) this call's requests carry.
+    tokens: Vec<String>,
+}
+
+/// One call's registration; dropping it forgets the call and its tokens.
+pub struct RelayGuard<'a> {
+    relays: &'a Relays,
+    id: u64,
+}
+
+impl Relays {
+    fn calls(&self) -> MutexGuard<'_, HashMap<u64, Entry>> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn enter(&self, relay: &Relay) -> RelayGuard<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.calls().insert(
+            id,
+            Entry {
+                relay: relay.clone(),
+                tokens: Vec::new(),
+            },
+        );
+        RelayGuard { relays: self, id }
+    }
+
+    /// A `notifications/progress` from the server.
+    pub fn progress(&self, mut params: Value) {
+        let Some(token) = params
+            .as_object_mut()
+            .and_then(|m| m.remove("progressToken"))
+        else {
+            return;
+        };
+        let key = token.to_string();
+        let relay = self
+            .calls()
+            .values()
+            .find(|e| e.tokens.contains(&key))
+            .map(|e| e.relay.clone());
+        if let Some(relay) = relay {
+            relay.send("notifications/progress", params);
+        }
+    }
+
+    /// A `notifications/message` from the server.
+    pub fn message(&self, params: Value) {
+        let relays: Vec<Relay> = self.calls().values().map(|e| e.relay.clone()).collect();
+        for relay in relays {
+            relay.send("notifications/message", params.clone());
+        }
+    }
+}
+
+impl RelayGuard<'_> {
+    /// Routes the progress notifications carrying `token` to this call.
+    pub fn watch(&self, token: &Value) {
+        if let Some(e) = self.relays.calls().get_mut(&self.id) {
+            e.tokens.push(token.to_string());
+        }
+    }
+
+    /// A fresh progress token of ours (a string, so it never meets rmcp's
+    /// numeric ones), already watched.
+    pub fn new_token(&self) -> String {
+        let token = format!("tn-{}", self.relays.next.fetch_add(1, Ordering::Relaxed));
+        self.watch(&Value::String(token.clone()));
+        token
+    }
+}
+
+impl Drop for RelayGuard<'_> {
+    fn drop(&mut self) {
+        self.relays.calls().remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::{Arc, Mutex};
+
+    type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+    fn recording() -> (Relay, Seen) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let relay = Relay(Arc::new(move |m: &str, p: Value| {
+            log.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((m.to_string(), p));
+        }));
+        (relay, seen)
+    }
+
+    #[test]
+    fn progress_goes_to_the_call_that_holds_the_token_and_logs_to_every_call() {
+        let relays = Relays::default();
+        let (a, seen_a) = recording();
+        let (b, seen_b) = recording();
+        let ga = relays.enter(&a);
+        let gb = relays.enter(&b);
+        let ta = ga.new_token();
+        gb.watch(&json!(7));
+        relays.progress(json!({"progressToken": ta, "progress": 1, "total": 2}));
+        relays.progress(json!({"progressToken": 7, "progress": 5}));
+        // Unknown tokens and a progress without one are dropped.
+        relays.progress(json!({"progressToken": "tn-999", "progress": 1}));
+        relays.progress(json!({"progressToken": "7", "progress": 1}));
+        relays.progress(json!({"progress": 1}));
+        relays.message(json!({"level": "info", "data": "hi"}));
+        drop(ga);
+        relays.progress(json!({"progressToken": ta, "progress": 2}));
+        relays.message(json!({"level": "info", "data": "after"}));
+        let a = seen_a.lock().map(|v| v.clone()).unwrap_or_default();
+        let b = seen_b.lock().map(|v| v.clone()).unwrap_or_default();
+        assert_eq!(
+            a,
+            vec![
+                (
+                    "notifications/progress".into(),
+                    json!({"progress": 1, "total": 2})
+                ),
+                (
+                    "notifications/message".into(),
+                    json!({"level": "info", "data": "hi"})
+                ),
+            ]
+        );
+        assert_eq!(
+            b,
+            vec![
+                ("notifications/progress".into(), json!({"progress": 5})),
+                (
+                    "notifications/message".into(),
+                    json!({"level": "info", "data": "hi"})
+                ),
+                (
+                    "notifications/message".into(),
+                    json!({"level": "info", "data": "after"})
+                ),
+            ]
+        );
+    }
+}
