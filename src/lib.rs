@@ -17,7 +17,7 @@
 //! reference in `src/` against them (a room listed before it exists is fine).
 //!
 //! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, test_json, quiet_panic
-//! - floor 2: tool, parts, adapter
+//! - floor 2: tool, parts, adapter, store
 //! - floor 3: provider, jsonrpc
 //! - floor 4: skill, builtin, http_tool, native, mcp, config, source
 //! - floor 5: toolkit
@@ -51,6 +51,7 @@ pub mod provider;
 pub mod runtime;
 pub mod skill;
 mod source;
+pub mod store;
 #[allow(unsafe_code)]
 pub(crate) mod sys;
 pub mod tool;
