@@ -331,6 +331,28 @@ const char *tn_version(void);
 uint32_t tn_abi_version(void);
 
 /*
+ Fetches a remote agent's Agent Card and registers one tool per skill on
+ the toolkit (source `"a2a"`; a name the toolkit already has is skipped:
+ the first of a name wins). `agent_json` is a card URL as a JSON string
+ (`"\"http://host/.well-known/agent-card.json\""`) or an agent object
+ `{"card", "headers"?, "timeout"?, "pollEvery"?}` (header values expand
+ `${ENV}` at each request). `*out_json` receives `{"agent", "added":
+ [names], "skipped": [names], "warnings": [..]}`, or the error JSON:
+ `invalid_json`, `invalid_config` (a bad agent object), `invalid_argument`
+ (the card could not be fetched or has no skills), `cancelled` (the token,
+ NULL for none, was triggered during the fetch). Safe from any thread.
+
+ # Safety
+ `toolkit` is NULL or live; `agent_json` is NULL or NUL-terminated;
+ `cancel` is NULL or a live token; `out_json` is NULL or points to a
+ writable pointer.
+ */
+tn_status tn_toolkit_add_agent(const tn_toolkit *toolkit,
+                               const char *agent_json,
+                               const tn_cancel *cancel,
+                               char **out_json);
+
+/*
  Builds a sub-agent runtime from `config_json` = `{agents: {name:
  {does, soul?, model?, tools?, team?, budget?, …}}, client?, clock?:
  "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?}`.

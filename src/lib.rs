@@ -19,13 +19,14 @@
 //! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, test_json, quiet_panic
 //! - floor 2: tool, parts, adapter, store
 //! - floor 3: provider, jsonrpc
-//! - floor 4: skill, builtin, http_tool, native, mcp, config, source
+//! - floor 4: skill, builtin, http_tool, native, mcp, config, source, a2a_tool
 //! - floor 5: toolkit
 //! - floor 6: translate, client
 //! - floor 7: mcp_server, agents, a2a
 //! - floor 8: ffi
 #![deny(unsafe_code)]
 
+pub mod a2a_tool;
 pub mod adapter;
 pub mod agents;
 pub mod answer;
