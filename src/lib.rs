@@ -26,6 +26,7 @@
 //! - floor 8: ffi
 #![deny(unsafe_code)]
 
+pub mod a2a;
 pub mod a2a_tool;
 pub mod adapter;
 pub mod agents;

@@ -241,6 +241,16 @@ impl Toolkit {
         self.snapshot().values().map(|t| Tool::clone(t)).collect()
     }
 
+    /// The skills the skill source serves, in its order: `(name,
+    /// description or "")` (what a served A2A card advertises, SPEC §7B).
+    pub fn skill_infos(&self) -> Vec<(String, String)> {
+        self.catalog.as_ref().map_or_else(Vec::new, |c| {
+            c.loaded()
+                .map(|s| (s.name.clone(), s.description.clone().unwrap_or_default()))
+                .collect()
+        })
+    }
+
     /// The skills prompt (SPEC §3).
     pub fn skills_prompt(&self) -> String {
         match &self.catalog {
