@@ -496,3 +496,69 @@ fn many_unknown_ids_and_a_large_garbage_body_leave_the_server_serving() {
     let id = send(&s.base, "after all that", None);
     assert_eq!(settled(&s.base, &id)["status"]["state"], "completed");
 }
+
+#[test]
+fn the_0_3_and_1_0_wires_on_the_same_endpoint() {
+    let s = serve();
+    // 0.3: message/send and tasks/get, tasks with kind and a contextId.
+    let r = rpc(
+        &s.base,
+        "message/send",
+        json!({"message": {"role": "user", "messageId": "m",
+        "kind": "message", "parts": [{"kind": "text", "text": "zero three"}]}}),
+    );
+    let t = &r["result"];
+    assert_eq!(t["kind"], "task", "{r}");
+    assert_eq!(t["status"]["state"], "submitted");
+    assert!(t["contextId"].is_string());
+    let id = t["id"].as_str().expect("id").to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let t = rpc(&s.base, "tasks/get", json!({"id": id}))["result"].clone();
+        if t["status"]["state"] == "completed" {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "{t}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(done["kind"], "task");
+    assert_eq!(
+        done["artifacts"][0]["parts"],
+        json!([{"kind": "text", "text": "echo: zero three|1"}])
+    );
+
+    // 1.0: the same method names as upstream, told apart by the header.
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message":
+        {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "one oh"}]}}});
+    let (status, out) = http(
+        "POST",
+        &format!("{}/", s.base),
+        &[("Content-Type", "application/json"), ("A2A-Version", "1.0")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(status, 200);
+    let r: Value = serde_json::from_slice(&out).expect("json");
+    let t = &r["result"]["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_SUBMITTED", "{r}");
+    let id = t["id"].as_str().expect("id").to_string();
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": id}});
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let (_, out) = http(
+            "POST",
+            &format!("{}/", s.base),
+            &[("A2A-Version", "1.0")],
+            get.to_string().as_bytes(),
+        );
+        let t: Value = serde_json::from_slice(&out).expect("json");
+        if t["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break t["result"].clone();
+        }
+        assert!(Instant::now() < deadline, "{t}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(
+        done["artifacts"][0]["parts"],
+        json!([{"text": "echo: one oh|1"}])
+    );
+}

@@ -18,6 +18,10 @@
 //! live in a [`crate::store`] store named by `a2a.store` (`memory`,
 //! `file:<dir>`, `sqlite:<path>`).
 
+mod profile;
+
+pub use profile::Profile;
+
 use crate::cancel::CancelToken;
 use crate::client::{AskRequest, Client, RunData, RunRequest};
 use crate::error::{panic_message, Error, Result};
@@ -45,9 +49,14 @@ pub struct A2aConfig {
     /// `None`: every skill; `Some` (even empty): only these.
     pub skills: Option<Vec<String>>,
     pub store: Option<String>,
+    /// The wire the card announces: `None`/`"toolnexus"`/`"0.3"` give
+    /// upstream's card (`protocolVersion` 0.3.0, `url`); `"1.0"` a 1.0
+    /// card (`supportedInterfaces` with a JSON-RPC binding at 1.0). The
+    /// endpoint answers every wire whatever the card says.
+    pub protocol: Option<String>,
 }
 
-const KEYS: &str = "name, description, version, provider, skills, store";
+const KEYS: &str = "name, description, version, provider, skills, store, protocol";
 
 fn wrong_type(key: &str, expected: &str, got: &Value) -> Error {
     Error::invalid_config(format!(
@@ -118,6 +127,15 @@ impl A2aConfig {
             provider,
             skills,
             store: text("store")?,
+            protocol: match text("protocol")? {
+                None => None,
+                Some(p) if matches!(p.as_str(), "toolnexus" | "0.3" | "1.0") => Some(p),
+                Some(p) => {
+                    return Err(Error::invalid_config(format!(
+                        "a2a.protocol: unknown protocol '{p}' (expected toolnexus, 0.3 or 1.0)"
+                    )))
+                }
+            },
         })
     }
 }
@@ -149,6 +167,22 @@ pub fn agent_card(cfg: &A2aConfig, skills: &[(String, String)], url: &str) -> Va
     );
     card.insert("defaultInputModes".into(), json!(["text"]));
     card.insert("defaultOutputModes".into(), json!(["text"]));
+    if cfg.protocol.as_deref() == Some("1.0") {
+        card.remove("protocolVersion");
+        let listed = listed
+            .into_iter()
+            .map(|mut k| {
+                k["tags"] = json!([]);
+                k
+            })
+            .collect();
+        card.insert("skills".into(), Value::Array(listed));
+        card.insert(
+            "supportedInterfaces".into(),
+            json!([{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]),
+        );
+        return Value::Object(card);
+    }
     card.insert("skills".into(), Value::Array(listed));
     card.insert("url".into(), json!(url));
     if let Some(p) = &cfg.provider {
@@ -224,9 +258,12 @@ impl Agent {
         &self.store
     }
 
-    fn rpc(&self, body: &[u8]) -> Value {
+    /// One JSON-RPC request (`version`: its `A2A-Version` header) and the
+    /// wire it came on.
+    fn rpc(&self, body: &[u8], version: Option<&str>) -> (Value, Profile) {
         let Ok(req) = serde_json::from_slice::<Value>(body) else {
-            return rpc_error(Value::Null, -32700, "Parse error");
+            let wire = profile::classify("", version).0;
+            return (rpc_error(Value::Null, -32700, "Parse error"), wire);
         };
         let id = req.get("id").cloned().unwrap_or(Value::Null);
         let method = req
@@ -234,45 +271,37 @@ impl Agent {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let params = req.get("params").unwrap_or(&Value::Null);
-        match method {
-            "SendMessage" => self.send_message(id, params),
-            "GetTask" => {
+        let (wire, call) = profile::classify(method, version);
+        let answer = match call {
+            profile::Call::Send => self.send_message(id, params, wire),
+            profile::Call::Get => {
                 let task_id = params.get("id").and_then(Value::as_str).unwrap_or_default();
                 match self.store.get(Kind::Task, task_id) {
-                    Ok(Some(task)) => rpc_result(id, task),
+                    Ok(Some(task)) => rpc_result(id, profile::render(&task, wire, false)),
                     Ok(None) => rpc_error(id, -32001, &format!("Task not found: {task_id}")),
                     Err(e) => rpc_error(id, -32603, &e),
                 }
             }
-            other => rpc_error(id, -32601, &format!("Method not found: {other}")),
-        }
+            profile::Call::Other => rpc_error(id, -32601, &format!("Method not found: {method}")),
+        };
+        (answer, wire)
     }
 
-    fn send_message(&self, id: Value, params: &Value) -> Value {
+    fn send_message(&self, id: Value, params: &Value, wire: Profile) -> Value {
         let message = params.get("message").unwrap_or(&Value::Null);
-        let text: String = message
-            .get("parts")
-            .and_then(Value::as_array)
-            .map(|parts| {
-                parts
-                    .iter()
-                    .filter(|p| p.get("kind").and_then(Value::as_str) == Some("text"))
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let text = profile::message_text(message);
         let context = message
             .get("contextId")
             .and_then(Value::as_str)
             .map(String::from);
         let task_id = uuid::Uuid::new_v4().to_string();
-        let mut submitted = Map::new();
-        submitted.insert("id".into(), json!(task_id));
-        if let Some(c) = &context {
-            submitted.insert("contextId".into(), json!(c));
-        }
-        submitted.insert("status".into(), json!({"state": "submitted"}));
-        let submitted = Value::Object(submitted);
+        // Every task belongs to a context (the 0.3 and 1.0 wires show it);
+        // a conversation is remembered only for one the peer named.
+        let context_id = context
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let submitted = json!({"id": task_id, "contextId": context_id,
+            "status": {"state": "submitted"}});
         // Acknowledged only once stored: a task answered is a task kept.
         if let Err(e) = self.store.save(Kind::Task, &task_id, &submitted) {
             return rpc_error(id, -32603, &e);
@@ -284,13 +313,31 @@ impl Agent {
         );
         let spawned = std::thread::Builder::new()
             .name("toolnexus-a2a-task".into())
-            .spawn(move || fulfil(&*store, &runner, on_task.as_ref(), &task_id, &text, context));
-        if spawned.is_err() {
-            let task_id = submitted["id"].as_str().unwrap_or_default();
-            let failed = failed_task(task_id, "no thread to run the task on");
-            let _ = self.store.save(Kind::Task, task_id, &failed);
+            .spawn(move || {
+                let task = Fulfil {
+                    id: &task_id,
+                    context_id: &context_id,
+                    text: &text,
+                    context,
+                };
+                fulfil(&*store, &runner, on_task.as_ref(), task);
+            });
+        let shown = match spawned {
+            Ok(_) => submitted,
+            Err(_) => {
+                let task_id = submitted["id"].as_str().unwrap_or_default();
+                let mut failed = failed_task(task_id, "no thread to run the task on");
+                failed["contextId"] = submitted["contextId"].clone();
+                let _ = self.store.save(Kind::Task, task_id, &failed);
+                failed
+            }
+        };
+        let echo = message.get("contextId").is_some_and(Value::is_string);
+        let task = profile::render(&shown, wire, echo);
+        match wire {
+            Profile::V10 => rpc_result(id, json!({ "task": task })),
+            _ => rpc_result(id, task),
         }
-        rpc_result(id, submitted)
     }
 }
 
@@ -302,21 +349,32 @@ fn failed_task(id: &str, error: &str) -> Value {
     json!({"id": id, "status": {"state": "failed", "message": agent_text(error)}})
 }
 
+/// One task to fulfil: its id and context, the text, the context the peer
+/// named (the conversation to continue), if any.
+struct Fulfil<'a> {
+    id: &'a str,
+    context_id: &'a str,
+    text: &'a str,
+    context: Option<String>,
+}
+
 /// Runs one task to its end and stores each step: `working`, then
 /// `completed` / `input-required` / `failed`.
-fn fulfil(
-    store: &dyn Store,
-    runner: &Runner,
-    on_task: Option<&OnTask>,
-    id: &str,
-    text: &str,
-    context: Option<String>,
-) {
-    let _ = store.save(
-        Kind::Task,
+fn fulfil(store: &dyn Store, runner: &Runner, on_task: Option<&OnTask>, job: Fulfil<'_>) {
+    let Fulfil {
         id,
-        &json!({"id": id, "status": {"state": "working"}}),
-    );
+        context_id,
+        text,
+        context,
+    } = job;
+    let with_context = |mut task: Value| {
+        if let Some(m) = task.as_object_mut() {
+            m.insert("contextId".into(), json!(context_id));
+        }
+        task
+    };
+    let working = with_context(json!({"id": id, "status": {"state": "working"}}));
+    let _ = store.save(Kind::Task, id, &working);
     let outcome = catch_unwind(AssertUnwindSafe(|| runner(text, context.as_deref())))
         .unwrap_or_else(|p| {
             Err(Error::new(
@@ -344,7 +402,7 @@ fn fulfil(
         }
         Err(e) => (failed_task(id, &e.message), None),
     };
-    let _ = store.save(Kind::Task, id, &task);
+    let _ = store.save(Kind::Task, id, &with_context(task.clone()));
     if let Some(hear) = on_task {
         let mut event = Map::new();
         event.insert("id".into(), json!(id));
@@ -396,7 +454,15 @@ impl Beside for Agent {
                 let url = format!("{}/", req.base);
                 json_answer(&agent_card(&self.config, &self.skills, &url))
             }
-            "POST" => json_answer(&self.rpc(req.body)),
+            "POST" => {
+                let version = req.headers.get("a2a-version").and_then(|v| v.to_str().ok());
+                let (answer, wire) = self.rpc(req.body, version);
+                let mut a = json_answer(&answer);
+                if wire == Profile::V10 {
+                    a.headers.push(("a2a-version", "1.0".into()));
+                }
+                a
+            }
             _ => not_found(),
         }
     }
@@ -475,22 +541,28 @@ mod tests {
             Arc::new(|_: &str, _: Option<&str>| Err(Error::invalid_argument("the model is down")));
         let tk = Toolkit::build_from_json("{\"builtins\":false}").expect("toolkit");
         let agent = Agent::new(A2aConfig::default(), &tk, runner, None).expect("agent");
+        let rpc = |body: &[u8]| agent.rpc(body, None).0;
         assert_eq!(
-            agent.rpc(b"{not json"),
+            rpc(b"{not json"),
             json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}})
         );
         assert_eq!(
-            agent.rpc(br#"{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"nope"}}"#),
+            rpc(br#"{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"nope"}}"#),
             json!({"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"Task not found: nope"}})
         );
         assert_eq!(
-            agent.rpc(br#"{"jsonrpc":"2.0","id":"a","method":"tasks/cancel"}"#)["error"],
+            rpc(br#"{"jsonrpc":"2.0","id":"a","method":"tasks/cancel"}"#)["error"],
             json!({"code":-32601,"message":"Method not found: tasks/cancel"})
         );
-        fulfil(&**agent.store(), &agent.runner, None, "t9", "hi", None);
-        assert_eq!(
-            agent.store().get(Kind::Task, "t9"),
-            Ok(Some(failed_task("t9", "the model is down")))
-        );
+        let job = Fulfil {
+            id: "t9",
+            context_id: "c9",
+            text: "hi",
+            context: None,
+        };
+        fulfil(&**agent.store(), &agent.runner, None, job);
+        let mut failed = failed_task("t9", "the model is down");
+        failed["contextId"] = json!("c9");
+        assert_eq!(agent.store().get(Kind::Task, "t9"), Ok(Some(failed)));
     }
 }
