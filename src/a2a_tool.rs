@@ -54,6 +54,31 @@ pub struct Agent {
     pub poll_every_ms: u64,
     /// How the toolkit status names it: the config key, or the card URL.
     pub key: String,
+    /// The wire to speak; `None`: what the card says (a card with
+    /// `supportedInterfaces` at 1.x is `1.0`, any other upstream's).
+    pub protocol: Option<Wire>,
+}
+
+/// The wires an outbound call can speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// Upstream's: `SendMessage`/`GetTask` with 0.3 payloads.
+    Toolnexus,
+    /// A2A 0.3: `message/send`/`tasks/get`.
+    V03,
+    /// A2A 1.0: `SendMessage`/`GetTask` with `A2A-Version: 1.0`.
+    V10,
+}
+
+impl Wire {
+    fn from_name(name: &str) -> Option<Wire> {
+        match name {
+            "toolnexus" => Some(Wire::Toolnexus),
+            "0.3" => Some(Wire::V03),
+            "1.0" => Some(Wire::V10),
+            _ => None,
+        }
+    }
 }
 
 fn wrong_type(key: &str, expected: &str, got: &Value) -> Error {
@@ -82,6 +107,7 @@ impl Agent {
             timeout_ms: DEFAULT_TIMEOUT_MS,
             poll_every_ms: DEFAULT_POLL_EVERY_MS,
             key: card.into(),
+            protocol: None,
         }
     }
 
@@ -143,6 +169,17 @@ impl Agent {
                 DEFAULT_POLL_EVERY_MS,
             )?,
             key: what.into(),
+            protocol: match obj.get("protocol") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(p)) => Some(Wire::from_name(p).ok_or_else(|| {
+                    Error::invalid_config(format!(
+                        "{what}.protocol: unknown protocol '{p}' (expected toolnexus, 0.3 or 1.0)"
+                    ))
+                })?),
+                Some(other) => {
+                    return Err(wrong_type(&format!("{what}.protocol"), "a string", other))
+                }
+            },
         })
     }
 }
@@ -206,11 +243,14 @@ enum Reply {
 fn headers(
     agent: &Agent,
     secrets: &mut Secrets,
-    post: bool,
+    post: Option<Wire>,
 ) -> std::result::Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
-    if post {
+    if post.is_some() {
         map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
+    if post == Some(Wire::V10) {
+        map.insert("a2a-version", HeaderValue::from_static("1.0"));
     }
     for (name, template) in &agent.headers {
         let value = secrets.expand(template);
@@ -227,13 +267,16 @@ fn exchange(
     agent: &Agent,
     method: Method,
     url: &str,
-    body: Option<String>,
+    body: Option<(String, Wire)>,
     budget: Duration,
     cancel: Option<&CancelToken>,
     secrets: &mut Secrets,
 ) -> Reply {
-    let post = method == Method::POST;
-    let headers = match headers(agent, secrets, post) {
+    let (body, wire) = match body {
+        Some((text, wire)) => (Some(text), Some(wire)),
+        None => (None, None),
+    };
+    let headers = match headers(agent, secrets, wire) {
         Ok(h) => h,
         Err(e) => return Reply::Failed(e),
     };
@@ -275,6 +318,7 @@ pub struct Card {
     pub value: Value,
     pub name: String,
     pub endpoint: String,
+    pub wire: Wire,
 }
 
 /// `GET <card>` within the agent's timeout.
@@ -320,14 +364,36 @@ pub fn fetch_card(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let endpoint = match value.get("url").and_then(Value::as_str) {
-        Some(u) if !u.is_empty() => u.to_string(),
+    // A 1.0 card names its JSON-RPC interface; an older one its `url`.
+    let v10 = value
+        .get("supportedInterfaces")
+        .and_then(Value::as_array)
+        .and_then(|ifaces| {
+            ifaces.iter().find(|i| {
+                i.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC")
+                    && i.get("protocolVersion")
+                        .and_then(Value::as_str)
+                        .is_some_and(|v| v.starts_with('1'))
+            })
+        })
+        .and_then(|i| i.get("url").and_then(Value::as_str))
+        .map(String::from);
+    let endpoint = match (value.get("url").and_then(Value::as_str), &v10) {
+        (_, Some(u)) if agent.protocol.is_none_or(|w| w == Wire::V10) => u.clone(),
+        (Some(u), _) if !u.is_empty() => u.to_string(),
+        (_, Some(u)) => u.clone(),
         _ => origin(&agent.card),
     };
+    let wire = agent.protocol.unwrap_or(if v10.is_some() {
+        Wire::V10
+    } else {
+        Wire::Toolnexus
+    });
     Ok(Card {
         value,
         name,
         endpoint,
+        wire,
     })
 }
 
@@ -365,6 +431,7 @@ pub fn card_tools(agent: &Agent, card: &Card) -> std::result::Result<Loaded, Str
         agent: agent.clone(),
         name: card.name.clone(),
         endpoint: card.endpoint.clone(),
+        wire: card.wire,
     });
     let mut loaded = Loaded::default();
     let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
@@ -420,6 +487,7 @@ struct Remote {
     /// `card.name`, as the metadata reports it.
     name: String,
     endpoint: String,
+    wire: Wire,
 }
 
 /// Where one call stands.
@@ -480,7 +548,7 @@ impl Call<'_> {
             &self.remote.agent,
             Method::POST,
             &self.remote.endpoint,
-            Some(body.to_string()),
+            Some((body.to_string(), self.remote.wire)),
             left,
             ctx.cancel.as_ref(),
             &mut self.secrets,
@@ -504,7 +572,11 @@ impl Call<'_> {
                     };
                     return Err(self.finish(ToolResult::error(text)));
                 }
-                Ok(v.get("result").cloned().unwrap_or(Value::Null))
+                let result = v.get("result").cloned().unwrap_or(Value::Null);
+                Ok(match self.remote.wire {
+                    Wire::V10 => from_v10(result),
+                    _ => result,
+                })
             }
         }
     }
@@ -551,6 +623,69 @@ fn completed_output(task: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// A 1.0 answer in the shape the rest of this module reads: the task out
+/// of `SendMessage`'s `{"task": …}`, `TASK_STATE_INPUT_REQUIRED` as
+/// `input-required`, `ROLE_AGENT` as `agent`, text parts with a `kind`.
+fn from_v10(result: Value) -> Value {
+    let mut task = match result {
+        Value::Object(mut m) if m.contains_key("task") => m.remove("task").unwrap_or(Value::Null),
+        other => other,
+    };
+    fn fix_parts(parts: Option<&mut Value>) {
+        for p in parts.and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(m) = p.as_object_mut() {
+                if m.contains_key("text") && !m.contains_key("kind") {
+                    m.insert("kind".into(), json!("text"));
+                }
+            }
+        }
+    }
+    fn fix_message(m: Option<&mut Value>) {
+        if let Some(m) = m {
+            let role = m
+                .get("role")
+                .and_then(Value::as_str)
+                .map(|r| r.strip_prefix("ROLE_").unwrap_or(r).to_ascii_lowercase());
+            if let Some(role) = role {
+                m["role"] = json!(role);
+            }
+            fix_parts(m.get_mut("parts"));
+        }
+    }
+    if let Some(state) = task.pointer("/status/state").and_then(Value::as_str) {
+        let plain = state
+            .strip_prefix("TASK_STATE_")
+            .unwrap_or(state)
+            .replace('_', "-")
+            .to_ascii_lowercase();
+        // The 1.0 spelling of upstream's `canceled`.
+        let plain = if plain == "cancelled" {
+            "canceled".into()
+        } else {
+            plain
+        };
+        task["status"]["state"] = json!(plain);
+    }
+    fix_message(task.pointer_mut("/status/message"));
+    for a in task
+        .get_mut("artifacts")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        fix_parts(a.get_mut("parts"));
+    }
+    for m in task
+        .get_mut("history")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        fix_message(Some(m));
+    }
+    task
+}
+
 fn state_of(task: &Value) -> Option<String> {
     task.pointer("/status/state")
         .and_then(Value::as_str)
@@ -572,15 +707,34 @@ impl Execute for Remote {
         if ctx.is_cancelled() {
             return call.canceled();
         }
-        let params = json!({
-            "message": {
-                "role": "user",
-                "messageId": uuid::Uuid::new_v4().to_string(),
-                "parts": [{"kind": "text", "text": task}],
-            },
-            "configuration": {"blocking": false},
-        });
-        let mut result = match call.rpc("SendMessage", params, budget_ms, ctx) {
+        let message_id = uuid::Uuid::new_v4().to_string();
+        let (send, get, params) = match self.wire {
+            Wire::Toolnexus | Wire::V03 => {
+                let mut message = json!({
+                    "role": "user",
+                    "messageId": message_id,
+                    "parts": [{"kind": "text", "text": task}],
+                });
+                let names = if self.wire == Wire::V03 {
+                    message["kind"] = json!("message");
+                    ("message/send", "tasks/get")
+                } else {
+                    ("SendMessage", "GetTask")
+                };
+                let params = json!({"message": message, "configuration": {"blocking": false}});
+                (names.0, names.1, params)
+            }
+            Wire::V10 => (
+                "SendMessage",
+                "GetTask",
+                json!({
+                    "message": {"role": "ROLE_USER", "messageId": message_id,
+                        "parts": [{"text": task}]},
+                    "configuration": {"returnImmediately": true},
+                }),
+            ),
+        };
+        let mut result = match call.rpc(send, params, budget_ms, ctx) {
             Ok(r) => r,
             Err(done) => return done,
         };
@@ -610,7 +764,7 @@ impl Execute for Remote {
             if interrupted || ctx.is_cancelled() {
                 return call.canceled();
             }
-            let polled = call.rpc("GetTask", json!({"id": call.task_id}), budget_ms, ctx);
+            let polled = call.rpc(get, json!({"id": call.task_id}), budget_ms, ctx);
             call.polls += 1;
             match polled {
                 Ok(r) => {
@@ -716,6 +870,7 @@ mod tests {
                 {"name": "Plan", "description": ""}, {}]}),
             name: "my agent".into(),
             endpoint: "http://x".into(),
+            wire: Wire::Toolnexus,
         };
         let loaded = card_tools(&agent, &card).expect("tools");
         let names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();

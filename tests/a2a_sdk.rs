@@ -95,3 +95,96 @@ fn the_sdk_client_talks_to_our_agent_over_1_0() {
     assert_eq!(r["state"], "TASK_STATE_COMPLETED", "{r}");
     assert_eq!(r["text"], "echo: hello one", "{r}");
 }
+
+/// The SDK's server on a free port, killed on drop.
+struct SdkServer {
+    child: std::process::Child,
+    card: String,
+}
+
+impl Drop for SdkServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sdk_server() -> SdkServer {
+    use std::io::BufRead;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/a2a_clients/sdk_server.py"
+    );
+    let mut child = Command::new(python())
+        .arg(script)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+    let Some(port) = line.trim().strip_prefix("PORT ") else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the a2a-sdk server did not start (is a2a-sdk installed? run scripts/setup.sh); said: {line:?}");
+    };
+    let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
+    SdkServer { child, card }
+}
+
+fn caller(card: &str, protocol: Option<&str>) -> Toolkit {
+    let mut agent = json!({"card": card, "pollEvery": 20});
+    if let Some(p) = protocol {
+        agent["protocol"] = json!(p);
+    }
+    let tk =
+        Toolkit::build_from_json(&json!({"builtins": false, "agents": {"sdk": agent}}).to_string())
+            .expect("toolkit");
+    let status = tk.render("status").expect("status");
+    assert_eq!(tk.tool_names(), ["sdkagent_echo"], "{status}");
+    tk
+}
+
+#[test]
+fn our_outbound_tool_uses_an_sdk_agent_over_1_0_and_0_3() {
+    use toolnexus::tool::ExecContext;
+    let server = sdk_server();
+    // The card is a 1.0 card: 1.0 is spoken without being asked for.
+    for protocol in [None, Some("1.0"), Some("0.3")] {
+        let tk = caller(&server.card, protocol);
+        let r = tk.execute(
+            "sdkagent_echo",
+            json!({"task": "hello"}),
+            &ExecContext::default(),
+        );
+        assert!(!r.is_error, "{protocol:?}: {r:?}");
+        assert_eq!(r.output, "SDK: hello", "{protocol:?}");
+        let md = r.metadata.clone().expect("metadata");
+        assert_eq!(md["agent"], "sdkagent");
+        assert_eq!(md["state"], "completed", "{protocol:?}");
+        let r = tk.execute(
+            "sdkagent_echo",
+            json!({"task": "please fail"}),
+            &ExecContext::default(),
+        );
+        assert!(r.is_error, "{protocol:?}: {r:?}");
+        let id = r
+            .metadata
+            .as_ref()
+            .map(|m| m["taskId"].clone())
+            .unwrap_or_default();
+        assert_eq!(
+            r.output,
+            format!("A2A task {} failed: boom", id.as_str().unwrap_or_default()),
+            "{protocol:?}"
+        );
+    }
+    // Upstream's own wire is what a stock SDK server refuses (contract §3.5).
+    let tk = caller(&server.card, Some("toolnexus"));
+    let r = tk.execute(
+        "sdkagent_echo",
+        json!({"task": "hello"}),
+        &ExecContext::default(),
+    );
+    assert!(r.is_error, "{r:?}");
+}

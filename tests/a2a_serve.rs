@@ -562,3 +562,46 @@ fn the_0_3_and_1_0_wires_on_the_same_endpoint() {
         json!([{"text": "echo: one oh|1"}])
     );
 }
+
+#[test]
+fn our_outbound_tool_speaks_0_3_when_told_and_1_0_when_the_card_says() {
+    let s = serve();
+    let card = format!("{}/.well-known/agent-card.json", s.base);
+    let caller = Toolkit::build_from_json(
+        &json!({"builtins": false, "agents": {"local": {"card": card, "pollEvery": 10, "protocol": "0.3"}}})
+            .to_string(),
+    )
+    .expect("caller toolkit");
+    let r = caller.execute(
+        "toolnexus-agent_hello-world",
+        json!({"task": "via 0.3"}),
+        &ExecContext::default(),
+    );
+    assert_eq!(r.output, "echo: via 0.3|1", "{r:?}");
+
+    let one = serve_with(Some(json!({"name": "one", "protocol": "1.0"})));
+    let card = format!("{}/.well-known/agent-card.json", one.base);
+    let caller = Toolkit::build_from_json(
+        &json!({"builtins": false, "agents": {"one": {"card": card, "pollEvery": 10}}}).to_string(),
+    )
+    .expect("caller toolkit");
+    let r = caller.execute(
+        "one_hello-world",
+        json!({"task": "via 1.0"}),
+        &ExecContext::default(),
+    );
+    assert_eq!(r.output, "echo: via 1.0|1", "{r:?}");
+    assert_eq!(
+        r.metadata.as_ref().map(|m| m["state"].clone()),
+        Some(json!("completed"))
+    );
+    let r = caller.execute(
+        "one_hello-world",
+        json!({"task": "explode"}),
+        &ExecContext::default(),
+    );
+    assert!(
+        r.is_error && r.output.contains(" failed: ") && r.output.contains("exploded"),
+        "{r:?}"
+    );
+}
