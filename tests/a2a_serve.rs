@@ -450,12 +450,24 @@ fn a_sqlite_store_keeps_tasks_across_a_restart() {
     let s = serve_with(Some(json!({"store": store})));
     let id = send(&s.base, "remember me", None);
     assert_eq!(settled(&s.base, &id)["status"]["state"], "completed");
+    let first = send(&s.base, "one", Some("kept-ctx"));
+    assert_eq!(
+        settled(&s.base, &first)["artifacts"][0]["parts"][0]["text"],
+        "echo: one|1"
+    );
     s.server.stop();
     drop(s);
+    // A new server (a new client, with an empty memory of its own) on the
+    // same database: the task is there, and so is the conversation.
     let again = serve_with(Some(json!({"store": store})));
     let t = rpc(&again.base, "GetTask", json!({"id": id}))["result"].clone();
     assert_eq!(t["status"]["state"], "completed", "{t}");
     assert_eq!(t["artifacts"][0]["parts"][0]["text"], "echo: remember me|1");
+    let second = send(&again.base, "two", Some("kept-ctx"));
+    assert_eq!(
+        settled(&again.base, &second)["artifacts"][0]["parts"][0]["text"],
+        "echo: two|2"
+    );
 }
 
 #[test]

@@ -191,9 +191,20 @@ pub fn agent_card(cfg: &A2aConfig, skills: &[(String, String)], url: &str) -> Va
     Value::Object(card)
 }
 
-/// How a task is fulfilled: the text, the `contextId` if any; the
-/// RunResult or the error.
-pub type Runner = Arc<dyn Fn(&str, Option<&str>) -> Result<Value> + Send + Sync>;
+/// One task's turn, as the runner gets it.
+#[derive(Debug, Clone, Copy)]
+pub struct Turn<'a> {
+    pub text: &'a str,
+    /// The `contextId` the peer named, if any.
+    pub context: Option<&'a str>,
+    /// The conversation so far, when the served store keeps it (then the
+    /// runner runs on it and the server saves the run's messages back);
+    /// `None`: the client's own conversation store keeps `context`'s.
+    pub history: Option<&'a [Value]>,
+}
+
+/// How a task is fulfilled: its turn in, the RunResult or the error out.
+pub type Runner = Arc<dyn Fn(Turn<'_>) -> Result<Value> + Send + Sync>;
 
 /// What hears a task reach its end (or `input-required`): `{id, task,
 /// state, result?}` (`result` is the RunResult when the run gave one).
@@ -205,10 +216,18 @@ pub fn client_runner<C>(client: C, toolkit: Arc<Toolkit>) -> Runner
 where
     C: std::ops::Deref<Target = Client> + Send + Sync + 'static,
 {
-    Arc::new(move |text: &str, context: Option<&str>| {
+    Arc::new(move |turn: Turn<'_>| {
         let cancel = CancelToken::new();
-        match context {
-            Some(id) => {
+        let text = turn.text;
+        match (turn.context, turn.history) {
+            (_, Some(history)) => {
+                let run = RunRequest {
+                    prompt: text.to_string(),
+                    history: history.to_vec(),
+                };
+                client.run(&toolkit, &run, &cancel, RunData(0))
+            }
+            (Some(id), None) => {
                 let ask = AskRequest {
                     prompt: text.to_string(),
                     id: Some(id.to_string()),
@@ -216,7 +235,7 @@ where
                 };
                 client.ask(&toolkit, &ask, &cancel, RunData(0), false)
             }
-            None => {
+            (None, None) => {
                 let run = RunRequest {
                     prompt: text.to_string(),
                     history: Vec::new(),
@@ -375,14 +394,65 @@ fn fulfil(store: &dyn Store, runner: &Runner, on_task: Option<&OnTask>, job: Ful
     };
     let working = with_context(json!({"id": id, "status": {"state": "working"}}));
     let _ = store.save(Kind::Task, id, &working);
-    let outcome = catch_unwind(AssertUnwindSafe(|| runner(text, context.as_deref())))
-        .unwrap_or_else(|p| {
-            Err(Error::new(
-                crate::error::ErrorCode::Internal,
-                panic_message(&p),
-            ))
-        });
+    // A store beyond this process keeps the conversation too, so that it
+    // outlives a restart and any server sharing the store continues it.
+    let durable = store.selector() != "memory";
+    let history = match (&context, durable) {
+        (Some(c), true) => match store.get(Kind::Conversation, c) {
+            Ok(h) => Some(h.and_then(|v| v.as_array().cloned()).unwrap_or_default()),
+            Err(e) => {
+                let failed = with_context(failed_task(id, &e));
+                let _ = store.save(Kind::Task, id, &failed);
+                return;
+            }
+        },
+        _ => None,
+    };
+    let turn = Turn {
+        text,
+        context: context.as_deref(),
+        history: history.as_deref(),
+    };
+    let outcome = catch_unwind(AssertUnwindSafe(|| runner(turn))).unwrap_or_else(|p| {
+        Err(Error::new(
+            crate::error::ErrorCode::Internal,
+            panic_message(&p),
+        ))
+    });
     let (task, result) = match outcome {
+        Ok(result) if history.is_some() && result.get("messages").is_some() => {
+            let saved = context.as_deref().map_or(Ok(()), |c| {
+                store.save(Kind::Conversation, c, &result["messages"])
+            });
+            match saved {
+                Ok(()) => settle(id, Ok(result)),
+                Err(e) => (failed_task(id, &e), None),
+            }
+        }
+        other => settle(id, other),
+    };
+    let _ = store.save(Kind::Task, id, &with_context(task.clone()));
+    if let Some(hear) = on_task {
+        let mut event = Map::new();
+        event.insert("id".into(), json!(id));
+        event.insert("task".into(), task.clone());
+        event.insert(
+            "state".into(),
+            task.pointer("/status/state")
+                .cloned()
+                .unwrap_or(Value::Null),
+        );
+        if let Some(r) = result {
+            event.insert("result".into(), r);
+        }
+        // A host that fails here fails nothing else.
+        let _ = catch_unwind(AssertUnwindSafe(|| hear(&Value::Object(event))));
+    }
+}
+
+/// The task a run's outcome makes, and the RunResult for `onTask`.
+fn settle(id: &str, outcome: Result<Value>) -> (Value, Option<Value>) {
+    match outcome {
         Ok(result) if result["status"] == "pending" => {
             let prompt = match result.pointer("/pending/prompt") {
                 Some(Value::String(s)) => s.clone(),
@@ -401,23 +471,6 @@ fn fulfil(store: &dyn Store, runner: &Runner, on_task: Option<&OnTask>, job: Ful
             (task, Some(result))
         }
         Err(e) => (failed_task(id, &e.message), None),
-    };
-    let _ = store.save(Kind::Task, id, &with_context(task.clone()));
-    if let Some(hear) = on_task {
-        let mut event = Map::new();
-        event.insert("id".into(), json!(id));
-        event.insert("task".into(), task.clone());
-        event.insert(
-            "state".into(),
-            task.pointer("/status/state")
-                .cloned()
-                .unwrap_or(Value::Null),
-        );
-        if let Some(r) = result {
-            event.insert("result".into(), r);
-        }
-        // A host that fails here fails nothing else.
-        let _ = catch_unwind(AssertUnwindSafe(|| hear(&Value::Object(event))));
     }
 }
 
@@ -538,7 +591,7 @@ mod tests {
     #[test]
     fn rpc_errors_and_a_failing_run_is_a_failed_task() {
         let runner: Runner =
-            Arc::new(|_: &str, _: Option<&str>| Err(Error::invalid_argument("the model is down")));
+            Arc::new(|_: Turn<'_>| Err(Error::invalid_argument("the model is down")));
         let tk = Toolkit::build_from_json("{\"builtins\":false}").expect("toolkit");
         let agent = Agent::new(A2aConfig::default(), &tk, runner, None).expect("agent");
         let rpc = |body: &[u8]| agent.rpc(body, None).0;
