@@ -617,3 +617,85 @@ fn our_outbound_tool_speaks_0_3_when_told_and_1_0_when_the_card_says() {
         "{r:?}"
     );
 }
+
+/// A provider that answers every chat completion with one text.
+fn tiny_provider(text: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                let mut reader = std::io::BufReader::new(conn.try_clone().expect("clone"));
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0; len];
+                let _ = reader.read_exact(&mut body);
+                let answer = json!({"id": "c1", "object": "chat.completion", "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                .to_string();
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            });
+        }
+    });
+    base
+}
+
+#[test]
+fn toolnexus_serve_http_with_a2a_and_a_client() {
+    use std::io::BufRead;
+    let provider = tiny_provider("from the command");
+    let client = json!({"baseUrl": provider, "model": "m"}).to_string();
+    let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolnexus"))
+        .args(["serve", "--http", "127.0.0.1:0", "--skills", skills])
+        .args(["--a2a", r#"{"name":"cli-agent"}"#, "--client", &client])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("toolnexus serve");
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
+    let base = line.trim().strip_suffix("/mcp").map(String::from);
+    let outcome = std::panic::catch_unwind(|| {
+        let base = base.expect("the served URL on stdout");
+        let (_, body) = http(
+            "GET",
+            &format!("{base}/.well-known/agent-card.json"),
+            &[],
+            b"",
+        );
+        let card: Value = serde_json::from_slice(&body).expect("card");
+        assert_eq!(card["name"], "cli-agent");
+        let id = send(&base, "hi", None);
+        let t = settled(&base, &id);
+        assert_eq!(
+            t["artifacts"][0]["parts"][0]["text"], "from the command",
+            "{t}"
+        );
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
