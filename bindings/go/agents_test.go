@@ -18,11 +18,10 @@ func stubAgent(t *testing.T) (*httptest.Server, *sync.Map) {
 	seen := &sync.Map{}
 	polls := map[string]int{}
 	var mu sync.Mutex
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.Method == http.MethodGet {
-			fmt.Fprintf(w, `{"name":"reviewer","url":%q,"skills":[{"id":"review","description":"Reviews"},{"id":"plan"}]}`, srv.URL+"/")
+			fmt.Fprintf(w, `{"name":"reviewer","url":%q,"skills":[{"id":"review","description":"Reviews"},{"id":"plan"}]}`, "http://"+r.Host+"/")
 			return
 		}
 		var req struct {
