@@ -547,4 +547,141 @@ mod tests {
         assert_eq!(counts[1].load(Ordering::SeqCst), 2);
         assert!(std::net::TcpStream::connect(&addr).is_err());
     }
+
+    unsafe extern "C" fn generate(
+        _: *mut c_void,
+        _: *const c_char,
+        reply: *mut crate::ffi::tn_reply,
+    ) {
+        // SAFETY: the reply of this callback; a NUL-terminated literal.
+        unsafe { crate::ffi::tn_reply_set_json(reply, c"{\"content\":\"abi says hi\"}".as_ptr()) };
+    }
+
+    unsafe extern "C" fn task_heard(user_data: *mut c_void, event: *const c_char) {
+        // SAFETY: the counters outlive the server; the event is live for the call.
+        let counts = unsafe { &*(user_data as *const [AtomicUsize; 2]) };
+        // SAFETY: as above.
+        let event = unsafe { CStr::from_ptr(event) }.to_string_lossy();
+        let v: serde_json::Value = serde_json::from_str(&event).unwrap_or_default();
+        if v["state"] == "completed" && v["result"]["text"] == "abi says hi" {
+            counts[0].fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// One JSON-RPC POST to the A2A endpoint; the body of the answer.
+    fn a2a_post(addr: &str, body: &str) -> serde_json::Value {
+        let mut conn = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        let req = format!(
+            "POST / HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = conn.write_all(req.as_bytes());
+        let mut answer = String::new();
+        let _ = conn.read_to_string(&mut answer);
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+        serde_json::from_str(body).unwrap_or_default()
+    }
+
+    #[test]
+    fn serve_with_client_fulfils_a2a_tasks_and_tells_on_task() {
+        let counts = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let ud = &counts as *const _ as *mut c_void;
+        let (mut tk, mut err) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: valid pointers to locals.
+        assert_eq!(
+            unsafe { tn_toolkit_build(c"{}".as_ptr(), &mut tk, &mut err) },
+            TN_OK
+        );
+        let mut client = ptr::null_mut();
+        // SAFETY: a NUL-terminated config, a callback, locals.
+        let status = unsafe {
+            crate::ffi::tn_client_new_in_process(
+                c"{\"model\":\"m\"}".as_ptr(),
+                Some(generate),
+                ptr::null_mut(),
+                None,
+                &mut client,
+                &mut err,
+            )
+        };
+        assert_eq!(status, TN_OK);
+        let (mut server, mut out) = (ptr::null_mut(), ptr::null_mut());
+        let config = c"{\"addr\":\"127.0.0.1:0\",\"a2a\":{}}";
+        // tn_serve has no client to fulfil tasks with.
+        // SAFETY: live toolkit, NUL-terminated config, locals.
+        let status = unsafe {
+            tn_serve(
+                tk,
+                config.as_ptr(),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut server,
+                &mut out,
+            )
+        };
+        assert_eq!(status, TN_INVALID_CONFIG);
+        assert!(take(out).contains("needs a client"));
+        // SAFETY: live toolkit and client, NUL-terminated config, locals.
+        let status = unsafe {
+            tn_serve_with_client(
+                tk,
+                client,
+                config.as_ptr(),
+                None,
+                Some(task_heard),
+                ud,
+                Some(freed),
+                &mut server,
+                &mut out,
+            )
+        };
+        assert_eq!(status, TN_OK);
+        // The server holds the client: the host may free its handle now.
+        // SAFETY: from tn_client_new_in_process, freed once.
+        unsafe { crate::ffi::tn_client_free(client) };
+        let answer: serde_json::Value = serde_json::from_str(&take(out)).unwrap_or_default();
+        let addr = answer["url"]
+            .as_str()
+            .unwrap_or_default()
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string();
+        let sent = a2a_post(
+            &addr,
+            r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"user","messageId":"m","parts":[{"kind":"text","text":"hi"}]}}}"#,
+        );
+        let id = sent["result"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let got = a2a_post(
+                &addr,
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{{"id":"{id}"}}}}"#
+                ),
+            );
+            if got["result"]["status"]["state"] == "completed" {
+                assert_eq!(
+                    got["result"]["artifacts"][0]["parts"][0]["text"],
+                    "abi says hi"
+                );
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{got}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        while counts[0].load(Ordering::SeqCst) == 0 {
+            assert!(std::time::Instant::now() < deadline, "on_task never heard");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // SAFETY: from tn_serve_with_client, stopped once.
+        unsafe { tn_serve_stop(server) };
+        assert_eq!(counts[1].load(Ordering::SeqCst), 1, "user_data_free once");
+        // SAFETY: built above, freed once.
+        unsafe { tn_toolkit_free(tk) };
+    }
 }
