@@ -11,7 +11,10 @@
 //!   `<sanitize(id)>.json` (upstream's layout, SPEC §7B), the other kinds in
 //!   a subfolder named after the kind;
 //! - `"sqlite:<path>"`: one SQLite database (created when missing, WAL
-//!   journal), which several processes on one machine can share.
+//!   journal), which several processes on one machine can share;
+//! - `"postgres://…"` / `"postgresql://…"`: a PostgreSQL database (the table
+//!   is created when missing), which processes on several machines can share
+//!   behind one load balancer.
 //!
 //! Any other selector is refused with upstream's pinned sentence
 //! ([`unknown_selector`]).
@@ -80,6 +83,9 @@ pub fn resolve(selector: Option<&str>) -> Result<Arc<dyn Store>> {
     }
     if let Some(path) = s.strip_prefix("sqlite:") {
         return Ok(Arc::new(SqliteStore::open(path)?));
+    }
+    if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+        return Ok(Arc::new(PostgresStore::open(s)?));
     }
     Err(unknown_selector(s))
 }
@@ -293,6 +299,165 @@ impl Store for SqliteStore {
     }
 }
 
+/// Records in a PostgreSQL table `toolnexus_records(kind, id, body,
+/// updated_ms)` (`body` is the JSON text as written: a `jsonb` column would
+/// reorder keys that upstream's shapes pin). The connection lives on a thread of its own (the
+/// synchronous client runs a runtime of its own, which must not start, nor
+/// be dropped, on a thread of another); it is made on first use and made
+/// again once when it broke. A save is acknowledged only once the database
+/// has it.
+pub struct PostgresStore {
+    /// The URL with any password taken out (what `selector` answers).
+    shown: String,
+    jobs: Mutex<std::sync::mpsc::Sender<PgJob>>,
+}
+
+type PgJob = Box<dyn FnOnce(&mut PgConn) + Send>;
+
+/// The worker's side: the URL and the connection, if one is open.
+struct PgConn {
+    url: String,
+    client: Option<postgres::Client>,
+}
+
+impl PgConn {
+    fn run<T>(
+        &mut self,
+        f: &dyn Fn(&mut postgres::Client) -> std::result::Result<T, postgres::Error>,
+    ) -> std::result::Result<T, String> {
+        for attempt in 0..2 {
+            if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
+                let mut config: postgres::Config = self.url.parse().map_err(|e| format!("{e}"))?;
+                config.connect_timeout(Duration::from_secs(10));
+                self.client = Some(
+                    config
+                        .connect(postgres::NoTls)
+                        .map_err(|e| format!("cannot connect: {e}"))?,
+                );
+            }
+            let Some(c) = self.client.as_mut() else {
+                continue;
+            };
+            match f(c) {
+                Ok(v) => return Ok(v),
+                // A connection that closed under the call: once more.
+                Err(_) if attempt == 0 && c.is_closed() => self.client = None,
+                Err(e) => return Err(format!("{e}")),
+            }
+        }
+        Err("the connection closed twice".into())
+    }
+}
+
+impl PostgresStore {
+    pub fn open(url: &str) -> Result<PostgresStore> {
+        let shown = match url::Url::parse(url) {
+            Ok(mut u) => {
+                if u.password().is_some() {
+                    let _ = u.set_password(Some("***"));
+                }
+                u.to_string()
+            }
+            Err(_) => "postgres://…".into(),
+        };
+        let (tx, rx) = std::sync::mpsc::channel::<PgJob>();
+        let mut conn = PgConn {
+            url: url.into(),
+            client: None,
+        };
+        std::thread::Builder::new()
+            .name("toolnexus-postgres".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job(&mut conn);
+                }
+            })
+            .map_err(|e| Error::invalid_config(format!("store \"{shown}\": no thread: {e}")))?;
+        let store = PostgresStore {
+            shown,
+            jobs: Mutex::new(tx),
+        };
+        store
+            .with(|c| {
+                c.batch_execute(
+                    "CREATE TABLE IF NOT EXISTS toolnexus_records (
+                        kind TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        updated_ms BIGINT NOT NULL,
+                        PRIMARY KEY (kind, id)
+                    )",
+                )
+            })
+            .map_err(|e| Error::invalid_config(format!("store \"{}\": {e}", store.shown)))?;
+        Ok(store)
+    }
+
+    /// Runs `f` on the store's thread and waits for its answer.
+    fn with<T: Send + 'static>(
+        &self,
+        f: impl Fn(&mut postgres::Client) -> std::result::Result<T, postgres::Error> + Send + 'static,
+    ) -> std::result::Result<T, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let job: PgJob = Box::new(move |conn: &mut PgConn| {
+            let _ = tx.send(conn.run(&f));
+        });
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+            .map_err(|_| "the store's connection thread is gone".to_string())?;
+        rx.recv()
+            .unwrap_or_else(|_| Err("the store's connection thread is gone".into()))
+    }
+}
+
+impl Store for PostgresStore {
+    fn get(&self, kind: Kind, id: &str) -> std::result::Result<Option<Value>, String> {
+        let id = id.to_string();
+        self.with(move |c| {
+            c.query_opt(
+                "SELECT body FROM toolnexus_records WHERE kind = $1 AND id = $2",
+                &[&kind.as_str(), &id],
+            )
+            .map(|row| row.map(|r| r.get::<_, String>(0)))
+        })
+        .map(|body| body.and_then(|b| serde_json::from_str(&b).ok()))
+        .map_err(|e| format!("store: postgres: {e}"))
+    }
+
+    fn save(&self, kind: Kind, id: &str, record: &Value) -> std::result::Result<(), String> {
+        let (id, body) = (id.to_string(), record.to_string());
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO toolnexus_records (kind, id, body, updated_ms)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body,
+                 updated_ms = excluded.updated_ms",
+                &[&kind.as_str(), &id, &body, &now_ms()],
+            )
+        })
+        .map(|_| ())
+        .map_err(|e| format!("store: postgres: {e}"))
+    }
+
+    fn delete(&self, kind: Kind, id: &str) -> std::result::Result<bool, String> {
+        let id = id.to_string();
+        self.with(move |c| {
+            c.execute(
+                "DELETE FROM toolnexus_records WHERE kind = $1 AND id = $2",
+                &[&kind.as_str(), &id],
+            )
+        })
+        .map(|n| n > 0)
+        .map_err(|e| format!("store: postgres: {e}"))
+    }
+
+    fn selector(&self) -> String {
+        self.shown.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,6 +575,57 @@ mod tests {
         for w in writers {
             w.join().expect("writer");
         }
+    }
+
+    /// `TN_TEST_POSTGRES` (a URL), else the default local server; the test
+    /// says plainly when there is none to talk to.
+    fn postgres_url() -> Option<String> {
+        let url = std::env::var("TN_TEST_POSTGRES")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        let reachable = url::Url::parse(&url).ok().and_then(|u| {
+            let addr = format!("{}:{}", u.host_str()?, u.port().unwrap_or(5432));
+            std::net::TcpStream::connect(addr).ok()
+        });
+        if reachable.is_none() {
+            eprintln!("postgres store: SKIPPED, no server at {url} (set TN_TEST_POSTGRES)");
+            return None;
+        }
+        Some(url)
+    }
+
+    #[test]
+    fn postgres_round_trip_is_shared_between_connections() {
+        let Some(url) = postgres_url() else { return };
+        let s = resolve(Some(&url)).unwrap_or_else(|e| panic!("{e}"));
+        // Ids of this run only, so that runs sharing a database do not meet.
+        let run = uuid::Uuid::new_v4().to_string();
+        let id = |n: &str| format!("{run}-{n}");
+        let task = json!({"id": id("t"), "status": {"state": "submitted"}});
+        assert_eq!(s.get(Kind::Task, &id("t")), Ok(None));
+        s.save(Kind::Task, &id("t"), &task).expect("save");
+        let other = resolve(Some(&url)).expect("a second connection");
+        // Read back byte for byte: the keys keep the order they were saved in.
+        let read = other
+            .get(Kind::Task, &id("t"))
+            .expect("get")
+            .expect("saved");
+        assert_eq!(read.to_string(), task.to_string());
+        assert_eq!(other.get(Kind::Conversation, &id("t")), Ok(None));
+        let done = json!({"id": id("t"), "status": {"state": "completed"}});
+        other.save(Kind::Task, &id("t"), &done).expect("save again");
+        assert_eq!(s.get(Kind::Task, &id("t")), Ok(Some(done)));
+        assert_eq!(s.delete(Kind::Task, &id("t")), Ok(true));
+        assert_eq!(other.get(Kind::Task, &id("t")), Ok(None));
+    }
+
+    #[test]
+    fn an_unreachable_postgres_is_a_clear_error() {
+        let e = resolve(Some("postgres://nobody:secret@127.0.0.1:1/none"))
+            .err()
+            .expect("refused");
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidConfig);
+        assert!(e.message.contains("cannot connect"), "{}", e.message);
+        assert!(!e.message.contains("secret"), "{}", e.message);
     }
 
     #[test]

@@ -699,3 +699,43 @@ fn toolnexus_serve_http_with_a2a_and_a_client() {
         std::panic::resume_unwind(p);
     }
 }
+
+#[test]
+fn two_servers_on_one_postgres_answer_each_others_tasks() {
+    let url = std::env::var("TN_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let hostport = url
+        .split('@')
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or("127.0.0.1:5432")
+        .to_string();
+    if TcpStream::connect(&hostport).is_err() {
+        eprintln!(
+            "two servers on one postgres: SKIPPED, no server at {hostport} (set TN_TEST_POSTGRES)"
+        );
+        return;
+    }
+    let a = serve_with(Some(json!({"store": url})));
+    let b = serve_with(Some(json!({"store": url})));
+    // A context of this run only: the database outlives the test.
+    let ctx = format!("pg-{}", uuid::Uuid::new_v4());
+    let id = send(&a.base, "shared", Some(&ctx));
+    let t = settled(&b.base, &id);
+    assert_eq!(
+        t["artifacts"][0]["parts"][0]["text"], "echo: shared|1",
+        "{t}"
+    );
+    // A ends; B still answers, and continues the conversation A began.
+    a.server.stop();
+    drop(a);
+    assert_eq!(
+        rpc(&b.base, "GetTask", json!({"id": id}))["result"]["status"]["state"],
+        "completed"
+    );
+    let next = send(&b.base, "again", Some(&ctx));
+    assert_eq!(
+        settled(&b.base, &next)["artifacts"][0]["parts"][0]["text"],
+        "echo: again|2"
+    );
+}
