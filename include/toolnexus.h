@@ -342,6 +342,28 @@ const char *tn_version(void);
 uint32_t tn_abi_version(void);
 
 /*
+ Fetches a remote agent's Agent Card and registers one tool per skill on
+ the toolkit (source `"a2a"`; a name the toolkit already has is skipped:
+ the first of a name wins). `agent_json` is a card URL as a JSON string
+ (`"\"http://host/.well-known/agent-card.json\""`) or an agent object
+ `{"card", "headers"?, "timeout"?, "pollEvery"?}` (header values expand
+ `${ENV}` at each request). `*out_json` receives `{"agent", "added":
+ [names], "skipped": [names], "warnings": [..]}`, or the error JSON:
+ `invalid_json`, `invalid_config` (a bad agent object), `invalid_argument`
+ (the card could not be fetched or has no skills), `cancelled` (the token,
+ NULL for none, was triggered during the fetch). Safe from any thread.
+
+ # Safety
+ `toolkit` is NULL or live; `agent_json` is NULL or NUL-terminated;
+ `cancel` is NULL or a live token; `out_json` is NULL or points to a
+ writable pointer.
+ */
+tn_status tn_toolkit_add_agent(const tn_toolkit *toolkit,
+                               const char *agent_json,
+                               const tn_cancel *cancel,
+                               char **out_json);
+
+/*
  Builds a sub-agent runtime from `config_json` = `{agents: {name:
  {does, soul?, model?, tools?, team?, budget?, …}}, client?, clock?:
  "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?}`.
@@ -989,6 +1011,39 @@ tn_status tn_serve(const tn_toolkit *toolkit,
                    tn_user_data_free user_data_free,
                    tn_server **out_server,
                    char **out_json);
+
+/*
+ `tn_serve` with a client, which fulfils the tasks of the A2A agent an
+ `a2a` block in `serve_json` asks for (SPEC §7B): `{"transport":"http",
+ "addr", "mcp"?, "a2a": {"name"?, "description"?, "version"?,
+ "provider"?: {"organization","url"}, "skills"?: [names], "store"?:
+ "memory" | "file:<dir>" | "sqlite:<path>"}}`. Beside `/mcp` (answered
+ first, never shadowed) the server then answers `GET
+ /.well-known/agent-card.json` (the card: the skill source's skills) and
+ JSON-RPC `SendMessage` / `GetTask` on any other POST path; each task
+ runs on a thread of its own through the client (`ask` on the
+ conversation of the message's `contextId`, else a stateless run). A run
+ that suspends is an `input-required` task with the Request's prompt; a
+ failing run a `failed` task.
+
+ `on_task` (nullable) hears `{"id","task","state","result"?}` once per
+ task, when it is stored `completed`, `failed` or `input-required`; it
+ shares `user_data` with `on_call`. Without `a2a` this is `tn_serve`;
+ `tn_serve` with an `a2a` block is the `invalid_config` error (no client).
+ The server holds the client until it is stopped.
+
+ # Safety
+ As `tn_serve`; `client` is NULL or live; `on_task` as `on_call`.
+ */
+tn_status tn_serve_with_client(const tn_toolkit *toolkit,
+                               const tn_client *client,
+                               const char *serve_json,
+                               tn_serve_on_call on_call,
+                               tn_serve_on_call on_task,
+                               void *user_data,
+                               tn_user_data_free user_data_free,
+                               tn_server **out_server,
+                               char **out_json);
 
 /*
  Waits for the server to end — a stdio server ends when its client

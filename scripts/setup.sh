@@ -15,6 +15,9 @@ command -v npm >/dev/null || need_apt+=(nodejs npm)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 # The module maps of bindings/swift are checked by clang (install_check.sh).
 command -v clang >/dev/null || need_apt+=(clang)
+# The PostgreSQL store's tests (scripts/postgres.sh starts a throwaway server).
+command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+  || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

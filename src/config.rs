@@ -8,7 +8,7 @@ use crate::skill;
 use serde_json::{Map, Value};
 
 /// Every top-level key the toolkit config accepts.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 11] = [
     "skillsDir",
     "skills",
     "skillsFilter",
@@ -19,6 +19,7 @@ pub const KEYS: [&str; 10] = [
     "httpTools",
     "disableTools",
     "maxPartBytes",
+    "agents",
 ];
 
 /// A validated toolkit config.
@@ -35,6 +36,8 @@ pub struct ToolkitConfig {
     /// The largest content part (SPEC §1B, decoded bytes) a tool may hand
     /// back; `None` is no limit.
     pub max_part_bytes: Option<u64>,
+    /// The remote A2A agents (SPEC §7A), enabled ones only.
+    pub agents: Vec<crate::a2a_tool::Agent>,
 }
 
 fn wrong_type(key: &str, expected: &str, got: &Value) -> Error {
@@ -176,6 +179,9 @@ impl ToolkitConfig {
                 Some(n) => cfg.max_part_bytes = Some(n),
                 None => return Err(wrong_type("maxPartBytes", "a non-negative integer", v)),
             }
+        }
+        if let Some(v) = get("agents") {
+            cfg.agents = crate::a2a_tool::parse_agents_config(v)?;
         }
         Ok(cfg)
     }

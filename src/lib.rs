@@ -17,15 +17,17 @@
 //! reference in `src/` against them (a room listed before it exists is fine).
 //!
 //! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, test_json, quiet_panic
-//! - floor 2: tool, parts, adapter
+//! - floor 2: tool, parts, adapter, store
 //! - floor 3: provider, jsonrpc
-//! - floor 4: skill, builtin, http_tool, native, mcp, config, source
+//! - floor 4: skill, builtin, http_tool, native, mcp, config, source, a2a_tool
 //! - floor 5: toolkit
 //! - floor 6: translate, client
 //! - floor 7: mcp_server, agents, a2a
 //! - floor 8: ffi
 #![deny(unsafe_code)]
 
+pub mod a2a;
+pub mod a2a_tool;
 pub mod adapter;
 pub mod agents;
 pub mod answer;
@@ -51,6 +53,7 @@ pub mod provider;
 pub mod runtime;
 pub mod skill;
 mod source;
+pub mod store;
 #[allow(unsafe_code)]
 pub(crate) mod sys;
 pub mod tool;

@@ -21,3 +21,7 @@ pub const LINE_BYTES: usize = 64 << 20;
 /// The most bytes the file tools (`read`, `edit`, `apply_patch`) load from
 /// one file; a larger file is an error result.
 pub const FILE_BYTES: u64 = 64 << 20;
+
+/// One request body to the routes served beside `/mcp` (the A2A agent's
+/// JSON-RPC); a larger one is answered 413 without being held whole.
+pub const SERVED_REQUEST_BYTES: usize = 64 << 20;

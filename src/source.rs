@@ -191,11 +191,17 @@ pub(crate) trait ToolSource: Sync {
     fn registered_later(&self) -> bool {
         false
     }
+
+    /// Whether tools may join this source's layer on the built toolkit
+    /// (`Toolkit::add_agent`).
+    fn grows_later(&self) -> bool {
+        false
+    }
 }
 
 /// Every source, lowest precedence first; a later one wins a name.
-pub(crate) static SOURCES: [&dyn ToolSource; 5] =
-    [&Builtins, &Skills, &HttpTools, &HostFunctions, &Mcp];
+pub(crate) static SOURCES: [&dyn ToolSource; 6] =
+    [&Builtins, &Skills, &HttpTools, &A2a, &HostFunctions, &Mcp];
 
 /// The built-in tools (SPEC §4A).
 struct Builtins;
@@ -285,6 +291,64 @@ impl ToolSource for HttpTools {
             }
         }
         Ok(tools)
+    }
+}
+
+/// The remote A2A agents (SPEC §7A): each card fetched (all at once, each
+/// within its agent's timeout), one tool per skill. A failing agent is a
+/// status error under its key and contributes no tools.
+struct A2a;
+
+impl ToolSource for A2a {
+    fn load(&self, build: &mut Build<'_>) -> Result<Vec<Arc<Tool>>> {
+        let agents = &build.cfg.agents;
+        if agents.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cancel = build.opts.cancel.as_ref();
+        let loaded: Vec<_> = std::thread::scope(|scope| {
+            let jobs: Vec<_> = agents
+                .iter()
+                .map(|a| scope.spawn(move || crate::a2a_tool::agent_tools(a, cancel)))
+                .collect();
+            jobs.into_iter()
+                .map(|j| {
+                    j.join()
+                        .unwrap_or_else(|p| Err(format!("it panicked: {}", panic_message(&p))))
+                })
+                .collect()
+        });
+        if build.opts.cancelled() {
+            return Err(build_cancelled("while fetching A2A agent cards"));
+        }
+        let mut tools = Vec::new();
+        for (agent, got) in agents.iter().zip(loaded) {
+            match got {
+                Ok(l) => {
+                    build
+                        .status
+                        .statuses
+                        .push((agent.key.clone(), "connected".into()));
+                    build.status.warnings.extend(l.warnings);
+                    tools.extend(l.tools.into_iter().map(Arc::new));
+                }
+                Err(message) => {
+                    crate::log::emit(crate::log::Level::Warn, "a2a", || {
+                        format!("{}: {message}", agent.key)
+                    });
+                    build
+                        .status
+                        .statuses
+                        .push((agent.key.clone(), "failed".into()));
+                    build.status.errors.push((agent.key.clone(), message));
+                }
+            }
+        }
+        Ok(tools)
+    }
+
+    fn grows_later(&self) -> bool {
+        true
     }
 }
 

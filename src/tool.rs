@@ -20,6 +20,8 @@ pub enum Source {
     Mcp,
     Http,
     Native,
+    /// A remote A2A agent's skill (SPEC §7A).
+    A2a,
 }
 
 impl Source {
@@ -30,6 +32,7 @@ impl Source {
             Source::Mcp => "mcp",
             Source::Http => "http",
             Source::Native => "native",
+            Source::A2a => "a2a",
         }
     }
 }

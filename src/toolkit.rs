@@ -63,6 +63,8 @@ impl Snapshot {
 pub struct Toolkit {
     layers: Layers,
     native: Mutex<Vec<Arc<Tool>>>,
+    /// Tools added to the A2A layer after the build (`add_agent`).
+    grown: Mutex<Vec<Arc<Tool>>>,
     tools: RwLock<Arc<Snapshot>>,
     disable_tools: Vec<String>,
     max_part_bytes: Option<u64>,
@@ -115,6 +117,7 @@ impl Toolkit {
         let tk = Toolkit {
             layers,
             native: Mutex::new(Vec::new()),
+            grown: Mutex::new(Vec::new()),
             tools: RwLock::new(Arc::new(Snapshot::default())),
             disable_tools: cfg.disable_tools.clone(),
             max_part_bytes: cfg.max_part_bytes,
@@ -131,6 +134,7 @@ impl Toolkit {
     /// http < native < mcp), then `disableTools` removed.
     fn rebuild(&self) {
         let native = self.native.lock().unwrap_or_else(PoisonError::into_inner);
+        let grown = self.grown.lock().unwrap_or_else(PoisonError::into_inner);
         let mut map = BTreeMap::new();
         for (source, layer) in SOURCES.iter().zip(&self.layers) {
             let tools = if source.registered_later() {
@@ -138,7 +142,12 @@ impl Toolkit {
             } else {
                 &layer[..]
             };
-            for t in tools {
+            let more = if source.grows_later() {
+                &grown[..]
+            } else {
+                &[]
+            };
+            for t in tools.iter().chain(more) {
                 map.insert(t.name.clone(), Arc::clone(t));
             }
         }
@@ -196,6 +205,47 @@ impl Toolkit {
         self.rebuild();
     }
 
+    /// Registers a remote A2A agent's tools on the built toolkit (SPEC §7A
+    /// `addAgent`): the card is fetched now, and a tool whose name the
+    /// toolkit already has is skipped (the first of a name wins). Answers
+    /// `{"agent", "added": [names], "skipped": [names], "warnings": [..]}`;
+    /// a card that cannot be fetched or read is the `invalid_argument`
+    /// error, a cancelled fetch the `cancelled` one.
+    pub fn add_agent(
+        &self,
+        agent: &crate::a2a_tool::Agent,
+        cancel: Option<&crate::cancel::CancelToken>,
+    ) -> Result<Value> {
+        let loaded = crate::a2a_tool::agent_tools(agent, cancel);
+        if cancel.is_some_and(crate::cancel::CancelToken::is_cancelled) {
+            return Err(Error::new(
+                ErrorCode::Cancelled,
+                format!("adding the agent {} was cancelled", agent.card),
+            ));
+        }
+        let loaded = loaded.map_err(Error::invalid_argument)?;
+        let (mut added, mut skipped) = (Vec::new(), Vec::new());
+        {
+            let have = self.snapshot();
+            let mut grown = self.grown.lock().unwrap_or_else(PoisonError::into_inner);
+            for tool in loaded.tools {
+                if have.contains_key(&tool.name) || grown.iter().any(|t| t.name == tool.name) {
+                    skipped.push(tool.name);
+                } else {
+                    added.push(tool.name.clone());
+                    grown.push(Arc::new(tool));
+                }
+            }
+        }
+        self.rebuild();
+        Ok(serde_json::json!({
+            "agent": agent.card,
+            "added": added,
+            "skipped": skipped,
+            "warnings": loaded.warnings,
+        }))
+    }
+
     fn snapshot(&self) -> Arc<Snapshot> {
         Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
     }
@@ -208,6 +258,16 @@ impl Toolkit {
     /// Every tool in name order, as the toolkit has them now.
     pub fn tools(&self) -> Vec<Tool> {
         self.snapshot().values().map(|t| Tool::clone(t)).collect()
+    }
+
+    /// The skills the skill source serves, in its order: `(name,
+    /// description or "")` (what a served A2A card advertises, SPEC §7B).
+    pub fn skill_infos(&self) -> Vec<(String, String)> {
+        self.catalog.as_ref().map_or_else(Vec::new, |c| {
+            c.loaded()
+                .map(|s| (s.name.clone(), s.description.clone().unwrap_or_default()))
+                .collect()
+        })
     }
 
     /// The skills prompt (SPEC §3).

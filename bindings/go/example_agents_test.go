@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 
 	toolnexus "github.com/toolnexus/toolnexus-rs/bindings/go"
@@ -218,4 +220,39 @@ func ExampleAgents_Close() {
 	a := newAgents()
 	fmt.Println(a.Close(), a.Close())
 	// Output: <nil> <nil>
+}
+
+func ExampleToolkit_AddAgent() {
+	// A remote A2A agent whose card offers one skill; its tasks complete at
+	// once with "REVIEWED".
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet {
+			fmt.Fprintf(w, `{"name":"reviewer","url":%q,"skills":[{"id":"review","description":"Reviews a text"}]}`,
+				"http://"+r.Host+"/")
+			return
+		}
+		var req struct {
+			ID any `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%q,"result":{"id":"t1","status":{"state":"completed"},`+
+			`"artifacts":[{"artifactId":"a","parts":[{"kind":"text","text":"REVIEWED"}]}]}}`, req.ID)
+	}))
+	defer agent.Close()
+	tk, err := toolnexus.Build(context.Background(), map[string]any{"builtins": false})
+	if err != nil {
+		panic(err)
+	}
+	defer tk.Close()
+	added, err := tk.AddAgent(context.Background(), agent.URL+"/.well-known/agent-card.json")
+	if err != nil {
+		panic(err)
+	}
+	r, err := tk.Execute(context.Background(), added.Added[0], map[string]any{"task": "look"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(added.Added, r.Output)
+	// Output: [reviewer_review] REVIEWED
 }

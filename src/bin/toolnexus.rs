@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use toolnexus::mcp_server::{self, Profile, ServeConfig, Transport};
+use toolnexus::mcp_server::{Profile, ServeConfig, Transport};
 use toolnexus::tool::ExecContext;
 use toolnexus::toolkit::Toolkit;
 
@@ -97,6 +97,15 @@ enum Command {
         /// failures as JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// Also serve the toolkit as an A2A agent beside /mcp (needs --http
+        /// and --client): the a2a block as JSON, e.g. '{}' or
+        /// '{"name":"helper","store":"sqlite:a2a.db","protocol":"1.0"}'.
+        #[arg(long, value_name = "JSON", requires_all = ["http", "client"])]
+        a2a: Option<String>,
+        /// The client that fulfils the A2A agent's tasks, as the client
+        /// config JSON (baseUrl, model, style, apiKey, ...).
+        #[arg(long, value_name = "JSON", requires = "a2a")]
+        client: Option<String>,
     },
     /// An agent at the terminal (SPEC §9): each line read is one run of the
     /// client loop over the toolkit; the answer is printed. Ctrl-D or `exit`
@@ -288,10 +297,21 @@ fn main() -> ExitCode {
             tools,
             io_threads,
             json,
+            a2a,
+            client,
         } => {
             // Before anything starts the runtime (building the toolkit does).
             toolnexus::runtime::set_worker_threads(usize::from(io_threads));
-            serve(&toolkit, http, name, server_version, tools, json)
+            let served = Served {
+                http,
+                name,
+                version: server_version,
+                tools,
+                json,
+                a2a,
+                client,
+            };
+            serve(&toolkit, served)
         }
         Command::Run {
             toolkit,
@@ -674,14 +694,38 @@ fn call(
     Ok(if result.is_error { EXIT_TOOL_ERROR } else { 0 })
 }
 
-fn serve(
-    args: &ToolkitArgs,
+/// What `toolnexus serve` was asked for besides the toolkit.
+struct Served {
     http: Option<String>,
     name: Option<String>,
     version: Option<String>,
     tools: Vec<String>,
     json: bool,
-) -> Result<u8, Failure> {
+    a2a: Option<String>,
+    client: Option<String>,
+}
+
+fn serve(args: &ToolkitArgs, served: Served) -> Result<u8, Failure> {
+    let Served {
+        http,
+        name,
+        version,
+        tools,
+        json,
+        a2a,
+        client,
+    } = served;
+    let json_flag = |flag: &str, text: &str| -> Result<Value, Failure> {
+        serde_json::from_str(text).map_err(|e| bad_input(format!("--{flag}: not JSON: {e}")))
+    };
+    let a2a = a2a.map(|t| json_flag("a2a", &t)).transpose()?;
+    let client = match client {
+        None => None,
+        Some(t) => Some(Arc::new(
+            toolnexus::client::Client::from_json(&json_flag("client", &t)?)
+                .map_err(|e| bad_input(format!("--client: {}", e.message)))?,
+        )),
+    };
     let (tk, block) = build(args)?;
     let mut profile = match &block {
         Some(v) => Profile::from_value(v, "mcpServer").map_err(|e| {
@@ -709,13 +753,20 @@ fn serve(
         None => Transport::Stdio,
     };
     let tk = Arc::new(tk);
-    let config = ServeConfig { transport, profile };
-    let server = mcp_server::serve(Arc::clone(&tk), &config, None).map_err(|e| {
-        bad_input(match &http {
-            Some(addr) => format!("--http {addr}: {}", e.message),
-            None => e.message,
-        })
-    })?;
+    let with_a2a = a2a.is_some();
+    let config = ServeConfig {
+        transport,
+        profile,
+        a2a,
+    };
+    let runner = client.map(|c| toolnexus::a2a::client_runner(c, Arc::clone(&tk)));
+    let server =
+        toolnexus::a2a::serve(Arc::clone(&tk), &config, None, runner, None).map_err(|e| {
+            bad_input(match &http {
+                Some(addr) => format!("--http {addr}: {}", e.message),
+                None => e.message,
+            })
+        })?;
     if let Some(url) = server.url() {
         if json {
             print_out(&(json!({ "url": url }).to_string() + "\n"));
@@ -723,6 +774,12 @@ fn serve(
             print_out(&format!("{url}\n"));
         }
         eprintln!("toolnexus: serving MCP at {url} (Ctrl-C stops)");
+        if with_a2a {
+            let base = url.strip_suffix("/mcp").unwrap_or(url);
+            eprintln!(
+                "toolnexus: serving A2A at {base}/ (card at {base}/.well-known/agent-card.json)"
+            );
+        }
     }
     let server = Arc::new(server);
     let ended = Arc::clone(&server);

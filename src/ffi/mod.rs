@@ -19,6 +19,7 @@
 //! UTF-8 checks, `catch_unwind` turning a panic into `TN_INTERNAL`, and the
 //! single write of the out-parameter. Business logic lives elsewhere.
 
+mod a2a;
 mod agents;
 mod build;
 mod client;
@@ -35,6 +36,7 @@ mod serve;
 mod strings;
 mod translate;
 
+pub use a2a::*;
 pub use agents::*;
 pub use build::*;
 pub use client::*;

@@ -3,7 +3,7 @@
 
 use super::{boundary, read_opt_str, tn_status, tn_toolkit, tn_user_data_free, TN_NULL_ARGUMENT};
 use crate::error::{Error, ErrorCode};
-use crate::mcp_server::{self, CallEvent, OnCall, ServeConfig, Server};
+use crate::mcp_server::{CallEvent, OnCall, ServeConfig, Server};
 use serde_json::json;
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CString};
@@ -33,7 +33,9 @@ pub type tn_serve_on_call =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event_json: *const c_char)>;
 
 struct HostOnCall {
-    callback: unsafe extern "C" fn(*mut c_void, *const c_char),
+    callback: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
+    /// Hears served A2A tasks reach their end (`tn_serve_with_client`).
+    on_task: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
     user_data: *mut c_void,
     user_data_free: tn_user_data_free,
 }
@@ -62,11 +64,27 @@ thread_local! {
 
 impl HostOnCall {
     fn hear(&self, event: &CallEvent) {
-        let text = CString::new(event.to_json().to_string()).unwrap_or_default();
+        if let Some(callback) = self.callback {
+            self.tell(callback, &event.to_json());
+        }
+    }
+
+    fn hear_task(&self, event: &serde_json::Value) {
+        if let Some(callback) = self.on_task {
+            self.tell(callback, event);
+        }
+    }
+
+    fn tell(
+        &self,
+        callback: unsafe extern "C" fn(*mut c_void, *const c_char),
+        event: &serde_json::Value,
+    ) {
+        let text = CString::new(event.to_string()).unwrap_or_default();
         let outer = HEARING.replace(self as *const HostOnCall as usize);
         // SAFETY: the host's callback with its user_data; the string lives
         // through the call.
-        unsafe { (self.callback)(self.user_data, text.as_ptr()) };
+        unsafe { callback(self.user_data, text.as_ptr()) };
         HEARING.set(outer);
     }
 }
@@ -155,9 +173,95 @@ pub unsafe extern "C" fn tn_serve(
     out_server: *mut *mut tn_server,
     out_json: *mut *mut c_char,
 ) -> tn_status {
+    // SAFETY: forwarded from this function's contract; no client.
+    unsafe {
+        serve_with(
+            toolkit,
+            std::ptr::null(),
+            serve_json,
+            [on_call, None],
+            user_data,
+            user_data_free,
+            out_server,
+            out_json,
+        )
+    }
+}
+
+/// `tn_serve` with a client, which fulfils the tasks of the A2A agent an
+/// `a2a` block in `serve_json` asks for (SPEC §7B): `{"transport":"http",
+/// "addr", "mcp"?, "a2a": {"name"?, "description"?, "version"?,
+/// "provider"?: {"organization","url"}, "skills"?: [names], "store"?:
+/// "memory" | "file:<dir>" | "sqlite:<path>"}}`. Beside `/mcp` (answered
+/// first, never shadowed) the server then answers `GET
+/// /.well-known/agent-card.json` (the card: the skill source's skills) and
+/// JSON-RPC `SendMessage` / `GetTask` on any other POST path; each task
+/// runs on a thread of its own through the client (`ask` on the
+/// conversation of the message's `contextId`, else a stateless run). A run
+/// that suspends is an `input-required` task with the Request's prompt; a
+/// failing run a `failed` task.
+///
+/// `on_task` (nullable) hears `{"id","task","state","result"?}` once per
+/// task, when it is stored `completed`, `failed` or `input-required`; it
+/// shares `user_data` with `on_call`. Without `a2a` this is `tn_serve`;
+/// `tn_serve` with an `a2a` block is the `invalid_config` error (no client).
+/// The server holds the client until it is stopped.
+///
+/// # Safety
+/// As `tn_serve`; `client` is NULL or live; `on_task` as `on_call`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn tn_serve_with_client(
+    toolkit: *const tn_toolkit,
+    client: *const super::tn_client,
+    serve_json: *const c_char,
+    on_call: tn_serve_on_call,
+    on_task: tn_serve_on_call,
+    user_data: *mut c_void,
+    user_data_free: tn_user_data_free,
+    out_server: *mut *mut tn_server,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        serve_with(
+            toolkit,
+            client,
+            serve_json,
+            [on_call, on_task],
+            user_data,
+            user_data_free,
+            out_server,
+            out_json,
+        )
+    }
+}
+
+/// A client held for as long as a server fulfils tasks with it.
+struct HeldClient(Arc<super::tn_client>);
+
+impl std::ops::Deref for HeldClient {
+    type Target = crate::client::Client;
+    fn deref(&self) -> &crate::client::Client {
+        &self.0.inner
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn serve_with(
+    toolkit: *const tn_toolkit,
+    client: *const super::tn_client,
+    serve_json: *const c_char,
+    [on_call, on_task]: [tn_serve_on_call; 2],
+    user_data: *mut c_void,
+    user_data_free: tn_user_data_free,
+    out_server: *mut *mut tn_server,
+    out_json: *mut *mut c_char,
+) -> tn_status {
     // Owning user_data first means every failure path releases it.
-    let hook = on_call.map(|callback| HostOnCall {
-        callback,
+    let hook = (on_call.is_some() || on_task.is_some()).then_some(HostOnCall {
+        callback: on_call,
+        on_task,
         user_data,
         user_data_free,
     });
@@ -190,12 +294,30 @@ pub unsafe extern "C" fn tn_serve(
             None => ServeConfig::from_value(&serde_json::Value::Null)?,
         };
         let mut on_call_id = 0;
-        let on_call: Option<OnCall> = hook.map(|h| {
-            let h = Arc::new(h);
-            on_call_id = Arc::as_ptr(&h) as usize;
-            Arc::new(move |e: &CallEvent| h.hear(e)) as OnCall
-        });
-        let server = mcp_server::serve(tk, &config, on_call)?;
+        let hook = hook.map(Arc::new);
+        if let Some(h) = &hook {
+            on_call_id = Arc::as_ptr(h) as usize;
+        }
+        let on_task = match &hook {
+            Some(h) if h.on_task.is_some() => {
+                let h = Arc::clone(h);
+                Some(Arc::new(move |e: &serde_json::Value| h.hear_task(e)) as crate::a2a::OnTask)
+            }
+            _ => None,
+        };
+        let on_call: Option<OnCall> = hook
+            .filter(|h| h.callback.is_some())
+            .map(|h| Arc::new(move |e: &CallEvent| h.hear(e)) as OnCall);
+        // SAFETY: NULL or live by this function's contract.
+        let runner = match unsafe { client.as_ref() } {
+            None => None,
+            Some(_) => {
+                // SAFETY: as above.
+                let held = HeldClient(unsafe { super::client::read_client(client) }?);
+                Some(crate::a2a::client_runner(held, Arc::clone(&tk)))
+            }
+        };
+        let server = crate::a2a::serve(tk, &config, on_call, runner, on_task)?;
         let answer = json!({"url": server.url()}).to_string();
         started = Some(tn_server {
             inner: server,
@@ -424,5 +546,142 @@ mod tests {
         }
         assert_eq!(counts[1].load(Ordering::SeqCst), 2);
         assert!(std::net::TcpStream::connect(&addr).is_err());
+    }
+
+    unsafe extern "C" fn generate(
+        _: *mut c_void,
+        _: *const c_char,
+        reply: *mut crate::ffi::tn_reply,
+    ) {
+        // SAFETY: the reply of this callback; a NUL-terminated literal.
+        unsafe { crate::ffi::tn_reply_set_json(reply, c"{\"content\":\"abi says hi\"}".as_ptr()) };
+    }
+
+    unsafe extern "C" fn task_heard(user_data: *mut c_void, event: *const c_char) {
+        // SAFETY: the counters outlive the server; the event is live for the call.
+        let counts = unsafe { &*(user_data as *const [AtomicUsize; 2]) };
+        // SAFETY: as above.
+        let event = unsafe { CStr::from_ptr(event) }.to_string_lossy();
+        let v: serde_json::Value = serde_json::from_str(&event).unwrap_or_default();
+        if v["state"] == "completed" && v["result"]["text"] == "abi says hi" {
+            counts[0].fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// One JSON-RPC POST to the A2A endpoint; the body of the answer.
+    fn a2a_post(addr: &str, body: &str) -> serde_json::Value {
+        let mut conn = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+        let req = format!(
+            "POST / HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = conn.write_all(req.as_bytes());
+        let mut answer = String::new();
+        let _ = conn.read_to_string(&mut answer);
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+        serde_json::from_str(body).unwrap_or_default()
+    }
+
+    #[test]
+    fn serve_with_client_fulfils_a2a_tasks_and_tells_on_task() {
+        let counts = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let ud = &counts as *const _ as *mut c_void;
+        let (mut tk, mut err) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: valid pointers to locals.
+        assert_eq!(
+            unsafe { tn_toolkit_build(c"{}".as_ptr(), &mut tk, &mut err) },
+            TN_OK
+        );
+        let mut client = ptr::null_mut();
+        // SAFETY: a NUL-terminated config, a callback, locals.
+        let status = unsafe {
+            crate::ffi::tn_client_new_in_process(
+                c"{\"model\":\"m\"}".as_ptr(),
+                Some(generate),
+                ptr::null_mut(),
+                None,
+                &mut client,
+                &mut err,
+            )
+        };
+        assert_eq!(status, TN_OK);
+        let (mut server, mut out) = (ptr::null_mut(), ptr::null_mut());
+        let config = c"{\"addr\":\"127.0.0.1:0\",\"a2a\":{}}";
+        // tn_serve has no client to fulfil tasks with.
+        // SAFETY: live toolkit, NUL-terminated config, locals.
+        let status = unsafe {
+            tn_serve(
+                tk,
+                config.as_ptr(),
+                None,
+                ptr::null_mut(),
+                None,
+                &mut server,
+                &mut out,
+            )
+        };
+        assert_eq!(status, TN_INVALID_CONFIG);
+        assert!(take(out).contains("needs a client"));
+        // SAFETY: live toolkit and client, NUL-terminated config, locals.
+        let status = unsafe {
+            tn_serve_with_client(
+                tk,
+                client,
+                config.as_ptr(),
+                None,
+                Some(task_heard),
+                ud,
+                Some(freed),
+                &mut server,
+                &mut out,
+            )
+        };
+        assert_eq!(status, TN_OK);
+        // The server holds the client: the host may free its handle now.
+        // SAFETY: from tn_client_new_in_process, freed once.
+        unsafe { crate::ffi::tn_client_free(client) };
+        let answer: serde_json::Value = serde_json::from_str(&take(out)).unwrap_or_default();
+        let addr = answer["url"]
+            .as_str()
+            .unwrap_or_default()
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string();
+        let sent = a2a_post(
+            &addr,
+            r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"user","messageId":"m","parts":[{"kind":"text","text":"hi"}]}}}"#,
+        );
+        let id = sent["result"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let got = a2a_post(
+                &addr,
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{{"id":"{id}"}}}}"#
+                ),
+            );
+            if got["result"]["status"]["state"] == "completed" {
+                assert_eq!(
+                    got["result"]["artifacts"][0]["parts"][0]["text"],
+                    "abi says hi"
+                );
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{got}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        while counts[0].load(Ordering::SeqCst) == 0 {
+            assert!(std::time::Instant::now() < deadline, "on_task never heard");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // SAFETY: from tn_serve_with_client, stopped once.
+        unsafe { tn_serve_stop(server) };
+        assert_eq!(counts[1].load(Ordering::SeqCst), 1, "user_data_free once");
+        // SAFETY: built above, freed once.
+        unsafe { tn_toolkit_free(tk) };
     }
 }

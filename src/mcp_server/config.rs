@@ -139,6 +139,9 @@ pub enum Transport {
 pub struct ServeConfig {
     pub transport: Transport,
     pub profile: Profile,
+    /// The `a2a` block as given (read by [`crate::a2a`]): when present the
+    /// toolkit is also served as an A2A agent beside `/mcp`.
+    pub a2a: Option<Value>,
 }
 
 impl ServeConfig {
@@ -162,10 +165,10 @@ impl ServeConfig {
         };
         if let Some(k) = obj
             .keys()
-            .find(|k| !matches!(k.as_str(), "transport" | "addr" | "mcp"))
+            .find(|k| !matches!(k.as_str(), "transport" | "addr" | "mcp" | "a2a"))
         {
             return Err(Error::invalid_config(format!(
-                "serve config: unknown key '{k}' (expected transport, addr, mcp)"
+                "serve config: unknown key '{k}' (expected transport, addr, mcp, a2a)"
             )));
         }
         let addr = match obj.get("addr") {
@@ -209,7 +212,12 @@ impl ServeConfig {
             None => Profile::default(),
             Some(v) => Profile::from_value(v, "mcp")?,
         };
-        Ok(ServeConfig { transport, profile })
+        let a2a = obj.get("a2a").filter(|v| !v.is_null()).cloned();
+        Ok(ServeConfig {
+            transport,
+            profile,
+            a2a,
+        })
     }
 }
 

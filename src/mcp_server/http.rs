@@ -11,7 +11,7 @@
 //! versions) goes to rmcp's service.
 
 use super::plain::Plain;
-use super::{Done, Gateway, Handler, Server, SetOnDrop};
+use super::{Beside, BesideRequest, Done, Gateway, Handler, Server, SetOnDrop};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
@@ -31,7 +31,7 @@ pub const PATH: &str = "/mcp";
 
 type Service = StreamableHttpService<Handler, NeverSessionManager>;
 
-pub fn serve(gateway: Arc<Gateway>, addr: &str) -> Result<Server> {
+pub fn serve(gateway: Arc<Gateway>, addr: &str, beside: Option<Arc<dyn Beside>>) -> Result<Server> {
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| Error::invalid_config(format!("addr: cannot listen on '{addr}': {e}")))?;
     let local = listener
@@ -53,6 +53,8 @@ pub fn serve(gateway: Arc<Gateway>, addr: &str) -> Result<Server> {
         hosts: config.allowed_hosts.clone(),
         stop: stop.child_token(),
         gateway: Arc::clone(&gateway),
+        beside,
+        base: base_url(local),
         service: StreamableHttpService::new(
             move || Ok(Handler(Arc::clone(&gateway))),
             Arc::new(NeverSessionManager::default()),
@@ -102,7 +104,79 @@ struct Routes {
     /// The server's stop, as rmcp's service sees it.
     stop: CancellationToken,
     gateway: Arc<Gateway>,
+    /// What answers every other path (404 without it).
+    beside: Option<Arc<dyn Beside>>,
+    /// `http://host:port` as peers reach it.
+    base: String,
     service: Service,
+}
+
+/// `http://host:port` of the bound address; a wildcard bind is reported as
+/// loopback (what a peer on this machine reaches).
+fn base_url(local: SocketAddr) -> String {
+    let ip = if local.ip().is_unspecified() {
+        std::net::IpAddr::from([127, 0, 0, 1])
+    } else {
+        local.ip()
+    };
+    format!("http://{}", SocketAddr::new(ip, local.port()))
+}
+
+/// A request for the routes beside `/mcp`, answered on a blocking thread.
+async fn answer_beside(
+    beside: &Arc<dyn Beside>,
+    base: &str,
+    req: hyper::Request<Incoming>,
+) -> Answer {
+    let (parts, body) = req.into_parts();
+    let body = match http_body_util::Limited::new(body, crate::limits::SERVED_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return text_answer(
+                hyper::StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large\n".into(),
+            )
+        }
+        Err(e) => {
+            return text_answer(
+                hyper::StatusCode::BAD_REQUEST,
+                format!("cannot read the request body: {e}\n"),
+            )
+        }
+    };
+    let (beside, base) = (Arc::clone(beside), base.to_string());
+    let answered = tokio::task::spawn_blocking(move || {
+        beside.answer(&BesideRequest {
+            method: parts.method.as_str(),
+            path: parts.uri.path(),
+            headers: &parts.headers,
+            body: &body,
+            base: &base,
+        })
+    })
+    .await;
+    let Ok(a) = answered else {
+        return text_answer(
+            hyper::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error\n".into(),
+        );
+    };
+    let mut res = hyper::Response::new(Full::new(Bytes::from(a.body)).boxed());
+    *res.status_mut() =
+        hyper::StatusCode::from_u16(a.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    res.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(a.content_type),
+    );
+    for (name, value) in a.headers {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
+            res.headers_mut().insert(name, v);
+        }
+    }
+    res
 }
 
 async fn accept_loop(
@@ -145,6 +219,9 @@ type Answer = hyper::Response<BoxBody<Bytes, Infallible>>;
 
 async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
     if req.uri().path() != PATH {
+        if let Some(beside) = &routes.beside {
+            return answer_beside(beside, &routes.base, req).await;
+        }
         let mut res = hyper::Response::new(Full::new(Bytes::from_static(b"not found\n")).boxed());
         *res.status_mut() = hyper::StatusCode::NOT_FOUND;
         return res;

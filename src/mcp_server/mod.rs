@@ -61,6 +61,33 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
+/// Routes served beside `/mcp` on the same HTTP address (the A2A agent,
+/// [`crate::a2a`]): every request whose path is not `/mcp` goes here, so
+/// `/mcp` is never shadowed.
+pub trait Beside: Send + Sync {
+    /// The answer to one request: status, content type, body. `base` is
+    /// the server's `http://host:port` (a wildcard bind reads as
+    /// `127.0.0.1`). Runs on a blocking thread of the runtime.
+    fn answer(&self, req: &BesideRequest<'_>) -> BesideAnswer;
+}
+
+/// A request for [`Beside::answer`].
+pub struct BesideRequest<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub headers: &'a ::http::HeaderMap,
+    pub body: &'a [u8],
+    pub base: &'a str,
+}
+
+/// What [`Beside::answer`] answers.
+pub struct BesideAnswer {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
 /// What [`OnCall`] hears after each `tools/call`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallEvent {
@@ -728,9 +755,22 @@ pub fn serve(
     config: &ServeConfig,
     on_call: Option<OnCall>,
 ) -> Result<Server> {
+    serve_beside(toolkit, config, on_call, None)
+}
+
+/// [`serve`] with routes beside `/mcp` (HTTP only; stdio refuses them).
+pub fn serve_beside(
+    toolkit: Arc<Toolkit>,
+    config: &ServeConfig,
+    on_call: Option<OnCall>,
+    beside: Option<Arc<dyn Beside>>,
+) -> Result<Server> {
     let gateway = Arc::new(Gateway::new(toolkit, &config.profile, on_call));
     match &config.transport {
-        Transport::Http { addr } => http::serve(gateway, addr),
+        Transport::Http { addr } => http::serve(gateway, addr, beside),
+        Transport::Stdio if beside.is_some() => Err(crate::error::Error::invalid_config(
+            "a2a: the A2A agent is served over HTTP only (the stdio transport has no paths)",
+        )),
         Transport::Stdio => {
             let (reader, writer, blocking) = {
                 let _inside = crate::runtime::get().enter();

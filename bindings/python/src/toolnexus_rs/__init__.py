@@ -400,6 +400,40 @@ class Toolkit:
     def status(self) -> dict[str, Any]:
         return self.render("status")
 
+    # -- remote A2A agents (SPEC §7A) ---------------------------------------
+    def add_agent(
+        self,
+        agent: Union[str, dict[str, Any]],
+        *,
+        headers: Optional[dict[str, str]] = None,
+        timeout: Optional[float] = None,
+        poll_every: Optional[float] = None,
+        protocol: Optional[str] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> dict[str, Any]:
+        """Fetches a remote A2A agent's card and registers one tool per skill
+        (source ``"a2a"``; the first tool of a name wins). ``agent`` is the
+        card URL or an agent dict ``{card, headers?, timeout?, pollEvery?,
+        protocol?}`` (milliseconds); the keywords, in seconds, override it.
+        Header values expand ``${ENV}`` at each request. Returns ``{agent,
+        added, skipped, warnings}``; an unreachable card raises."""
+        spec: dict[str, Any] = {"card": agent} if isinstance(agent, str) else dict(agent)
+        if headers is not None:
+            spec["headers"] = headers
+        if timeout is not None:
+            spec["timeout"] = max(1, int(timeout * 1000))
+        if poll_every is not None:
+            spec["pollEvery"] = max(1, int(poll_every * 1000))
+        if protocol is not None:
+            spec["protocol"] = protocol
+        text = _call(
+            self._lib.tn_toolkit_add_agent,
+            self._handle(),
+            json.dumps(spec).encode("utf-8"),
+            cancel.handle if cancel is not None else None,
+        )
+        return json.loads(text)
+
     # -- execute ---------------------------------------------------------
     def execute_json(
         self,

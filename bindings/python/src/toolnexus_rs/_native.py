@@ -124,6 +124,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         ),
         "tn_helper": ([ctypes.c_char_p, ctypes.c_char_p, c_void_p_p], status),
         "tn_mcp_list_tools": ([ctypes.c_char_p, c_void_p_p], status),
+        "tn_toolkit_add_agent": ([ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, c_void_p_p], status),
         "tn_execute_with_cancel": (
             [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, c_void_p_p],
             status,

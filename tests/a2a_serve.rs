@@ -1,0 +1,741 @@
+//! A toolkit served as an A2A agent (SPEC §7B) over real loopback HTTP,
+//! fulfilled by an in-process client (a scripted model, no network):
+//! the card, the JSON-RPC errors, a round trip from our own outbound A2A
+//! tool, a failing run, a suspended run, `contextId` conversations, the
+//! `onTask` events, `/mcp` beside it, and a SQLite store across a restart.
+
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use toolnexus::a2a::{self, OnTask};
+use toolnexus::client::{Client, HostFn, RunData};
+use toolnexus::mcp_server::{ServeConfig, Server};
+use toolnexus::tool::{ExecContext, Source, Tool, ToolResult};
+use toolnexus::toolkit::Toolkit;
+
+/// A scripted model: "explode" fails the run, "ask me" calls the `confirm`
+/// tool (which suspends), anything else answers `echo: <last user text>`
+/// (the number of user messages it saw after a `|`).
+fn model() -> HostFn {
+    Arc::new(|req: &Value, _: RunData| {
+        let messages = req["messages"].as_array().cloned().unwrap_or_default();
+        let users: Vec<&str> = messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        let last = users.last().copied().unwrap_or_default();
+        if last.contains("explode") {
+            return Err("the model exploded".into());
+        }
+        if last.contains("ask me") && !messages.iter().any(|m| m["role"] == "tool") {
+            return Ok(Some(
+                json!({"toolCalls": [{"name": "confirm", "arguments": {}}]}),
+            ));
+        }
+        Ok(Some(
+            json!({"content": format!("echo: {last}|{}", users.len())}),
+        ))
+    })
+}
+
+fn toolkit() -> Arc<Toolkit> {
+    let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
+    let tk = Toolkit::build_from_json(&json!({"skillsDir": skills}).to_string())
+        .unwrap_or_else(|e| panic!("toolkit: {e}"));
+    let confirm = |_: &Value, _: &ExecContext| {
+        let md = json!({"pending": {"kind": "confirm", "prompt": "Which colour?"}});
+        ToolResult::error("waiting").with_metadata(md.as_object().cloned().unwrap_or_default())
+    };
+    tk.register(Tool::new(
+        "confirm",
+        "asks the user",
+        None,
+        Source::Native,
+        Arc::new(confirm),
+    ));
+    Arc::new(tk)
+}
+
+struct Served {
+    server: Server,
+    base: String,
+    client: Arc<Client>,
+    events: Arc<Mutex<Vec<Value>>>,
+}
+
+fn serve_with(a2a_block: Option<Value>) -> Served {
+    let tk = toolkit();
+    let client = Arc::new(Client::in_process(&json!({"model": "m"}), model()).expect("client"));
+    let mut cfg = json!({"addr": "127.0.0.1:0"});
+    if let Some(block) = a2a_block {
+        cfg["a2a"] = block;
+    }
+    let cfg = ServeConfig::from_value(&cfg).expect("serve config");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let heard = Arc::clone(&events);
+    let on_task: OnTask = Arc::new(move |e: &Value| heard.lock().expect("events").push(e.clone()));
+    let runner = a2a::client_runner(Arc::clone(&client), Arc::clone(&tk));
+    let server = a2a::serve(tk, &cfg, None, Some(runner), Some(on_task)).expect("serve");
+    let base = server
+        .url()
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .expect("url")
+        .to_string();
+    Served {
+        server,
+        base,
+        client,
+        events,
+    }
+}
+
+fn serve() -> Served {
+    serve_with(Some(json!({})))
+}
+
+/// One HTTP/1.1 exchange (Connection: close): status and body.
+fn http(method: &str, url: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, Vec<u8>) {
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+    let mut s = TcpStream::connect(host).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).expect("write");
+    // A peer may answer (413) before reading a large body whole.
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text_end = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    let head = String::from_utf8_lossy(&out[..text_end]).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    let mut body = out[text_end + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body);
+    }
+    (status, body)
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(i) = b.windows(2).position(|w| w == b"\r\n") {
+        let n = usize::from_str_radix(String::from_utf8_lossy(&b[..i]).trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&b[i + 2..i + 2 + n]);
+        b = &b[i + 4 + n..];
+    }
+    out
+}
+
+fn rpc(base: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let (status, out) = http(
+        "POST",
+        &format!("{base}/"),
+        &[("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(status, 200);
+    serde_json::from_slice(&out).expect("json-rpc answer")
+}
+
+fn send(base: &str, text: &str, context: Option<&str>) -> String {
+    let mut message = json!({"role": "user", "messageId": "m1",
+        "parts": [{"kind": "text", "text": text}]});
+    if let Some(c) = context {
+        message["contextId"] = json!(c);
+    }
+    let r = rpc(
+        base,
+        "SendMessage",
+        json!({"message": message, "configuration": {"blocking": false}}),
+    );
+    assert_eq!(r["result"]["status"]["state"], "submitted", "{r}");
+    r["result"]["id"].as_str().expect("task id").to_string()
+}
+
+/// Polls GetTask until the task leaves submitted/working (30 s at most).
+fn settled(base: &str, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let t = rpc(base, "GetTask", json!({"id": id}))["result"].clone();
+        let state = t["status"]["state"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !matches!(state.as_str(), "submitted" | "working") {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "task {id} still {state}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn the_card_has_upstreams_keys_in_order_and_only_skills() {
+    let s = serve();
+    let (status, body) = http(
+        "GET",
+        &format!("{}/.well-known/agent-card.json", s.base),
+        &[],
+        b"",
+    );
+    assert_eq!(status, 200);
+    let text = String::from_utf8(body).expect("utf-8");
+    let card: Value = serde_json::from_str(&text).expect("json");
+    let keys: Vec<&str> = card
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "name",
+            "description",
+            "version",
+            "protocolVersion",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+            "url"
+        ]
+    );
+    assert_eq!(card["name"], "toolnexus-agent");
+    assert_eq!(card["version"], "0.1.0");
+    assert_eq!(card["protocolVersion"], "0.3.0");
+    assert_eq!(card["url"], format!("{}/", s.base));
+    assert_eq!(
+        card["capabilities"],
+        json!({"streaming": false, "pushNotifications": false})
+    );
+    let ids: Vec<&str> = card["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .filter_map(|k| k["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"hello-world"), "{ids:?}");
+    for raw in ["bash", "read", "skill", "confirm"] {
+        assert!(!ids.contains(&raw), "{raw} is a tool, not a skill: {ids:?}");
+    }
+    let hello = &card["skills"][ids.iter().position(|i| *i == "hello-world").unwrap_or(0)];
+    assert_eq!(hello["name"], "hello-world");
+    assert!(hello["description"]
+        .as_str()
+        .is_some_and(|d| d.starts_with("Greets someone")));
+
+    let s = serve_with(Some(json!({"name": "helper", "skills": ["release-notes"],
+        "provider": {"organization": "Acme", "url": "https://acme.test"}})));
+    let (_, body) = http(
+        "GET",
+        &format!("{}/.well-known/agent-card.json", s.base),
+        &[],
+        b"",
+    );
+    let card: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(card["name"], "helper");
+    assert_eq!(card["skills"].as_array().map(|a| a.len()), Some(1));
+    assert_eq!(card["skills"][0]["id"], "release-notes");
+    let last = card.as_object().and_then(|m| m.keys().next_back().cloned());
+    assert_eq!(last.as_deref(), Some("provider"));
+}
+
+#[test]
+fn json_rpc_errors_and_not_found() {
+    let s = serve();
+    let (status, body) = http("POST", &format!("{}/", s.base), &[], b"{not json");
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).expect("json"),
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}})
+    );
+    assert_eq!(
+        rpc(&s.base, "GetTask", json!({"id": "nope"}))["error"],
+        json!({"code": -32001, "message": "Task not found: nope"})
+    );
+    assert_eq!(
+        rpc(&s.base, "tasks/resubscribe", json!({}))["error"],
+        json!({"code": -32601, "message": "Method not found: tasks/resubscribe"})
+    );
+    let (status, body) = http("GET", &format!("{}/elsewhere", s.base), &[], b"");
+    assert_eq!((status, body.as_slice()), (404, &b"not found"[..]));
+    // Without an a2a block there are no A2A routes at all.
+    let plain = serve_with(None);
+    let (status, _) = http(
+        "GET",
+        &format!("{}/.well-known/agent-card.json", plain.base),
+        &[],
+        b"",
+    );
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn mcp_is_still_answered_beside_the_agent() {
+    let s = serve();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let (status, out) = http(
+        "POST",
+        &format!("{}/mcp", s.base),
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&out));
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.contains("\"confirm\"") && text.contains("\"bash\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_task_is_fulfilled_through_the_client_and_heard_once() {
+    let s = serve();
+    let id = send(&s.base, "hello there", None);
+    let t = settled(&s.base, &id);
+    assert_eq!(t["status"]["state"], "completed", "{t}");
+    assert_eq!(t["id"], id.as_str());
+    assert_eq!(
+        t["artifacts"][0]["parts"],
+        json!([{"kind": "text", "text": "echo: hello there|1"}])
+    );
+    assert!(t["artifacts"][0]["artifactId"].is_string());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s.events.lock().expect("events").is_empty() {
+        assert!(Instant::now() < deadline, "onTask never heard");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let events = s.events.lock().expect("events").clone();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["id"], id.as_str());
+    assert_eq!(events[0]["state"], "completed");
+    assert_eq!(events[0]["result"]["text"], "echo: hello there|1");
+}
+
+#[test]
+fn a_failing_run_is_a_failed_task_and_the_server_keeps_serving() {
+    let s = serve();
+    let bad = send(&s.base, "please explode", None);
+    let t = settled(&s.base, &bad);
+    assert_eq!(t["status"]["state"], "failed", "{t}");
+    assert_eq!(t["status"]["message"]["role"], "agent");
+    let why = t["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("the model exploded"), "{why}");
+    let good = send(&s.base, "still there?", None);
+    assert_eq!(settled(&s.base, &good)["status"]["state"], "completed");
+}
+
+#[test]
+fn a_suspended_run_is_input_required_with_the_prompt() {
+    let s = serve();
+    let id = send(&s.base, "ask me something", None);
+    let t = settled(&s.base, &id);
+    assert_eq!(
+        t,
+        json!({"id": id, "status": {"state": "input-required", "message":
+            {"role": "agent", "parts": [{"kind": "text", "text": "Which colour?"}]}}})
+    );
+}
+
+#[test]
+fn a_context_id_is_one_remembered_conversation() {
+    let s = serve();
+    // The submitted task echoes the contextId.
+    let r = rpc(
+        &s.base,
+        "SendMessage",
+        json!({"message": {"role": "user", "messageId": "m",
+        "contextId": "ctx-7", "parts": [{"kind": "text", "text": "one"}]}}),
+    );
+    assert_eq!(r["result"]["contextId"], "ctx-7", "{r}");
+    let first = r["result"]["id"].as_str().expect("id").to_string();
+    assert_eq!(
+        settled(&s.base, &first)["artifacts"][0]["parts"][0]["text"],
+        "echo: one|1"
+    );
+    let second = send(&s.base, "two", Some("ctx-7"));
+    assert_eq!(
+        settled(&s.base, &second)["artifacts"][0]["parts"][0]["text"],
+        "echo: two|2"
+    );
+    let other = send(&s.base, "three", Some("ctx-8"));
+    assert_eq!(
+        settled(&s.base, &other)["artifacts"][0]["parts"][0]["text"],
+        "echo: three|1"
+    );
+    let kept = s
+        .client
+        .conversation("ctx-7")
+        .expect("store")
+        .expect("saved");
+    assert!(kept.len() >= 4, "{kept:?}");
+}
+
+#[test]
+fn our_outbound_agent_tool_talks_to_our_served_agent() {
+    let s = serve();
+    let card = format!("{}/.well-known/agent-card.json", s.base);
+    let caller = Toolkit::build_from_json(
+        &json!({"builtins": false, "agents": {"local": {"card": card, "pollEvery": 10}}})
+            .to_string(),
+    )
+    .expect("caller toolkit");
+    assert!(
+        caller
+            .tool_names()
+            .contains(&"toolnexus-agent_hello-world".to_string()),
+        "{:?}",
+        caller.tool_names()
+    );
+    let r = caller.execute(
+        "toolnexus-agent_hello-world",
+        json!({"task": "hi from afar"}),
+        &ExecContext::default(),
+    );
+    assert!(!r.is_error, "{r:?}");
+    assert_eq!(r.output, "echo: hi from afar|1");
+    let md = r.metadata.expect("metadata");
+    assert_eq!(md["agent"], "toolnexus-agent");
+    assert_eq!(md["state"], "completed");
+    // A failing run reaches the caller as the failed task's message.
+    let r = caller.execute(
+        "toolnexus-agent_hello-world",
+        json!({"task": "explode"}),
+        &ExecContext::default(),
+    );
+    assert!(r.is_error);
+    assert!(
+        r.output.contains(" failed: ") && r.output.contains("the model exploded"),
+        "{}",
+        r.output
+    );
+}
+
+#[test]
+fn a_sqlite_store_keeps_tasks_across_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = format!("sqlite:{}", dir.path().join("tasks.db").display());
+    let s = serve_with(Some(json!({"store": store})));
+    let id = send(&s.base, "remember me", None);
+    assert_eq!(settled(&s.base, &id)["status"]["state"], "completed");
+    let first = send(&s.base, "one", Some("kept-ctx"));
+    assert_eq!(
+        settled(&s.base, &first)["artifacts"][0]["parts"][0]["text"],
+        "echo: one|1"
+    );
+    s.server.stop();
+    drop(s);
+    // A new server (a new client, with an empty memory of its own) on the
+    // same database: the task is there, and so is the conversation.
+    let again = serve_with(Some(json!({"store": store})));
+    let t = rpc(&again.base, "GetTask", json!({"id": id}))["result"].clone();
+    assert_eq!(t["status"]["state"], "completed", "{t}");
+    assert_eq!(t["artifacts"][0]["parts"][0]["text"], "echo: remember me|1");
+    let second = send(&again.base, "two", Some("kept-ctx"));
+    assert_eq!(
+        settled(&again.base, &second)["artifacts"][0]["parts"][0]["text"],
+        "echo: two|2"
+    );
+}
+
+#[test]
+fn an_unknown_store_and_a_missing_client_are_refused() {
+    let tk = toolkit();
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0", "a2a": {"store": "redis://x"}}))
+            .expect("config");
+    let client = Arc::new(Client::in_process(&json!({"model": "m"}), model()).expect("client"));
+    let runner = a2a::client_runner(client, Arc::clone(&tk));
+    let e = a2a::serve(Arc::clone(&tk), &cfg, None, Some(runner), None)
+        .err()
+        .expect("refused");
+    assert_eq!(
+        e.message,
+        "unknown A2A store: \"redis://x\" (expected \"memory\" or \"file:<dir>\")"
+    );
+    let e = a2a::serve(tk, &cfg, None, None, None)
+        .err()
+        .expect("refused");
+    assert!(e.message.contains("needs a client"), "{}", e.message);
+}
+
+#[test]
+fn many_unknown_ids_and_a_large_garbage_body_leave_the_server_serving() {
+    let s = serve();
+    for i in 0..10_000 {
+        let r = rpc(&s.base, "GetTask", json!({"id": format!("missing-{i}")}));
+        assert_eq!(r["error"]["code"], -32001);
+    }
+    let garbage = vec![b'x'; 50 << 20];
+    let (status, body) = http("POST", &format!("{}/", s.base), &[], &garbage);
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).expect("json")["error"]["code"],
+        -32700
+    );
+    let id = send(&s.base, "after all that", None);
+    assert_eq!(settled(&s.base, &id)["status"]["state"], "completed");
+}
+
+#[test]
+fn the_0_3_and_1_0_wires_on_the_same_endpoint() {
+    let s = serve();
+    // 0.3: message/send and tasks/get, tasks with kind and a contextId.
+    let r = rpc(
+        &s.base,
+        "message/send",
+        json!({"message": {"role": "user", "messageId": "m",
+        "kind": "message", "parts": [{"kind": "text", "text": "zero three"}]}}),
+    );
+    let t = &r["result"];
+    assert_eq!(t["kind"], "task", "{r}");
+    assert_eq!(t["status"]["state"], "submitted");
+    assert!(t["contextId"].is_string());
+    let id = t["id"].as_str().expect("id").to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let t = rpc(&s.base, "tasks/get", json!({"id": id}))["result"].clone();
+        if t["status"]["state"] == "completed" {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "{t}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(done["kind"], "task");
+    assert_eq!(
+        done["artifacts"][0]["parts"],
+        json!([{"kind": "text", "text": "echo: zero three|1"}])
+    );
+
+    // 1.0: the same method names as upstream, told apart by the header.
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message":
+        {"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "one oh"}]}}});
+    let (status, out) = http(
+        "POST",
+        &format!("{}/", s.base),
+        &[("Content-Type", "application/json"), ("A2A-Version", "1.0")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(status, 200);
+    let r: Value = serde_json::from_slice(&out).expect("json");
+    let t = &r["result"]["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_SUBMITTED", "{r}");
+    let id = t["id"].as_str().expect("id").to_string();
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": id}});
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let (_, out) = http(
+            "POST",
+            &format!("{}/", s.base),
+            &[("A2A-Version", "1.0")],
+            get.to_string().as_bytes(),
+        );
+        let t: Value = serde_json::from_slice(&out).expect("json");
+        if t["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break t["result"].clone();
+        }
+        assert!(Instant::now() < deadline, "{t}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(
+        done["artifacts"][0]["parts"],
+        json!([{"text": "echo: one oh|1"}])
+    );
+}
+
+#[test]
+fn our_outbound_tool_speaks_0_3_when_told_and_1_0_when_the_card_says() {
+    let s = serve();
+    let card = format!("{}/.well-known/agent-card.json", s.base);
+    let caller = Toolkit::build_from_json(
+        &json!({"builtins": false, "agents": {"local": {"card": card, "pollEvery": 10, "protocol": "0.3"}}})
+            .to_string(),
+    )
+    .expect("caller toolkit");
+    let r = caller.execute(
+        "toolnexus-agent_hello-world",
+        json!({"task": "via 0.3"}),
+        &ExecContext::default(),
+    );
+    assert_eq!(r.output, "echo: via 0.3|1", "{r:?}");
+
+    let one = serve_with(Some(json!({"name": "one", "protocol": "1.0"})));
+    let card = format!("{}/.well-known/agent-card.json", one.base);
+    let caller = Toolkit::build_from_json(
+        &json!({"builtins": false, "agents": {"one": {"card": card, "pollEvery": 10}}}).to_string(),
+    )
+    .expect("caller toolkit");
+    let r = caller.execute(
+        "one_hello-world",
+        json!({"task": "via 1.0"}),
+        &ExecContext::default(),
+    );
+    assert_eq!(r.output, "echo: via 1.0|1", "{r:?}");
+    assert_eq!(
+        r.metadata.as_ref().map(|m| m["state"].clone()),
+        Some(json!("completed"))
+    );
+    let r = caller.execute(
+        "one_hello-world",
+        json!({"task": "explode"}),
+        &ExecContext::default(),
+    );
+    assert!(
+        r.is_error && r.output.contains(" failed: ") && r.output.contains("exploded"),
+        "{r:?}"
+    );
+}
+
+/// A provider that answers every chat completion with one text.
+fn tiny_provider(text: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                let mut reader = std::io::BufReader::new(conn.try_clone().expect("clone"));
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0; len];
+                let _ = reader.read_exact(&mut body);
+                let answer = json!({"id": "c1", "object": "chat.completion", "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                .to_string();
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            });
+        }
+    });
+    base
+}
+
+#[test]
+fn toolnexus_serve_http_with_a2a_and_a_client() {
+    use std::io::BufRead;
+    let provider = tiny_provider("from the command");
+    let client = json!({"baseUrl": provider, "model": "m"}).to_string();
+    let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolnexus"))
+        .args(["serve", "--http", "127.0.0.1:0", "--skills", skills])
+        .args(["--a2a", r#"{"name":"cli-agent"}"#, "--client", &client])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("toolnexus serve");
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
+    let base = line.trim().strip_suffix("/mcp").map(String::from);
+    let outcome = std::panic::catch_unwind(|| {
+        let base = base.expect("the served URL on stdout");
+        let (_, body) = http(
+            "GET",
+            &format!("{base}/.well-known/agent-card.json"),
+            &[],
+            b"",
+        );
+        let card: Value = serde_json::from_slice(&body).expect("card");
+        assert_eq!(card["name"], "cli-agent");
+        let id = send(&base, "hi", None);
+        let t = settled(&base, &id);
+        assert_eq!(
+            t["artifacts"][0]["parts"][0]["text"], "from the command",
+            "{t}"
+        );
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+}
+
+#[test]
+fn two_servers_on_one_postgres_answer_each_others_tasks() {
+    let url = std::env::var("TN_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let hostport = url
+        .split('@')
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or("127.0.0.1:5432")
+        .to_string();
+    if TcpStream::connect(&hostport).is_err() {
+        eprintln!(
+            "two servers on one postgres: SKIPPED, no server at {hostport} (set TN_TEST_POSTGRES)"
+        );
+        return;
+    }
+    let a = serve_with(Some(json!({"store": url})));
+    let b = serve_with(Some(json!({"store": url})));
+    // A context of this run only: the database outlives the test.
+    let ctx = format!("pg-{}", uuid::Uuid::new_v4());
+    let id = send(&a.base, "shared", Some(&ctx));
+    let t = settled(&b.base, &id);
+    assert_eq!(
+        t["artifacts"][0]["parts"][0]["text"], "echo: shared|1",
+        "{t}"
+    );
+    // A ends; B still answers, and continues the conversation A began.
+    a.server.stop();
+    drop(a);
+    assert_eq!(
+        rpc(&b.base, "GetTask", json!({"id": id}))["result"]["status"]["state"],
+        "completed"
+    );
+    let next = send(&b.base, "again", Some(&ctx));
+    assert_eq!(
+        settled(&b.base, &next)["artifacts"][0]["parts"][0]["text"],
+        "echo: again|2"
+    );
+}
