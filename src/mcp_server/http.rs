@@ -49,6 +49,7 @@ pub fn serve(gateway: Arc<Gateway>, addr: &str) -> Result<Server> {
 
     let stop = CancellationToken::new();
     let config = service_config(local, stop.child_token());
+    let server_gateway = Arc::clone(&gateway);
     let routes = Arc::new(Routes {
         hosts: config.allowed_hosts.clone(),
         stop: stop.child_token(),
@@ -70,6 +71,7 @@ pub fn serve(gateway: Arc<Gateway>, addr: &str) -> Result<Server> {
         url: Some(format!("http://{local}{PATH}")),
         stop,
         done,
+        gateway: server_gateway,
     })
 }
 

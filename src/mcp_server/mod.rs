@@ -80,29 +80,30 @@ struct Gateway {
     toolkit: Arc<Toolkit>,
     info: ServerConfig,
     exposed: Option<HashSet<String>>,
-    on_call: Option<OnCall>,
+    /// Taken out (and so released) when the server is stopped.
+    on_call: Mutex<Option<OnCall>>,
     in_flight: InFlight,
 }
 
-/// The `tools/call`s running, so a stdio server ends only after the calls
-/// it cancelled on the way out have finished (and told their MCP servers).
+/// The `tools/call`s running, so that the end of a server waits for the
+/// calls it cancelled on the way out (their MCP servers told, their bash
+/// process groups ended).
 #[derive(Default)]
 struct InFlight {
     count: AtomicUsize,
     idle: tokio::sync::Notify,
+    /// The same news for a thread that waits outside the runtime
+    /// ([`Server::stop`]).
+    lock: Mutex<()>,
+    idle_sync: Condvar,
 }
 
-struct InFlightGuard<'a>(&'a InFlight);
-
 impl InFlight {
-    fn enter(&self) -> InFlightGuard<'_> {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        InFlightGuard(self)
-    }
-
     fn leave(&self) {
         if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.idle.notify_waiters();
+            let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.idle_sync.notify_all();
         }
     }
 
@@ -118,17 +119,30 @@ impl InFlight {
             notified.await;
         }
     }
-}
 
-impl Drop for InFlightGuard<'_> {
-    fn drop(&mut self) {
-        self.0.leave();
+    /// Blocks until no call is running or `until` passed; whether none is.
+    fn wait_idle(&self, until: Instant) -> bool {
+        let mut held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            held = self
+                .idle_sync
+                .wait_timeout(held, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 }
 
 /// A call counted in [`Gateway::in_flight`] from before its task is
-/// spawned until that task ends (the stdio fast path), so the end of the
-/// serve loop also waits for a call whose task has not run yet.
+/// spawned until that task ends, so the end of a server also waits for a
+/// call whose task has not run yet, and for one whose caller is gone.
 struct InFlightTask(Arc<Gateway>);
 
 impl InFlightTask {
@@ -144,6 +158,16 @@ impl Drop for InFlightTask {
     }
 }
 
+/// Cancels a call when the future waiting for it is dropped (a connection
+/// aborted, rmcp dropping its handler): the call itself runs on.
+struct CancelOnDrop(CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 impl Gateway {
     fn new(toolkit: Arc<Toolkit>, profile: &Profile, on_call: Option<OnCall>) -> Gateway {
         let capabilities = ServerCapabilities::builder().enable_tools().build();
@@ -155,7 +179,7 @@ impl Gateway {
             toolkit,
             info,
             exposed: profile.tools.as_ref().map(|t| t.iter().cloned().collect()),
-            on_call,
+            on_call: Mutex::new(on_call),
             in_flight: InFlight::default(),
         }
     }
@@ -185,7 +209,7 @@ impl Gateway {
     }
 
     async fn call(
-        &self,
+        self: &Arc<Self>,
         name: String,
         args: Value,
         cancelled: CancellationToken,
@@ -194,9 +218,13 @@ impl Gateway {
     }
 
     /// [`Gateway::call`] up to the tool's own result (the `onCall` event
-    /// heard).
+    /// heard). The tool runs on a task of its own, counted in
+    /// [`Gateway::in_flight`] until it ends: dropping this future (a
+    /// connection aborted) cancels the call, which still runs to its end
+    /// there (a bash job's group killed, an MCP server told), and a server
+    /// that stops waits for it.
     async fn run(
-        &self,
+        self: &Arc<Self>,
         name: String,
         args: Value,
         cancelled: CancellationToken,
@@ -210,27 +238,43 @@ impl Gateway {
                 ))
             }
         };
-        let _in_flight = self.in_flight.enter();
+        let in_flight = InFlightTask::enter(self);
         let started = Instant::now();
         let cancel = CancelToken::new();
         let ctx = ExecContext {
             cancel: Some(cancel.clone()),
             ..ExecContext::default()
         };
-        // An MCP tool's call is awaited on this task (no thread per call);
+        let gateway = Arc::clone(self);
+        // An MCP tool's call is awaited on that task (no thread per call);
         // any other tool runs on the blocking pool.
-        let result = {
-            let run = self.toolkit.execute_on_runtime(&name, args, &ctx);
-            tokio::pin!(run);
-            tokio::select! {
-                r = &mut run => r,
-                _ = cancelled.cancelled() => {
-                    cancel.cancel();
-                    run.await
-                }
+        let mut job = tokio::spawn(async move {
+            let _in_flight = in_flight;
+            let result = gateway.toolkit.execute_on_runtime(&name, args, &ctx).await;
+            gateway.hear(name, source, started, &result);
+            result
+        });
+        let _cancel_on_drop = CancelOnDrop(cancel.clone());
+        let joined = tokio::select! {
+            r = &mut job => r,
+            _ = cancelled.cancelled() => {
+                cancel.cancel();
+                job.await
             }
         };
-        if let Some(on_call) = &self.on_call {
+        Ok(joined
+            .unwrap_or_else(|e| ToolResult::error(format!("the tool failed unexpectedly: {e}"))))
+    }
+
+    /// Tells [`OnCall`] about a call that ended (not after the server
+    /// stopped: the hook is released then).
+    fn hear(&self, name: String, source: Source, started: Instant, result: &ToolResult) {
+        let on_call = self
+            .on_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(on_call) = on_call {
             let event = CallEvent {
                 name,
                 source,
@@ -239,7 +283,6 @@ impl Gateway {
             };
             let _ = catch_unwind(AssertUnwindSafe(|| on_call(&event)));
         }
-        Ok(result)
     }
 }
 
@@ -374,18 +417,28 @@ impl Drop for SetOnDrop {
 }
 
 /// A running server. Stopping (explicitly or on drop) ends it: no new
-/// connection or message is taken, calls in flight are cancelled.
+/// connection or message is taken, calls in flight are cancelled and
+/// waited for (at most [`STOP_GRACE`]), and the [`OnCall`] hook is
+/// released.
 pub struct Server {
     url: Option<String>,
     stop: CancellationToken,
     done: Arc<Done>,
+    gateway: Arc<Gateway>,
 }
 
-/// How long a stdio server that ended waits for its cancelled calls.
-const CALLS_UNWIND: Duration = Duration::from_secs(2);
+/// How long a stdio server whose input ended waits for its calls before
+/// it ends (they are cancelled after [`stdio::EOF_GRACE`]; a cancelled
+/// bash job may take [`crate::builtin::bash::KILL_GRACE`] to go).
+const CALLS_UNWIND: Duration = Duration::from_secs(5);
 
-/// How long [`Server::stop`] waits for the serving task to wind down.
-const STOP_GRACE: Duration = Duration::from_secs(5);
+/// The most [`Server::stop`] waits: for the serving task to wind down and
+/// for the calls it cancelled to end. A cancelled bash call ends its
+/// process group with SIGTERM, then SIGKILL after
+/// [`crate::builtin::bash::KILL_GRACE`] (2 s), so its group is gone within
+/// this; a host tool that ignores its cancel token may outlive it (it
+/// then answers nobody).
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 impl Server {
     /// `http://HOST:PORT/mcp` of an HTTP server (with the port it bound);
@@ -394,11 +447,23 @@ impl Server {
         self.url.as_deref()
     }
 
-    /// Stops the server and waits (a bounded while) for it to end.
-    /// Idempotent; safe from any thread.
+    /// Stops the server and waits (at most [`STOP_GRACE`]) for it to end
+    /// and for every call it cancelled to finish (a bash call's process
+    /// group gone); then releases the [`OnCall`] hook (a hook running at
+    /// that moment is released when it returns). Idempotent; safe from any
+    /// thread but the server's own calls (see [`Server::begin_stop`]).
     pub fn stop(&self) {
         self.begin_stop();
+        let until = Instant::now() + STOP_GRACE;
         self.done.wait(Some(STOP_GRACE));
+        self.gateway.in_flight.wait_idle(until);
+        let hook = self
+            .gateway
+            .on_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(hook);
     }
 
     /// Tells the server to stop, without waiting for it to end: what a
@@ -491,7 +556,11 @@ where
     let transport = stdio::ServedLineTransport::new(reader, writer)
         .with_fast_path(Arc::clone(&gateway), stop.child_token());
     let closer = transport.closer();
-    let ct = stop.clone();
+    // A child: rmcp's service cancels the token it was given when it ends
+    // (its input closed), which must not cancel the fast path's calls
+    // before their grace (stdio::EOF_GRACE).
+    let ct = stop.child_token();
+    let server_gateway = Arc::clone(&gateway);
     let ended = SetOnDrop(Arc::clone(&done));
     crate::runtime::get().spawn(async move {
         let _ended = ended;
@@ -515,5 +584,6 @@ where
         url: None,
         stop,
         done,
+        gateway: server_gateway,
     }
 }

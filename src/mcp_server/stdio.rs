@@ -26,10 +26,13 @@
 //! A `notifications/cancelled` naming a call the transport runs cancels
 //! that call, and no answer is written for it (as rmcp drops the answer of
 //! a request it cancelled); one naming anything else goes to rmcp. When the
-//! input ends, or the server is stopped, every call the transport runs is
-//! cancelled at once (rmcp waits up to 5 s for its own before it cancels
-//! them); what they answer is still written, for a client that only closed
-//! its input, until the server has ended (see [`Closer`]).
+//! server is stopped, every call the transport runs is cancelled at once.
+//! When the input ends (a client that piped its requests in and closed its
+//! end, or one that left), the calls running get [`EOF_GRACE`] (1 s) to
+//! finish, and whatever still runs then is cancelled (rmcp waits up to 5 s
+//! for its own before it cancels them); what they answer is still written,
+//! for a client that only closed its input, until the server has ended
+//! (see [`Closer`]).
 
 use super::plain::Plain;
 use super::{Gateway, InFlightTask};
@@ -47,6 +50,10 @@ use std::sync::{Arc, PoisonError};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
+
+/// How long the calls running when the input ends get to finish before
+/// they are cancelled (see the module docs).
+pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -468,10 +475,19 @@ where
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             if !self.next_line().await {
-                // The client is gone: nothing it runs on the fast path can
-                // be wanted any more.
+                // The input ended: a client that piped its calls in and
+                // closed its end still wants their answers, so the calls
+                // running get EOF_GRACE to finish; what still runs then
+                // is cancelled (a client that left mid-call).
                 if let Some(fast) = &self.fast {
-                    fast.calls.cancel();
+                    let (calls, gateway) = (fast.calls.clone(), Arc::clone(&fast.gateway));
+                    crate::runtime::get().spawn(async move {
+                        tokio::select! {
+                            _ = tokio::time::timeout(EOF_GRACE, gateway.in_flight.idle()) => {}
+                            _ = calls.cancelled() => {}
+                        }
+                        calls.cancel();
+                    });
                 }
                 return None;
             }
@@ -984,11 +1000,18 @@ mod tests {
                 .collect();
             ids.sort_by_key(|v| v.to_string());
             assert_eq!(ids, vec![json!("c"), json!("l"), json!(0)], "{text}");
-            // The end of the input cancels what the fast path runs.
+            // The end of the input cancels what the fast path runs (at
+            // once here: nothing runs, so the grace has nothing to wait for).
             drop(to);
             drop(from);
             assert!(t.receive().await.is_none());
-            assert!(t.fast.as_ref().is_some_and(|f| f.calls.is_cancelled()));
+            let calls = t.fast.as_ref().map(|f| f.calls.clone());
+            let Some(calls) = calls else {
+                panic!("no fast path")
+            };
+            let waited =
+                tokio::time::timeout(std::time::Duration::from_secs(20), calls.cancelled());
+            assert!(waited.await.is_ok(), "the calls were never cancelled");
         });
     }
 

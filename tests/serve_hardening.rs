@@ -1,0 +1,297 @@
+//! The served toolkit against a hostile or careless world (issue 25): a
+//! stop that leaves no bash job behind (M4), calls piped in with the end of
+//! the input (L10), malformed JSON-RPC over HTTP (L7), and the gateway's
+//! caps (M2). Driven through the `toolnexus serve` command, as a host runs
+//! it, and in process.
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolnexus::mcp_server::{self, ServeConfig};
+use toolnexus::toolkit::Toolkit;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn bash_call(id: u64, command: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "bash", "arguments": {"command": command}}})
+    .to_string()
+}
+
+/// A job that ignores SIGTERM (the shell and the `sleep` it starts), so
+/// only the SIGKILL that follows bash's 2 s grace ends it: it writes its
+/// process group id (the shell leads the group) to `file` and sleeps 30 s.
+fn stubborn_job(file: &Path) -> String {
+    format!(
+        "trap '' TERM; echo $$ > {}.tmp && mv {0}.tmp {0}; sleep 30",
+        file.display()
+    )
+}
+
+/// The live (not zombie) processes of process group `pgid`, from /proc.
+fn live_members(pgid: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) S ppid pgrp ...": the fields after the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 3 && fields[0] != "Z" && fields[2].parse() == Ok(pgid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits (at most 60 s) until every file holds a group id; the ids.
+fn group_ids(files: &[PathBuf]) -> Vec<i32> {
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ids: Vec<i32> = files
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .filter_map(|t| t.trim().parse().ok())
+            .collect();
+        if ids.len() == files.len() {
+            return ids;
+        }
+        assert!(Instant::now() < end, "only {} jobs started", ids.len());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Ends whatever a failed run left (the groups are this test's own).
+struct Reaper(Vec<i32>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pgid in &self.0 {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(*pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+fn sigterm(child: &Child) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+}
+
+/// Waits (at most 60 s) for the child to exit; its status code.
+fn exit_within(child: &mut Child) -> Option<i32> {
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status.code();
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server did not exit within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_no_group_survives(ids: &[i32]) {
+    let alive: Vec<(i32, Vec<i32>)> = ids
+        .iter()
+        .map(|g| (*g, live_members(*g)))
+        .filter(|(_, m)| !m.is_empty())
+        .collect();
+    assert!(
+        alive.is_empty(),
+        "bash groups still running after the server stopped: {alive:?}"
+    );
+}
+
+/// One POST to `addr`'s MCP path over a fresh connection; the raw answer.
+fn post(addr: &str, body: &[u8]) -> String {
+    let mut conn = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\n\
+         mcp-protocol-version: 2025-06-18\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = conn.write_all(head.as_bytes());
+    let _ = conn.write_all(body);
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// `toolnexus serve --http 127.0.0.1:0` with builtins only, and the
+/// `host:port` it printed.
+fn serve_http_cli() -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    let addr = line
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    assert!(addr.contains(':'), "no URL printed: {line:?}");
+    (child, addr)
+}
+
+#[test]
+fn sigterm_to_an_http_server_ends_the_bash_groups_of_its_calls_in_flight() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (mut child, addr) = serve_http_cli();
+    let files: Vec<PathBuf> = (0..5).map(|i| dir.path().join(format!("g{i}"))).collect();
+    let posts: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (addr, body) = (addr.clone(), bash_call(i as u64 + 1, &stubborn_job(f)));
+            std::thread::spawn(move || post(&addr, body.as_bytes()))
+        })
+        .collect();
+    let ids = group_ids(&files);
+    let _reaper = Reaper(ids.clone());
+    sigterm(&child);
+    assert_eq!(exit_within(&mut child), Some(0));
+    assert_no_group_survives(&ids);
+    for p in posts {
+        let _ = p.join();
+    }
+}
+
+#[test]
+fn sigterm_to_a_stdio_server_ends_the_bash_groups_of_its_calls_in_flight() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let files: Vec<PathBuf> = (0..5).map(|i| dir.path().join(format!("g{i}"))).collect();
+    let mut lines = format!("{INIT}\n{INITIALIZED}\n");
+    for (i, f) in files.iter().enumerate() {
+        lines.push_str(&bash_call(i as u64 + 1, &stubborn_job(f)));
+        lines.push('\n');
+    }
+    // The input stays open: the client is there, the host stops.
+    let mut stdin = child.stdin.take();
+    if let Some(s) = stdin.as_mut() {
+        let _ = s.write_all(lines.as_bytes());
+        let _ = s.flush();
+    }
+    let ids = group_ids(&files);
+    let _reaper = Reaper(ids.clone());
+    sigterm(&child);
+    assert_eq!(exit_within(&mut child), Some(0));
+    assert_no_group_survives(&ids);
+    drop(stdin);
+}
+
+#[test]
+fn stop_in_process_waits_for_the_bash_groups_of_its_calls_in_flight() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::clone(&tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let addr = server
+        .url()
+        .unwrap_or_default()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let files: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("g{i}"))).collect();
+    let posts: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (addr, body) = (addr.clone(), bash_call(i as u64 + 1, &stubborn_job(f)));
+            std::thread::spawn(move || post(&addr, body.as_bytes()))
+        })
+        .collect();
+    let ids = group_ids(&files);
+    let _reaper = Reaper(ids.clone());
+    let stopping = Instant::now();
+    server.stop();
+    // Within the documented grace (plus a margin for a loaded machine).
+    assert!(
+        stopping.elapsed() < mcp_server::STOP_GRACE + Duration::from_secs(5),
+        "{:?}",
+        stopping.elapsed()
+    );
+    assert_no_group_survives(&ids);
+    for p in posts {
+        let _ = p.join();
+    }
+}
+
+/// Calls piped in together with the end of the input: a client such as
+/// `printf ... | toolnexus serve` wants their answers.
+#[test]
+fn instant_calls_piped_in_with_the_end_of_the_input_are_answered() {
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut lines = format!("{INIT}\n{INITIALIZED}\n");
+    for i in 1..=3 {
+        lines.push_str(&bash_call(i, &format!("echo hi{i}")));
+        lines.push('\n');
+    }
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(lines.as_bytes());
+    }
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut out);
+    }
+    assert_eq!(exit_within(&mut child), Some(0));
+    let answers: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    for i in 1..=3u64 {
+        let a = answers
+            .iter()
+            .find(|a| a["id"] == json!(i))
+            .unwrap_or_else(|| panic!("no answer to {i}: {out}"));
+        assert_eq!(a["result"]["isError"], json!(false), "{a}");
+        assert_eq!(
+            a["result"]["content"][0]["text"],
+            json!(format!("hi{i}\n")),
+            "{a}"
+        );
+    }
+}
