@@ -237,8 +237,11 @@ pub unsafe extern "C" fn tn_serve_wait(server: *const tn_server, timeout_ms: i64
 }
 
 /// Stops the server and frees it: no new connection or message is taken,
-/// calls in flight are cancelled, the port is closed, and the `on_call`
-/// `user_data_free` runs. From the server's own `on_call` it does not wait
+/// calls in flight are cancelled and waited for (at most 5 s: a cancelled
+/// bash call's process group is gone by then, SIGTERM and then SIGKILL
+/// after 2 s), the port is closed, and the `on_call` `user_data_free` has
+/// run when this returns (a callback running at that moment is let finish
+/// first). From the server's own `on_call` it does not wait
 /// (the call that runs the callback is cancelled too): the server ends, and
 /// is freed, once that callback returns. NULL is a no-op. While another
 /// thread waits in
