@@ -21,3 +21,9 @@ pub const LINE_BYTES: usize = 64 << 20;
 /// The most bytes the file tools (`read`, `edit`, `apply_patch`) load from
 /// one file; a larger file is an error result.
 pub const FILE_BYTES: u64 = 64 << 20;
+
+/// The longest path a file builtin takes (`path` of read, write, edit, grep
+/// and glob; bash's `workdir`): Linux's PATH_MAX. A longer one names no
+/// file, and is refused with its first bytes only, so an error never
+/// echoes a path of megabytes back to the model.
+pub const PATH_BYTES: usize = 4096;
