@@ -295,3 +295,132 @@ fn instant_calls_piped_in_with_the_end_of_the_input_are_answered() {
         );
     }
 }
+
+/// One POST with a raw body to an in-process server: (status,
+/// Content-Type, body).
+fn post_raw(addr: &str, body: &[u8]) -> (u16, String, String) {
+    let answer = post(addr, body);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let content_type = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
+    (status, content_type, body.to_string())
+}
+
+/// L7: a body that is no JSON-RPC message gets a JSON-RPC error with the
+/// code that says why (as JSON, status 400), not HTTP 415 and a line of
+/// text.
+#[test]
+fn malformed_json_rpc_over_http_gets_a_json_rpc_error() {
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::clone(&tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let addr = server
+        .url()
+        .unwrap_or_default()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let cases: Vec<(&str, Vec<u8>, Value)> = vec![
+        ("bad JSON", b"{bad".to_vec(), json!(-32700)),
+        ("invalid UTF-8", b"\"\xff\xfe\"".to_vec(), json!(-32700)),
+        ("deep nesting", deep.into_bytes(), json!(-32700)),
+        ("empty body", Vec::new(), json!(-32700)),
+        (
+            "no method",
+            br#"{"jsonrpc":"2.0","id":4,"nethod":"x"}"#.to_vec(),
+            json!(-32600),
+        ),
+        ("empty batch", b"[]".to_vec(), json!(-32600)),
+    ];
+    for (what, body, code) in cases {
+        let (status, content_type, text) = post_raw(&addr, &body);
+        assert_eq!(
+            (status, content_type.as_str()),
+            (400, "application/json"),
+            "{what}: {text}"
+        );
+        let v: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(v["jsonrpc"], json!("2.0"), "{what}: {text}");
+        assert_eq!(v["error"]["code"], code, "{what}: {text}");
+        let id = if what == "no method" {
+            json!(4)
+        } else {
+            Value::Null
+        };
+        assert_eq!(v["id"], id, "{what}: {text}");
+    }
+    // A batch: one answer per request in it (none for the notification),
+    // each the invalid-request error with its id (MCP has no batches).
+    let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"ping"}]"#;
+    let (status, _, text) = post_raw(&addr, batch);
+    assert_eq!(status, 400, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap_or_default();
+    let ids: Vec<Value> = v
+        .as_array()
+        .map(|a| a.iter().map(|m| m["id"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(ids, vec![json!(1), json!("b")], "{text}");
+    assert!(
+        v.as_array()
+            .is_some_and(|a| a.iter().all(|m| m["error"]["code"] == json!(-32600))),
+        "{text}"
+    );
+    // A good request is still served.
+    let (status, _, text) = post_raw(&addr, br#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#);
+    assert_eq!(status, 200, "{text}");
+    server.stop();
+}
+
+/// L7 on stdio: a batch line is answered as JSON-RPC 2.0 says, with an
+/// array holding one answer per request in it.
+#[test]
+fn a_batch_on_stdio_gets_one_answer_per_request() {
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"ping"}]"#;
+    let lines = format!("{INIT}\n{INITIALIZED}\n{batch}\n[]\n");
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(lines.as_bytes());
+    }
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut out);
+    }
+    assert_eq!(exit_within(&mut child), Some(0));
+    let answers: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let array = answers
+        .iter()
+        .find(|a| a.is_array())
+        .unwrap_or_else(|| panic!("no array answer: {out}"));
+    let ids: Vec<Value> = array
+        .as_array()
+        .map(|a| a.iter().map(|m| m["id"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(ids, vec![json!(1), json!("b")], "{out}");
+    // The empty batch: one invalid request, id null.
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"].is_null() && a["error"]["code"] == json!(-32600)),
+        "{out}"
+    );
+}

@@ -151,9 +151,10 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
         *res.status_mut() = hyper::StatusCode::NOT_FOUND;
         return res;
     }
-    if req.method() != hyper::Method::POST || !plain_post(req.headers(), &routes.hosts) {
+    if req.method() != hyper::Method::POST || !sized_body(req.headers()) {
         return routes.service.handle(req).await;
     }
+    let plain_headers = plain_post(req.headers(), &routes.hosts);
     let (parts, body) = req.into_parts();
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
@@ -165,13 +166,60 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
             )
         }
     };
-    match super::plain::read(&body) {
-        Some(plain) => answer_plain(routes, plain).await,
-        None => {
-            let req = hyper::Request::from_parts(parts, Full::new(body));
-            routes.service.handle(req).await
+    if plain_headers {
+        if let Some(plain) = super::plain::read(&body) {
+            return answer_plain(routes, plain).await;
         }
     }
+    let req = hyper::Request::from_parts(parts, Full::new(body.clone()));
+    let answer = routes.service.handle(req).await;
+    if answer.status() == hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return not_a_message(answer, &body).await;
+    }
+    answer
+}
+
+/// rmcp answers a body that is no JSON-RPC message (bad JSON, invalid
+/// UTF-8, nesting past the parser's depth, an empty body, a batch) with 415
+/// and a line of text; a JSON-RPC client wants a JSON-RPC error. Such an
+/// answer becomes 400 with the error rmcp's parse implies (see
+/// [`super::plain::reject`]: parse error, or invalid request with the id);
+/// any other 415 (a wrong Content-Type) stays rmcp's.
+async fn not_a_message(answer: Answer, body: &[u8]) -> Answer {
+    let (parts, text) = answer.into_parts();
+    let text = text
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let refused = text.starts_with(b"fail to deserialize request body");
+    let err = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body).err();
+    match (refused, err) {
+        (true, Some(err)) => {
+            let answer = super::plain::reject(body, &err);
+            let mut res = match answer {
+                Some(json) => json_answer(json),
+                // A notification, or a batch of them: nothing to say.
+                None => hyper::Response::new(Full::new(Bytes::new()).boxed()),
+            };
+            *res.status_mut() = hyper::StatusCode::BAD_REQUEST;
+            res
+        }
+        _ => hyper::Response::from_parts(parts, Full::new(text).boxed()),
+    }
+}
+
+/// A POST whose body the route reads whole before rmcp does: one with a
+/// Content-Length within rmcp's limit and no Transfer-Encoding. Anything
+/// else goes to rmcp's service as it came.
+fn sized_body(headers: &hyper::HeaderMap) -> bool {
+    use hyper::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+    let mut lengths = headers.get_all(CONTENT_LENGTH).iter();
+    let length = match (lengths.next(), lengths.next()) {
+        (Some(v), None) => v.to_str().ok().and_then(|l| l.parse::<usize>().ok()),
+        _ => None,
+    };
+    !headers.contains_key(TRANSFER_ENCODING) && length.is_some_and(|l| l <= MAX_BODY)
 }
 
 /// rmcp's largest request body (its default, which this server keeps).

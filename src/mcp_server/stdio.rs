@@ -43,7 +43,7 @@ use rmcp::model::{
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -55,8 +55,9 @@ use tokio_util::sync::CancellationToken;
 /// they are cancelled (see the module docs).
 pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
+#[cfg(test)]
+use super::plain::PARSE_ERROR;
+use super::plain::{error_line, reject, INVALID_REQUEST};
 
 pub struct ServedLineTransport<R, W> {
     /// A line over `limits::LINE_BYTES` is answered as invalid and
@@ -65,8 +66,39 @@ pub struct ServedLineTransport<R, W> {
     writer: Arc<Mutex<W>>,
     /// Set by [`Closer::close`]: the fast path writes no more.
     shut: Arc<AtomicBool>,
+    /// The transport's own answers (to malformed lines) not yet written.
+    pending: Arc<Pending>,
     /// The fast path, when the transport serves a gateway.
     fast: Option<Fast>,
+}
+
+/// Answers of the transport's own under way, so the end of the server
+/// writes them before it closes (a client that piped a malformed line in
+/// and closed its input still gets its answer).
+#[derive(Default)]
+struct Pending {
+    count: std::sync::atomic::AtomicUsize,
+    none: tokio::sync::Notify,
+}
+
+impl Pending {
+    fn done(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.none.notify_waiters();
+        }
+    }
+
+    async fn written(&self) {
+        loop {
+            let notified = self.none.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// Ends the fast path's writes when the server is over: a call that
@@ -75,12 +107,15 @@ pub struct ServedLineTransport<R, W> {
 pub struct Closer<W> {
     writer: Arc<Mutex<W>>,
     shut: Arc<AtomicBool>,
+    pending: Arc<Pending>,
 }
 
 impl<W: AsyncWrite + Unpin> Closer<W> {
     /// No fast-path write starts after this; one under way is waited for
     /// (at most `limit`).
     pub async fn close(self, limit: std::time::Duration) {
+        // The transport's own answers first (within the same limit).
+        let _ = tokio::time::timeout(limit, self.pending.written()).await;
         self.shut.store(true, Ordering::SeqCst);
         let _ = tokio::time::timeout(limit, self.writer.lock()).await;
     }
@@ -156,6 +191,7 @@ where
             read: LineReader::new(reader),
             writer: Arc::new(Mutex::new(writer)),
             shut: Arc::default(),
+            pending: Arc::default(),
             fast: None,
         }
     }
@@ -172,7 +208,12 @@ where
     /// future whenever another event comes first, and the answer with it.
     fn answer_later(&self, line: Vec<u8>) {
         let out = self.out();
-        crate::runtime::get().spawn(async move { out.line(line).await });
+        let pending = Arc::clone(&self.pending);
+        pending.count.fetch_add(1, Ordering::SeqCst);
+        crate::runtime::get().spawn(async move {
+            out.line(line).await;
+            pending.done();
+        });
     }
 
     /// What ends the fast path's writes (see [`Closer`]).
@@ -180,6 +221,7 @@ where
         Closer {
             writer: Arc::clone(&self.writer),
             shut: Arc::clone(&self.shut),
+            pending: Arc::clone(&self.pending),
         }
     }
 
@@ -371,12 +413,6 @@ impl<W: AsyncWrite + Unpin> Out<W> {
     }
 }
 
-fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-        .to_string()
-        .into_bytes()
-}
-
 /// A plain `tools/call` (see [`super::plain`]) as the message rmcp's parse
 /// would make of its line; anything else is None, for rmcp's parse.
 fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
@@ -400,35 +436,6 @@ fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
 #[cfg(test)]
 fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     super::plain::read(line).and_then(call_message)
-}
-
-/// What to do with a line that is not a client message.
-fn reject(line: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
-    let v: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(e) => {
-            return Some(error_line(
-                Value::Null,
-                PARSE_ERROR,
-                &format!("parse error: {e}"),
-            ))
-        }
-    };
-    let id = v.get("id").cloned();
-    match id {
-        // A notification (a method, no id) is never answered, even a bad one.
-        None if v.get("method").is_some() => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(error_line(
-            id,
-            INVALID_REQUEST,
-            &format!("invalid request: {err}"),
-        )),
-        _ => Some(error_line(
-            Value::Null,
-            INVALID_REQUEST,
-            &format!("invalid request: {err}"),
-        )),
-    }
 }
 
 impl<R, W> Transport<RoleServer> for ServedLineTransport<R, W>
@@ -602,6 +609,7 @@ impl Drop for Blocking {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
 
     #[test]
