@@ -939,7 +939,11 @@ tn_status tn_set_io_threads(uint32_t threads,
  stdio reads JSON-RPC lines from the process's stdin and writes them to
  its stdout. `mcp` sets `serverInfo` (defaults `toolnexus`, `0.1.0`) and
  the exposed tools (all when absent; names the toolkit lacks are
- ignored).
+ ignored). `maxRequestBytes` caps one request (an HTTP body: default and
+ most 4 MiB, refused with 413 and a JSON-RPC error; a stdio line: default
+ and most 64 MiB, answered as an invalid request and skipped);
+ `maxCallsInFlight` (default 64) caps the `tools/call`s running at once,
+ one past it answered at once with the JSON-RPC error -32000.
 
  `on_call` (nullable) hears every call; `user_data_free` (nullable) runs
  once when the server is stopped — or at once when `tn_serve` fails.

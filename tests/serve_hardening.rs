@@ -424,3 +424,185 @@ fn a_batch_on_stdio_gets_one_answer_per_request() {
         "{out}"
     );
 }
+
+/// An in-process HTTP server of `tk` with `extra` in its serve config; its
+/// `host:port`.
+fn serve_http_with(tk: &Arc<Toolkit>, extra: Value) -> (mcp_server::Server, String) {
+    let mut config = json!({"addr": "127.0.0.1:0"});
+    if let (Some(c), Value::Object(more)) = (config.as_object_mut(), extra) {
+        c.extend(more);
+    }
+    let cfg = ServeConfig::from_value(&config).unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::clone(tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let addr = server
+        .url()
+        .unwrap_or_default()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    (server, addr)
+}
+
+/// M2: a request over `maxRequestBytes` is refused with a JSON-RPC error
+/// (413 over HTTP, announced or chunked), one within it is served.
+#[test]
+fn a_request_over_the_size_cap_is_refused_over_http() {
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    let (server, addr) = serve_http_with(&tk, json!({"maxRequestBytes": 1000}));
+    let big = bash_call(1, &format!("echo {}", "x".repeat(2000)));
+    let (status, content_type, text) = post_raw(&addr, big.as_bytes());
+    assert_eq!(
+        (status, content_type.as_str()),
+        (413, "application/json"),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&text).unwrap_or_default();
+    assert_eq!(v["error"]["code"], json!(-32600), "{text}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("maxRequestBytes")),
+        "{text}"
+    );
+    // The same body chunked, without a length: refused the same way.
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap_or_else(|e| panic!("{e}"));
+    let head = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+                accept: application/json, text/event-stream\r\n\
+                transfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+    let chunk = format!("{:x}\r\n{big}\r\n0\r\n\r\n", big.len());
+    let _ = conn.write_all(head.as_bytes());
+    let _ = conn.write_all(chunk.as_bytes());
+    let mut answer = String::new();
+    let _ = conn.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let small = bash_call(2, "echo fits");
+    let (status, _, text) = post_raw(&addr, small.as_bytes());
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("fits"), "{text}");
+    server.stop();
+}
+
+/// M2 on stdio: a line over `maxRequestBytes` is answered as an invalid
+/// request and skipped; the next line is served.
+#[test]
+fn a_line_over_the_size_cap_is_refused_on_stdio() {
+    use toolnexus::mcp_server::{Profile, ServeLimits};
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    let limits = ServeLimits {
+        max_request_bytes: Some(1000),
+        ..ServeLimits::default()
+    };
+    let (client, server_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    let server = {
+        let _inside = toolnexus::runtime::get().enter();
+        mcp_server::serve_lines_limited(tk, &Profile::default(), limits, None, read, write)
+    };
+    let big = bash_call(1, &format!("echo {}", "x".repeat(2000)));
+    let small = bash_call(2, "echo fits");
+    let out = toolnexus::runtime::block_on(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut from, mut to) = tokio::io::split(client);
+        let lines = format!("{INIT}\n{INITIALIZED}\n{big}\n{small}\n");
+        let _ = to.write_all(lines.as_bytes()).await;
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        let end = tokio::time::Instant::now() + Duration::from_secs(30);
+        while out.iter().filter(|b| **b == b'\n').count() < 3 && tokio::time::Instant::now() < end {
+            match tokio::time::timeout(Duration::from_secs(30), from.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => out.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+        }
+        drop(to);
+        String::from_utf8_lossy(&out).into_owned()
+    });
+    let answers: Vec<Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        answers.iter().any(|a| a["id"].is_null()
+            && a["error"]["code"] == json!(-32600)
+            && a["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("maxRequestBytes"))),
+        "{out}"
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["id"] == json!(2) && a["result"]["content"][0]["text"] == json!("fits\n")),
+        "{out}"
+    );
+    server.stop();
+}
+
+/// M2: a call past `maxCallsInFlight` is answered at once with the
+/// JSON-RPC error -32000 (not queued); once a call ends, one is taken again.
+#[test]
+fn a_call_past_the_calls_in_flight_cap_is_answered_busy() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use toolnexus::tool::{ExecContext, Source, Tool, ToolResult};
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    let (release, running) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let (r, n) = (Arc::clone(&release), Arc::clone(&running));
+    tk.register(Tool::new(
+        "hold",
+        "Runs until the test lets it go (or its call is cancelled).",
+        None,
+        Source::Native,
+        Arc::new(move |_: &Value, ctx: &ExecContext| -> ToolResult {
+            n.fetch_add(1, Ordering::SeqCst);
+            let end = Instant::now() + Duration::from_secs(60);
+            while !r.load(Ordering::SeqCst)
+                && !ctx.cancel.as_ref().is_some_and(|c| c.is_cancelled())
+                && Instant::now() < end
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            ToolResult::ok("released")
+        }),
+    ));
+    let (server, addr) = serve_http_with(&tk, json!({"maxCallsInFlight": 2}));
+    let hold = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "hold", "arguments": {}}})
+        .to_string()
+    };
+    let held: Vec<_> = (1..=2)
+        .map(|id| {
+            let (addr, body) = (addr.clone(), hold(id));
+            std::thread::spawn(move || post_raw(&addr, body.as_bytes()))
+        })
+        .collect();
+    let end = Instant::now() + Duration::from_secs(60);
+    while running.load(Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < end, "the two calls never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (status, _, text) = post_raw(&addr, hold(3).as_bytes());
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap_or_default();
+    assert_eq!(v["id"], json!(3), "{text}");
+    assert_eq!(v["error"]["code"], json!(-32000), "{text}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("maxCallsInFlight")),
+        "{text}"
+    );
+    assert_eq!(running.load(Ordering::SeqCst), 2, "the third call ran");
+    release.store(true, Ordering::SeqCst);
+    for h in held {
+        let (status, _, text) = h.join().unwrap_or_default();
+        assert_eq!(status, 200, "{text}");
+        assert!(text.contains("released"), "{text}");
+    }
+    let (_, _, text) = post_raw(&addr, hold(4).as_bytes());
+    assert!(text.contains("released"), "{text}");
+    server.stop();
+}

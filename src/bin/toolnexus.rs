@@ -538,7 +538,11 @@ fn serve(
         None => Transport::Stdio,
     };
     let tk = Arc::new(tk);
-    let config = ServeConfig { transport, profile };
+    let config = ServeConfig {
+        transport,
+        profile,
+        limits: Default::default(),
+    };
     let server = mcp_server::serve(Arc::clone(&tk), &config, None).map_err(|e| {
         bad_input(match &http {
             Some(addr) => format!("--http {addr}: {}", e.message),

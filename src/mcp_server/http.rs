@@ -31,7 +31,7 @@ pub const PATH: &str = "/mcp";
 
 type Service = StreamableHttpService<Handler, NeverSessionManager>;
 
-pub fn serve(gateway: Arc<Gateway>, addr: &str) -> Result<Server> {
+pub fn serve(gateway: Arc<Gateway>, addr: &str, max_body: usize) -> Result<Server> {
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| Error::invalid_config(format!("addr: cannot listen on '{addr}': {e}")))?;
     let local = listener
@@ -51,6 +51,7 @@ pub fn serve(gateway: Arc<Gateway>, addr: &str) -> Result<Server> {
     let config = service_config(local, stop.child_token());
     let server_gateway = Arc::clone(&gateway);
     let routes = Arc::new(Routes {
+        max_body,
         hosts: config.allowed_hosts.clone(),
         stop: stop.child_token(),
         gateway: Arc::clone(&gateway),
@@ -99,6 +100,9 @@ fn service_config(local: SocketAddr, ct: CancellationToken) -> StreamableHttpSer
 
 /// What every connection routes with.
 struct Routes {
+    /// The largest request body taken (`maxRequestBytes`, at most rmcp's
+    /// 4 MiB).
+    max_body: usize,
     /// rmcp's allowed Host names (empty: any).
     hosts: Vec<String>,
     /// The server's stop, as rmcp's service sees it.
@@ -151,13 +155,21 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
         *res.status_mut() = hyper::StatusCode::NOT_FOUND;
         return res;
     }
-    if req.method() != hyper::Method::POST || !sized_body(req.headers()) {
+    if req.method() != hyper::Method::POST {
         return routes.service.handle(req).await;
+    }
+    if announced_length(req.headers()).is_some_and(|l| l > routes.max_body) {
+        return too_large(routes.max_body);
     }
     let plain_headers = plain_post(req.headers(), &routes.hosts);
     let (parts, body) = req.into_parts();
-    let body = match body.collect().await {
+    // Never more than the cap, announced or not (a chunked body too).
+    let body = match http_body_util::Limited::new(body, routes.max_body)
+        .collect()
+        .await
+    {
         Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(routes.max_body),
         // What rmcp answers a body that breaks off.
         Err(e) => {
             return text_answer(
@@ -209,17 +221,29 @@ async fn not_a_message(answer: Answer, body: &[u8]) -> Answer {
     }
 }
 
-/// A POST whose body the route reads whole before rmcp does: one with a
-/// Content-Length within rmcp's limit and no Transfer-Encoding. Anything
-/// else goes to rmcp's service as it came.
-fn sized_body(headers: &hyper::HeaderMap) -> bool {
-    use hyper::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
-    let mut lengths = headers.get_all(CONTENT_LENGTH).iter();
-    let length = match (lengths.next(), lengths.next()) {
+/// The Content-Length of a request, when it gives exactly one.
+fn announced_length(headers: &hyper::HeaderMap) -> Option<usize> {
+    let mut lengths = headers.get_all(hyper::header::CONTENT_LENGTH).iter();
+    match (lengths.next(), lengths.next()) {
         (Some(v), None) => v.to_str().ok().and_then(|l| l.parse::<usize>().ok()),
         _ => None,
-    };
-    !headers.contains_key(TRANSFER_ENCODING) && length.is_some_and(|l| l <= MAX_BODY)
+    }
+}
+
+/// 413 with the JSON-RPC error of a request past `maxRequestBytes`
+/// (invalid request, id null: nothing of it was read).
+fn too_large(max: usize) -> Answer {
+    let body = super::plain::error_line(
+        serde_json::Value::Null,
+        super::plain::INVALID_REQUEST,
+        &format!(
+            "request too large: the body is over {max} bytes, the most this server takes \
+             (maxRequestBytes)"
+        ),
+    );
+    let mut res = json_answer(body);
+    *res.status_mut() = hyper::StatusCode::PAYLOAD_TOO_LARGE;
+    res
 }
 
 /// rmcp's largest request body (its default, which this server keeps).

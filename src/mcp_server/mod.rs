@@ -32,7 +32,10 @@ mod http;
 mod plain;
 mod stdio;
 
-pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION};
+pub use config::{
+    Profile, ServeConfig, ServeLimits, Transport, CALLS_IN_FLIGHT, DEFAULT_NAME, DEFAULT_VERSION,
+    HTTP_REQUEST_BYTES, STDIO_REQUEST_BYTES,
+};
 
 use crate::cancel::CancelToken;
 use crate::error::Result;
@@ -83,7 +86,23 @@ struct Gateway {
     /// Taken out (and so released) when the server is stopped.
     on_call: Mutex<Option<OnCall>>,
     in_flight: InFlight,
+    /// The `tools/call`s admitted and not yet ended, at most `max_calls`.
+    calls: AtomicUsize,
+    max_calls: usize,
 }
+
+/// A call admitted under [`Gateway::max_calls`], until it ends.
+struct Admitted(Arc<Gateway>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The JSON-RPC error of a call past `maxCallsInFlight` (an
+/// implementation-defined server error).
+pub const BUSY: i32 = -32000;
 
 /// The `tools/call`s running, so that the end of a server waits for the
 /// calls it cancelled on the way out (their MCP servers told, their bash
@@ -169,7 +188,12 @@ impl Drop for CancelOnDrop {
 }
 
 impl Gateway {
-    fn new(toolkit: Arc<Toolkit>, profile: &Profile, on_call: Option<OnCall>) -> Gateway {
+    fn new(
+        toolkit: Arc<Toolkit>,
+        profile: &Profile,
+        on_call: Option<OnCall>,
+        max_calls: usize,
+    ) -> Gateway {
         let capabilities = ServerCapabilities::builder().enable_tools().build();
         let info = InitializeResult::new(capabilities).with_server_info(Implementation::new(
             profile.name.clone(),
@@ -181,7 +205,19 @@ impl Gateway {
             exposed: profile.tools.as_ref().map(|t| t.iter().cloned().collect()),
             on_call: Mutex::new(on_call),
             in_flight: InFlight::default(),
+            calls: AtomicUsize::new(0),
+            max_calls: max_calls.max(1),
         }
+    }
+
+    /// Takes a call in, or `None` when `max_calls` run already.
+    fn admit(self: &Arc<Self>) -> Option<Admitted> {
+        self.calls
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max_calls).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Admitted(Arc::clone(self)))
     }
 
     fn exposes(&self, name: &str) -> bool {
@@ -238,6 +274,17 @@ impl Gateway {
                 ))
             }
         };
+        let Some(admitted) = self.admit() else {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode(BUSY),
+                format!(
+                    "server busy: {} calls are running, the most this server takes at once \
+                     (maxCallsInFlight); try again when one has ended",
+                    self.max_calls
+                ),
+                None,
+            ));
+        };
         let in_flight = InFlightTask::enter(self);
         let started = Instant::now();
         let cancel = CancelToken::new();
@@ -250,6 +297,7 @@ impl Gateway {
         // any other tool runs on the blocking pool.
         let mut job = tokio::spawn(async move {
             let _in_flight = in_flight;
+            let _admitted = admitted;
             let result = gateway.toolkit.execute_on_runtime(&name, args, &ctx).await;
             gateway.hear(name, source, started, &result);
             result
@@ -504,15 +552,21 @@ pub fn serve(
     config: &ServeConfig,
     on_call: Option<OnCall>,
 ) -> Result<Server> {
-    let gateway = Arc::new(Gateway::new(toolkit, &config.profile, on_call));
+    let gateway = Arc::new(Gateway::new(
+        toolkit,
+        &config.profile,
+        on_call,
+        config.limits.max_calls,
+    ));
+    let request_bytes = config.limits.request_bytes(&config.transport);
     match &config.transport {
-        Transport::Http { addr } => http::serve(gateway, addr),
+        Transport::Http { addr } => http::serve(gateway, addr, request_bytes),
         Transport::Stdio => {
             let (reader, writer, blocking) = {
                 let _inside = crate::runtime::get().enter();
                 stdio::process_stdio()
             };
-            Ok(serve_io(gateway, reader, writer, blocking))
+            Ok(serve_io(gateway, reader, writer, blocking, request_bytes))
         }
     }
 }
@@ -530,11 +584,36 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_lines_limited(
+        toolkit,
+        profile,
+        ServeLimits::default(),
+        on_call,
+        reader,
+        writer,
+    )
+}
+
+/// [`serve_lines`] under `limits` (a line past the request cap is answered
+/// as invalid and skipped; a call past the calls cap is answered busy).
+pub fn serve_lines_limited<R, W>(
+    toolkit: Arc<Toolkit>,
+    profile: &Profile,
+    limits: ServeLimits,
+    on_call: Option<OnCall>,
+    reader: R,
+    writer: W,
+) -> Server
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     serve_io(
-        Arc::new(Gateway::new(toolkit, profile, on_call)),
+        Arc::new(Gateway::new(toolkit, profile, on_call, limits.max_calls)),
         reader,
         writer,
         Vec::new(),
+        limits.request_bytes(&Transport::Stdio),
     )
 }
 
@@ -543,6 +622,7 @@ fn serve_io<R, W>(
     reader: R,
     writer: W,
     blocking: Vec<stdio::Blocking>,
+    request_bytes: usize,
 ) -> Server
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -554,6 +634,7 @@ where
     // Plain calls the transport answers itself are cancelled with the
     // server (a child of `stop`) or when its input ends.
     let transport = stdio::ServedLineTransport::new(reader, writer)
+        .with_line_cap(request_bytes)
         .with_fast_path(Arc::clone(&gateway), stop.child_token());
     let closer = transport.closer();
     // A child: rmcp's service cancels the token it was given when it ends

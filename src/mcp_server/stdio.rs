@@ -203,6 +203,13 @@ where
         }
     }
 
+    /// Takes lines of at most `cap` bytes; a longer one is answered as an
+    /// invalid request and skipped, never held whole.
+    pub fn with_line_cap(mut self, cap: usize) -> Self {
+        self.read = self.read.with_cap(cap);
+        self
+    }
+
     /// Writes an answer of the transport's own (a malformed line's) on a
     /// task: `receive` must not wait for the writer, since rmcp drops its
     /// future whenever another event comes first, and the answer with it.
@@ -377,7 +384,11 @@ where
             match self.read.next().await {
                 Next::Line => return true,
                 Next::TooLong => {
-                    self.answer_later(error_line(Value::Null, INVALID_REQUEST, "line too long"));
+                    self.answer_later(error_line(
+                        Value::Null,
+                        INVALID_REQUEST,
+                        "line too long: longer than the server takes (maxRequestBytes)",
+                    ));
                 }
                 Next::End => return false,
             }
@@ -939,7 +950,12 @@ mod tests {
         let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
             panic!("no toolkit");
         };
-        let gateway = Arc::new(Gateway::new(Arc::new(tk), &Profile::default(), None));
+        let gateway = Arc::new(Gateway::new(
+            Arc::new(tk),
+            &Profile::default(),
+            None,
+            super::super::CALLS_IN_FLIGHT,
+        ));
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
         let (from, to) = tokio::io::split(client);
