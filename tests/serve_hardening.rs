@@ -606,3 +606,111 @@ fn a_call_past_the_calls_in_flight_cap_is_answered_busy() {
     assert!(text.contains("released"), "{text}");
     server.stop();
 }
+
+/// M3: under `ulimit -n 1024`, 1,100 connections that send half a request
+/// head and then nothing do not keep a legitimate client out: retrying, it
+/// gets its `tools/list` answered within the header timeout (5 s; the test
+/// allows 10 s on a loaded machine).
+#[test]
+fn a_flood_of_slow_header_connections_does_not_shut_out_a_client_that_retries() {
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -n 1024 && exec \"$0\" serve --http 127.0.0.1:0",
+            BIN,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    let addr = line
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    assert!(addr.contains(':'), "no URL printed: {line:?}");
+    let mut slow = Vec::new();
+    for _ in 0..1100 {
+        match std::net::TcpStream::connect(&addr) {
+            Ok(mut c) => {
+                let _ = c.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n");
+                slow.push(c);
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let flooded = Instant::now();
+    let answered = loop {
+        let attempt = std::net::TcpStream::connect(&addr).ok().and_then(|mut c| {
+            let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+            let head = format!(
+                "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+                 accept: application/json, text/event-stream\r\n\
+                 content-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            c.write_all(head.as_bytes()).ok()?;
+            c.write_all(body).ok()?;
+            let mut answer = String::new();
+            c.read_to_string(&mut answer).ok()?;
+            answer.contains("\"tools\"").then_some(answer)
+        });
+        if attempt.is_some() {
+            break true;
+        }
+        if flooded.elapsed() > Duration::from_secs(10) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let waited = flooded.elapsed();
+    drop(slow);
+    sigterm(&child);
+    let _ = exit_within(&mut child);
+    assert!(answered, "no answer within 10 s of the flood");
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+}
+
+/// M3: a kept-alive connection that sits idle after its answer is closed
+/// once the header timeout passes, as is one that never sends a byte.
+#[test]
+fn idle_and_silent_connections_are_closed_after_the_header_timeout() {
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    let (server, addr) = serve_http_with(&tk, json!({}));
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let mut idle = std::net::TcpStream::connect(&addr).unwrap_or_else(|e| panic!("{e}"));
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let _ = idle.write_all(head.as_bytes());
+    let _ = idle.write_all(body);
+    let silent = std::net::TcpStream::connect(&addr).unwrap_or_else(|e| panic!("{e}"));
+    let started = Instant::now();
+    for (what, mut conn) in [("idle", idle), ("silent", silent)] {
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+        let mut all = Vec::new();
+        let read = conn.read_to_end(&mut all);
+        assert!(read.is_ok(), "{what}: not closed within 30 s: {read:?}");
+        if what == "idle" {
+            assert!(
+                String::from_utf8_lossy(&all).contains("\"tools\""),
+                "{what}"
+            );
+        }
+    }
+    let waited = started.elapsed();
+    assert!(
+        waited >= mcp_server::HEADER_TIMEOUT - Duration::from_millis(500)
+            && waited < mcp_server::HEADER_TIMEOUT + Duration::from_secs(10),
+        "{waited:?}"
+    );
+    server.stop();
+}

@@ -111,6 +111,20 @@ struct Routes {
     service: Service,
 }
 
+/// How long a connection may take to send a request's head (its request
+/// line and headers), counted from when the server starts waiting for it:
+/// a client that sends nothing, or dribbles its headers, is closed after
+/// this. It also bounds how long a kept-alive connection may sit idle
+/// between requests (the wait for the next head).
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The most connections served at once. One past it is accepted and closed
+/// at once (so it does not wait in the listen queue holding nothing), and
+/// a client that retries gets in as soon as one ends; with
+/// [`HEADER_TIMEOUT`] a flood of slow connections holds the server for at
+/// most that long. Well under the usual 1,024 descriptors per process.
+pub const MAX_CONNECTIONS: usize = 512;
+
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     routes: Arc<Routes>,
@@ -129,6 +143,12 @@ async fn accept_loop(
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             continue;
         };
+        // Reap what ended meanwhile before counting.
+        while connections.try_join_next().is_some() {}
+        if connections.len() >= MAX_CONNECTIONS {
+            drop(stream);
+            continue;
+        }
         let _ = stream.set_nodelay(true);
         let routes = Arc::clone(&routes);
         connections.spawn(async move {
@@ -137,6 +157,8 @@ async fn accept_loop(
                 async move { Ok::<_, Infallible>(route(&routes, req).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(stream), route)
                 .await;

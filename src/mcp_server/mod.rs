@@ -29,6 +29,7 @@
 
 pub mod config;
 mod http;
+pub use http::{HEADER_TIMEOUT, MAX_CONNECTIONS};
 mod plain;
 mod stdio;
 
