@@ -30,6 +30,47 @@
 pub mod config;
 mod http;
 pub use http::{HEADER_TIMEOUT, MAX_CONNECTIONS};
+
+/// What the fuzz targets (fuzz/) drive of the served request path; not an
+/// API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use rmcp::model::ClientJsonRpcMessage;
+    use serde_json::Value;
+
+    /// One served request text (a stdio line or an HTTP body) as the
+    /// gateway reads it: the one-pass plain read must take exactly what
+    /// rmcp's parse takes, as the same message; text rmcp refuses gets an
+    /// answer that is JSON (or none, for a notification). `Err` says how
+    /// they disagree.
+    pub fn check_request(text: &[u8]) -> Result<(), String> {
+        let full = serde_json::from_slice::<ClientJsonRpcMessage>(text);
+        match super::plain::read(text) {
+            Some(super::plain::Plain::List { id }) => match &full {
+                Ok(ClientJsonRpcMessage::Request(r))
+                    if r.id == id
+                        && matches!(r.request, rmcp::model::ClientRequest::ListToolsRequest(_)) => {
+                }
+                other => return Err(format!("a plain list, rmcp read {other:?}")),
+            },
+            Some(call) => {
+                let fast = super::stdio::call_message(call).map(|m| serde_json::to_value(m).ok());
+                let rmcp = full.as_ref().ok().map(|m| serde_json::to_value(m).ok());
+                if fast != rmcp {
+                    return Err(format!("plain {fast:?}, rmcp {rmcp:?}"));
+                }
+            }
+            None => {}
+        }
+        if let Err(e) = &full {
+            if let Some(answer) = super::plain::reject(text, e) {
+                serde_json::from_slice::<Value>(&answer)
+                    .map_err(|e| format!("the answer is not JSON: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
 mod plain;
 mod stdio;
 

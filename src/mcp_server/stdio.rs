@@ -426,7 +426,7 @@ impl<W: AsyncWrite + Unpin> Out<W> {
 
 /// A plain `tools/call` (see [`super::plain`]) as the message rmcp's parse
 /// would make of its line; anything else is None, for rmcp's parse.
-fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
+pub(super) fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
     use rmcp::model::{CallToolRequestParams, Request};
     let Plain::Call {
         id,
