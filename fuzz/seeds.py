@@ -48,7 +48,8 @@ def cases(name):
 
 def main():
     seeds = {t: set() for t in
-             ["toolkit_build", "render", "execute", "translate", "helper", "frontmatter"]}
+             ["toolkit_build", "render", "execute", "translate", "helper", "frontmatter",
+              "sse_assemble", "served_request", "client_answer"]}
     everything = [c for n in sorted(os.listdir(VECTORS)) if n.endswith(".json")
                   for c in cases(n)]
     for c in everything:
@@ -85,6 +86,40 @@ def main():
                 body = a["body"]
                 raw = body.encode() if isinstance(body, str) else enc(body)
                 seeds["translate"].add(bytes([style]) + raw)
+    # The provider stream (issue 25): the recorded answers as the events a
+    # stream of each style would carry them in, plus hand-made deltas.
+    for c in cases("run.json") + cases("translate.json"):
+        style = 1 if (c.get("client") or {}).get("style") == "anthropic" else 0
+        answers = c.get("providerResponses") or [c.get("providerResponse")]
+        for a in answers:
+            if isinstance(a, dict) and isinstance(a.get("body"), dict):
+                seeds["client_answer"].add(bytes([style]) + enc(a["body"]))
+                seeds["sse_assemble"].add(bytes([style, 7]) + b"data: " + enc(a["body"]) + b"\n\n")
+    seeds["sse_assemble"].add(bytes([0, 3]) + b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
+                              b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1",'
+                              b'"function":{"name":"read","arguments":"{\\"pa"}}]}}]}\n\n'
+                              b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+                              b'"function":{"arguments":"th\\":1}"}}]},"finish_reason":"tool_calls"}]}\n\n'
+                              b'data: [DONE]\n\n')
+    seeds["sse_assemble"].add(bytes([1, 5]) + b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","role":"assistant","content":[]}}\n\n'
+                              b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+                              b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}\n\n'
+                              b'event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"read","input":{}}}\n\n'
+                              b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\\"path\\":1}"}}\n\n'
+                              b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"}}\n\n'
+                              b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    # The served request reader: the requests the served-toolkit tests send.
+    for line in [
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}',
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shout","arguments":{"text":"a\\"b"}}}',
+        b'{"jsonrpc":"2.0","id":"s","method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":["shout",{"text":"x"}]}',
+        b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"x"}]',
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
+    ]:
+        seeds["served_request"].add(line)
+        seeds["served_request"].add(line + b"\r\n" + line + b"\n")
     total = 0
     for target, items in seeds.items():
         d = os.path.join(OUT, target)

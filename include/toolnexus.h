@@ -984,7 +984,11 @@ tn_status tn_set_io_threads(uint32_t threads,
  stdio reads JSON-RPC lines from the process's stdin and writes them to
  its stdout. `mcp` sets `serverInfo` (defaults `toolnexus`, `0.1.0`) and
  the exposed tools (all when absent; names the toolkit lacks are
- ignored).
+ ignored). `maxRequestBytes` caps one request (an HTTP body: default and
+ most 4 MiB, refused with 413 and a JSON-RPC error; a stdio line: default
+ and most 64 MiB, answered as an invalid request and skipped);
+ `maxCallsInFlight` (default 64) caps the `tools/call`s running at once,
+ one past it answered at once with the JSON-RPC error -32000.
 
  `on_call` (nullable) hears every call; `user_data_free` (nullable) runs
  once when the server is stopped — or at once when `tn_serve` fails.
@@ -1061,8 +1065,11 @@ bool tn_serve_wait(const tn_server *server,
 
 /*
  Stops the server and frees it: no new connection or message is taken,
- calls in flight are cancelled, the port is closed, and the `on_call`
- `user_data_free` runs. From the server's own `on_call` it does not wait
+ calls in flight are cancelled and waited for (at most 5 s: a cancelled
+ bash call's process group is gone by then, SIGTERM and then SIGKILL
+ after 2 s), the port is closed, and the `on_call` `user_data_free` has
+ run when this returns (a callback running at that moment is let finish
+ first). From the server's own `on_call` it does not wait
  (the call that runs the callback is cancelled too): the server ends, and
  is freed, once that callback returns. NULL is a no-op. While another
  thread waits in

@@ -4,8 +4,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 600
 #
-# Targets: toolkit_build render execute translate helper frontmatter (all
-# when none is named). Needs the nightly toolchain and cargo-fuzz
+# Targets: toolkit_build render execute translate helper frontmatter
+# sse_assemble served_request client_answer (all when none is named). Needs the nightly toolchain and cargo-fuzz
 # (`cargo install cargo-fuzz`). A crash stops the run; libFuzzer writes the
 # input under fuzz/artifacts/<target>/ and prints how to replay it
 # (`cargo +nightly fuzz run <target> fuzz/artifacts/<target>/crash-...`).
@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(toolkit_build render execute translate helper frontmatter)
+[ ${#targets[@]} -gt 0 ] || targets=(toolkit_build render execute translate helper frontmatter
+                                    sse_assemble served_request client_answer)
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
   echo "fuzz: no nightly toolchain (rustup toolchain install nightly)" >&2

@@ -25,3 +25,9 @@ pub const FILE_BYTES: u64 = 64 << 20;
 /// One request body to the routes served beside `/mcp` (the A2A agent's
 /// JSON-RPC); a larger one is answered 413 without being held whole.
 pub const SERVED_REQUEST_BYTES: usize = 64 << 20;
+
+/// The longest path a file builtin takes (`path` of read, write, edit, grep
+/// and glob; bash's `workdir`): Linux's PATH_MAX. A longer one names no
+/// file, and is refused with its first bytes only, so an error never
+/// echoes a path of megabytes back to the model.
+pub const PATH_BYTES: usize = 4096;

@@ -506,7 +506,7 @@ fn webfetch_text_format_and_timeout() {
         json!({"url": format!("{}/slow", server.base), "timeout": 1}),
     );
     assert!(r.is_error);
-    assert_eq!(r.output, "HTTP transport failure: timeout");
+    assert_eq!(r.output, "webfetch: transport failure: timeout");
     let r = call("webfetch", json!({"url": "not a url"}));
     assert!(r.is_error);
     assert!(r.output.contains("not a url"), "{}", r.output);
@@ -644,5 +644,35 @@ fn malformed_inputs_never_panic() {
     }
     for (rel, _) in snapshot(Path::new(&root)) {
         assert!(rel == "a.txt" || rel == "b.txt", "unexpected file {rel}");
+    }
+}
+
+/// Issue 25 L9: a path of megabytes is refused with its length and its
+/// first bytes, never echoed whole in the error.
+#[test]
+fn a_huge_path_is_refused_without_echoing_it_whole() {
+    let huge = "a".repeat(50 << 20);
+    let cases = [
+        ("read", json!({"path": huge})),
+        ("write", json!({"path": huge, "content": "x"})),
+        (
+            "edit",
+            json!({"path": huge, "oldString": "a", "newString": "b"}),
+        ),
+        ("grep", json!({"pattern": "x", "path": huge})),
+        ("glob", json!({"pattern": "*", "path": huge})),
+        ("bash", json!({"command": "true", "workdir": huge})),
+    ];
+    for (name, args) in cases {
+        let r = call(name, args);
+        assert!(r.is_error, "{name}");
+        assert!(r.output.len() < 1024, "{name}: {} bytes", r.output.len());
+        assert!(
+            r.output
+                .contains("is too long (52428800 bytes, at most 4096)")
+                && r.output.ends_with("… [52428600 more bytes]"),
+            "{name}: {}",
+            r.output
+        );
     }
 }

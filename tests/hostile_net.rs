@@ -1,8 +1,9 @@
 //! A hostile server never takes the host down (issue 14): webfetch caps the
 //! body it reads (an announced 20 GB response fails at once, an endless one
 //! once 64 MiB have arrived), HTTP tools say "too-large" instead of a bare
-//! `transport`, and webfetch reports a refused connection and a timeout in
-//! the HTTP tools' classified form. Every server is on 127.0.0.1.
+//! `transport`, and webfetch reports a refused connection and a timeout
+//! classified as HTTP tools classify them, in its own words (`webfetch:
+//! transport failure: <kind>`, SPEC §4A). Every server is on 127.0.0.1.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -76,7 +77,8 @@ fn assert_kind(r: &ToolResult, kind: &str, output: &str) {
     assert_eq!(md["error"], kind);
 }
 
-const TOO_LARGE: &str = "HTTP transport failure: too-large (the response body is larger than 64 MiB, the most one call reads)";
+const TOO_LARGE: &str = "webfetch: transport failure: too-large (the response body is larger than 64 MiB, the most one call reads)";
+const HTTP_TOO_LARGE: &str = "HTTP transport failure: too-large (the response body is larger than 64 MiB, the most one call reads)";
 
 #[test]
 fn webfetch_refuses_an_announced_20_gb_body() {
@@ -99,7 +101,7 @@ fn webfetch_refused_connection_is_connect_failed() {
     assert_kind(
         &r,
         "connect-failed",
-        "HTTP transport failure: connect-failed",
+        "webfetch: transport failure: connect-failed",
     );
 }
 
@@ -107,7 +109,7 @@ fn webfetch_refused_connection_is_connect_failed() {
 fn webfetch_timeout_is_the_timeout_kind() {
     let base = server(silent);
     let r = webfetch(json!({"url": format!("{base}/slow"), "timeout": 1}));
-    assert_kind(&r, "timeout", "HTTP transport failure: timeout");
+    assert_kind(&r, "timeout", "webfetch: transport failure: timeout");
 }
 
 #[test]
@@ -118,5 +120,5 @@ fn an_http_tool_says_too_large_instead_of_transport() {
     ]});
     let tk = Toolkit::build_from_json(&cfg.to_string()).expect("build");
     let r = tk.execute("big", json!({}), &ExecContext::default());
-    assert_kind(&r, "too-large", TOO_LARGE);
+    assert_kind(&r, "too-large", HTTP_TOO_LARGE);
 }

@@ -496,6 +496,17 @@ fn a_plain_call_or_list_gets_the_answer_rmcp_gives_byte_for_byte() {
         let v: Value = serde_json::from_str(&fast.2).unwrap_or_default();
         let text = v["result"]["content"][0]["text"].as_str();
         assert_eq!(text, shouted, "{body}: {fast:?}");
+        if shouted.is_none() {
+            // No message: a JSON-RPC error either way (issue 25 L7), not
+            // rmcp's 415 text.
+            assert_eq!(fast.0, 400, "{body}: {fast:?}");
+            assert_eq!(fast.1, "application/json", "{body}: {fast:?}");
+            let code = match &v {
+                Value::Array(answers) => answers[0]["error"]["code"].clone(),
+                one => one["error"]["code"].clone(),
+            };
+            assert_eq!(code, json!(-32600), "{body}: {fast:?}");
+        }
     }
     let calls = served.calls.lock().map(|c| c.len()).unwrap_or_default();
     assert_eq!(

@@ -758,6 +758,7 @@ fn serve(args: &ToolkitArgs, served: Served) -> Result<u8, Failure> {
         transport,
         profile,
         a2a,
+        limits: Default::default(),
     };
     let runner = client.map(|c| toolnexus::a2a::client_runner(c, Arc::clone(&tk)));
     let server =

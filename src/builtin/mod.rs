@@ -255,6 +255,9 @@ fn run_in_with(
     args: &Value,
     ctx: &ExecContext,
 ) -> ToolResult {
+    if let Some(refused) = path_too_long(name, args) {
+        return refused;
+    }
     if boundary.is_open() {
         return run_with(name, args, ctx, shell);
     }
@@ -286,6 +289,35 @@ fn run_in_with(
     run_with(name, &Value::Object(args), ctx, shell)
 }
 
+/// How much of a refused path an error shows.
+const PATH_SHOWN: usize = 200;
+
+/// The error of a file builtin given a path longer than
+/// [`crate::limits::PATH_BYTES`]: its length and its first bytes, then a
+/// marker saying how many more there were (never the whole path).
+fn path_too_long(name: &str, args: &Value) -> Option<ToolResult> {
+    let key = match name {
+        "read" | "write" | "edit" | "grep" | "glob" => "path",
+        "bash" => "workdir",
+        _ => return None,
+    };
+    let path = args.get(key)?.as_str()?;
+    if path.len() <= crate::limits::PATH_BYTES {
+        return None;
+    }
+    let mut cut = PATH_SHOWN;
+    while !path.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Some(ToolResult::error(format!(
+        "{name}: {key} is too long ({} bytes, at most {}): {}… [{} more bytes]",
+        path.len(),
+        crate::limits::PATH_BYTES,
+        &path[..cut],
+        path.len() - cut
+    )))
+}
+
 /// Runs one builtin by name. `args` may be any JSON value: a non-object
 /// reads as every field missing. A failure is an `is_error` result, never a
 /// panic; every builtin is safe to call from many threads at once.
@@ -298,6 +330,9 @@ pub fn run(name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
 
 /// [`run`] with bash's shell (None: the detected one).
 fn run_with(name: &str, args: &Value, ctx: &ExecContext, shell: Option<&[String]>) -> ToolResult {
+    if let Some(refused) = path_too_long(name, args) {
+        return refused;
+    }
     let ctx = &*ctx.armed();
     match name {
         "apply_patch" => apply_patch::run(args, ctx),

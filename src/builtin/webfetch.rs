@@ -1,14 +1,14 @@
 //! `webfetch` (SPEC §4A): HTTP GET a URL and return its body as markdown,
 //! text or html. Redirects are followed, at most 10 (divergences.json,
 //! execute/webfetch/redirect-not-followed); a non-2xx final status is
-//! `HTTP <status>`. A request that gets no response is reported as HTTP tools
-//! report it, `HTTP transport failure: <kind>` with metadata `{"error": kind}`
+//! `HTTP <status>`. A request that gets no response is webfetch's own
+//! failure, worded as SPEC §4A and the recorded Clojure port word it:
+//! `webfetch: transport failure: <kind>` with metadata `{"error": kind}`
 //! (`timeout`, `dns`, `connect-failed`, `transport`), and a body larger than
 //! 64 MiB (announced or read) is `too-large`: no server can make a call hold
 //! unbounded memory.
 
 use super::args;
-use crate::http_tool::transport_failure;
 use crate::limits::RESPONSE_BODY_BYTES;
 use crate::net::transport::Failure;
 use crate::runtime;
@@ -82,6 +82,23 @@ pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
             )),
         },
     }
+}
+
+/// A request that got no usable response, as webfetch words it (not in
+/// the wording of an HTTP tool): `webfetch: transport failure: <kind>`,
+/// metadata `{"error": kind}`.
+fn transport_failure(kind: Failure) -> ToolResult {
+    let mut md = serde_json::Map::new();
+    md.insert("error".into(), Value::String(kind.as_str().into()));
+    let output = match kind {
+        Failure::TooLarge => format!(
+            "webfetch: transport failure: too-large (the response body is larger than {} MiB, \
+             the most one call reads)",
+            RESPONSE_BODY_BYTES >> 20
+        ),
+        other => format!("webfetch: transport failure: {}", other.as_str()),
+    };
+    ToolResult::error(output).with_metadata(md)
 }
 
 /// The one HTTP client every webfetch call shares.

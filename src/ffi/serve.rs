@@ -144,7 +144,11 @@ fn set_io_threads(threads: u32) -> Result<(), Error> {
 /// stdio reads JSON-RPC lines from the process's stdin and writes them to
 /// its stdout. `mcp` sets `serverInfo` (defaults `toolnexus`, `0.1.0`) and
 /// the exposed tools (all when absent; names the toolkit lacks are
-/// ignored).
+/// ignored). `maxRequestBytes` caps one request (an HTTP body: default and
+/// most 4 MiB, refused with 413 and a JSON-RPC error; a stdio line: default
+/// and most 64 MiB, answered as an invalid request and skipped);
+/// `maxCallsInFlight` (default 64) caps the `tools/call`s running at once,
+/// one past it answered at once with the JSON-RPC error -32000.
 ///
 /// `on_call` (nullable) hears every call; `user_data_free` (nullable) runs
 /// once when the server is stopped — or at once when `tn_serve` fails.
@@ -359,8 +363,11 @@ pub unsafe extern "C" fn tn_serve_wait(server: *const tn_server, timeout_ms: i64
 }
 
 /// Stops the server and frees it: no new connection or message is taken,
-/// calls in flight are cancelled, the port is closed, and the `on_call`
-/// `user_data_free` runs. From the server's own `on_call` it does not wait
+/// calls in flight are cancelled and waited for (at most 5 s: a cancelled
+/// bash call's process group is gone by then, SIGTERM and then SIGKILL
+/// after 2 s), the port is closed, and the `on_call` `user_data_free` has
+/// run when this returns (a callback running at that moment is let finish
+/// first). From the server's own `on_call` it does not wait
 /// (the call that runs the callback is cancelled too): the server ends, and
 /// is freed, once that callback returns. NULL is a no-op. While another
 /// thread waits in
@@ -682,6 +689,88 @@ mod tests {
         unsafe { tn_serve_stop(server) };
         assert_eq!(counts[1].load(Ordering::SeqCst), 1, "user_data_free once");
         // SAFETY: built above, freed once.
+        unsafe { tn_toolkit_free(tk) };
+    }
+
+    unsafe extern "C" fn ignored(_user_data: *mut c_void, _event: *const c_char) {}
+
+    /// M4: a stop with a call in flight waits for the call's bash job (one
+    /// that ignores SIGTERM: gone only after bash's SIGKILL grace) and has
+    /// released user_data when it returns, as the header says.
+    #[test]
+    fn stop_with_a_call_in_flight_ends_its_bash_group_and_frees_user_data() {
+        let counts = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let ud = &counts as *const _ as *mut c_void;
+        let mut tk = ptr::null_mut();
+        let mut err = ptr::null_mut();
+        // SAFETY: valid pointers to locals.
+        assert_eq!(
+            unsafe { tn_toolkit_build(c"{}".as_ptr(), &mut tk, &mut err) },
+            TN_OK
+        );
+        let (mut server, mut out) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: live toolkit, NUL-terminated strings, valid out-pointers.
+        let status = unsafe {
+            tn_serve(
+                tk,
+                c"{\"addr\":\"127.0.0.1:0\"}".as_ptr(),
+                Some(ignored),
+                ud,
+                Some(freed),
+                &mut server,
+                &mut out,
+            )
+        };
+        assert_eq!(status, TN_OK);
+        let answer: serde_json::Value = serde_json::from_str(&take(out)).unwrap_or_default();
+        let addr = answer["url"]
+            .as_str()
+            .unwrap_or_default()
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string();
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = dir.path().join("pgid");
+        let command = format!(
+            "trap '' TERM; echo $$ > {0}.tmp && mv {0}.tmp {0}; sleep 30",
+            file.display()
+        );
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": command}}})
+        .to_string();
+        let caller = std::thread::spawn(move || post(&addr, &body));
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let pgid = loop {
+            if let Some(id) = std::fs::read_to_string(&file)
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+            {
+                break id;
+            }
+            assert!(std::time::Instant::now() < end, "the job never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        // SAFETY: a live server, stopped once.
+        unsafe { tn_serve_stop(server) };
+        assert_eq!(counts[1].load(Ordering::SeqCst), 1, "user_data not freed");
+        // The group: no process of it left that is not a zombie.
+        let group = nix::unistd::Pid::from_raw(pgid);
+        let alive = nix::sys::signal::killpg(group, None).is_ok()
+            && std::fs::read_dir("/proc")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    std::fs::read_to_string(e.path().join("stat")).is_ok_and(|stat| {
+                        let rest = stat.rsplit_once(')').map(|r| r.1).unwrap_or_default();
+                        let f: Vec<&str> = rest.split_whitespace().collect();
+                        f.len() > 3 && f[0] != "Z" && f[2].parse() == Ok(pgid)
+                    })
+                });
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        assert!(!alive, "the bash group {pgid} outlived tn_serve_stop");
+        let _ = caller.join();
+        // SAFETY: no server uses it any more.
         unsafe { tn_toolkit_free(tk) };
     }
 }

@@ -26,6 +26,8 @@ pub struct LineReader<R> {
     line: Vec<u8>,
     /// A line past [`LINE_BYTES`] is being skipped to its end.
     skipping: bool,
+    /// The longest line kept ([`LINE_BYTES`] unless set lower).
+    cap: usize,
 }
 
 /// What [`LineReader::next`] found.
@@ -45,7 +47,15 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
             read: BufReader::with_capacity(READ_CHUNK, read),
             line: Vec::with_capacity(4096),
             skipping: false,
+            cap: LINE_BYTES,
         }
+    }
+
+    /// Keeps lines of at most `cap` bytes (at most [`LINE_BYTES`]); a
+    /// longer one is [`Next::TooLong`].
+    pub fn with_cap(mut self, cap: usize) -> Self {
+        self.cap = cap.min(LINE_BYTES);
+        self
     }
 
     /// The line [`Next::Line`] announced, without its newline.
@@ -86,7 +96,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 let used = newline.map_or(available.len(), |i| i + 1);
                 let body = &available[..newline.unwrap_or(available.len())];
                 if !self.skipping {
-                    if self.line.len() + body.len() > LINE_BYTES {
+                    if self.line.len() + body.len() > self.cap {
                         self.line = Vec::new();
                         self.skipping = true;
                     } else {

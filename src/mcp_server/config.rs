@@ -132,9 +132,52 @@ pub enum Transport {
     Stdio,
 }
 
+/// The largest HTTP request body taken by default (rmcp's own limit).
+pub const HTTP_REQUEST_BYTES: usize = 4 << 20;
+/// The longest stdio line taken by default (`limits::LINE_BYTES`).
+pub const STDIO_REQUEST_BYTES: usize = crate::limits::LINE_BYTES;
+/// The most `tools/call`s running at once by default.
+pub const CALLS_IN_FLIGHT: usize = 64;
+
+/// What one server takes at most (issue 25 M2): the size of one request
+/// (an HTTP body, a stdio line; a larger one is refused with a JSON-RPC
+/// error, -32600, and never held whole) and the `tools/call`s running at
+/// once (one past it is answered at once with the JSON-RPC error -32000,
+/// "server busy", not queued).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeLimits {
+    /// `maxRequestBytes`: default 4 MiB over HTTP, 64 MiB on stdio (the
+    /// most either transport ever takes).
+    pub max_request_bytes: Option<usize>,
+    /// `maxCallsInFlight`: default 64.
+    pub max_calls: usize,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        ServeLimits {
+            max_request_bytes: None,
+            max_calls: CALLS_IN_FLIGHT,
+        }
+    }
+}
+
+impl ServeLimits {
+    /// The request cap in force on `transport`.
+    pub fn request_bytes(&self, transport: &Transport) -> usize {
+        let most = match transport {
+            Transport::Http { .. } => HTTP_REQUEST_BYTES,
+            Transport::Stdio => STDIO_REQUEST_BYTES,
+        };
+        self.max_request_bytes.map_or(most, |b| b.min(most))
+    }
+}
+
 /// `tn_serve`'s JSON: `{"transport": "http"|"stdio", "addr": "127.0.0.1:0",
-/// "mcp": {name?, version?, tools?}}`. `transport` defaults to `http`, which
-/// needs `addr`.
+/// "mcp": {name?, version?, tools?}, "maxRequestBytes"?: n,
+/// "maxCallsInFlight"?: n}`. `transport` defaults to `http`, which needs
+/// `addr`. See [`ServeLimits`] for the two caps (each at least 1; the
+/// request cap is at most its transport's default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeConfig {
     pub transport: Transport,
@@ -142,6 +185,7 @@ pub struct ServeConfig {
     /// The `a2a` block as given (read by [`crate::a2a`]): when present the
     /// toolkit is also served as an A2A agent beside `/mcp`.
     pub a2a: Option<Value>,
+    pub limits: ServeLimits,
 }
 
 impl ServeConfig {
@@ -163,14 +207,32 @@ impl ServeConfig {
                 )))
             }
         };
-        if let Some(k) = obj
-            .keys()
-            .find(|k| !matches!(k.as_str(), "transport" | "addr" | "mcp" | "a2a"))
-        {
+        if let Some(k) = obj.keys().find(|k| {
+            !matches!(
+                k.as_str(),
+                "transport" | "addr" | "mcp" | "a2a" | "maxRequestBytes" | "maxCallsInFlight"
+            )
+        }) {
             return Err(Error::invalid_config(format!(
-                "serve config: unknown key '{k}' (expected transport, addr, mcp, a2a)"
+                "serve config: unknown key '{k}' (expected transport, addr, mcp, a2a, \
+                 maxRequestBytes, maxCallsInFlight)"
             )));
         }
+        let count = |key: &str| -> Result<Option<usize>> {
+            match obj.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                    Some(n) if n >= 1 => Ok(Some(n)),
+                    _ => Err(Error::invalid_config(format!(
+                        "{key}: expected a whole number of at least 1, got {v}"
+                    ))),
+                },
+            }
+        };
+        let limits = ServeLimits {
+            max_request_bytes: count("maxRequestBytes")?,
+            max_calls: count("maxCallsInFlight")?.unwrap_or(CALLS_IN_FLIGHT),
+        };
         let addr = match obj.get("addr") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
@@ -217,6 +279,7 @@ impl ServeConfig {
             transport,
             profile,
             a2a,
+            limits,
         })
     }
 }
@@ -240,6 +303,12 @@ mod tests {
         assert_eq!(c.profile.name, "toolnexus");
         assert_eq!(c.profile.version, "0.1.0");
         assert_eq!(c.profile.tools, None);
+        assert_eq!(c.limits.max_calls, CALLS_IN_FLIGHT);
+        assert_eq!(c.limits.request_bytes(&c.transport), HTTP_REQUEST_BYTES);
+        assert_eq!(
+            c.limits.request_bytes(&Transport::Stdio),
+            STDIO_REQUEST_BYTES
+        );
     }
 
     #[test]
@@ -284,6 +353,14 @@ mod tests {
             (
                 json!({"addr": "x", "mcp": {"unprefixed": "yes"}}),
                 "mcp.unprefixed",
+            ),
+            (
+                json!({"addr": "x", "maxCallsInFlight": 0}),
+                "maxCallsInFlight",
+            ),
+            (
+                json!({"addr": "x", "maxRequestBytes": "1k"}),
+                "maxRequestBytes",
             ),
         ];
         for (v, want) in cases {

@@ -31,7 +31,12 @@ pub const PATH: &str = "/mcp";
 
 type Service = StreamableHttpService<Handler, NeverSessionManager>;
 
-pub fn serve(gateway: Arc<Gateway>, addr: &str, beside: Option<Arc<dyn Beside>>) -> Result<Server> {
+pub fn serve(
+    gateway: Arc<Gateway>,
+    addr: &str,
+    max_body: usize,
+    beside: Option<Arc<dyn Beside>>,
+) -> Result<Server> {
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| Error::invalid_config(format!("addr: cannot listen on '{addr}': {e}")))?;
     let local = listener
@@ -49,7 +54,9 @@ pub fn serve(gateway: Arc<Gateway>, addr: &str, beside: Option<Arc<dyn Beside>>)
 
     let stop = CancellationToken::new();
     let config = service_config(local, stop.child_token());
+    let server_gateway = Arc::clone(&gateway);
     let routes = Arc::new(Routes {
+        max_body,
         hosts: config.allowed_hosts.clone(),
         stop: stop.child_token(),
         gateway: Arc::clone(&gateway),
@@ -72,6 +79,7 @@ pub fn serve(gateway: Arc<Gateway>, addr: &str, beside: Option<Arc<dyn Beside>>)
         url: Some(format!("http://{local}{PATH}")),
         stop,
         done,
+        gateway: server_gateway,
     })
 }
 
@@ -99,6 +107,9 @@ fn service_config(local: SocketAddr, ct: CancellationToken) -> StreamableHttpSer
 
 /// What every connection routes with.
 struct Routes {
+    /// The largest request body taken (`maxRequestBytes`, at most rmcp's
+    /// 4 MiB).
+    max_body: usize,
     /// rmcp's allowed Host names (empty: any).
     hosts: Vec<String>,
     /// The server's stop, as rmcp's service sees it.
@@ -179,6 +190,20 @@ async fn answer_beside(
     res
 }
 
+/// How long a connection may take to send a request's head (its request
+/// line and headers), counted from when the server starts waiting for it:
+/// a client that sends nothing, or dribbles its headers, is closed after
+/// this. It also bounds how long a kept-alive connection may sit idle
+/// between requests (the wait for the next head).
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The most connections served at once. One past it is accepted and closed
+/// at once (so it does not wait in the listen queue holding nothing), and
+/// a client that retries gets in as soon as one ends; with
+/// [`HEADER_TIMEOUT`] a flood of slow connections holds the server for at
+/// most that long. Well under the usual 1,024 descriptors per process.
+pub const MAX_CONNECTIONS: usize = 512;
+
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     routes: Arc<Routes>,
@@ -197,6 +222,12 @@ async fn accept_loop(
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             continue;
         };
+        // Reap what ended meanwhile before counting.
+        while connections.try_join_next().is_some() {}
+        if connections.len() >= MAX_CONNECTIONS {
+            drop(stream);
+            continue;
+        }
         let _ = stream.set_nodelay(true);
         let routes = Arc::clone(&routes);
         connections.spawn(async move {
@@ -205,6 +236,8 @@ async fn accept_loop(
                 async move { Ok::<_, Infallible>(route(&routes, req).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(stream), route)
                 .await;
@@ -226,12 +259,21 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
         *res.status_mut() = hyper::StatusCode::NOT_FOUND;
         return res;
     }
-    if req.method() != hyper::Method::POST || !plain_post(req.headers(), &routes.hosts) {
+    if req.method() != hyper::Method::POST {
         return routes.service.handle(req).await;
     }
+    if announced_length(req.headers()).is_some_and(|l| l > routes.max_body) {
+        return too_large(routes.max_body);
+    }
+    let plain_headers = plain_post(req.headers(), &routes.hosts);
     let (parts, body) = req.into_parts();
-    let body = match body.collect().await {
+    // Never more than the cap, announced or not (a chunked body too).
+    let body = match http_body_util::Limited::new(body, routes.max_body)
+        .collect()
+        .await
+    {
         Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(routes.max_body),
         // What rmcp answers a body that breaks off.
         Err(e) => {
             return text_answer(
@@ -240,15 +282,76 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
             )
         }
     };
-    match super::plain::read(&body) {
-        Some(plain) if !(matches!(plain, Plain::Call { .. }) && routes.gateway.wants_logs()) => {
-            answer_plain(routes, plain).await
-        }
-        _ => {
-            let req = hyper::Request::from_parts(parts, Full::new(body));
-            routes.service.handle(req).await
+    if plain_headers {
+        if let Some(plain) = super::plain::read(&body) {
+            // With a client that asked for logs, a call takes rmcp's path,
+            // which can stream them.
+            if !(matches!(plain, Plain::Call { .. }) && routes.gateway.wants_logs()) {
+                return answer_plain(routes, plain).await;
+            }
         }
     }
+    let req = hyper::Request::from_parts(parts, Full::new(body.clone()));
+    let answer = routes.service.handle(req).await;
+    if answer.status() == hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return not_a_message(answer, &body).await;
+    }
+    answer
+}
+
+/// rmcp answers a body that is no JSON-RPC message (bad JSON, invalid
+/// UTF-8, nesting past the parser's depth, an empty body, a batch) with 415
+/// and a line of text; a JSON-RPC client wants a JSON-RPC error. Such an
+/// answer becomes 400 with the error rmcp's parse implies (see
+/// [`super::plain::reject`]: parse error, or invalid request with the id);
+/// any other 415 (a wrong Content-Type) stays rmcp's.
+async fn not_a_message(answer: Answer, body: &[u8]) -> Answer {
+    let (parts, text) = answer.into_parts();
+    let text = text
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let refused = text.starts_with(b"fail to deserialize request body");
+    let err = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body).err();
+    match (refused, err) {
+        (true, Some(err)) => {
+            let answer = super::plain::reject(body, &err);
+            let mut res = match answer {
+                Some(json) => json_answer(json),
+                // A notification, or a batch of them: nothing to say.
+                None => hyper::Response::new(Full::new(Bytes::new()).boxed()),
+            };
+            *res.status_mut() = hyper::StatusCode::BAD_REQUEST;
+            res
+        }
+        _ => hyper::Response::from_parts(parts, Full::new(text).boxed()),
+    }
+}
+
+/// The Content-Length of a request, when it gives exactly one.
+fn announced_length(headers: &hyper::HeaderMap) -> Option<usize> {
+    let mut lengths = headers.get_all(hyper::header::CONTENT_LENGTH).iter();
+    match (lengths.next(), lengths.next()) {
+        (Some(v), None) => v.to_str().ok().and_then(|l| l.parse::<usize>().ok()),
+        _ => None,
+    }
+}
+
+/// 413 with the JSON-RPC error of a request past `maxRequestBytes`
+/// (invalid request, id null: nothing of it was read).
+fn too_large(max: usize) -> Answer {
+    let body = super::plain::error_line(
+        serde_json::Value::Null,
+        super::plain::INVALID_REQUEST,
+        &format!(
+            "request too large: the body is over {max} bytes, the most this server takes \
+             (maxRequestBytes)"
+        ),
+    );
+    let mut res = json_answer(body);
+    *res.status_mut() = hyper::StatusCode::PAYLOAD_TOO_LARGE;
+    res
 }
 
 /// rmcp's largest request body (its default, which this server keeps).

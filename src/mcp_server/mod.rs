@@ -29,10 +29,55 @@
 
 pub mod config;
 mod http;
+pub use http::{HEADER_TIMEOUT, MAX_CONNECTIONS};
+
+/// What the fuzz targets (fuzz/) drive of the served request path; not an
+/// API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use rmcp::model::ClientJsonRpcMessage;
+    use serde_json::Value;
+
+    /// One served request text (a stdio line or an HTTP body) as the
+    /// gateway reads it: the one-pass plain read must take exactly what
+    /// rmcp's parse takes, as the same message; text rmcp refuses gets an
+    /// answer that is JSON (or none, for a notification). `Err` says how
+    /// they disagree.
+    pub fn check_request(text: &[u8]) -> Result<(), String> {
+        let full = serde_json::from_slice::<ClientJsonRpcMessage>(text);
+        match super::plain::read(text) {
+            Some(super::plain::Plain::List { id }) => match &full {
+                Ok(ClientJsonRpcMessage::Request(r))
+                    if r.id == id
+                        && matches!(r.request, rmcp::model::ClientRequest::ListToolsRequest(_)) => {
+                }
+                other => return Err(format!("a plain list, rmcp read {other:?}")),
+            },
+            Some(call) => {
+                let fast = super::stdio::call_message(call).map(|m| serde_json::to_value(m).ok());
+                let rmcp = full.as_ref().ok().map(|m| serde_json::to_value(m).ok());
+                if fast != rmcp {
+                    return Err(format!("plain {fast:?}, rmcp {rmcp:?}"));
+                }
+            }
+            None => {}
+        }
+        if let Err(e) = &full {
+            if let Some(answer) = super::plain::reject(text, e) {
+                serde_json::from_slice::<Value>(&answer)
+                    .map_err(|e| format!("the answer is not JSON: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
 mod plain;
 mod stdio;
 
-pub use config::{Profile, ServeConfig, Transport, DEFAULT_NAME, DEFAULT_VERSION};
+pub use config::{
+    Profile, ServeConfig, ServeLimits, Transport, CALLS_IN_FLIGHT, DEFAULT_NAME, DEFAULT_VERSION,
+    HTTP_REQUEST_BYTES, STDIO_REQUEST_BYTES,
+};
 
 use crate::cancel::CancelToken;
 use crate::error::Result;
@@ -126,29 +171,46 @@ struct Gateway {
     /// the result alone). Gateway-wide: the stateless HTTP transport has no
     /// session to keep it in.
     logs_wanted: std::sync::atomic::AtomicBool,
-    on_call: Option<OnCall>,
+    /// Taken out (and so released) when the server is stopped.
+    on_call: Mutex<Option<OnCall>>,
     in_flight: InFlight,
+    /// The `tools/call`s admitted and not yet ended, at most `max_calls`.
+    calls: AtomicUsize,
+    max_calls: usize,
 }
 
-/// The `tools/call`s running, so a stdio server ends only after the calls
-/// it cancelled on the way out have finished (and told their MCP servers).
+/// A call admitted under [`Gateway::max_calls`], until it ends.
+struct Admitted(Arc<Gateway>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.calls.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The JSON-RPC error of a call past `maxCallsInFlight` (an
+/// implementation-defined server error).
+pub const BUSY: i32 = -32000;
+
+/// The `tools/call`s running, so that the end of a server waits for the
+/// calls it cancelled on the way out (their MCP servers told, their bash
+/// process groups ended).
 #[derive(Default)]
 struct InFlight {
     count: AtomicUsize,
     idle: tokio::sync::Notify,
+    /// The same news for a thread that waits outside the runtime
+    /// ([`Server::stop`]).
+    lock: Mutex<()>,
+    idle_sync: Condvar,
 }
 
-struct InFlightGuard<'a>(&'a InFlight);
-
 impl InFlight {
-    fn enter(&self) -> InFlightGuard<'_> {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        InFlightGuard(self)
-    }
-
     fn leave(&self) {
         if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.idle.notify_waiters();
+            let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.idle_sync.notify_all();
         }
     }
 
@@ -164,17 +226,30 @@ impl InFlight {
             notified.await;
         }
     }
-}
 
-impl Drop for InFlightGuard<'_> {
-    fn drop(&mut self) {
-        self.0.leave();
+    /// Blocks until no call is running or `until` passed; whether none is.
+    fn wait_idle(&self, until: Instant) -> bool {
+        let mut held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            held = self
+                .idle_sync
+                .wait_timeout(held, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 }
 
 /// A call counted in [`Gateway::in_flight`] from before its task is
-/// spawned until that task ends (the stdio fast path), so the end of the
-/// serve loop also waits for a call whose task has not run yet.
+/// spawned until that task ends, so the end of a server also waits for a
+/// call whose task has not run yet, and for one whose caller is gone.
 struct InFlightTask(Arc<Gateway>);
 
 impl InFlightTask {
@@ -190,8 +265,23 @@ impl Drop for InFlightTask {
     }
 }
 
+/// Cancels a call when the future waiting for it is dropped (a connection
+/// aborted, rmcp dropping its handler): the call itself runs on.
+struct CancelOnDrop(CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 impl Gateway {
-    fn new(toolkit: Arc<Toolkit>, profile: &Profile, on_call: Option<OnCall>) -> Gateway {
+    fn new(
+        toolkit: Arc<Toolkit>,
+        profile: &Profile,
+        on_call: Option<OnCall>,
+        max_calls: usize,
+    ) -> Gateway {
         let info = InitializeResult::new(capabilities(&toolkit.mcp_upstreams())).with_server_info(
             Implementation::new(profile.name.clone(), profile.version.clone()),
         );
@@ -208,14 +298,26 @@ impl Gateway {
             served_as,
             served_from,
             logs_wanted: Default::default(),
-            on_call,
+            on_call: Mutex::new(on_call),
             in_flight: InFlight::default(),
+            calls: AtomicUsize::new(0),
+            max_calls: max_calls.max(1),
         }
     }
 
     /// Whether a `tools/call` must take rmcp's path (see `logs_wanted`).
     fn wants_logs(&self) -> bool {
         self.logs_wanted.load(Ordering::Relaxed)
+    }
+
+    /// Takes a call in, or `None` when `max_calls` run already.
+    fn admit(self: &Arc<Self>) -> Option<Admitted> {
+        self.calls
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max_calls).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Admitted(Arc::clone(self)))
     }
 
     /// Whether the toolkit tool `name` (served as `served`) is exposed.
@@ -266,7 +368,7 @@ impl Gateway {
     }
 
     async fn call(
-        &self,
+        self: &Arc<Self>,
         name: String,
         args: Value,
         cancelled: CancellationToken,
@@ -278,9 +380,13 @@ impl Gateway {
     }
 
     /// [`Gateway::call`] up to the tool's own result (the `onCall` event
-    /// heard).
+    /// heard). The tool runs on a task of its own, counted in
+    /// [`Gateway::in_flight`] until it ends: dropping this future (a
+    /// connection aborted) cancels the call, which still runs to its end
+    /// there (a bash job's group killed, an MCP server told), and a server
+    /// that stops waits for it.
     async fn run(
-        &self,
+        self: &Arc<Self>,
         name: String,
         args: Value,
         cancelled: CancellationToken,
@@ -297,7 +403,18 @@ impl Gateway {
                 ))
             }
         };
-        let _in_flight = self.in_flight.enter();
+        let Some(admitted) = self.admit() else {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode(BUSY),
+                format!(
+                    "server busy: {} calls are running, the most this server takes at once \
+                     (maxCallsInFlight); try again when one has ended",
+                    self.max_calls
+                ),
+                None,
+            ));
+        };
+        let in_flight = InFlightTask::enter(self);
         let started = Instant::now();
         let cancel = CancelToken::new();
         let ctx = ExecContext {
@@ -305,20 +422,37 @@ impl Gateway {
             relay,
             ..ExecContext::default()
         };
-        // An MCP tool's call is awaited on this task (no thread per call);
+        let gateway = Arc::clone(self);
+        // An MCP tool's call is awaited on that task (no thread per call);
         // any other tool runs on the blocking pool.
-        let result = {
-            let run = self.toolkit.execute_on_runtime(&name, args, &ctx);
-            tokio::pin!(run);
-            tokio::select! {
-                r = &mut run => r,
-                _ = cancelled.cancelled() => {
-                    cancel.cancel();
-                    run.await
-                }
+        let mut job = tokio::spawn(async move {
+            let _in_flight = in_flight;
+            let _admitted = admitted;
+            let result = gateway.toolkit.execute_on_runtime(&name, args, &ctx).await;
+            gateway.hear(name, source, started, &result);
+            result
+        });
+        let _cancel_on_drop = CancelOnDrop(cancel.clone());
+        let joined = tokio::select! {
+            r = &mut job => r,
+            _ = cancelled.cancelled() => {
+                cancel.cancel();
+                job.await
             }
         };
-        if let Some(on_call) = &self.on_call {
+        Ok(joined
+            .unwrap_or_else(|e| ToolResult::error(format!("the tool failed unexpectedly: {e}"))))
+    }
+
+    /// Tells [`OnCall`] about a call that ended (not after the server
+    /// stopped: the hook is released then).
+    fn hear(&self, name: String, source: Source, started: Instant, result: &ToolResult) {
+        let on_call = self
+            .on_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(on_call) = on_call {
             let event = CallEvent {
                 name,
                 source,
@@ -327,7 +461,6 @@ impl Gateway {
             };
             let _ = catch_unwind(AssertUnwindSafe(|| on_call(&event)));
         }
-        Ok(result)
     }
 }
 
@@ -690,18 +823,28 @@ impl Drop for SetOnDrop {
 }
 
 /// A running server. Stopping (explicitly or on drop) ends it: no new
-/// connection or message is taken, calls in flight are cancelled.
+/// connection or message is taken, calls in flight are cancelled and
+/// waited for (at most [`STOP_GRACE`]), and the [`OnCall`] hook is
+/// released.
 pub struct Server {
     url: Option<String>,
     stop: CancellationToken,
     done: Arc<Done>,
+    gateway: Arc<Gateway>,
 }
 
-/// How long a stdio server that ended waits for its cancelled calls.
-const CALLS_UNWIND: Duration = Duration::from_secs(2);
+/// How long a stdio server whose input ended waits for its calls before
+/// it ends (they are cancelled after [`stdio::EOF_GRACE`]; a cancelled
+/// bash job may take [`crate::builtin::bash::KILL_GRACE`] to go).
+const CALLS_UNWIND: Duration = Duration::from_secs(5);
 
-/// How long [`Server::stop`] waits for the serving task to wind down.
-const STOP_GRACE: Duration = Duration::from_secs(5);
+/// The most [`Server::stop`] waits: for the serving task to wind down and
+/// for the calls it cancelled to end. A cancelled bash call ends its
+/// process group with SIGTERM, then SIGKILL after
+/// [`crate::builtin::bash::KILL_GRACE`] (2 s), so its group is gone within
+/// this; a host tool that ignores its cancel token may outlive it (it
+/// then answers nobody).
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 impl Server {
     /// `http://HOST:PORT/mcp` of an HTTP server (with the port it bound);
@@ -710,11 +853,23 @@ impl Server {
         self.url.as_deref()
     }
 
-    /// Stops the server and waits (a bounded while) for it to end.
-    /// Idempotent; safe from any thread.
+    /// Stops the server and waits (at most [`STOP_GRACE`]) for it to end
+    /// and for every call it cancelled to finish (a bash call's process
+    /// group gone); then releases the [`OnCall`] hook (a hook running at
+    /// that moment is released when it returns). Idempotent; safe from any
+    /// thread but the server's own calls (see [`Server::begin_stop`]).
     pub fn stop(&self) {
         self.begin_stop();
+        let until = Instant::now() + STOP_GRACE;
         self.done.wait(Some(STOP_GRACE));
+        self.gateway.in_flight.wait_idle(until);
+        let hook = self
+            .gateway
+            .on_call
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(hook);
     }
 
     /// Tells the server to stop, without waiting for it to end: what a
@@ -765,9 +920,15 @@ pub fn serve_beside(
     on_call: Option<OnCall>,
     beside: Option<Arc<dyn Beside>>,
 ) -> Result<Server> {
-    let gateway = Arc::new(Gateway::new(toolkit, &config.profile, on_call));
+    let gateway = Arc::new(Gateway::new(
+        toolkit,
+        &config.profile,
+        on_call,
+        config.limits.max_calls,
+    ));
+    let request_bytes = config.limits.request_bytes(&config.transport);
     match &config.transport {
-        Transport::Http { addr } => http::serve(gateway, addr, beside),
+        Transport::Http { addr } => http::serve(gateway, addr, request_bytes, beside),
         Transport::Stdio if beside.is_some() => Err(crate::error::Error::invalid_config(
             "a2a: the A2A agent is served over HTTP only (the stdio transport has no paths)",
         )),
@@ -776,7 +937,7 @@ pub fn serve_beside(
                 let _inside = crate::runtime::get().enter();
                 stdio::process_stdio()
             };
-            Ok(serve_io(gateway, reader, writer, blocking))
+            Ok(serve_io(gateway, reader, writer, blocking, request_bytes))
         }
     }
 }
@@ -794,11 +955,36 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_lines_limited(
+        toolkit,
+        profile,
+        ServeLimits::default(),
+        on_call,
+        reader,
+        writer,
+    )
+}
+
+/// [`serve_lines`] under `limits` (a line past the request cap is answered
+/// as invalid and skipped; a call past the calls cap is answered busy).
+pub fn serve_lines_limited<R, W>(
+    toolkit: Arc<Toolkit>,
+    profile: &Profile,
+    limits: ServeLimits,
+    on_call: Option<OnCall>,
+    reader: R,
+    writer: W,
+) -> Server
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     serve_io(
-        Arc::new(Gateway::new(toolkit, profile, on_call)),
+        Arc::new(Gateway::new(toolkit, profile, on_call, limits.max_calls)),
         reader,
         writer,
         Vec::new(),
+        limits.request_bytes(&Transport::Stdio),
     )
 }
 
@@ -807,6 +993,7 @@ fn serve_io<R, W>(
     reader: R,
     writer: W,
     blocking: Vec<stdio::Blocking>,
+    request_bytes: usize,
 ) -> Server
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -818,9 +1005,14 @@ where
     // Plain calls the transport answers itself are cancelled with the
     // server (a child of `stop`) or when its input ends.
     let transport = stdio::ServedLineTransport::new(reader, writer)
+        .with_line_cap(request_bytes)
         .with_fast_path(Arc::clone(&gateway), stop.child_token());
     let closer = transport.closer();
-    let ct = stop.clone();
+    // A child: rmcp's service cancels the token it was given when it ends
+    // (its input closed), which must not cancel the fast path's calls
+    // before their grace (stdio::EOF_GRACE).
+    let ct = stop.child_token();
+    let server_gateway = Arc::clone(&gateway);
     let ended = SetOnDrop(Arc::clone(&done));
     crate::runtime::get().spawn(async move {
         let _ended = ended;
@@ -844,5 +1036,6 @@ where
         url: None,
         stop,
         done,
+        gateway: server_gateway,
     }
 }

@@ -197,6 +197,85 @@ fn text_answer_line(id: &RequestId, result: &crate::tool::ToolResult) -> Option<
     Some(line)
 }
 
+/// JSON-RPC's parse error: the text is no JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's invalid request: JSON, but no message.
+pub const INVALID_REQUEST: i64 = -32600;
+
+/// A JSON-RPC error message `{"jsonrpc", "id", "error": {code, message}}`.
+pub fn error_message(id: Value, code: i64, message: &str) -> Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// [`error_message`] as its JSON text.
+pub fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
+    error_message(id, code, message).to_string().into_bytes()
+}
+
+/// What to answer a text (a stdio line, an HTTP body) that is no client
+/// message, `err` being why rmcp's parse refused it: the parse error (id
+/// null) for text that is no JSON (bad JSON, invalid UTF-8, nesting past
+/// the parser's depth, nothing at all); invalid request, with the id when
+/// it has a usable one, for JSON that is no message; nothing for a
+/// notification (a method without an id), which is never answered.
+///
+/// A batch (a JSON array) is answered as JSON-RPC 2.0 says, by an array
+/// with one answer per request in it, each the invalid-request error
+/// (MCP since 2025-06-18 has no batches, so none is run), notifications
+/// unanswered; an empty batch is one invalid request (id null), and a
+/// batch of notifications only is not answered.
+pub fn reject(text: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
+    let v: Value = match serde_json::from_slice(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(error_line(
+                Value::Null,
+                PARSE_ERROR,
+                &format!("parse error: {e}"),
+            ))
+        }
+    };
+    match v {
+        Value::Array(items) if items.is_empty() => Some(error_line(
+            Value::Null,
+            INVALID_REQUEST,
+            "invalid request: an empty batch",
+        )),
+        Value::Array(items) => {
+            let answers: Vec<Value> = items
+                .iter()
+                .filter_map(|item| {
+                    refused(
+                        item,
+                        "invalid request: batches are not supported (MCP has no JSON-RPC \
+                         batches since 2025-06-18); send each request on its own",
+                    )
+                })
+                .collect();
+            if answers.is_empty() {
+                None
+            } else {
+                Some(Value::Array(answers).to_string().into_bytes())
+            }
+        }
+        other => refused(&other, &format!("invalid request: {err}"))
+            .map(|answer| answer.to_string().into_bytes()),
+    }
+}
+
+/// The invalid-request answer to one JSON value that is no message;
+/// `None` for a notification.
+fn refused(v: &Value, message: &str) -> Option<Value> {
+    match v.get("id") {
+        // A notification (a method, no id) is never answered, even a bad one.
+        None if v.get("method").is_some() => None,
+        Some(id @ (Value::String(_) | Value::Number(_))) => {
+            Some(error_message(id.clone(), INVALID_REQUEST, message))
+        }
+        _ => Some(error_message(Value::Null, INVALID_REQUEST, message)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,10 +26,13 @@
 //! A `notifications/cancelled` naming a call the transport runs cancels
 //! that call, and no answer is written for it (as rmcp drops the answer of
 //! a request it cancelled); one naming anything else goes to rmcp. When the
-//! input ends, or the server is stopped, every call the transport runs is
-//! cancelled at once (rmcp waits up to 5 s for its own before it cancels
-//! them); what they answer is still written, for a client that only closed
-//! its input, until the server has ended (see [`Closer`]).
+//! server is stopped, every call the transport runs is cancelled at once.
+//! When the input ends (a client that piped its requests in and closed its
+//! end, or one that left), the calls running get [`EOF_GRACE`] (1 s) to
+//! finish, and whatever still runs then is cancelled (rmcp waits up to 5 s
+//! for its own before it cancels them); what they answer is still written,
+//! for a client that only closed its input, until the server has ended
+//! (see [`Closer`]).
 
 use super::plain::Plain;
 use super::{Gateway, InFlightTask};
@@ -40,7 +43,7 @@ use rmcp::model::{
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -48,8 +51,13 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-const PARSE_ERROR: i64 = -32700;
-const INVALID_REQUEST: i64 = -32600;
+/// How long the calls running when the input ends get to finish before
+/// they are cancelled (see the module docs).
+pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+#[cfg(test)]
+use super::plain::PARSE_ERROR;
+use super::plain::{error_line, reject, INVALID_REQUEST};
 
 pub struct ServedLineTransport<R, W> {
     /// A line over `limits::LINE_BYTES` is answered as invalid and
@@ -58,8 +66,39 @@ pub struct ServedLineTransport<R, W> {
     writer: Arc<Mutex<W>>,
     /// Set by [`Closer::close`]: the fast path writes no more.
     shut: Arc<AtomicBool>,
+    /// The transport's own answers (to malformed lines) not yet written.
+    pending: Arc<Pending>,
     /// The fast path, when the transport serves a gateway.
     fast: Option<Fast>,
+}
+
+/// Answers of the transport's own under way, so the end of the server
+/// writes them before it closes (a client that piped a malformed line in
+/// and closed its input still gets its answer).
+#[derive(Default)]
+struct Pending {
+    count: std::sync::atomic::AtomicUsize,
+    none: tokio::sync::Notify,
+}
+
+impl Pending {
+    fn done(&self) {
+        if self.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.none.notify_waiters();
+        }
+    }
+
+    async fn written(&self) {
+        loop {
+            let notified = self.none.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// Ends the fast path's writes when the server is over: a call that
@@ -68,12 +107,15 @@ pub struct ServedLineTransport<R, W> {
 pub struct Closer<W> {
     writer: Arc<Mutex<W>>,
     shut: Arc<AtomicBool>,
+    pending: Arc<Pending>,
 }
 
 impl<W: AsyncWrite + Unpin> Closer<W> {
     /// No fast-path write starts after this; one under way is waited for
     /// (at most `limit`).
     pub async fn close(self, limit: std::time::Duration) {
+        // The transport's own answers first (within the same limit).
+        let _ = tokio::time::timeout(limit, self.pending.written()).await;
         self.shut.store(true, Ordering::SeqCst);
         let _ = tokio::time::timeout(limit, self.writer.lock()).await;
     }
@@ -149,6 +191,7 @@ where
             read: LineReader::new(reader),
             writer: Arc::new(Mutex::new(writer)),
             shut: Arc::default(),
+            pending: Arc::default(),
             fast: None,
         }
     }
@@ -160,12 +203,24 @@ where
         }
     }
 
+    /// Takes lines of at most `cap` bytes; a longer one is answered as an
+    /// invalid request and skipped, never held whole.
+    pub fn with_line_cap(mut self, cap: usize) -> Self {
+        self.read = self.read.with_cap(cap);
+        self
+    }
+
     /// Writes an answer of the transport's own (a malformed line's) on a
     /// task: `receive` must not wait for the writer, since rmcp drops its
     /// future whenever another event comes first, and the answer with it.
     fn answer_later(&self, line: Vec<u8>) {
         let out = self.out();
-        crate::runtime::get().spawn(async move { out.line(line).await });
+        let pending = Arc::clone(&self.pending);
+        pending.count.fetch_add(1, Ordering::SeqCst);
+        crate::runtime::get().spawn(async move {
+            out.line(line).await;
+            pending.done();
+        });
     }
 
     /// What ends the fast path's writes (see [`Closer`]).
@@ -173,6 +228,7 @@ where
         Closer {
             writer: Arc::clone(&self.writer),
             shut: Arc::clone(&self.shut),
+            pending: Arc::clone(&self.pending),
         }
     }
 
@@ -331,7 +387,11 @@ where
             match self.read.next().await {
                 Next::Line => return true,
                 Next::TooLong => {
-                    self.answer_later(error_line(Value::Null, INVALID_REQUEST, "line too long"));
+                    self.answer_later(error_line(
+                        Value::Null,
+                        INVALID_REQUEST,
+                        "line too long: longer than the server takes (maxRequestBytes)",
+                    ));
                 }
                 Next::End => return false,
             }
@@ -367,15 +427,9 @@ impl<W: AsyncWrite + Unpin> Out<W> {
     }
 }
 
-fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-        .to_string()
-        .into_bytes()
-}
-
 /// A plain `tools/call` (see [`super::plain`]) as the message rmcp's parse
 /// would make of its line; anything else is None, for rmcp's parse.
-fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
+pub(super) fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
     use rmcp::model::{CallToolRequestParams, Request};
     let Plain::Call {
         id,
@@ -396,35 +450,6 @@ fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
 #[cfg(test)]
 fn fast_call(line: &[u8]) -> Option<ClientJsonRpcMessage> {
     super::plain::read(line).and_then(call_message)
-}
-
-/// What to do with a line that is not a client message.
-fn reject(line: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
-    let v: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(e) => {
-            return Some(error_line(
-                Value::Null,
-                PARSE_ERROR,
-                &format!("parse error: {e}"),
-            ))
-        }
-    };
-    let id = v.get("id").cloned();
-    match id {
-        // A notification (a method, no id) is never answered, even a bad one.
-        None if v.get("method").is_some() => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(error_line(
-            id,
-            INVALID_REQUEST,
-            &format!("invalid request: {err}"),
-        )),
-        _ => Some(error_line(
-            Value::Null,
-            INVALID_REQUEST,
-            &format!("invalid request: {err}"),
-        )),
-    }
 }
 
 impl<R, W> Transport<RoleServer> for ServedLineTransport<R, W>
@@ -471,10 +496,19 @@ where
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
             if !self.next_line().await {
-                // The client is gone: nothing it runs on the fast path can
-                // be wanted any more.
+                // The input ended: a client that piped its calls in and
+                // closed its end still wants their answers, so the calls
+                // running get EOF_GRACE to finish; what still runs then
+                // is cancelled (a client that left mid-call).
                 if let Some(fast) = &self.fast {
-                    fast.calls.cancel();
+                    let (calls, gateway) = (fast.calls.clone(), Arc::clone(&fast.gateway));
+                    crate::runtime::get().spawn(async move {
+                        tokio::select! {
+                            _ = tokio::time::timeout(EOF_GRACE, gateway.in_flight.idle()) => {}
+                            _ = calls.cancelled() => {}
+                        }
+                        calls.cancel();
+                    });
                 }
                 return None;
             }
@@ -589,6 +623,7 @@ impl Drop for Blocking {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
 
     #[test]
@@ -918,7 +953,12 @@ mod tests {
         let Ok(tk) = crate::toolkit::Toolkit::build_from_json("{}") else {
             panic!("no toolkit");
         };
-        let gateway = Arc::new(Gateway::new(Arc::new(tk), &Profile::default(), None));
+        let gateway = Arc::new(Gateway::new(
+            Arc::new(tk),
+            &Profile::default(),
+            None,
+            super::super::CALLS_IN_FLIGHT,
+        ));
         let (client, server_end) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(server_end);
         let (from, to) = tokio::io::split(client);
@@ -987,11 +1027,18 @@ mod tests {
                 .collect();
             ids.sort_by_key(|v| v.to_string());
             assert_eq!(ids, vec![json!("c"), json!("l"), json!(0)], "{text}");
-            // The end of the input cancels what the fast path runs.
+            // The end of the input cancels what the fast path runs (at
+            // once here: nothing runs, so the grace has nothing to wait for).
             drop(to);
             drop(from);
             assert!(t.receive().await.is_none());
-            assert!(t.fast.as_ref().is_some_and(|f| f.calls.is_cancelled()));
+            let calls = t.fast.as_ref().map(|f| f.calls.clone());
+            let Some(calls) = calls else {
+                panic!("no fast path")
+            };
+            let waited =
+                tokio::time::timeout(std::time::Duration::from_secs(20), calls.cancelled());
+            assert!(waited.await.is_ok(), "the calls were never cancelled");
         });
     }
 

@@ -211,7 +211,7 @@ int main(void) {
 
     snprintf(args, sizeof args, "{\"url\":\"http://127.0.0.1:%d/huge\",\"format\":\"html\"}", port);
     expect_error("webfetch huge body", execute(tk, "webfetch", args, NULL),
-                 "HTTP transport failure: too-large");
+                 "webfetch: transport failure: too-large");
 
     char *out = execute(tk, "echo", "{}", NULL);
     if (out != NULL) {
