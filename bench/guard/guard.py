@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""The perf guard (issue 31): instruction counts of the headline rows, the
+loop's peak resident memory and the freshness of link/symbol-order.txt,
+against bench/guard/baseline.json.
+
+    bench/guard/guard.py                 measure, compare, exit 1 on a regression
+    bench/guard/guard.py --update WHY    measure and write the baseline (commit it
+                                         with the change that moved it, WHY saying why)
+    bench/guard/guard.py --selftest      check the comparison rules on made-up figures
+
+Instructions (callgrind) repeat from run to run on a shared, loaded machine
+where wall time does not, so a row that grows by more than its tolerance
+(5%) is a change in the code, not noise. Each row counts one fixed workload
+of the release build:
+
+  build_1000_skills   whole process: load, build a toolkit of 1,000 generated
+                      skills, free, exit (bench/c/bench_skills.c `rss` mode)
+  first_render_1000   the first tn_render (openai) of a fresh toolkit of 1,000
+                      declared HTTP tools, per render (guard_host.c render)
+  execute_skill       tn_execute of `skill` on that skills toolkit, per call
+  translate_conversion  one conversion, 20 messages and 20 tools, Anthropic
+                      style (benches/translate_workload through the
+                      guard_translate example: 1,100 minus 100 conversions,
+                      over 1,000)
+  run_overhead        the host process per tn_run of the overhead scenario
+                      (bench/c/bench_overhead.c: 2 model round trips, 2 MCP
+                      tool calls; 60 minus 10 runs, over 50)
+  serve_stdio_read    `toolnexus serve --stdio` per tools/call of the builtin
+                      `read` (250 minus 50 calls, over 200)
+  cold_start          whole process: load, build builtins + examples/skills,
+                      render, exit (bench/c/bench_cold.c)
+  agent_turn          the agent runtime per turn of one model call on an
+                      in-process model (guard_host.c agents; 60 minus 10
+                      turns, over 50)
+
+and one memory row, `loop_peak_rss_kb`: the peak resident set of the
+overhead scenario's process (20 runs), the smallest of three, with its own
+tolerance. The symbol order is stale when more than 5% of the names it lists
+are missing from the library, or more than 5% of the library functions the
+overhead scenario executes are not listed (bench/gen_symbol_order.sh
+regenerates it).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BASELINE = os.path.join(HERE, "baseline.json")
+TOLERANCE_PCT = 5.0
+RSS_TOLERANCE_PCT = 10.0
+STALE_PCT = 5.0
+
+# --------------------------------------------------------------------------
+# The comparison (pure; --selftest checks it).
+
+
+def compare(baseline, measured):
+    """Returns (lines, failures): a table of every row and the list of the
+    rows that fail, each with its reason."""
+    lines, failures = [], []
+    rows = baseline.get("rows", {})
+    tolerances = baseline.get("tolerance_pct", {})
+    for name in sorted(set(rows) | set(measured)):
+        base, now = rows.get(name), measured.get(name)
+        if base is None:
+            lines.append(f"{name:22s} {'-':>14s} {now:>14,d}   new row (not in the baseline)")
+            failures.append(f"{name}: not in bench/guard/baseline.json (run --update)")
+            continue
+        if now is None:
+            lines.append(f"{name:22s} {base:>14,d} {'-':>14s}   not measured")
+            failures.append(f"{name}: in the baseline but not measured")
+            continue
+        tol = float(tolerances.get(name, TOLERANCE_PCT))
+        change = (now - base) * 100.0 / base if base else 0.0
+        verdict = "ok"
+        if change > tol:
+            verdict = f"REGRESSION (over +{tol:g}%)"
+            failures.append(f"{name}: {base:,d} -> {now:,d} ({change:+.2f}%, tolerance +{tol:g}%)")
+        elif change < -tol:
+            verdict = "faster: update the baseline (--update) to keep the gain"
+        lines.append(f"{name:22s} {base:>14,d} {now:>14,d} {change:+7.2f}%  {verdict}")
+    return lines, failures
+
+
+def stale_order(listed, present, executed):
+    """Returns the failures of the symbol-order check: `listed` names of
+    link/symbol-order.txt, `present` function names of the library,
+    `executed` library functions a loop run executes."""
+    out = []
+    if listed:
+        missing = len([n for n in listed if n not in present]) * 100.0 / len(listed)
+        if missing > STALE_PCT:
+            out.append(f"symbol order: {missing:.1f}% of the {len(listed)} listed names are not in the library "
+                       f"(over {STALE_PCT:g}%): run bench/gen_symbol_order.sh")
+    if executed:
+        unlisted = len([n for n in executed if n not in listed]) * 100.0 / len(executed)
+        if unlisted > STALE_PCT:
+            out.append(f"symbol order: {unlisted:.1f}% of the {len(executed)} functions a loop run executes are "
+                       f"not listed (over {STALE_PCT:g}%): run bench/gen_symbol_order.sh")
+    return out
+
+
+def selftest():
+    base = {"rows": {"a": 1000, "b": 1000, "c": 1000, "r": 1000}, "tolerance_pct": {"r": 10}}
+    _, f = compare(base, {"a": 1000, "b": 1049, "c": 900, "r": 1090})
+    assert f == [], f
+    _, f = compare(base, {"a": 1100, "b": 1000, "c": 1000, "r": 1000})
+    assert len(f) == 1 and f[0].startswith("a: 1,000 -> 1,100 (+10.00%"), f
+    _, f = compare(base, {"a": 1000, "b": 1000, "c": 1000, "r": 1101})
+    assert len(f) == 1 and f[0].startswith("r:"), f
+    _, f = compare(base, {"a": 1000, "b": 1000, "c": 1000})
+    assert f == ["r: in the baseline but not measured"], f
+    _, f = compare(base, {"a": 1000, "b": 1000, "c": 1000, "r": 1000, "new": 5})
+    assert len(f) == 1 and f[0].startswith("new:"), f
+    listed = [f"f{i}" for i in range(100)]
+    assert stale_order(listed, set(listed), set(listed[:50])) == []
+    assert len(stale_order(listed, set(listed[6:]), set())) == 1
+    assert len(stale_order(listed, set(listed), set(listed) | {f"g{i}" for i in range(6)})) == 1
+    assert stale_order(listed, set(listed[5:]), set(listed) | {f"g{i}" for i in range(5)}) == []
+    print("guard selftest: ok")
+
+
+# --------------------------------------------------------------------------
+# Measuring.
+
+
+def sh(argv, **kw):
+    return subprocess.run(argv, check=True, **kw)
+
+
+class Work:
+    def __init__(self, target):
+        self.target = target
+        self.tmp = tempfile.mkdtemp(prefix="tn_guard.")
+        self.mock = None
+
+    def close(self):
+        if self.mock:
+            self.mock.kill()
+            self.mock.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def path(self, *p):
+        return os.path.join(self.tmp, *p)
+
+
+def instructions(out_file):
+    with open(out_file, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"(?:summary|totals):\s+(\d+)", line)
+            if m:
+                return int(m.group(1))
+    raise SystemExit(f"guard: no totals in {out_file}")
+
+
+def callgrind(w, name, argv, toggle=None, env=None, stdin=None):
+    out = w.path(f"cg.{name}")
+    cmd = ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}"]
+    if toggle:
+        cmd.append(f"--toggle-collect={toggle}")
+    r = subprocess.run(cmd + argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=stdin)
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr.decode(errors="replace")[-2000:])
+        raise SystemExit(f"guard: {name} failed ({r.returncode})")
+    return instructions(out), r.stdout
+
+
+def build(w):
+    env = dict(os.environ, CARGO_TARGET_DIR=w.target)
+    sh(["cargo", "build", "--release", "--quiet", "--lib", "--bin", "toolnexus"], cwd=ROOT, env=env)
+    sh(["cargo", "build", "--release", "--quiet", "--example", "guard_translate"], cwd=ROOT, env=env)
+    w.translate_bin = os.path.join(w.target, "release", "examples", "guard_translate")
+    # The shared library carries a soname: link a copy by it, as from an install.
+    lib = w.path("lib")
+    os.makedirs(lib)
+    so = os.path.join(w.target, "release", "libtoolnexus.so")
+    soname = re.search(r"\(SONAME\).*\[(.*)\]", sh(["readelf", "-d", so], stdout=subprocess.PIPE).stdout.decode())
+    shutil.copy(so, os.path.join(lib, "libtoolnexus.so"))
+    if soname and soname.group(1) != "libtoolnexus.so":
+        os.symlink("libtoolnexus.so", os.path.join(lib, soname.group(1)))
+    w.lib = os.path.join(lib, "libtoolnexus.so")
+    flags = ["-O2", f"-I{ROOT}/include", f"-L{lib}", f"-Wl,-rpath,{lib}"]
+    progs = {"bench_overhead": "bench/c/bench_overhead.c", "bench_skills": "bench/c/bench_skills.c",
+             "bench_cold": "bench/c/bench_cold.c", "guard_host": "bench/guard/guard_host.c"}
+    for exe, src in progs.items():
+        sh(["cc", *flags, os.path.join(ROOT, src), "-ltoolnexus",
+            "-o", w.path(exe)])
+    sh(["cc", "-O2", "-pthread", os.path.join(ROOT, "bench/c/overhead_mock_llm.c"), "-o", w.path("mock_llm")])
+    sh(["cc", "-O2", os.path.join(ROOT, "bench/c/overhead_mcp_server.c"), "-o", w.path("mcp_server")])
+    sh(["cc", "-O2", os.path.join(HERE, "peak_rss.c"), "-o", w.path("peak_rss")])
+    sh([sys.executable, os.path.join(ROOT, "bench/gen_skills.py"), w.path("skills"), "1000"],
+       stdout=subprocess.DEVNULL)
+
+
+def start_mock(w):
+    port_file = w.path("port")
+    with open(port_file, "w") as f:
+        w.mock = subprocess.Popen([w.path("mock_llm"), "0"], stdout=f)
+    for _ in range(400):
+        with open(port_file) as f:
+            first = f.readline().strip()
+        if first:
+            return f"http://127.0.0.1:{first}"
+        time.sleep(0.05)
+    raise SystemExit("guard: the mock provider did not start")
+
+
+def served_read(w, calls):
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import serve_overhead  # noqa: E402  (the lean stdio client)
+    small = w.path("small.txt")
+    with open(small, "w") as f:
+        f.write("a small file of sixty bytes, read by the builtin read tool.\n")
+    cfg = w.path("serve.json")
+    with open(cfg, "w") as f:
+        json.dump({}, f)
+    out = w.path(f"cg.serve.{calls}")
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+            os.path.join(w.target, "release", "toolnexus"), "serve", "--stdio", "--config", cfg]
+    c = serve_overhead.Stdio(argv)
+    for _ in range(calls):
+        answer = c.request("tools/call", {"name": "read", "arguments": {"path": small}})
+        result = answer.get("result")
+        if not result or result.get("isError"):
+            raise SystemExit(f"guard: served read failed: {answer}")
+    c.close()
+    return instructions(out)
+
+
+def peak_rss_kb(w, argv):
+    """Peak resident set (kB) of one run of the overhead scenario, measured
+    by peak_rss.c (a child of Python would count Python's own peak)."""
+    r = subprocess.run([w.path("peak_rss")] + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = r.stderr.decode(errors="replace")
+    m = re.search(r"^peak_rss_kb (\d+)$", err, re.M)
+    if r.returncode != 0 or b'"final_ok":true' not in r.stdout or not m:
+        raise SystemExit(f"guard: rss run failed: {err[-500:]}")
+    return int(m.group(1))
+
+
+def library_functions(lib):
+    nm = sh(["nm", "--defined-only", lib], stdout=subprocess.PIPE).stdout.decode()
+    return {p[2] for p in (line.split() for line in nm.splitlines()) if len(p) == 3 and p[1] in "tT"}
+
+
+def executed_in_lib(cg_file):
+    obs, fns, out, ob = {}, {}, set(), None
+    with open(cg_file, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"^(c?ob|c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+            if not m:
+                continue
+            kind, num, name = m.groups()
+            table = obs if kind.endswith("ob") else fns
+            if name:
+                table[num] = name
+            if kind == "ob":
+                ob = obs.get(num)
+            elif kind == "fn" and ob and "libtoolnexus" in ob:
+                out.add(fns[num])
+    return out
+
+
+def measure(w, only=None):
+    rows, notes = {}, []
+
+    def want(name):
+        return only is None or name in only
+
+    def per(a, b, n):
+        return (a - b) // n
+
+    if want("build_1000_skills"):
+        rows["build_1000_skills"], _ = callgrind(w, "skills", [w.path("bench_skills"), w.path("skills"), "rss"])
+    if want("first_render_1000"):
+        total, _ = callgrind(w, "render", [w.path("guard_host"), "render", "3"], toggle="tn_render")
+        rows["first_render_1000"] = total // 3
+    if want("execute_skill"):
+        total, _ = callgrind(w, "exec", [w.path("guard_host"), "exec", w.path("skills"), "200"],
+                             toggle="tn_execute")
+        rows["execute_skill"] = total // 200
+    if want("translate_conversion"):
+        a, _ = callgrind(w, "tr.a", [w.translate_bin, "1100"])
+        b, _ = callgrind(w, "tr.b", [w.translate_bin, "100"])
+        rows["translate_conversion"] = per(a, b, 1000)
+    if want("run_overhead") or want("loop_peak_rss_kb") or want("symbol_order"):
+        url = start_mock(w)
+        run = [w.path("bench_overhead"), "--url", url, "--mcp", w.path("mcp_server"), "--warmup", "0", "--runs"]
+        a, out = callgrind(w, "run.a", run + ["60"])
+        if b'"final_ok":true' not in out:
+            raise SystemExit("guard: the overhead scenario did not answer")
+        b, _ = callgrind(w, "run.b", run + ["10"])
+        if want("run_overhead"):
+            rows["run_overhead"] = per(a, b, 50)
+        if want("loop_peak_rss_kb"):
+            rows["loop_peak_rss_kb"] = min(peak_rss_kb(w, run + ["20"]) for _ in range(3))
+        if want("symbol_order"):
+            listed = [n.strip() for n in open(os.path.join(ROOT, "link", "symbol-order.txt"))
+                      if n.strip() and not n.startswith("#")]
+            present = library_functions(w.lib)
+            executed = executed_in_lib(w.path("cg.run.a")) & present
+            notes = stale_order(listed, present, executed)
+            print(f"symbol order: {len(listed)} listed, "
+                  f"{len([n for n in listed if n not in present])} not in the library; "
+                  f"{len(executed)} executed, {len([n for n in executed if n not in set(listed)])} not listed")
+    if want("serve_stdio_read"):
+        rows["serve_stdio_read"] = (served_read(w, 250) - served_read(w, 50)) // 200
+    if want("cold_start"):
+        rows["cold_start"], _ = callgrind(w, "cold", [w.path("bench_cold"), os.path.join(ROOT, "examples/skills")])
+    if want("agent_turn"):
+        a, _ = callgrind(w, "agents.a", [w.path("guard_host"), "agents", "60"])
+        b, _ = callgrind(w, "agents.b", [w.path("guard_host"), "agents", "10"])
+        rows["agent_turn"] = per(a, b, 50)
+    return rows, notes
+
+
+def main():
+    args = sys.argv[1:]
+    if args[:1] == ["--selftest"]:
+        selftest()
+        return 0
+    update = None
+    if args[:1] == ["--update"]:
+        if len(args) < 2 or not args[1].strip():
+            raise SystemExit("guard: --update needs the reason for the new baseline")
+        update = args[1]
+    if not shutil.which("valgrind"):
+        raise SystemExit("guard: needs valgrind")
+    selftest()
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    only = set(os.environ["TN_GUARD_ONLY"].split(",")) if os.environ.get("TN_GUARD_ONLY") else None
+    w = Work(target)
+    started = time.time()
+    try:
+        build(w)
+        rows, order_failures = measure(w, only)
+    finally:
+        w.close()
+    if update is not None:
+        with open(BASELINE, "w") as f:
+            json.dump({"reason": update, "tolerance_pct": {"loop_peak_rss_kb": RSS_TOLERANCE_PCT},
+                       "rows": rows}, f, indent=2, sort_keys=True)
+            f.write("\n")
+        print(f"guard: wrote {os.path.relpath(BASELINE, ROOT)} ({len(rows)} rows)")
+        for line in order_failures:
+            print(line)
+        return 0
+    with open(BASELINE) as f:
+        baseline = json.load(f)
+    if only is not None:
+        baseline["rows"] = {k: v for k, v in baseline["rows"].items() if k in only}
+    lines, failures = compare(baseline, rows)
+    print(f"{'row':22s} {'baseline':>14s} {'now':>14s} {'change':>8s}")
+    for line in lines:
+        print(line)
+    failures += order_failures
+    secs = time.time() - started
+    if failures:
+        for f in failures:
+            print(f"guard: {f}")
+        print(f"perf guard: {len(failures)} failing, {len(rows)} rows ({secs:.0f} s)")
+        return 1
+    print(f"perf guard: ok, {len(rows)} rows within tolerance ({secs:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
