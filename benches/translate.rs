@@ -25,7 +25,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::time::Duration;
-use toolnexus::translate::{translate_json, ClientConfig};
+use toolnexus::translate::node;
+use toolnexus::translate::{provider_body, translate_json, ClientConfig, Request};
 use translate_mock::{Canned, MockProvider};
 use translate_workload::{anthropic_reply, convert, workload, workload_images};
 

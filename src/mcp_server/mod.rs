@@ -835,13 +835,13 @@ pub struct Server {
 
 /// How long a stdio server whose input ended waits for its calls before
 /// it ends (they are cancelled after [`stdio::EOF_GRACE`]; a cancelled
-/// bash job may take [`crate::builtin::bash::KILL_GRACE`] to go).
+/// bash job may take bash's `KILL_GRACE` to go).
 const CALLS_UNWIND: Duration = Duration::from_secs(5);
 
 /// The most [`Server::stop`] waits: for the serving task to wind down and
 /// for the calls it cancelled to end. A cancelled bash call ends its
 /// process group with SIGTERM, then SIGKILL after
-/// [`crate::builtin::bash::KILL_GRACE`] (2 s), so its group is gone within
+/// bash's `KILL_GRACE` (2 s), so its group is gone within
 /// this; a host tool that ignores its cancel token may outlive it (it
 /// then answers nobody).
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
