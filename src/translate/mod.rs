@@ -321,6 +321,17 @@ fn anthropic_body<'a>(
     body
 }
 
+/// The system text of a Gemini or Responses body: the request's own, else
+/// a non-blank client prompt, else what the dialect hoisted out of the
+/// system/developer messages.
+fn chosen_system(request: &Request<'_>, client: &ClientConfig, hoisted: String) -> String {
+    match (request.system, client.system_prompt.as_deref()) {
+        (Some(s), _) => s.to_string(),
+        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
+        _ => hoisted,
+    }
+}
+
 /// The Gemini body: `contents`, `systemInstruction` (request.system, else a
 /// non-blank client prompt, else the hoisted system/developer messages),
 /// one `functionDeclarations` wrapper with Gemini-safe schemas (declared
@@ -336,11 +347,7 @@ fn gemini_body<'a>(
     use serde_json::Map;
     let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
     let (contents, hoisted) = gemini::contents_from_openai(&messages);
-    let system = match (request.system, client.system_prompt.as_deref()) {
-        (Some(s), _) => s.to_string(),
-        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
-        _ => hoisted,
-    };
+    let system = chosen_system(request, client, hoisted);
     let declarations: Vec<Value> = declared
         .iter()
         .chain(request.tools)
@@ -387,11 +394,7 @@ fn responses_body<'a>(
     use serde_json::Map;
     let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
     let (input, hoisted) = responses::input_from_openai(&messages);
-    let system = match (request.system, client.system_prompt.as_deref()) {
-        (Some(s), _) => s.to_string(),
-        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
-        _ => hoisted,
-    };
+    let system = chosen_system(request, client, hoisted);
     let tools: Vec<Value> = declared
         .iter()
         .chain(request.tools)
