@@ -239,6 +239,10 @@ struct Relay;
 
 impl Observer for Relay {
     fn event(&self, event: &Event<'_>) {
+        // Runs of the same client outside a streamed task hear nothing.
+        let Some(sink) = PROGRESS.with(|p| p.borrow().clone()) else {
+            return;
+        };
         let value = match event {
             Event::ToolCall { name, .. } => json!({"type": "tool_call", "name": name}),
             Event::ToolResult { name, result, .. } => {
@@ -246,10 +250,7 @@ impl Observer for Relay {
             }
             _ => return,
         };
-        let sink = PROGRESS.with(|p| p.borrow().clone());
-        if let Some(sink) = sink {
-            sink(&value);
-        }
+        sink(&value);
     }
 }
 
