@@ -175,7 +175,16 @@ async fn answer_beside(
             "internal error\n".into(),
         );
     };
-    let mut res = hyper::Response::new(Full::new(Bytes::from(a.body)).boxed());
+    let mut res = match a.stream {
+        None => hyper::Response::new(Full::new(Bytes::from(a.body)).boxed()),
+        Some(rx) => {
+            let first = (!a.body.is_empty()).then(|| Bytes::from(a.body));
+            hyper::Response::new(BodyExt::boxed(http_body_util::StreamBody::new(Chunks {
+                first,
+                rx,
+            })))
+        }
+    };
     *res.status_mut() =
         hyper::StatusCode::from_u16(a.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     res.headers_mut().insert(
@@ -188,6 +197,28 @@ async fn answer_beside(
         }
     }
     res
+}
+
+/// A streamed answer's body: its first bytes, then each chunk as it comes.
+struct Chunks {
+    first: Option<Bytes>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+impl futures_core::Stream for Chunks {
+    type Item = std::result::Result<hyper::body::Frame<Bytes>, Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if let Some(first) = self.first.take() {
+            return std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(first))));
+        }
+        self.rx
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|c| Ok(hyper::body::Frame::data(Bytes::from(c)))))
+    }
 }
 
 /// How long a connection may take to send a request's head (its request
