@@ -57,7 +57,7 @@ pub struct HttpProvider {
 
 impl Provider for HttpProvider {
     fn complete(&self, exchange: Exchange<'_>) -> Result<Value> {
-        complete_at(&self.config, exchange)
+        complete_at(&self.config, exchange, &|| {})
     }
 
     fn fails_over(&self) -> bool {
@@ -66,8 +66,13 @@ impl Provider for HttpProvider {
 }
 
 /// One round trip to the provider `config` names (a client of one
-/// upstream: the client itself, or one of its `upstreams`).
-pub(crate) fn complete_at(config: &ClientConfig, exchange: Exchange<'_>) -> Result<Value> {
+/// upstream: the client itself, or one of its `upstreams`); `answered` is
+/// called once a 2xx answer is in (from then on it is this upstream's).
+pub(crate) fn complete_at(
+    config: &ClientConfig,
+    exchange: Exchange<'_>,
+    answered: &dyn Fn(),
+) -> Result<Value> {
     let encoded = exchange.body.encode();
     let call = provider::prepare_for(config, encoded, exchange.on_text.is_some())?;
     let reply = match exchange.on_text {
@@ -86,6 +91,7 @@ pub(crate) fn complete_at(config: &ClientConfig, exchange: Exchange<'_>) -> Resu
             on_text,
         )?,
     };
+    answered();
     serde_json::from_slice(&reply.body)
         .map_err(|e| http::malformed(&call, reply.status, &e, &reply.body))
 }

@@ -349,7 +349,7 @@ impl Run<'_> {
             data: self.data,
         };
         let outcome = match leg {
-            Some(leg) => super::provider::complete_at(leg.config, exchange),
+            Some(leg) => super::provider::complete_at(leg.config, exchange, &|| leg.commit()),
             None => self.client.provider.complete(exchange),
         };
         let mut tokens = Usage::default();
