@@ -431,3 +431,71 @@ fn upstreams_config_errors_name_the_key() {
         assert!(err.message.contains(expected), "{expected}: {err}");
     }
 }
+
+fn streamed_ask(c: &Client) -> (toolnexus::error::Result<Value>, Vec<String>) {
+    let deltas: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = Arc::clone(&deltas);
+    c.set_callback(
+        Slot::OnEvent,
+        Some(Arc::new(move |event: &Value, _: RunData| {
+            if event["type"] == "text" {
+                log.lock()
+                    .expect("lock")
+                    .push(event["delta"].as_str().unwrap_or("").to_string());
+            }
+            Ok(None)
+        })),
+    );
+    let request = toolnexus::client::AskRequest {
+        prompt: "Hi".into(),
+        ..Default::default()
+    };
+    let out = c.ask(
+        empty_toolkit(),
+        &request,
+        &CancelToken::new(),
+        RunData::default(),
+        true,
+    );
+    let deltas = deltas.lock().expect("lock").clone();
+    (out, deltas)
+}
+
+#[test]
+fn a_streamed_run_fails_over_before_any_byte_but_not_after_a_token() {
+    let b = MockProvider::start(vec![Canned::text(200, STREAM_OK)
+        .header("content-type", "text/event-stream")
+        .repeating()]);
+    let c = Client::from_json(&client(
+        vec![
+            up(&closed_port(), "model-a", "sk-a"),
+            up(&b.base(), "model-b", "sk-b"),
+        ],
+        json!({}),
+    ))
+    .expect("client");
+    let (out, deltas) = streamed_ask(&c);
+    let result = out.expect("b streams the turn");
+    assert_eq!(result["text"], "fine");
+    assert_eq!(result["upstream"]["index"], 1);
+    assert_eq!(deltas, vec!["fine"]);
+
+    let a = raw_server(DIES_MID_STREAM);
+    let b2 = MockProvider::start(vec![Canned::text(200, STREAM_OK)
+        .header("content-type", "text/event-stream")
+        .repeating()]);
+    let c = Client::from_json(&client(
+        vec![
+            up(&a.base, "model-a", "sk-a"),
+            up(&b2.base(), "model-b", "sk-b"),
+        ],
+        json!({"retries": 2}),
+    ))
+    .expect("client");
+    let (out, deltas) = streamed_ask(&c);
+    let err = out.expect_err("the stream broke after its first token");
+    assert_eq!(err.code, ErrorCode::ProviderError, "{err}");
+    assert_eq!(deltas, vec!["Hel"]);
+    assert_eq!(a.requests.load(Ordering::SeqCst), 1);
+    assert!(b2.requests().is_empty(), "no failover after output");
+}
