@@ -160,7 +160,19 @@ type RunResult struct {
 	Status        string          `json:"status"`
 	Limit         string          `json:"limit,omitempty"`
 	Pending       *Request        `json:"pending,omitempty"`
-	Raw           json.RawMessage `json:"-"`
+	// Upstream is the upstream of a client with upstreams that answered the
+	// last turn (ordered failover, docs/providers.md); nil without.
+	Upstream *Upstream       `json:"upstream,omitempty"`
+	Raw      json.RawMessage `json:"-"`
+}
+
+// Upstream names one entry of a client's upstreams: its place in the list
+// and who it is.
+type Upstream struct {
+	Index   int    `json:"index"`
+	BaseURL string `json:"baseUrl"`
+	Model   string `json:"model"`
+	Style   string `json:"style"`
 }
 
 // Client runs the SPEC §8 loop. Safe for concurrent Runs; Close when done

@@ -85,7 +85,11 @@ impl Agents {
                 c.entry("model").or_insert_with(|| json!("in-process"));
                 Llm::Generate(ClientConfig::from_json(&Value::Object(c))?, g)
             }
-            (None, Some(c)) => Llm::Http(ClientConfig::from_json(c)?),
+            (None, Some(c)) => {
+                let config = ClientConfig::from_json(c)?;
+                crate::provider::failover::check_one_style(&config)?;
+                Llm::Http(config)
+            }
             (None, None) => {
                 return Err(Error::invalid_config(
                     "agents config: \"client\" is required without a generate callback",

@@ -555,3 +555,25 @@ def test_cancelling_an_aexecute_task_cancels_the_call(tmp_path):
 
     asyncio.run(main())
     assert not marker.exists(), "the bash call was ended with the task"
+
+
+def test_a_client_with_upstreams_fails_over():
+    """Issue 29: a 503 from the first upstream moves the run to the next,
+    which gets its own model; the result names the serving upstream."""
+    a, b = MockServer(), MockServer()
+    try:
+        a.responses = [{"status": 503, "bodyText": "busy"}]
+        b.responses = [text("from b")]
+        client = tn.Client({"upstreams": [
+            {"baseUrl": a.base, "model": "model-a", "apiKey": "ka"},
+            {"baseUrl": b.base, "model": "model-b", "apiKey": "kb"}],
+            "retries": 0, "cooldownMs": 0})
+        res = client.run(None, "hi")
+        assert res.text == "from b"
+        assert res.model == "model-b"
+        assert res.raw["upstream"]["index"] == 1
+        assert len(a.requests) == 1
+        assert json.loads(b.requests[0]["body"])["model"] == "model-b"
+    finally:
+        a.close()
+        b.close()

@@ -550,7 +550,8 @@ class Client:
     and runs. ``config`` is the client JSON (a dict or its text): the
     translate keys (``baseUrl``, ``style``, ``model``, ``apiKey``,
     ``headers``, ``systemPrompt``, ``retries``, ``retryBaseMs``,
-    ``timeoutMs`` — the whole run —, ``requestParams``) plus ``maxTurns``.
+    ``timeoutMs`` — the whole run —, ``requestParams``, or ``upstreams``
+    for ordered failover, docs/providers.md) plus ``maxTurns``.
 
     - ``wait_for(Request) -> Answer`` resolves suspensions inline; without
       one a suspension halts the run with ``status == "pending"``.
