@@ -234,13 +234,6 @@ mod tests {
     use crate::ffi::test_take;
     use std::ffi::CString;
 
-    /// The references to a live runtime (the host's and the calls').
-    fn refs(agents: *const tn_agents) -> usize {
-        // SAFETY: live while the host's reference is.
-        let held = unsafe { crate::ffi::handle::hold(agents) }.expect("not NULL");
-        Arc::strong_count(&held) - 1
-    }
-
     #[test]
     fn freeing_during_a_wait_ends_the_wait_first() {
         let config =
@@ -302,10 +295,17 @@ mod tests {
             };
             (st, test_take(out))
         });
-        // The wait is in flight once it holds its reference (it never ends
-        // by itself: the handle was never woken).
-        while refs(agents) < 2 {
-            std::thread::yield_now();
+        // The wait is in flight once the free's cancel reaches it: its link
+        // is registered on the runtime's closing token (holding a reference
+        // is not enough: a free before the registration makes the call one
+        // "started afterwards", refused as documented). It never ends by
+        // itself: the handle was never woken.
+        {
+            // SAFETY: live until the free below.
+            let held = unsafe { crate::ffi::handle::hold(agents) }.expect("not NULL");
+            while held.closing.registered() == 0 {
+                std::thread::yield_now();
+            }
         }
         // SAFETY: from tn_agents_new, freed once.
         unsafe { tn_agents_free(agents) };
