@@ -558,14 +558,28 @@ impl Run<'_> {
 
     /// The §10 loop rule over a turn's results, in call order. Without a
     /// `waitFor` the first suspension halts the turn: its placeholder is the
-    /// Request's prompt, and the calls after it are left out.
+    /// Request's prompt, and the calls after it are left out. A relay
+    /// call's Request is given its call id; when the halt is one, it carries
+    /// every relay call of the turn (the addendum; [`crate::relay_tool`]).
     fn resolve(&self, executed: Vec<Settled>, turn: u32) -> Result<Phase> {
         let mut settled = Vec::with_capacity(executed.len());
-        for mut s in executed {
-            let Some(request) = pending_of(&s.result).cloned() else {
+        let mut executed = executed.into_iter();
+        while let Some(mut s) = executed.next() {
+            let Some(mut request) = pending_of(&s.result).cloned() else {
                 settled.push(s);
                 continue;
             };
+            crate::relay_tool::stamp(&mut request, &s.call.id);
+            if self.callbacks.get(Slot::WaitFor).is_none() && crate::relay_tool::is_relay(&request)
+            {
+                for later in executed.as_slice() {
+                    if let Some(p) = pending_of(&later.result) {
+                        let mut p = p.clone();
+                        crate::relay_tool::stamp(&mut p, &later.call.id);
+                        crate::relay_tool::merge(&mut request, &p);
+                    }
+                }
+            }
             self.event(|| json!({"type": "pending", "request": request}))?;
             self.emit(|| Event::Pending { request: &request });
             match self.callbacks.get(Slot::WaitFor) {
