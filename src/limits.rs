@@ -31,3 +31,9 @@ pub const SERVED_REQUEST_BYTES: usize = 64 << 20;
 /// file, and is refused with its first bytes only, so an error never
 /// echoes a path of megabytes back to the model.
 pub const PATH_BYTES: usize = 4096;
+
+/// The most answers the served toolkit gives one JSON-RPC batch (each an
+/// invalid request: MCP has no batches): a batch that would get more is
+/// answered by one error, so a line of a few bytes per item never makes
+/// the gateway hold a hundred times its size in answers.
+pub const BATCH_ANSWERS: usize = 1024;

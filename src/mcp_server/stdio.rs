@@ -516,6 +516,10 @@ where
             let text = crate::jsonrpc::lines::text(&raw);
             let answer = if text.iter().all(u8::is_ascii_whitespace) {
                 None
+            } else if super::plain::is_batch(text) {
+                // rmcp's parse takes no batch, and would hold a tree of the
+                // whole line to say so.
+                super::plain::reject_batch(text)
             } else {
                 let parsed = match super::plain::read(text).map(|p| self.take_plain(p)) {
                     Some(Ok(())) => {
