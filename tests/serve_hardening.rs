@@ -854,3 +854,64 @@ fn a_huge_batch_body_is_refused_without_holding_a_tree_of_it() {
     assert!(list.contains("\"id\":7"), "{list}");
     assert!(peak < 128 * 1024, "the server's peak RSS was {peak} kB");
 }
+
+/// M2, the leaner parse: a 16 MB `tools/call` whose `arguments` are an
+/// array `[0,0,…]` (no object, so rmcp reads it as a request of a method it
+/// does not know) made rmcp's parse hold the array whole, several times
+/// over: a peak of 1.94 GB for a 72-byte answer. The gateway reads the
+/// arguments through once, keeps nothing of them, and hands rmcp the
+/// request with `[]` in their place; the answer is rmcp's, -32601
+/// "tools/call". Over HTTP (4 MiB) the gateway answers it the same.
+#[test]
+fn a_call_whose_arguments_are_a_huge_array_is_answered_without_holding_them() {
+    let items = 8 << 20;
+    let mut line =
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":"#
+            .to_vec();
+    line.extend_from_slice(&zeros_batch(items));
+    line.extend_from_slice(b"}}\n");
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    let writer = std::thread::spawn(move || {
+        let mut input = format!("{INIT}\n{INITIALIZED}\n").into_bytes();
+        input.extend_from_slice(&line);
+        let _ = stdin.write_all(&input);
+        stdin
+    });
+    let mut out = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("stdout")));
+    let (mut init, mut answer) = (String::new(), String::new());
+    let _ = out.read_line(&mut init);
+    let _ = out.read_line(&mut answer);
+    let peak = peak_rss_kb(child.id());
+    drop(writer.join().unwrap_or_else(|_| panic!("writer")));
+    assert_eq!(exit_within(&mut child), Some(0));
+    let answer: Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "tools/call"}})
+    );
+    assert!(peak < 256 * 1024, "the server's peak RSS was {peak} kB");
+
+    let (mut child, addr) = serve_http_cli();
+    let mut body =
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":"#
+            .to_vec();
+    body.extend_from_slice(&zeros_batch((4 << 20) / 2 - 100));
+    body.extend_from_slice(b"}}");
+    let (status, _, json) = post_raw(&addr, &body);
+    let peak = peak_rss_kb(child.id());
+    sigterm(&child);
+    let _ = exit_within(&mut child);
+    let answer: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(
+        (status, answer["error"].clone()),
+        (200, json!({"code": -32601, "message": "tools/call"}))
+    );
+    assert!(peak < 128 * 1024, "the server's peak RSS was {peak} kB");
+}

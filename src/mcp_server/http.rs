@@ -432,6 +432,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
     // peer the legacy shape of a result.
     let body = match plain {
         Plain::List { id } => serde_json::to_vec(&super::plain::list_answer(&routes.gateway, id)),
+        Plain::NotAnObject { id, .. } => serde_json::to_vec(&super::plain::unknown_call_answer(id)),
         Plain::Call {
             id,
             name,

@@ -24,6 +24,28 @@ use rmcp::ErrorData;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
+/// The scalar visits of [`Arguments`]: each the [`placeholder`] of its
+/// kind; `null` is refused.
+macro_rules! scalar_placeholders {
+    () => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::Bool(false)))
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::from(0)))
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::from(0)))
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::from(0)))
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::String(String::new())))
+        }
+    };
+}
+
 /// A plain request, read.
 pub enum Plain {
     Call {
@@ -34,6 +56,44 @@ pub enum Plain {
     List {
         id: RequestId,
     },
+    /// A `tools/call` whose `arguments` are no object (an array, a number,
+    /// a string, a boolean): rmcp reads it as a request of a method it does
+    /// not know and answers -32601. It goes to rmcp as that request with
+    /// `arguments` replaced by [`placeholder`] of the same kind, so the
+    /// arguments (a line of sixteen million bytes `[0,0,…]`) are read
+    /// through once and never held: rmcp's parse of them whole peaked at
+    /// 1.9 GB (issue 25 M2).
+    NotAnObject {
+        id: RequestId,
+        name: String,
+        placeholder: Value,
+    },
+}
+
+/// A message (as JSON) with its `params.arguments` replaced by their
+/// [`placeholder`] when they are no object: how the differential tests and
+/// the fuzz target compare rmcp's parse with a [`Plain::NotAnObject`].
+pub fn placeholder_arguments(mut message: Value) -> Value {
+    if let Some(args) = message
+        .get_mut("params")
+        .and_then(|p| p.get_mut("arguments"))
+        .filter(|a| !a.is_object())
+    {
+        *args = placeholder(args);
+    }
+    message
+}
+
+/// The smallest value of `v`'s kind: what [`Plain::NotAnObject`] passes on
+/// in place of arguments that are no object.
+pub fn placeholder(v: &Value) -> Value {
+    match v {
+        Value::Array(_) => Value::Array(Vec::new()),
+        Value::Number(_) => Value::from(0),
+        Value::String(_) => Value::String(String::new()),
+        Value::Bool(_) => Value::Bool(false),
+        other => other.clone(),
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -56,7 +116,44 @@ struct Params {
     #[serde(default, deserialize_with = "present")]
     name: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    arguments: Option<Map<String, Value>>,
+    arguments: Option<Arguments>,
+}
+
+/// A call's `arguments`: an object, or the [`placeholder`] of what else
+/// they were (read through, kept nowhere). An explicit `null` fails the
+/// read, leaving such a request to rmcp.
+enum Arguments {
+    Object(Map<String, Value>),
+    Other(Value),
+}
+
+impl<'de> serde::Deserialize<'de> for Arguments {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Arguments, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Arguments;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("arguments")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Arguments, A::Error> {
+                serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Arguments::Object)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Arguments, A::Error> {
+                SkipVisitor
+                    .visit_seq(seq)
+                    .map(|_| Arguments::Other(Value::Array(Vec::new())))
+            }
+            scalar_placeholders!();
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A field that is there (absent is `None` by `default`); an explicit
@@ -109,12 +206,26 @@ pub fn read(text: &[u8]) -> Option<Plain> {
             "tools/call",
             Some(Params {
                 name: Some(name),
+                arguments: Some(Arguments::Other(placeholder)),
+            }),
+        ) => Some(Plain::NotAnObject {
+            id: line.id,
+            name,
+            placeholder,
+        }),
+        (
+            "tools/call",
+            Some(Params {
+                name: Some(name),
                 arguments,
             }),
         ) => Some(Plain::Call {
             id: line.id,
             name,
-            arguments,
+            arguments: arguments.map(|a| match a {
+                Arguments::Object(m) => m,
+                Arguments::Other(_) => Map::new(),
+            }),
         }),
         (
             "tools/list",
@@ -145,6 +256,16 @@ pub fn list_answer(gateway: &Gateway, id: RequestId) -> ServerJsonRpcMessage {
             ListToolsResult::with_all_items(gateway.list()),
         )),
         id,
+    )
+}
+
+/// The answer to a [`Plain::NotAnObject`], as rmcp's handler gives it to a
+/// request of a method it does not know (`on_custom_request`): -32601 with
+/// the method as the message.
+pub fn unknown_call_answer(id: RequestId) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::error(
+        ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, "tools/call", None),
+        Some(id),
     )
 }
 
