@@ -41,3 +41,9 @@ pub const SERVED_TASKS: usize = 32;
 /// beyond them is refused with a JSON-RPC error (-32000, "server busy"),
 /// and nothing is stored for it.
 pub const SERVED_TASKS_QUEUED: usize = 1024;
+
+/// The most answers the served toolkit gives one JSON-RPC batch (each an
+/// invalid request: MCP has no batches): a batch that would get more is
+/// answered by one error, so a line of a few bytes per item never makes
+/// the gateway hold a hundred times its size in answers.
+pub const BATCH_ANSWERS: usize = 1024;

@@ -313,6 +313,11 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
             )
         }
     };
+    if plain_headers && super::plain::is_batch(&body) {
+        // What rmcp's refusal of a batch becomes (see not_a_message), without
+        // rmcp's parse, which holds a tree of the whole body to refuse it.
+        return refused_answer(super::plain::reject_batch(&body));
+    }
     if plain_headers {
         if let Some(plain) = super::plain::read(&body) {
             // With a client that asked for logs, a call takes rmcp's path,
@@ -346,18 +351,20 @@ async fn not_a_message(answer: Answer, body: &[u8]) -> Answer {
     let refused = text.starts_with(b"fail to deserialize request body");
     let err = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body).err();
     match (refused, err) {
-        (true, Some(err)) => {
-            let answer = super::plain::reject(body, &err);
-            let mut res = match answer {
-                Some(json) => json_answer(json),
-                // A notification, or a batch of them: nothing to say.
-                None => hyper::Response::new(Full::new(Bytes::new()).boxed()),
-            };
-            *res.status_mut() = hyper::StatusCode::BAD_REQUEST;
-            res
-        }
+        (true, Some(err)) => refused_answer(super::plain::reject(body, &err)),
         _ => hyper::Response::from_parts(parts, Full::new(text).boxed()),
     }
+}
+
+/// 400 with the JSON-RPC answer to a body that is no message (or none, for
+/// a notification or a batch of them: nothing to say).
+fn refused_answer(answer: Option<Vec<u8>>) -> Answer {
+    let mut res = match answer {
+        Some(json) => json_answer(json),
+        None => hyper::Response::new(Full::new(Bytes::new()).boxed()),
+    };
+    *res.status_mut() = hyper::StatusCode::BAD_REQUEST;
+    res
 }
 
 /// The Content-Length of a request, when it gives exactly one.
@@ -456,6 +463,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
     // peer the legacy shape of a result.
     let body = match plain {
         Plain::List { id } => serde_json::to_vec(&super::plain::list_answer(&routes.gateway, id)),
+        Plain::NotAnObject { id, .. } => serde_json::to_vec(&super::plain::unknown_call_answer(id)),
         Plain::Call {
             id,
             name,

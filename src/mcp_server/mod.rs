@@ -55,7 +55,11 @@ pub mod fuzzing {
             },
             Some(call) => {
                 let fast = super::stdio::call_message(call).map(|m| serde_json::to_value(m).ok());
-                let rmcp = full.as_ref().ok().map(|m| serde_json::to_value(m).ok());
+                let rmcp = full.as_ref().ok().map(|m| {
+                    serde_json::to_value(m)
+                        .ok()
+                        .map(super::plain::placeholder_arguments)
+                });
                 if fast != rmcp {
                     return Err(format!("plain {fast:?}, rmcp {rmcp:?}"));
                 }

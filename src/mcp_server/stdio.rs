@@ -259,7 +259,9 @@ where
         let Some(fast) = self.fast.as_mut() else {
             return Err(plain);
         };
-        if matches!(plain, Plain::Call { .. }) && fast.gateway.wants_logs() {
+        if matches!(plain, Plain::Call { .. }) && fast.gateway.wants_logs()
+            || matches!(plain, Plain::NotAnObject { .. })
+        {
             return Err(plain);
         }
         match plain {
@@ -267,6 +269,7 @@ where
                 let answer = super::plain::list_answer(&fast.gateway, id);
                 crate::runtime::get().spawn(async move { out.message(&answer).await });
             }
+            Plain::NotAnObject { .. } => return Err(plain),
             Plain::Call {
                 id,
                 name,
@@ -430,14 +433,26 @@ impl<W: AsyncWrite + Unpin> Out<W> {
 /// A plain `tools/call` (see [`super::plain`]) as the message rmcp's parse
 /// would make of its line; anything else is None, for rmcp's parse.
 pub(super) fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
-    use rmcp::model::{CallToolRequestParams, Request};
-    let Plain::Call {
-        id,
-        name,
-        arguments,
-    } = plain
-    else {
-        return None;
+    use rmcp::model::{CallToolRequestParams, CustomRequest, Request};
+    let (id, name, arguments) = match plain {
+        Plain::Call {
+            id,
+            name,
+            arguments,
+        } => (id, name, arguments),
+        // What rmcp's parse makes of it, but for the arguments' placeholder.
+        Plain::NotAnObject {
+            id,
+            name,
+            placeholder,
+        } => {
+            let params = serde_json::json!({"name": name, "arguments": placeholder});
+            return Some(ClientJsonRpcMessage::request(
+                ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params))),
+                id,
+            ));
+        }
+        Plain::List { .. } => return None,
     };
     let mut params = CallToolRequestParams::new(name);
     params.arguments = arguments;
@@ -516,6 +531,10 @@ where
             let text = crate::jsonrpc::lines::text(&raw);
             let answer = if text.iter().all(u8::is_ascii_whitespace) {
                 None
+            } else if super::plain::is_batch(text) {
+                // rmcp's parse takes no batch, and would hold a tree of the
+                // whole line to say so.
+                super::plain::reject_batch(text)
             } else {
                 let parsed = match super::plain::read(text).map(|p| self.take_plain(p)) {
                     Some(Ok(())) => {
@@ -746,15 +765,19 @@ mod tests {
             };
             taken += 1;
             let full = serde_json::from_slice::<ClientJsonRpcMessage>(line);
-            match (serde_json::to_value(fast), full.map(serde_json::to_value)) {
+            let full = full
+                .map(|m| serde_json::to_value(m).map(super::super::plain::placeholder_arguments));
+            match (serde_json::to_value(fast), full) {
                 (Ok(f), Ok(Ok(r))) if f == r => {}
                 (f, r) => wrong.push(format!("{shown}: fast {f:?}, rmcp {r:?}")),
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         // Ten of the ids, the repeated, escaped and big-number arguments,
-        // the escaped method and version, and trailing whitespace.
-        assert_eq!(taken, 17);
+        // the escaped method and version, trailing whitespace, and the three
+        // calls whose arguments are no object (rmcp's unknown-method request,
+        // compared with the arguments' placeholder).
+        assert_eq!(taken, 20);
     }
 
     /// A request line from hostile pieces (see `test_json::Gen`).
@@ -911,7 +934,11 @@ mod tests {
                 Some(call) => {
                     calls += 1;
                     let fast = call_message(call).map(|m| serde_json::to_value(m).ok());
-                    let rmcp = full.ok().map(|m| serde_json::to_value(m).ok());
+                    let rmcp = full.ok().map(|m| {
+                        serde_json::to_value(m)
+                            .ok()
+                            .map(super::super::plain::placeholder_arguments)
+                    });
                     if fast != rmcp {
                         wrong.push(format!("{shown}: fast {fast:?}, rmcp {rmcp:?}"));
                     }
