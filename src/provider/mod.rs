@@ -4,7 +4,7 @@
 //! below `skill`, `builtin`, `mcp`, `toolkit`, `translate` and `client`,
 //! which both speak to providers through it; nothing here imports them.
 //!
-//! - `mod.rs`: [`Style`], [`ClientConfig`] (CONTRACT §6) and the keys and
+//! - `mod.rs`: [`Style`] (defined in [`crate::style`]), [`ClientConfig`] (CONTRACT §6) and the keys and
 //!   clamps of its JSON.
 //! - [`openai`]: the OpenAI chat-completions dialect's tables.
 //! - [`anthropic`]: the Anthropic messages dialect's tables.
@@ -36,27 +36,7 @@ use crate::error::{Error, Result};
 use crate::json::type_name;
 use serde_json::{Map, Value};
 
-/// The provider's wire style.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    OpenAi,
-    Anthropic,
-    Gemini,
-    /// OpenAI's Responses API (`/responses`).
-    Responses,
-}
-
-impl Style {
-    /// The style's name in a client's JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Style::OpenAi => "openai",
-            Style::Anthropic => "anthropic",
-            Style::Gemini => "gemini",
-            Style::Responses => "responses",
-        }
-    }
-}
+pub use crate::style::Style;
 
 pub const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams";
 
@@ -143,13 +123,10 @@ impl ClientConfig {
         };
         let style = match present(obj, "style") {
             None => Style::OpenAi,
-            Some(s) => match expect_string("client.style", s)? {
-                "openai" => Style::OpenAi,
-                "anthropic" => Style::Anthropic,
-                "gemini" => Style::Gemini,
-                "responses" => Style::Responses,
-                other => return Err(unknown_style(other)),
-            },
+            Some(s) => {
+                let name = expect_string("client.style", s)?;
+                Style::from_name(name).ok_or_else(|| unknown_style(name))?
+            }
         };
         let model = match present(obj, "model") {
             Some(m) => expect_string("client.model", m)?.to_string(),

@@ -6,7 +6,8 @@
 //! translate_helpers vectors pin.
 
 use super::node::{self, array, object, Node, ObjectBuilder, EMPTY_OBJECT};
-use crate::parts::{BlockStyle, Part};
+use crate::parts::Part;
+use crate::style::Style;
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 
@@ -540,7 +541,7 @@ fn anthropic_part_block<'a>(bump: &'a Bump, part: Node<'a>) -> Node<'a> {
     };
     // Straight into the arena: no JSON text of the block in between (the
     // base64 of an image would be written out and read back).
-    node::copy_value(bump, &p.to_block_or_placeholder(BlockStyle::Anthropic))
+    node::copy_value(bump, &p.to_block_or_placeholder(Style::Anthropic))
 }
 
 /// OpenAI `messages` converted for Anthropic: assistant `tool_calls` become
