@@ -6,12 +6,23 @@
 //!
 //! - `mod.rs`: [`Style`] (defined in [`crate::style`]), [`ClientConfig`] (CONTRACT §6) and the keys and
 //!   clamps of its JSON.
-//! - [`openai`]: the OpenAI chat-completions dialect's tables.
-//! - [`anthropic`]: the Anthropic messages dialect's tables.
-//! - [`gemini`]: the Gemini `generateContent` dialect: its tables and its
-//!   conversions; [`gemini_schema`] makes a tool schema Gemini-safe.
-//! - [`responses`]: the OpenAI Responses dialect: its tables and its
-//!   conversions.
+//! - [`openai`]: the OpenAI chat-completions dialect: its tables; the
+//!   loop's body writer, answer reader and tool-result message (over
+//!   `serde_json::Value`); translate's body writer and answer reader, and
+//!   the readers of OpenAI-shaped messages (over the arena [`node`]).
+//! - [`anthropic`]: the Anthropic messages dialect: the same pieces, and
+//!   the conversion of OpenAI-shaped messages and tools to its own.
+//! - [`gemini`]: the Gemini `generateContent` dialect: the same pieces and
+//!   its conversions from OpenAI shape; [`gemini_schema`] makes a tool
+//!   schema Gemini-safe.
+//! - [`responses`]: the OpenAI Responses dialect: the same pieces and its
+//!   conversions from OpenAI shape.
+//! - [`turn`]: what a turn is made of in every dialect — the loop's (the
+//!   body, a call, a fed result, the usage) and translate's (the validated
+//!   OpenAI-shaped [`turn::Request`]) — and the readers they share.
+//! - [`node`]: the per-call arena JSON tree translate reads and writes.
+//! - [`dialect`]: the loop's entry to the dialects: each function picks the
+//!   style's piece (`crate::client::shape` is this module).
 //! - [`http`]: the provider call: retries, backoff, `Retry-After`, the
 //!   whole-call deadline, the cancel token, typed provider errors.
 //! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
@@ -23,13 +34,16 @@
 
 pub mod anthropic;
 pub mod chunks;
+pub mod dialect;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod http;
+pub mod node;
 pub mod openai;
 pub mod responses;
 pub mod sse;
 pub mod stream;
+pub mod turn;
 pub(crate) mod wire;
 
 use crate::error::{Error, Result};
