@@ -5,6 +5,7 @@ use super::node::{self, array, object, Node, Num, ObjectBuilder, EMPTY_OBJECT};
 use super::openai;
 use super::turn::{self, text_of, Body, Call, Entries, Fed, Field, Request};
 use super::ClientConfig;
+use crate::json::View;
 use crate::parts::Part;
 use crate::style::Style;
 use bumpalo::collections::{String as BString, Vec as BVec};
@@ -104,11 +105,12 @@ pub fn answer_text(raw: &Value) -> String {
 }
 
 /// `usage.input_tokens` and `output_tokens`, the total their sum; `None`
-/// without a usage object.
-pub fn usage(raw: &Value) -> Option<(u64, u64, u64)> {
+/// without a usage object. The loop reads it off a `Value`, translate off
+/// its arena node.
+pub fn usage<'a, V: View<'a>>(raw: V) -> Option<(u64, u64, u64)> {
     let u = raw.get("usage").filter(|u| u.is_object())?;
-    let p = turn::count(u.get("input_tokens")).unwrap_or(0);
-    let c = turn::count(u.get("output_tokens")).unwrap_or(0);
+    let p = u.get("input_tokens").and_then(V::count).unwrap_or(0);
+    let c = u.get("output_tokens").and_then(V::count).unwrap_or(0);
     Some((p, c, p.saturating_add(c)))
 }
 

@@ -205,6 +205,24 @@ impl<'a> Node<'a> {
     }
 }
 
+impl<'a> crate::json::View<'a> for Node<'a> {
+    fn get(self, key: &str) -> Option<Self> {
+        Node::get(self, key)
+    }
+
+    fn is_object(self) -> bool {
+        Node::is_object(self)
+    }
+
+    fn count(self) -> Option<u64> {
+        match self {
+            Node::Number(Num::Pos(n)) => Some(n),
+            Node::Number(Num::Float(f)) if f.is_finite() && f >= 0.0 => Some(f as u64),
+            _ => None,
+        }
+    }
+}
+
 /// A text nodes were parsed from, and where the fast reader found objects
 /// and arrays whose text is already exactly what the writer would write for
 /// them: no whitespace, no repeated key, only strings without escapes,

@@ -4,6 +4,7 @@
 use super::node::{self, array, object, Node, ObjectBuilder, EMPTY_OBJECT};
 use super::turn::{self, args_of, text_of, Body, Call, Entries, Fed, Field, Request};
 use super::ClientConfig;
+use crate::json::View;
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 use serde_json::{json, Value};
@@ -110,12 +111,16 @@ pub fn text_at_limit(messages: &[Value]) -> String {
 }
 
 /// `usage.prompt_tokens`, `completion_tokens` and `total_tokens` (their sum
-/// when absent); `None` without a usage object.
-pub fn usage(raw: &Value) -> Option<(u64, u64, u64)> {
+/// when absent); `None` without a usage object. The loop reads it off a
+/// `Value`, translate off its arena node.
+pub fn usage<'a, V: View<'a>>(raw: V) -> Option<(u64, u64, u64)> {
     let u = raw.get("usage").filter(|u| u.is_object())?;
-    let p = turn::count(u.get("prompt_tokens")).unwrap_or(0);
-    let c = turn::count(u.get("completion_tokens")).unwrap_or(0);
-    let t = turn::count(u.get("total_tokens")).unwrap_or(p.saturating_add(c));
+    let p = u.get("prompt_tokens").and_then(V::count).unwrap_or(0);
+    let c = u.get("completion_tokens").and_then(V::count).unwrap_or(0);
+    let t = u
+        .get("total_tokens")
+        .and_then(V::count)
+        .unwrap_or(p.saturating_add(c));
     Some((p, c, t))
 }
 

@@ -149,19 +149,6 @@ impl Usage {
     }
 }
 
-/// A token count: a whole number, a fraction taken down; anything else
-/// (negative, not a number) is absent.
-pub(crate) fn count(v: Option<&Value>) -> Option<u64> {
-    match v? {
-        Value::Number(n) => n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.is_finite() && *f >= 0.0)
-                .map(|f| f as u64)
-        }),
-        _ => None,
-    }
-}
-
 /// One tool's result as it goes back to the provider.
 pub struct Fed<'a> {
     pub id: &'a str,
@@ -246,16 +233,6 @@ pub(crate) fn chosen_system(
     }
 }
 
-/// A token count as a whole number (fractions are dropped; anything else is
-/// absent).
-pub(crate) fn token_count(v: Option<Node>) -> Option<u64> {
-    match v? {
-        Node::Number(Num::Pos(n)) => Some(n),
-        Node::Number(Num::Float(f)) if f.is_finite() && f >= 0.0 => Some(f as u64),
-        _ => None,
-    }
-}
-
 pub(crate) fn usage_node(bump: &Bump, prompt: u64, completion: u64, total: u64) -> Node<'_> {
     node::object(
         bump,
@@ -265,24 +242,4 @@ pub(crate) fn usage_node(bump: &Bump, prompt: u64, completion: u64, total: u64) 
             ("totalTokens", Node::Number(Num::Pos(total))),
         ],
     )
-}
-
-/// OpenAI prompt/completion/total_tokens; Anthropic input/output_tokens, the
-/// total being their sum. An absent usage is all zeros.
-pub(crate) fn usage_of<'a>(bump: &'a Bump, style: Style, raw: Node<'a>) -> Node<'a> {
-    let Some(u) = raw.get("usage").filter(|u| u.is_object()) else {
-        return usage_node(bump, 0, 0, 0);
-    };
-    let (p_key, c_key) = match style {
-        Style::OpenAi => ("prompt_tokens", "completion_tokens"),
-        _ => ("input_tokens", "output_tokens"),
-    };
-    let p = token_count(u.get(p_key)).unwrap_or(0);
-    let c = token_count(u.get(c_key)).unwrap_or(0);
-    let sum = p.saturating_add(c);
-    let total = match style {
-        Style::OpenAi => token_count(u.get("total_tokens")).unwrap_or(sum),
-        _ => sum,
-    };
-    usage_node(bump, p, c, total)
 }

@@ -171,11 +171,22 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
             ("text", Node::Str(text)),
             ("toolCalls", calls),
             ("finishReason", Node::Str(finish)),
-            ("usage", turn::usage_of(bump, style, raw)),
+            ("usage", usage_of(bump, style, raw)),
             ("model", Node::Str(model)),
             ("raw", raw),
         ],
     )
+}
+
+/// The usage of an OpenAI or Anthropic answer, read by the dialect (the
+/// same reader the client loop uses); an absent usage is all zeros.
+fn usage_of<'a>(bump: &'a Bump, style: Style, raw: Node<'a>) -> Node<'a> {
+    let counted = match style {
+        Style::OpenAi => openai::usage(raw),
+        _ => anthropic::usage(raw),
+    };
+    let (p, c, t) = counted.unwrap_or((0, 0, 0));
+    turn::usage_node(bump, p, c, t)
 }
 
 /// An Anthropic answer to a client that enabled thinking
