@@ -1,11 +1,14 @@
-//! The provider layer (floor 3): what the two provider dialects are, the
-//! client configuration that picks one, and each dialect's tables. It sits
-//! above `tool`, `parts`, `adapter`, `json`, `net` and the cancel token, and
-//! below `skill`, `builtin`, `mcp`, `toolkit`, `translate` and `client`,
-//! which both speak to providers through it; nothing here imports them.
+//! The provider layer (floor 3): the four provider dialects, written once
+//! each, the client configuration that picks one, and the HTTP exchange. It
+//! sits above `tool`, `parts`, `adapter`, `json`, `net` and the cancel
+//! token, and below `skill`, `builtin`, `mcp`, `toolkit`, `translate` and
+//! `client`, which both speak to providers through it; nothing here
+//! imports them. A new dialect is one new file beside `openai.rs` plus its
+//! arm in each match on [`Style`] (here, `dialect.rs`, `translate`, the
+//! stream readers).
 //!
-//! - `mod.rs`: [`Style`] (defined in [`crate::style`]), [`ClientConfig`] (CONTRACT §6) and the keys and
-//!   clamps of its JSON.
+//! - `mod.rs`: [`Style`] (defined in [`crate::style`]), [`ClientConfig`]
+//!   (CONTRACT §6) and the keys and clamps of its JSON.
 //! - [`openai`]: the OpenAI chat-completions dialect: its tables; the
 //!   loop's body writer, answer reader and tool-result message (over
 //!   `serde_json::Value`); translate's body writer and answer reader, and
