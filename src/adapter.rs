@@ -2,27 +2,22 @@
 //! schema only, the caller's order, compact JSON.
 
 use crate::json;
+use crate::style::Style;
 use crate::sys::prefetch::prefetch;
 use crate::tool::Tool;
 use serde_json::Value;
 
-/// The provider shapes a tool list renders to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provider {
-    OpenAi,
-    Anthropic,
-    Gemini,
+/// The style a `tn_render` format name asks for: `openai`, `anthropic` or
+/// `gemini`. The responses style has no declaration shape here: its name is
+/// not a render format (an `unknown_format` error, as it always was).
+pub fn style_of(format: &str) -> Option<Style> {
+    Style::from_name(format).filter(|s| renders(*s))
 }
 
-impl Provider {
-    pub fn from_name(name: &str) -> Option<Provider> {
-        match name {
-            "openai" => Some(Provider::OpenAi),
-            "anthropic" => Some(Provider::Anthropic),
-            "gemini" => Some(Provider::Gemini),
-            _ => None,
-        }
-    }
+/// Whether `style` has a declaration shape here (every style but
+/// responses).
+pub fn renders(style: Style) -> bool {
+    style != Style::Responses
 }
 
 /// Renders `tools`, in the order given, as the provider's JSON text. Gemini
@@ -36,21 +31,29 @@ impl Provider {
 /// the `":` after it with the quotes), a string of up to 16 bytes is checked
 /// for escapes and copied as two overlapping words, and string values are
 /// written without a call per value. The buffer keeps one spare byte for
-/// the NUL a C caller gets.
-pub fn render(provider: Provider, tools: &[&Tool]) -> String {
-    let out = render_bytes(provider, tools);
+/// the NUL a C caller gets. `None` for a style with no declaration shape
+/// (see [`renders`]).
+pub fn render(style: Style, tools: &[&Tool]) -> Option<String> {
+    let out = render_bytes(style, tools)?;
     // Only whole strings and ASCII were written, so this always holds.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    Some(
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 /// [`render`] as the bytes of its UTF-8 text (every byte written is ASCII
 /// or a copy of a whole `str`, and none is a NUL: controls are escaped),
-/// with one spare byte of capacity for the NUL a C caller gets.
-pub fn render_bytes(provider: Provider, tools: &[&Tool]) -> Vec<u8> {
+/// with one spare byte of capacity for the NUL a C caller gets; `None` for
+/// a style with no declaration shape.
+pub fn render_bytes(style: Style, tools: &[&Tool]) -> Option<Vec<u8>> {
+    if !renders(style) {
+        return None;
+    }
     let mut out: Vec<u8> =
         Vec::with_capacity(64 + tools.iter().map(|t| estimate(t)).sum::<usize>());
-    let (open, close): (&[u8], &[u8]) = match provider {
-        Provider::Gemini => (b"[{\"functionDeclarations\":[", b"]}]"),
+    let (open, close): (&[u8], &[u8]) = match style {
+        Style::Gemini => (b"[{\"functionDeclarations\":[", b"]}]"),
         _ => (b"[", b"]"),
     };
     out.extend_from_slice(open);
@@ -59,17 +62,18 @@ pub fn render_bytes(provider: Provider, tools: &[&Tool]) -> Vec<u8> {
         if i > 0 {
             out.push(b',');
         }
-        match provider {
-            Provider::OpenAi => {
+        match style {
+            // Never reached (see `renders`); written with openai's shape.
+            Style::OpenAi | Style::Responses => {
                 out.extend_from_slice(b"{\"type\":\"function\",\"function\":{\"name\":");
                 function(&mut out, t, b",\"parameters\":");
                 out.push(b'}');
             }
-            Provider::Anthropic => {
+            Style::Anthropic => {
                 out.extend_from_slice(b"{\"name\":");
                 function(&mut out, t, b",\"input_schema\":");
             }
-            Provider::Gemini => {
+            Style::Gemini => {
                 out.extend_from_slice(b"{\"name\":");
                 function(&mut out, t, b",\"parameters\":");
             }
@@ -77,7 +81,7 @@ pub fn render_bytes(provider: Provider, tools: &[&Tool]) -> Vec<u8> {
     }
     out.extend_from_slice(close);
     out.reserve_exact(1);
-    out
+    Some(out)
 }
 
 /// Prefetches what the next tools' declarations read, a level at a time:
@@ -329,7 +333,7 @@ mod tests {
 
     /// What `serde_json` writes for the provider shapes (the reference the
     /// hand-written renderer must match byte for byte).
-    fn reference(p: Provider, tools: &[&Tool]) -> String {
+    fn reference(p: Style, tools: &[&Tool]) -> String {
         let f = |t: &Tool, key: &str| {
             let mut m = serde_json::Map::new();
             m.insert("name".into(), json!(t.name));
@@ -338,16 +342,14 @@ mod tests {
             Value::Object(m)
         };
         let v = match p {
-            Provider::OpenAi => Value::Array(
+            Style::OpenAi | Style::Responses => Value::Array(
                 tools
                     .iter()
                     .map(|t| json!({"type": "function", "function": f(t, "parameters")}))
                     .collect(),
             ),
-            Provider::Anthropic => {
-                Value::Array(tools.iter().map(|t| f(t, "input_schema")).collect())
-            }
-            Provider::Gemini => json!([{"functionDeclarations":
+            Style::Anthropic => Value::Array(tools.iter().map(|t| f(t, "input_schema")).collect()),
+            Style::Gemini => json!([{"functionDeclarations":
                 tools.iter().map(|t| f(t, "parameters")).collect::<Vec<_>>()}]),
         };
         serde_json::to_string(&v).unwrap_or_default()
@@ -356,6 +358,13 @@ mod tests {
     /// Strings of every length the word paths take (and past them), each
     /// with a byte to escape at every position, or a two- and three-byte
     /// character there, as names, descriptions, keys and values.
+    #[test]
+    fn responses_has_no_render_format() {
+        assert_eq!(style_of("responses"), None);
+        assert_eq!(render(Style::Responses, &[]), None);
+        assert_eq!(style_of("gemini"), Some(Style::Gemini));
+    }
+
     #[test]
     fn short_strings_of_every_length_and_escape_position_match_serde_json() {
         let mut texts = Vec::new();
@@ -394,8 +403,8 @@ mod tests {
             })
             .collect();
         let refs: Vec<&Tool> = tools.iter().collect();
-        for p in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
-            let ours = render(p, &refs);
+        for p in [Style::OpenAi, Style::Anthropic, Style::Gemini] {
+            let ours = render(p, &refs).unwrap();
             let want = reference(p, &refs);
             if ours != want {
                 let at = ours
@@ -441,9 +450,13 @@ mod tests {
             })
             .collect();
         let refs: Vec<&Tool> = tools.iter().collect();
-        for p in [Provider::OpenAi, Provider::Anthropic, Provider::Gemini] {
+        for p in [Style::OpenAi, Style::Anthropic, Style::Gemini] {
             for n in 0..=refs.len() {
-                assert_eq!(render(p, &refs[..n]), reference(p, &refs[..n]), "{p:?} {n}");
+                assert_eq!(
+                    render(p, &refs[..n]).unwrap(),
+                    reference(p, &refs[..n]),
+                    "{p:?} {n}"
+                );
             }
         }
     }

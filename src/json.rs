@@ -435,6 +435,43 @@ impl Placer {
     }
 }
 
+/// A read-only view of one JSON value: what a reader of provider answers
+/// needs, implemented by `&serde_json::Value` (the client loop's JSON) and
+/// by the translator's arena node (`provider::node::Node`), so a dialect
+/// writes such a reader once, generic over the view, and each caller keeps
+/// its own tree (the translator's speed comes from never building a
+/// `Value`).
+pub trait View<'a>: Copy + 'a {
+    /// `self[key]` of an object; `None` for a missing key or a non-object.
+    fn get(self, key: &str) -> Option<Self>;
+    fn is_object(self) -> bool;
+    /// A token count: a whole number of 0 or more as it is, a finite
+    /// fraction of 0 or more taken down; anything else (negative, not a
+    /// number) is `None`.
+    fn count(self) -> Option<u64>;
+}
+
+impl<'a> View<'a> for &'a Value {
+    fn get(self, key: &str) -> Option<Self> {
+        Value::get(self, key)
+    }
+
+    fn is_object(self) -> bool {
+        Value::is_object(self)
+    }
+
+    fn count(self) -> Option<u64> {
+        match self {
+            Value::Number(n) => n.as_u64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.is_finite() && *f >= 0.0)
+                    .map(|f| f as u64)
+            }),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{

@@ -16,7 +16,7 @@
 //! them all. `tests/layers.rs` reads the lines below and checks every
 //! reference in `src/` against them (a room listed before it exists is fine).
 //!
-//! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, test_json, quiet_panic
+//! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, style, test_json, quiet_panic
 //! - floor 2: tool, parts, adapter, store
 //! - floor 3: provider, jsonrpc
 //! - floor 4: skill, builtin, http_tool, relay_tool, native, mcp, config, source, a2a_tool
@@ -55,6 +55,7 @@ pub mod runtime;
 pub mod skill;
 mod source;
 pub mod store;
+pub mod style;
 #[allow(unsafe_code)]
 pub(crate) mod sys;
 pub mod tool;

@@ -13,6 +13,7 @@
 //! to a provider is usually accepted with a 200 and silently ignored, so
 //! "map and hope" is never an option.
 
+use crate::style::Style;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -58,28 +59,12 @@ pub struct Part {
     pub name: Option<String>,
 }
 
-/// The provider shape a part is mapped to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockStyle {
-    OpenAi,
-    Anthropic,
-}
-
-impl BlockStyle {
-    fn as_str(self) -> &'static str {
-        match self {
-            BlockStyle::OpenAi => "openai",
-            BlockStyle::Anthropic => "anthropic",
-        }
-    }
-}
-
 /// A part that has no block in a provider style (§8A): names both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsupported {
     pub kind: PartKind,
     pub mime_type: Option<String>,
-    pub style: BlockStyle,
+    pub style: Style,
 }
 
 impl fmt::Display for Unsupported {
@@ -87,7 +72,7 @@ impl fmt::Display for Unsupported {
         write!(
             f,
             "no \"{}\" block shape for a {} part",
-            self.style.as_str(),
+            self.style.name(),
             self.kind.as_str()
         )?;
         if let Some(m) = &self.mime_type {
@@ -293,7 +278,7 @@ impl Part {
     }
 
     /// The provider block of this part (§8A), or the refusal naming it.
-    pub fn to_block(&self, style: BlockStyle) -> Result<Value, Unsupported> {
+    pub fn to_block(&self, style: Style) -> Result<Value, Unsupported> {
         let refuse = || Unsupported {
             kind: self.kind,
             mime_type: self.mime_type.clone(),
@@ -302,11 +287,11 @@ impl Part {
         let mime = self.mime_type.as_deref().unwrap_or_default();
         let data_url = |data: &str| format!("data:{mime};base64,{data}");
         let block = match (style, self.kind) {
-            (_, PartKind::Text) => serde_json::json!({
+            (Style::OpenAi | Style::Anthropic, PartKind::Text) => serde_json::json!({
                 "type": "text",
                 "text": self.text.as_deref().unwrap_or_default(),
             }),
-            (BlockStyle::OpenAi, PartKind::Image) => {
+            (Style::OpenAi, PartKind::Image) => {
                 let url = match (&self.url, &self.data) {
                     (Some(u), _) => u.clone(),
                     (None, Some(d)) => data_url(d),
@@ -314,7 +299,7 @@ impl Part {
                 };
                 serde_json::json!({"type": "image_url", "image_url": {"url": url}})
             }
-            (BlockStyle::OpenAi, PartKind::File) => {
+            (Style::OpenAi, PartKind::File) => {
                 // Chat Completions takes a file only inline, and only as a data
                 // URL (bare base64 is a 400).
                 let Some(d) = &self.data else {
@@ -325,7 +310,7 @@ impl Part {
                     "file_data": data_url(d),
                 }})
             }
-            (BlockStyle::OpenAi, PartKind::Audio) => {
+            (Style::OpenAi, PartKind::Audio) => {
                 let format = match mime {
                     "audio/mpeg" | "audio/mp3" => "mp3",
                     "audio/wav" | "audio/x-wav" => "wav",
@@ -336,7 +321,7 @@ impl Part {
                 };
                 serde_json::json!({"type": "input_audio", "input_audio": {"data": d, "format": format}})
             }
-            (BlockStyle::Anthropic, PartKind::Image | PartKind::File) => {
+            (Style::Anthropic, PartKind::Image | PartKind::File) => {
                 let block_type = if self.kind == PartKind::Image {
                     "image"
                 } else {
@@ -352,7 +337,11 @@ impl Part {
                 serde_json::json!({"type": block_type, "source": source})
             }
             // Anthropic defines no audio block: a refusal by name.
-            (BlockStyle::Anthropic, PartKind::Audio) => return Err(refuse()),
+            (Style::Anthropic, PartKind::Audio) => return Err(refuse()),
+            // These dialects carry parts their own way (a Gemini result's
+            // media goes as parts beside its `functionResponse`; a
+            // Responses result is text): no block here.
+            (Style::Gemini | Style::Responses, _) => return Err(refuse()),
         };
         Ok(block)
     }
@@ -360,7 +349,7 @@ impl Part {
     /// [`Part::to_block`], or — for a part the style cannot carry — a text
     /// block holding [`Part::placeholder_text`]: what a part that came from a
     /// tool (not one the caller attached) degrades to.
-    pub fn to_block_or_placeholder(&self, style: BlockStyle) -> Value {
+    pub fn to_block_or_placeholder(&self, style: Style) -> Value {
         self.to_block(style).unwrap_or_else(
             |_| serde_json::json!({"type": "text", "text": self.placeholder_text()}),
         )
@@ -409,7 +398,7 @@ impl WireOptions {
     /// in a user turn, false for one a tool returned: a tool's part never
     /// fails a run (an oversize or unsupported one degrades to its text
     /// placeholder); an attached one is an error before anything is sent.
-    fn block(&self, p: &Part, style: BlockStyle, attached: bool) -> Result<Value, String> {
+    fn block(&self, p: &Part, style: Style, attached: bool) -> Result<Value, String> {
         let placeholder = || serde_json::json!({"type": "text", "text": p.placeholder_text()});
         if let Some(limit) = self.max_part_bytes {
             if p.byte_len() as u64 > limit {
@@ -436,7 +425,7 @@ impl WireOptions {
         }
     }
 
-    fn block_of(&self, v: &Value, style: BlockStyle, attached: bool) -> Result<Value, String> {
+    fn block_of(&self, v: &Value, style: Style, attached: bool) -> Result<Value, String> {
         let p = Part::read_value(v)?;
         self.block(&p, style, attached)
     }
@@ -467,7 +456,7 @@ pub fn transcript_has_parts(messages: &[Value]) -> bool {
 /// behind a line saying whose output it is; that message exists only on the
 /// wire, never in the transcript.
 pub fn wire_messages(
-    style: BlockStyle,
+    style: Style,
     messages: &[Value],
     opts: &WireOptions,
 ) -> Result<Vec<Value>, String> {
@@ -660,11 +649,11 @@ mod tests {
         // content.py encode_part; test_multimodal.py's per-style block shapes.
         let p = png();
         assert_eq!(
-            p.to_block(BlockStyle::OpenAi).unwrap(),
+            p.to_block(Style::OpenAi).unwrap(),
             json!({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}})
         );
         assert_eq!(
-            p.to_block(BlockStyle::Anthropic).unwrap(),
+            p.to_block(Style::Anthropic).unwrap(),
             json!({"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}})
         );
         let pdf = Part::from_value(
@@ -672,41 +661,38 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            pdf.to_block(BlockStyle::OpenAi).unwrap(),
+            pdf.to_block(Style::OpenAi).unwrap(),
             json!({"type":"file","file":{"filename":"r.pdf","file_data":"data:application/pdf;base64,JVBERg=="}})
         );
-        assert_eq!(
-            pdf.to_block(BlockStyle::Anthropic).unwrap()["type"],
-            "document"
-        );
+        assert_eq!(pdf.to_block(Style::Anthropic).unwrap()["type"], "document");
         let linked = Part::from_value(
             &json!({"type":"file","mimeType":"application/pdf","url":"https://h/d.pdf"}),
         )
         .unwrap();
         assert_eq!(
-            linked.to_block(BlockStyle::Anthropic).unwrap(),
+            linked.to_block(Style::Anthropic).unwrap(),
             json!({"type":"document","source":{"type":"url","url":"https://h/d.pdf"}})
         );
         // OpenAI chat has no URL form for a file.
-        assert!(linked.to_block(BlockStyle::OpenAi).is_err());
+        assert!(linked.to_block(Style::OpenAi).is_err());
         let mp3 = Part::from_value(&json!({"type":"audio","mimeType":"audio/mpeg","data":"SUQz"}))
             .unwrap();
         assert_eq!(
-            mp3.to_block(BlockStyle::OpenAi).unwrap(),
+            mp3.to_block(Style::OpenAi).unwrap(),
             json!({"type":"input_audio","input_audio":{"data":"SUQz","format":"mp3"}})
         );
-        let refusal = mp3.to_block(BlockStyle::Anthropic).unwrap_err();
+        let refusal = mp3.to_block(Style::Anthropic).unwrap_err();
         assert_eq!(
             refusal.to_string(),
             "no \"anthropic\" block shape for a audio part (audio/mpeg)"
         );
         assert_eq!(
-            mp3.to_block_or_placeholder(BlockStyle::Anthropic),
+            mp3.to_block_or_placeholder(Style::Anthropic),
             json!({"type":"text","text":"[unsupported audio part (audio/mpeg, 3 bytes)]"})
         );
         let ogg = Part::from_value(&json!({"type":"audio","mimeType":"audio/ogg","data":"AA=="}))
             .unwrap();
-        assert!(ogg.to_block(BlockStyle::OpenAi).is_err());
+        assert!(ogg.to_block(Style::OpenAi).is_err());
     }
 
     #[test]
@@ -737,8 +723,7 @@ mod tests {
             json!({"role": "assistant", "content": "done"}),
         ];
         assert!(transcript_has_parts(&transcript));
-        let wired =
-            wire_messages(BlockStyle::OpenAi, &transcript, &WireOptions::default()).unwrap();
+        let wired = wire_messages(Style::OpenAi, &transcript, &WireOptions::default()).unwrap();
         let block =
             json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}});
         assert_eq!(
@@ -765,8 +750,7 @@ mod tests {
             {"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": false,
              "parts": [{"type": "image", "mimeType": "image/png", "url": "https://h/a.png"},
                        {"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="}]}]})];
-        let wired =
-            wire_messages(BlockStyle::Anthropic, &transcript, &WireOptions::default()).unwrap();
+        let wired = wire_messages(Style::Anthropic, &transcript, &WireOptions::default()).unwrap();
         assert_eq!(
             wired,
             vec![json!({"role": "user", "content": [
@@ -785,7 +769,7 @@ mod tests {
         let audio = json!({"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="});
         let user =
             vec![json!({"role": "user", "content": [{"type": "text", "text": "hear"}, audio]})];
-        let e = wire_messages(BlockStyle::Anthropic, &user, &WireOptions::default()).unwrap_err();
+        let e = wire_messages(Style::Anthropic, &user, &WireOptions::default()).unwrap_err();
         assert_eq!(
             e,
             "no \"anthropic\" block shape for a audio part (audio/wav)"
@@ -794,7 +778,7 @@ mod tests {
             on_unsupported: Some(OnUnsupported::Text),
             ..Default::default()
         };
-        let wired = wire_messages(BlockStyle::Anthropic, &user, &text).unwrap();
+        let wired = wire_messages(Style::Anthropic, &user, &text).unwrap();
         assert_eq!(
             wired[0]["content"][1]["text"],
             "[unsupported audio part (audio/wav, 4 bytes)]"
@@ -803,13 +787,13 @@ mod tests {
             max_part_bytes: Some(2),
             ..Default::default()
         };
-        let e = wire_messages(BlockStyle::OpenAi, &user, &small).unwrap_err();
+        let e = wire_messages(Style::OpenAi, &user, &small).unwrap_err();
         assert_eq!(
             e,
             "content part is 4 decoded bytes, over the maxPartBytes limit of 2"
         );
         let from_tool = vec![tool_msg("c1", json!([audio]))];
-        let wired = wire_messages(BlockStyle::OpenAi, &from_tool, &small).unwrap();
+        let wired = wire_messages(Style::OpenAi, &from_tool, &small).unwrap();
         assert_eq!(
             wired[1]["content"][1]["text"],
             "[unsupported audio part (audio/wav, 4 bytes)]"
@@ -819,7 +803,7 @@ mod tests {
             ..Default::default()
         };
         let ogg = json!([{"type": "audio", "mimeType": "audio/ogg", "data": "AA=="}]);
-        assert!(wire_messages(BlockStyle::OpenAi, &[tool_msg("c1", ogg)], &strict).is_err());
+        assert!(wire_messages(Style::OpenAi, &[tool_msg("c1", ogg)], &strict).is_err());
     }
 
     #[test]
@@ -831,7 +815,7 @@ mod tests {
         ];
         assert!(!transcript_has_parts(&t));
         assert_eq!(
-            wire_messages(BlockStyle::OpenAi, &t, &WireOptions::default()).unwrap(),
+            wire_messages(Style::OpenAi, &t, &WireOptions::default()).unwrap(),
             t
         );
     }

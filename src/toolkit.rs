@@ -1,7 +1,7 @@
 //! The toolkit: every source assembled into one name-sorted set of tools,
 //! rendered and executed by name (CONTRACT.md §3–§5).
 
-use crate::adapter::{self, Provider};
+use crate::adapter;
 use crate::config::ToolkitConfig;
 pub use crate::error::panic_message;
 use crate::error::{Error, ErrorCode, Result};
@@ -10,6 +10,7 @@ use crate::skill;
 use crate::source::build_cancelled;
 use crate::source::{Build, SOURCES};
 pub use crate::source::{BuildOptions, SkillProvider, Status, SKILL_PROVIDER_KEY};
+use crate::style::Style;
 use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -40,15 +41,17 @@ impl std::ops::Deref for Snapshot {
 
 impl Snapshot {
     /// The provider's rendering: written once and kept, then copied out.
-    fn render(&self, p: Provider) -> Vec<u8> {
+    /// `p` is one [`adapter::style_of`] gives (any other renders nothing).
+    fn render(&self, p: Style) -> Vec<u8> {
         let slot = match p {
-            Provider::OpenAi => 0,
-            Provider::Anthropic => 1,
-            Provider::Gemini => 2,
+            Style::OpenAi => 0,
+            Style::Anthropic => 1,
+            Style::Gemini => 2,
+            Style::Responses => return Vec::new(),
         };
         let text = self.rendered[slot].get_or_init(|| {
             let tools: Vec<&Tool> = self.tools.values().map(|t| &**t).collect();
-            adapter::render_bytes(p, &tools)
+            adapter::render_bytes(p, &tools).unwrap_or_default()
         });
         // A copy with room for the NUL a C caller gets (`clone` would leave
         // none, and handing it out would move all of it once more).
@@ -294,7 +297,7 @@ impl Toolkit {
     /// `tn_render`: a format name, or JSON text `{"format": F, "tools": [names]}`
     /// rendering exactly those tools in that order.
     pub fn render(&self, format: &str) -> Result<String> {
-        if let Some(p) = Provider::from_name(format) {
+        if let Some(p) = adapter::style_of(format) {
             let text = self.snapshot().render(p);
             // Always UTF-8 (see `adapter::render_bytes`).
             return Ok(String::from_utf8(text)
@@ -307,7 +310,7 @@ impl Toolkit {
     /// a provider rendering goes out as written, with no second pass over
     /// it to check what the writer guarantees.
     pub fn render_bytes(&self, format: &str) -> Result<Vec<u8>> {
-        match Provider::from_name(format) {
+        match adapter::style_of(format) {
             Some(p) => Ok(self.snapshot().render(p)),
             None => self.render_other(format).map(String::into_bytes),
         }
@@ -366,7 +369,7 @@ impl Toolkit {
                 "unknown key '{k}' in render format (expected format, tools)"
             )));
         }
-        let Some(provider) = Provider::from_name(format) else {
+        let Some(provider) = adapter::style_of(format) else {
             if v.get("tools").is_none() {
                 return self.render(format);
             }
@@ -402,7 +405,7 @@ impl Toolkit {
                 )))
             }
         };
-        Ok(adapter::render(provider, &tools))
+        Ok(adapter::render(provider, &tools).unwrap_or_default())
     }
 
     fn status_json(&self) -> Value {

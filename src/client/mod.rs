@@ -10,7 +10,8 @@
 //! - `resume.rs`    the durable resume of a halted run
 //! - `ask.rs`       `ask` and `stream` over a conversation store, metrics
 //! - `provider.rs`  one provider round trip behind the `Provider` trait
-//! - `shape.rs`     the two wire styles: request body, turns, tool results
+//! - `shape`        each style's request body, turns, tool results
+//!   (re-exported from `provider::dialect`)
 //! - `stream`       re-exported from `provider`: a streamed answer reassembled
 //! - `inprocess.rs` a host `generate` function as the model
 //! - `memory.rs`    the conversation store
@@ -31,7 +32,9 @@ pub mod observe;
 pub mod provider;
 mod resume;
 mod run;
-pub mod shape;
+/// The dialects' turn pieces (request body, calls, text, usage, results),
+/// in the provider layer; this path stays.
+pub use crate::provider::dialect as shape;
 /// The stream assembler, in the provider layer; this path stays.
 pub use crate::provider::stream;
 

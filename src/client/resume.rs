@@ -24,7 +24,7 @@ use super::shape::{self, Call, Fed};
 use super::{Client, ResumeRequest, RunData};
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
-use crate::provider::Style;
+use crate::provider::{anthropic, gemini, Style};
 use crate::tool::ToolResult;
 use crate::toolkit::Toolkit;
 use serde_json::Value;
@@ -42,20 +42,6 @@ struct Halted {
     calls: Vec<Call>,
     /// Results present after it, by call id, in transcript order.
     present: Vec<(String, Kept)>,
-}
-
-fn result_id(style: Style, v: &Value) -> Option<String> {
-    let key = match style {
-        Style::OpenAi | Style::Responses => "tool_call_id",
-        Style::Anthropic => "tool_use_id",
-        Style::Gemini => {
-            return v
-                .pointer("/functionResponse/id")?
-                .as_str()
-                .map(str::to_string)
-        }
-    };
-    v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
 fn not_halted(why: &str) -> Error {
@@ -80,7 +66,7 @@ fn find_halted(style: Style, history: &[Value]) -> Result<Halted> {
         let role = m.get("role").and_then(Value::as_str);
         match (style, role) {
             (Style::OpenAi, Some("tool")) => {
-                let id = result_id(style, m)
+                let id = shape::result_id(style, m)
                     .ok_or_else(|| not_halted("a tool message without tool_call_id"))?;
                 present.push((id, Kept(m.clone())));
             }
@@ -96,7 +82,7 @@ fn find_halted(style: Style, history: &[Value]) -> Result<Halted> {
                             "a user message after the tool calls that is not tool results",
                         ));
                     }
-                    let id = result_id(style, b)
+                    let id = shape::result_id(style, b)
                         .ok_or_else(|| not_halted("a tool_result block without tool_use_id"))?;
                     present.push((id, Kept(b.clone())));
                 }
@@ -109,7 +95,7 @@ fn find_halted(style: Style, history: &[Value]) -> Result<Halted> {
                     if p.get("functionResponse").is_some() {
                         // A response without an id answers the call in its
                         // position (Gemini sent that call no id either).
-                        let id = result_id(style, p).unwrap_or_else(|| {
+                        let id = shape::result_id(style, p).unwrap_or_else(|| {
                             format!(
                                 "{}{}",
                                 crate::provider::gemini::SYNTHETIC_ID_PREFIX,
@@ -287,8 +273,8 @@ pub(super) fn resume(
             Style::OpenAi | Style::Responses => {
                 kept_messages.extend(shape::result_messages(style, &[fed]))
             }
-            Style::Anthropic => fed_blocks.push(shape::anthropic_block(&fed)),
-            Style::Gemini => fed_blocks.extend(shape::gemini_parts(&fed)),
+            Style::Anthropic => fed_blocks.push(anthropic::result_block(&fed)),
+            Style::Gemini => fed_blocks.extend(gemini::result_parts(&fed)),
         }
         run.emit(|| Event::ToolResult {
             id: &settled.call.id,
@@ -300,14 +286,8 @@ pub(super) fn resume(
     }
     match style {
         Style::OpenAi | Style::Responses => run.messages.extend(kept_messages),
-        Style::Anthropic => run.messages.push(serde_json::json!({
-            "role": "user",
-            "content": fed_blocks,
-        })),
-        Style::Gemini => run.messages.push(serde_json::json!({
-            "role": "user",
-            "parts": fed_blocks,
-        })),
+        Style::Anthropic => run.messages.push(anthropic::results_message(fed_blocks)),
+        Style::Gemini => run.messages.push(gemini::results_content(fed_blocks)),
     }
     run.tool_calls.extend(records);
     let outcome = match halt {

@@ -281,11 +281,7 @@ impl Run<'_> {
         let messages: &[Value] = if matches!(self.style(), Style::OpenAi | Style::Anthropic)
             && crate::parts::transcript_has_parts(&self.messages)
         {
-            let style = match self.style() {
-                Style::OpenAi => crate::parts::BlockStyle::OpenAi,
-                _ => crate::parts::BlockStyle::Anthropic,
-            };
-            wired = crate::parts::wire_messages(style, &self.messages, &Default::default())
+            wired = crate::parts::wire_messages(self.style(), &self.messages, &Default::default())
                 .map_err(|e| {
                     Error::new(ErrorCode::InvalidArgument, format!("content part: {e}"))
                 })?;

@@ -1,4 +1,16 @@
-//! The Anthropic messages dialect: its tables.
+//! The Anthropic messages dialect: its tables, and the loop's body writer,
+//! answer reader (calls, text, usage) and tool-result blocks.
+
+use super::node::{self, array, object, Node, Num, ObjectBuilder, EMPTY_OBJECT};
+use super::openai;
+use super::turn::{self, text_of, Body, Call, Entries, Fed, Field, Request};
+use super::ClientConfig;
+use crate::json::View;
+use crate::parts::Part;
+use crate::style::Style;
+use bumpalo::collections::{String as BString, Vec as BVec};
+use bumpalo::Bump;
+use serde_json::{json, Map, Value};
 
 /// The endpoint under a client's `baseUrl` (its trailing `/` removed):
 /// `{base}/messages` when the base already ends in `/v1`, else
@@ -28,4 +40,688 @@ pub fn auth_headers(api_key: Option<&str>, out: &mut Vec<(String, String)>) {
         out.push(("x-api-key".into(), key.to_string()));
     }
     out.push(("anthropic-version".into(), API_VERSION.into()));
+}
+
+// ---------------------------------------------------------------------------
+// the loop's turn (`super::turn`)
+// ---------------------------------------------------------------------------
+
+/// The loop's body: `{model, max_tokens, system, messages, tools?,
+/// stream?}`, then `requestParams` as they are.
+pub(crate) fn body_entries<'a>(b: &Body<'a>) -> Entries<'a> {
+    let mut e: Entries<'a> = Vec::with_capacity(6 + b.params.len());
+    e.push(("model", Field::Str(b.model)));
+    e.push(("max_tokens", Field::Number(DEFAULT_MAX_TOKENS)));
+    e.push(("system", Field::Str(b.system)));
+    e.push(("messages", Field::Values(b.messages)));
+    if !b.tools.is_empty() {
+        e.push(("tools", Field::Values(b.tools)));
+    }
+    if b.stream {
+        e.push(("stream", Field::Bool(true)));
+    }
+    turn::params_last(&mut e, b.params);
+    e
+}
+
+/// The assistant turn: `{role: "assistant", content}` with the answer's
+/// content blocks as sent.
+pub fn assistant_message(raw: &Value) -> Value {
+    json!({
+        "role": "assistant",
+        "content": raw.get("content").cloned().unwrap_or(Value::Array(Vec::new())),
+    })
+}
+
+/// The `tool_use` blocks of an assistant message, in order (a missing or
+/// null `input` is `{}`).
+pub fn calls(message: &Value) -> Vec<Call> {
+    message
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                .map(|b| Call {
+                    id: text_of(b.get("id")),
+                    name: text_of(b.get("name")),
+                    args: match b.get("input") {
+                        None | Some(Value::Null) => Value::Object(Map::new()),
+                        Some(i) => i.clone(),
+                    },
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The final text: the `text` blocks joined.
+pub fn answer_text(raw: &Value) -> String {
+    raw.get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| turn::join_texts(blocks, "text"))
+        .unwrap_or_default()
+}
+
+/// `usage.input_tokens` and `output_tokens`, the total their sum; `None`
+/// without a usage object. The loop reads it off a `Value`, translate off
+/// its arena node.
+pub fn usage<'a, V: View<'a>>(raw: V) -> Option<(u64, u64, u64)> {
+    let u = raw.get("usage").filter(|u| u.is_object())?;
+    let p = u.get("input_tokens").and_then(V::count).unwrap_or(0);
+    let c = u.get("output_tokens").and_then(V::count).unwrap_or(0);
+    Some((p, c, p.saturating_add(c)))
+}
+
+/// The `tool_result` block of one result, with `parts` when the tool
+/// returned any (the transcript keeps canonical parts; the request carries
+/// them as blocks, see [`crate::parts::wire_messages`]).
+pub fn result_block(f: &Fed) -> Value {
+    let mut block = json!({
+        "type": "tool_result",
+        "tool_use_id": f.id,
+        "content": f.output,
+        "is_error": f.is_error,
+    });
+    if !f.parts.is_empty() {
+        block["parts"] = turn::parts_value(f.parts);
+    }
+    block
+}
+
+/// The one `user` message that carries a turn's `tool_result` blocks.
+pub fn results_message(blocks: Vec<Value>) -> Value {
+    json!({"role": "user", "content": blocks})
+}
+
+// ---------------------------------------------------------------------------
+// translate's turn: OpenAI-shaped request in, this dialect's body out, its
+// answer read back in OpenAI shape (over the arena tree, `super::node`)
+// ---------------------------------------------------------------------------
+
+/// OpenAI `tool_choice` in Anthropic's shape, or `None` when nothing should be
+/// sent ("auto", absent, empty function name, anything unrecognised).
+pub fn openai_tool_choice_to_anthropic<'a>(
+    bump: &'a Bump,
+    choice: Option<Node<'a>>,
+) -> Option<Node<'a>> {
+    match choice? {
+        Node::Str("required" | "any") => Some(object(bump, &[("type", Node::Str("any"))])),
+        Node::Str("none") => Some(object(bump, &[("type", Node::Str("none"))])),
+        obj @ Node::Object(_) => {
+            let name = obj.get("function").and_then(|f| f.get("name"));
+            if node::displays_empty(name) {
+                return None;
+            }
+            Some(object(
+                bump,
+                &[
+                    ("type", Node::Str("tool")),
+                    ("name", name.unwrap_or(Node::Null)),
+                ],
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `{"type":"object","properties":{}}`, the schema of a tool that gave none.
+const EMPTY_OBJECT_SCHEMA: Node<'static> =
+    Node::Object(&[("type", Node::Str("object")), ("properties", EMPTY_OBJECT)]);
+
+/// OpenAI `tools` as Anthropic declarations. An entry that is already
+/// Anthropic-shaped (a `name`, no `function`) passes through; entries with an
+/// empty name or of no recognisable shape are skipped; an empty description
+/// is left out; missing or non-object `parameters` become an empty object
+/// schema.
+pub fn openai_tools_to_anthropic<'a>(
+    bump: &'a Bump,
+    tools: &[Node<'a>],
+    out: &mut BVec<'a, Node<'a>>,
+) {
+    for t in tools.iter().filter(|t| t.is_object()) {
+        let Some(function) = t.get("function").filter(|f| f.is_object()) else {
+            if node::truthy(t.get("name")) {
+                out.push(*t);
+            }
+            continue;
+        };
+        let name = function.get("name");
+        if node::displays_empty(name) {
+            continue;
+        }
+        let mut m = ObjectBuilder::with_capacity(bump, 3);
+        m.push("name", name.unwrap_or(Node::Null));
+        let description = function.get("description");
+        if !node::displays_empty(description) {
+            m.push("description", description.unwrap_or(Node::Null));
+        }
+        let schema = match function.get("parameters") {
+            Some(p @ Node::Object(_)) => p,
+            _ => EMPTY_OBJECT_SCHEMA,
+        };
+        m.push("input_schema", schema);
+        // Prompt caching: on the tool (LiteLLM's place) or its function.
+        if let Some(c) = t
+            .get("cache_control")
+            .or_else(|| function.get("cache_control"))
+            .filter(|c| c.is_object())
+        {
+            m.push("cache_control", c);
+        }
+        out.push(m.build());
+    }
+}
+
+/// One message of the Anthropic conversation: `{role, content}`.
+fn turn<'a>(bump: &'a Bump, role: &'static str, content: Node<'a>) -> Node<'a> {
+    object(bump, &[("role", Node::Str(role)), ("content", content)])
+}
+
+/// An OpenAI conversation converted for Anthropic.
+#[derive(Debug, Clone, Copy)]
+pub struct Converted<'a> {
+    pub messages: &'a [Node<'a>],
+    /// The hoisted system/developer texts, joined with a blank line.
+    pub system: &'a str,
+    /// The same texts as text blocks, when one of them asked for prompt
+    /// caching (`cache_control` on a part or on the message): the system
+    /// then goes out as these blocks.
+    pub system_blocks: Option<&'a [Node<'a>]>,
+}
+
+impl<'a> Converted<'a> {
+    /// `{"messages": [...], "system": "..."}`.
+    pub fn to_node(self, bump: &'a Bump) -> Node<'a> {
+        object(
+            bump,
+            &[
+                ("messages", Node::Array(self.messages)),
+                ("system", Node::Str(self.system)),
+            ],
+        )
+    }
+}
+
+/// Builds the Anthropic conversation turn by turn.
+struct Conversation<'a> {
+    bump: &'a Bump,
+    out: BVec<'a, Node<'a>>,
+    system: BVec<'a, &'a str>,
+    system_blocks: BVec<'a, Node<'a>>,
+    system_cached: bool,
+    /// Tool results waiting to be closed off as one user turn.
+    pending: BVec<'a, Node<'a>>,
+}
+
+impl<'a> Conversation<'a> {
+    /// Closes the pending tool results as ONE user turn: providers expect one
+    /// result-bearing turn answering the assistant turn before it.
+    fn drain(&mut self) {
+        if !self.pending.is_empty() {
+            let results = std::mem::replace(&mut self.pending, BVec::new_in(self.bump));
+            let t = turn(self.bump, "user", array(results));
+            self.out.push(t);
+        }
+    }
+
+    fn add_system(&mut self, m: Node<'a>) {
+        self.drain();
+        let text = openai::content_text(self.bump, m.get("content"));
+        if !text.is_empty() {
+            self.system.push(text);
+        }
+        if has_cache_control(m) {
+            self.system_cached = true;
+        }
+        if let Some(blocks) = cached_text_blocks(self.bump, m) {
+            self.system_blocks.extend(blocks);
+        } else if !text.is_empty() {
+            self.system_blocks.push(text_block(self.bump, text));
+        }
+    }
+
+    fn add_tool_result(&mut self, m: Node<'a>) {
+        let bump = self.bump;
+        let mut block = ObjectBuilder::with_capacity(bump, 3);
+        block.push("type", Node::Str("tool_result"));
+        let id = m.get("tool_call_id");
+        if node::truthy(id) {
+            let id = node::text_of(bump, id);
+            if !id.is_empty() {
+                block.push("tool_use_id", Node::Str(id));
+            }
+        }
+        let content = m.get("content");
+        let text = openai::content_text(bump, content);
+        let media = media_parts(content);
+        if media.is_empty() {
+            block.push("content", Node::Str(text));
+        } else {
+            // §8A: a tool result's media goes inside its tool_result, after
+            // the text, as native blocks keyed to the tool_use_id.
+            let mut blocks = BVec::with_capacity_in(media.len() + 1, bump);
+            blocks.push(text_block(bump, text));
+            blocks.extend(media.iter().map(|p| anthropic_part_block(bump, *p)));
+            block.push("content", array(blocks));
+        }
+        if let Some(c) = m.get("cache_control").filter(|c| c.is_object()) {
+            block.push("cache_control", c);
+        }
+        self.pending.push(block.build());
+    }
+
+    fn add_assistant(&mut self, m: Node<'a>) {
+        self.drain();
+        let bump = self.bump;
+        let text = openai::content_text(bump, m.get("content"));
+        let mut blocks = BVec::new_in(bump);
+        // Thinking blocks a host kept from an answer (`thinking_blocks`) go
+        // back first and unmodified: Anthropic refuses a tool-use turn
+        // without them.
+        if let Some(Node::Array(kept)) = m.get("thinking_blocks") {
+            blocks.extend(kept.iter().copied().filter(|b| {
+                matches!(
+                    b.get("type").and_then(Node::as_str),
+                    Some("thinking" | "redacted_thinking")
+                )
+            }));
+        }
+        if let Some(cached) = cached_text_blocks(bump, m) {
+            blocks.extend(cached);
+        } else if !text.is_empty() {
+            blocks.push(object(
+                bump,
+                &[("type", Node::Str("text")), ("text", Node::Str(text))],
+            ));
+        }
+        for call in openai::tool_calls_of(bump, m) {
+            // The arguments as args_object reads args_string's text: a
+            // string as given, an object as itself, anything else `{}`.
+            blocks.push(object(
+                bump,
+                &[
+                    ("type", Node::Str("tool_use")),
+                    ("id", Node::Str(call.id)),
+                    ("name", Node::Str(call.name)),
+                    ("input", openai::args_object(bump, call.arguments)),
+                ],
+            ));
+        }
+        // An assistant turn with neither text nor tool calls would be rejected.
+        if !blocks.is_empty() {
+            let t = turn(bump, "assistant", array(blocks));
+            self.out.push(t);
+        }
+    }
+
+    fn add_user(&mut self, m: Node<'a>) {
+        self.drain();
+        let content = m.get("content");
+        let text = openai::content_text(self.bump, content);
+        if has_cache_control(m) {
+            // Prompt caching: every part keeps its own block, so each
+            // breakpoint stays where the host put it.
+            let blocks = cached_blocks(self.bump, m);
+            if !blocks.is_empty() {
+                let t = turn(self.bump, "user", array(blocks));
+                self.out.push(t);
+            }
+            return;
+        }
+        if let (Some(Node::Array(items)), false) = (content, media_parts(content).is_empty()) {
+            let t = turn(self.bump, "user", user_blocks(self.bump, text, items));
+            self.out.push(t);
+        } else if !text.is_empty() {
+            let t = turn(self.bump, "user", Node::Str(text));
+            self.out.push(t);
+        } else if let Some(parts @ Node::Array([_, ..])) = content {
+            // A parts array with no text (an image alone) goes through as given.
+            let t = turn(self.bump, "user", parts);
+            self.out.push(t);
+        }
+    }
+}
+
+/// Whether a message asks for prompt caching: `cache_control` on it or on
+/// one of its content parts.
+fn has_cache_control(m: Node) -> bool {
+    m.get("cache_control").is_some_and(|c| c.is_object())
+        || matches!(m.get("content"), Some(Node::Array(parts))
+            if parts.iter().any(|p| p.get("cache_control").is_some_and(|c| c.is_object())))
+}
+
+/// A message's content as Anthropic blocks, each part its own block with
+/// its `cache_control` (text parts as text blocks, §1B media as native
+/// blocks, provider blocks as given); a string content is one text block.
+/// A message-level `cache_control` goes on the last block.
+fn cached_blocks<'a>(bump: &'a Bump, m: Node<'a>) -> BVec<'a, Node<'a>> {
+    let mut blocks = BVec::new_in(bump);
+    match m.get("content") {
+        Some(Node::Str(s)) if !s.is_empty() => blocks.push(text_block(bump, s)),
+        Some(Node::Array(parts)) => {
+            for p in parts.iter().copied() {
+                let block = if let Node::Str(s) = p {
+                    text_block(bump, s)
+                } else if node::str_of(p.get("type")) == "text" {
+                    let t = p.get("text").and_then(Node::as_str).unwrap_or("");
+                    text_block(bump, t)
+                } else if is_media_part(p) {
+                    anthropic_part_block(bump, p)
+                } else {
+                    blocks.push(p);
+                    continue;
+                };
+                blocks.push(with_cache_control(bump, block, p.get("cache_control")));
+            }
+        }
+        _ => {}
+    }
+    if let (Some(last), Some(c)) = (blocks.last_mut(), m.get("cache_control")) {
+        *last = with_cache_control(bump, *last, Some(c));
+    }
+    blocks
+}
+
+/// A block with `cache_control` set when `c` is an object.
+fn with_cache_control<'a>(bump: &'a Bump, block: Node<'a>, c: Option<Node<'a>>) -> Node<'a> {
+    let (Some(c @ Node::Object(_)), Node::Object(entries)) = (c, block) else {
+        return block;
+    };
+    let mut b = ObjectBuilder::with_capacity(bump, entries.len() + 1);
+    for (k, v) in entries {
+        b.push(k, *v);
+    }
+    b.insert("cache_control", c);
+    b.build()
+}
+
+/// The text blocks of a message that asks for prompt caching (see
+/// [`cached_blocks`]); `None` for one that does not.
+fn cached_text_blocks<'a>(bump: &'a Bump, m: Node<'a>) -> Option<BVec<'a, Node<'a>>> {
+    if !has_cache_control(m) {
+        return None;
+    }
+    let mut blocks = cached_blocks(bump, m);
+    blocks.retain(|b| node::str_of(b.get("type")) == "text");
+    Some(blocks)
+}
+
+/// The §1B media parts (image, file, audio) of a message's content array:
+/// objects whose `type` names a medium and whose `mimeType` is a string, as
+/// opposed to provider blocks such as `image_url`. No allocation when there
+/// are none.
+fn media_parts<'a>(content: Option<Node<'a>>) -> Vec<Node<'a>> {
+    let Some(Node::Array(items)) = content else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .copied()
+        .filter(|b| is_media_part(*b))
+        .collect()
+}
+
+fn is_media_part(b: Node) -> bool {
+    matches!(node::str_of(b.get("type")), "image" | "file" | "audio")
+        && b.get("mimeType").and_then(Node::as_str).is_some()
+}
+
+fn text_block<'a>(bump: &'a Bump, text: &'a str) -> Node<'a> {
+    object(
+        bump,
+        &[("type", Node::Str("text")), ("text", Node::Str(text))],
+    )
+}
+
+/// A user turn's content with media in it (§11): the joined text first (when
+/// there is any), then every other entry in order — media as Anthropic
+/// blocks, provider blocks as given; text entries are already in the text.
+fn user_blocks<'a>(bump: &'a Bump, text: &'a str, items: &'a [Node<'a>]) -> Node<'a> {
+    let mut blocks = BVec::with_capacity_in(items.len() + 1, bump);
+    if !text.is_empty() {
+        blocks.push(text_block(bump, text));
+    }
+    for b in items {
+        if is_media_part(*b) {
+            blocks.push(anthropic_part_block(bump, *b));
+        } else if node::str_of(b.get("type")) != "text" {
+            blocks.push(*b);
+        }
+    }
+    array(blocks)
+}
+
+/// The Anthropic block of one §1B part through the one §8A mapping
+/// ([`crate::parts`]); a part Anthropic has no block for (audio) becomes
+/// its text placeholder, never a silent drop. A part whose fields are not
+/// strings goes through as given.
+fn anthropic_part_block<'a>(bump: &'a Bump, part: Node<'a>) -> Node<'a> {
+    let Ok(p) = Part::read_value(&part.to_value()) else {
+        return part;
+    };
+    // Straight into the arena: no JSON text of the block in between (the
+    // base64 of an image would be written out and read back).
+    node::copy_value(bump, &p.to_block_or_placeholder(Style::Anthropic))
+}
+
+/// OpenAI `messages` converted for Anthropic: assistant `tool_calls` become
+/// `tool_use` blocks with their arguments parsed to objects; consecutive
+/// `tool` results merge into one user turn of `tool_result` blocks;
+/// system/developer messages are hoisted out and joined with a blank line;
+/// any other role is a user turn. Entries that are not objects are skipped.
+pub fn openai_messages_to_anthropic<'a>(bump: &'a Bump, messages: &[Node<'a>]) -> Converted<'a> {
+    let mut conv = Conversation {
+        bump,
+        out: BVec::with_capacity_in(messages.len(), bump),
+        system: BVec::new_in(bump),
+        system_blocks: BVec::new_in(bump),
+        system_cached: false,
+        pending: BVec::new_in(bump),
+    };
+    for m in messages.iter().filter(|m| m.is_object()) {
+        match node::str_of(m.get("role")) {
+            "system" | "developer" => conv.add_system(*m),
+            "tool" | "function" => conv.add_tool_result(*m),
+            "assistant" => conv.add_assistant(*m),
+            _ => conv.add_user(*m),
+        }
+    }
+    conv.drain();
+    let system = match conv.system.as_slice() {
+        [] => "",
+        [one] => one,
+        parts => {
+            let mut joined = BString::from_str_in(parts[0], bump);
+            for p in &parts[1..] {
+                joined.push_str("\n\n");
+                joined.push_str(p);
+            }
+            joined.into_bump_str()
+        }
+    };
+    Converted {
+        messages: conv.out.into_bump_slice(),
+        system,
+        system_blocks: conv
+            .system_cached
+            .then(|| conv.system_blocks.into_bump_slice() as &[Node]),
+    }
+}
+/// The schema a toolkit tool declared without one gets
+/// ([`crate::tool::default_schema`]).
+const DEFAULT_SCHEMA: Node<'static> = Node::Object(&[("type", Node::Str("object"))]);
+
+/// An OpenAI-shaped declaration (`{type, function:{name, description,
+/// parameters}}`) as the Anthropic adapter renders a toolkit tool.
+fn declared_to_anthropic<'a>(bump: &'a Bump, t: Node<'a>) -> Node<'a> {
+    let f = t.get("function").unwrap_or(t);
+    node::object(
+        bump,
+        &[
+            ("name", f.get("name").unwrap_or(Node::Null)),
+            ("description", f.get("description").unwrap_or(Node::Str(""))),
+            (
+                "input_schema",
+                f.get("parameters").unwrap_or(DEFAULT_SCHEMA),
+            ),
+        ],
+    )
+}
+
+/// translate's anthropic body: the conversation converted, the system
+/// text (request.system, else a non-blank client prompt, else the hoisted
+/// system/developer messages, as blocks when they asked for caching), the
+/// declared tools before the request's, `max_tokens` (the request's or
+/// [`DEFAULT_MAX_TOKENS`]) and `tool_choice` mapped.
+pub fn request_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> ObjectBuilder<'a> {
+    let converted = openai_messages_to_anthropic(bump, request.messages);
+    // request.system (even "") > a non-blank client systemPrompt > the
+    // system/developer messages hoisted out of the conversation.
+    let (system, system_blocks) = match (request.system, client.system_prompt.as_deref()) {
+        (Some(s), _) => (s, None),
+        (None, Some(p)) if !turn::is_blank(p) => (p, None),
+        _ => (converted.system, converted.system_blocks),
+    };
+    let mut tools = BVec::with_capacity_in(declared.len() + request.tools.len(), bump);
+    tools.extend(declared.iter().map(|t| declared_to_anthropic(bump, *t)));
+    openai_tools_to_anthropic(bump, request.tools, &mut tools);
+    let mut body = ObjectBuilder::with_capacity(bump, 6 + client.request_params.len());
+    body.push("model", Node::Str(&client.model));
+    body.push(
+        "max_tokens",
+        request
+            .positive_max_tokens()
+            .unwrap_or(Node::Number(Num::Pos(DEFAULT_MAX_TOKENS))),
+    );
+    body.push("messages", Node::Array(converted.messages));
+    match system_blocks {
+        Some(blocks) if !blocks.is_empty() => body.push("system", Node::Array(blocks)),
+        _ if !turn::is_blank(system) => body.push("system", Node::Str(system)),
+        _ => {}
+    }
+    if !tools.is_empty() {
+        body.push("tools", node::array(tools));
+    }
+    if let Some(choice) = openai_tool_choice_to_anthropic(bump, request.tool_choice) {
+        body.push("tool_choice", choice);
+    }
+    body
+}
+
+/// Anthropic takes at most this many `cache_control` breakpoints.
+const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+/// Keeps the first [`MAX_CACHE_BREAKPOINTS`] `cache_control` breakpoints of
+/// an Anthropic body in its render order (tools, system blocks, message
+/// content blocks) and drops the rest (Anthropic refuses the request
+/// otherwise). Only those places count: a tool schema may well have a
+/// property named `cache_control`. A body within the cap is returned as
+/// it is.
+pub(crate) fn cap_cache_breakpoints<'a>(bump: &'a Bump, body: Node<'a>) -> Node<'a> {
+    /// The blocks that may carry a breakpoint, in render order.
+    fn blocks<'n>(body: Node<'n>) -> impl Iterator<Item = Node<'n>> {
+        let list = |k: &str| body.get(k).and_then(Node::as_array).unwrap_or(&[]);
+        let contents = list("messages")
+            .iter()
+            .flat_map(|m| m.get("content").and_then(Node::as_array).unwrap_or(&[]));
+        list("tools")
+            .iter()
+            .chain(list("system"))
+            .chain(contents)
+            .copied()
+    }
+    let marked = |b: Node| b.get("cache_control").is_some_and(|c| c.is_object());
+    if blocks(body).filter(|b| marked(*b)).count() <= MAX_CACHE_BREAKPOINTS {
+        return body;
+    }
+    let mut v = body.to_value();
+    let mut left = MAX_CACHE_BREAKPOINTS;
+    let mut keep = |block: &mut Value| {
+        if let Some(m) = block.as_object_mut() {
+            if m.get("cache_control").is_some_and(Value::is_object) {
+                if left == 0 {
+                    m.shift_remove("cache_control");
+                } else {
+                    left -= 1;
+                }
+            }
+        }
+    };
+    for key in ["tools", "system"] {
+        if let Some(Value::Array(list)) = v.get_mut(key) {
+            list.iter_mut().for_each(&mut keep);
+        }
+    }
+    if let Some(Value::Array(messages)) = v.get_mut("messages") {
+        for m in messages {
+            if let Some(Value::Array(content)) = m.get_mut("content") {
+                content.iter_mut().for_each(&mut keep);
+            }
+        }
+    }
+    node::copy_value(bump, &v)
+}
+
+/// The thinking of an answer, for a client that enabled it: adds
+/// `reasoningContent` (the thinking text joined) and `thinkingBlocks` (the
+/// `thinking` and `redacted_thinking` blocks as sent) when it has any.
+pub fn thinking<'a>(bump: &'a Bump, raw: Node<'a>, entries: &mut Vec<(&'a str, Node<'a>)>) {
+    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
+    let mut kept = BVec::new_in(bump);
+    let mut text = bumpalo::collections::String::new_in(bump);
+    for b in blocks {
+        match b.get("type").and_then(Node::as_str) {
+            Some("thinking") => {
+                text.push_str(b.get("thinking").and_then(Node::as_str).unwrap_or(""));
+                kept.push(*b);
+            }
+            Some("redacted_thinking") => kept.push(*b),
+            _ => {}
+        }
+    }
+    if !kept.is_empty() {
+        entries.push(("reasoningContent", Node::Str(text.into_bump_str())));
+        entries.push(("thinkingBlocks", node::array(kept)));
+    }
+}
+
+/// The text, the tool calls and the finish reason of an Anthropic answer.
+pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
+    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
+    let of_type = |t: &'static str| {
+        blocks
+            .iter()
+            .filter(move |b| b.get("type").and_then(Node::as_str) == Some(t))
+    };
+    let mut text = bumpalo::collections::String::new_in(bump);
+    for b in of_type("text") {
+        text.push_str(b.get("text").map_or("", |t| t.display(bump)));
+    }
+    let mut calls = BVec::new_in(bump);
+    for b in of_type("tool_use") {
+        let input = match b.get("input") {
+            None | Some(Node::Null) => "{}",
+            Some(i) => i.encode_in(bump),
+        };
+        calls.push(node::object(
+            bump,
+            &[
+                ("id", Node::Str(b.get("id").map_or("", |v| v.display(bump)))),
+                (
+                    "name",
+                    Node::Str(b.get("name").map_or("", |v| v.display(bump))),
+                ),
+                ("arguments", Node::Str(input)),
+            ],
+        ));
+    }
+    let finish = turn::finish_reason_for(!calls.is_empty(), raw.get("stop_reason"));
+    (text.into_bump_str(), node::array(calls), finish)
 }

@@ -14,9 +14,16 @@
 //!   tool call (`extra_content.google.thought_signature`, as Google's
 //!   OpenAI-compatible endpoint does) and takes it back from there.
 //!
+//! - The loop's side ([`super::turn`]): its body writer, the calls and text
+//!   read off a model content, the result parts fed back.
+//!
 //! Everything here is pure JSON work on [`serde_json::Value`].
 
 use super::gemini_schema;
+use super::node::{self, Node};
+use super::turn::{self, Body, Call, Entries, Fed, Field, Request};
+use super::{ClientConfig, RESERVED_PARAMS};
+use bumpalo::Bump;
 use serde_json::{json, Map, Value};
 
 /// The environment variable a key is read from when the client sets none.
@@ -624,6 +631,172 @@ pub fn openai_tool_call(c: &FunctionCall) -> Value {
         v["extra_content"] = json!({"google": {"thought_signature": sig}});
     }
     v
+}
+
+// ---------------------------------------------------------------------------
+// the loop's turn (`super::turn`)
+// ---------------------------------------------------------------------------
+
+/// The loop's body: `{contents, systemInstruction?, tools?}`, then the
+/// `requestParams` mapped by [`merge_params`] (streaming is the endpoint's
+/// business, not the body's).
+pub(crate) fn body_entries<'a>(b: &Body<'a>) -> Entries<'a> {
+    let mut e: Entries<'a> = Vec::with_capacity(4 + b.params.len());
+    e.push(("contents", Field::Values(b.messages)));
+    if !b.system.trim().is_empty() {
+        e.push((
+            "systemInstruction",
+            Field::Owned(system_instruction(b.system)),
+        ));
+    }
+    if let Some(t) = tools_value(b.tools) {
+        e.push(("tools", Field::Owned(t)));
+    }
+    let mut mapped = Map::new();
+    merge_params(&mut mapped, b.params, &RESERVED_PARAMS);
+    for (k, v) in mapped {
+        // Every mapped key is a param's own or generationConfig.
+        let k: &'a str = match b.params.get_key_value(&k) {
+            _ if k == "generationConfig" => "generationConfig",
+            Some((key, _)) => key.as_str(),
+            None => continue,
+        };
+        turn::set(&mut e, k, Field::Owned(v));
+    }
+    e
+}
+
+/// The function calls of a model content as the loop's calls.
+pub(crate) fn calls(message: &Value) -> Vec<Call> {
+    calls_of(message)
+        .into_iter()
+        .map(|c| Call {
+            id: c.id,
+            name: c.name,
+            args: c.args,
+        })
+        .collect()
+}
+
+/// The text at the turn limit: the last model turn's visible text.
+pub fn text_at_limit(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("model"))
+        .map(text_of)
+        .unwrap_or_default()
+}
+
+/// The `functionResponse` part of one result, followed by its media parts
+/// as `inlineData` (or `fileData` for a linked one); text parts are already
+/// in the output.
+pub fn result_parts(f: &Fed) -> Vec<Value> {
+    let mut parts = vec![function_response(f.id, f.name, f.output, f.is_error)];
+    for p in f.parts {
+        let mime = p.mime_type.as_deref().unwrap_or("application/octet-stream");
+        match (&p.data, &p.url) {
+            (Some(data), _) => {
+                parts.push(json!({"inlineData": {"mimeType": mime, "data": data}}));
+            }
+            (None, Some(url)) => {
+                parts.push(json!({"fileData": {"mimeType": mime, "fileUri": url}}));
+            }
+            _ => {}
+        }
+    }
+    parts
+}
+
+/// The one `user` content that carries a turn's result parts.
+pub fn results_content(parts: Vec<Value>) -> Value {
+    json!({"role": "user", "parts": parts})
+}
+
+/// The user turn a run starts with.
+pub fn user_content(prompt: &str) -> Value {
+    json!({"role": "user", "parts": [{"text": prompt}]})
+}
+
+// ---------------------------------------------------------------------------
+// translate's turn: OpenAI-shaped request in, this dialect's body out, its
+// answer read back in OpenAI shape (over the arena tree, `super::node`)
+// ---------------------------------------------------------------------------
+
+/// The Gemini body: `contents`, `systemInstruction` (request.system, else a
+/// non-blank client prompt, else the hoisted system/developer messages),
+/// one `functionDeclarations` wrapper with Gemini-safe schemas (declared
+/// tools first), `toolConfig` from `toolChoice`, `maxTokens` as
+/// `generationConfig.maxOutputTokens`, then `requestParams` mapped by
+/// [`merge_params`]. The model is in the URL, not the body.
+pub fn request_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
+    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
+    let (contents, hoisted) = contents_from_openai(&messages);
+    let system = turn::chosen_system(request, client, hoisted);
+    let declarations: Vec<Value> = declared
+        .iter()
+        .chain(request.tools)
+        .map(|t| declaration(&t.to_value()))
+        .collect();
+    let mut body = Map::new();
+    body.insert("contents".into(), Value::Array(contents));
+    if !turn::is_blank(&system) {
+        body.insert("systemInstruction".into(), system_instruction(&system));
+    }
+    if let Some(tools) = tools_value(&declarations) {
+        body.insert("tools".into(), tools);
+    }
+    if let Some(c) = request.tool_choice.and_then(|c| tool_config(&c.to_value())) {
+        body.insert("toolConfig".into(), c);
+    }
+    if let Some(n) = request.positive_max_tokens() {
+        body.insert(
+            "generationConfig".into(),
+            serde_json::json!({"maxOutputTokens": n.to_value()}),
+        );
+    }
+    merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
+    node::copy_value(bump, &Value::Object(body))
+}
+
+/// A Gemini answer in OpenAI shape. A tool call keeps its part's thought
+/// signature under `extra_content.google.thought_signature` (send the
+/// assistant message back with it); `usage` adds `reasoningTokens` and
+/// `cachedTokens` when Gemini counted any.
+pub fn read_answer<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
+    let value = raw.to_value();
+    let content = model_content(&value);
+    let calls = calls_of(&content);
+    let finish = finish_reason(&value, !calls.is_empty());
+    let u = usage(&value);
+    let mut usage = serde_json::json!({
+        "promptTokens": u.prompt,
+        "completionTokens": u.completion,
+        "totalTokens": u.total,
+    });
+    if u.thoughts > 0 {
+        usage["reasoningTokens"] = u.thoughts.into();
+    }
+    if u.cached > 0 {
+        usage["cachedTokens"] = u.cached.into();
+    }
+    let calls: Vec<Value> = calls.iter().map(openai_tool_call).collect();
+    node::object(
+        bump,
+        &[
+            ("text", Node::Str(bump.alloc_str(&text_of(&content)))),
+            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
+            ("finishReason", Node::Str(finish)),
+            ("usage", node::copy_value(bump, &usage)),
+            ("model", Node::Str(model)),
+            ("raw", raw),
+        ],
+    )
 }
 
 #[cfg(test)]

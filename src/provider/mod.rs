@@ -1,18 +1,32 @@
-//! The provider layer (floor 3): what the two provider dialects are, the
-//! client configuration that picks one, and each dialect's tables. It sits
-//! above `tool`, `parts`, `adapter`, `json`, `net` and the cancel token, and
-//! below `skill`, `builtin`, `mcp`, `toolkit`, `translate` and `client`,
-//! which both speak to providers through it; nothing here imports them.
+//! The provider layer (floor 3): the four provider dialects, written once
+//! each, the client configuration that picks one, and the HTTP exchange. It
+//! sits above `tool`, `parts`, `adapter`, `json`, `net` and the cancel
+//! token, and below `skill`, `builtin`, `mcp`, `toolkit`, `translate` and
+//! `client`, which both speak to providers through it; nothing here
+//! imports them. A new dialect is one new file beside `openai.rs` plus its
+//! arm in each match on [`Style`] (here, `dialect.rs`, `translate`, the
+//! stream readers).
 //!
-//! - `mod.rs`: [`Style`], [`ClientConfig`] (CONTRACT §6) and the keys and
-//!   clamps of its JSON.
-//! - [`openai`]: the OpenAI chat-completions dialect's tables.
-//! - [`anthropic`]: the Anthropic messages dialect's tables.
-//! - [`gemini`]: the Gemini `generateContent` dialect: its tables and its
-//!   conversions; [`gemini_schema`] makes a tool schema Gemini-safe.
-//! - [`responses`]: the OpenAI Responses dialect: its tables and its
-//!   conversions.
+//! - `mod.rs`: [`Style`] (defined in [`crate::style`]), [`ClientConfig`]
+//!   (CONTRACT §6) and the keys and clamps of its JSON.
+//! - [`openai`]: the OpenAI chat-completions dialect: its tables; the
+//!   loop's body writer, answer reader and tool-result message (over
+//!   `serde_json::Value`); translate's body writer and answer reader, and
+//!   the readers of OpenAI-shaped messages (over the arena [`node`]).
+//! - [`anthropic`]: the Anthropic messages dialect: the same pieces, and
+//!   the conversion of OpenAI-shaped messages and tools to its own.
+//! - [`gemini`]: the Gemini `generateContent` dialect: the same pieces and
+//!   its conversions from OpenAI shape; [`gemini_schema`] makes a tool
+//!   schema Gemini-safe.
+//! - [`responses`]: the OpenAI Responses dialect: the same pieces and its
+//!   conversions from OpenAI shape.
+//! - [`turn`]: what a turn is made of in every dialect — the loop's (the
+//!   body, a call, a fed result, the usage) and translate's (the validated
+//!   OpenAI-shaped [`turn::Request`]) — and the readers they share.
+//! - [`node`]: the per-call arena JSON tree translate reads and writes.
 //! - [`failover`]: ordered failover over a client's `upstreams`.
+//! - [`dialect`]: the loop's entry to the dialects: each function picks the
+//!   style's piece (`crate::client::shape` is this module).
 //! - [`http`]: the provider call: retries, backoff, `Retry-After`, the
 //!   whole-call deadline, the cancel token, typed provider errors.
 //! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
@@ -24,41 +38,24 @@
 
 pub mod anthropic;
 pub mod chunks;
+pub mod dialect;
 pub mod failover;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod http;
+pub mod node;
 pub mod openai;
 pub mod responses;
 pub mod sse;
 pub mod stream;
+pub mod turn;
 pub(crate) mod wire;
 
 use crate::error::{Error, Result};
 use crate::json::type_name;
 use serde_json::{Map, Value};
 
-/// The provider's wire style.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    OpenAi,
-    Anthropic,
-    Gemini,
-    /// OpenAI's Responses API (`/responses`).
-    Responses,
-}
-
-impl Style {
-    /// The style's name in a client's JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Style::OpenAi => "openai",
-            Style::Anthropic => "anthropic",
-            Style::Gemini => "gemini",
-            Style::Responses => "responses",
-        }
-    }
-}
+pub use crate::style::Style;
 
 pub const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams, upstreams, cooldownMs";
 
@@ -160,13 +157,10 @@ impl ClientConfig {
         };
         let style = match present(obj, "style") {
             None => Style::OpenAi,
-            Some(s) => match expect_string("client.style", s)? {
-                "openai" => Style::OpenAi,
-                "anthropic" => Style::Anthropic,
-                "gemini" => Style::Gemini,
-                "responses" => Style::Responses,
-                other => return Err(unknown_style(other)),
-            },
+            Some(s) => {
+                let name = expect_string("client.style", s)?;
+                Style::from_name(name).ok_or_else(|| unknown_style(name))?
+            }
         };
         let model = match present(obj, "model") {
             Some(m) => expect_string("client.model", m)?.to_string(),

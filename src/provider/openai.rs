@@ -1,4 +1,13 @@
-//! The OpenAI chat-completions dialect: its tables.
+//! The OpenAI chat-completions dialect: its tables, and the loop's body
+//! writer, answer reader (calls, text, usage) and tool-result message.
+
+use super::node::{self, array, object, Node, ObjectBuilder, EMPTY_OBJECT};
+use super::turn::{self, args_of, text_of, Body, Call, Entries, Fed, Field, Request};
+use super::ClientConfig;
+use crate::json::View;
+use bumpalo::collections::{String as BString, Vec as BVec};
+use bumpalo::Bump;
+use serde_json::{json, Value};
 
 /// The endpoint under a client's `baseUrl` (its trailing `/` removed).
 pub fn endpoint(base: &str) -> String {
@@ -14,4 +23,326 @@ pub fn auth_headers(api_key: Option<&str>, out: &mut Vec<(String, String)>) {
     if let Some(key) = api_key {
         out.push(("authorization".into(), format!("Bearer {key}")));
     }
+}
+
+// ---------------------------------------------------------------------------
+// the loop's turn (`super::turn`)
+// ---------------------------------------------------------------------------
+
+/// The loop's body: `{model, messages, tools?, tool_choice:"auto"?,
+/// stream?, stream_options?}`, then `requestParams` as they are.
+pub(crate) fn body_entries<'a>(b: &Body<'a>) -> Entries<'a> {
+    let mut e: Entries<'a> = Vec::with_capacity(6 + b.params.len());
+    e.push(("model", Field::Str(b.model)));
+    e.push(("messages", Field::Values(b.messages)));
+    if !b.tools.is_empty() {
+        e.push(("tools", Field::Values(b.tools)));
+        e.push(("tool_choice", Field::Str("auto")));
+    }
+    if b.stream {
+        e.push(("stream", Field::Bool(true)));
+        e.push(("stream_options", Field::Value(include_usage())));
+    }
+    turn::params_last(&mut e, b.params);
+    e
+}
+
+/// `{"include_usage": true}`, made once.
+fn include_usage() -> &'static Value {
+    static V: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    V.get_or_init(|| json!({"include_usage": true}))
+}
+
+/// The message of an answer: `choices[0].message`.
+fn message(raw: &Value) -> Option<&Value> {
+    raw.get("choices")?.get(0)?.get("message")
+}
+
+/// The assistant turn as sent (an empty assistant message when there is
+/// none).
+pub fn assistant_message(raw: &Value) -> Value {
+    message(raw)
+        .cloned()
+        .unwrap_or_else(|| json!({"role": "assistant", "content": null}))
+}
+
+/// The `tool_calls` of an assistant message, in order.
+pub fn calls(message: &Value) -> Vec<Call> {
+    message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .map(|tc| {
+                    let f = tc.get("function");
+                    Call {
+                        id: text_of(tc.get("id")),
+                        name: text_of(f.and_then(|f| f.get("name"))),
+                        args: args_of(f.and_then(|f| f.get("arguments"))),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The final text: the message's content (its text parts joined when it is
+/// a list).
+pub fn answer_text(raw: &Value) -> String {
+    match message(raw).and_then(|m| m.get("content")) {
+        Some(Value::Array(parts)) => turn::join_texts(parts, "text"),
+        other => text_of(other),
+    }
+}
+
+/// The text at the turn limit: the last assistant message's string content,
+/// as the recorded port does.
+pub fn text_at_limit(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| {
+            (m.get("role").and_then(Value::as_str) == Some("assistant"))
+                .then(|| m.get("content").and_then(Value::as_str))
+                .flatten()
+        })
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `usage.prompt_tokens`, `completion_tokens` and `total_tokens` (their sum
+/// when absent); `None` without a usage object. The loop reads it off a
+/// `Value`, translate off its arena node.
+pub fn usage<'a, V: View<'a>>(raw: V) -> Option<(u64, u64, u64)> {
+    let u = raw.get("usage").filter(|u| u.is_object())?;
+    let p = u.get("prompt_tokens").and_then(V::count).unwrap_or(0);
+    let c = u.get("completion_tokens").and_then(V::count).unwrap_or(0);
+    let t = u
+        .get("total_tokens")
+        .and_then(V::count)
+        .unwrap_or(p.saturating_add(c));
+    Some((p, c, t))
+}
+
+/// One `tool` message per result; with parts, also the tool's `name` (the
+/// wire form says whose output moved media is, see
+/// [`crate::parts::wire_messages`]).
+pub fn result_message(f: &Fed) -> Value {
+    let mut m = json!({"role": "tool", "tool_call_id": f.id, "content": f.output});
+    if !f.parts.is_empty() {
+        m["parts"] = turn::parts_value(f.parts);
+        m["name"] = Value::from(f.name);
+    }
+    m
+}
+
+// ---------------------------------------------------------------------------
+// translate's turn: OpenAI-shaped request in, this dialect's body out, its
+// answer read back in OpenAI shape (over the arena tree, `super::node`)
+// ---------------------------------------------------------------------------
+
+/// The text of an OpenAI `content` value: a string as it is, a parts array as
+/// the concatenation of its parts' string `text` fields, anything else "".
+pub fn content_text<'a>(bump: &'a Bump, content: Option<Node<'a>>) -> &'a str {
+    match content {
+        Some(Node::Str(s)) => s,
+        Some(Node::Array(parts)) => {
+            let mut texts = parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Node::as_str));
+            let Some(first) = texts.next() else {
+                return "";
+            };
+            let Some(second) = texts.next() else {
+                return first;
+            };
+            let mut joined = BString::from_str_in(first, bump);
+            joined.push_str(second);
+            texts.for_each(|t| joined.push_str(t));
+            joined.into_bump_str()
+        }
+        _ => "",
+    }
+}
+
+/// Tool-call arguments as an object, from either wire form. A string that is
+/// not JSON text of an object (malformed, blank, an array, trailing garbage)
+/// gives `{}`, as does any other non-object value.
+pub fn args_object<'a>(bump: &'a Bump, args: Option<Node<'a>>) -> Node<'a> {
+    match args {
+        Some(v @ Node::Object(_)) => v,
+        Some(Node::Str(s)) if !turn::is_blank(s) => match node::parse(bump, s.trim()) {
+            Ok(v @ Node::Object(_)) => v,
+            _ => EMPTY_OBJECT,
+        },
+        _ => EMPTY_OBJECT,
+    }
+}
+
+/// Tool-call arguments as the JSON string the OpenAI wire carries: a string
+/// verbatim (even a malformed one), an object encoded, anything else "{}".
+pub fn args_string<'a>(bump: &'a Bump, args: Option<Node<'a>>) -> &'a str {
+    match args {
+        Some(Node::Str(s)) => s,
+        Some(v @ Node::Object(_)) => v.encode_in(bump),
+        _ => "{}",
+    }
+}
+
+/// One tool call of an assistant message, as read from the OpenAI wire.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    /// `function.arguments` as given (a string, an object, or anything).
+    pub arguments: Option<Node<'a>>,
+}
+
+impl<'a> ToolCall<'a> {
+    /// `{id, name, arguments}` with `arguments` a JSON string.
+    pub fn to_node(self, bump: &'a Bump) -> Node<'a> {
+        object(
+            bump,
+            &[
+                ("id", Node::Str(self.id)),
+                ("name", Node::Str(self.name)),
+                ("arguments", Node::Str(args_string(bump, self.arguments))),
+            ],
+        )
+    }
+}
+
+/// The tool calls of an assistant message. Entries without a `function`
+/// object are skipped.
+pub fn tool_calls_of<'a>(
+    bump: &'a Bump,
+    message: Node<'a>,
+) -> impl Iterator<Item = ToolCall<'a>> + 'a {
+    let calls = message
+        .get("tool_calls")
+        .and_then(Node::as_array)
+        .unwrap_or(&[]);
+    calls.iter().filter_map(move |tc| {
+        let function = tc.get("function").filter(|f| f.is_object())?;
+        Some(ToolCall {
+            id: node::text_of(bump, tc.get("id")),
+            name: node::text_of(bump, function.get("name")),
+            arguments: function.get("arguments"),
+        })
+    })
+}
+
+/// Whether any message has the role "system" or "developer" (case-sensitive).
+pub fn has_system_message(messages: &[Node]) -> bool {
+    messages
+        .iter()
+        .any(|m| matches!(node::str_of(m.get("role")), "system" | "developer"))
+}
+
+/// A translate result's tool calls as an OpenAI `tool_calls` array, ready to
+/// put on an assistant message. Missing fields come out as `null`.
+pub fn tool_calls_json<'a>(bump: &'a Bump, result: Node<'a>) -> Node<'a> {
+    let calls = result
+        .get("toolCalls")
+        .and_then(Node::as_array)
+        .unwrap_or(&[]);
+    let mut out = BVec::with_capacity_in(calls.len(), bump);
+    for tc in calls {
+        let field = |k: &str| tc.get(k).unwrap_or(Node::Null);
+        let function = object(
+            bump,
+            &[("name", field("name")), ("arguments", field("arguments"))],
+        );
+        out.push(object(
+            bump,
+            &[
+                ("id", field("id")),
+                ("type", Node::Str("function")),
+                ("function", function),
+            ],
+        ));
+    }
+    array(out)
+}
+
+/// translate's openai body: the system text (the request's, else the
+/// client's) prepended when the messages carry none, the declared tools
+/// before the request's, `tool_choice` and `max_tokens` as given.
+pub fn request_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> ObjectBuilder<'a> {
+    // A request's `system` (even "") wins over the client's prompt; either is
+    // prepended only when the messages carry no system/developer message.
+    let system = request
+        .system
+        .or(client.system_prompt.as_deref())
+        .unwrap_or("");
+    let mut messages = BVec::with_capacity_in(request.messages.len() + 1, bump);
+    if !turn::is_blank(system) && !has_system_message(request.messages) {
+        messages.push(node::object(
+            bump,
+            &[
+                ("role", Node::Str("system")),
+                ("content", Node::Str(system)),
+            ],
+        ));
+    }
+    messages.extend_from_slice(request.messages);
+    let mut body = ObjectBuilder::with_capacity(bump, 5 + client.request_params.len());
+    body.push("model", Node::Str(&client.model));
+    body.push("messages", node::array(messages));
+    if !declared.is_empty() || !request.tools.is_empty() {
+        let mut tools = BVec::with_capacity_in(declared.len() + request.tools.len(), bump);
+        tools.extend_from_slice(declared);
+        tools.extend_from_slice(request.tools);
+        body.push("tools", node::array(tools));
+    }
+    if let Some(choice) = request.tool_choice {
+        body.push("tool_choice", choice);
+    }
+    if let Some(n) = request.positive_max_tokens() {
+        body.push("max_tokens", n);
+    }
+    body
+}
+
+/// The finish reasons an OpenAI client understands, kept as the provider
+/// sent them.
+const OPENAI_FINISH: [&str; 5] = [
+    "stop",
+    "length",
+    "tool_calls",
+    "content_filter",
+    "function_call",
+];
+
+/// The text, the tool calls and the finish reason of an OpenAI answer.
+pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
+    let choice = raw
+        .get("choices")
+        .and_then(Node::as_array)
+        .and_then(<[Node]>::first)
+        .copied();
+    let message = choice.and_then(|c| c.get("message"));
+    let text = content_text(bump, message.and_then(|m| m.get("content")));
+    let mut calls = BVec::new_in(bump);
+    if let Some(m) = message {
+        calls.extend(tool_calls_of(bump, m).map(|c| c.to_node(bump)));
+    }
+    // Any tool call means "tool_calls"; otherwise the provider's own reason is
+    // kept when it is one of OpenAI's, and mapped by SPEC §11 when it is not.
+    let stated = choice.and_then(|c| c.get("finish_reason"));
+    let finish = match stated.and_then(Node::as_str) {
+        _ if !calls.is_empty() => "tool_calls",
+        Some(s) => OPENAI_FINISH
+            .iter()
+            .copied()
+            .find(|f| *f == s)
+            .unwrap_or_else(|| turn::finish_reason_for(false, stated)),
+        None => turn::finish_reason_for(false, stated),
+    };
+    (text, node::array(calls), finish)
 }

@@ -11,8 +11,15 @@
 //!   appends them all to its transcript, so reasoning items go back as they
 //!   came.
 //!
+//! - The loop's side ([`super::turn`]): its body writer, the calls and text
+//!   read off the output items, the result items fed back.
+//!
 //! Everything here is pure JSON work on [`serde_json::Value`].
 
+use super::node::{self, Node};
+use super::turn::{self, Body, Call, Entries, Fed, Field, Request};
+use super::{ClientConfig, RESERVED_PARAMS};
+use bumpalo::Bump;
 use serde_json::{json, Map, Value};
 
 /// The endpoint under a client's `baseUrl` (its trailing `/` removed).
@@ -302,6 +309,163 @@ pub fn usage(raw: &Value) -> Usage {
         reasoning: n("/output_tokens_details/reasoning_tokens"),
         cached: n("/input_tokens_details/cached_tokens"),
     }
+}
+
+// ---------------------------------------------------------------------------
+// the loop's turn (`super::turn`)
+// ---------------------------------------------------------------------------
+
+/// The loop's body: `{model, input, instructions?, tools?,
+/// tool_choice:"auto"?, stream?}`, then the mapped `requestParams`.
+pub(crate) fn body_entries<'a>(b: &Body<'a>) -> Entries<'a> {
+    let mut e: Entries<'a> = Vec::with_capacity(6 + b.params.len());
+    e.push(("model", Field::Str(b.model)));
+    e.push(("input", Field::Values(b.messages)));
+    if !b.system.trim().is_empty() {
+        e.push(("instructions", Field::Str(b.system)));
+    }
+    if !b.tools.is_empty() {
+        e.push(("tools", Field::Values(b.tools)));
+        e.push(("tool_choice", Field::Str("auto")));
+    }
+    if b.stream {
+        e.push(("stream", Field::Bool(true)));
+    }
+    let mut mapped = Map::new();
+    merge_params(&mut mapped, b.params, &RESERVED_PARAMS);
+    for (k, v) in mapped {
+        // Every mapped key is a param's own or one of these.
+        let k: &'a str = match b.params.get_key_value(&k) {
+            _ if k == "max_output_tokens" => "max_output_tokens",
+            _ if k == "reasoning" => "reasoning",
+            _ if k == "text" => "text",
+            Some((key, _)) => key.as_str(),
+            None => continue,
+        };
+        turn::set(&mut e, k, Field::Owned(v));
+    }
+    e
+}
+
+/// The assistant turn: every output item (reasoning, messages, calls); the
+/// loop appends them to its transcript one by one
+/// ([`super::turn::append_turn`]).
+pub fn assistant_items(raw: &Value) -> Value {
+    Value::Array(output(raw).to_vec())
+}
+
+/// The function calls of a turn (its list of items, or one item) as the
+/// loop's calls.
+pub(crate) fn calls(message: &Value) -> Vec<Call> {
+    let items = match message {
+        Value::Array(items) => items.as_slice(),
+        item => std::slice::from_ref(item),
+    };
+    calls_of(items)
+        .into_iter()
+        .map(|c| Call {
+            args: turn::args_of(Some(&Value::String(c.arguments))),
+            id: c.call_id,
+            name: c.name,
+        })
+        .collect()
+}
+
+/// The text at the turn limit: the last assistant message item's text.
+pub fn text_at_limit(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| {
+            m.get("type").and_then(Value::as_str) == Some("message")
+                && m.get("role").and_then(Value::as_str) == Some("assistant")
+        })
+        .map(|m| text_of(std::slice::from_ref(m)))
+        .unwrap_or_default()
+}
+
+/// One `function_call_output` item per result (text only).
+pub fn result_item(f: &Fed) -> Value {
+    json!({"type": "function_call_output", "call_id": f.id, "output": f.output})
+}
+
+// ---------------------------------------------------------------------------
+// translate's turn: OpenAI-shaped request in, this dialect's body out, its
+// answer read back in OpenAI shape (over the arena tree, `super::node`)
+// ---------------------------------------------------------------------------
+
+/// The Responses body: `model`, `input` items, `instructions` (chosen as
+/// the Anthropic `system` is), flat function tools (declared first),
+/// `tool_choice`, `maxTokens` as `max_output_tokens`, then `requestParams`
+/// mapped by [`merge_params`] (`previous_response_id` among
+/// them when the host gives one).
+pub fn request_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
+    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
+    let (input, hoisted) = input_from_openai(&messages);
+    let system = turn::chosen_system(request, client, hoisted);
+    let tools: Vec<Value> = declared
+        .iter()
+        .chain(request.tools)
+        .map(|t| tool(&t.to_value()))
+        .collect();
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(client.model.clone()));
+    body.insert("input".into(), Value::Array(input));
+    if !turn::is_blank(&system) {
+        body.insert("instructions".into(), Value::String(system));
+    }
+    if !tools.is_empty() {
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(c) = request.tool_choice {
+        body.insert("tool_choice".into(), tool_choice(&c.to_value()));
+    }
+    if let Some(n) = request.positive_max_tokens() {
+        body.insert("max_output_tokens".into(), n.to_value());
+    }
+    merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
+    node::copy_value(bump, &Value::Object(body))
+}
+
+/// A Responses answer in OpenAI shape; `usage` adds `reasoningTokens` and
+/// `cachedTokens` when counted.
+pub fn read_answer<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
+    let value = raw.to_value();
+    let items = output(&value);
+    let calls = calls_of(items);
+    let finish = finish_reason(&value, !calls.is_empty());
+    let u = usage(&value);
+    let mut usage = serde_json::json!({
+        "promptTokens": u.prompt,
+        "completionTokens": u.completion,
+        "totalTokens": u.total,
+    });
+    if u.reasoning > 0 {
+        usage["reasoningTokens"] = u.reasoning.into();
+    }
+    if u.cached > 0 {
+        usage["cachedTokens"] = u.cached.into();
+    }
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"id": c.call_id, "name": c.name, "arguments": c.arguments}))
+        .collect();
+    node::object(
+        bump,
+        &[
+            ("text", Node::Str(bump.alloc_str(&text_of(items)))),
+            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
+            ("finishReason", Node::Str(finish)),
+            ("usage", node::copy_value(bump, &usage)),
+            ("model", Node::Str(model)),
+            ("raw", raw),
+        ],
+    )
 }
 
 #[cfg(test)]

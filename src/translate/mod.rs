@@ -3,20 +3,23 @@
 //! tool execution, no conversation state, so calls may run concurrently from
 //! any number of threads.
 //!
-//! - `mod.rs`     validate, build the provider body, read the answer back
-//! - `helpers.rs` the pure message/tool conversions
-//! - `node.rs`    the per-call arena JSON tree
-//! - `client.rs`  the provider call: retries, backoff, the timeout
-//! - `wire.rs`    the exchange on blocking sockets, its keep-alive pool
+//! - `mod.rs`     OpenAI-shaped request → validated [`Request`] → the
+//!   style's body → one provider call → the answer read back in OpenAI
+//!   shape (and the streamed variant); the helpers by their vector names
+//! - `helpers.rs` the SPEC §11 helpers by name, re-exported from the
+//!   dialect files
 //!
-//! The work is split in three: [`helpers`] holds the pure message/tool
-//! conversions, this module validates the request, builds the provider body
-//! and reads the provider's answer back (also pure), and the provider layer
-//! ([`crate::provider`]: the client config, [`client`] = `provider::http`)
-//! makes the HTTP call.
+//! Everything dialect-specific is in the provider layer: each style's body
+//! writer and answer reader in `provider/{openai,anthropic,gemini,
+//! responses}.rs`, the arena tree in [`node`] (`provider::node`), the HTTP
+//! call in [`client`] (`provider::http`).
 
 pub mod helpers;
-pub mod node;
+/// The arena JSON tree, in the provider layer; this path stays.
+pub use crate::provider::node;
+/// The validated OpenAI-shaped request (its reader, [`Request::from_node`],
+/// is here).
+pub use crate::provider::turn::Request;
 
 /// The HTTP exchange, now in the provider layer; this path stays.
 pub use crate::provider::http as client;
@@ -26,10 +29,10 @@ use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::json::display_string;
 use crate::provider::failover::{self, Leg, Served};
-use crate::provider::{anthropic, gemini, responses};
+use crate::provider::{anthropic, gemini, openai, responses, turn};
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
-use node::{Node, Num, ObjectBuilder};
+use node::Node;
 use serde_json::Value;
 use std::cell::OnceCell;
 
@@ -68,16 +71,6 @@ fn typed<'a, T>(
             ))
         }),
     }
-}
-
-/// A validated translate request, borrowing from its JSON.
-#[derive(Debug, Clone, Copy)]
-pub struct Request<'a> {
-    pub messages: &'a [Node<'a>],
-    pub tools: &'a [Node<'a>],
-    pub tool_choice: Option<Node<'a>>,
-    pub system: Option<&'a str>,
-    pub max_tokens: Option<Num>,
 }
 
 impl<'a> Request<'a> {
@@ -128,38 +121,11 @@ impl<'a> Request<'a> {
             max_tokens,
         })
     }
-
-    /// `maxTokens` when it is a positive number (0 and below mean "default").
-    fn positive_max_tokens(&self) -> Option<Node<'static>> {
-        let n = self.max_tokens?;
-        (n.as_f64() > 0.0).then_some(Node::Number(n))
-    }
 }
 
 // ---------------------------------------------------------------------------
 // the provider body (pure)
 // ---------------------------------------------------------------------------
-
-/// The schema a toolkit tool declared without one gets
-/// ([`crate::tool::default_schema`]).
-const DEFAULT_SCHEMA: Node<'static> = Node::Object(&[("type", Node::Str("object"))]);
-
-/// An OpenAI-shaped declaration (`{type, function:{name, description,
-/// parameters}}`) as the Anthropic adapter renders a toolkit tool.
-fn declared_to_anthropic<'a>(bump: &'a Bump, t: Node<'a>) -> Node<'a> {
-    let f = t.get("function").unwrap_or(t);
-    node::object(
-        bump,
-        &[
-            ("name", f.get("name").unwrap_or(Node::Null)),
-            ("description", f.get("description").unwrap_or(Node::Str(""))),
-            (
-                "input_schema",
-                f.get("parameters").unwrap_or(DEFAULT_SCHEMA),
-            ),
-        ],
-    )
-}
 
 /// The JSON body of the provider call, before it is serialised. `declared` are
 /// the toolkit's tools in OpenAI shape; they come before `request.tools`.
@@ -170,10 +136,10 @@ pub fn provider_body<'a>(
     declared: &[Node<'a>],
 ) -> Node<'a> {
     let mut body = match client.style {
-        Style::OpenAi => openai_body(bump, client, request, declared),
-        Style::Anthropic => anthropic_body(bump, client, request, declared),
-        Style::Gemini => return gemini_body(bump, client, request, declared),
-        Style::Responses => return responses_body(bump, client, request, declared),
+        Style::OpenAi => openai::request_body(bump, client, request, declared),
+        Style::Anthropic => anthropic::request_body(bump, client, request, declared),
+        Style::Gemini => return gemini::request_body(bump, client, request, declared),
+        Style::Responses => return responses::request_body(bump, client, request, declared),
     };
     for (k, v) in &client.request_params {
         if !RESERVED_PARAMS.contains(&k.as_str()) {
@@ -182,307 +148,23 @@ pub fn provider_body<'a>(
     }
     let body = body.build();
     if client.style == Style::Anthropic {
-        return cap_cache_breakpoints(bump, body);
+        return anthropic::cap_cache_breakpoints(bump, body);
     }
     body
-}
-
-/// Anthropic takes at most this many `cache_control` breakpoints.
-const MAX_CACHE_BREAKPOINTS: usize = 4;
-
-/// Keeps the first [`MAX_CACHE_BREAKPOINTS`] `cache_control` breakpoints of
-/// an Anthropic body in its render order (tools, system blocks, message
-/// content blocks) and drops the rest (Anthropic refuses the request
-/// otherwise). Only those places count: a tool schema may well have a
-/// property named `cache_control`. A body within the cap is returned as
-/// it is.
-fn cap_cache_breakpoints<'a>(bump: &'a Bump, body: Node<'a>) -> Node<'a> {
-    /// The blocks that may carry a breakpoint, in render order.
-    fn blocks<'n>(body: Node<'n>) -> impl Iterator<Item = Node<'n>> {
-        let list = |k: &str| body.get(k).and_then(Node::as_array).unwrap_or(&[]);
-        let contents = list("messages")
-            .iter()
-            .flat_map(|m| m.get("content").and_then(Node::as_array).unwrap_or(&[]));
-        list("tools")
-            .iter()
-            .chain(list("system"))
-            .chain(contents)
-            .copied()
-    }
-    let marked = |b: Node| b.get("cache_control").is_some_and(|c| c.is_object());
-    if blocks(body).filter(|b| marked(*b)).count() <= MAX_CACHE_BREAKPOINTS {
-        return body;
-    }
-    let mut v = body.to_value();
-    let mut left = MAX_CACHE_BREAKPOINTS;
-    let mut keep = |block: &mut Value| {
-        if let Some(m) = block.as_object_mut() {
-            if m.get("cache_control").is_some_and(Value::is_object) {
-                if left == 0 {
-                    m.shift_remove("cache_control");
-                } else {
-                    left -= 1;
-                }
-            }
-        }
-    };
-    for key in ["tools", "system"] {
-        if let Some(Value::Array(list)) = v.get_mut(key) {
-            list.iter_mut().for_each(&mut keep);
-        }
-    }
-    if let Some(Value::Array(messages)) = v.get_mut("messages") {
-        for m in messages {
-            if let Some(Value::Array(content)) = m.get_mut("content") {
-                content.iter_mut().for_each(&mut keep);
-            }
-        }
-    }
-    node::copy_value(bump, &v)
-}
-
-fn openai_body<'a>(
-    bump: &'a Bump,
-    client: &'a ClientConfig,
-    request: &Request<'a>,
-    declared: &[Node<'a>],
-) -> ObjectBuilder<'a> {
-    // A request's `system` (even "") wins over the client's prompt; either is
-    // prepended only when the messages carry no system/developer message.
-    let system = request
-        .system
-        .or(client.system_prompt.as_deref())
-        .unwrap_or("");
-    let mut messages = BVec::with_capacity_in(request.messages.len() + 1, bump);
-    if !helpers::is_blank(system) && !helpers::has_system_message(request.messages) {
-        messages.push(node::object(
-            bump,
-            &[
-                ("role", Node::Str("system")),
-                ("content", Node::Str(system)),
-            ],
-        ));
-    }
-    messages.extend_from_slice(request.messages);
-    let mut body = ObjectBuilder::with_capacity(bump, 5 + client.request_params.len());
-    body.push("model", Node::Str(&client.model));
-    body.push("messages", node::array(messages));
-    if !declared.is_empty() || !request.tools.is_empty() {
-        let mut tools = BVec::with_capacity_in(declared.len() + request.tools.len(), bump);
-        tools.extend_from_slice(declared);
-        tools.extend_from_slice(request.tools);
-        body.push("tools", node::array(tools));
-    }
-    if let Some(choice) = request.tool_choice {
-        body.push("tool_choice", choice);
-    }
-    if let Some(n) = request.positive_max_tokens() {
-        body.push("max_tokens", n);
-    }
-    body
-}
-
-fn anthropic_body<'a>(
-    bump: &'a Bump,
-    client: &'a ClientConfig,
-    request: &Request<'a>,
-    declared: &[Node<'a>],
-) -> ObjectBuilder<'a> {
-    let converted = helpers::openai_messages_to_anthropic(bump, request.messages);
-    // request.system (even "") > a non-blank client systemPrompt > the
-    // system/developer messages hoisted out of the conversation.
-    let (system, system_blocks) = match (request.system, client.system_prompt.as_deref()) {
-        (Some(s), _) => (s, None),
-        (None, Some(p)) if !helpers::is_blank(p) => (p, None),
-        _ => (converted.system, converted.system_blocks),
-    };
-    let mut tools = BVec::with_capacity_in(declared.len() + request.tools.len(), bump);
-    tools.extend(declared.iter().map(|t| declared_to_anthropic(bump, *t)));
-    helpers::openai_tools_to_anthropic(bump, request.tools, &mut tools);
-    let mut body = ObjectBuilder::with_capacity(bump, 6 + client.request_params.len());
-    body.push("model", Node::Str(&client.model));
-    body.push(
-        "max_tokens",
-        request
-            .positive_max_tokens()
-            .unwrap_or(Node::Number(Num::Pos(anthropic::DEFAULT_MAX_TOKENS))),
-    );
-    body.push("messages", Node::Array(converted.messages));
-    match system_blocks {
-        Some(blocks) if !blocks.is_empty() => body.push("system", Node::Array(blocks)),
-        _ if !helpers::is_blank(system) => body.push("system", Node::Str(system)),
-        _ => {}
-    }
-    if !tools.is_empty() {
-        body.push("tools", node::array(tools));
-    }
-    if let Some(choice) = helpers::openai_tool_choice_to_anthropic(bump, request.tool_choice) {
-        body.push("tool_choice", choice);
-    }
-    body
-}
-
-/// The system text of a Gemini or Responses body: the request's own, else
-/// a non-blank client prompt, else what the dialect hoisted out of the
-/// system/developer messages.
-fn chosen_system(request: &Request<'_>, client: &ClientConfig, hoisted: String) -> String {
-    match (request.system, client.system_prompt.as_deref()) {
-        (Some(s), _) => s.to_string(),
-        (None, Some(p)) if !helpers::is_blank(p) => p.to_string(),
-        _ => hoisted,
-    }
-}
-
-/// The Gemini body: `contents`, `systemInstruction` (request.system, else a
-/// non-blank client prompt, else the hoisted system/developer messages),
-/// one `functionDeclarations` wrapper with Gemini-safe schemas (declared
-/// tools first), `toolConfig` from `toolChoice`, `maxTokens` as
-/// `generationConfig.maxOutputTokens`, then `requestParams` mapped by
-/// [`gemini::merge_params`]. The model is in the URL, not the body.
-fn gemini_body<'a>(
-    bump: &'a Bump,
-    client: &'a ClientConfig,
-    request: &Request<'a>,
-    declared: &[Node<'a>],
-) -> Node<'a> {
-    use serde_json::Map;
-    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
-    let (contents, hoisted) = gemini::contents_from_openai(&messages);
-    let system = chosen_system(request, client, hoisted);
-    let declarations: Vec<Value> = declared
-        .iter()
-        .chain(request.tools)
-        .map(|t| gemini::declaration(&t.to_value()))
-        .collect();
-    let mut body = Map::new();
-    body.insert("contents".into(), Value::Array(contents));
-    if !helpers::is_blank(&system) {
-        body.insert(
-            "systemInstruction".into(),
-            gemini::system_instruction(&system),
-        );
-    }
-    if let Some(tools) = gemini::tools_value(&declarations) {
-        body.insert("tools".into(), tools);
-    }
-    if let Some(c) = request
-        .tool_choice
-        .and_then(|c| gemini::tool_config(&c.to_value()))
-    {
-        body.insert("toolConfig".into(), c);
-    }
-    if let Some(n) = request.positive_max_tokens() {
-        body.insert(
-            "generationConfig".into(),
-            serde_json::json!({"maxOutputTokens": n.to_value()}),
-        );
-    }
-    gemini::merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
-    node::copy_value(bump, &Value::Object(body))
-}
-
-/// The Responses body: `model`, `input` items, `instructions` (chosen as
-/// the Anthropic `system` is), flat function tools (declared first),
-/// `tool_choice`, `maxTokens` as `max_output_tokens`, then `requestParams`
-/// mapped by [`responses::merge_params`] (`previous_response_id` among
-/// them when the host gives one).
-fn responses_body<'a>(
-    bump: &'a Bump,
-    client: &'a ClientConfig,
-    request: &Request<'a>,
-    declared: &[Node<'a>],
-) -> Node<'a> {
-    use serde_json::Map;
-    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
-    let (input, hoisted) = responses::input_from_openai(&messages);
-    let system = chosen_system(request, client, hoisted);
-    let tools: Vec<Value> = declared
-        .iter()
-        .chain(request.tools)
-        .map(|t| responses::tool(&t.to_value()))
-        .collect();
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(client.model.clone()));
-    body.insert("input".into(), Value::Array(input));
-    if !helpers::is_blank(&system) {
-        body.insert("instructions".into(), Value::String(system));
-    }
-    if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(c) = request.tool_choice {
-        body.insert("tool_choice".into(), responses::tool_choice(&c.to_value()));
-    }
-    if let Some(n) = request.positive_max_tokens() {
-        body.insert("max_output_tokens".into(), n.to_value());
-    }
-    responses::merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
-    node::copy_value(bump, &Value::Object(body))
 }
 
 // ---------------------------------------------------------------------------
 // the provider's answer (pure)
 // ---------------------------------------------------------------------------
 
-/// A token count as a whole number (fractions are dropped; anything else is
-/// absent).
-fn token_count(v: Option<Node>) -> Option<u64> {
-    match v? {
-        Node::Number(Num::Pos(n)) => Some(n),
-        Node::Number(Num::Float(f)) if f.is_finite() && f >= 0.0 => Some(f as u64),
-        _ => None,
-    }
-}
-
-fn usage_node(bump: &Bump, prompt: u64, completion: u64, total: u64) -> Node<'_> {
-    node::object(
-        bump,
-        &[
-            ("promptTokens", Node::Number(Num::Pos(prompt))),
-            ("completionTokens", Node::Number(Num::Pos(completion))),
-            ("totalTokens", Node::Number(Num::Pos(total))),
-        ],
-    )
-}
-
-/// OpenAI prompt/completion/total_tokens; Anthropic input/output_tokens, the
-/// total being their sum. An absent usage is all zeros.
-fn usage_of<'a>(bump: &'a Bump, style: Style, raw: Node<'a>) -> Node<'a> {
-    let Some(u) = raw.get("usage").filter(|u| u.is_object()) else {
-        return usage_node(bump, 0, 0, 0);
-    };
-    let (p_key, c_key) = match style {
-        Style::OpenAi => ("prompt_tokens", "completion_tokens"),
-        _ => ("input_tokens", "output_tokens"),
-    };
-    let p = token_count(u.get(p_key)).unwrap_or(0);
-    let c = token_count(u.get(c_key)).unwrap_or(0);
-    let sum = p.saturating_add(c);
-    let total = match style {
-        Style::OpenAi => token_count(u.get("total_tokens")).unwrap_or(sum),
-        _ => sum,
-    };
-    usage_node(bump, p, c, total)
-}
-
-/// The finish reasons an OpenAI client understands, kept as the provider
-/// sent them.
-const OPENAI_FINISH: [&str; 5] = [
-    "stop",
-    "length",
-    "tool_calls",
-    "content_filter",
-    "function_call",
-];
-
 /// The provider's decoded answer in OpenAI shape: `{text, toolCalls,
 /// finishReason, usage, model, raw}`. `model` is the model the call asked for.
 pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node<'a>) -> Node<'a> {
     let (text, calls, finish) = match style {
-        Style::OpenAi => read_openai(bump, raw),
-        Style::Anthropic => read_anthropic(bump, raw),
-        Style::Gemini => return read_gemini(bump, model, raw),
-        Style::Responses => return read_responses(bump, model, raw),
+        Style::OpenAi => openai::read_answer(bump, raw),
+        Style::Anthropic => anthropic::read_answer(bump, raw),
+        Style::Gemini => return gemini::read_answer(bump, model, raw),
+        Style::Responses => return responses::read_answer(bump, model, raw),
     };
     node::object(
         bump,
@@ -495,6 +177,17 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
             ("raw", raw),
         ],
     )
+}
+
+/// The usage of an OpenAI or Anthropic answer, read by the dialect (the
+/// same reader the client loop uses); an absent usage is all zeros.
+fn usage_of<'a>(bump: &'a Bump, style: Style, raw: Node<'a>) -> Node<'a> {
+    let counted = match style {
+        Style::OpenAi => openai::usage(raw),
+        _ => anthropic::usage(raw),
+    };
+    let (p, c, t) = counted.unwrap_or((0, 0, 0));
+    turn::usage_node(bump, p, c, t)
 }
 
 /// An Anthropic answer to a client that enabled thinking
@@ -516,167 +209,8 @@ fn with_thinking<'a>(
         return answer;
     }
     let mut entries = entries.to_vec();
-    anthropic_thinking(bump, raw, &mut entries);
+    anthropic::thinking(bump, raw, &mut entries);
     node::object(bump, &entries)
-}
-
-fn anthropic_thinking<'a>(bump: &'a Bump, raw: Node<'a>, entries: &mut Vec<(&'a str, Node<'a>)>) {
-    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
-    let mut kept = BVec::new_in(bump);
-    let mut text = bumpalo::collections::String::new_in(bump);
-    for b in blocks {
-        match b.get("type").and_then(Node::as_str) {
-            Some("thinking") => {
-                text.push_str(b.get("thinking").and_then(Node::as_str).unwrap_or(""));
-                kept.push(*b);
-            }
-            Some("redacted_thinking") => kept.push(*b),
-            _ => {}
-        }
-    }
-    if !kept.is_empty() {
-        entries.push(("reasoningContent", Node::Str(text.into_bump_str())));
-        entries.push(("thinkingBlocks", node::array(kept)));
-    }
-}
-
-/// A Gemini answer in OpenAI shape. A tool call keeps its part's thought
-/// signature under `extra_content.google.thought_signature` (send the
-/// assistant message back with it); `usage` adds `reasoningTokens` and
-/// `cachedTokens` when Gemini counted any.
-fn read_gemini<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
-    let value = raw.to_value();
-    let content = gemini::model_content(&value);
-    let calls = gemini::calls_of(&content);
-    let finish = gemini::finish_reason(&value, !calls.is_empty());
-    let u = gemini::usage(&value);
-    let mut usage = serde_json::json!({
-        "promptTokens": u.prompt,
-        "completionTokens": u.completion,
-        "totalTokens": u.total,
-    });
-    if u.thoughts > 0 {
-        usage["reasoningTokens"] = u.thoughts.into();
-    }
-    if u.cached > 0 {
-        usage["cachedTokens"] = u.cached.into();
-    }
-    let calls: Vec<Value> = calls.iter().map(gemini::openai_tool_call).collect();
-    node::object(
-        bump,
-        &[
-            (
-                "text",
-                Node::Str(bump.alloc_str(&gemini::text_of(&content))),
-            ),
-            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
-            ("finishReason", Node::Str(finish)),
-            ("usage", node::copy_value(bump, &usage)),
-            ("model", Node::Str(model)),
-            ("raw", raw),
-        ],
-    )
-}
-
-/// A Responses answer in OpenAI shape; `usage` adds `reasoningTokens` and
-/// `cachedTokens` when counted.
-fn read_responses<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a> {
-    let value = raw.to_value();
-    let items = responses::output(&value);
-    let calls = responses::calls_of(items);
-    let finish = responses::finish_reason(&value, !calls.is_empty());
-    let u = responses::usage(&value);
-    let mut usage = serde_json::json!({
-        "promptTokens": u.prompt,
-        "completionTokens": u.completion,
-        "totalTokens": u.total,
-    });
-    if u.reasoning > 0 {
-        usage["reasoningTokens"] = u.reasoning.into();
-    }
-    if u.cached > 0 {
-        usage["cachedTokens"] = u.cached.into();
-    }
-    let calls: Vec<Value> = calls
-        .iter()
-        .map(|c| serde_json::json!({"id": c.call_id, "name": c.name, "arguments": c.arguments}))
-        .collect();
-    node::object(
-        bump,
-        &[
-            (
-                "text",
-                Node::Str(bump.alloc_str(&responses::text_of(items))),
-            ),
-            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
-            ("finishReason", Node::Str(finish)),
-            ("usage", node::copy_value(bump, &usage)),
-            ("model", Node::Str(model)),
-            ("raw", raw),
-        ],
-    )
-}
-
-/// The text, the tool calls and the finish reason of an OpenAI answer.
-fn read_openai<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
-    let choice = raw
-        .get("choices")
-        .and_then(Node::as_array)
-        .and_then(<[Node]>::first)
-        .copied();
-    let message = choice.and_then(|c| c.get("message"));
-    let text = helpers::content_text(bump, message.and_then(|m| m.get("content")));
-    let mut calls = BVec::new_in(bump);
-    if let Some(m) = message {
-        calls.extend(helpers::tool_calls_of(bump, m).map(|c| c.to_node(bump)));
-    }
-    // Any tool call means "tool_calls"; otherwise the provider's own reason is
-    // kept when it is one of OpenAI's, and mapped by SPEC §11 when it is not.
-    let stated = choice.and_then(|c| c.get("finish_reason"));
-    let finish = match stated.and_then(Node::as_str) {
-        _ if !calls.is_empty() => "tool_calls",
-        Some(s) => OPENAI_FINISH
-            .iter()
-            .copied()
-            .find(|f| *f == s)
-            .unwrap_or_else(|| helpers::finish_reason_for(false, stated)),
-        None => helpers::finish_reason_for(false, stated),
-    };
-    (text, node::array(calls), finish)
-}
-
-/// The text, the tool calls and the finish reason of an Anthropic answer.
-fn read_anthropic<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
-    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
-    let of_type = |t: &'static str| {
-        blocks
-            .iter()
-            .filter(move |b| b.get("type").and_then(Node::as_str) == Some(t))
-    };
-    let mut text = bumpalo::collections::String::new_in(bump);
-    for b in of_type("text") {
-        text.push_str(b.get("text").map_or("", |t| t.display(bump)));
-    }
-    let mut calls = BVec::new_in(bump);
-    for b in of_type("tool_use") {
-        let input = match b.get("input") {
-            None | Some(Node::Null) => "{}",
-            Some(i) => i.encode_in(bump),
-        };
-        calls.push(node::object(
-            bump,
-            &[
-                ("id", Node::Str(b.get("id").map_or("", |v| v.display(bump)))),
-                (
-                    "name",
-                    Node::Str(b.get("name").map_or("", |v| v.display(bump))),
-                ),
-                ("arguments", Node::Str(input)),
-            ],
-        ));
-    }
-    let finish = helpers::finish_reason_for(!calls.is_empty(), raw.get("stop_reason"));
-    (text.into_bump_str(), node::array(calls), finish)
 }
 
 // ---------------------------------------------------------------------------

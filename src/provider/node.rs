@@ -18,6 +18,33 @@ use serde_json::{Number, Value};
 use std::collections::HashMap;
 use std::fmt;
 
+// ---------------------------------------------------------------------------
+// readers the dialects share
+// ---------------------------------------------------------------------------
+
+/// A value Clojure would treat as true: anything but `null` and `false`.
+pub(crate) fn truthy(v: Option<Node>) -> bool {
+    !matches!(v, None | Some(Node::Null) | Some(Node::Bool(false)))
+}
+
+/// The display text of a value that may be missing (missing reads as "").
+pub(crate) fn text_of<'a>(bump: &'a Bump, v: Option<Node<'a>>) -> &'a str {
+    v.map_or("", |v| v.display(bump))
+}
+
+/// Whether a value displays as "": missing, null or the empty string (any
+/// other value displays as its non-empty JSON spelling).
+pub(crate) fn displays_empty(v: Option<Node>) -> bool {
+    matches!(v, None | Some(Node::Null) | Some(Node::Str("")))
+}
+
+/// `v` when it is a string. Comparing a value's display text with a
+/// keyword is the same as comparing the string itself, since no other
+/// value displays as a bare word.
+pub(crate) fn str_of<'a>(v: Option<Node<'a>>) -> &'a str {
+    v.and_then(Node::as_str).unwrap_or("")
+}
+
 /// A JSON number as serde_json reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Num {
@@ -174,6 +201,24 @@ impl<'a> Node<'a> {
                     .map(|(k, v)| (k.to_string(), v.to_value()))
                     .collect(),
             ),
+        }
+    }
+}
+
+impl<'a> crate::json::View<'a> for Node<'a> {
+    fn get(self, key: &str) -> Option<Self> {
+        Node::get(self, key)
+    }
+
+    fn is_object(self) -> bool {
+        Node::is_object(self)
+    }
+
+    fn count(self) -> Option<u64> {
+        match self {
+            Node::Number(Num::Pos(n)) => Some(n),
+            Node::Number(Num::Float(f)) if f.is_finite() && f >= 0.0 => Some(f as u64),
+            _ => None,
         }
     }
 }
