@@ -28,7 +28,6 @@ mod lines;
 mod proxy;
 mod relay;
 mod session;
-mod shape;
 mod sse;
 mod stdio;
 

@@ -13,9 +13,9 @@ use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 use super::relay::{RelayGuard, Relays};
-pub use super::shape::shape_call_result;
 use super::{lines, sse, stdio};
 use crate::cancel::CancelToken;
+pub use crate::jsonrpc::shape::shape_call_result;
 use crate::tool::{default_schema, Relay, Stop, ToolResult};
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
