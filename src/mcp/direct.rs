@@ -57,7 +57,8 @@ const _: () = assert!(FIRST_ID + ID_SPAN as i64 - 1 == i32::MAX as i64);
 pub enum Failure {
     /// What rmcp's path reports as this error (`describe_service_error`).
     Service(ServiceError),
-    /// The answer's result could not be read as JSON (`malformed-result (…)`).
+    /// The answer's typed result could not be written back as JSON (its
+    /// `malformed-result (WHY)`, WHY held here).
     Malformed(String),
     /// The caller's cancel token fired (the server was told).
     Cancelled,
@@ -307,9 +308,7 @@ impl Direct {
             plain::Answer::Shaped(result) => Ok(Reply::Shaped(result)),
             plain::Answer::Json(result) => Ok(Reply::Json(result)),
             plain::Answer::Error(e) => Err(Failure::Service(ServiceError::McpError(e))),
-            plain::Answer::Unwritable(e) => {
-                Err(Failure::Malformed(format!("malformed-result ({e})")))
-            }
+            plain::Answer::Unwritable(e) => Err(Failure::Malformed(e.to_string())),
         };
         self.answer(id, answer)
     }

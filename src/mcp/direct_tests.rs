@@ -101,7 +101,7 @@ fn the_direct_path_gives_the_same_results_as_rmcps_byte_for_byte() {
         let failed = call(&direct, "fail", json!({"code": -32000, "message": "nope"})).await;
         let data = rmcp::model::ErrorData::new(rmcp::model::ErrorCode(-32000), "nope", None);
         let expected = describe_service_error(&ServiceError::McpError(data));
-        assert_eq!(expected, "rpc-error (code -32000)");
+        assert_eq!(expected.to_string(), "rpc-error (code -32000)");
         assert!(failed.is_error);
         assert_eq!(failed.output, failure("d", "tools/call", &expected));
         let raw = call(&direct, "raw", json!({"k": "v"})).await;
