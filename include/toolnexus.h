@@ -431,6 +431,47 @@ tn_status tn_agents_call(const tn_agents *agents,
                          char **out_json);
 
 /*
+ Sets (or, with a NULL `callback`, clears) one of the runtime's host
+ callbacks, by slot name; a later call replaces an earlier one. The slots:
+
+ - always: `onSpawn` (event `{id}`, before the handle's first turn),
+   `onClose` (event `{id, reason}`), `onBeat` (event `{text}`: a
+   heartbeat's report, see the `start` verb); their replies are ignored;
+ - declared in the config's `callbacks` list: the runtime-wide hooks
+   `beforeLLM`, `afterLLM`, `beforeTool`, `afterTool`, `onError`,
+   `onMetric` (as `tn_client_set_callback`'s, on every handle's runs);
+   `waitFor:<agent>` (that agent is a §10 interpreter for its subtree:
+   event the Request, reply the Answer); `guardrail:<agent>` (event the
+   `beforeTool` event `{name, args, id, turn}`, reply `""`/`"allow"`/
+   nothing to allow, any other string denies with that reason — a failing
+   guardrail denies); `summarize` and `countTokens` for the config's
+   `compaction` (event `{older}` → the summary text; event `{messages}` →
+   a number);
+ - `verify:<agent>` for an agent whose `completion.verify` is
+   `"callback"`: event the RunResult (`toolCalls` accumulated over the
+   attempts), reply `{ok, reason?}`.
+
+ A declared slot that is not set fails when it is called. A callback
+ called during a turn (all but `onSpawn`, `onClose`, `onBeat`) runs on a
+ library thread while the turn waits: `interrupt`, `close` or
+ `tn_agents_free` stop the wait (the callback sees `tn_reply_cancelled`
+ and its late answer is dropped), so one that never answers holds no
+ handle. `user_data_free` runs once, when the slot is replaced or cleared
+ and no call uses it any more, or at once when this call fails.
+
+ # Safety
+ `agents` is NULL or live; `slot` is NULL or NUL-terminated; `callback`
+ and `user_data` must be usable from any thread until released;
+ `out_error` is NULL or writable.
+ */
+tn_status tn_agents_set_callback(const tn_agents *agents,
+                                 const char *slot,
+                                 tn_callback callback,
+                                 void *user_data,
+                                 tn_user_data_free user_data_free,
+                                 char **out_error);
+
+/*
  Frees a runtime: every handle is force-closed (running turns are
  cancelled) and calls in flight on other threads — a `wait` among them —
  end (a wait with `status` `"interrupted"` or `"closed"`); a call started

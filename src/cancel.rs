@@ -88,6 +88,13 @@ impl CancelToken {
         }
     }
 
+    /// How many hooks are registered: a test's sign that blocked work has
+    /// reached the point where a cancel reaches it.
+    #[cfg(test)]
+    pub(crate) fn registered(&self) -> usize {
+        self.hooks().len()
+    }
+
     /// Waits `pause`, or less if the token is cancelled meanwhile; `true` if
     /// it was.
     pub(crate) fn sleep(&self, pause: Duration) -> bool {

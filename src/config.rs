@@ -8,7 +8,7 @@ use crate::skill;
 use serde_json::{Map, Value};
 
 /// Every top-level key the toolkit config accepts.
-pub const KEYS: [&str; 11] = [
+pub const KEYS: [&str; 12] = [
     "skillsDir",
     "skills",
     "skillsFilter",
@@ -17,6 +17,7 @@ pub const KEYS: [&str; 11] = [
     "builtins",
     "mcpConfig",
     "httpTools",
+    "relayTools",
     "disableTools",
     "maxPartBytes",
     "agents",
@@ -32,6 +33,8 @@ pub struct ToolkitConfig {
     pub builtins: Option<Value>,
     pub mcp_config: Option<Value>,
     pub http_tools: Vec<Value>,
+    /// The declaration-only tools (SPEC §10 addendum `relayTools`).
+    pub relay_tools: Vec<Value>,
     pub disable_tools: Vec<String>,
     /// The largest content part (SPEC §1B, decoded bytes) a tool may hand
     /// back; `None` is no limit.
@@ -170,6 +173,16 @@ impl ToolkitConfig {
                 return Err(wrong_type("httpTools", "an array of HTTP tool objects", v));
             };
             cfg.http_tools = items.clone();
+        }
+        if let Some(v) = get("relayTools") {
+            let Value::Array(items) = v else {
+                return Err(wrong_type(
+                    "relayTools",
+                    "an array of relay tool objects {name, description?, inputSchema?}",
+                    v,
+                ));
+            };
+            cfg.relay_tools = items.clone();
         }
         if let Some(v) = get("disableTools") {
             cfg.disable_tools = string_list("disableTools", v)?;

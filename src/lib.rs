@@ -19,7 +19,7 @@
 //! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, test_json, quiet_panic
 //! - floor 2: tool, parts, adapter, store
 //! - floor 3: provider, jsonrpc
-//! - floor 4: skill, builtin, http_tool, native, mcp, config, source, a2a_tool
+//! - floor 4: skill, builtin, http_tool, relay_tool, native, mcp, config, source, a2a_tool
 //! - floor 5: toolkit
 //! - floor 6: translate, client
 //! - floor 7: mcp_server, agents, a2a
@@ -50,6 +50,7 @@ pub mod native;
 pub mod net;
 pub mod parts;
 pub mod provider;
+pub mod relay_tool;
 pub mod runtime;
 pub mod skill;
 mod source;

@@ -1,4 +1,4 @@
-//! The size caps, each defined once. Every one is 64 MiB: large enough for
+//! The caps, each defined once. The size caps are 64 MiB: large enough for
 //! any honest answer, small enough that no server, provider, pipe or file can
 //! make a call hold unbounded memory in the host's process. Passing a cap
 //! fails the one call (or skips the one line) as soon as the cap is passed,
@@ -31,3 +31,19 @@ pub const SERVED_REQUEST_BYTES: usize = 64 << 20;
 /// file, and is refused with its first bytes only, so an error never
 /// echoes a path of megabytes back to the model.
 pub const PATH_BYTES: usize = 4096;
+
+/// The most A2A tasks a served agent runs at once, each on a thread of its
+/// own (a run holds a thread for as long as its model and tools take).
+pub const SERVED_TASKS: usize = 32;
+
+/// The most A2A tasks a served agent keeps waiting for one of its
+/// [`SERVED_TASKS`] slots (acknowledged `submitted`, run in order). A send
+/// beyond them is refused with a JSON-RPC error (-32000, "server busy"),
+/// and nothing is stored for it.
+pub const SERVED_TASKS_QUEUED: usize = 1024;
+
+/// The most answers the served toolkit gives one JSON-RPC batch (each an
+/// invalid request: MCP has no batches): a batch that would get more is
+/// answered by one error, so a line of a few bytes per item never makes
+/// the gateway hold a hundred times its size in answers.
+pub const BATCH_ANSWERS: usize = 1024;

@@ -200,8 +200,15 @@ pub(crate) trait ToolSource: Sync {
 }
 
 /// Every source, lowest precedence first; a later one wins a name.
-pub(crate) static SOURCES: [&dyn ToolSource; 6] =
-    [&Builtins, &Skills, &HttpTools, &A2a, &HostFunctions, &Mcp];
+pub(crate) static SOURCES: [&dyn ToolSource; 7] = [
+    &Builtins,
+    &Skills,
+    &HttpTools,
+    &RelayTools,
+    &A2a,
+    &HostFunctions,
+    &Mcp,
+];
 
 /// The built-in tools (SPEC §4A).
 struct Builtins;
@@ -291,6 +298,25 @@ impl ToolSource for HttpTools {
             }
         }
         Ok(tools)
+    }
+}
+
+/// The declaration-only tools (SPEC §10 addendum `relayTools`): a bad
+/// declaration, or one named like a built-in tool, fails the build (a relay
+/// tool that silently went missing would leave the model calling nothing).
+struct RelayTools;
+
+impl ToolSource for RelayTools {
+    fn load(&self, build: &mut Build<'_>) -> Result<Vec<Arc<Tool>>> {
+        let tools = build
+            .cfg
+            .relay_tools
+            .iter()
+            .enumerate()
+            .map(|(i, decl)| crate::relay_tool::relay_tool(i, decl))
+            .collect::<Result<Vec<_>>>()?;
+        crate::relay_tool::check_collisions(tools.iter().map(|t| t.name.as_str()))?;
+        Ok(tools.into_iter().map(Arc::new).collect())
     }
 }
 

@@ -22,6 +22,8 @@ pub enum Source {
     Native,
     /// A remote A2A agent's skill (SPEC §7A).
     A2a,
+    /// A declaration-only tool the caller runs (SPEC §10 addendum).
+    Relay,
 }
 
 impl Source {
@@ -33,6 +35,7 @@ impl Source {
             Source::Http => "http",
             Source::Native => "native",
             Source::A2a => "a2a",
+            Source::Relay => "relay",
         }
     }
 }

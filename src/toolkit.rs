@@ -131,7 +131,7 @@ impl Toolkit {
 
     /// Recomputes the merged, name-sorted tool map: each source of
     /// [`SOURCES`] in turn, a later one winning a name (builtin < skill <
-    /// http < native < mcp), then `disableTools` removed.
+    /// http < relay < a2a < native < mcp), then `disableTools` removed.
     fn rebuild(&self) {
         let native = self.native.lock().unwrap_or_else(PoisonError::into_inner);
         let grown = self.grown.lock().unwrap_or_else(PoisonError::into_inner);

@@ -335,3 +335,45 @@ fn a_card_with_ten_thousand_skills_gives_ten_thousand_tools() {
     assert!(started.elapsed() < Duration::from_secs(30));
     assert_eq!(status(&tk)["statuses"][stub.card_url()], "connected");
 }
+
+#[test]
+fn skill_ids_colliding_after_sanitizing_are_reported_and_the_first_is_kept() {
+    let stub = Stub::with_card(CardKind::Colliding);
+    let tk = build(
+        json!({"builtins": false, "agents": {"r": {"card": stub.card_url(), "pollEvery": 10}}}),
+    );
+    // One tool: the first skill's, not shadowed by the later ones.
+    assert_eq!(tk.tool_names(), ["reviewer_re_view"]);
+    let decl = tk.render("tools").expect("tools");
+    assert!(decl.contains("first") && !decl.contains("second"), "{decl}");
+    let st = status(&tk);
+    let warnings: Vec<&str> = st["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(warnings.len(), 2, "{st}");
+    assert!(
+        warnings[0]
+            .contains(r#"skills "re view" and "re.view" both become the tool reviewer_re_view"#),
+        "{st}"
+    );
+    assert!(warnings[1].contains(r#""re_view" is left out"#), "{st}");
+    assert_eq!(st["statuses"]["agents.r"], "connected", "{st}");
+    // The kept tool calls the agent.
+    let r = call(&tk, "reviewer_re_view", "go", &ExecContext::default());
+    assert_eq!(r.output, "REVIEWED");
+    // Through add_agent, the same: reported, not shadowed.
+    let live = build(json!({"builtins": false}));
+    let added = live
+        .add_agent(
+            &toolnexus::a2a_tool::Agent::from_card(&stub.card_url()),
+            None,
+        )
+        .expect("added");
+    assert_eq!(added["added"], json!(["reviewer_re_view"]));
+    assert_eq!(
+        added["warnings"].as_array().map(Vec::len),
+        Some(2),
+        "{added}"
+    );
+}

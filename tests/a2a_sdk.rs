@@ -12,20 +12,63 @@ use toolnexus::client::{Client, HostFn, RunData};
 use toolnexus::mcp_server::{ServeConfig, Server};
 use toolnexus::toolkit::Toolkit;
 
-fn served(block: Value) -> (Server, String) {
+/// A toolkit of `examples/skills` and two tools: `note` (answers at once)
+/// and `wait` (returns only once its call is cancelled, 60 s at most).
+fn toolkit() -> Toolkit {
+    use toolnexus::tool::{ExecContext, Source, Tool, ToolResult};
     let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
-    let tk = Arc::new(
-        Toolkit::build_from_json(&json!({"skillsDir": skills}).to_string()).expect("toolkit"),
-    );
+    let tk = Toolkit::build_from_json(&json!({"skillsDir": skills}).to_string()).expect("toolkit");
+    let note = |_: &Value, _: &ExecContext| ToolResult::ok("noted");
+    let wait = |_: &Value, ctx: &ExecContext| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            if ctx.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+                return ToolResult::error("cancelled");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        ToolResult::error("never cancelled")
+    };
+    tk.register(Tool::new(
+        "note",
+        "a test tool",
+        None,
+        Source::Native,
+        Arc::new(note),
+    ));
+    tk.register(Tool::new(
+        "wait",
+        "a test tool",
+        None,
+        Source::Native,
+        Arc::new(wait),
+    ));
+    tk
+}
+
+fn served(block: Value) -> (Server, String) {
+    let tk = Arc::new(toolkit());
+    // "explode" fails the run; "tool" calls `note` first, "slow" calls
+    // `wait` first; then the answer is `echo: <text>`.
     let model: HostFn = Arc::new(|req: &Value, _: RunData| {
-        let last = req["messages"]
-            .as_array()
-            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        let messages = req["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "user")
             .and_then(|m| m["content"].as_str())
             .unwrap_or_default()
             .to_string();
         if last.contains("explode") {
             return Err("the model exploded".into());
+        }
+        let fed = messages.iter().any(|m| m["role"] == "tool");
+        for (word, tool) in [("tool", "note"), ("slow", "wait")] {
+            if last.contains(word) && !fed {
+                return Ok(Some(
+                    json!({"toolCalls": [{"name": tool, "arguments": {}}]}),
+                ));
+            }
         }
         Ok(Some(json!({"content": format!("echo: {last}")})))
     });
@@ -94,6 +137,91 @@ fn the_sdk_client_talks_to_our_agent_over_1_0() {
     assert_eq!(r["sendState"], "TASK_STATE_SUBMITTED", "{r}");
     assert_eq!(r["state"], "TASK_STATE_COMPLETED", "{r}");
     assert_eq!(r["text"], "echo: hello one", "{r}");
+}
+
+fn sdk_stream(base: &str, text: &str, cancel: bool) -> Value {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/a2a_clients/sdk_stream.py"
+    );
+    let mut cmd = Command::new(python());
+    cmd.args([script, base, text]);
+    if cancel {
+        cmd.arg("cancel");
+    }
+    let out = cmd.output().expect("run python3");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("No module named 'a2a'"),
+        "the a2a-sdk package is missing: run scripts/setup.sh (or .venv/bin/pip install -r tests/requirements.txt)"
+    );
+    assert!(out.status.success(), "sdk stream client failed:\n{stderr}");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn kinds_and_states(r: &Value) -> Vec<String> {
+    r["events"]
+        .as_array()
+        .map(|evs| {
+            evs.iter()
+                .map(|e| {
+                    let what = e["state"].as_str().or(e["text"].as_str()).unwrap_or("");
+                    format!("{}:{what}", e["kind"].as_str().unwrap_or("?"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_sdk_client_streams_a_task_over_0_3_and_1_0() {
+    for protocol in ["0.3", "1.0"] {
+        let (_server, base) = served(json!({"protocol": protocol}));
+        let r = sdk_stream(&base, "use a tool", false);
+        assert_eq!(
+            kinds_and_states(&r),
+            [
+                "task:TASK_STATE_SUBMITTED",
+                "status:TASK_STATE_WORKING",
+                "status:TASK_STATE_WORKING",
+                "status:TASK_STATE_WORKING",
+                "artifact:echo: use a tool",
+                "status:TASK_STATE_COMPLETED",
+            ],
+            "{protocol}: {r}"
+        );
+        assert_eq!(r["events"][2]["text"], "calling note", "{protocol}: {r}");
+        assert_eq!(r["events"][3]["text"], "note done", "{protocol}: {r}");
+        assert_eq!(r["after"], "TASK_STATE_COMPLETED", "{protocol}: {r}");
+        // A failing run: its last event is the failure, with the error.
+        let r = sdk_stream(&base, "explode", false);
+        let last = r["events"].as_array().and_then(|e| e.last()).cloned();
+        let last = last.unwrap_or_default();
+        assert_eq!(last["state"], "TASK_STATE_FAILED", "{protocol}: {r}");
+        assert!(
+            last["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("the model exploded")),
+            "{protocol}: {r}"
+        );
+    }
+}
+
+#[test]
+fn the_sdk_client_cancels_a_streamed_task_over_0_3_and_1_0() {
+    for protocol in ["0.3", "1.0"] {
+        let (_server, base) = served(json!({"protocol": protocol}));
+        let r = sdk_stream(&base, "slow work", true);
+        assert_eq!(r["canceled"], "TASK_STATE_CANCELED", "{protocol}: {r}");
+        let last = r["events"].as_array().and_then(|e| e.last()).cloned();
+        assert_eq!(
+            last.unwrap_or_default()["state"],
+            "TASK_STATE_CANCELED",
+            "{protocol}: {r}"
+        );
+        assert_eq!(r["after"], "TASK_STATE_CANCELED", "{protocol}: {r}");
+    }
 }
 
 /// The SDK's server on a free port, killed on drop.

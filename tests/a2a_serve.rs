@@ -620,11 +620,18 @@ fn our_outbound_tool_speaks_0_3_when_told_and_1_0_when_the_card_says() {
 
 /// A provider that answers every chat completion with one text.
 fn tiny_provider(text: &'static str) -> String {
+    held_provider(text, Arc::new(std::sync::atomic::AtomicBool::new(true)))
+}
+
+/// [`tiny_provider`] that holds a request whose body says "hold" until
+/// `open` is set (60 s at most).
+fn held_provider(text: &'static str, open: Arc<std::sync::atomic::AtomicBool>) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { continue };
+            let open = Arc::clone(&open);
             std::thread::spawn(move || {
                 use std::io::BufRead;
                 let mut reader = std::io::BufReader::new(conn.try_clone().expect("clone"));
@@ -644,6 +651,13 @@ fn tiny_provider(text: &'static str) -> String {
                 }
                 let mut body = vec![0; len];
                 let _ = reader.read_exact(&mut body);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while String::from_utf8_lossy(&body).contains("hold")
+                    && !open.load(std::sync::atomic::Ordering::SeqCst)
+                    && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 let answer = json!({"id": "c1", "object": "chat.completion", "model": "m",
                     "choices": [{"index": 0, "finish_reason": "stop",
                         "message": {"role": "assistant", "content": text}}],
@@ -738,4 +752,357 @@ fn two_servers_on_one_postgres_answer_each_others_tasks() {
         settled(&b.base, &next)["artifacts"][0]["parts"][0]["text"],
         "echo: again|2"
     );
+}
+
+/// The JSON-RPC answers of a server-sent event stream, read with the
+/// crate's one SSE reader.
+fn sse_answers(body: &[u8]) -> Vec<Value> {
+    let mut parser = toolnexus::provider::sse::SseParser::new();
+    let mut out = Vec::new();
+    let mut on = |_: &str, data: &str| {
+        out.push(serde_json::from_str::<Value>(data).expect("a JSON event"));
+        Ok(())
+    };
+    parser.feed(body, &mut on).expect("sse");
+    parser.finish(&mut on).expect("sse end");
+    out
+}
+
+#[test]
+fn a_streamed_send_is_server_sent_events_on_every_wire() {
+    let s = serve();
+    let message = json!({"role": "user", "messageId": "m",
+        "parts": [{"kind": "text", "text": "stream me"}]});
+    for (method, headers) in [
+        ("SendStreamingMessage", vec![]),
+        ("message/stream", vec![]),
+        ("SendStreamingMessage", vec![("A2A-Version", "1.0")]),
+    ] {
+        let body = json!({"jsonrpc": "2.0", "id": 5, "method": method,
+            "params": {"message": message}});
+        let mut h = vec![("Content-Type", "application/json")];
+        h.extend(headers.iter().copied());
+        let (status, out) = http(
+            "POST",
+            &format!("{}/", s.base),
+            &h,
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(status, 200);
+        let answers = sse_answers(&out);
+        assert!(answers.iter().all(|a| a["id"] == 5), "{answers:?}");
+        let results: Vec<&Value> = answers.iter().map(|a| &a["result"]).collect();
+        assert_eq!(results.len(), 4, "{method} {headers:?}: {results:?}");
+        let v10 = !headers.is_empty();
+        let (task, working, artifact, last) = (results[0], results[1], results[2], results[3]);
+        if v10 {
+            assert_eq!(task["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+            let id = &task["task"]["id"];
+            assert_eq!(working["statusUpdate"]["taskId"], *id);
+            assert_eq!(
+                working["statusUpdate"]["status"]["state"],
+                "TASK_STATE_WORKING"
+            );
+            assert_eq!(
+                artifact["artifactUpdate"]["artifact"]["parts"],
+                json!([{"text": "echo: stream me|1"}])
+            );
+            assert_eq!(
+                last["statusUpdate"]["status"]["state"],
+                "TASK_STATE_COMPLETED"
+            );
+            let got = rpc_v10(&s.base, "GetTask", json!({"id": id}));
+            assert_eq!(
+                got["result"]["artifacts"][0]["artifactId"],
+                artifact["artifactUpdate"]["artifact"]["artifactId"]
+            );
+        } else {
+            assert_eq!(task["status"]["state"], "submitted");
+            assert_eq!(working["kind"], "status-update");
+            assert_eq!(working["status"]["state"], "working");
+            assert_eq!(working["final"], false);
+            assert_eq!(artifact["kind"], "artifact-update");
+            assert_eq!(
+                artifact["artifact"]["parts"],
+                json!([{"kind": "text", "text": "echo: stream me|1"}])
+            );
+            assert_eq!(last["status"]["state"], "completed");
+            assert_eq!(last["final"], true);
+            assert_eq!(last["taskId"], task["id"]);
+        }
+    }
+    // A suspended run streams its prompt as the last event.
+    let body = json!({"jsonrpc": "2.0", "id": 6, "method": "message/stream",
+        "params": {"message": {"parts": [{"kind": "text", "text": "ask me"}]}}});
+    let (_, out) = http(
+        "POST",
+        &format!("{}/", s.base),
+        &[],
+        body.to_string().as_bytes(),
+    );
+    let answers = sse_answers(&out);
+    let texts: Vec<Value> = answers
+        .iter()
+        .map(|a| a["result"]["status"]["message"]["parts"][0]["text"].clone())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            Value::Null,
+            Value::Null,
+            json!("calling confirm"),
+            json!("confirm failed"),
+            json!("Which colour?")
+        ],
+        "{answers:?}"
+    );
+    let last = &answers[4]["result"];
+    assert_eq!(last["status"]["state"], "input-required");
+    assert_eq!(last["final"], true);
+}
+
+#[test]
+fn a_streaming_peer_that_goes_away_leaves_the_task_running() {
+    let s = serve();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "message/stream",
+        "params": {"message": {"parts": [{"kind": "text", "text": "left alone"}]}}})
+    .to_string();
+    let host = s.base.strip_prefix("http://").expect("host");
+    let mut conn = TcpStream::connect(host).expect("connect");
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).expect("write");
+    conn.write_all(body.as_bytes()).expect("write");
+    // Read up to the first event (its id), then hang up.
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let id = loop {
+        let n = conn.read(&mut buf).expect("read");
+        assert!(n > 0, "{}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some(i) = text.find("\"id\":\"") {
+            let rest = &text[i + 6..];
+            if let Some(end) = rest.find('"') {
+                break rest[..end].to_string();
+            }
+        }
+    };
+    drop(conn);
+    let t = settled(&s.base, &id);
+    assert_eq!(t["artifacts"][0]["parts"][0]["text"], "echo: left alone|1");
+}
+
+fn rpc_v10(base: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let (status, out) = http(
+        "POST",
+        &format!("{base}/"),
+        &[("Content-Type", "application/json"), ("A2A-Version", "1.0")],
+        body.to_string().as_bytes(),
+    );
+    assert_eq!(status, 200);
+    serde_json::from_slice(&out).expect("json-rpc answer")
+}
+
+/// `toolnexus serve --http 127.0.0.1:0` with an `--a2a` block and a client
+/// of `provider`: the child (its stderr piped) and its base URL.
+fn spawn_serve(a2a_block: &Value, provider: &str) -> (std::process::Child, Option<String>) {
+    use std::io::BufRead;
+    let client = json!({"baseUrl": provider, "model": "m"}).to_string();
+    let skills = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skills");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolnexus"))
+        .args(["serve", "--http", "127.0.0.1:0", "--skills", skills])
+        .args(["--a2a", &a2a_block.to_string(), "--client", &client])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("toolnexus serve");
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
+    let base = line.trim().strip_suffix("/mcp").map(String::from);
+    (child, base)
+}
+
+/// Kills the child when dropped (a test that fails leaves no server).
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_unreachable_postgres_stops_toolnexus_serve_with_a_clear_error() {
+    let provider = tiny_provider("unused");
+    let store = "postgres://nobody:hunter2@127.0.0.1:1/none";
+    let (mut child, base) = spawn_serve(&json!({"store": store}), &provider);
+    assert_eq!(base, None, "it served without its store");
+    let status = child.wait().expect("wait");
+    let mut err = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("cannot connect"), "{err}");
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+}
+
+#[test]
+fn two_toolnexus_serve_processes_share_one_postgres_and_outlive_each_other() {
+    let url = std::env::var("TN_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let hostport = url
+        .split('@')
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or("127.0.0.1:5432")
+        .to_string();
+    if TcpStream::connect(&hostport).is_err() {
+        eprintln!("two serve processes on one postgres: SKIPPED, no server at {hostport} (set TN_TEST_POSTGRES)");
+        return;
+    }
+    let open = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let provider = held_provider("from postgres", Arc::clone(&open));
+    let (a, a_base) = spawn_serve(&json!({"store": url}), &provider);
+    let a = Killed(a);
+    let (b, b_base) = spawn_serve(&json!({"store": url}), &provider);
+    let _b = Killed(b);
+    let (a_base, b_base) = (a_base.expect("A serves"), b_base.expect("B serves"));
+    // A task created through A is read through B.
+    let id = send(&a_base, "plain", None);
+    let t = settled(&b_base, &id);
+    assert_eq!(
+        t["artifacts"][0]["parts"][0]["text"], "from postgres",
+        "{t}"
+    );
+    // A dies mid-task: B still answers for the task A acknowledged.
+    let held = send(&a_base, "hold this", None);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let t = rpc(&b_base, "GetTask", json!({"id": held}))["result"].clone();
+        if t["status"]["state"] == "working" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{t}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(a);
+    let t = rpc(&b_base, "GetTask", json!({"id": held}));
+    assert_eq!(t["result"]["status"]["state"], "working", "{t}");
+    // B can cancel the orphan; the earlier task is still there too.
+    let c = rpc(&b_base, "tasks/cancel", json!({"id": held}));
+    assert_eq!(c["result"]["status"]["state"], "canceled", "{c}");
+    let t = rpc(&b_base, "GetTask", json!({"id": id}));
+    assert_eq!(t["result"]["status"]["state"], "completed", "{t}");
+    open.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[test]
+fn a_50_mb_json_rpc_send_is_taken_whole_and_one_past_the_cap_is_413() {
+    let s = serve();
+    let text = "y".repeat(50 << 20);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"parts": [{"kind": "text", "text": text}]}}})
+    .to_string();
+    drop(text);
+    let (status, out) = http(
+        "POST",
+        &format!("{}/", s.base),
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    drop(body);
+    assert_eq!(status, 200);
+    let r: Value = serde_json::from_slice(&out).expect("json");
+    let id = r["result"]["id"].as_str().expect("a task").to_string();
+    let t = settled(&s.base, &id);
+    let answer = t["artifacts"][0]["parts"][0]["text"].as_str().unwrap_or("");
+    // The model echoed the whole text: nothing was cut.
+    assert_eq!(answer.len(), "echo: ".len() + (50 << 20) + "|1".len());
+    drop(t);
+    // One byte past the served cap: refused before it is read whole.
+    let over = vec![b' '; toolnexus::limits::SERVED_REQUEST_BYTES + 1];
+    let (status, _) = http("POST", &format!("{}/", s.base), &[], &over);
+    assert_eq!(status, 413);
+    let id = send(&s.base, "still here", None);
+    assert_eq!(settled(&s.base, &id)["status"]["state"], "completed");
+}
+
+#[test]
+fn many_concurrent_sends_are_all_taken_up_to_the_caps_and_refused_beyond() {
+    use toolnexus::limits::{SERVED_TASKS, SERVED_TASKS_QUEUED};
+    // A model that holds every run until released.
+    let open = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gate = Arc::clone(&open);
+    let model: HostFn = Arc::new(move |_: &Value, _: RunData| {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !gate.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(Some(json!({"content": "held"})))
+    });
+    let tk = toolkit();
+    let client = Arc::new(Client::in_process(&json!({"model": "m"}), model).expect("client"));
+    let cfg = ServeConfig::from_value(&json!({"addr": "127.0.0.1:0", "a2a": {}})).expect("cfg");
+    let runner = a2a::client_runner(client, Arc::clone(&tk));
+    let server = a2a::serve(tk, &cfg, None, Some(runner), None).expect("serve");
+    let base = server
+        .url()
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .expect("url")
+        .to_string();
+    // Eight peers at once fill every slot and every place in the queue.
+    let taken = SERVED_TASKS + SERVED_TASKS_QUEUED;
+    let peers: Vec<_> = (0..8)
+        .map(|p| {
+            let base = base.clone();
+            std::thread::spawn(move || {
+                (0..taken)
+                    .filter(|i| i % 8 == p)
+                    .map(|_| {
+                        rpc(
+                            &base,
+                            "message/send",
+                            json!({"message": {"parts": [
+                            {"kind": "text", "text": "x"}]}}),
+                        )["result"]["id"]
+                            .as_str()
+                            .expect("taken")
+                            .to_string()
+                    })
+                    .collect::<Vec<String>>()
+            })
+        })
+        .collect();
+    let ids: Vec<String> = peers
+        .into_iter()
+        .flat_map(|p| p.join().expect("peer"))
+        .collect();
+    assert_eq!(ids.len(), taken);
+    // One more is refused, with a JSON-RPC error, and nothing is stored.
+    let refused = rpc(&base, "message/send", json!({"message": {"parts": []}}));
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    // GetTask and cancel still answer while every slot is taken.
+    let last = ids.last().expect("an id");
+    let c = rpc(&base, "tasks/cancel", json!({"id": last}));
+    assert_eq!(c["result"]["status"]["state"], "canceled", "{c}");
+    open.store(true, std::sync::atomic::Ordering::SeqCst);
+    for id in &ids[..ids.len() - 1] {
+        let t = settled(&base, id);
+        assert_eq!(t["status"]["state"], "completed", "{t}");
+    }
+    assert_eq!(settled(&base, last)["status"]["state"], "canceled");
+    // Room again once they ended.
+    let r = rpc(&base, "message/send", json!({"message": {"parts": []}}));
+    assert_eq!(r["result"]["status"]["state"], "submitted", "{r}");
 }

@@ -194,3 +194,59 @@ fn webfetch_markdown_is_commonmark() {
     assert!(!r.is_error, "{}", r.output);
     assert_eq!(r.output, "# Title\n\nSome **bold** text.\n\nSecond para");
 }
+
+// Proposed (issue 25 L9; execute/read/missing-path-arg,
+// execute/types/read-null-path, execute/types/args-array-instead-of-object,
+// execute/edit/no-args): read and edit given no path (absent, null, "", or
+// arguments that are no object and so read as {}) say the path is required,
+// as write does and upstream 0.21 does, where the recording says "file not
+// found: " under an empty name. Each case runs its own recorded arguments.
+#[test]
+fn read_and_edit_without_a_path_say_it_is_required() {
+    let vectors: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/vectors/execute.json"),
+        )
+        .expect("execute.json"),
+    )
+    .expect("execute.json is JSON");
+    let cases = [
+        ("execute/read/missing-path-arg", "read"),
+        ("execute/types/read-null-path", "read"),
+        ("execute/types/args-array-instead-of-object", "read"),
+        ("execute/edit/no-args", "edit"),
+    ];
+    for (id, tool) in cases {
+        let case = vectors["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no case {id}"));
+        assert_eq!(case["name"], tool, "{id}");
+        let r = run(tool, &case["args"], &ExecContext::default());
+        assert!(r.is_error, "{id}: {}", r.output);
+        assert_eq!(
+            r.output,
+            format!("{tool}: path is required (a non-empty string)"),
+            "{id}"
+        );
+    }
+    // The other spellings of "no path" and of arguments that are no object.
+    for args in [
+        json!({"path": ""}),
+        json!([]),
+        json!("{\"path\": \"notes.txt\""),
+        json!(null),
+        json!(42),
+    ] {
+        for tool in ["read", "edit"] {
+            let r = run(tool, &args, &ExecContext::default());
+            assert_eq!(
+                r.output,
+                format!("{tool}: path is required (a non-empty string)"),
+                "{tool} {args}"
+            );
+        }
+    }
+}

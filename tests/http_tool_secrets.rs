@@ -185,3 +185,48 @@ fn an_expanded_header_value_never_appears_in_any_output() {
     assert!(!stdout.contains(SECRET), "the secret is in stdout");
     assert!(!stderr.contains(SECRET), "the secret is in stderr");
 }
+
+/// L6 for HTTP tools: a `${ENV}` value with `"` and `\` in it, echoed back
+/// by the server JSON-escaped, percent-encoded and inside a Basic
+/// credential's base64, is taken out of the result in each spelling.
+#[test]
+fn an_expanded_value_echoed_in_any_encoding_is_redacted() {
+    use base64::Engine;
+    let secret = r#"tn-"q"\b/s+7f9e"#;
+    std::env::set_var("TN_HTTP_SECRET_ENCODED", secret);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let heard = std::sync::Arc::clone(&seen);
+    let server = MockServer::with_responder(move |req| {
+        let v = req.header("x-api-key").unwrap_or_default();
+        *heard.lock().unwrap_or_else(|p| p.into_inner()) = Some(v.clone());
+        let json = serde_json::to_string(&v).unwrap_or_default();
+        let url = percent_encoding::utf8_percent_encode(&v, percent_encoding::NON_ALPHANUMERIC)
+            .to_string();
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("user:{v}"));
+        Reply::text(
+            401,
+            &format!(r#"{{"echo":{json},"url":"/x?key={url}","authorization":"Basic {basic}"}}"#),
+        )
+    });
+    let decl = json!({
+        "name": "guarded", "url": format!("{}/echo", server.base()), "method": "POST",
+        "headers": {"X-Api-Key": "${TN_HTTP_SECRET_ENCODED}"}
+    });
+    let r = run(&build(decl), None);
+    let seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert_eq!(seen.as_deref(), Some(secret), "the server must see it");
+    assert!(r.is_error);
+    let json = serde_json::to_string(secret).unwrap_or_default();
+    let url = percent_encoding::utf8_percent_encode(secret, percent_encoding::NON_ALPHANUMERIC)
+        .to_string();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("user:{secret}"));
+    for (what, form) in [
+        ("JSON-escaped", &json[1..json.len() - 1]),
+        ("percent-encoded", url.as_str()),
+        ("base64", &b64[8..b64.len() - 4]),
+        ("raw", secret),
+    ] {
+        assert!(!r.output.contains(form), "{what} secret in the output");
+    }
+    assert!(r.output.matches("[redacted]").count() >= 3, "{}", r.output);
+}

@@ -886,3 +886,49 @@ fn a_cycle_between_rooms_through_a_front_door_is_caught() {
         vec![vec!["room low".to_string(), "room other".to_string()]]
     );
 }
+
+/// README's Layout (docs/design.md) names every folder the repository
+/// tracks under `src/`, `tests/`, `bindings/`, `bench/`, `benches/`,
+/// `fuzz/`, `examples/` and `scripts/`, down to two levels below the top
+/// (issue 24): a new folder gets its line there, or this fails naming it.
+#[test]
+fn the_layout_names_every_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed = match std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root)
+        .output()
+    {
+        Ok(out) if out.status.success() => out.stdout,
+        _ => {
+            eprintln!(
+                "SKIPPED the_layout_names_every_folder: not a git checkout (git ls-files failed)"
+            );
+            return;
+        }
+    };
+    let layout = fs::read_to_string(root.join("docs/design.md")).expect("read docs/design.md");
+    let tops = [
+        "src", "tests", "bindings", "bench", "benches", "fuzz", "examples", "scripts",
+    ];
+    let mut folders = BTreeSet::new();
+    for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        let path = String::from_utf8_lossy(path);
+        let parts: Vec<&str> = path.split('/').collect();
+        if !tops.contains(&parts[0]) {
+            continue;
+        }
+        // Every folder holding the file, up to three levels (`tests/x/y`).
+        for depth in 1..parts.len().min(4) {
+            folders.insert(parts[..depth].join("/"));
+        }
+    }
+    let missing: Vec<String> = folders
+        .into_iter()
+        .filter(|f| !layout.contains(&format!("{f}/")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/design.md's Layout does not name these folders (write each as `folder/` with a line saying what it holds): {missing:?}"
+    );
+}

@@ -79,3 +79,41 @@ fn a_run_stopped_by_max_turns_is_incomplete_whatever_its_last_text() {
     }
     assert_eq!(ran.provider_requests.len(), 1);
 }
+
+// Proposed (issue 25 L9; run/openai/malformed-arguments): an arguments
+// string that is not JSON still runs the tool with {}, and read's result fed
+// back says the path is required instead of "file not found: ". Everything
+// else is compared with the recording as the parity test compares it.
+#[test]
+fn malformed_arguments_feed_back_that_the_path_is_required() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = case("run/openai/malformed-arguments");
+    let mut replaced = 0;
+    replace_strings(
+        &mut c["expect"],
+        "read: file not found: ",
+        "read: path is required (a non-empty string)",
+        &mut replaced,
+    );
+    assert!(
+        replaced >= 2,
+        "the recording feeds the result back: {replaced}"
+    );
+    let ran = run_support::run_case(&c);
+    let problems = run_support::problems(&ran);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+fn replace_strings(v: &mut Value, from: &str, to: &str, n: &mut usize) {
+    match v {
+        Value::String(s) if s == from => {
+            *s = to.to_string();
+            *n += 1;
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|i| replace_strings(i, from, to, n)),
+        Value::Object(m) => m.values_mut().for_each(|i| replace_strings(i, from, to, n)),
+        _ => {}
+    }
+}

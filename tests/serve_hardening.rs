@@ -714,3 +714,204 @@ fn idle_and_silent_connections_are_closed_after_the_header_timeout() {
     );
     server.stop();
 }
+
+/// The peak resident set of process `pid` (VmHWM), in kB.
+fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmHWM for {pid}"))
+}
+
+/// `[0,0,…,0]` of `items` zeros: a batch of that many invalid requests,
+/// two bytes each.
+fn zeros_batch(items: usize) -> Vec<u8> {
+    let mut batch = Vec::with_capacity(2 * items + 1);
+    batch.push(b'[');
+    for i in 0..items {
+        batch.extend_from_slice(if i == 0 { b"0" } else { b",0" });
+    }
+    batch.push(b']');
+    batch
+}
+
+/// M2, the leaner parse: a 16 MB stdio line `[0,0,…]` (eight million items)
+/// used to make the server build a tree of it and an answer per item, a
+/// peak of about 1.9 GB and an answer line of over a gigabyte; it is read
+/// in one pass that keeps nothing of it, and a batch that would get more
+/// than BATCH_ANSWERS answers gets one error saying how many it held. The
+/// server's peak stays far below (256 MB allows for the line itself, twice,
+/// and the debug build), and it answers the next request.
+#[test]
+fn a_huge_batch_line_is_refused_without_holding_a_tree_of_it() {
+    let items = 8 << 20;
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    let writer = std::thread::spawn(move || {
+        let mut input = format!("{INIT}\n{INITIALIZED}\n").into_bytes();
+        input.extend_from_slice(&zeros_batch(items));
+        input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}\n");
+        let _ = stdin.write_all(&input);
+        stdin // kept open until the answers are in
+    });
+    // Each answer line, of which at most 4 kB is kept.
+    let mut lines: Vec<(usize, String)> = Vec::new();
+    let mut out = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("stdout")));
+    while lines.len() < 3 {
+        let mut line = Vec::new();
+        let mut len = 0;
+        loop {
+            let buf = out.fill_buf().unwrap_or_default();
+            if buf.is_empty() {
+                break;
+            }
+            let (chunk, end) = match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => (&buf[..i], Some(i + 1)),
+                None => (buf, None),
+            };
+            len += chunk.len();
+            let room = 4096usize.saturating_sub(line.len());
+            line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            let used = end.unwrap_or(buf.len());
+            out.consume(used);
+            if end.is_some() {
+                break;
+            }
+        }
+        if len == 0 && line.is_empty() {
+            break;
+        }
+        lines.push((len, String::from_utf8_lossy(&line).into_owned()));
+    }
+    let peak = peak_rss_kb(child.id());
+    let stdin = writer.join().unwrap_or_else(|_| panic!("writer"));
+    drop(stdin);
+    assert_eq!(exit_within(&mut child), Some(0));
+    let shown: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(lines.len(), 3, "{shown:?}");
+    // The initialize answer, then the batch's and the list's in either order.
+    let (len, batch) = lines[1..]
+        .iter()
+        .find(|(_, l)| !l.contains("\"id\":7"))
+        .unwrap_or_else(|| panic!("no answer to the batch: {shown:?}"));
+    assert!(*len < 4096, "the batch's answer is {len} bytes: {batch}");
+    let batch: Value = serde_json::from_str(batch).unwrap_or_else(|e| panic!("{e}: {batch}"));
+    assert_eq!(batch["id"], Value::Null, "{batch}");
+    assert_eq!(batch["error"]["code"], json!(-32600), "{batch}");
+    assert_eq!(
+        batch["error"]["message"],
+        json!(format!(
+            "invalid request: a batch of {items} requests, answered as one: batches are not \
+             supported (MCP has no JSON-RPC batches since 2025-06-18); send each request on its own"
+        ))
+    );
+    let (_, list) = lines[1..]
+        .iter()
+        .find(|(_, l)| l.contains("\"id\":7"))
+        .unwrap_or_else(|| panic!("no answer to the list: {shown:?}"));
+    let list: Value = serde_json::from_str(list).unwrap_or_else(|e| panic!("{e}"));
+    assert!(list["result"]["tools"].is_array(), "{list}");
+    assert!(peak < 256 * 1024, "the server's peak RSS was {peak} kB");
+}
+
+/// The same over HTTP: a 4 MiB body `[0,0,…]` (the largest the default cap
+/// takes, two million items) is answered 400 with one error, and the
+/// server's peak stays far below the gigabyte it used to reach.
+#[test]
+fn a_huge_batch_body_is_refused_without_holding_a_tree_of_it() {
+    let (mut child, addr) = serve_http_cli();
+    let items = (4 << 20) / 2 - 1;
+    let body = zeros_batch(items);
+    assert!(body.len() <= 4 << 20);
+    let answer = post(&addr, &body);
+    let peak = peak_rss_kb(child.id());
+    let list = post(&addr, br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#);
+    sigterm(&child);
+    let _ = exit_within(&mut child);
+    assert!(
+        answer.starts_with("HTTP/1.1 400"),
+        "{}",
+        &answer[..answer.len().min(500)]
+    );
+    let json = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+    assert!(json.len() < 4096, "the answer is {} bytes", json.len());
+    let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(v["error"]["code"], json!(-32600), "{v}");
+    assert!(
+        v["error"]["message"].as_str().is_some_and(
+            |m| m.starts_with(&format!("invalid request: a batch of {items} requests"))
+        ),
+        "{v}"
+    );
+    assert!(list.contains("\"id\":7"), "{list}");
+    assert!(peak < 128 * 1024, "the server's peak RSS was {peak} kB");
+}
+
+/// M2, the leaner parse: a 16 MB `tools/call` whose `arguments` are an
+/// array `[0,0,…]` (no object, so rmcp reads it as a request of a method it
+/// does not know) made rmcp's parse hold the array whole, several times
+/// over: a peak of 1.94 GB for a 72-byte answer. The gateway reads the
+/// arguments through once, keeps nothing of them, and hands rmcp the
+/// request with `[]` in their place; the answer is rmcp's, -32601
+/// "tools/call". Over HTTP (4 MiB) the gateway answers it the same.
+#[test]
+fn a_call_whose_arguments_are_a_huge_array_is_answered_without_holding_them() {
+    let items = 8 << 20;
+    let mut line =
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":"#
+            .to_vec();
+    line.extend_from_slice(&zeros_batch(items));
+    line.extend_from_slice(b"}}\n");
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    let writer = std::thread::spawn(move || {
+        let mut input = format!("{INIT}\n{INITIALIZED}\n").into_bytes();
+        input.extend_from_slice(&line);
+        let _ = stdin.write_all(&input);
+        stdin
+    });
+    let mut out = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("stdout")));
+    let (mut init, mut answer) = (String::new(), String::new());
+    let _ = out.read_line(&mut init);
+    let _ = out.read_line(&mut answer);
+    let peak = peak_rss_kb(child.id());
+    drop(writer.join().unwrap_or_else(|_| panic!("writer")));
+    assert_eq!(exit_within(&mut child), Some(0));
+    let answer: Value = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"));
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "tools/call"}})
+    );
+    assert!(peak < 256 * 1024, "the server's peak RSS was {peak} kB");
+
+    let (mut child, addr) = serve_http_cli();
+    let mut body =
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":"#
+            .to_vec();
+    body.extend_from_slice(&zeros_batch((4 << 20) / 2 - 100));
+    body.extend_from_slice(b"}}");
+    let (status, _, json) = post_raw(&addr, &body);
+    let peak = peak_rss_kb(child.id());
+    sigterm(&child);
+    let _ = exit_within(&mut child);
+    let answer: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(
+        (status, answer["error"].clone()),
+        (200, json!({"code": -32601, "message": "tools/call"}))
+    );
+    assert!(peak < 128 * 1024, "the server's peak RSS was {peak} kB");
+}

@@ -7,6 +7,7 @@ package toolnexus
 
 tn_status tngo_agents_new(const char *config_json, const tn_toolkit *toolkit, uintptr_t handle,
                           tn_agents **out_agents, char **out_error);
+tn_status tngo_agents_set_callback(const tn_agents *agents, const char *slot, uintptr_t handle, char **out_error);
 */
 import "C"
 
@@ -413,6 +414,49 @@ func (a *Agents) Trace(ctx context.Context) ([]string, error) {
 func (a *Agents) Advance(ctx context.Context, ms int64) error {
 	_, err := a.Call(ctx, "advance", map[string]any{"ms": ms})
 	return err
+}
+
+// SetCallback sets (nil f: clears) one of the runtime's host callbacks by
+// slot (tn_agents_set_callback in toolnexus.h): "onSpawn" (event {id}),
+// "onClose" ({id, reason}) and "onBeat" ({text}) always; the hooks
+// ("beforeLLM" … "onMetric"), "waitFor:<agent>", "guardrail:<agent>"
+// (answer "" or "allow" to allow, any other string denies), "summarize"
+// ({older} → the summary text) and "countTokens" ({messages} → a number)
+// when the config's "callbacks" declares them; "verify:<agent>" (the
+// RunResult → {ok, reason}) for an agent whose completion.verify is
+// "callback". f's answer is JSON text, []byte or a value to marshal; ctx is
+// cancelled when the runtime is closed. A callback called during a turn
+// does not hold an Interrupt or a Close: the turn ends without its answer.
+func (a *Agents) SetCallback(slot string, f func(ctx context.Context, event json.RawMessage) (any, error)) error {
+	if a == nil || a.state == nil {
+		return errAgentsClosed
+	}
+	cslot, err := cString("slot", slot)
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(cslot))
+	s := a.state
+	ptr := s.acquire()
+	if ptr == nil {
+		return errAgentsClosed
+	}
+	defer s.release()
+	var h cgo.Handle
+	if f != nil {
+		h = cgo.NewHandle(&agentsGenerate{ctx: s.ctx, f: f})
+		liveSlots.Lock()
+		liveSlots.m[h] = struct{}{}
+		liveSlots.Unlock()
+	}
+	var cerr *C.char
+	// The library releases h (goAgentsRelease) once, also on failure.
+	status := C.tngo_agents_set_callback(ptr, cslot, C.uintptr_t(h), &cerr)
+	body := takeString(cerr)
+	if status != C.TN_OK {
+		return statusError(status, body)
+	}
+	return nil
 }
 
 // Run spawns agent under the root, wakes it with prompt and waits for its

@@ -21,3 +21,11 @@ tn_status tngo_agents_new(const char *config_json, const tn_toolkit *toolkit, ui
     return tn_agents_new(config_json, toolkit, tngo_agents_generate, (void *)handle, tngo_agents_release,
                          out_agents, out_error);
 }
+
+tn_status tngo_agents_set_callback(const tn_agents *agents, const char *slot, uintptr_t handle, char **out_error) {
+    if (handle == 0) {
+        return tn_agents_set_callback(agents, slot, NULL, NULL, NULL, out_error);
+    }
+    return tn_agents_set_callback(agents, slot, tngo_agents_generate, (void *)handle, tngo_agents_release,
+                                  out_error);
+}

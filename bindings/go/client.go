@@ -160,7 +160,19 @@ type RunResult struct {
 	Status        string          `json:"status"`
 	Limit         string          `json:"limit,omitempty"`
 	Pending       *Request        `json:"pending,omitempty"`
-	Raw           json.RawMessage `json:"-"`
+	// Upstream is the upstream of a client with upstreams that answered the
+	// last turn (ordered failover, docs/providers.md); nil without.
+	Upstream *Upstream       `json:"upstream,omitempty"`
+	Raw      json.RawMessage `json:"-"`
+}
+
+// Upstream names one entry of a client's upstreams: its place in the list
+// and who it is.
+type Upstream struct {
+	Index   int    `json:"index"`
+	BaseURL string `json:"baseUrl"`
+	Model   string `json:"model"`
+	Style   string `json:"style"`
 }
 
 // Client runs the SPEC §8 loop. Safe for concurrent Runs; Close when done
@@ -451,6 +463,72 @@ func (c *Client) Resume(ctx context.Context, tk *Toolkit, history json.RawMessag
 	}
 	req := map[string]any{"history": history, "pending": p, "answer": answer}
 	return c.call(ctx, tk, req, callResume)
+}
+
+// RunWithAnswer continues a run that halted with Status "pending" by
+// filling, not re-running (the SPEC §10 addendum's runWithAnswer; resume
+// mode "fill"): every open tool-result slot of the halted turn takes its
+// result from answer — Data {"results": [{id, output, isError}]} by call id
+// (RelayAnswer builds it), or the one-call shorthand {"output", "isError"}
+// — and no tool runs again; a slot left without one gets the error result
+// "no result supplied on resume for <name>". It is the resume of relay tools
+// (RelayCallsOf reads their calls off the Request). Resume instead re-runs
+// the halted call with the Answer.
+func (c *Client) RunWithAnswer(ctx context.Context, tk *Toolkit, history json.RawMessage, pending Request, answer Answer) (*RunResult, error) {
+	if answer.ID == "" {
+		answer.ID = pending.ID
+	}
+	p := any(pending)
+	if len(pending.Raw) > 0 {
+		p = pending.Raw
+	}
+	req := map[string]any{"history": history, "pending": p, "answer": answer, "mode": "fill"}
+	return c.call(ctx, tk, req, callResume)
+}
+
+// RelayKind is the Request kind of a relay tool's call ("tool_call").
+const RelayKind = "tool_call"
+
+// RelayCall is one call of a relay tool, as a "tool_call" Request carries
+// it in Data {"calls": [...]}: the provider's call id, the tool name, the
+// arguments as an object and as the model's raw JSON text.
+type RelayCall struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	Input     map[string]any `json:"input"`
+	Arguments string         `json:"arguments"`
+}
+
+// RelayResult is the host's result for one relayed call, by call id.
+type RelayResult struct {
+	ID      string `json:"id"`
+	Output  string `json:"output"`
+	IsError bool   `json:"isError"`
+}
+
+// RelayCallsOf reads the relayed calls off a Request, in call order; nil
+// when it is not a relay Request (Kind "tool_call").
+func RelayCallsOf(req Request) []RelayCall {
+	if req.Kind != RelayKind || len(req.Data) == 0 {
+		return nil
+	}
+	var d struct {
+		Calls []RelayCall `json:"calls"`
+	}
+	if json.Unmarshal(req.Data, &d) != nil {
+		return nil
+	}
+	return d.Calls
+}
+
+// RelayAnswer is the Answer to a relay Request with one result per call,
+// for RunWithAnswer.
+func RelayAnswer(requestID string, results []RelayResult) Answer {
+	if results == nil {
+		results = []RelayResult{}
+	}
+	data, _ := json.Marshal(map[string]any{"results": results}) // plain structs always marshal
+	return Answer{ID: requestID, OK: true, Data: data}
 }
 
 // callMode is which entry point a call goes through.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 
 	toolnexus "github.com/toolnexus/toolnexus-rs/bindings/go"
 )
@@ -255,4 +256,43 @@ func ExampleToolkit_AddAgent() {
 	}
 	fmt.Println(added.Added, r.Output)
 	// Output: [reviewer_review] REVIEWED
+}
+
+// A host judge for the completion gate: the agent's completion.verify is
+// "callback", so the runtime has the slot "verify:worker". The first
+// attempt does not verify; the retry, in the same conversation, does.
+func ExampleAgents_SetCallback() {
+	a, err := toolnexus.NewAgents(toolnexus.AgentsOptions{
+		Config: map[string]any{
+			"clock": "manual",
+			"agents": map[string]any{"worker": map[string]any{"does": "answers",
+				"completion": map[string]any{"verify": "callback", "maxAttempts": 2}}},
+		},
+		Generate: func(ctx context.Context, event json.RawMessage) (any, error) {
+			if strings.Contains(string(event), "did not verify") {
+				return map[string]any{"content": "checked"}, nil
+			}
+			return map[string]any{"content": "first try"}, nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	var attempts atomic.Int32
+	err = a.SetCallback("verify:worker", func(ctx context.Context, event json.RawMessage) (any, error) {
+		if attempts.Add(1) == 1 {
+			return map[string]any{"ok": false, "reason": "unchecked"}, nil
+		}
+		return map[string]any{"ok": true}, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	_, r, err := a.Run(context.Background(), "worker", "do it")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(r.Status, r.Text, attempts.Load())
+	// Output: done checked 2
 }

@@ -78,6 +78,9 @@ func fakeModel() *httptest.Server {
 		case strings.Contains(text, "shout"):
 			call = map[string]any{"id": "c1", "type": "function",
 				"function": map[string]any{"name": "shout", "arguments": `{"text":"hi"}`}}
+		case strings.Contains(text, "weather"):
+			call = map[string]any{"id": "c7", "type": "function",
+				"function": map[string]any{"name": "lookup", "arguments": `{"q":"weather"}`}}
 		case strings.Contains(text, "ask"):
 			call = map[string]any{"id": "c1", "type": "function",
 				"function": map[string]any{"name": "question", "arguments": `{"questions":[{"question":"Your name?"}]}`}}
@@ -454,6 +457,50 @@ func ExampleClient_Resume() {
 	// Output:
 	// pending Your name?
 	// done The tool said: {"output":"Ada"}
+}
+
+// A relay tool is declared to the model and run by the host: its call halts
+// the run as one "tool_call" Request, and RunWithAnswer fills the result in.
+func ExampleClient_RunWithAnswer() {
+	model := fakeModel()
+	defer model.Close()
+	tk, err := toolnexus.Build(context.Background(), map[string]any{
+		"builtins":   false,
+		"relayTools": []any{map[string]any{"name": "lookup", "description": "Looks things up."}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer tk.Close()
+	c := newClient(model.URL, toolnexus.ClientOptions{})
+	defer c.Close()
+	res, _ := c.Run(context.Background(), tk, "What is the weather?")
+	calls := toolnexus.RelayCallsOf(*res.Pending)
+	fmt.Println(res.Status, res.Pending.Kind, calls[0].ID, calls[0].Name, calls[0].Arguments)
+	answer := toolnexus.RelayAnswer(res.Pending.ID, []toolnexus.RelayResult{{ID: calls[0].ID, Output: "sunny"}})
+	res, err = c.RunWithAnswer(context.Background(), tk, res.Messages, *res.Pending, answer)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Status, res.Text)
+	// Output:
+	// pending tool_call c7 lookup {"q":"weather"}
+	// done The tool said: sunny
+}
+
+func ExampleRelayCallsOf() {
+	req := toolnexus.Request{ID: "r1", Kind: toolnexus.RelayKind,
+		Data: json.RawMessage(`{"calls":[{"id":"c1","name":"lookup","input":{"q":"x"},"arguments":"{\"q\":\"x\"}"}]}`)}
+	for _, call := range toolnexus.RelayCallsOf(req) {
+		fmt.Println(call.ID, call.Name, call.Input["q"], call.Arguments)
+	}
+	// Output: c1 lookup x {"q":"x"}
+}
+
+func ExampleRelayAnswer() {
+	a := toolnexus.RelayAnswer("r1", []toolnexus.RelayResult{{ID: "c1", Output: "sunny"}, {ID: "c2", Output: "no such city", IsError: true}})
+	fmt.Println(a.ID, a.OK, string(a.Data))
+	// Output: r1 true {"results":[{"id":"c1","output":"sunny","isError":false},{"id":"c2","output":"no such city","isError":true}]}
 }
 
 func ExampleClient_Close() {

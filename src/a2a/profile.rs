@@ -12,6 +12,11 @@
 //!   `ROLE_USER`/`ROLE_AGENT`, states `TASK_STATE_*`, and `SendMessage`'s
 //!   result wrapped as `{"task": …}`.
 //!
+//! Beyond upstream: `message/stream` / `SendStreamingMessage` (a send
+//! answered as server-sent events, see [`super::stream`]) and
+//! `tasks/cancel` / `CancelTask`, named as each specification names them
+//! (upstream's wire takes the 1.0 names without the header).
+//!
 //! Tasks are stored in upstream's shape, plus the `contextId` every task
 //! gets; each answer is rendered for the wire that asked.
 
@@ -29,7 +34,10 @@ pub enum Profile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
     Send,
+    /// A send answered as a stream of server-sent events.
+    Stream,
     Get,
+    Cancel,
     Other,
 }
 
@@ -39,11 +47,17 @@ pub fn classify(method: &str, version: Option<&str>) -> (Profile, Call) {
     let v10 = version.is_some_and(|v| v.trim().starts_with('1'));
     match method {
         "message/send" => (Profile::V03, Call::Send),
+        "message/stream" => (Profile::V03, Call::Stream),
         "tasks/get" => (Profile::V03, Call::Get),
+        "tasks/cancel" => (Profile::V03, Call::Cancel),
         "SendMessage" if v10 => (Profile::V10, Call::Send),
+        "SendStreamingMessage" if v10 => (Profile::V10, Call::Stream),
         "GetTask" if v10 => (Profile::V10, Call::Get),
+        "CancelTask" if v10 => (Profile::V10, Call::Cancel),
         "SendMessage" => (Profile::Toolnexus, Call::Send),
+        "SendStreamingMessage" => (Profile::Toolnexus, Call::Stream),
         "GetTask" => (Profile::Toolnexus, Call::Get),
+        "CancelTask" => (Profile::Toolnexus, Call::Cancel),
         _ if v10 => (Profile::V10, Call::Other),
         _ => (Profile::Toolnexus, Call::Other),
     }
@@ -199,8 +213,21 @@ mod tests {
             classify("tasks/get", Some("0.3")),
             (Profile::V03, Call::Get)
         );
+        assert_eq!(classify("tasks/cancel", None), (Profile::V03, Call::Cancel));
         assert_eq!(
-            classify("tasks/cancel", None),
+            classify("message/stream", None),
+            (Profile::V03, Call::Stream)
+        );
+        assert_eq!(
+            classify("SendStreamingMessage", Some("1.0")),
+            (Profile::V10, Call::Stream)
+        );
+        assert_eq!(
+            classify("CancelTask", Some("1.0")),
+            (Profile::V10, Call::Cancel)
+        );
+        assert_eq!(
+            classify("tasks/resubscribe", None),
             (Profile::Toolnexus, Call::Other)
         );
     }

@@ -372,6 +372,12 @@ impl Registry {
         self.defs.keys().map(String::as_str).collect()
     }
 
+    /// A defined agent, to change before the runtime is built (its host
+    /// functions: `waitFor`, guardrails, the completion gate's verifier).
+    pub fn def_mut(&mut self, name: &str) -> Option<&mut AgentDef> {
+        self.defs.get_mut(name).map(Arc::make_mut)
+    }
+
     /// Sets the `waitFor` interpreter of a defined agent.
     pub fn set_wait_for(&mut self, name: &str, f: Option<WaitFor>) -> Result<()> {
         let d = self

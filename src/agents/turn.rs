@@ -5,6 +5,7 @@
 
 use super::harness;
 use super::state::{Inner, Job, St, State, TaskResult};
+use crate::client::callbacks::{with_stop, RunStop};
 use crate::client::shape::{assistant_message, calls_of, Usage};
 use crate::client::{Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
 use crate::error::{Error, ErrorCode, Result};
@@ -213,7 +214,15 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         prompt: job.input.clone(),
         history,
     };
-    let outcome = match &def.completion {
+    // The turn's cancel is what a host callback called outside the loop's
+    // own hooks (the in-process `generate`, the completion gate's verifier)
+    // stops waiting on: an interrupt or a close does not wait for a
+    // callback that never answers.
+    let stop = RunStop {
+        cancel: job.cancel.clone(),
+        deadline: None,
+    };
+    let outcome = with_stop(stop, || match &def.completion {
         Some(gate) => harness::run_gated(
             &client,
             &toolkit,
@@ -223,7 +232,7 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
             gate,
         ),
         None => client.run(&toolkit, &request, &job.cancel, RunData::default()),
-    };
+    });
     let st = inner.lock();
     settle(&inner, st, &job, outcome);
 }

@@ -7,6 +7,11 @@ use serde_json::Value;
 
 pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let path = args::string(args, "path");
+    // As `read` and `write`: no path is said as such (execute/edit/no-args in
+    // proposed-divergences.json).
+    if path.is_empty() {
+        return ToolResult::error("edit: path is required (a non-empty string)");
+    }
     let old = args::string(args, "oldString");
     let new = args::string(args, "newString");
     let replace_all = args::is_true(args, "replaceAll");

@@ -278,7 +278,7 @@ fn run_in_with(
             Err(e) => return ToolResult::error(format!("{name}: {e}")),
         },
         (None, Some(base)) if defaults_to_base => base.to_string(),
-        // An empty path keeps the tool's own error (read: file not found).
+        // No path keeps the tool's own error (read: path is required).
         (None, _) => return run_with(name, args, ctx, shell),
     };
     let mut args = match args {

@@ -8,6 +8,13 @@ use serde_json::Value;
 
 pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let path = args::string(args, "path");
+    // No path at all (absent, null, "", or arguments that are no object,
+    // which read as {}) is said as such, as upstream 0.21 and our `write`
+    // say it, not as a file "not found" under an empty name
+    // (proposed-divergences.json, execute/read/missing-path-arg).
+    if path.is_empty() {
+        return ToolResult::error("read: path is required (a non-empty string)");
+    }
     let offset = match args::number("read", args, "offset") {
         Ok(v) => v,
         Err(e) => return e,

@@ -23,6 +23,7 @@
 
 mod ask;
 pub mod callbacks;
+mod failover;
 pub mod inprocess;
 pub mod memory;
 pub mod metrics;
@@ -237,6 +238,7 @@ impl Client {
             translate_keys.remove(k);
         }
         let config = ClientConfig::from_json(&Value::Object(translate_keys))?;
+        crate::provider::failover::check_one_style(&config)?;
         let provider = Arc::new(HttpProvider {
             config: config.clone(),
         });
@@ -381,6 +383,7 @@ impl Client {
             streaming: false,
             observer: self.observer(),
             started: Instant::now(),
+            served: None,
         })
     }
 

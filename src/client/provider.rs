@@ -41,6 +41,12 @@ pub trait Provider: Send + Sync {
     fn streams(&self) -> bool {
         true
     }
+
+    /// Whether the client's `upstreams` are called in its stead (ordered
+    /// failover): only an HTTP provider's are.
+    fn fails_over(&self) -> bool {
+        false
+    }
 }
 
 /// The provider at the client's `baseUrl`, through translate's exchange
@@ -51,27 +57,43 @@ pub struct HttpProvider {
 
 impl Provider for HttpProvider {
     fn complete(&self, exchange: Exchange<'_>) -> Result<Value> {
-        let encoded = exchange.body.encode();
-        let call = provider::prepare_for(&self.config, encoded, exchange.on_text.is_some())?;
-        let reply = match exchange.on_text {
-            None => http::send_until(
-                &call,
-                exchange.deadline,
-                Some(exchange.cancel),
-                exchange.classify,
-            )?,
-            Some(on_text) => stream::send_streamed_until(
-                &call,
-                self.config.style,
-                exchange.deadline,
-                Some(exchange.cancel),
-                exchange.classify,
-                on_text,
-            )?,
-        };
-        serde_json::from_slice(&reply.body)
-            .map_err(|e| http::malformed(&call, reply.status, &e, &reply.body))
+        complete_at(&self.config, exchange, &|| {})
     }
+
+    fn fails_over(&self) -> bool {
+        true
+    }
+}
+
+/// One round trip to the provider `config` names (a client of one
+/// upstream: the client itself, or one of its `upstreams`); `answered` is
+/// called once a 2xx answer is in (from then on it is this upstream's).
+pub(crate) fn complete_at(
+    config: &ClientConfig,
+    exchange: Exchange<'_>,
+    answered: &dyn Fn(),
+) -> Result<Value> {
+    let encoded = exchange.body.encode();
+    let call = provider::prepare_for(config, encoded, exchange.on_text.is_some())?;
+    let reply = match exchange.on_text {
+        None => http::send_until(
+            &call,
+            exchange.deadline,
+            Some(exchange.cancel),
+            exchange.classify,
+        )?,
+        Some(on_text) => stream::send_streamed_until(
+            &call,
+            config.style,
+            exchange.deadline,
+            Some(exchange.cancel),
+            exchange.classify,
+            on_text,
+        )?,
+    };
+    answered();
+    serde_json::from_slice(&reply.body)
+        .map_err(|e| http::malformed(&call, reply.status, &e, &reply.body))
 }
 
 /// SPEC §8 in-process models: the host's `generate` answers each turn (see
@@ -117,6 +139,7 @@ impl Provider for GenerateProvider {
                 error: message.clone(),
                 attempt,
                 retryable: false,
+                retry_after_ms: None,
             };
             let verdict = (exchange.classify)(&info)?;
             if verdict == Verdict::Fail || attempt >= self.retries {

@@ -13,6 +13,7 @@ use super::stream;
 use super::Client;
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
+use crate::provider::failover::{Leg, Served};
 use crate::provider::http::{default_verdict, FailedAttempt, Verdict};
 use crate::provider::Style;
 use crate::tool::{ExecContext, ToolResult};
@@ -40,6 +41,9 @@ pub(crate) struct Run<'a> {
     pub streaming: bool,
     pub observer: Option<Arc<dyn Observer>>,
     pub started: Instant,
+    /// The upstream of a client with `upstreams` that answered the last
+    /// turn (or is being tried).
+    pub served: Option<Served>,
 }
 
 /// A tool call with its (possibly hook-rewritten) arguments and its result.
@@ -115,7 +119,9 @@ impl Run<'_> {
     }
 
     fn model(&self) -> &str {
-        &self.client.config.model
+        self.served
+            .as_ref()
+            .map_or(&self.client.config.model, |s| &s.model)
     }
 
     /// Cancelled, or past the deadline: the error the run ends with.
@@ -178,9 +184,8 @@ impl Run<'_> {
                 return Ok(self.finish(text, Status::Incomplete));
             }
             self.check_abort()?;
-            self.before_llm(turn)?;
             let t0 = Instant::now();
-            let raw = self.complete(turn);
+            let raw = self.llm_turn(turn);
             self.emit(|| Event::Llm {
                 model: self.model(),
                 turn,
@@ -227,7 +232,7 @@ impl Run<'_> {
 
     /// SPEC §8 `beforeLLM`: the hook may replace the transcript and the tools
     /// for the rest of the run.
-    fn before_llm(&mut self, turn: u32) -> Result<()> {
+    pub(super) fn before_llm(&mut self, turn: u32) -> Result<()> {
         if self.callbacks.get(Slot::BeforeLlm).is_none() {
             return Ok(());
         }
@@ -264,8 +269,9 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// One provider round trip, with `onError` consulted on each failure.
-    fn complete(&self, turn: u32) -> Result<Value> {
+    /// One provider round trip, with `onError` consulted on each failure;
+    /// through one upstream (`leg`) of a client with `upstreams`.
+    pub(super) fn complete(&self, turn: u32, leg: Option<&Leg<'_>>) -> Result<Value> {
         let params = &self.client.config.request_params;
         // §8A: a transcript holding content parts goes out with them as the
         // style's blocks; one without parts goes out as it is.
@@ -315,26 +321,37 @@ impl Run<'_> {
                 Some(other) => Err(bad_reply(Slot::OnError, "\"retry\" or \"fail\"", &other)),
             }
         };
+        let mut classify_leg = |info: &FailedAttempt| match leg {
+            Some(leg) => leg.classify(info, &mut classify),
+            None => classify(info),
+        };
         let started = Instant::now();
         let mut event_failed = None;
         let mut on_text = |delta: &str| {
+            if let Some(leg) = leg {
+                leg.commit();
+            }
             if event_failed.is_none() {
                 event_failed = self.event(|| json!({"type": "text", "delta": delta})).err();
             }
         };
-        let outcome = self.client.provider.complete(Exchange {
+        let exchange = Exchange {
             body: &body,
             turn,
-            deadline: self.deadline,
+            deadline: leg.map_or(self.deadline, |l| l.deadline),
             cancel: self.cancel,
-            classify: &mut classify,
+            classify: &mut classify_leg,
             on_text: if self.streaming {
                 Some(&mut on_text)
             } else {
                 None
             },
             data: self.data,
-        });
+        };
+        let outcome = match leg {
+            Some(leg) => super::provider::complete_at(leg.config, exchange, &|| leg.commit()),
+            None => self.client.provider.complete(exchange),
+        };
         let mut tokens = Usage::default();
         if let Ok(raw) = &outcome {
             tokens.add(self.style(), raw);
@@ -541,14 +558,28 @@ impl Run<'_> {
 
     /// The §10 loop rule over a turn's results, in call order. Without a
     /// `waitFor` the first suspension halts the turn: its placeholder is the
-    /// Request's prompt, and the calls after it are left out.
+    /// Request's prompt, and the calls after it are left out. A relay
+    /// call's Request is given its call id; when the halt is one, it carries
+    /// every relay call of the turn (the addendum; [`crate::relay_tool`]).
     fn resolve(&self, executed: Vec<Settled>, turn: u32) -> Result<Phase> {
         let mut settled = Vec::with_capacity(executed.len());
-        for mut s in executed {
-            let Some(request) = pending_of(&s.result).cloned() else {
+        let mut executed = executed.into_iter();
+        while let Some(mut s) = executed.next() {
+            let Some(mut request) = pending_of(&s.result).cloned() else {
                 settled.push(s);
                 continue;
             };
+            crate::relay_tool::stamp(&mut request, &s.call.id);
+            if self.callbacks.get(Slot::WaitFor).is_none() && crate::relay_tool::is_relay(&request)
+            {
+                for later in executed.as_slice() {
+                    if let Some(p) = pending_of(&later.result) {
+                        let mut p = p.clone();
+                        crate::relay_tool::stamp(&mut p, &later.call.id);
+                        crate::relay_tool::merge(&mut request, &p);
+                    }
+                }
+            }
             self.event(|| json!({"type": "pending", "request": request}))?;
             self.emit(|| Event::Pending { request: &request });
             match self.callbacks.get(Slot::WaitFor) {
@@ -683,6 +714,9 @@ impl Run<'_> {
         out.insert("turns".into(), json!(self.turns));
         out.insert("usage".into(), self.usage.to_json());
         out.insert("model".into(), json!(self.model()));
+        if let Some(served) = &self.served {
+            out.insert("upstream".into(), served.to_json());
+        }
         match status {
             Status::Done => {
                 out.insert("status".into(), json!("done"));

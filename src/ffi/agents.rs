@@ -87,7 +87,7 @@ pub unsafe extern "C" fn tn_agents_new(
         let kit = unsafe { toolkit.as_ref() }.map(|t| Arc::clone(&t.inner));
         let generate: Option<HostFn> = host.map(|h| {
             let h = Arc::new(h);
-            Arc::new(move |event: &Value, data: RunData| h.call(event, data)) as HostFn
+            Arc::new(move |event: &Value, data: RunData| h.call_in_run(event, data)) as HostFn
         });
         built = Some(tn_agents {
             agents: Agents::from_json(&v, kit, generate)?,
@@ -186,6 +186,63 @@ pub unsafe extern "C" fn tn_agents_call(
     })
 }
 
+/// Sets (or, with a NULL `callback`, clears) one of the runtime's host
+/// callbacks, by slot name; a later call replaces an earlier one. The slots:
+///
+/// - always: `onSpawn` (event `{id}`, before the handle's first turn),
+///   `onClose` (event `{id, reason}`), `onBeat` (event `{text}`: a
+///   heartbeat's report, see the `start` verb); their replies are ignored;
+/// - declared in the config's `callbacks` list: the runtime-wide hooks
+///   `beforeLLM`, `afterLLM`, `beforeTool`, `afterTool`, `onError`,
+///   `onMetric` (as `tn_client_set_callback`'s, on every handle's runs);
+///   `waitFor:<agent>` (that agent is a §10 interpreter for its subtree:
+///   event the Request, reply the Answer); `guardrail:<agent>` (event the
+///   `beforeTool` event `{name, args, id, turn}`, reply `""`/`"allow"`/
+///   nothing to allow, any other string denies with that reason — a failing
+///   guardrail denies); `summarize` and `countTokens` for the config's
+///   `compaction` (event `{older}` → the summary text; event `{messages}` →
+///   a number);
+/// - `verify:<agent>` for an agent whose `completion.verify` is
+///   `"callback"`: event the RunResult (`toolCalls` accumulated over the
+///   attempts), reply `{ok, reason?}`.
+///
+/// A declared slot that is not set fails when it is called. A callback
+/// called during a turn (all but `onSpawn`, `onClose`, `onBeat`) runs on a
+/// library thread while the turn waits: `interrupt`, `close` or
+/// `tn_agents_free` stop the wait (the callback sees `tn_reply_cancelled`
+/// and its late answer is dropped), so one that never answers holds no
+/// handle. `user_data_free` runs once, when the slot is replaced or cleared
+/// and no call uses it any more, or at once when this call fails.
+///
+/// # Safety
+/// `agents` is NULL or live; `slot` is NULL or NUL-terminated; `callback`
+/// and `user_data` must be usable from any thread until released;
+/// `out_error` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tn_agents_set_callback(
+    agents: *const tn_agents,
+    slot: *const c_char,
+    callback: tn_callback,
+    user_data: *mut c_void,
+    user_data_free: tn_user_data_free,
+    out_error: *mut *mut c_char,
+) -> tn_status {
+    // Owned first, so that every path below releases user_data once.
+    let host = HostCallback::adopt(callback, user_data, user_data_free);
+    super::boundary_status(out_error, || {
+        // SAFETY: NULL or live by this function's contract.
+        let a = unsafe { super::handle::hold(agents) }
+            .ok_or_else(|| Error::new(ErrorCode::NullArgument, "agents is NULL"))?;
+        // SAFETY: forwarded from this function's contract.
+        let name = unsafe { read_str(slot, "slot") }?;
+        let f: Option<HostFn> = host.map(|h| {
+            let h = Arc::new(h);
+            Arc::new(move |event: &Value, data: RunData| h.call_in_run(event, data)) as HostFn
+        });
+        a.agents.set_callback(name, f)
+    })
+}
+
 /// Passes a cancellation on to another token.
 struct Link(CancelToken);
 
@@ -233,13 +290,6 @@ mod tests {
     use super::*;
     use crate::ffi::test_take;
     use std::ffi::CString;
-
-    /// The references to a live runtime (the host's and the calls').
-    fn refs(agents: *const tn_agents) -> usize {
-        // SAFETY: live while the host's reference is.
-        let held = unsafe { crate::ffi::handle::hold(agents) }.expect("not NULL");
-        Arc::strong_count(&held) - 1
-    }
 
     #[test]
     fn freeing_during_a_wait_ends_the_wait_first() {
@@ -302,10 +352,17 @@ mod tests {
             };
             (st, test_take(out))
         });
-        // The wait is in flight once it holds its reference (it never ends
-        // by itself: the handle was never woken).
-        while refs(agents) < 2 {
-            std::thread::yield_now();
+        // The wait is in flight once the free's cancel reaches it: its link
+        // is registered on the runtime's closing token (holding a reference
+        // is not enough: a free before the registration makes the call one
+        // "started afterwards", refused as documented). It never ends by
+        // itself: the handle was never woken.
+        {
+            // SAFETY: live until the free below.
+            let held = unsafe { crate::ffi::handle::hold(agents) }.expect("not NULL");
+            while held.closing.registered() == 0 {
+                std::thread::yield_now();
+            }
         }
         // SAFETY: from tn_agents_new, freed once.
         unsafe { tn_agents_free(agents) };

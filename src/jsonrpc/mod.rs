@@ -15,6 +15,8 @@
 //!   rmcp would write or read (`None` where it does not know, for rmcp);
 //!   the JSON-RPC errors of text that is no message. `plain_tests.rs`:
 //!   one differential harness of all of it against rmcp's serde types.
+//! - `refuse.rs`: the JSON-RPC errors of text that is no message (a batch
+//!   included), read in one pass that never holds a tree of it.
 //! - `onepass.rs`: the one-pass JSON reads `plain.rs` is made of (values
 //!   checked as a tree checks them, written compact, keys borrowed).
 //! - `shape.rs`: a tools/call result each way: an MCP result as a
@@ -29,6 +31,7 @@
 pub mod lines;
 mod onepass;
 pub mod plain;
+mod refuse;
 pub mod shape;
 
 use rmcp::model::ProtocolVersion;

@@ -167,6 +167,28 @@ pub fn encode_request(item: &ClientJsonRpcMessage) -> serde_json::Result<Vec<u8>
     serde_json::to_vec(item)
 }
 
+/// The scalar visits of [`Arguments`]: each the [`placeholder`] of its
+/// kind; `null` is refused.
+macro_rules! scalar_placeholders {
+    () => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::Bool(false)))
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::from(0)))
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::from(0)))
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::from(0)))
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Arguments, E> {
+            Ok(Arguments::Other(Value::String(String::new())))
+        }
+    };
+}
+
 /// A plain request, read.
 pub enum Plain {
     Call {
@@ -177,6 +199,45 @@ pub enum Plain {
     List {
         id: RequestId,
     },
+    /// A `tools/call` whose `arguments` are no object (an array, a number,
+    /// a string, a boolean): rmcp reads it as a request of a method it does
+    /// not know and answers -32601. It goes to rmcp as that request with
+    /// `arguments` replaced by [`placeholder`] of the same kind (see
+    /// [`call_message`]), or is answered by [`unknown_call_answer`], so the
+    /// arguments (a line of sixteen million bytes `[0,0,…]`) are read
+    /// through once and never held: rmcp's parse of them whole peaked at
+    /// 1.9 GB (issue 25 M2).
+    NotAnObject {
+        id: RequestId,
+        name: String,
+        placeholder: Value,
+    },
+}
+
+/// A message (as JSON) with its `params.arguments` replaced by their
+/// [`placeholder`] when they are no object: how the differential harness
+/// and the fuzz target compare rmcp's parse with a [`Plain::NotAnObject`].
+pub fn placeholder_arguments(mut message: Value) -> Value {
+    if let Some(args) = message
+        .get_mut("params")
+        .and_then(|p| p.get_mut("arguments"))
+        .filter(|a| !a.is_object())
+    {
+        *args = placeholder(args);
+    }
+    message
+}
+
+/// The smallest value of `v`'s kind: what [`Plain::NotAnObject`] passes on
+/// in place of arguments that are no object.
+pub fn placeholder(v: &Value) -> Value {
+    match v {
+        Value::Array(_) => Value::Array(Vec::new()),
+        Value::Number(_) => Value::from(0),
+        Value::String(_) => Value::String(String::new()),
+        Value::Bool(_) => Value::Bool(false),
+        other => other.clone(),
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -199,7 +260,44 @@ struct Params {
     #[serde(default, deserialize_with = "present")]
     name: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    arguments: Option<Map<String, Value>>,
+    arguments: Option<Arguments>,
+}
+
+/// A call's `arguments`: an object, or the [`placeholder`] of what else
+/// they were (read through, kept nowhere). An explicit `null` fails the
+/// read, leaving such a request to rmcp.
+enum Arguments {
+    Object(Map<String, Value>),
+    Other(Value),
+}
+
+impl<'de> serde::Deserialize<'de> for Arguments {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Arguments, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Arguments;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("arguments")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Arguments, A::Error> {
+                serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Arguments::Object)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Arguments, A::Error> {
+                Checked
+                    .visit_seq(seq)
+                    .map(|_| Arguments::Other(Value::Array(Vec::new())))
+            }
+            scalar_placeholders!();
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Reads `text` (a served stdio line, an HTTP body) as a plain request, or
@@ -216,12 +314,26 @@ pub fn read_request(text: &[u8]) -> Option<Plain> {
             "tools/call",
             Some(Params {
                 name: Some(name),
+                arguments: Some(Arguments::Other(placeholder)),
+            }),
+        ) => Some(Plain::NotAnObject {
+            id: line.id,
+            name,
+            placeholder,
+        }),
+        (
+            "tools/call",
+            Some(Params {
+                name: Some(name),
                 arguments,
             }),
         ) => Some(Plain::Call {
             id: line.id,
             name,
-            arguments,
+            arguments: arguments.map(|a| match a {
+                Arguments::Object(m) => m,
+                Arguments::Other(_) => Map::new(),
+            }),
         }),
         (
             "tools/list",
@@ -235,17 +347,30 @@ pub fn read_request(text: &[u8]) -> Option<Plain> {
     }
 }
 
-/// A plain `tools/call` as the message rmcp's parse makes of its line; a
-/// list is `None`, for rmcp's parse.
+/// A plain `tools/call` as the message rmcp's parse makes of its line (a
+/// [`Plain::NotAnObject`] with its arguments' placeholder); a list is
+/// `None`, for rmcp's parse.
 pub fn call_message(plain: Plain) -> Option<ClientJsonRpcMessage> {
-    use rmcp::model::{CallToolRequestParams, Request};
-    let Plain::Call {
-        id,
-        name,
-        arguments,
-    } = plain
-    else {
-        return None;
+    use rmcp::model::{CallToolRequestParams, CustomRequest, Request};
+    let (id, name, arguments) = match plain {
+        Plain::Call {
+            id,
+            name,
+            arguments,
+        } => (id, name, arguments),
+        // What rmcp's parse makes of it, but for the arguments' placeholder.
+        Plain::NotAnObject {
+            id,
+            name,
+            placeholder,
+        } => {
+            let params = serde_json::json!({"name": name, "arguments": placeholder});
+            return Some(ClientJsonRpcMessage::request(
+                ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params))),
+                id,
+            ));
+        }
+        Plain::List { .. } => return None,
     };
     let mut params = CallToolRequestParams::new(name);
     params.arguments = arguments;
@@ -275,6 +400,16 @@ pub fn list_answer(tools: Vec<rmcp::model::Tool>, id: RequestId) -> ServerJsonRp
             ListToolsResult::with_all_items(tools),
         )),
         id,
+    )
+}
+
+/// The answer to a [`Plain::NotAnObject`], as rmcp's handler gives it to a
+/// request of a method it does not know (`on_custom_request`): -32601 with
+/// the method as the message.
+pub fn unknown_call_answer(id: RequestId) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::error(
+        ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, "tools/call", None),
+        Some(id),
     )
 }
 
@@ -604,86 +739,11 @@ fn shape_text_answer(line: &[u8]) -> Option<(i64, ToolResult)> {
 }
 
 // ---------------------------------------------------------------------------
-// Text that is no message, on the served side.
+// Text that is no message, on the served side (read in `refuse.rs`).
 
-/// JSON-RPC's parse error: the text is no JSON.
-pub const PARSE_ERROR: i64 = -32700;
-/// JSON-RPC's invalid request: JSON, but no message.
-pub const INVALID_REQUEST: i64 = -32600;
-
-/// A JSON-RPC error message `{"jsonrpc", "id", "error": {code, message}}`.
-pub fn error_message(id: Value, code: i64, message: &str) -> Value {
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-}
-
-/// [`error_message`] as its JSON text.
-pub fn error_line(id: Value, code: i64, message: &str) -> Vec<u8> {
-    error_message(id, code, message).to_string().into_bytes()
-}
-
-/// What to answer a text (a stdio line, an HTTP body) that is no client
-/// message, `err` being why rmcp's parse refused it: the parse error (id
-/// null) for text that is no JSON (bad JSON, invalid UTF-8, nesting past
-/// the parser's depth, nothing at all); invalid request, with the id when
-/// it has a usable one, for JSON that is no message; nothing for a
-/// notification (a method without an id), which is never answered.
-///
-/// A batch (a JSON array) is answered as JSON-RPC 2.0 says, by an array
-/// with one answer per request in it, each the invalid-request error
-/// (MCP since 2025-06-18 has no batches, so none is run), notifications
-/// unanswered; an empty batch is one invalid request (id null), and a
-/// batch of notifications only is not answered.
-pub fn reject(text: &[u8], err: &serde_json::Error) -> Option<Vec<u8>> {
-    let v: Value = match serde_json::from_slice(text) {
-        Ok(v) => v,
-        Err(e) => {
-            return Some(error_line(
-                Value::Null,
-                PARSE_ERROR,
-                &format!("parse error: {e}"),
-            ))
-        }
-    };
-    match v {
-        Value::Array(items) if items.is_empty() => Some(error_line(
-            Value::Null,
-            INVALID_REQUEST,
-            "invalid request: an empty batch",
-        )),
-        Value::Array(items) => {
-            let answers: Vec<Value> = items
-                .iter()
-                .filter_map(|item| {
-                    refused(
-                        item,
-                        "invalid request: batches are not supported (MCP has no JSON-RPC \
-                         batches since 2025-06-18); send each request on its own",
-                    )
-                })
-                .collect();
-            if answers.is_empty() {
-                None
-            } else {
-                Some(Value::Array(answers).to_string().into_bytes())
-            }
-        }
-        other => refused(&other, &format!("invalid request: {err}"))
-            .map(|answer| answer.to_string().into_bytes()),
-    }
-}
-
-/// The invalid-request answer to one JSON value that is no message;
-/// `None` for a notification.
-fn refused(v: &Value, message: &str) -> Option<Value> {
-    match v.get("id") {
-        // A notification (a method, no id) is never answered, even a bad one.
-        None if v.get("method").is_some() => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => {
-            Some(error_message(id.clone(), INVALID_REQUEST, message))
-        }
-        _ => Some(error_message(Value::Null, INVALID_REQUEST, message)),
-    }
-}
+pub use super::refuse::{
+    error_line, error_message, is_batch, reject, reject_batch, INVALID_REQUEST, PARSE_ERROR,
+};
 
 // ---------------------------------------------------------------------------
 // What the fuzz targets (fuzz/) check.
@@ -702,7 +762,10 @@ pub fn check_request(text: &[u8]) -> Result<(), String> {
         },
         Some(call) => {
             let fast = call_message(call).map(|m| serde_json::to_value(m).ok());
-            let rmcp = full.as_ref().ok().map(|m| serde_json::to_value(m).ok());
+            let rmcp = full
+                .as_ref()
+                .ok()
+                .map(|m| serde_json::to_value(m).ok().map(placeholder_arguments));
             if fast != rmcp {
                 return Err(format!("plain {fast:?}, rmcp {rmcp:?}"));
             }

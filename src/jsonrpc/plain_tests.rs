@@ -239,7 +239,12 @@ fn served_read(line: &[u8]) -> Result<Option<bool>, String> {
         },
         Some(call) => {
             let fast = call_message(call).map(|m| serde_json::to_value(m).ok());
-            let rmcp = full.as_ref().ok().map(|m| serde_json::to_value(m).ok());
+            // A call whose arguments are no object is compared with its
+            // arguments' placeholder (see `Plain::NotAnObject`).
+            let rmcp = full
+                .as_ref()
+                .ok()
+                .map(|m| serde_json::to_value(m).ok().map(placeholder_arguments));
             if fast != rmcp {
                 return Err(format!("{shown}: plain {fast:?}, rmcp {rmcp:?}"));
             }
@@ -291,9 +296,9 @@ fn a_tricky_request_the_served_side_reads_is_what_rmcp_reads() {
         ),
         (r#"{"name":"shout","arguments":null}"#, false),
         (r#"{"name":null}"#, false),
-        (r#"{"name":"shout","arguments":[1,2]}"#, false),
-        (r#"{"name":"shout","arguments":"x"}"#, false),
-        (r#"{"name":"shout","arguments":7}"#, false),
+        (r#"{"name":"shout","arguments":[1,2]}"#, true),
+        (r#"{"name":"shout","arguments":"x"}"#, true),
+        (r#"{"name":"shout","arguments":7}"#, true),
         (r#"{"name":7}"#, false),
         (r#"{"name":"shout","arguments":{},"extra":1}"#, false),
         (r#"{"name":"shout","arguments":{},"task":{}}"#, false),
@@ -608,6 +613,103 @@ fn text_that_is_no_message_gets_the_json_rpc_errors() {
     );
     assert_eq!(answer("[]").unwrap_or_default()["id"], Value::Null);
     assert_eq!(answer(r#"[{"jsonrpc":"2.0","method":"n"}]"#), None);
+}
+
+/// The one-pass refusal answers every text as the read of a whole
+/// `Value` does, word for word: the parse errors (the same reader, the
+/// same depth limit, UTF-8 and escapes checked in skipped strings and
+/// keys), the ids kept, notifications unanswered, duplicate keys.
+#[test]
+fn the_one_pass_refusal_answers_as_the_whole_read() {
+    let err = serde_json::from_str::<Value>("{").expect_err("an error to quote");
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let deep_map = |n: usize| format!("{}1{}", r#"{"a":"#.repeat(n), "}".repeat(n));
+    let mut texts: Vec<Vec<u8>> = [
+        "", " ", "{", "[", "]", "[1,", "[1 2]", "{bad", "nul", "tru", "01", "1.", "-",
+        "1e400", "[1e400]", "[-1e400]", "[123456789012345678901234567890]",
+        "[1] x", "{} {}", "\"\\x\"", "[\"\\ud800\"]", "[\"\\u12\"]",
+        "[{\"id\":1}", "{\"a\" 1}", "{1:2}", "{\"a\":1,}", "[1,]",
+        "[]", " [ ] ", "[[]]", "[0]", "[0,0,0]", "[null,true,\"s\",1.5,{}]",
+        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"n"},{"id":"b","method":"ping"}]"#,
+        r#"[{"method":"n"},{"method":"m","params":[1,2]}]"#,
+        r#"[{"id":null,"method":"x"},{"id":true},{"id":[1]},{"id":{"a":1}},{"id":1.5},{"id":-7},{"id":18446744073709551615}]"#,
+        r#"[{"id":1,"id":"two"},{"id":"one","id":null},{"id":1,"id":{"x":[]}}]"#,
+        r#"[{"method":1,"id":2},{"method":null}]"#,
+        r#"[{"id":"\u00e9\ud83d\ude00","x":{"y":[{"z":"\n"}]}}]"#,
+        r#"{"jsonrpc":"2.0","id":4,"nethod":"x"}"#,
+        r#"{"jsonrpc":"2.0","method":"x","params":5}"#,
+        r#"{"id":"s"}"#, "{}", "5", "\"str\"", "null", "true",
+        r#"{"id":1,"$serde_json::private::RawValue":2}"#,
+        r#"[{"$serde_json::private::RawValue":"x"}]"#,
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect();
+    texts.push(b"[\"\xff\"]".to_vec());
+    texts.push(b"[{\"id\":\"\xc3\xa9\",\"k\xff\":1}]".to_vec());
+    texts.push(b"{\"\xff\":1}".to_vec());
+    for n in [126, 127, 128, 129, 5000] {
+        texts.push(deep(n).into_bytes());
+        texts.push(format!("[{}]", deep_map(n)).into_bytes());
+        texts.push(format!("[{{\"id\":{}}}]", deep(n)).into_bytes());
+    }
+    let mut gen = crate::test_json::Gen(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..20_000 {
+        let mut t = b"[".to_vec();
+        for i in 0..gen.below(5) {
+            if i > 0 {
+                t.push(b',');
+            }
+            t.extend_from_slice(&gen.value(0));
+        }
+        t.push(b']');
+        texts.push(t);
+        texts.push(gen.value(0));
+    }
+    for batch in [1024, 1025, 3000] {
+        texts.push(format!("[{}]", vec!["{}"; batch].join(",")).into_bytes());
+        texts.push(format!("[{}]", vec![r#"{"method":"n"}"#; batch].join(",")).into_bytes());
+    }
+    for text in &texts {
+        let lean = crate::jsonrpc::refuse::refuse(text, &err);
+        let whole = crate::jsonrpc::refuse::reject_whole(text, &err);
+        assert_eq!(
+            lean.as_deref().map(String::from_utf8_lossy),
+            whole.as_deref().map(String::from_utf8_lossy),
+            "{}",
+            String::from_utf8_lossy(&text[..text.len().min(300)])
+        );
+    }
+}
+
+/// A batch gets one answer per request up to BATCH_ANSWERS, and one
+/// error saying how many it held past that.
+#[test]
+fn a_batch_past_the_answer_cap_gets_one_error() {
+    let cap = crate::limits::BATCH_ANSWERS;
+    let batch = |n: usize| format!("[{}]", vec!["0"; n].join(","));
+    let answers = reject_batch(batch(cap).as_bytes()).expect("an answer");
+    let answers: Value = serde_json::from_slice(&answers).expect("JSON");
+    assert_eq!(answers.as_array().map(Vec::len), Some(cap));
+    let one = reject_batch(batch(cap + 1).as_bytes()).expect("an answer");
+    let one: Value = serde_json::from_slice(&one).expect("JSON");
+    assert_eq!(one["id"], Value::Null);
+    assert_eq!(one["error"]["code"], INVALID_REQUEST);
+    assert_eq!(
+        one["error"]["message"],
+        format!(
+            "invalid request: a batch of {} requests, answered as one: batches are not \
+             supported (MCP has no JSON-RPC batches since 2025-06-18); send each request on \
+             its own",
+            cap + 1
+        )
+    );
+    // Notifications get no answer, so they do not count.
+    let quiet = format!("[{},0]", vec![r#"{"method":"n"}"#; cap + 5].join(","));
+    let quiet: Value =
+        serde_json::from_slice(&reject_batch(quiet.as_bytes()).expect("an answer")).expect("JSON");
+    assert_eq!(quiet.as_array().map(Vec::len), Some(1));
+    assert!(is_batch(b" \n[1]") && !is_batch(b"{}") && !is_batch(b"") && !is_batch(b"x["));
 }
 
 // ---------------------------------------------------------------------------

@@ -175,7 +175,16 @@ async fn answer_beside(
             "internal error\n".into(),
         );
     };
-    let mut res = hyper::Response::new(Full::new(Bytes::from(a.body)).boxed());
+    let mut res = match a.stream {
+        None => hyper::Response::new(Full::new(Bytes::from(a.body)).boxed()),
+        Some(rx) => {
+            let first = (!a.body.is_empty()).then(|| Bytes::from(a.body));
+            hyper::Response::new(BodyExt::boxed(http_body_util::StreamBody::new(Chunks {
+                first,
+                rx,
+            })))
+        }
+    };
     *res.status_mut() =
         hyper::StatusCode::from_u16(a.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     res.headers_mut().insert(
@@ -188,6 +197,28 @@ async fn answer_beside(
         }
     }
     res
+}
+
+/// A streamed answer's body: its first bytes, then each chunk as it comes.
+struct Chunks {
+    first: Option<Bytes>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
+impl futures_core::Stream for Chunks {
+    type Item = std::result::Result<hyper::body::Frame<Bytes>, Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if let Some(first) = self.first.take() {
+            return std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(first))));
+        }
+        self.rx
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|c| Ok(hyper::body::Frame::data(Bytes::from(c)))))
+    }
 }
 
 /// How long a connection may take to send a request's head (its request
@@ -282,6 +313,11 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
             )
         }
     };
+    if plain_headers && plain::is_batch(&body) {
+        // What rmcp's refusal of a batch becomes (see not_a_message), without
+        // rmcp's parse, which holds a tree of the whole body to refuse it.
+        return refused_answer(plain::reject_batch(&body));
+    }
     if plain_headers {
         if let Some(plain) = plain::read_request(&body) {
             if crate::jsonrpc::plain_path_takes(&plain, routes.gateway.wants_logs()) {
@@ -313,18 +349,20 @@ async fn not_a_message(answer: Answer, body: &[u8]) -> Answer {
     let refused = text.starts_with(b"fail to deserialize request body");
     let err = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body).err();
     match (refused, err) {
-        (true, Some(err)) => {
-            let answer = plain::reject(body, &err);
-            let mut res = match answer {
-                Some(json) => json_answer(json),
-                // A notification, or a batch of them: nothing to say.
-                None => hyper::Response::new(Full::new(Bytes::new()).boxed()),
-            };
-            *res.status_mut() = hyper::StatusCode::BAD_REQUEST;
-            res
-        }
+        (true, Some(err)) => refused_answer(plain::reject(body, &err)),
         _ => hyper::Response::from_parts(parts, Full::new(text).boxed()),
     }
+}
+
+/// 400 with the JSON-RPC answer to a body that is no message (or none, for
+/// a notification or a batch of them: nothing to say).
+fn refused_answer(answer: Option<Vec<u8>>) -> Answer {
+    let mut res = match answer {
+        Some(json) => json_answer(json),
+        None => hyper::Response::new(Full::new(Bytes::new()).boxed()),
+    };
+    *res.status_mut() = hyper::StatusCode::BAD_REQUEST;
+    res
 }
 
 /// The Content-Length of a request, when it gives exactly one.
@@ -423,6 +461,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
     // peer the legacy shape of a result.
     let body = match plain {
         Plain::List { id } => serde_json::to_vec(&plain::list_answer(routes.gateway.list(), id)),
+        Plain::NotAnObject { id, .. } => serde_json::to_vec(&plain::unknown_call_answer(id)),
         Plain::Call {
             id,
             name,

@@ -88,6 +88,10 @@ pub struct BesideAnswer {
     pub content_type: &'static str,
     pub headers: Vec<(&'static str, String)>,
     pub body: Vec<u8>,
+    /// A body that goes on after `body` (a server-sent event stream): each
+    /// chunk is written as it arrives, and the body ends when every sender
+    /// is dropped. A sender whose peer went away gets an error on `send`.
+    pub stream: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
 }
 
 /// What [`OnCall`] hears after each `tools/call`.

@@ -263,6 +263,7 @@ where
                 let answer = plain::list_answer(fast.gateway.list(), id);
                 crate::runtime::get().spawn(async move { out.message(&answer).await });
             }
+            Plain::NotAnObject { .. } => return Err(plain),
             Plain::Call {
                 id,
                 name,
@@ -487,6 +488,10 @@ where
             let text = crate::jsonrpc::lines::text(&raw);
             let answer = if text.iter().all(u8::is_ascii_whitespace) {
                 None
+            } else if plain::is_batch(text) {
+                // rmcp's parse takes no batch, and would hold a tree of the
+                // whole line to say so.
+                plain::reject_batch(text)
             } else {
                 let parsed = match plain::read_request(text).map(|p| self.take_plain(p)) {
                     Some(Ok(())) => {

@@ -123,6 +123,9 @@ pub struct FailedAttempt {
     pub error: String,
     pub attempt: u32,
     pub retryable: bool,
+    /// The answer's `Retry-After`, in its delay-seconds form, as
+    /// milliseconds.
+    pub retry_after_ms: Option<u64>,
 }
 
 /// Retry, or give up now.
@@ -230,6 +233,7 @@ fn send_to(
             },
             attempt,
             retryable,
+            retry_after_ms,
         };
         let verdict = verdict_of(&info)?;
         if verdict == Verdict::Fail || attempt >= call.retries {

@@ -12,6 +12,7 @@
 //!   conversions; [`gemini_schema`] makes a tool schema Gemini-safe.
 //! - [`responses`]: the OpenAI Responses dialect: its tables and its
 //!   conversions.
+//! - [`failover`]: ordered failover over a client's `upstreams`.
 //! - [`http`]: the provider call: retries, backoff, `Retry-After`, the
 //!   whole-call deadline, the cancel token, typed provider errors.
 //! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
@@ -23,6 +24,7 @@
 
 pub mod anthropic;
 pub mod chunks;
+pub mod failover;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod http;
@@ -58,7 +60,7 @@ impl Style {
     }
 }
 
-pub const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams";
+pub const CLIENT_KEYS: &str = "baseUrl, style, model, apiKey, headers, systemPrompt, retries, retryBaseMs, retryableStatuses, timeoutMs, requestParams, upstreams, cooldownMs";
 
 /// The most extra attempts a call makes: a larger `retries` is taken as
 /// this many (with `timeoutMs` the deadline ends the call sooner anyway).
@@ -87,6 +89,13 @@ pub struct ClientConfig {
     pub retryable_statuses: Vec<u16>,
     pub timeout_ms: Option<u64>,
     pub request_params: Map<String, Value>,
+    /// Ordered failover ([`failover`]): each upstream as a client of its
+    /// own; empty for a client of one upstream (the fields above). With
+    /// upstreams, the fields above are the first one's.
+    pub upstreams: std::sync::Arc<[ClientConfig]>,
+    /// How long an upstream that failed is tried after the others (0: never
+    /// cooled down).
+    pub cooldown_ms: u64,
 }
 
 /// The error for a `style` no dialect answers to.
@@ -136,6 +145,14 @@ impl ClientConfig {
             return Err(Error::invalid_config(format!(
                 "client: unknown key '{k}' (known keys: {CLIENT_KEYS})"
             )));
+        }
+        if let Some(list) = present(obj, "upstreams") {
+            return failover::parse(obj, list);
+        }
+        if present(obj, "cooldownMs").is_some() {
+            return Err(Error::invalid_config(
+                "client.cooldownMs applies only to a client with upstreams",
+            ));
         }
         let base_url = match present(obj, "baseUrl") {
             Some(b) => expect_string("client.baseUrl", b)?.to_string(),
@@ -240,6 +257,8 @@ impl ClientConfig {
             retryable_statuses,
             timeout_ms,
             request_params,
+            upstreams: std::sync::Arc::from(Vec::new()),
+            cooldown_ms: 0,
         };
         config.endpoint()?;
         Ok(config)

@@ -25,6 +25,7 @@ pub(crate) use crate::provider::prepare;
 use crate::cancel::CancelToken;
 use crate::error::{Error, Result};
 use crate::json::display_string;
+use crate::provider::failover::{self, Leg, Served};
 use crate::provider::{anthropic, gemini, responses};
 use bumpalo::collections::Vec as BVec;
 use bumpalo::Bump;
@@ -695,12 +696,13 @@ fn arena_for(len: usize) -> Bump {
 fn exchange<'a>(
     bump: &'a Bump,
     reply_slot: &'a OnceCell<bytes::Bytes>,
-    config: &'a ClientConfig,
+    leg: &Leg<'a>,
     request: Node<'a>,
     source: Option<&'a node::Source<'a>>,
     declared: &'a [Value],
     cancel: Option<&CancelToken>,
 ) -> Result<(Node<'a>, Option<&'a str>)> {
+    let config = leg.config;
     let request = Request::from_node(request)?;
     let declared: Vec<Node<'a>> = declared.iter().map(|d| node::from_value(bump, d)).collect();
     let body = provider_body(bump, config, &request, &declared);
@@ -711,7 +713,10 @@ fn exchange<'a>(
     let encoded = body.to_vec_from(source.map_or(&[], std::slice::from_ref), capacity);
     let call = prepare(config, encoded)?;
     // A token cancelled beforehand stops the call there, before any I/O.
-    let reply = client::send(&call, cancel)?;
+    let mut classify =
+        |info: &client::FailedAttempt| leg.classify(info, &mut |i| Ok(client::default_verdict(i)));
+    let reply = client::send_until(&call, leg.deadline, cancel, &mut classify)?;
+    leg.commit();
     let status = reply.status;
     let bytes: &'a [u8] = reply_slot.get_or_init(|| reply.body);
     let raw =
@@ -740,8 +745,35 @@ pub fn translate(
     let bump = arena_for(0);
     let reply = OnceCell::new();
     let request = node::from_value(&bump, request);
-    exchange(&bump, &reply, &config, request, None, declared, cancel)
-        .map(|(answer, _)| answer.to_value())
+    let ((answer, _), served) = failover::run(&config, call_deadline(&config), |leg| {
+        exchange(&bump, &reply, leg, request, None, declared, cancel)
+    })?;
+    Ok(with_upstream(&bump, answer, served.as_ref()).to_value())
+}
+
+/// The deadline a client's `timeoutMs` sets for a whole call, from now.
+fn call_deadline(config: &ClientConfig) -> Option<std::time::Instant> {
+    config
+        .timeout_ms
+        .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms))
+}
+
+/// The answer of a client with `upstreams`, with the one that served it as
+/// `upstream: {index, baseUrl, model, style}`.
+fn with_upstream<'a>(bump: &'a Bump, answer: Node<'a>, served: Option<&Served>) -> Node<'a> {
+    match (answer, served) {
+        (Node::Object(entries), Some(served)) => {
+            let mut entries = entries.to_vec();
+            // Parsed into the arena (a `Value` put there would never be
+            // dropped).
+            let text = bump.alloc_str(&served.to_json().to_string());
+            if let Ok(upstream) = node::parse_slice(bump, text.as_bytes()) {
+                entries.push(("upstream", upstream));
+            }
+            node::object(bump, &entries)
+        }
+        _ => answer,
+    }
 }
 
 /// [`translate`] with the request and the answer as JSON text, which is how
@@ -758,15 +790,18 @@ pub fn translate_json(
         .map_err(|e| Error::invalid_json("request_json", &e))?;
     let config = ClientConfig::from_json(client)?;
     let reply_slot = OnceCell::new();
-    let (answer, reply) = exchange(
-        &bump,
-        &reply_slot,
-        &config,
-        request,
-        Some(&source),
-        declared,
-        cancel,
-    )?;
+    let ((answer, reply), served) = failover::run(&config, call_deadline(&config), |leg| {
+        exchange(
+            &bump,
+            &reply_slot,
+            leg,
+            request,
+            Some(&source),
+            declared,
+            cancel,
+        )
+    })?;
+    let answer = with_upstream(&bump, answer, served.as_ref());
     let capacity = reply.map_or(1024, |r| 2 * r.len() + 256);
     let reply = reply.map(node::Source::from);
     Ok(node::into_string(
@@ -812,92 +847,103 @@ pub fn translate_stream_json(
     let bump = arena_for(request_json.len());
     let (request, _) = node::parse_source(&bump, request_json)
         .map_err(|e| Error::invalid_json("request_json", &e))?;
-    let config = ClientConfig::from_json(client)?;
+    let client_config = ClientConfig::from_json(client)?;
     let request = Request::from_node(request)?;
     let declared: Vec<Node> = declared
         .iter()
         .map(|d| node::from_value(&bump, d))
         .collect();
-    let mut body = provider_body(&bump, &config, &request, &declared).to_value();
-    if let Value::Object(b) = &mut body {
-        match config.style {
-            Style::Gemini => {}
-            Style::OpenAi => {
-                b.insert("stream".into(), Value::Bool(true));
-                b.insert(
-                    "stream_options".into(),
-                    serde_json::json!({"include_usage": true}),
-                );
-            }
-            Style::Anthropic | Style::Responses => {
-                b.insert("stream".into(), Value::Bool(true));
+    let id = stream_id();
+    let (mut out, served) = failover::run(&client_config, call_deadline(&client_config), |leg| {
+        let config = leg.config;
+        let mut body = provider_body(&bump, config, &request, &declared).to_value();
+        if let Value::Object(b) = &mut body {
+            match config.style {
+                Style::Gemini => {}
+                Style::OpenAi => {
+                    b.insert("stream".into(), Value::Bool(true));
+                    b.insert(
+                        "stream_options".into(),
+                        serde_json::json!({"include_usage": true}),
+                    );
+                }
+                Style::Anthropic | Style::Responses => {
+                    b.insert("stream".into(), Value::Bool(true));
+                }
             }
         }
-    }
-    let encoded = serde_json::to_vec(&body).unwrap_or_default();
-    let call = crate::provider::prepare_for(&config, encoded, true)?;
-    let deadline = call
-        .timeout_ms
-        .map(|ms| std::time::Instant::now() + std::time::Duration::from_millis(ms));
-    let mut writer = ChunkWriter::new(stream_id(), &config.model, on_chunk);
-    let mut upstream = Upstream::new(config.style);
-    let mut parser = SseParser::new();
-    // None: not decided yet; Some(true): events; Some(false): a whole body.
-    let mut events: Option<bool> = None;
-    let mut whole: Vec<u8> = Vec::new();
-    let mut failed: Option<Error> = None;
-    let mut classify = |info: &client::FailedAttempt| Ok(client::default_verdict(info));
-    let mut sink = |mut piece: &[u8]| -> bool {
-        if events.is_none() {
-            let Some(start) = piece.iter().position(|b| !b.is_ascii_whitespace()) else {
-                return true;
-            };
-            piece = &piece[start..];
-            events = Some(piece[0] != b'{');
-        }
-        let result = if events == Some(true) {
-            parser.feed(piece, &mut |name, data| {
-                upstream.event(name, data, &mut writer)
-            })
-        } else if whole.len() + piece.len() > crate::limits::RESPONSE_BODY_BYTES {
-            Err(Error::new(
-                crate::error::ErrorCode::ProviderError,
-                "the provider's answer is larger than the cap of a provider answer",
-            ))
-        } else {
-            whole.extend_from_slice(piece);
-            Ok(())
+        let encoded = serde_json::to_vec(&body).unwrap_or_default();
+        let call = crate::provider::prepare_for(config, encoded, true)?;
+        let deadline = leg.deadline;
+        let mut writer = ChunkWriter::new(id.clone(), &config.model, &mut *on_chunk);
+        let mut upstream = Upstream::new(config.style);
+        let mut parser = SseParser::new();
+        // None: not decided yet; Some(true): events; Some(false): a whole body.
+        let mut events: Option<bool> = None;
+        let mut whole: Vec<u8> = Vec::new();
+        let mut failed: Option<Error> = None;
+        let mut classify = |info: &client::FailedAttempt| {
+            leg.classify(info, &mut |i| Ok(client::default_verdict(i)))
         };
-        match result {
-            Ok(()) => true,
-            Err(e) => {
-                failed = Some(e);
-                false
+        let mut sink = |mut piece: &[u8]| -> bool {
+            // Once any of the answer arrived, no other upstream takes over.
+            leg.commit();
+            if events.is_none() {
+                let Some(start) = piece.iter().position(|b| !b.is_ascii_whitespace()) else {
+                    return true;
+                };
+                piece = &piece[start..];
+                events = Some(piece[0] != b'{');
             }
+            let result = if events == Some(true) {
+                parser.feed(piece, &mut |name, data| {
+                    upstream.event(name, data, &mut writer)
+                })
+            } else if whole.len() + piece.len() > crate::limits::RESPONSE_BODY_BYTES {
+                Err(Error::new(
+                    crate::error::ErrorCode::ProviderError,
+                    "the provider's answer is larger than the cap of a provider answer",
+                ))
+            } else {
+                whole.extend_from_slice(piece);
+                Ok(())
+            };
+            match result {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            }
+        };
+        let reply =
+            client::send_streaming_until(&call, deadline, cancel, &mut classify, &mut sink)?;
+        if let Some(e) = failed {
+            return Err(e);
         }
-    };
-    let reply = client::send_streaming_until(&call, deadline, cancel, &mut classify, &mut sink)?;
-    if let Some(e) = failed {
-        return Err(e);
+        let finish = match events {
+            Some(true) => {
+                parser.finish(&mut |name, data| upstream.event(name, data, &mut writer))?;
+                writer.end()?
+            }
+            Some(false) => {
+                let raw = node::parse_slice(&bump, &whole)
+                    .map_err(|e| client::malformed(&call, reply.status, &e, &whole))?;
+                let answer = read_response(&bump, config.style, &config.model, raw).to_value();
+                write_whole(&answer, &mut writer)?
+            }
+            None => return Err(client::malformed_stream(&call, reply.status, b"")),
+        };
+        Ok(serde_json::json!({
+            "id": writer.id(),
+            "finishReason": finish,
+            "chunks": writer.written,
+        }))
+    })?;
+    if let (Value::Object(out), Some(served)) = (&mut out, served) {
+        out.insert("upstream".into(), served.to_json());
     }
-    let finish = match events {
-        Some(true) => {
-            parser.finish(&mut |name, data| upstream.event(name, data, &mut writer))?;
-            writer.end()?
-        }
-        Some(false) => {
-            let raw = node::parse_slice(&bump, &whole)
-                .map_err(|e| client::malformed(&call, reply.status, &e, &whole))?;
-            let answer = read_response(&bump, config.style, &config.model, raw).to_value();
-            write_whole(&answer, &mut writer)?
-        }
-        None => return Err(client::malformed_stream(&call, reply.status, b"")),
-    };
-    Ok(serde_json::json!({
-        "id": writer.id(),
-        "finishReason": finish,
-        "chunks": writer.written,
-    }))
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------

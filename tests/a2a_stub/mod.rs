@@ -54,6 +54,9 @@ pub enum CardKind {
     NoSkills,
     Status(u16),
     Many(usize),
+    /// Skills `re view`, `re.view` and `re_view`: one tool name after
+    /// sanitizing.
+    Colliding,
 }
 
 impl Stub {
@@ -219,6 +222,10 @@ fn serve(
                 respond(&mut writer, *s, "{\"error\":\"no card here\"}");
                 return Some(seen);
             }
+            CardKind::Colliding => json!({"name": "reviewer", "url": format!("{base}/"),
+                "skills": [skill("re view", "first"), skill("re.view", "second"),
+                           skill("re_view", "third")]})
+            .to_string(),
             CardKind::Many(n) => json!({"name": "many", "url": format!("{base}/"),
                 "skills": (0..*n).map(|i| skill(&format!("s{i}"), "d")).collect::<Vec<_>>()})
             .to_string(),

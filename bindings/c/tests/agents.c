@@ -5,8 +5,11 @@
  * thread; the manual clock; the error cases (unknown agent, unknown
  * verb and handle, bad JSON, NULL arguments); and the runtime freed while
  * calls use it (a reference-counted handle): from another thread while a
- * resume waits for its turn, and from inside its own generate callback. Run plain, under
- * ASan+UBSan and under valgrind. */
+ * resume waits for its turn, and from inside its own generate callback; the
+ * host callbacks of tn_agents_set_callback (onSpawn, onClose, onMetric, a
+ * verify judge, a guardrail, summarize and countTokens for compaction) and
+ * a callback that never answers, cancelled by an interrupt. Run plain,
+ * under ASan+UBSan and under valgrind. */
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -412,7 +415,213 @@ static void test_free_from_another_thread(void) {
     CHECK(atomic_load(&m.user_data_frees) == 1, "user_data_free ran once: %d", atomic_load(&m.user_data_frees));
 }
 
+/* ---- host callbacks (tn_agents_set_callback) ---------------------------- */
+
+static atomic_int spawned, closed_count, metrics, verifies, guards, summaries, counts;
+
+static void on_spawn(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    (void)reply;
+    if (contains(event_json, "\"id\":\"root/coder.1\"")) atomic_fetch_add(&spawned, 1);
+}
+
+static void on_close(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    (void)reply;
+    if (contains(event_json, "\"reason\":\"closed\"")) atomic_fetch_add(&closed_count, 1);
+}
+
+static void on_metric(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    (void)event_json;
+    (void)reply;
+    atomic_fetch_add(&metrics, 1);
+}
+
+/* The completion gate's judge: the first attempt does not verify. */
+static void verify(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    CHECK(contains(event_json, "\"toolCalls\""), "verify sees the RunResult: %s", event_json);
+    if (atomic_fetch_add(&verifies, 1) == 0) {
+        tn_reply_set_json(reply, "{\"ok\":false,\"reason\":\"no tests\"}");
+    } else {
+        tn_reply_set_json(reply, "{\"ok\":true}");
+    }
+}
+
+/* A guardrail: no shouting. */
+static void guardrail(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    atomic_fetch_add(&guards, 1);
+    if (contains(event_json, "\"name\":\"shout\"")) tn_reply_set_json(reply, "\"no shouting\"");
+}
+
+static void shout(void *user_data, const char *args_json, tn_call *c) {
+    (void)user_data;
+    (void)args_json;
+    tn_call_set_result_json(c, "{\"output\":\"HI\"}");
+}
+
+/* The coder: shouts first, then reports; the retry after a failed
+ * verification says so. */
+static void coder_generate(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    if (contains(event_json, "Your work did not verify: no tests. Fix it and finish.")) {
+        tn_reply_set_json(reply, "{\"content\":\"done with tests\"}");
+    } else if (contains(event_json, "denied: no shouting")) {
+        tn_reply_set_json(reply, "{\"content\":\"done\"}");
+    } else {
+        tn_reply_set_json(reply, "{\"toolCalls\":[{\"name\":\"shout\",\"arguments\":{}}]}");
+    }
+}
+
+static void set(tn_agents *a, const char *slot, tn_callback f) {
+    char *err = NULL;
+    tn_status st = tn_agents_set_callback(a, slot, f, NULL, NULL, &err);
+    CHECK(st == TN_OK && err == NULL, "set %s: %d %s", slot, st, err ? err : "");
+}
+
+static void test_callbacks(void) {
+    tn_toolkit *tk = NULL;
+    char *err = NULL;
+    tn_status st = tn_toolkit_build("{\"builtins\":false}", &tk, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    st = tn_toolkit_register(tk, "shout", "shouts", NULL, shout, NULL, NULL, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    tn_agents *a = NULL;
+    st = tn_agents_new("{\"clock\":\"manual\",\"callbacks\":[\"onMetric\",\"guardrail:coder\"],\"agents\":{"
+                       "\"coder\":{\"does\":\"codes\",\"tools\":[\"shout\"],"
+                       "\"completion\":{\"verify\":\"callback\",\"maxAttempts\":2}}}}",
+                       tk, coder_generate, NULL, NULL, &a, &err);
+    CHECK(st == TN_OK, "new: %s", err ? err : "");
+    tn_toolkit_free(tk);
+    set(a, "onSpawn", on_spawn);
+    set(a, "onClose", on_close);
+    set(a, "onMetric", on_metric);
+    set(a, "verify:coder", verify);
+    set(a, "guardrail:coder", guardrail);
+    /* A slot the runtime does not have is refused, naming those it has. */
+    st = tn_agents_set_callback(a, "summarize", verify, NULL, NULL, &err);
+    CHECK(st == TN_INVALID_ARGUMENT && contains(err, "verify:coder") && contains(err, "onMetric"), "%d %s", st,
+          err);
+    tn_string_free(err);
+    err = NULL;
+
+    tn_string_free(ok(a, "spawn", "{\"agent\":\"coder\"}"));
+    tn_string_free(ok(a, "wake", "{\"id\":\"root/coder.1\",\"prompt\":\"write it\"}"));
+    char *out = ok(a, "wait", "{\"id\":\"root/coder.1\"}");
+    CHECK(contains(out, "\"status\":\"done\"") && contains(out, "\"text\":\"done with tests\""), "%s", out);
+    tn_string_free(out);
+    out = ok(a, "transcript", "{\"id\":\"root/coder.1\"}");
+    CHECK(contains(out, "denied: no shouting"), "the guardrail's denial is the tool result: %s", out);
+    tn_string_free(out);
+    CHECK(atomic_load(&verifies) == 2, "verify calls: %d", atomic_load(&verifies));
+    CHECK(atomic_load(&guards) == 1, "guardrail calls: %d", atomic_load(&guards));
+    CHECK(atomic_load(&spawned) == 1, "onSpawn: %d", atomic_load(&spawned));
+    CHECK(atomic_load(&metrics) > 0, "onMetric: %d", atomic_load(&metrics));
+    tn_string_free(ok(a, "close", "{\"id\":\"root/coder.1\"}"));
+    CHECK(atomic_load(&closed_count) == 1, "onClose: %d", atomic_load(&closed_count));
+    tn_agents_free(a);
+}
+
+/* Compaction with the host's summarize and countTokens. */
+static void summarize(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    CHECK(contains(event_json, "\"older\"") && contains(event_json, "first question"), "%s", event_json);
+    atomic_fetch_add(&summaries, 1);
+    tn_reply_set_json(reply, "\"HOST-SUMMARY\"");
+}
+
+static void count_tokens(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    (void)event_json;
+    atomic_fetch_add(&counts, 1);
+    tn_reply_set_json(reply, "1000");
+}
+
+static void echo_generate(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    tn_reply_set_json(reply, contains(event_json, "[Summary of earlier conversation]\\nHOST-SUMMARY")
+                                 ? "{\"content\":\"saw the summary\"}"
+                                 : "{\"content\":\"plain\"}");
+}
+
+static void test_compaction_callbacks(void) {
+    tn_agents *a = NULL;
+    char *err = NULL;
+    tn_status st = tn_agents_new("{\"clock\":\"manual\",\"callbacks\":[\"summarize\",\"countTokens\"],"
+                                 "\"compaction\":{\"maxTokens\":100},\"agents\":{\"ava\":{\"does\":\"talks\"}}}",
+                                 NULL, echo_generate, NULL, NULL, &a, &err);
+    CHECK(st == TN_OK, "new: %s", err ? err : "");
+    set(a, "summarize", summarize);
+    set(a, "countTokens", count_tokens);
+    tn_string_free(ok(a, "spawn", "{\"agent\":\"ava\"}"));
+    /* countTokens says 1000 against maxTokens 100: the transcript is
+     * compacted before the call (with no later user turn to keep as the
+     * tail, all of it is summarized), and the model sees the summary. */
+    tn_string_free(ok(a, "wake", "{\"id\":\"root/ava.1\",\"prompt\":\"first question\"}"));
+    char *out = ok(a, "wait", "{\"id\":\"root/ava.1\"}");
+    CHECK(contains(out, "\"text\":\"saw the summary\""), "%s", out);
+    tn_string_free(out);
+    CHECK(atomic_load(&summaries) == 1 && atomic_load(&counts) > 0, "summarize %d, countTokens %d",
+          atomic_load(&summaries), atomic_load(&counts));
+    /* Compaction without the host's summarize is refused at the build. */
+    tn_agents *b = NULL;
+    st = tn_agents_new("{\"compaction\":{\"maxTokens\":100},\"agents\":{}}", NULL, echo_generate, NULL, NULL, &b,
+                       &err);
+    CHECK(st == TN_INVALID_CONFIG && contains(err, "summarize"), "%d %s", st, err);
+    tn_string_free(err);
+    tn_agents_free(a);
+}
+
+/* A callback that never answers: the guardrail holds until it is told
+ * nobody waits any more; an interrupt ends the turn meanwhile. */
+static atomic_int hung_in, hung_out;
+
+static void hung_guardrail(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    (void)event_json;
+    atomic_fetch_add(&hung_in, 1);
+    for (int i = 0; i < 3000 && !tn_reply_cancelled(reply); i++) sleep_ms(5);
+    CHECK(tn_reply_cancelled(reply), "the hung callback was told nobody waits");
+    atomic_fetch_add(&hung_out, 1);
+}
+
+static void test_hung_callback_interrupted(void) {
+    tn_toolkit *tk = NULL;
+    char *err = NULL;
+    tn_status st = tn_toolkit_build("{\"builtins\":false}", &tk, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    st = tn_toolkit_register(tk, "shout", "shouts", NULL, shout, NULL, NULL, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    tn_agents *a = NULL;
+    st = tn_agents_new("{\"clock\":\"manual\",\"callbacks\":[\"guardrail:coder\"],\"agents\":{"
+                       "\"coder\":{\"does\":\"codes\",\"tools\":[\"shout\"]}}}",
+                       tk, coder_generate, NULL, NULL, &a, &err);
+    CHECK(st == TN_OK, "new: %s", err ? err : "");
+    tn_toolkit_free(tk);
+    set(a, "guardrail:coder", hung_guardrail);
+    tn_string_free(ok(a, "spawn", "{\"agent\":\"coder\"}"));
+    tn_string_free(ok(a, "post", "{\"id\":\"root/coder.1\",\"item\":{\"from\":\"root\",\"channel\":\"peer\",\"text\":\"keep me\"}}"));
+    tn_string_free(ok(a, "wake", "{\"id\":\"root/coder.1\",\"prompt\":\"write it\"}"));
+    for (int i = 0; i < 3000 && atomic_load(&hung_in) == 0; i++) sleep_ms(2);
+    CHECK(atomic_load(&hung_in) == 1, "the guardrail was called");
+    tn_string_free(ok(a, "interrupt", "{\"id\":\"root/coder.1\"}"));
+    char *out = ok(a, "wait", "{\"id\":\"root/coder.1\"}");
+    CHECK(contains(out, "\"status\":\"interrupted\""), "%s", out);
+    tn_string_free(out);
+    out = ok(a, "inspect", "{\"id\":\"root/coder.1\"}");
+    CHECK(contains(out, "\"state\":\"idle\"") && contains(out, "\"inbox\":1"), "inbox intact: %s", out);
+    tn_string_free(out);
+    for (int i = 0; i < 3000 && atomic_load(&hung_out) == 0; i++) sleep_ms(2);
+    CHECK(atomic_load(&hung_out) == 1, "the hung callback returned");
+    tn_agents_free(a);
+}
+
 int main(void) {
+    test_callbacks();
+    test_compaction_callbacks();
+    test_hung_callback_interrupted();
     test_tree();
     test_cancelled_wait();
     test_errors();

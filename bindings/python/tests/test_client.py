@@ -148,6 +148,26 @@ def test_without_wait_for_the_run_halts_pending_and_resumes(srv):
     assert len(fed) == 1 and "Grace" in fed[0]["content"]
 
 
+def test_relay_tools_halt_as_one_request_and_run_with_answer_fills_every_slot(srv):
+    srv.responses += [tool_calls(("c1", "alpha", '{"n":1}'), ("c2", "beta", "{}")), text("both answered")]
+    cfg = {"builtins": False, "relayTools": [{"name": "alpha", "description": "run by the caller"}, {"name": "beta"}]}
+    with tn.Toolkit(cfg) as tk, tn.Client(config(srv)) as client:
+        halted = client.run(tk, "go")
+        assert halted.status == "pending" and halted.pending.kind == tn.RELAY_KIND
+        calls = tn.relay_calls_of(halted.pending)
+        assert [(c["id"], c["name"], c["input"], c["arguments"]) for c in calls] == [
+            ("c1", "alpha", {"n": 1}, '{"n":1}'), ("c2", "beta", {}, "{}")]
+        answer = tn.relay_answer(halted.pending.id, [{"id": "c1", "output": "out-1"},
+                                                     {"id": "c2", "output": "boom", "isError": True}])
+        done = client.run_with_answer(tk, halted, None, answer)
+        with pytest.raises(tn.ToolnexusError, match="collides with a built-in"):
+            tn.Toolkit({"builtins": False, "relayTools": [{"name": "bash"}]})
+    assert done.status == "done" and done.text == "both answered"
+    fed = [(m["tool_call_id"], m["content"]) for m in sent(srv, 1)["messages"] if m["role"] == "tool"]
+    assert fed == [("c1", "out-1"), ("c2", "boom")]
+    assert tn.relay_calls_of(tn.Request(id="x", kind="question", prompt="?")) == []
+
+
 def test_hooks_short_circuit_rewrite_replace_and_observe(srv, adder):
     srv.responses += [tool_calls(("c1", "add", '{"a":1,"b":2}'), ("c2", "add", '{"a":5,"b":5}'),
                                  ("c3", "add", '{"a":0,"b":0}')), text("ok")]
@@ -555,3 +575,25 @@ def test_cancelling_an_aexecute_task_cancels_the_call(tmp_path):
 
     asyncio.run(main())
     assert not marker.exists(), "the bash call was ended with the task"
+
+
+def test_a_client_with_upstreams_fails_over():
+    """Issue 29: a 503 from the first upstream moves the run to the next,
+    which gets its own model; the result names the serving upstream."""
+    a, b = MockServer(), MockServer()
+    try:
+        a.responses = [{"status": 503, "bodyText": "busy"}]
+        b.responses = [text("from b")]
+        client = tn.Client({"upstreams": [
+            {"baseUrl": a.base, "model": "model-a", "apiKey": "ka"},
+            {"baseUrl": b.base, "model": "model-b", "apiKey": "kb"}],
+            "retries": 0, "cooldownMs": 0})
+        res = client.run(None, "hi")
+        assert res.text == "from b"
+        assert res.model == "model-b"
+        assert res.raw["upstream"]["index"] == 1
+        assert len(a.requests) == 1
+        assert json.loads(b.requests[0]["body"])["model"] == "model-b"
+    finally:
+        a.close()
+        b.close()

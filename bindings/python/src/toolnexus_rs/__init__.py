@@ -37,6 +37,9 @@ __all__ = [
     "Usage",
     "answer_declined",
     "answer_output",
+    "RELAY_KIND",
+    "relay_answer",
+    "relay_calls_of",
     "set_io_threads",
     "set_logger",
     "Toolkit",
@@ -799,6 +802,9 @@ from .client import (  # noqa: E402
     Usage,
     answer_declined,
     answer_output,
+    RELAY_KIND,
+    relay_answer,
+    relay_calls_of,
 )
 from .log import set_logger  # noqa: E402
 from .agents import Agents, TaskResult  # noqa: E402

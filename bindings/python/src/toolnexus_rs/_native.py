@@ -205,6 +205,10 @@ def _declare(lib: ctypes.CDLL) -> None:
             status,
         ),
         "tn_agents_free": ([ctypes.c_void_p], None),
+        "tn_agents_set_callback": (
+            [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
         "tn_log_set": ([ctypes.c_int32, LOG_CALLBACK, ctypes.c_void_p, USER_DATA_FREE], None),
     }
     for name, (args, res) in sig.items():

@@ -209,6 +209,40 @@ class Agents:
         except Exception:  # noqa: BLE001 — interpreter shutdown
             pass
 
+    def set_callback(self, slot: str, fn: Optional[Callable[[Any], Any]]) -> None:
+        """Sets (``None``: clears) one of the runtime's host callbacks by
+        slot (``tn_agents_set_callback``): ``"onSpawn"`` (event ``{id}``),
+        ``"onClose"`` (``{id, reason}``) and ``"onBeat"`` (``{text}``)
+        always; the hooks (``"beforeLLM"`` … ``"onMetric"``),
+        ``"waitFor:<agent>"``, ``"guardrail:<agent>"`` (return ``""`` or
+        ``"allow"`` to allow, any other string denies), ``"summarize"``
+        (``{older}`` → the summary text) and ``"countTokens"``
+        (``{messages}`` → a number) when the config's ``"callbacks"``
+        declares them; ``"verify:<agent>"`` (the RunResult → ``{"ok",
+        "reason"?}``) for an agent whose ``completion.verify`` is
+        ``"callback"``. ``fn`` gets the event, parsed, on a library thread
+        and returns the reply; an exception fails that call. One called
+        during a turn does not hold an interrupt or a close."""
+        core = self._core
+        lib = core.lib
+        cb_ptr, key, release = None, None, None
+        if fn is not None:
+            cb = _native.CLIENT_CALLBACK(_generate_trampoline(lib, fn))
+            key = _keep_callback(cb)
+            cb_ptr, release = ctypes.cast(cb, ctypes.c_void_p), _RELEASE_PTR
+        err = ctypes.c_void_p()
+        ptr = core.acquire()
+        try:
+            # The library releases key (user_data_free) once, also on failure.
+            status = lib.tn_agents_set_callback(
+                ptr, slot.encode("utf-8"), cb_ptr, key, release, ctypes.byref(err)
+            )
+        finally:
+            core.release()
+        text = _native.take(lib, err)
+        if status != 0:
+            raise _error(status, text)
+
     # -- verbs -----------------------------------------------------------
     def call(self, verb: str, args: Any = None, *, cancel: Optional[CancelToken] = None) -> Any:
         """Runs one verb — ``spawn``, ``post``, ``wake``, ``wait``,

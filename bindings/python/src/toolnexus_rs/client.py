@@ -133,6 +133,41 @@ def answer_declined(id: str, reason: str = "declined") -> Answer:  # noqa: A002
     return Answer(id=str(v["id"]), ok=False, reason=str(v.get("reason") or reason))
 
 
+#: The Request kind of a relay tool's call.
+RELAY_KIND = "tool_call"
+
+
+def relay_calls_of(request: Union[Request, dict, None]) -> list[dict[str, Any]]:
+    """The calls a relay Request (kind ``"tool_call"``) carries, in call
+    order: ``[{"id", "name", "input", "arguments"}]`` (``id`` the provider's
+    call id, ``arguments`` the model's raw JSON text). ``[]`` for any other
+    Request."""
+    if request is None:
+        return []
+    r = request.to_json() if isinstance(request, Request) else request
+    if r.get("kind") != RELAY_KIND or not isinstance(r.get("data"), dict):
+        return []
+    calls = r["data"].get("calls")
+    return [dict(c) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def relay_answer(request_id: str, results: Any) -> Answer:
+    """The Answer to a relay Request giving one result per call, for
+    :meth:`Client.run_with_answer`: ``results`` is a list of
+    ``{"id", "output", "isError"?}`` or a ``{call id: output}`` dict."""
+    if isinstance(results, dict):
+        items = [{"id": k, "output": v, "isError": False} for k, v in results.items()]
+    else:
+        items = [
+            {"id": str(r["id"]), "output": r["output"], "isError": bool(r.get("isError", False))}
+            for r in results
+        ]
+    for r in items:
+        if not isinstance(r["output"], str):
+            raise TypeError(f"relay_answer: output of {r['id']} must be a str, got {type(r['output']).__name__}")
+    return Answer(id=request_id, ok=True, data={"results": items})
+
+
 def _answer_json(answer: Any, request_id: str, what: str) -> dict[str, Any]:
     if isinstance(answer, Answer):
         out = answer.to_json()
@@ -550,7 +585,8 @@ class Client:
     and runs. ``config`` is the client JSON (a dict or its text): the
     translate keys (``baseUrl``, ``style``, ``model``, ``apiKey``,
     ``headers``, ``systemPrompt``, ``retries``, ``retryBaseMs``,
-    ``timeoutMs`` — the whole run —, ``requestParams``) plus ``maxTurns``.
+    ``timeoutMs`` — the whole run —, ``requestParams``, or ``upstreams``
+    for ordered failover, docs/providers.md) plus ``maxTurns``.
 
     - ``wait_for(Request) -> Answer`` resolves suspensions inline; without
       one a suspension halts the run with ``status == "pending"``.
@@ -790,6 +826,38 @@ class Client:
             "answer": _answer_json(answer, str(p.get("id", "")), "answer"),
         }
         return self._call("resume", toolkit, req, cancel=cancel, timeout=timeout, slots=self._slots(wait_for, hooks))
+
+    def run_with_answer(
+        self,
+        toolkit: Optional[Toolkit],
+        history: Any,
+        pending: Union[Request, dict, None],
+        answer: Union[Answer, dict],
+        *,
+        cancel: Optional[CancelToken] = None,
+        timeout: Optional[float] = None,
+        hooks: Union[Hooks, dict, None] = None,
+    ) -> RunResult:
+        """Continues a halted run by filling, not re-running (the §10
+        addendum's ``runWithAnswer``, resume mode ``"fill"``): every open
+        tool-result slot of the halted turn takes its result from
+        ``answer`` — ``data.results`` (:func:`relay_answer`) by call id, or
+        the one-call shorthand ``data.output`` — and no tool runs again; a
+        slot left without one gets ``no result supplied on resume for
+        <name>``. The resume of relay tools; :meth:`resume` re-runs the
+        halted call instead."""
+        if pending is None and isinstance(history, RunResult):
+            pending = history.pending
+        if pending is None:
+            raise ValueError("run_with_answer needs the pending Request (the halted RunResult's pending)")
+        p = pending.to_json() if isinstance(pending, Request) else dict(pending)
+        req = {
+            "history": _history_of(history),
+            "pending": p,
+            "answer": _answer_json(answer, str(p.get("id", "")), "answer"),
+            "mode": "fill",
+        }
+        return self._call("resume", toolkit, req, cancel=cancel, timeout=timeout, slots=self._slots(None, hooks))
 
     def ask(
         self,
