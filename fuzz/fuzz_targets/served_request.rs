@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use toolnexus::jsonrpc::lines::{LineReader, Next};
-use toolnexus::mcp_server::fuzzing::check_request;
+use toolnexus::jsonrpc::plain::check_request;
 
 fuzz_target!(|data: &[u8]| {
     if let Err(why) = check_request(data) {

@@ -1,20 +1,38 @@
 //! The JSON-RPC line layer under both MCP sides: the MCP client's stdio
 //! transport (`mcp/lines.rs`, with its direct tools/calls beside rmcp in
 //! `mcp/direct.rs`) and the served toolkit's (`mcp_server/stdio.rs`, and
-//! the plain requests of `mcp_server/plain.rs` on stdio and HTTP).
+//! its plain requests on stdio and HTTP, `mcp_server/http.rs`). The rooms
+//! above keep the sessions (pipes, ids in flight, timeouts, cancels); what
+//! goes on the wire is decided here.
 //!
 //! - `lines.rs`: one line framing for both directions: the cap on a line,
 //!   the `\r` and byte-order mark a line may carry, a reader that never
 //!   writes (so `receive` never waits on the peer), and the pipe lock whose
 //!   queue keeps lines in the order they were written.
+//! - `plain.rs`: the plain `tools/call` codec, both directions side by
+//!   side: the request the client writes and the server reads, the answer
+//!   the server writes and the client reads, each the bytes or message
+//!   rmcp would write or read (`None` where it does not know, for rmcp);
+//!   the JSON-RPC errors of text that is no message. `plain_tests.rs`:
+//!   one differential harness of all of it against rmcp's serde types.
+//! - `refuse.rs`: the JSON-RPC errors of text that is no message (a batch
+//!   included), read in one pass that never holds a tree of it.
+//! - `onepass.rs`: the one-pass JSON reads `plain.rs` is made of (values
+//!   checked as a tree checks them, written compact, keys borrowed).
+//! - `shape.rs`: a tools/call result each way: an MCP result as a
+//!   `ToolResult` (SPEC §2), a `ToolResult` as an MCP result.
 //! - this file: [`plain_path`], the one rule that says whether a session
 //!   may take the fast paths beside rmcp, asked by the client and by the
-//!   served side alike.
+//!   served side alike (and [`plain_path_named`], [`plain_path_takes`]).
 //!
-//! A room on the third floor: it imports only ground-floor modules
-//! (`runtime`) and rmcp, never `mcp/` or `mcp_server/`.
+//! A room on the third floor: it imports only lower floors (`runtime`,
+//! `limits`, `tool`, `parts`) and rmcp, never `mcp/` or `mcp_server/`.
 
 pub mod lines;
+mod onepass;
+pub mod plain;
+mod refuse;
+pub mod shape;
 
 use rmcp::model::ProtocolVersion;
 
@@ -36,6 +54,14 @@ pub fn plain_path_named(version: &str) -> bool {
         .iter()
         .find(|known| known.as_str() == version)
         .is_some_and(plain_path)
+}
+
+/// Whether the served side, on a session [`plain_path`] let through,
+/// answers the plain request `plain` itself: a list always; a call unless
+/// the client asked for log messages (`logs_wanted`, after a
+/// `logging/setLevel`), which rmcp's path streams while the call runs.
+pub fn plain_path_takes(plain: &plain::Plain, logs_wanted: bool) -> bool {
+    !(logs_wanted && matches!(plain, plain::Plain::Call { .. }))
 }
 
 #[cfg(test)]

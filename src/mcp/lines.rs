@@ -21,7 +21,8 @@
 
 use super::stdio::PipeStdin;
 use crate::jsonrpc::lines::{in_line, LineReader, Lock, Next};
-use rmcp::model::{ClientJsonRpcMessage, CustomResult, ServerJsonRpcMessage, ServerResult};
+use crate::jsonrpc::plain::{drop_progress_token, encode_request, read_server_message};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 use std::future::Future;
@@ -105,130 +106,6 @@ impl Drop for ClientLineTransport {
     }
 }
 
-/// A line without its `\r` and byte-order mark, when it may be a message:
-/// only an object can be one, so the parser is skipped for anything else.
-pub(super) fn message_text(line: &[u8]) -> Option<&[u8]> {
-    let line = crate::jsonrpc::lines::text(line);
-    let first = line.iter().find(|b| !b.is_ascii_whitespace())?;
-    (*first == b'{').then_some(line)
-}
-
-/// A line as a server message, or None for anything else.
-pub(super) fn parse(line: &[u8]) -> Option<ServerJsonRpcMessage> {
-    let line = message_text(line)?;
-    fast_call_result(line).or_else(|| serde_json::from_slice(line).ok())
-}
-
-/// The envelope of a message, read in one pass with the result kept as
-/// plain JSON.
-#[derive(serde::Deserialize)]
-struct Envelope {
-    #[allow(dead_code)]
-    jsonrpc: rmcp::model::JsonRpcVersion2_0,
-    id: Option<rmcp::model::RequestId>,
-    result: Option<serde_json::Map<String, serde_json::Value>>,
-    method: Option<serde::de::IgnoredAny>,
-    error: Option<serde::de::IgnoredAny>,
-}
-
-/// A tools/call answer (a result with `content`) as a custom result that
-/// holds its JSON as it came: the session reads it as JSON anyway
-/// (`shape_call_result`), and rmcp's own parse tries every result type of
-/// the protocol in turn before this one, then the session encoded it back.
-/// Anything else is None, for the full parse (an initialize answer always
-/// goes there, whatever else it holds).
-fn fast_call_result(line: &[u8]) -> Option<ServerJsonRpcMessage> {
-    let env: Envelope = serde_json::from_slice(line).ok()?;
-    match env {
-        Envelope {
-            id: Some(id),
-            result: Some(result),
-            method: None,
-            error: None,
-            ..
-        } if result.contains_key("content") && !result.contains_key("protocolVersion") => {
-            Some(ServerJsonRpcMessage::response(
-                ServerResult::CustomResult(CustomResult::new(serde_json::Value::Object(result))),
-                id,
-            ))
-        }
-        _ => None,
-    }
-}
-
-/// rmcp puts a fresh `_meta.progressToken` on every request it sends, an
-/// invitation to send `notifications/progress` for it. Nothing here listens
-/// to progress (the served toolkit does not pass it on either), and a
-/// server that gets a token does work for it: the official Python SDK's
-/// server spends 30-70 us more CPU on a tools/call that carries one
-/// (bench/README.md, issue 13). So the token is taken out before the line
-/// goes; whatever else `_meta` holds stays.
-pub(super) fn drop_progress_token(item: &mut ClientJsonRpcMessage) {
-    use rmcp::model::{ClientRequest, GetExtensions, GetMeta, JsonRpcMessage, RequestMetaObject};
-    // Only where params are an object of their own: a request without
-    // params would otherwise go out as `"params": null`, which JSON-RPC
-    // does not allow (so the first tools/list page keeps its token).
-    let JsonRpcMessage::Request(req) = item else {
-        return;
-    };
-    let ClientRequest::CustomRequest(custom) = &mut req.request else {
-        return;
-    };
-    if !matches!(custom.params, Some(serde_json::Value::Object(_))) {
-        return;
-    }
-    let meta = custom.get_meta_mut();
-    meta.remove("progressToken");
-    if meta.is_empty() {
-        // An empty one would still go out as `"_meta": {}`.
-        custom.extensions_mut().remove::<RequestMetaObject>();
-    }
-}
-
-/// A request whose params are a plain object and which carries no `_meta`
-/// (every tools/call once [`drop_progress_token`] ran), as rmcp writes it.
-#[derive(serde::Serialize)]
-struct RequestLine<'a> {
-    jsonrpc: &'static str,
-    id: &'a rmcp::model::RequestId,
-    method: &'a str,
-    params: &'a serde_json::Value,
-}
-
-/// The line of a message. rmcp writes a request's params through a
-/// flattened wrapper that merges in `_meta`, one map entry at a time (about
-/// a sixth of the gateway's instructions per proxied call, callgrind); a
-/// request with nothing to merge is written straight, the same bytes (a
-/// unit test compares them). Anything else goes through rmcp's own.
-pub(super) fn encode(item: &ClientJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
-    use rmcp::model::{
-        ClientRequest, GetExtensions, JsonRpcMessage, MetaObject, RequestMetaObject,
-    };
-    if let JsonRpcMessage::Request(req) = item {
-        if let ClientRequest::CustomRequest(custom) = &req.request {
-            let ext = custom.extensions();
-            let no_meta =
-                ext.get::<RequestMetaObject>().is_none() && ext.get::<MetaObject>().is_none();
-            // rmcp writes a `_meta` of the params first: left to it.
-            let plain = match &custom.params {
-                Some(params @ serde_json::Value::Object(map)) if !map.contains_key("_meta") => {
-                    Some(params)
-                }
-                _ => None,
-            };
-            if let (true, Some(params)) = (no_meta, plain) {
-                return serde_json::to_vec(&RequestLine {
-                    jsonrpc: "2.0",
-                    id: &req.id,
-                    method: &custom.method,
-                    params,
-                });
-            }
-        }
-    }
-    serde_json::to_vec(item)
-}
-
 impl Transport<RoleClient> for ClientLineTransport {
     type Error = io::Error;
 
@@ -237,7 +114,7 @@ impl Transport<RoleClient> for ClientLineTransport {
         mut item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         drop_progress_token(&mut item);
-        let bytes = encode(&item).map(|mut bytes| {
+        let bytes = encode_request(&item).map(|mut bytes| {
             bytes.push(b'\n');
             bytes
         });
@@ -295,7 +172,7 @@ impl Transport<RoleClient> for ClientLineTransport {
                     continue;
                 }
             }
-            let msg = parse(self.read.line());
+            let msg = read_server_message(self.read.line());
             self.read.clear();
             if msg.is_some() {
                 return msg;
@@ -308,152 +185,5 @@ impl Transport<RoleClient> for ClientLineTransport {
         self.write.lock().await.take();
         self.closed();
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse;
-    use rmcp::model::{JsonRpcMessage, ServerResult};
-
-    fn result_of(line: &str) -> Option<ServerResult> {
-        match parse(line.as_bytes())? {
-            JsonRpcMessage::Response(r) => Some(r.result),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn a_call_answer_keeps_its_json_and_an_initialize_answer_is_typed() {
-        let call = r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hi"}],"structuredContent":{"z":1,"a":2},"extra":true}}"#;
-        let Some(ServerResult::CustomResult(custom)) = result_of(call) else {
-            panic!("a tools/call answer is kept as JSON");
-        };
-        assert_eq!(
-            serde_json::to_string(&custom.0).unwrap_or_default(),
-            r#"{"content":[{"type":"text","text":"hi"}],"structuredContent":{"z":1,"a":2},"extra":true}"#
-        );
-        let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"},"content":[]}}"#;
-        assert!(matches!(
-            result_of(init),
-            Some(ServerResult::InitializeResult(_))
-        ));
-        // Not JSON-RPC 2.0, or a request: never a call answer.
-        assert!(parse(br#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#).is_none());
-        assert!(!matches!(
-            parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{"content":[]}}"#),
-            Some(JsonRpcMessage::Response(_))
-        ));
-    }
-
-    #[test]
-    fn a_request_goes_without_the_progress_token_rmcp_added() {
-        use rmcp::model::{
-            ClientRequest, CustomRequest, GetMeta, JsonRpcRequest, NumberOrString, ProgressToken,
-            RequestId,
-        };
-        let params = serde_json::json!({"name": "echo", "arguments": {"text": "hi"}});
-        let mut request =
-            ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
-        request
-            .get_meta_mut()
-            .set_progress_token(ProgressToken(NumberOrString::Number(4)));
-        request
-            .get_meta_mut()
-            .insert("trace".into(), serde_json::json!("t-1"));
-        let mut item = JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(9), request));
-        let before = serde_json::to_value(&item).unwrap_or_default();
-        assert_eq!(before["params"]["_meta"]["progressToken"], 4);
-        super::drop_progress_token(&mut item);
-        let after = serde_json::to_value(&item).unwrap_or_default();
-        assert_eq!(
-            after,
-            serde_json::json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"trace": "t-1"}}})
-        );
-        // A token alone leaves no `_meta` behind; a request without params
-        // keeps it (the only thing that makes its params an object).
-        for (params, expected) in [
-            (
-                Some(serde_json::json!({"cursor": "c"})),
-                serde_json::json!({"cursor": "c"}),
-            ),
-            (None, serde_json::json!({"_meta": {"progressToken": 5}})),
-        ] {
-            let mut request =
-                ClientRequest::CustomRequest(CustomRequest::new("tools/list", params));
-            request
-                .get_meta_mut()
-                .set_progress_token(ProgressToken(NumberOrString::Number(5)));
-            let mut item =
-                JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(10), request));
-            super::drop_progress_token(&mut item);
-            let after = serde_json::to_value(&item).unwrap_or_default();
-            assert_eq!(after["params"], expected, "{after}");
-        }
-    }
-
-    #[test]
-    fn a_plain_request_is_written_as_rmcp_writes_it() {
-        use rmcp::model::{ClientRequest, CustomRequest, JsonRpcRequest, RequestId};
-        let args = serde_json::json!({"text": "a\"b\n\u{00e9}\u{1F600}\u{7f}", "n": [1, 2.5, null, {"z": true, "a": {}}]});
-        let cases = [
-            (
-                RequestId::Number(3),
-                Some(serde_json::json!({"name": "echo", "arguments": args})),
-            ),
-            (
-                RequestId::String("r-1".into()),
-                Some(serde_json::json!({"cursor": "c", "_meta": {"x": 1}})),
-            ),
-            (RequestId::Number(4), Some(serde_json::json!({}))),
-            (RequestId::Number(5), None),
-            (RequestId::Number(6), Some(serde_json::json!([1, 2]))),
-        ];
-        for (id, params) in cases {
-            let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", params));
-            let item = JsonRpcMessage::Request(JsonRpcRequest::new(id, request));
-            let ours = super::encode(&item).unwrap_or_default();
-            let rmcp = serde_json::to_vec(&item).unwrap_or_default();
-            assert!(!ours.is_empty());
-            assert_eq!(
-                String::from_utf8_lossy(&ours),
-                String::from_utf8_lossy(&rmcp)
-            );
-        }
-        // With a `_meta` to merge in, rmcp writes it.
-        let mut request = ClientRequest::CustomRequest(CustomRequest::new(
-            "tools/call",
-            Some(serde_json::json!({"name": "echo"})),
-        ));
-        rmcp::model::GetMeta::get_meta_mut(&mut request).insert("trace".into(), "t".into());
-        let item = JsonRpcMessage::Request(JsonRpcRequest::new(RequestId::Number(7), request));
-        let ours = String::from_utf8(super::encode(&item).unwrap_or_default()).unwrap_or_default();
-        assert_eq!(
-            ours,
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"trace":"t"},"name":"echo"}}"#
-        );
-    }
-
-    #[test]
-    fn only_whole_messages_parse() {
-        let ok = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
-        assert!(parse(ok).is_some());
-        let mut crlf = ok.to_vec();
-        crlf.push(b'\r');
-        assert!(parse(&crlf).is_some());
-        let mut bom = b"\xEF\xBB\xBF".to_vec();
-        bom.extend_from_slice(ok);
-        assert!(parse(&bom).is_some());
-        for junk in [
-            &b"7\xff\xfe"[..],
-            b"[]",
-            b"{}",
-            b"\"x\"",
-            b"",
-            b"{\"jsonrpc\":",
-        ] {
-            assert!(parse(junk).is_none(), "{junk:?}");
-        }
     }
 }

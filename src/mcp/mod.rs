@@ -14,6 +14,7 @@
 //! - `guarded.rs`      rmcp's streamable HTTP client, requests ended on drop
 //! - `known_ids.rs`    drops answers to requests never sent
 //! - `elicit.rs`       the elicitation bridge onto the host's `waitFor`
+//! - `fault.rs`        what went wrong with a server, as an enum
 //!
 //! `parse_config` reads `mcpConfig`; `connect` turns it into an `McpSource`
 //! of tools named `sanitize(server)_sanitize(tool)` plus statuses, errors and
@@ -22,13 +23,13 @@
 pub mod config;
 mod direct;
 pub mod elicit;
+mod fault;
 mod guarded;
 mod known_ids;
 mod lines;
 mod proxy;
 mod relay;
 mod session;
-mod shape;
 mod sse;
 mod stdio;
 
@@ -378,7 +379,7 @@ async fn gather(
             Outcome::Failed(session::failure(
                 &cfg.name,
                 "connect",
-                &format!("internal ({e})"),
+                format!("internal ({e})"),
             ))
         }));
     }
@@ -472,7 +473,7 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
                 Outcome::Failed(session::failure(
                     &cfg.name,
                     "connect",
-                    &format!("internal ({e})"),
+                    format!("internal ({e})"),
                 ))
             });
             let status = match outcome {
@@ -503,7 +504,7 @@ async fn connect_one(cfg: &ServerConfig, phase: &PhaseCell) -> Outcome {
         Err(_) => Outcome::Failed(session::failure(
             &cfg.name,
             phase.get(),
-            &format!("timeout (no answer within {} ms)", cfg.timeout.as_millis()),
+            fault::Fault::no_answer_within(cfg.timeout),
         )),
     }
 }

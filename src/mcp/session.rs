@@ -2,20 +2,21 @@
 //! tools, call a tool, close.
 //!
 //! Every failure is a sentence `mcp server "NAME" failed at PHASE: DETAIL`,
-//! where DETAIL starts with a stable name (`transport (...)`, `timeout`,
-//! `peer-exited (status N)`, `peer-eof`, `rpc-error (code N)`,
-//! `http-status (N)`, `malformed-result`, `closed`). Header values never
-//! appear in it.
+//! where DETAIL is a [`Fault`] and starts with a stable name (`transport
+//! (...)`, `timeout`, `peer-exited (status N)`, `peer-eof`, `rpc-error (code
+//! N)`, `http-status (N)`, `malformed-result`, `closed`). Header values
+//! never appear in it.
 
 use super::config::{ServerConfig, Transport as ServerTransport};
 use super::direct::{self, Direct};
 use super::elicit::{self, Calls, WaitFor};
+use super::fault::{is_stdin_closed, Fault};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
 use super::relay::{RelayGuard, Relays};
-pub use super::shape::shape_call_result;
 use super::{lines, sse, stdio};
 use crate::cancel::CancelToken;
+pub use crate::jsonrpc::shape::shape_call_result;
 use crate::tool::{default_schema, Relay, Stop, ToolResult};
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
@@ -32,7 +33,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-/// How the detail of a call the caller cancelled starts.
+/// The reason of the cancel a gateway's forwarded request ends with.
 const CANCELLED: &str = "cancelled";
 
 /// The extra time a whole server may take beyond its per-phase timeout.
@@ -110,7 +111,7 @@ impl PhaseCell {
 }
 
 /// `mcp server "NAME" failed at PHASE: DETAIL`.
-pub fn failure(server: &str, phase: &str, detail: &str) -> String {
+pub fn failure(server: &str, phase: &str, detail: impl std::fmt::Display) -> String {
     format!("mcp server \"{server}\" failed at {phase}: {detail}")
 }
 
@@ -137,10 +138,6 @@ impl Side {
             self.stopped.clone(),
         )
     }
-}
-
-fn timeout_detail(t: Duration) -> String {
-    format!("timeout (no answer within {} ms)", t.as_millis())
 }
 
 /// Connects one server and lists its tools. The caller bounds the whole
@@ -172,15 +169,15 @@ async fn connect_inner(
     secrets: &crate::env::Secrets,
     side: Side,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
-    let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
+    let fail = |phase: &str, detail: Fault| failure(&cfg.name, phase, detail);
     let (service, child, requests, direct) = match &cfg.transport {
         ServerTransport::Invalid(msg) => {
-            return Err(fail("connect", &format!("invalid config ({msg})")));
+            return Err(fail("connect", Fault::InvalidConfig(msg.clone())));
         }
         ServerTransport::Stdio { command, env, cwd } => {
             phase.set("connect");
             let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref())
-                .map_err(|d| fail("connect", &d))?;
+                .map_err(|d| fail("connect", d))?;
             phase.track(&spawned.child);
             phase.set("initialize");
             let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin);
@@ -199,18 +196,18 @@ async fn connect_inner(
                     // A server that exited before reading initialize shows as
                     // EOF or as a broken pipe, whichever came first: name
                     // the exit instead.
-                    if detail.starts_with("peer-eof") || detail.contains(stdio::BROKEN_PIPE) {
+                    if matches!(detail, Fault::PeerEof(_)) || detail.stdin_closed() {
                         if let Some(status) = spawned
                             .child
                             .exit_status_within(Duration::from_millis(250))
                             .await
                         {
-                            detail = stdio::describe_exit(status);
+                            detail = Fault::PeerExited(status);
                         }
                     }
-                    return Err(fail("initialize", &detail));
+                    return Err(fail("initialize", detail));
                 }
-                Err(_) => return Err(fail("initialize", &timeout_detail(cfg.timeout))),
+                Err(_) => return Err(fail("initialize", Fault::no_answer_within(cfg.timeout))),
             }
         }
         ServerTransport::Remote {
@@ -232,14 +229,16 @@ async fn connect_inner(
         Ok(Err(detail)) => {
             let detail = match &child {
                 Some(c) => match c.exit_status_within(Duration::from_millis(250)).await {
-                    Some(status) if detail.starts_with("peer-eof") => stdio::describe_exit(status),
+                    Some(status) if matches!(detail, Fault::PeerEof(_)) => {
+                        Fault::PeerExited(status)
+                    }
                     _ => detail,
                 },
                 None => detail,
             };
-            return Err(fail("tools/list", &detail));
+            return Err(fail("tools/list", detail));
         }
-        Err(_) => return Err(fail("tools/list", &timeout_detail(cfg.timeout))),
+        Err(_) => return Err(fail("tools/list", Fault::no_answer_within(cfg.timeout))),
     };
     Ok((
         Session {
@@ -290,7 +289,7 @@ impl Session {
     ) -> Result<Value, rmcp::ErrorData> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(rmcp::ErrorData::internal_error(
-                failure(&self.name, method, "closed (the toolkit was closed)"),
+                failure(&self.name, method, Fault::Closed),
                 None,
             ));
         }
@@ -321,14 +320,14 @@ impl Session {
             Ok(ServerResult::CustomResult(custom)) => Ok(custom.0),
             Ok(other) => serde_json::to_value(&other).map_err(|e| {
                 rmcp::ErrorData::internal_error(
-                    failure(&self.name, method, &format!("malformed-result ({e})")),
+                    failure(&self.name, method, Fault::Malformed(Some(e.to_string()))),
                     None,
                 )
             }),
             Err(ServiceError::McpError(data)) => Err(data),
             Err(e) => Err(rmcp::ErrorData::internal_error(
                 self.secrets
-                    .redact(&failure(&self.name, method, &describe_service_error(&e)))
+                    .redact(&failure(&self.name, method, describe_service_error(&e)))
                     .into_owned(),
                 None,
             )),
@@ -352,14 +351,14 @@ async fn connect_remote(
     phase: &PhaseCell,
     side: &Side,
 ) -> Result<(Service, Option<DropGuard>), String> {
-    let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
+    let fail = |phase: &str, detail: Fault| failure(&cfg.name, phase, detail);
     let streamable_err = if sse_only {
         None
     } else {
         // Dropped on every way out but success (a timeout, a cancelled
         // build): rmcp's worker then gives up the request it has in flight.
         let (transport, requests, watch) =
-            streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
+            streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", d))?;
         match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
             .await
         {
@@ -372,23 +371,26 @@ async fn connect_remote(
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
                 // Nothing listening: the legacy transport cannot help.
-                if detail.starts_with("transport (connect-failed)") {
-                    return Err(fail("initialize", &detail));
+                if matches!(detail, Fault::ConnectFailed) {
+                    return Err(fail("initialize", detail));
                 }
                 Some(detail)
             }
-            Err(_) => return Err(fail("initialize", &timeout_detail(cfg.timeout))),
+            Err(_) => return Err(fail("initialize", Fault::no_answer_within(cfg.timeout))),
         }
     };
     // The MCP backwards-compatibility rule: a server that rejects the
     // streamable POST may be a legacy HTTP+SSE server.
     phase.set("connect");
-    let report = |detail: String| match &streamable_err {
+    let report = |detail: Fault| match streamable_err {
         Some(first) => fail(
             "initialize",
-            &format!("{first}; the legacy SSE fallback also failed: {detail}"),
+            Fault::FallbackFailed {
+                first: Box::new(first),
+                then: Box::new(detail),
+            },
         ),
-        None => fail("connect", &detail),
+        None => fail("connect", detail),
     };
     let transport = sse::connect(url, headers, cfg.timeout)
         .await
@@ -396,8 +398,8 @@ async fn connect_remote(
     phase.set("initialize");
     match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport))).await {
         Ok(Ok(service)) => Ok((service, None)),
-        Ok(Err(e)) => Err(fail("initialize", &describe_init_error(&e))),
-        Err(_) => Err(fail("initialize", &timeout_detail(cfg.timeout))),
+        Ok(Err(e)) => Err(fail("initialize", describe_init_error(&e))),
+        Err(_) => Err(fail("initialize", Fault::no_answer_within(cfg.timeout))),
     }
 }
 
@@ -411,14 +413,17 @@ fn streamable_transport(
         DropGuard,
         Arc<super::guarded::StreamWatch>,
     ),
-    String,
+    Fault,
 > {
     let mut map = HashMap::new();
     for (k, v) in headers {
-        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-            .map_err(|_| format!("invalid config (headers: '{k}' is not a valid header name)"))?;
+        let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+            Fault::InvalidConfig(format!("headers: '{k}' is not a valid header name"))
+        })?;
         let value = reqwest::header::HeaderValue::from_str(v).map_err(|_| {
-            format!("invalid config (headers.{k}: the value is not a valid header value)")
+            Fault::InvalidConfig(format!(
+                "headers.{k}: the value is not a valid header value"
+            ))
         })?;
         map.insert(name, value);
     }
@@ -436,26 +441,29 @@ fn streamable_transport(
 }
 
 /// The crate's reqwest client (rustls on ring, webpki roots).
-fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
+fn http_client(timeout: Duration) -> Result<reqwest::Client, Fault> {
     crate::net::reqwest_builder()
-        .map_err(|e| format!("transport ({e})"))?
+        .map_err(|e| Fault::transport(e.to_string()))?
         .connect_timeout(timeout)
         .build()
-        .map_err(|e| format!("transport (client: {e})"))
+        .map_err(|e| Fault::transport(format!("client: {e}")))
 }
 
 /// The detail of a failed initialize, classified by the error's root cause.
-fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> String {
+fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> Fault {
     use rmcp::service::ClientInitializeError as E;
     match e {
-        E::ConnectionClosed(_) => return "peer-eof (the server closed the connection)".into(),
-        E::JsonRpcError(data) => return format!("rpc-error (code {})", data.code.0),
+        E::ConnectionClosed(_) => return Fault::PeerEof("the server closed the connection"),
+        E::JsonRpcError(data) => return Fault::RpcError(data.code.0),
         E::TransportError { error, .. } => {
             if let Some(http) = error.error.downcast_ref::<HttpError>() {
                 return describe_http_error(http);
             }
             if let Some(io) = error.error.downcast_ref::<std::io::Error>() {
-                return format!("transport ({io})");
+                return Fault::Transport {
+                    what: io.to_string(),
+                    stdin_closed: is_stdin_closed(io),
+                };
             }
         }
         _ => {}
@@ -465,44 +473,47 @@ fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> String {
     while let Some(s) = src {
         if let Some(re) = s.downcast_ref::<reqwest::Error>() {
             if re.is_connect() {
-                return "transport (connect-failed)".into();
+                return Fault::ConnectFailed;
             }
             if re.is_timeout() {
-                return "timeout".into();
+                return Fault::Timeout(None);
             }
             if let Some(status) = re.status() {
-                return format!("http-status ({})", status.as_u16());
+                return Fault::HttpStatus(status.as_u16());
             }
         }
         deepest = s.to_string();
         src = s.source();
     }
-    format!("transport ({deepest})")
+    Fault::Transport {
+        what: deepest,
+        stdin_closed: is_stdin_closed(e),
+    }
 }
 
 type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>;
 
-fn describe_http_error(e: &HttpError) -> String {
+fn describe_http_error(e: &HttpError) -> Fault {
     match e {
         HttpError::Client(re) => {
             if re.is_connect() {
-                "transport (connect-failed)".into()
+                Fault::ConnectFailed
             } else if re.is_timeout() {
-                "timeout".into()
+                Fault::Timeout(None)
             } else if let Some(status) = re.status() {
-                format!("http-status ({})", status.as_u16())
+                Fault::HttpStatus(status.as_u16())
             } else {
-                format!("transport ({})", innermost(re))
+                Fault::transport(innermost(re))
             }
         }
-        HttpError::HttpStatus(h) => format!("http-status ({})", h.status),
+        HttpError::HttpStatus(h) => Fault::HttpStatus(h.status),
         // rmcp's text for a 4xx answer carries the body, which may echo the
         // request (headers included): the status alone names the failure.
         HttpError::UnexpectedServerResponse(text) => match status_of(text) {
-            Some(status) => format!("http-status ({status})"),
-            None => format!("transport (unexpected server response: {text})"),
+            Some(status) => Fault::HttpStatus(status),
+            None => Fault::transport(format!("unexpected server response: {text}")),
         },
-        other => format!("transport ({other})"),
+        other => Fault::transport(other.to_string()),
     }
 }
 
@@ -529,17 +540,20 @@ fn innermost(e: &dyn std::error::Error) -> String {
 }
 
 /// The detail of a failed request after initialize.
-pub(super) fn describe_service_error(e: &ServiceError) -> String {
+pub(super) fn describe_service_error(e: &ServiceError) -> Fault {
     match e {
-        ServiceError::McpError(data) => format!("rpc-error (code {})", data.code.0),
-        ServiceError::TransportClosed => "peer-eof (the connection is closed)".into(),
-        ServiceError::Timeout { timeout } => timeout_detail(*timeout),
+        ServiceError::McpError(data) => Fault::RpcError(data.code.0),
+        ServiceError::TransportClosed => Fault::PeerEof("the connection is closed"),
+        ServiceError::Timeout { timeout } => Fault::no_answer_within(*timeout),
         ServiceError::TransportSend(e) => match e.error.downcast_ref::<HttpError>() {
             Some(http) => describe_http_error(http),
-            None => format!("transport (send failed: {})", e.error),
+            None => Fault::Transport {
+                what: format!("send failed: {}", e.error),
+                stdin_closed: is_stdin_closed(&*e.error),
+            },
         },
-        ServiceError::UnexpectedResponse => "malformed-result".into(),
-        other => format!("transport ({other})"),
+        ServiceError::UnexpectedResponse => Fault::Malformed(None),
+        other => Fault::transport(other.to_string()),
     }
 }
 
@@ -551,7 +565,7 @@ async fn request(
     timeout: Option<Duration>,
     cancel: Option<&CancelToken>,
     relay: Option<&RelayGuard<'_>>,
-) -> Result<Value, String> {
+) -> Result<Value, Fault> {
     let mut options = PeerRequestOptions::no_options();
     options.timeout = timeout;
     let req = ClientRequest::CustomRequest(CustomRequest::new(method, params));
@@ -576,7 +590,7 @@ async fn request(
                     Some("the caller cancelled the call".into()),
                 ));
                 let _ = peer.send_notification(note.into()).await;
-                return Err(format!("{CANCELLED} (the caller cancelled the call)"));
+                return Err(Fault::Cancelled);
             }
         },
     }
@@ -584,7 +598,7 @@ async fn request(
     match result {
         // A tools/call answer as it came (`lines::fast_call_result`).
         ServerResult::CustomResult(custom) => Ok(custom.0),
-        other => serde_json::to_value(&other).map_err(|e| format!("malformed-result ({e})")),
+        other => serde_json::to_value(&other).map_err(|e| Fault::Malformed(Some(e.to_string()))),
     }
 }
 
@@ -597,7 +611,7 @@ async fn direct_call(
     timeout: Duration,
     cancel: Option<&CancelToken>,
     progress: Option<&str>,
-) -> Result<ToolResult, String> {
+) -> Result<ToolResult, Fault> {
     direct
         .call(tool, args, timeout, cancel, progress)
         .await
@@ -607,13 +621,13 @@ async fn direct_call(
         })
         .map_err(|failure| match failure {
             direct::Failure::Service(e) => describe_service_error(&e),
-            direct::Failure::Malformed(detail) => detail,
-            direct::Failure::Cancelled => format!("{CANCELLED} (the caller cancelled the call)"),
+            direct::Failure::Malformed(why) => Fault::Malformed(Some(why)),
+            direct::Failure::Cancelled => Fault::Cancelled,
         })
 }
 
 /// tools/list through every page. A cursor seen before is an error, not a loop.
-async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> {
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, Fault> {
     let mut tools = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut cursor: Option<String> = None;
@@ -621,15 +635,17 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, String> 
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
         let page = request(peer, "tools/list", params, None, None, None).await?;
         let Some(list) = page.get("tools").and_then(Value::as_array) else {
-            return Err("malformed-result (the tools/list result has no tools array)".into());
+            return Err(Fault::Malformed(Some(
+                "the tools/list result has no tools array".into(),
+            )));
         };
         tools.extend(list.iter().filter_map(remote_tool));
         match page.get("nextCursor") {
             Some(Value::String(next)) if !next.is_empty() => {
                 if !seen.insert(next.clone()) {
-                    return Err(format!(
-                        "malformed-result (tools/list repeated the cursor \"{next}\")"
-                    ));
+                    return Err(Fault::Malformed(Some(format!(
+                        "tools/list repeated the cursor \"{next}\""
+                    ))));
                 }
                 cursor = Some(next.clone());
             }
@@ -708,15 +724,15 @@ impl Session {
         cancel: Option<&CancelToken>,
         relay: Option<&Relay>,
     ) -> ToolResult {
-        let fail = |detail: &str| ToolResult::error(failure(&self.name, "tools/call", detail));
+        let fail = |detail: Fault| ToolResult::error(failure(&self.name, "tools/call", detail));
         // In flight until this returns, however the call ends.
         let _in_flight = self.calls.enter();
         let relayed = relay.map(|r| self.relays.enter(r));
         if self.closed.load(Ordering::SeqCst) {
-            return fail("closed (the toolkit was closed)");
+            return fail(Fault::Closed);
         }
         if let Some(status) = self.child.as_ref().and_then(stdio::ChildProc::exit_status) {
-            return fail(&stdio::describe_exit(status));
+            return fail(Fault::PeerExited(status));
         }
         let call = async {
             match &self.direct {
@@ -751,35 +767,33 @@ impl Session {
             biased;
             res = call => match res {
                 Ok(result) => result,
-                Err(detail) if detail.starts_with(CANCELLED) => {
-                    fail(&detail).with_metadata(Stop::Cancelled.metadata())
+                Err(Fault::Cancelled) => {
+                    fail(Fault::Cancelled).with_metadata(Stop::Cancelled.metadata())
                 }
                 // Closing ends the child too: the call failed because of
                 // the close, whichever of the two it saw first.
-                Err(_) if self.closed.load(Ordering::SeqCst) => {
-                    fail("closed (the toolkit was closed)")
-                }
+                Err(_) if self.closed.load(Ordering::SeqCst) => fail(Fault::Closed),
                 Err(detail) => {
                     let detail = match &self.child {
                         // A live server that closed its stdin: say so now.
-                        Some(c) if detail.contains(stdio::BROKEN_PIPE) => match c.exit_status() {
-                            Some(status) => stdio::describe_exit(status),
+                        Some(c) if detail.stdin_closed() => match c.exit_status() {
+                            Some(status) => Fault::PeerExited(status),
                             None => detail,
                         },
-                        Some(c) if detail.starts_with("peer-eof") => {
+                        Some(c) if matches!(detail, Fault::PeerEof(_)) => {
                             match c.exit_status_within(Duration::from_millis(250)).await {
-                                Some(status) => stdio::describe_exit(status),
+                                Some(status) => Fault::PeerExited(status),
                                 None => detail,
                             }
                         }
                         _ => detail,
                     };
-                    fail(&detail)
+                    fail(detail)
                 }
             },
             // Closing kills the child: name the close, not the exit.
-            _ = self.closing.notified() => fail("closed (the toolkit was closed)"),
-            status = child_exit => fail(&stdio::describe_exit(status)),
+            _ = self.closing.notified() => fail(Fault::Closed),
+            status = child_exit => fail(Fault::PeerExited(status)),
             // The backstop of rmcp's path; a direct call bounds itself
             // (its write too), and one timer a call fewer is a tokio timer
             // registration and its wake-up saved.
@@ -788,7 +802,7 @@ impl Session {
                     Some(_) => std::future::pending().await,
                     None => tokio::time::sleep(timeout + SERVER_SLACK).await,
                 }
-            } => fail(&timeout_detail(timeout)),
+            } => fail(Fault::no_answer_within(timeout)),
         }
     }
 

@@ -8,6 +8,7 @@
 //! ([`crate::limits::EVENT_BYTES`])
 //! keeps a hostile server from making us buffer without bound.
 
+use super::fault::Fault;
 use crate::provider::sse::SseParser;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
@@ -50,13 +51,13 @@ pub async fn connect(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
-) -> Result<SseTransport, String> {
-    let base = url::Url::parse(url).map_err(|e| format!("transport (bad url: {e})"))?;
+) -> Result<SseTransport, Fault> {
+    let base = url::Url::parse(url).map_err(|e| Fault::transport(format!("bad url: {e}")))?;
     let client = crate::net::reqwest_builder()
-        .map_err(|e| format!("transport ({e})"))?
+        .map_err(|e| Fault::transport(e.to_string()))?
         .connect_timeout(timeout)
         .build()
-        .map_err(|e| format!("transport (client: {e})"))?;
+        .map_err(|e| Fault::transport(format!("client: {e}")))?;
     let mut req = client
         .get(base.clone())
         .header("accept", "text/event-stream");
@@ -65,7 +66,7 @@ pub async fn connect(
     }
     let resp = req.send().await.map_err(|e| describe_reqwest(&e))?;
     if !resp.status().is_success() {
-        return Err(format!("http-status ({})", resp.status().as_u16()));
+        return Err(Fault::HttpStatus(resp.status().as_u16()));
     }
     let (endpoint_tx, endpoint_rx) = oneshot::channel();
     let (tx, inbox) = mpsc::channel(64);
@@ -75,20 +76,22 @@ pub async fn connect(
     let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
         Ok(Ok(e)) => e,
         Ok(Err(_)) => {
-            return Err("peer-eof (the event stream ended before the endpoint event)".into());
+            return Err(Fault::PeerEof(
+                "the event stream ended before the endpoint event",
+            ));
         }
         Err(_) => {
-            return Err(format!(
-                "timeout (no endpoint event within {} ms)",
+            return Err(Fault::Timeout(Some(format!(
+                "no endpoint event within {} ms",
                 timeout.as_millis()
-            ));
+            ))));
         }
     };
     let post_url = base
         .join(&endpoint)
-        .map_err(|e| format!("transport (bad endpoint '{endpoint}': {e})"))?;
+        .map_err(|e| Fault::transport(format!("bad endpoint '{endpoint}': {e}")))?;
     let Some(reader) = reader.0.take() else {
-        return Err("transport (internal: the event reader is gone)".into());
+        return Err(Fault::transport("internal: the event reader is gone"));
     };
     Ok(SseTransport {
         client,
@@ -151,13 +154,13 @@ async fn read_events(
     }
 }
 
-fn describe_reqwest(e: &reqwest::Error) -> String {
+fn describe_reqwest(e: &reqwest::Error) -> Fault {
     if e.is_connect() {
-        "transport (connect-failed)".into()
+        Fault::ConnectFailed
     } else if e.is_timeout() {
-        "timeout".into()
+        Fault::Timeout(None)
     } else {
-        format!("transport ({})", without_url(e))
+        Fault::transport(without_url(e))
     }
 }
 
@@ -197,7 +200,7 @@ impl Transport<RoleClient> for SseTransport {
                 .body(body)
                 .send()
                 .await
-                .map_err(|e| SseError(describe_reqwest(&e)))?;
+                .map_err(|e| SseError(describe_reqwest(&e).to_string()))?;
             if resp.status().is_success() {
                 Ok(())
             } else {

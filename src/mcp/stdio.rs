@@ -11,6 +11,7 @@
 //! stdin into a plain `broken pipe` error (never a SIGPIPE: see
 //! `crate::runtime`).
 
+use super::fault::Fault;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::io;
@@ -41,9 +42,6 @@ pub struct Spawned {
     pub stdin: PipeStdin,
 }
 
-/// The error text of a write into a server's closed stdin.
-pub const BROKEN_PIPE: &str = "broken pipe (the server closed its stdin)";
-
 /// The server's stdin. A write after the server closed its end fails with
 /// EPIPE (SIGPIPE is blocked on the runtime's threads, where every write to
 /// it runs); this wrapper takes the SIGPIPE the kernel left pending with it
@@ -56,7 +54,10 @@ impl PipeStdin {
         match res {
             Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
                 crate::runtime::take_sigpipe_after_epipe();
-                Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, BROKEN_PIPE)))
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    super::fault::StdinClosed,
+                )))
             }
             other => other,
         }
@@ -88,9 +89,9 @@ pub fn spawn(
     command: &[String],
     env: &[(String, String)],
     cwd: Option<&str>,
-) -> Result<Spawned, String> {
+) -> Result<Spawned, Fault> {
     let Some((program, args)) = command.split_first() else {
-        return Err("transport (spawn-failed): the server has no command".into());
+        return Err(Fault::SpawnFailed("the server has no command".into()));
     };
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -107,14 +108,14 @@ pub fn spawn(
     crate::sys::signal::unblock_sigpipe_in_child(&mut cmd);
     let mut child = cmd
         .spawn()
-        .map_err(|e| format!("transport (spawn-failed): cannot start '{program}': {e}"))?;
+        .map_err(|e| Fault::SpawnFailed(format!("cannot start '{program}': {e}")))?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err("transport (spawn-failed): the child's pipes are missing".into());
+        return Err(Fault::SpawnFailed("the child's pipes are missing".into()));
     };
     let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
-        return Err("transport (spawn-failed): the child exited at once".into());
+        return Err(Fault::SpawnFailed("the child exited at once".into()));
     };
     tokio::spawn(drain(stderr, server.to_string()));
     let (tx, rx) = watch::channel(None);
@@ -275,15 +276,5 @@ impl Drop for ChildProc {
         if !self.ended.swap(true, Ordering::SeqCst) {
             let _ = killpg(self.pgid, Signal::SIGKILL);
         }
-    }
-}
-
-/// `peer-exited (status N)` / `peer-exited (signal N)` for an exit status.
-pub fn describe_exit(status: ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("peer-exited (status {code})"),
-        (None, Some(sig)) => format!("peer-exited (signal {sig})"),
-        (None, None) => "peer-exited".to_string(),
     }
 }

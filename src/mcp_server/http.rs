@@ -2,7 +2,7 @@
 //! front of rmcp's stateless streamable-HTTP service, at `/mcp` only.
 //!
 //! A plain `tools/call` or `tools/list` POST (see [`plain_post`] and
-//! [`super::plain`]) is answered here, without the service, loop task and
+//! [`crate::jsonrpc::plain`]) is answered here, without the service, loop task and
 //! handler task rmcp's stateless service makes per POST: the same gateway
 //! call, the same JSON-RPC message, the same HTTP answer (200,
 //! `application/json`; with `with_json_response` rmcp answers a call that
@@ -10,9 +10,9 @@
 //! (initialize, notifications, GET/DELETE, batches, other headers or
 //! versions) goes to rmcp's service.
 
-use super::plain::Plain;
 use super::{Beside, BesideRequest, Done, Gateway, Handler, Server, SetOnDrop};
 use crate::error::{Error, Result};
+use crate::jsonrpc::plain::{self, Plain};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
@@ -313,16 +313,14 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
             )
         }
     };
-    if plain_headers && super::plain::is_batch(&body) {
+    if plain_headers && plain::is_batch(&body) {
         // What rmcp's refusal of a batch becomes (see not_a_message), without
         // rmcp's parse, which holds a tree of the whole body to refuse it.
-        return refused_answer(super::plain::reject_batch(&body));
+        return refused_answer(plain::reject_batch(&body));
     }
     if plain_headers {
-        if let Some(plain) = super::plain::read(&body) {
-            // With a client that asked for logs, a call takes rmcp's path,
-            // which can stream them.
-            if !(matches!(plain, Plain::Call { .. }) && routes.gateway.wants_logs()) {
+        if let Some(plain) = plain::read_request(&body) {
+            if crate::jsonrpc::plain_path_takes(&plain, routes.gateway.wants_logs()) {
                 return answer_plain(routes, plain).await;
             }
         }
@@ -339,7 +337,7 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
 /// UTF-8, nesting past the parser's depth, an empty body, a batch) with 415
 /// and a line of text; a JSON-RPC client wants a JSON-RPC error. Such an
 /// answer becomes 400 with the error rmcp's parse implies (see
-/// [`super::plain::reject`]: parse error, or invalid request with the id);
+/// [`plain::reject`]: parse error, or invalid request with the id);
 /// any other 415 (a wrong Content-Type) stays rmcp's.
 async fn not_a_message(answer: Answer, body: &[u8]) -> Answer {
     let (parts, text) = answer.into_parts();
@@ -351,7 +349,7 @@ async fn not_a_message(answer: Answer, body: &[u8]) -> Answer {
     let refused = text.starts_with(b"fail to deserialize request body");
     let err = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body).err();
     match (refused, err) {
-        (true, Some(err)) => refused_answer(super::plain::reject(body, &err)),
+        (true, Some(err)) => refused_answer(plain::reject(body, &err)),
         _ => hyper::Response::from_parts(parts, Full::new(text).boxed()),
     }
 }
@@ -379,9 +377,9 @@ fn announced_length(headers: &hyper::HeaderMap) -> Option<usize> {
 /// 413 with the JSON-RPC error of a request past `maxRequestBytes`
 /// (invalid request, id null: nothing of it was read).
 fn too_large(max: usize) -> Answer {
-    let body = super::plain::error_line(
+    let body = plain::error_line(
         serde_json::Value::Null,
-        super::plain::INVALID_REQUEST,
+        plain::INVALID_REQUEST,
         &format!(
             "request too large: the body is over {max} bytes, the most this server takes \
              (maxRequestBytes)"
@@ -462,8 +460,8 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
     // header's, or 2025-03-26 without one): rmcp's handler gives such a
     // peer the legacy shape of a result.
     let body = match plain {
-        Plain::List { id } => serde_json::to_vec(&super::plain::list_answer(&routes.gateway, id)),
-        Plain::NotAnObject { id, .. } => serde_json::to_vec(&super::plain::unknown_call_answer(id)),
+        Plain::List { id } => serde_json::to_vec(&plain::list_answer(routes.gateway.list(), id)),
+        Plain::NotAnObject { id, .. } => serde_json::to_vec(&plain::unknown_call_answer(id)),
         Plain::Call {
             id,
             name,
@@ -490,7 +488,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
                 drop(hang_up);
             }
             match outcome {
-                Some(outcome) => super::plain::call_answer_text(id, outcome),
+                Some(outcome) => plain::call_answer_text(id, outcome),
                 None => {
                     return text_answer(
                         hyper::StatusCode::INTERNAL_SERVER_ERROR,

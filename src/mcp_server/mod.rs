@@ -6,7 +6,6 @@
 //! - `config.rs` the MCP profile and the transport asked for
 //! - `http.rs`   streamable HTTP at `/mcp` (hyper in front of rmcp)
 //! - `stdio.rs`  JSON-RPC lines on stdin/stdout
-//! - `plain.rs`  one-pass reads and answers of plain `tools/call`/`tools/list`
 //!
 //! - `initialize` advertises `serverInfo {name, version}` (defaults
 //!   `toolnexus`, `0.1.0`) and `capabilities.tools`.
@@ -31,51 +30,6 @@ pub mod config;
 mod http;
 pub use http::{HEADER_TIMEOUT, MAX_CONNECTIONS};
 
-/// What the fuzz targets (fuzz/) drive of the served request path; not an
-/// API.
-#[doc(hidden)]
-pub mod fuzzing {
-    use rmcp::model::ClientJsonRpcMessage;
-    use serde_json::Value;
-
-    /// One served request text (a stdio line or an HTTP body) as the
-    /// gateway reads it: the one-pass plain read must take exactly what
-    /// rmcp's parse takes, as the same message; text rmcp refuses gets an
-    /// answer that is JSON (or none, for a notification). `Err` says how
-    /// they disagree.
-    pub fn check_request(text: &[u8]) -> Result<(), String> {
-        let full = serde_json::from_slice::<ClientJsonRpcMessage>(text);
-        match super::plain::read(text) {
-            Some(super::plain::Plain::List { id }) => match &full {
-                Ok(ClientJsonRpcMessage::Request(r))
-                    if r.id == id
-                        && matches!(r.request, rmcp::model::ClientRequest::ListToolsRequest(_)) => {
-                }
-                other => return Err(format!("a plain list, rmcp read {other:?}")),
-            },
-            Some(call) => {
-                let fast = super::stdio::call_message(call).map(|m| serde_json::to_value(m).ok());
-                let rmcp = full.as_ref().ok().map(|m| {
-                    serde_json::to_value(m)
-                        .ok()
-                        .map(super::plain::placeholder_arguments)
-                });
-                if fast != rmcp {
-                    return Err(format!("plain {fast:?}, rmcp {rmcp:?}"));
-                }
-            }
-            None => {}
-        }
-        if let Err(e) = &full {
-            if let Some(answer) = super::plain::reject(text, e) {
-                serde_json::from_slice::<Value>(&answer)
-                    .map_err(|e| format!("the answer is not JSON: {e}"))?;
-            }
-        }
-        Ok(())
-    }
-}
-mod plain;
 mod stdio;
 
 pub use config::{
@@ -85,16 +39,15 @@ pub use config::{
 
 use crate::cancel::CancelToken;
 use crate::error::Result;
-use crate::parts::{Part, PartKind};
+use crate::jsonrpc::shape::call_result;
 use crate::tool::{ExecContext, Relay, Source, ToolResult};
 use crate::toolkit::Toolkit;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 #[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
 use rmcp::model::{LoggingMessageNotificationParam, SetLevelRequestParams};
@@ -568,56 +521,6 @@ fn typed<T: serde::de::DeserializeOwned>(
 
 fn params_of<T: serde::Serialize>(p: &T) -> Value {
     serde_json::to_value(p).unwrap_or(Value::Null)
-}
-
-/// A tool's result as MCP's: the output as one text part, then its parts.
-fn call_result(result: ToolResult) -> CallToolResult {
-    let mut content = Vec::with_capacity(1 + result.parts.len());
-    content.push(ContentBlock::text(result.output));
-    content.extend(result.parts.iter().filter_map(part_content));
-    if result.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    }
-}
-
-/// A §1B part as MCP content, after the output's text part: text as text,
-/// image and audio bytes as image and audio content, file bytes as an
-/// embedded resource, and anything held by URL as a resource link (what an
-/// inbound resource link becomes, SPEC §2). Base64 passes through as it is.
-fn part_content(part: &Part) -> Option<ContentBlock> {
-    let mime = part
-        .mime_type
-        .as_deref()
-        .unwrap_or("application/octet-stream");
-    let block = match (part.kind, &part.data, &part.url) {
-        (PartKind::Text, _, _) => {
-            json!({"type": "text", "text": part.text.as_deref().unwrap_or("")})
-        }
-        (PartKind::Image, Some(data), _) => {
-            json!({"type": "image", "data": data, "mimeType": mime})
-        }
-        (PartKind::Audio, Some(data), _) => {
-            json!({"type": "audio", "data": data, "mimeType": mime})
-        }
-        (PartKind::File, Some(data), _) => {
-            let name = part.name.as_deref().unwrap_or("part");
-            let uri = part
-                .url
-                .clone()
-                .unwrap_or_else(|| format!("file:///{name}"));
-            json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": data}})
-        }
-        (_, None, Some(url)) => json!({
-            "type": "resource_link",
-            "uri": url,
-            "name": part.name.as_deref().unwrap_or(url),
-            "mimeType": mime
-        }),
-        (_, None, None) => return None,
-    };
-    serde_json::from_value(block).ok()
 }
 
 /// One server over the shared gateway (cheap: rmcp makes one per HTTP

@@ -72,6 +72,7 @@ TOOLS = [{"name": n, "description": n, "inputSchema": {"type": "object"}}
 waiting = {}       # id -> name, for calls not answered yet
 cancelled = []     # [id, reason]
 gathered = []      # (id, i)
+hostile_thread = None  # the last hostile call's writer
 gather_n = None
 listed = False
 ping_sent = False
@@ -119,6 +120,12 @@ for line in sys.stdin:
             listed = True
             release_gather()
     elif method == "tools/call":
+        # A hostile call's writes (its answer, then lines after it) end
+        # before the next call is taken, so a slow write of one case never
+        # lands in the middle of the next one's answer.
+        if hostile_thread is not None:
+            hostile_thread.join()
+            hostile_thread = None
         name = params.get("name")
         args = params.get("arguments") or {}
         if name == "echo":
@@ -161,7 +168,8 @@ for line in sys.stdin:
         elif name == "hang":
             waiting[mid] = name
         elif name == "hostile":
-            threading.Thread(target=hostile, args=(mid, args["writes"])).start()
+            hostile_thread = threading.Thread(target=hostile, args=(mid, args["writes"]))
+            hostile_thread.start()
         elif name == "report":
             text(mid, json.dumps(cancelled))
         elif name == "deaf":

@@ -1,10 +1,13 @@
-//! What a tools/call result becomes (SPEC §2), read the same on rmcp's path
-//! (`session.rs`) and the direct one (`direct.rs`, whose one-pass reader is
-//! compared against it).
+//! A tools/call result each way (SPEC §2): what an MCP server's result
+//! becomes for the toolkit ([`shape_call_result`], read the same on the
+//! client's rmcp path and its direct one, whose one-pass reader in
+//! `plain.rs` is compared against it), and what a tool's result becomes for
+//! a client of the served toolkit ([`call_result`]).
 
 use crate::parts::{Part, PartKind};
 use crate::tool::ToolResult;
-use serde_json::Value;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{json, Value};
 
 /// SPEC §2 result shaping: isError ⇒ the joined text as an error;
 /// structuredContent ⇒ its JSON in the server's key order; else the text
@@ -94,4 +97,54 @@ fn media_parts(content: &[Value]) -> Vec<Part> {
             _ => None,
         })
         .collect()
+}
+
+/// A tool's result as MCP's: the output as one text part, then its parts.
+pub fn call_result(result: ToolResult) -> CallToolResult {
+    let mut content = Vec::with_capacity(1 + result.parts.len());
+    content.push(ContentBlock::text(result.output));
+    content.extend(result.parts.iter().filter_map(part_content));
+    if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}
+
+/// A §1B part as MCP content, after the output's text part: text as text,
+/// image and audio bytes as image and audio content, file bytes as an
+/// embedded resource, and anything held by URL as a resource link (what an
+/// inbound resource link becomes, SPEC §2). Base64 passes through as it is.
+fn part_content(part: &Part) -> Option<ContentBlock> {
+    let mime = part
+        .mime_type
+        .as_deref()
+        .unwrap_or("application/octet-stream");
+    let block = match (part.kind, &part.data, &part.url) {
+        (PartKind::Text, _, _) => {
+            json!({"type": "text", "text": part.text.as_deref().unwrap_or("")})
+        }
+        (PartKind::Image, Some(data), _) => {
+            json!({"type": "image", "data": data, "mimeType": mime})
+        }
+        (PartKind::Audio, Some(data), _) => {
+            json!({"type": "audio", "data": data, "mimeType": mime})
+        }
+        (PartKind::File, Some(data), _) => {
+            let name = part.name.as_deref().unwrap_or("part");
+            let uri = part
+                .url
+                .clone()
+                .unwrap_or_else(|| format!("file:///{name}"));
+            json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime, "blob": data}})
+        }
+        (_, None, Some(url)) => json!({
+            "type": "resource_link",
+            "uri": url,
+            "name": part.name.as_deref().unwrap_or(url),
+            "mimeType": mime
+        }),
+        (_, None, None) => return None,
+    };
+    serde_json::from_value(block).ok()
 }
