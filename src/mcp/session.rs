@@ -9,6 +9,7 @@
 
 use super::config::{ServerConfig, Transport as ServerTransport};
 use super::direct::{self, Direct};
+use super::auth::{AuthClock, OAuth};
 use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
@@ -77,18 +78,24 @@ pub struct Session {
     _requests: Option<DropGuard>,
 }
 
-/// Where a connect attempt is, so a deadline can name the phase it hit, and
-/// the exit watch of the child it started (if any), so a build cancelled
-/// mid-connect can wait until that child is reaped.
+/// Where a connect attempt is, so a deadline can name the phase it hit, the
+/// exit watch of the child it started (if any), so a build cancelled
+/// mid-connect can wait until that child is reaped, and the time it spent
+/// waiting on the host's OAuth `authorize`, which no deadline counts.
 #[derive(Clone)]
 pub struct PhaseCell(
     Arc<Mutex<&'static str>>,
     Arc<Mutex<Option<stdio::ExitWatch>>>,
+    Arc<AuthClock>,
 );
 
 impl PhaseCell {
     pub fn new() -> Self {
-        PhaseCell(Arc::new(Mutex::new("connect")), Arc::new(Mutex::new(None)))
+        PhaseCell(
+            Arc::new(Mutex::new("connect")),
+            Arc::new(Mutex::new(None)),
+            Arc::default(),
+        )
     }
     fn set(&self, phase: &'static str) {
         if let Ok(mut p) = self.0.lock() {
@@ -106,6 +113,10 @@ impl PhaseCell {
     /// The exit watch of the child this attempt started, if it started one.
     pub fn child(&self) -> Option<stdio::ExitWatch> {
         self.1.lock().ok().and_then(|w| w.clone())
+    }
+    /// The attempt's clock: its deadlines leave the host's `authorize` out.
+    pub fn clock(&self) -> &AuthClock {
+        &self.2
     }
 }
 
@@ -227,7 +238,7 @@ async fn connect_inner(
     };
     let peer = service.peer().clone();
     phase.set("tools/list");
-    let tools = match tokio::time::timeout(cfg.timeout, list_tools(&peer)).await {
+    let tools = match phase.clock().bound(cfg.timeout, list_tools(&peer)).await.ok_or(()) {
         Ok(Ok(tools)) => tools,
         Ok(Err(detail)) => {
             let detail = match &child {
@@ -358,11 +369,15 @@ async fn connect_remote(
     } else {
         // Dropped on every way out but success (a timeout, a cancelled
         // build): rmcp's worker then gives up the request it has in flight.
-        let (transport, requests, watch) =
-            streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", &d))?;
-        match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
+        let auth = oauth(cfg, url, headers, phase, side).map_err(|d| fail("connect", &d))?;
+        let (transport, requests, watch) = streamable_transport(url, headers, cfg.timeout, auth)
+            .map_err(|d| fail("connect", &d))?;
+        let served = phase
+            .clock()
+            .bound(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
             .await
-        {
+            .ok_or(());
+        match served {
             Ok(Ok(service)) => {
                 // A server's request sent before its standalone stream is
                 // open is lost (an elicitation in the first call, say).
@@ -371,8 +386,10 @@ async fn connect_remote(
             }
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
-                // Nothing listening: the legacy transport cannot help.
-                if detail.starts_with("transport (connect-failed)") {
+                // Nothing listening, or an authorization that failed: the
+                // legacy transport cannot help.
+                if detail.starts_with("transport (connect-failed)") || detail.starts_with("auth (")
+                {
                     return Err(fail("initialize", &detail));
                 }
                 Some(detail)
@@ -401,10 +418,40 @@ async fn connect_remote(
     }
 }
 
+/// The OAuth state of a remote server, when its `auth` setting (or the
+/// host's `authorize` callback) asks for one.
+fn oauth(
+    cfg: &ServerConfig,
+    url: &str,
+    headers: &[(String, String)],
+    phase: &PhaseCell,
+    side: &Side,
+) -> Result<Option<Arc<OAuth>>, String> {
+    let ServerTransport::Remote { auth, secrets, .. } = &cfg.transport else {
+        return Ok(None);
+    };
+    let authorize = cfg.authorize.0.clone();
+    let Some(config) = auth.effective(authorize.is_some(), headers) else {
+        return Ok(None);
+    };
+    OAuth::new(
+        &cfg.name,
+        url,
+        config,
+        authorize,
+        cfg.timeout,
+        phase.2.clone(),
+        &secrets.0,
+        side.stopped.clone(),
+    )
+    .map(|a| Some(Arc::new(a)))
+}
+
 fn streamable_transport(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
+    auth: Option<Arc<OAuth>>,
 ) -> Result<
     (
         StreamableHttpClientTransport<GuardedClient>,
@@ -422,7 +469,7 @@ fn streamable_transport(
         })?;
         map.insert(name, value);
     }
-    let (client, requests) = GuardedClient::new(http_client(timeout)?);
+    let (client, requests) = GuardedClient::new(http_client(timeout)?, auth);
     let watch = client.watch();
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
@@ -496,6 +543,21 @@ fn describe_http_error(e: &HttpError) -> String {
             }
         }
         HttpError::HttpStatus(h) => format!("http-status ({})", h.status),
+        // An OAuth step that failed (`super::auth`, already worded and
+        // redacted), or one of rmcp's own.
+        HttpError::Auth(rmcp::transport::auth::AuthError::AuthorizationFailed(text))
+            if text.starts_with("auth (") =>
+        {
+            text.clone()
+        }
+        HttpError::Auth(_) => "auth (the authorization failed)".into(),
+        HttpError::AuthRequired(_) => "http-status (401): the server requires OAuth \
+            authorization (give the server an `auth` setting, or the toolkit an `authorize` \
+            callback)"
+            .into(),
+        HttpError::InsufficientScope(_) => {
+            "http-status (403): the token lacks a scope the server requires".into()
+        }
         // rmcp's text for a 4xx answer carries the body, which may echo the
         // request (headers included): the status alone names the failure.
         HttpError::UnexpectedServerResponse(text) => match status_of(text) {
