@@ -828,6 +828,16 @@ impl OAuth {
         })
     }
 
+    /// `text` without any token, code or secret this server's flows saw.
+    pub fn redact(&self, text: &str) -> String {
+        lock(&self.secrets).redact(text).into_owned()
+    }
+
+    /// A tool result without them.
+    pub fn redact_result(&self, r: crate::tool::ToolResult) -> crate::tool::ToolResult {
+        lock(&self.secrets).redact_result(r)
+    }
+
     fn remember(&self, secret: &str) {
         lock(&self.secrets).remember(secret);
     }
@@ -1128,6 +1138,24 @@ impl OAuth {
             return self.issued(&t);
         }
 
+        // The scopes.
+        let scopes = if !self.config.scopes.is_empty() {
+            union(&self.config.scopes, if step_up { &challenge_scopes } else { &[] })
+        } else if step_up {
+            let mut s = union(&requested_before, &challenge_scopes);
+            let offline = metadata
+                .scopes_supported
+                .as_ref()
+                .is_some_and(|v| v.iter().any(|x| x == "offline_access"));
+            if offline && !s.is_empty() && !s.iter().any(|x| x == "offline_access") {
+                s.push("offline_access".into());
+            }
+            s
+        } else {
+            mgr.select_initial_scopes(&[]).await
+        };
+        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+
         // The client: configured, a metadata document, registered before
         // with this issuer, or registered now.
         let cimd = metadata
@@ -1158,7 +1186,7 @@ impl OAuth {
             mgr.configure_client(cc).map_err(|e| self.describe("client", &e))?;
         } else if metadata.registration_endpoint.is_some() {
             let reg = mgr
-                .register_client(&self.config.client_name, &redirect, &[])
+                .register_client(&self.config.client_name, &redirect, &refs)
                 .await
                 .map_err(|e| self.describe("registration", &e))?;
             if let Some(s) = &reg.client_secret {
@@ -1179,23 +1207,6 @@ impl OAuth {
             ));
         }
 
-        // The scopes.
-        let scopes = if !self.config.scopes.is_empty() {
-            union(&self.config.scopes, if step_up { &challenge_scopes } else { &[] })
-        } else if step_up {
-            let mut s = union(&requested_before, &challenge_scopes);
-            let offline = metadata
-                .scopes_supported
-                .as_ref()
-                .is_some_and(|v| v.iter().any(|x| x == "offline_access"));
-            if offline && !s.is_empty() && !s.iter().any(|x| x == "offline_access") {
-                s.push("offline_access".into());
-            }
-            s
-        } else {
-            mgr.select_initial_scopes(&[]).await
-        };
-        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
         let url = mgr
             .get_authorization_url(&refs)
             .await
@@ -1393,6 +1404,159 @@ pub fn headless(event: &Value, _stop: &CancelToken) -> Result<String, String> {
     })
     .join()
     .map_err(|_| "the headless authorize thread panicked".to_string())?
+}
+
+/// The browser step at a terminal (the CLI's `--authorize browser`):
+/// prints the authorization URL on stderr and opens a browser on it when
+/// one is at hand (`xdg-open`, `open`), then waits for the redirect — on
+/// the redirect URI itself when it is `http://` on a loopback address with
+/// a port (the browser's request is answered with a short page), else as a
+/// line pasted at the terminal (`/dev/tty`). Ends early when `stop` is
+/// triggered. A blocking call.
+pub fn browser(event: &Value, stop: &CancelToken) -> Result<String, String> {
+    let url = event.get("url").and_then(Value::as_str).ok_or("the event has no url")?;
+    let server = event.get("server").and_then(Value::as_str).unwrap_or("?");
+    let redirect = event
+        .get("redirectUri")
+        .and_then(Value::as_str)
+        .unwrap_or(DEFAULT_REDIRECT_URI);
+    let listener = loopback_listener(redirect);
+    eprintln!(
+        "toolnexus: MCP server \"{server}\" needs an authorization; open this URL in a browser:\n  {url}"
+    );
+    for opener in ["xdg-open", "open"] {
+        let spawned = std::process::Command::new(opener)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        if let Ok(mut child) = spawned {
+            // Reaped on a thread of its own: the opener returns at once.
+            std::thread::spawn(move || child.wait());
+            break;
+        }
+    }
+    match listener {
+        Some((l, path)) => {
+            eprintln!("toolnexus: waiting for the browser to come back to {redirect}");
+            catch_redirect(&l, &path, redirect, stop)
+        }
+        None => {
+            eprintln!("toolnexus: then paste here the URL the browser was sent to:");
+            read_tty_line(stop)
+        }
+    }
+}
+
+/// A listener on `redirect` when it is `http://` on a loopback address with
+/// a port (and the port is free), with the path to wait for.
+fn loopback_listener(redirect: &str) -> Option<(std::net::TcpListener, String)> {
+    let u = url::Url::parse(redirect).ok()?;
+    let port = u.port()?;
+    let loopback = match u.host()? {
+        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(a) => a.is_loopback(),
+        url::Host::Ipv6(a) => a.is_loopback(),
+    };
+    if u.scheme() != "http" || !loopback {
+        return None;
+    }
+    let host = match u.host()? {
+        url::Host::Ipv6(a) => std::net::IpAddr::V6(a),
+        url::Host::Ipv4(a) => std::net::IpAddr::V4(a),
+        url::Host::Domain(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+    };
+    let l = std::net::TcpListener::bind((host, port)).ok()?;
+    l.set_nonblocking(true).ok()?;
+    Some((l, u.path().to_string()))
+}
+
+/// Accepts connections until one asks for `path`; answers it with a page
+/// and returns `redirect`'s origin plus the request target.
+fn catch_redirect(
+    l: &std::net::TcpListener,
+    path: &str,
+    redirect: &str,
+    stop: &CancelToken,
+) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let origin = url::Url::parse(redirect).map_err(|e| e.to_string())?;
+    while !stop.is_cancelled() {
+        let (mut conn, _) = match l.accept() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            Err(e) => return Err(format!("the redirect listener failed: {e}")),
+        };
+        let _ = conn.set_nonblocking(false);
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut got = 0;
+        while got < buf.len() {
+            match conn.read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    got += n;
+                    if buf[..got].windows(4).any(|w| w == b"\r\n\r\n") {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let head = String::from_utf8_lossy(&buf[..got]);
+        let target = head
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("GET "))
+            .and_then(|l| l.split(' ').next())
+            .unwrap_or("");
+        let matches = target.split('?').next() == Some(path);
+        let body = if matches {
+            "Authorization received: you can close this tab."
+        } else {
+            "Not the authorization redirect."
+        };
+        let status = if matches { "200 OK" } else { "404 Not Found" };
+        let _ = write!(
+            conn,
+            "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        if matches {
+            return origin.join(target).map(String::from).map_err(|e| e.to_string());
+        }
+    }
+    Err("cancelled while waiting for the browser".into())
+}
+
+/// One line from the terminal (`/dev/tty`), or an error once `stop` fires.
+fn read_tty_line(stop: &CancelToken) -> Result<String, String> {
+    use std::io::BufRead;
+    let tty = std::fs::File::open("/dev/tty").map_err(|e| format!("no terminal to read from ({e})"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = std::io::BufReader::new(tty).read_line(&mut line);
+        let _ = tx.send(read.map(|_| line));
+    });
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Ok(line)) if !line.trim().is_empty() => return Ok(line.trim().to_string()),
+            Ok(Ok(_)) => return Err("nothing was pasted".into()),
+            Ok(Err(e)) => return Err(format!("reading the terminal failed: {e}")),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if stop.is_cancelled() => {
+                return Err("cancelled while waiting for the pasted URL".into())
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err("reading the terminal failed".into())
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -76,6 +76,8 @@ pub struct Session {
     /// Ends the requests of a streamable HTTP session's client when the
     /// session goes (see `super::guarded`).
     _requests: Option<DropGuard>,
+    /// The server's OAuth state: its tokens are redacted from results too.
+    auth: Option<Arc<OAuth>>,
 }
 
 /// Where a connect attempt is, so a deadline can name the phase it hit, the
@@ -184,7 +186,7 @@ async fn connect_inner(
     side: Side,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
-    let (service, child, requests, direct) = match &cfg.transport {
+    let (service, child, requests, direct, auth) = match &cfg.transport {
         ServerTransport::Invalid(msg) => {
             return Err(fail("connect", &format!("invalid config ({msg})")));
         }
@@ -203,7 +205,7 @@ async fn connect_inner(
             match init {
                 Ok(Ok(service)) => {
                     let direct = goes_direct(service.peer()).then_some(direct);
-                    (service, Some(spawned.child), None, direct)
+                    (service, Some(spawned.child), None, direct, None)
                 }
                 Ok(Err(e)) => {
                     let mut detail = describe_init_error(&e);
@@ -231,9 +233,9 @@ async fn connect_inner(
             ..
         } => {
             phase.set("initialize");
-            let (service, requests) =
+            let (service, requests, auth) =
                 connect_remote(cfg, url, headers, *sse_only, phase, &side).await?;
-            (service, None, requests, None)
+            (service, None, requests, None, auth)
         }
     };
     let peer = service.peer().clone();
@@ -267,6 +269,7 @@ async fn connect_inner(
             relays: side.relays,
             stopped: side.stopped,
             _requests: requests,
+            auth,
         },
         tools,
     ))
@@ -336,7 +339,12 @@ impl Session {
                     None,
                 )
             }),
-            Err(ServiceError::McpError(data)) => Err(data),
+            Err(ServiceError::McpError(mut data)) => {
+                if let Some(auth) = &self.auth {
+                    data.message = auth.redact(&data.message).into();
+                }
+                Err(data)
+            }
             Err(e) => Err(rmcp::ErrorData::internal_error(
                 self.secrets
                     .redact(&failure(&self.name, method, &describe_service_error(&e)))
@@ -362,7 +370,7 @@ async fn connect_remote(
     sse_only: bool,
     phase: &PhaseCell,
     side: &Side,
-) -> Result<(Service, Option<DropGuard>), String> {
+) -> Result<(Service, Option<DropGuard>, Option<Arc<OAuth>>), String> {
     let fail = |phase: &str, detail: &str| failure(&cfg.name, phase, detail);
     let streamable_err = if sse_only {
         None
@@ -370,8 +378,9 @@ async fn connect_remote(
         // Dropped on every way out but success (a timeout, a cancelled
         // build): rmcp's worker then gives up the request it has in flight.
         let auth = oauth(cfg, url, headers, phase, side).map_err(|d| fail("connect", &d))?;
-        let (transport, requests, watch) = streamable_transport(url, headers, cfg.timeout, auth)
-            .map_err(|d| fail("connect", &d))?;
+        let (transport, requests, watch) =
+            streamable_transport(url, headers, cfg.timeout, auth.clone())
+                .map_err(|d| fail("connect", &d))?;
         let served = phase
             .clock()
             .bound(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
@@ -382,7 +391,7 @@ async fn connect_remote(
                 // A server's request sent before its standalone stream is
                 // open is lost (an elicitation in the first call, say).
                 watch.settled(cfg.timeout.min(STREAM_SETTLE)).await;
-                return Ok((service, Some(requests)));
+                return Ok((service, Some(requests), auth));
             }
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
@@ -412,7 +421,7 @@ async fn connect_remote(
         .map_err(report)?;
     phase.set("initialize");
     match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport))).await {
-        Ok(Ok(service)) => Ok((service, None)),
+        Ok(Ok(service)) => Ok((service, None, None)),
         Ok(Err(e)) => Err(fail("initialize", &describe_init_error(&e))),
         Err(_) => Err(fail("initialize", &timeout_detail(cfg.timeout))),
     }
@@ -759,7 +768,12 @@ impl Session {
         let result = self
             .call_tool_inner(tool, args, timeout, cancel, relay)
             .await;
-        self.secrets.redact_result(result)
+        let result = self.secrets.redact_result(result);
+        match &self.auth {
+            // Tokens, codes and client secrets the server may echo.
+            Some(auth) => auth.redact_result(result),
+            None => result,
+        }
     }
 
     async fn call_tool_inner(
