@@ -42,6 +42,13 @@ fn main() -> std::process::ExitCode {
         auth["clientId"] = json!(id);
         auth["clientSecret"] = json!(secret);
     }
+    if let (Some(id), Some(pem)) = (
+        context["client_id"].as_str(),
+        context["private_key_pem"].as_str(),
+    ) {
+        auth["clientId"] = json!(id);
+        auth["privateKey"] = json!(pem);
+    }
     if scenario.starts_with("auth/client-credentials") {
         auth["grant"] = json!("client_credentials");
     }

@@ -108,6 +108,10 @@ pub struct AuthConfig {
     pub client_id: Option<String>,
     /// Its secret (after `${ENV}` expansion). Never printed.
     pub client_secret: Option<String>,
+    /// A private key (PKCS#8 PEM, ES256 or RS256) that signs a JWT client
+    /// assertion instead of a secret (`private_key_jwt`, RFC 7523), for
+    /// the `client_credentials` grant. Never printed.
+    pub private_key: Option<String>,
     /// An https URL of this client's metadata document (SEP-991), used as
     /// the client ID where the authorization server takes them.
     pub client_metadata_url: Option<String>,
@@ -127,6 +131,7 @@ impl std::fmt::Debug for AuthConfig {
             .field("grant", &self.grant)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| ".."))
+            .field("private_key", &self.private_key.as_ref().map(|_| ".."))
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("redirect_uri", &self.redirect_uri)
@@ -141,6 +146,7 @@ impl Default for AuthConfig {
             grant: Grant::AuthorizationCode,
             client_id: None,
             client_secret: None,
+            private_key: None,
             client_metadata_url: None,
             client_name: "toolnexus".into(),
             scopes: Vec::new(),
@@ -222,10 +228,12 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
             ))
         }
     };
-    const KEYS: [&str; 9] = [
+    const KEYS: [&str; 11] = [
         "grant",
         "clientId",
         "clientSecret",
+        "privateKey",
+        "privateKeyFile",
         "clientMetadataUrl",
         "clientName",
         "scopes",
@@ -265,6 +273,26 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
             expanded
         })
         .filter(|s| !s.is_empty());
+    cfg.private_key = match (text("privateKey")?, text("privateKeyFile")?) {
+        (Some(_), Some(_)) => {
+            return Err("auth: privateKey and privateKeyFile exclude each other".into())
+        }
+        (Some(pem), None) => Some(secrets.expand(&pem)),
+        (None, Some(path)) => {
+            let path = crate::env::expand(&path);
+            Some(std::fs::read_to_string(&path).map_err(|e| {
+                format!("auth.privateKeyFile: cannot read '{path}': {e}")
+            })?)
+        }
+        (None, None) => None,
+    };
+    if let Some(pem) = &cfg.private_key {
+        signing_key(pem).map_err(|e| format!("auth.privateKey: {e}"))?;
+        for line in pem.lines().filter(|l| !l.starts_with("-----")) {
+            secrets.remember(line.trim());
+        }
+        secrets.remember(pem);
+    }
     cfg.client_metadata_url = text("clientMetadataUrl")?;
     if let Some(u) = &cfg.client_metadata_url {
         let ok = url::Url::parse(u)
@@ -331,9 +359,12 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
         },
     };
     if cfg.grant == Grant::ClientCredentials
-        && (cfg.client_id.is_none() || cfg.client_secret.is_none())
+        && (cfg.client_id.is_none() || (cfg.client_secret.is_none() && cfg.private_key.is_none()))
     {
-        return Err("auth: the client_credentials grant needs clientId and clientSecret".into());
+        return Err(
+            "auth: the client_credentials grant needs clientId and clientSecret (or privateKey)"
+                .into(),
+        );
     }
     Ok(AuthSetting::On(cfg))
 }
@@ -766,7 +797,7 @@ pub struct OAuth {
     config: AuthConfig,
     authorize: Option<Authorize>,
     store: Arc<Store>,
-    http_timeout: Duration,
+    http: Arc<OAuthHttp>,
     state: tokio::sync::Mutex<State>,
     /// Every token, code and secret seen, taken out of every message.
     secrets: Mutex<crate::env::Secrets>,
@@ -809,6 +840,7 @@ impl OAuth {
     ) -> Result<OAuth, String> {
         let base = url::Url::parse(url).map_err(|e| format!("invalid config (url: {e})"))?;
         let store = Arc::new(Store::new(&config.store, url));
+        let http = Arc::new(OAuthHttp::new(http_timeout)?);
         let mut known = secrets.clone();
         if let Some(s) = &config.client_secret {
             known.remember(s);
@@ -820,7 +852,7 @@ impl OAuth {
             config,
             authorize,
             store,
-            http_timeout,
+            http,
             state: tokio::sync::Mutex::new(State::default()),
             secrets: Mutex::new(known),
             clock,
@@ -901,10 +933,9 @@ impl OAuth {
 
     async fn manager<'a>(&self, st: &'a mut State) -> Result<&'a mut AuthorizationManager, AuthFailure> {
         if st.manager.is_none() {
-            let http = OAuthHttp::new(self.http_timeout).map_err(|e| self.fail(e))?;
             let mut m = AuthorizationManager::new_with_oauth_http_client(
                 self.url.as_str(),
-                Arc::new(http) as Arc<dyn OAuthHttpClient>,
+                Arc::clone(&self.http) as Arc<dyn OAuthHttpClient>,
             )
             .await
             .map_err(|e| self.describe("setup", &e))?;
@@ -984,6 +1015,8 @@ impl OAuth {
             self.remember(s);
         }
         match self.config.grant {
+            // A signed assertion buys a new token: nothing to refresh.
+            Grant::ClientCredentials if self.config.private_key.is_some() => return Ok(false),
             Grant::ClientCredentials => {
                 let cc = self.client_credentials()?;
                 mgr.configure_client_credentials(&cc)
@@ -1124,6 +1157,9 @@ impl OAuth {
             }
         }
         mgr.set_metadata(metadata.clone());
+        if let (Grant::ClientCredentials, Some(pem)) = (grant, &self.config.private_key) {
+            return self.jwt_client_credentials(pem, &metadata).await;
+        }
         if grant == Grant::ClientCredentials {
             let cc = self.client_credentials()?;
             mgr.validate_client_credentials_metadata(&cc)
@@ -1229,6 +1265,94 @@ impl OAuth {
         self.issued(&t)
     }
 
+    /// `client_credentials` with a JWT client assertion (`private_key_jwt`,
+    /// RFC 7523 §2.2, SEP-1046): `iss` = `sub` = the client ID, `aud` the
+    /// authorization server's issuer, five minutes of life.
+    async fn jwt_client_credentials(
+        &self,
+        pem: &str,
+        metadata: &rmcp::transport::auth::AuthorizationMetadata,
+    ) -> Result<String, AuthFailure> {
+        let Some(id) = self.config.client_id.clone() else {
+            return Err(self.fail("client: private_key_jwt needs clientId"));
+        };
+        let methods = metadata
+            .additional_fields
+            .get("token_endpoint_auth_methods_supported")
+            .and_then(Value::as_array);
+        if methods.is_some_and(|m| !m.iter().any(|x| x == "private_key_jwt")) {
+            return Err(self.fail(
+                "client: the authorization server does not take private_key_jwt at its token endpoint",
+            ));
+        }
+        let key = signing_key(pem).map_err(|e| self.fail(format!("client: {e}")))?;
+        let audience = metadata
+            .issuer
+            .clone()
+            .unwrap_or_else(|| metadata.token_endpoint.clone());
+        let assertion =
+            client_assertion(&key, &id, &audience).map_err(|e| self.fail(format!("client: {e}")))?;
+        self.remember(&assertion);
+        let form = {
+            let mut form = url::form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "client_credentials")
+                .append_pair(
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                )
+                .append_pair("client_assertion", &assertion)
+                .append_pair("resource", &self.url);
+            if !self.config.scopes.is_empty() {
+                form.append_pair("scope", &self.config.scopes.join(" "));
+            }
+            form.finish()
+        };
+        let sent = self
+            .http
+            .stop
+            .post(&metadata.token_endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(form)
+            .send()
+            .await;
+        let mut response = sent.map_err(|e| self.fail(format!("token: {}", quote(&innermost(&e)))))?;
+        let status = response.status();
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| self.fail(format!("token: {}", quote(&innermost(&e)))))?
+        {
+            if chunk.len() > MAX_OAUTH_BODY - body.len() {
+                return Err(self.fail("token: the response is too large"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        if !status.is_success() {
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let error = v.get("error").and_then(Value::as_str).unwrap_or("no error code");
+            return Err(self.fail(format!(
+                "token: the authorization server refused ({}, HTTP {})",
+                quote(error),
+                status.as_u16()
+            )));
+        }
+        let token: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_slice(&body)
+            .map_err(|e| self.fail(format!("token: {}", quote(&e.to_string()))))?;
+        let access = self.issued(&token)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let stored = StoredCredentials::new(id, Some(token), self.config.scopes.clone(), Some(now))
+            .with_issuer(metadata.issuer.clone());
+        CredentialStore::save(&StoreHandle(Arc::clone(&self.store)), stored)
+            .await
+            .map_err(|e| self.describe("store", &e))?;
+        Ok(access)
+    }
+
     /// The access token of a token response (remembered, with its refresh
     /// token, for redaction).
     fn issued<T: Serialize>(&self, t: &T) -> Result<String, AuthFailure> {
@@ -1327,6 +1451,84 @@ impl OAuth {
             Some(Ok(Ok(Ok(answer)))) => Ok(answer),
         }
     }
+}
+
+/// A private key that signs client assertions.
+enum SigningKey {
+    /// P-256, signing ES256.
+    Ec(ring::signature::EcdsaKeyPair),
+    /// RSA, signing RS256.
+    Rsa(ring::signature::RsaKeyPair),
+}
+
+/// A PKCS#8 PEM key (`-----BEGIN PRIVATE KEY-----`), P-256 or RSA.
+fn signing_key(pem: &str) -> Result<SigningKey, String> {
+    use base64::Engine;
+    if !pem.contains("-----BEGIN PRIVATE KEY-----") {
+        return Err("expected a PKCS#8 PEM key (-----BEGIN PRIVATE KEY-----)".into());
+    }
+    let body: String = pem
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map_err(|_| "the PEM body is not base64".to_string())?;
+    let rng = ring::rand::SystemRandom::new();
+    if let Ok(k) = ring::signature::EcdsaKeyPair::from_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+        &der,
+        &rng,
+    ) {
+        return Ok(SigningKey::Ec(k));
+    }
+    ring::signature::RsaKeyPair::from_pkcs8(&der)
+        .map(SigningKey::Rsa)
+        .map_err(|_| "not a P-256 or RSA private key".into())
+}
+
+/// A signed JWT client assertion (RFC 7523 §3).
+fn client_assertion(key: &SigningKey, client_id: &str, audience: &str) -> Result<String, String> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let alg = match key {
+        SigningKey::Ec(_) => "ES256",
+        SigningKey::Rsa(_) => "RS256",
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let header = json!({"alg": alg, "typ": "JWT"});
+    let claims = json!({
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "iat": now,
+        "exp": now + 300,
+        "jti": uuid::Uuid::new_v4().to_string(),
+    });
+    let input = format!(
+        "{}.{}",
+        b64.encode(header.to_string()),
+        b64.encode(claims.to_string())
+    );
+    let rng = ring::rand::SystemRandom::new();
+    let signature = match key {
+        SigningKey::Ec(k) => k
+            .sign(&rng, input.as_bytes())
+            .map_err(|_| "signing failed".to_string())?
+            .as_ref()
+            .to_vec(),
+        SigningKey::Rsa(k) => {
+            let mut sig = vec![0; k.public().modulus_len()];
+            k.sign(&ring::signature::RSA_PKCS1_SHA256, &rng, input.as_bytes(), &mut sig)
+                .map_err(|_| "signing failed".to_string())?;
+            sig
+        }
+    };
+    Ok(format!("{input}.{}", b64.encode(signature)))
 }
 
 fn union(a: &[String], b: &[String]) -> Vec<String> {
@@ -1579,7 +1781,7 @@ mod tests {
         assert_eq!(c.store, StoreSpec::File("/tmp/x.json".into()));
         assert_eq!(c.grant, Grant::ClientCredentials);
         assert!(!format!("{c:?}").contains("sekrit"));
-        assert_eq!(s.redact("x sekrit y"), "x [REDACTED] y");
+        assert_eq!(s.redact("x sekrit y"), "x [redacted] y");
         for bad in [
             json!({"grant": "password"}),
             json!({"store": "disk"}),
@@ -1648,6 +1850,42 @@ mod tests {
             7
         };
         assert_eq!(clock.bound(Duration::from_millis(100), work).await, Some(7));
+    }
+
+    #[test]
+    fn client_assertions_are_signed_es256_jwts() {
+        use base64::Engine;
+        use ring::signature::KeyPair;
+        let rng = ring::rand::SystemRandom::new();
+        let alg = &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let der = ring::signature::EcdsaKeyPair::generate_pkcs8(alg, &rng)
+            .unwrap_or_else(|_| panic!("keygen"));
+        let b64 = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+        let pem = format!("-----BEGIN PRIVATE KEY-----\n{b64}\n-----END PRIVATE KEY-----\n");
+        let key = signing_key(&pem).unwrap_or_else(|e| panic!("{e}"));
+        let jwt = client_assertion(&key, "svc", "http://as.example").unwrap_or_else(|e| panic!("{e}"));
+        let parts: Vec<&str> = jwt.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims: Value = serde_json::from_slice(&url.decode(parts[1]).unwrap_or_default())
+            .unwrap_or(Value::Null);
+        assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("svc"), Some("svc")));
+        assert_eq!(claims["aud"], "http://as.example");
+        let SigningKey::Ec(pair) = &key else { panic!("not EC") };
+        let public = ring::signature::UnparsedPublicKey::new(
+            &ring::signature::ECDSA_P256_SHA256_FIXED,
+            pair.public_key().as_ref().to_vec(),
+        );
+        let sig = url.decode(parts[2]).unwrap_or_default();
+        let signed = format!("{}.{}", parts[0], parts[1]);
+        assert!(public.verify(signed.as_bytes(), &sig).is_ok());
+        // Anything but a PKCS#8 PEM is refused at parse time.
+        let mut s = crate::env::Secrets::default();
+        let bad = json!({"grant": "client_credentials", "clientId": "c", "privateKey": "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----"});
+        assert!(parse(Some(&bad), &mut s).is_err());
+        let good = json!({"grant": "client_credentials", "clientId": "c", "privateKey": pem});
+        assert!(parse(Some(&good), &mut s).is_ok());
+        assert!(!s.redact(&b64).contains(&b64[..20]), "the key is a secret");
     }
 
     #[test]
