@@ -49,6 +49,19 @@ fn main() -> std::process::ExitCode {
         auth["clientId"] = json!(id);
         auth["privateKey"] = json!(pem);
     }
+    if let (Some(endpoint), Some(id_token)) = (
+        context["idp_token_endpoint"].as_str(),
+        context["idp_id_token"].as_str(),
+    ) {
+        // Enterprise-managed authorization (SEP-990): the IdP's ID token
+        // the host's single sign-on got.
+        auth["grant"] = json!("identity_assertion");
+        auth["idp"] = json!({
+            "tokenEndpoint": endpoint,
+            "idToken": id_token,
+            "clientId": context["idp_client_id"],
+        });
+    }
     if scenario.starts_with("auth/client-credentials") {
         auth["grant"] = json!("client_credentials");
     }

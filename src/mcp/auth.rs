@@ -88,6 +88,22 @@ pub enum Grant {
     AuthorizationCode,
     /// A confidential client's own credentials (`clientId` + `clientSecret`).
     ClientCredentials,
+    /// An enterprise IdP's ID token, exchanged for an identity assertion
+    /// (SEP-990): `idp` + `clientId` + `clientSecret`, no human.
+    IdentityAssertion,
+}
+
+/// The enterprise identity provider of the identity assertion grant.
+#[derive(Clone, PartialEq)]
+pub struct IdpConfig {
+    /// The IdP's token endpoint (RFC 8693 token exchange).
+    pub token_endpoint: String,
+    /// The ID token the host's single sign-on got (`${NAME}` expanded). A
+    /// secret.
+    pub id_token: String,
+    /// This client at the IdP, when it wants one.
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
 }
 
 /// Where a server's tokens are kept.
@@ -108,6 +124,8 @@ pub struct AuthConfig {
     pub client_id: Option<String>,
     /// Its secret (after `${ENV}` expansion). Never printed.
     pub client_secret: Option<String>,
+    /// The identity provider of the `identity_assertion` grant.
+    pub idp: Option<IdpConfig>,
     /// A private key (PKCS#8 PEM, ES256 or RS256) that signs a JWT client
     /// assertion instead of a secret (`private_key_jwt`, RFC 7523), for
     /// the `client_credentials` grant. Never printed.
@@ -147,6 +165,7 @@ impl Default for AuthConfig {
             client_id: None,
             client_secret: None,
             private_key: None,
+            idp: None,
             client_metadata_url: None,
             client_name: "toolnexus".into(),
             scopes: Vec::new(),
@@ -228,8 +247,9 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
             ))
         }
     };
-    const KEYS: [&str; 11] = [
+    const KEYS: [&str; 12] = [
         "grant",
+        "idp",
         "clientId",
         "clientSecret",
         "privateKey",
@@ -258,9 +278,48 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
     cfg.grant = match text("grant")?.as_deref() {
         None | Some("authorization_code") => Grant::AuthorizationCode,
         Some("client_credentials") => Grant::ClientCredentials,
+        Some("identity_assertion") => Grant::IdentityAssertion,
         Some(other) => {
             return Err(format!(
-                "auth.grant: expected \"authorization_code\" or \"client_credentials\", got \"{other}\""
+                "auth.grant: expected \"authorization_code\", \"client_credentials\" or \"identity_assertion\", got \"{other}\""
+            ))
+        }
+    };
+    cfg.idp = match m.get("idp") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(i)) => {
+            let mut field = |key: &str| -> Result<Option<String>, String> {
+                match i.get(key) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(Value::String(s)) => Ok(Some(secrets.expand(s))),
+                    Some(other) => Err(format!(
+                        "auth.idp.{key}: expected a string, got {}",
+                        crate::json::type_name(other)
+                    )),
+                }
+            };
+            let token_endpoint = field("tokenEndpoint")?;
+            let id_token = field("idToken")?;
+            let client_id = field("clientId")?;
+            let client_secret = field("clientSecret")?;
+            let (Some(token_endpoint), Some(id_token)) = (token_endpoint, id_token) else {
+                return Err("auth.idp: needs tokenEndpoint and idToken".into());
+            };
+            secrets.remember(&id_token);
+            if let Some(s) = &client_secret {
+                secrets.remember(s);
+            }
+            Some(IdpConfig {
+                token_endpoint,
+                id_token,
+                client_id,
+                client_secret,
+            })
+        }
+        Some(other) => {
+            return Err(format!(
+                "auth.idp: expected an object, got {}",
+                crate::json::type_name(other)
             ))
         }
     };
@@ -358,6 +417,13 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
             }
         },
     };
+    if cfg.grant == Grant::IdentityAssertion
+        && (cfg.idp.is_none() || cfg.client_id.is_none() || cfg.client_secret.is_none())
+    {
+        return Err(
+            "auth: the identity_assertion grant needs idp, clientId and clientSecret".into(),
+        );
+    }
     if cfg.grant == Grant::ClientCredentials
         && (cfg.client_id.is_none() || (cfg.client_secret.is_none() && cfg.private_key.is_none()))
     {
@@ -1017,6 +1083,7 @@ impl OAuth {
         match self.config.grant {
             // A signed assertion buys a new token: nothing to refresh.
             Grant::ClientCredentials if self.config.private_key.is_some() => return Ok(false),
+            Grant::IdentityAssertion => return Ok(false),
             Grant::ClientCredentials => {
                 let cc = self.client_credentials()?;
                 mgr.configure_client_credentials(&cc)
@@ -1157,6 +1224,9 @@ impl OAuth {
             }
         }
         mgr.set_metadata(metadata.clone());
+        if grant == Grant::IdentityAssertion {
+            return self.identity_assertion(&metadata).await;
+        }
         if let (Grant::ClientCredentials, Some(pem)) = (grant, &self.config.private_key) {
             return self.jwt_client_credentials(pem, &metadata).await;
         }
@@ -1307,25 +1377,114 @@ impl OAuth {
             }
             form.finish()
         };
-        let sent = self
+        let body = self
+            .token_request("token", &metadata.token_endpoint, form, None)
+            .await?;
+        self.keep_token(&id, &body, metadata).await
+    }
+
+
+    /// The identity assertion grant (SEP-990, enterprise-managed
+    /// authorization): the enterprise IdP's ID token is exchanged at the
+    /// IdP for an ID-JAG (RFC 8693, audience the authorization server,
+    /// resource this server), which the client (`clientId`/`clientSecret`,
+    /// HTTP Basic) presents to the authorization server as a JWT bearer
+    /// grant (RFC 7523).
+    async fn identity_assertion(
+        &self,
+        metadata: &rmcp::transport::auth::AuthorizationMetadata,
+    ) -> Result<String, AuthFailure> {
+        let (Some(idp), Some(id), Some(secret)) = (
+            &self.config.idp,
+            &self.config.client_id,
+            &self.config.client_secret,
+        ) else {
+            return Err(self.fail(
+                "client: the identity_assertion grant needs idp, clientId and clientSecret",
+            ));
+        };
+        let audience = metadata
+            .issuer
+            .clone()
+            .unwrap_or_else(|| metadata.token_endpoint.clone());
+        let form = {
+            let mut f = url::form_urlencoded::Serializer::new(String::new());
+            f.append_pair("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange")
+                .append_pair("subject_token", &idp.id_token)
+                .append_pair("subject_token_type", "urn:ietf:params:oauth:token-type:id_token")
+                .append_pair("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag")
+                .append_pair("audience", &audience)
+                .append_pair("resource", &self.url);
+            if let Some(c) = &idp.client_id {
+                f.append_pair("client_id", c);
+            }
+            if !self.config.scopes.is_empty() {
+                f.append_pair("scope", &self.config.scopes.join(" "));
+            }
+            f.finish()
+        };
+        let basic = idp
+            .client_id
+            .as_deref()
+            .zip(idp.client_secret.as_deref());
+        let body = self
+            .token_request("identity provider", &idp.token_endpoint, form, basic)
+            .await?;
+        let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let Some(jag) = v.get("access_token").and_then(Value::as_str).filter(|s| !s.is_empty())
+        else {
+            return Err(self.fail("identity provider: the token exchange answered no access_token"));
+        };
+        self.remember(jag);
+        let form = {
+            let mut f = url::form_urlencoded::Serializer::new(String::new());
+            f.append_pair("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer")
+                .append_pair("assertion", jag)
+                .append_pair("resource", &self.url);
+            if !self.config.scopes.is_empty() {
+                f.append_pair("scope", &self.config.scopes.join(" "));
+            }
+            f.finish()
+        };
+        let body = self
+            .token_request("token", &metadata.token_endpoint, form, Some((id, secret)))
+            .await?;
+        self.keep_token(id, &body, metadata).await
+    }
+
+    /// One POST of a form to a token endpoint (HTTP Basic client
+    /// authentication when `basic`); the body of a 2xx answer.
+    async fn token_request(
+        &self,
+        what: &str,
+        endpoint: &str,
+        form: String,
+        basic: Option<(&str, &str)>,
+    ) -> Result<Vec<u8>, AuthFailure> {
+        let mut request = self
             .http
             .stop
-            .post(&metadata.token_endpoint)
+            .post(endpoint)
             .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(reqwest::header::ACCEPT, "application/json")
-            .body(form)
-            .send()
-            .await;
-        let mut response = sent.map_err(|e| self.fail(format!("token: {}", quote(&innermost(&e)))))?;
+            .body(form);
+        if let Some((user, password)) = basic {
+            // RFC 6749 §2.3.1: each part form-urlencoded first.
+            let enc = |x: &str| url::form_urlencoded::byte_serialize(x.as_bytes()).collect::<String>();
+            request = request.basic_auth(enc(user), Some(enc(password)));
+        }
+        let sent = request.send().await;
+        let mut response =
+            sent.map_err(|e| self.fail(format!("{what}: {}", quote(&innermost(&e)))))?;
         let status = response.status();
         let mut body = Vec::new();
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|e| self.fail(format!("token: {}", quote(&innermost(&e)))))?
+            .map_err(|e| self.fail(format!("{what}: {}", quote(&innermost(&e)))))?
         {
             if chunk.len() > MAX_OAUTH_BODY - body.len() {
-                return Err(self.fail("token: the response is too large"));
+                return Err(self.fail(format!("{what}: the response is too large")));
             }
             body.extend_from_slice(&chunk);
         }
@@ -1333,20 +1492,36 @@ impl OAuth {
             let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
             let error = v.get("error").and_then(Value::as_str).unwrap_or("no error code");
             return Err(self.fail(format!(
-                "token: the authorization server refused ({}, HTTP {})",
+                "{what}: the server refused ({}, HTTP {})",
                 quote(error),
                 status.as_u16()
             )));
         }
-        let token: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_slice(&body)
+        Ok(body)
+    }
+
+    /// Stores a token response of `client_id` (bound to the issuer) and
+    /// answers its access token.
+    async fn keep_token(
+        &self,
+        client_id: &str,
+        body: &[u8],
+        metadata: &rmcp::transport::auth::AuthorizationMetadata,
+    ) -> Result<String, AuthFailure> {
+        let token: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_slice(body)
             .map_err(|e| self.fail(format!("token: {}", quote(&e.to_string()))))?;
         let access = self.issued(&token)?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        let stored = StoredCredentials::new(id, Some(token), self.config.scopes.clone(), Some(now))
-            .with_issuer(metadata.issuer.clone());
+        let stored = StoredCredentials::new(
+            client_id.to_string(),
+            Some(token),
+            self.config.scopes.clone(),
+            Some(now),
+        )
+        .with_issuer(metadata.issuer.clone());
         CredentialStore::save(&StoreHandle(Arc::clone(&self.store)), stored)
             .await
             .map_err(|e| self.describe("store", &e))?;
@@ -1782,7 +1957,18 @@ mod tests {
         assert_eq!(c.grant, Grant::ClientCredentials);
         assert!(!format!("{c:?}").contains("sekrit"));
         assert_eq!(s.redact("x sekrit y"), "x [redacted] y");
+        let Ok(AuthSetting::On(c)) = parse(
+            Some(&json!({"grant": "identity_assertion", "clientId": "c", "clientSecret": "x",
+                         "idp": {"tokenEndpoint": "http://idp/token", "idToken": "id-tok-123"}})),
+            &mut s,
+        ) else {
+            panic!("not parsed")
+        };
+        assert_eq!(c.grant, Grant::IdentityAssertion);
+        assert_eq!(s.redact("id-tok-123"), "[redacted]");
         for bad in [
+            json!({"grant": "identity_assertion", "clientId": "c", "clientSecret": "x"}),
+            json!({"idp": {"tokenEndpoint": "http://idp/token"}}),
             json!({"grant": "password"}),
             json!({"store": "disk"}),
             json!({"scopes": 3}),
