@@ -139,9 +139,16 @@ fn an_expired_token_is_refreshed_mid_session_and_the_refresh_token_rotates() {
         assert!(!r.is_error, "round {round}: {}", r.output);
     }
     let stats = fx.stats();
-    assert_eq!(count.load(Ordering::SeqCst), 1, "no new authorization: {stats}");
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        1,
+        "no new authorization: {stats}"
+    );
     assert!(stats["refresh"].as_u64().unwrap_or(0) >= 3, "{stats}");
-    assert_eq!(stats["refresh_refused"], 0, "a rotated token was reused: {stats}");
+    assert_eq!(
+        stats["refresh_refused"], 0,
+        "a rotated token was reused: {stats}"
+    );
 }
 
 #[test]
@@ -192,7 +199,11 @@ fn the_baseline_hostile_server_connects_and_echoed_tokens_are_redacted() {
     assert!(!r.is_error, "{}", r.output);
     assert!(r.output.starts_with("got Bearer "), "{}", r.output);
     assert!(!r.output.contains("at-"), "the token leaked: {}", r.output);
-    assert!(r.output.to_lowercase().contains("[redacted]"), "{}", r.output);
+    assert!(
+        r.output.to_lowercase().contains("[redacted]"),
+        "{}",
+        r.output
+    );
     assert_eq!(fx.stats()["authorize"], 1);
 }
 
@@ -201,8 +212,36 @@ fn a_mismatched_issuer_is_refused() {
     let (fx, src) = hostile("issuer");
     assert_eq!(status(&src, "s"), "failed");
     let e = error(&src, "s");
-    assert!(e.contains("auth (discovery: the authorization server's issuer is \"http://issuer.example\""), "{e}");
+    assert!(
+        e.contains(
+            "auth (discovery: the authorization server's issuer is \"http://issuer.example\""
+        ),
+        "{e}"
+    );
     assert_eq!(fx.stats()["authorize"], 0, "never sent to authorize");
+}
+
+/// Why the conformance suite's `auth/2025-03-26-oauth-metadata-backcompat`
+/// fails on purpose: its server publishes no protected resource metadata,
+/// and the authorization server metadata at the origin's root
+/// (`/.well-known/oauth-authorization-server`) names the issuer
+/// `ORIGIN/oauth`. RFC 8414 §3.3 says the issuer must be the one the
+/// metadata URL was formed from (`ORIGIN`), and that a client must not use
+/// metadata that fails this (the check that stops mix-up attacks), so we
+/// refuse where the suite expects a client to go on.
+#[test]
+fn an_issuer_the_metadata_url_does_not_derive_from_is_refused_as_rfc_8414_says() {
+    let (fx, src) = hostile("issuer-path");
+    assert_eq!(status(&src, "s"), "failed");
+    let e = error(&src, "s");
+    let origin = fx.url.trim_end_matches("/mcp");
+    assert!(
+        e.contains(&format!(
+            "issuer is \"{origin}/oauth\", expected \"{origin}/\""
+        )),
+        "{e}"
+    );
+    assert_eq!(fx.stats()["authorize"], 0);
 }
 
 #[test]
@@ -210,7 +249,10 @@ fn a_token_response_without_access_token_fails_cleanly() {
     let (fx, src) = hostile("no-access-token");
     assert_eq!(status(&src, "s"), "failed");
     let e = error(&src, "s");
-    assert!(e.contains("auth (token:") && e.contains("access_token"), "{e}");
+    assert!(
+        e.contains("auth (token:") && e.contains("access_token"),
+        "{e}"
+    );
     assert!(!e.contains("rt-"), "the refresh token leaked: {e}");
     assert_eq!(fx.stats()["token"], 1);
 }
@@ -222,7 +264,10 @@ fn a_10000_character_challenge_is_not_read_and_discovery_falls_back() {
     // well-known URIs of the server found the real metadata.
     assert_eq!(status(&src, "s"), "connected", "{}", error(&src, "s"));
     let stats = fx.stats();
-    assert!(stats.get("evil").is_none(), "went to the other origin: {stats}");
+    assert!(
+        stats.get("evil").is_none(),
+        "went to the other origin: {stats}"
+    );
     assert!(!reported(&src).contains("aaaa"), "{}", reported(&src));
 }
 
@@ -240,10 +285,16 @@ fn a_redirect_to_another_origin_is_refused() {
 fn metadata_that_redirects_to_another_origin_is_not_followed() {
     let (fx, src) = hostile("metadata-redirect");
     let stats = fx.stats();
-    assert!(stats.get("evil").is_none(), "followed to the other origin: {stats}");
+    assert!(
+        stats.get("evil").is_none(),
+        "followed to the other origin: {stats}"
+    );
     assert_eq!(status(&src, "s"), "failed");
     let e = error(&src, "s");
-    assert!(e.contains("redirect to non-same-origin URL rejected"), "{e}");
+    assert!(
+        e.contains("redirect to non-same-origin URL rejected"),
+        "{e}"
+    );
     assert_eq!(fx.stats()["authorize"], 0);
 }
 
@@ -269,13 +320,24 @@ fn client_credentials_need_no_host() {
     // oauth_hostile.py answers only authorization_code and refresh_token.
     assert_eq!(status(&src, "s"), "failed");
     let e = error(&src, "s");
-    assert!(e.starts_with("mcp server \"s\" failed at initialize: auth ("), "{e}");
+    assert!(
+        e.starts_with("mcp server \"s\" failed at initialize: auth ("),
+        "{e}"
+    );
     assert!(!e.contains("s3cr3t-value"), "the secret leaked: {e}");
 }
 
 fn cli(config: &std::path::Path, mode: &str) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_toolnexus"))
-        .args(["call", "s_whoami", "{}", "--no-builtins", "--authorize", mode, "--config"])
+        .args([
+            "call",
+            "s_whoami",
+            "{}",
+            "--no-builtins",
+            "--authorize",
+            mode,
+            "--config",
+        ])
         .arg(config)
         .stdin(Stdio::null())
         .output()
@@ -305,21 +367,37 @@ fn the_cli_authorizes_headlessly_and_two_processes_share_a_credential_file() {
 
     let out = cli(&config, "headless");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("ok "), "{stdout}");
     let mode = std::fs::metadata(&store).map(|m| m.permissions().mode() & 0o777);
     assert_eq!(mode.ok(), Some(0o600));
 
     // The tokens stored: another process needs no authorization.
     let out = cli(&config, "none");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // Both expired, two processes at once: one refreshes (rotating the
     // refresh token) under the file's lock, the other uses its result.
     std::thread::sleep(Duration::from_millis(2300));
     let spawn = || {
         Command::new(env!("CARGO_BIN_EXE_toolnexus"))
-            .args(["call", "s_whoami", "{}", "--no-builtins", "--authorize", "none", "--config"])
+            .args([
+                "call",
+                "s_whoami",
+                "{}",
+                "--no-builtins",
+                "--authorize",
+                "none",
+                "--config",
+            ])
             .arg(&config)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -330,7 +408,11 @@ fn the_cli_authorizes_headlessly_and_two_processes_share_a_credential_file() {
     let (a, b) = (spawn(), spawn());
     for child in [a, b] {
         let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let stats = fx.stats();
     assert_eq!(stats["code"], 1, "one authorization in all: {stats}");

@@ -571,11 +571,14 @@ fn build(args: &ToolkitArgs) -> Result<(Toolkit, Option<Value>), Failure> {
             AuthorizeMode::None
         }
     });
-    let mut opts = toolnexus::toolkit::BuildOptions::default();
-    opts.authorize = match mode {
+    let authorize: Option<toolnexus::mcp::Authorize> = match mode {
         AuthorizeMode::Browser => Some(Arc::new(toolnexus::mcp::auth::browser)),
         AuthorizeMode::Headless => Some(Arc::new(toolnexus::mcp::auth::headless)),
         AuthorizeMode::None => None,
+    };
+    let opts = toolnexus::toolkit::BuildOptions {
+        authorize,
+        ..Default::default()
     };
     let text = Value::Object(cfg).to_string();
     let built = toolnexus::config::ToolkitConfig::from_json_text(&text)

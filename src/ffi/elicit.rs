@@ -37,7 +37,9 @@ pub(super) fn authorize_of(host: HostCallback) -> Authorize {
                 Some(Value::String(url)) => Ok(url.clone()),
                 _ => Err("the answer object has no \"url\" string".into()),
             },
-            Ok(Some(_)) => Err("expected the redirect URL as a JSON string or {\"url\": ...}".into()),
+            Ok(Some(_)) => {
+                Err("expected the redirect URL as a JSON string or {\"url\": ...}".into())
+            }
             Ok(None) => Err("it set no answer (the redirect URL)".into()),
             Err(message) => Err(message),
         }

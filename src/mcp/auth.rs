@@ -187,7 +187,7 @@ pub enum AuthSetting {
     /// `"auth": false`.
     Off,
     /// `"auth": true` or an object.
-    On(AuthConfig),
+    On(Box<AuthConfig>),
 }
 
 impl AuthSetting {
@@ -199,7 +199,7 @@ impl AuthSetting {
     ) -> Option<AuthConfig> {
         match self {
             AuthSetting::Off => None,
-            AuthSetting::On(c) => Some(c.clone()),
+            AuthSetting::On(c) => Some(c.as_ref().clone()),
             AuthSetting::Auto => {
                 let preset = headers
                     .iter()
@@ -234,11 +234,14 @@ impl PartialEq for HostAuthorize {
 /// Reads a server's `auth` value; `${ENV}` in `clientSecret` and `clientId`
 /// is expanded and remembered in `secrets` (redacted from everything this
 /// server reports).
-pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result<AuthSetting, String> {
+pub fn parse(
+    value: Option<&Value>,
+    secrets: &mut crate::env::Secrets,
+) -> Result<AuthSetting, String> {
     let m = match value {
         None | Some(Value::Null) => return Ok(AuthSetting::Auto),
         Some(Value::Bool(false)) => return Ok(AuthSetting::Off),
-        Some(Value::Bool(true)) => return Ok(AuthSetting::On(AuthConfig::default())),
+        Some(Value::Bool(true)) => return Ok(AuthSetting::On(Box::default())),
         Some(Value::Object(m)) => m,
         Some(other) => {
             return Err(format!(
@@ -262,7 +265,10 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
         "authorizeTimeoutMs",
     ];
     if let Some(k) = m.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(format!("auth.{k}: unknown key (expected one of {})", KEYS.join(", ")));
+        return Err(format!(
+            "auth.{k}: unknown key (expected one of {})",
+            KEYS.join(", ")
+        ));
     }
     let text = |key: &str| -> Result<Option<String>, String> {
         match m.get(key) {
@@ -274,8 +280,7 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
             )),
         }
     };
-    let mut cfg = AuthConfig::default();
-    cfg.grant = match text("grant")?.as_deref() {
+    let grant = match text("grant")?.as_deref() {
         None | Some("authorization_code") => Grant::AuthorizationCode,
         Some("client_credentials") => Grant::ClientCredentials,
         Some("identity_assertion") => Grant::IdentityAssertion,
@@ -284,6 +289,10 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
                 "auth.grant: expected \"authorization_code\", \"client_credentials\" or \"identity_assertion\", got \"{other}\""
             ))
         }
+    };
+    let mut cfg = AuthConfig {
+        grant,
+        ..AuthConfig::default()
     };
     cfg.idp = match m.get("idp") {
         None | Some(Value::Null) => None,
@@ -323,7 +332,9 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
             ))
         }
     };
-    cfg.client_id = text("clientId")?.map(|s| secrets.expand(&s)).filter(|s| !s.is_empty());
+    cfg.client_id = text("clientId")?
+        .map(|s| secrets.expand(&s))
+        .filter(|s| !s.is_empty());
     cfg.client_secret = text("clientSecret")?
         .map(|s| {
             let expanded = secrets.expand(&s);
@@ -339,9 +350,10 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
         (Some(pem), None) => Some(secrets.expand(&pem)),
         (None, Some(path)) => {
             let path = crate::env::expand(&path);
-            Some(std::fs::read_to_string(&path).map_err(|e| {
-                format!("auth.privateKeyFile: cannot read '{path}': {e}")
-            })?)
+            Some(
+                std::fs::read_to_string(&path)
+                    .map_err(|e| format!("auth.privateKeyFile: cannot read '{path}': {e}"))?,
+            )
         }
         (None, None) => None,
     };
@@ -390,7 +402,10 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
         }
     };
     if let Some(r) = text("redirectUri")? {
-        if url::Url::parse(&r).map(|u| u.host_str().is_none()).unwrap_or(true) {
+        if url::Url::parse(&r)
+            .map(|u| u.host_str().is_none())
+            .unwrap_or(true)
+        {
             return Err(format!("auth.redirectUri: \"{r}\" is not an absolute URL"));
         }
         cfg.redirect_uri = r;
@@ -432,7 +447,7 @@ pub fn parse(value: Option<&Value>, secrets: &mut crate::env::Secrets) -> Result
                 .into(),
         );
     }
-    Ok(AuthSetting::On(cfg))
+    Ok(AuthSetting::On(Box::new(cfg)))
 }
 
 // ---------------------------------------------------------------------------
@@ -477,7 +492,11 @@ impl AuthClock {
 
     /// `fut`'s output, or `None` once `limit` passed, not counting the time
     /// the host's `authorize` took (nor the time it is still taking).
-    pub async fn bound<F: std::future::Future>(&self, limit: Duration, fut: F) -> Option<F::Output> {
+    pub async fn bound<F: std::future::Future>(
+        &self,
+        limit: Duration,
+        fut: F,
+    ) -> Option<F::Output> {
         let start = tokio::time::Instant::now();
         tokio::pin!(fut);
         loop {
@@ -588,7 +607,9 @@ impl Store {
             StoreKind::File { path, cache, .. } => {
                 let stamp = match std::fs::metadata(path) {
                     Ok(m) => (m.modified().unwrap_or(std::time::UNIX_EPOCH), m.len()),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Entry::default()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Ok(Entry::default())
+                    }
                     Err(e) => return Err(store_error("cannot read", path, e)),
                 };
                 if let Some((seen, entry)) = lock(cache).as_ref() {
@@ -692,7 +713,6 @@ fn write_store_file(path: &Path, file: &StoreFile) -> Result<(), AuthError> {
     Ok(())
 }
 
-
 /// An exclusive lock on `PATH.lock` (flock), released on drop.
 struct FileLock {
     _file: std::fs::File,
@@ -704,7 +724,10 @@ impl FileLock {
         let mut name = path.as_os_str().to_owned();
         name.push(".lock");
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
         }
         let f = std::fs::OpenOptions::new()
             .read(true)
@@ -724,6 +747,23 @@ impl FileLock {
 #[derive(Clone)]
 struct StoreHandle(Arc<Store>);
 
+impl StoreHandle {
+    /// A file store's write (which may wait for another process's lock)
+    /// on a blocking thread; a memory store's at once.
+    async fn off_thread(
+        &self,
+        work: impl FnOnce(&Store) -> Result<(), AuthError> + Send + 'static,
+    ) -> Result<(), AuthError> {
+        if matches!(self.0.kind, StoreKind::Memory(_)) {
+            return work(&self.0);
+        }
+        let store = Arc::clone(&self.0);
+        tokio::task::spawn_blocking(move || work(&store))
+            .await
+            .map_err(|e| AuthError::CredentialStoreError(format!("store: {e}")))?
+    }
+}
+
 /// Clears the store's "locked" flag when the refresh guard goes.
 struct LockedFlag(Arc<AtomicBool>);
 
@@ -740,11 +780,13 @@ impl CredentialStore for StoreHandle {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        self.0.update(|e| e.credentials = Some(credentials))
+        self.off_thread(move |store| store.update(|e| e.credentials = Some(credentials)))
+            .await
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
-        self.0.update(|e| *e = Entry::default())
+        self.off_thread(|store| store.update(|e| *e = Entry::default()))
+            .await
     }
 
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
@@ -883,6 +925,14 @@ struct State {
     requested: Vec<String>,
 }
 
+/// What binds an OAuth state to its session: the server's timeout (each
+/// OAuth request's), the connect's clock, the session's closing token.
+pub struct SessionTies {
+    pub timeout: Duration,
+    pub clock: Arc<AuthClock>,
+    pub closing: CancellationToken,
+}
+
 /// What a request does after a refusal.
 pub enum Retry {
     /// Send it again with this token.
@@ -899,11 +949,14 @@ impl OAuth {
         url: &str,
         config: AuthConfig,
         authorize: Option<Authorize>,
-        http_timeout: Duration,
-        clock: Arc<AuthClock>,
         secrets: &crate::env::Secrets,
-        closing: CancellationToken,
+        ties: SessionTies,
     ) -> Result<OAuth, String> {
+        let SessionTies {
+            timeout: http_timeout,
+            clock,
+            closing,
+        } = ties;
         let base = url::Url::parse(url).map_err(|e| format!("invalid config (url: {e})"))?;
         let store = Arc::new(Store::new(&config.store, url));
         let http = Arc::new(OAuthHttp::new(http_timeout)?);
@@ -997,7 +1050,10 @@ impl OAuth {
         self.current(&mut st).await
     }
 
-    async fn manager<'a>(&self, st: &'a mut State) -> Result<&'a mut AuthorizationManager, AuthFailure> {
+    async fn manager<'a>(
+        &self,
+        st: &'a mut State,
+    ) -> Result<&'a mut AuthorizationManager, AuthFailure> {
         if st.manager.is_none() {
             let mut m = AuthorizationManager::new_with_oauth_http_client(
                 self.url.as_str(),
@@ -1030,7 +1086,9 @@ impl OAuth {
                         return Ok(None);
                     }
                 }
-                Err(e @ (AuthError::TokenRefreshFailed(_) | AuthError::TokenRefreshRejected(_))) => {
+                Err(
+                    e @ (AuthError::TokenRefreshFailed(_) | AuthError::TokenRefreshRejected(_)),
+                ) => {
                     // Not fatal: the server's 401 starts a new authorization.
                     crate::log::emit(crate::log::Level::Warn, "mcp", || {
                         self.describe(&format!("server \"{}\": refresh", self.server), &e)
@@ -1090,11 +1148,15 @@ impl OAuth {
                     .map_err(|e| self.describe("client", &e))?;
             }
             Grant::AuthorizationCode => {
-                let mut c = OAuthClientConfig::new(creds.client_id.clone(), self.config.redirect_uri.clone());
+                let mut c = OAuthClientConfig::new(
+                    creds.client_id.clone(),
+                    self.config.redirect_uri.clone(),
+                );
                 if let Some(s) = secret {
                     c = c.with_client_secret(s);
                 }
-                mgr.configure_client(c).map_err(|e| self.describe("client", &e))?;
+                mgr.configure_client(c)
+                    .map_err(|e| self.describe("client", &e))?;
             }
         }
         st.requested = creds.granted_scopes.clone();
@@ -1176,7 +1238,9 @@ impl OAuth {
             )));
         }
         *flows += 1;
-        self.flow(&mut st, Some(challenge), true).await.map(Retry::With)
+        self.flow(&mut st, Some(challenge), true)
+            .await
+            .map(Retry::With)
     }
 
     /// Whether `header` (a 403's) asks for more scope.
@@ -1246,7 +1310,10 @@ impl OAuth {
 
         // The scopes.
         let scopes = if !self.config.scopes.is_empty() {
-            union(&self.config.scopes, if step_up { &challenge_scopes } else { &[] })
+            union(
+                &self.config.scopes,
+                if step_up { &challenge_scopes } else { &[] },
+            )
         } else if step_up {
             let mut s = union(&requested_before, &challenge_scopes);
             let offline = metadata
@@ -1279,7 +1346,8 @@ impl OAuth {
             if let Some(s) = &self.config.client_secret {
                 c = c.with_client_secret(s.clone());
             }
-            mgr.configure_client(c).map_err(|e| self.describe("client", &e))?;
+            mgr.configure_client(c)
+                .map_err(|e| self.describe("client", &e))?;
         } else if let (true, Some(url)) = (cimd, &self.config.client_metadata_url) {
             mgr.configure_client(OAuthClientConfig::new(url.clone(), redirect.clone()))
                 .map_err(|e| self.describe("client", &e))?;
@@ -1289,7 +1357,8 @@ impl OAuth {
                 self.remember(s);
                 cc = cc.with_client_secret(s.clone());
             }
-            mgr.configure_client(cc).map_err(|e| self.describe("client", &e))?;
+            mgr.configure_client(cc)
+                .map_err(|e| self.describe("client", &e))?;
         } else if metadata.registration_endpoint.is_some() {
             let reg = mgr
                 .register_client(&self.config.client_name, &redirect, &refs)
@@ -1303,8 +1372,9 @@ impl OAuth {
                 client_secret: reg.client_secret.clone(),
                 issuer: metadata.issuer.clone(),
             };
-            self.store
-                .update(|e| e.client = Some(info))
+            StoreHandle(Arc::clone(&self.store))
+                .off_thread(move |store| store.update(|e| e.client = Some(info)))
+                .await
                 .map_err(|e| self.describe("store", &e))?;
         } else {
             return Err(self.fail(
@@ -1360,8 +1430,8 @@ impl OAuth {
             .issuer
             .clone()
             .unwrap_or_else(|| metadata.token_endpoint.clone());
-        let assertion =
-            client_assertion(&key, &id, &audience).map_err(|e| self.fail(format!("client: {e}")))?;
+        let assertion = client_assertion(&key, &id, &audience)
+            .map_err(|e| self.fail(format!("client: {e}")))?;
         self.remember(&assertion);
         let form = {
             let mut form = url::form_urlencoded::Serializer::new(String::new());
@@ -1382,7 +1452,6 @@ impl OAuth {
             .await?;
         self.keep_token(&id, &body, metadata).await
     }
-
 
     /// The identity assertion grant (SEP-990, enterprise-managed
     /// authorization): the enterprise IdP's ID token is exchanged at the
@@ -1409,12 +1478,21 @@ impl OAuth {
             .unwrap_or_else(|| metadata.token_endpoint.clone());
         let form = {
             let mut f = url::form_urlencoded::Serializer::new(String::new());
-            f.append_pair("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange")
-                .append_pair("subject_token", &idp.id_token)
-                .append_pair("subject_token_type", "urn:ietf:params:oauth:token-type:id_token")
-                .append_pair("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag")
-                .append_pair("audience", &audience)
-                .append_pair("resource", &self.url);
+            f.append_pair(
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+            )
+            .append_pair("subject_token", &idp.id_token)
+            .append_pair(
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:id_token",
+            )
+            .append_pair(
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:id-jag",
+            )
+            .append_pair("audience", &audience)
+            .append_pair("resource", &self.url);
             if let Some(c) = &idp.client_id {
                 f.append_pair("client_id", c);
             }
@@ -1423,15 +1501,15 @@ impl OAuth {
             }
             f.finish()
         };
-        let basic = idp
-            .client_id
-            .as_deref()
-            .zip(idp.client_secret.as_deref());
+        let basic = idp.client_id.as_deref().zip(idp.client_secret.as_deref());
         let body = self
             .token_request("identity provider", &idp.token_endpoint, form, basic)
             .await?;
         let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let Some(jag) = v.get("access_token").and_then(Value::as_str).filter(|s| !s.is_empty())
+        let Some(jag) = v
+            .get("access_token")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
         else {
             return Err(self.fail("identity provider: the token exchange answered no access_token"));
         };
@@ -1465,12 +1543,16 @@ impl OAuth {
             .http
             .stop
             .post(endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
             .header(reqwest::header::ACCEPT, "application/json")
             .body(form);
         if let Some((user, password)) = basic {
             // RFC 6749 §2.3.1: each part form-urlencoded first.
-            let enc = |x: &str| url::form_urlencoded::byte_serialize(x.as_bytes()).collect::<String>();
+            let enc =
+                |x: &str| url::form_urlencoded::byte_serialize(x.as_bytes()).collect::<String>();
             request = request.basic_auth(enc(user), Some(enc(password)));
         }
         let sent = request.send().await;
@@ -1490,7 +1572,10 @@ impl OAuth {
         }
         if !status.is_success() {
             let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let error = v.get("error").and_then(Value::as_str).unwrap_or("no error code");
+            let error = v
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("no error code");
             return Err(self.fail(format!(
                 "{what}: the server refused ({}, HTTP {})",
                 quote(error),
@@ -1598,7 +1683,9 @@ impl OAuth {
         let host_stop = stop.clone();
         let _paused = self.clock.pause();
         let mut task = tokio::task::spawn_blocking(move || {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| authorize(&event, &host_stop)))
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                authorize(&event, &host_stop)
+            }))
         });
         let outcome = tokio::select! {
             joined = &mut task => Some(joined),
@@ -1620,9 +1707,10 @@ impl OAuth {
                 "authorize: the callback panicked: {}",
                 quote(&crate::error::panic_message(&panic))
             ))),
-            Some(Ok(Ok(Err(message)))) => {
-                Err(self.fail(format!("authorize: the callback failed: {}", quote(&message))))
-            }
+            Some(Ok(Ok(Err(message)))) => Err(self.fail(format!(
+                "authorize: the callback failed: {}",
+                quote(&message)
+            ))),
             Some(Ok(Ok(Ok(answer)))) => Ok(answer),
         }
     }
@@ -1698,8 +1786,13 @@ fn client_assertion(key: &SigningKey, client_id: &str, audience: &str) -> Result
             .to_vec(),
         SigningKey::Rsa(k) => {
             let mut sig = vec![0; k.public().modulus_len()];
-            k.sign(&ring::signature::RSA_PKCS1_SHA256, &rng, input.as_bytes(), &mut sig)
-                .map_err(|_| "signing failed".to_string())?;
+            k.sign(
+                &ring::signature::RSA_PKCS1_SHA256,
+                &rng,
+                input.as_bytes(),
+                &mut sig,
+            )
+            .map_err(|_| "signing failed".to_string())?;
             sig
         }
     };
@@ -1760,11 +1853,10 @@ pub fn headless(event: &Value, _stop: &CancelToken) -> Result<String, String> {
                 .timeout(Duration::from_secs(30))
                 .build()
                 .map_err(|e| e.to_string())?;
-            let response = client
-                .get(&url)
-                .send()
-                .await
-                .map_err(|e| format!("GET of the authorization URL failed: {}", innermost(&e)))?;
+            let response =
+                client.get(&url).send().await.map_err(|e| {
+                    format!("GET of the authorization URL failed: {}", innermost(&e))
+                })?;
             let status = response.status();
             let location = response
                 .headers()
@@ -1791,7 +1883,10 @@ pub fn headless(event: &Value, _stop: &CancelToken) -> Result<String, String> {
 /// line pasted at the terminal (`/dev/tty`). Ends early when `stop` is
 /// triggered. A blocking call.
 pub fn browser(event: &Value, stop: &CancelToken) -> Result<String, String> {
-    let url = event.get("url").and_then(Value::as_str).ok_or("the event has no url")?;
+    let url = event
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or("the event has no url")?;
     let server = event.get("server").and_then(Value::as_str).unwrap_or("?");
     let redirect = event
         .get("redirectUri")
@@ -1904,7 +1999,10 @@ fn catch_redirect(
             body.len()
         );
         if matches {
-            return origin.join(target).map(String::from).map_err(|e| e.to_string());
+            return origin
+                .join(target)
+                .map(String::from)
+                .map_err(|e| e.to_string());
         }
     }
     Err("cancelled while waiting for the browser".into())
@@ -1913,7 +2011,8 @@ fn catch_redirect(
 /// One line from the terminal (`/dev/tty`), or an error once `stop` fires.
 fn read_tty_line(stop: &CancelToken) -> Result<String, String> {
     use std::io::BufRead;
-    let tty = std::fs::File::open("/dev/tty").map_err(|e| format!("no terminal to read from ({e})"))?;
+    let tty =
+        std::fs::File::open("/dev/tty").map_err(|e| format!("no terminal to read from ({e})"))?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();
@@ -1946,8 +2045,10 @@ mod tests {
         assert_eq!(parse(None, &mut s), Ok(AuthSetting::Auto));
         assert_eq!(parse(Some(&json!(false)), &mut s), Ok(AuthSetting::Off));
         let Ok(AuthSetting::On(c)) = parse(
-            Some(&json!({"clientId": "c", "clientSecret": "sekrit", "scopes": "a b",
-                         "store": "file:/tmp/x.json", "grant": "client_credentials"})),
+            Some(
+                &json!({"clientId": "c", "clientSecret": "sekrit", "scopes": "a b",
+                         "store": "file:/tmp/x.json", "grant": "client_credentials"}),
+            ),
             &mut s,
         ) else {
             panic!("not parsed")
@@ -1958,8 +2059,10 @@ mod tests {
         assert!(!format!("{c:?}").contains("sekrit"));
         assert_eq!(s.redact("x sekrit y"), "x [redacted] y");
         let Ok(AuthSetting::On(c)) = parse(
-            Some(&json!({"grant": "identity_assertion", "clientId": "c", "clientSecret": "x",
-                         "idp": {"tokenEndpoint": "http://idp/token", "idToken": "id-tok-123"}})),
+            Some(
+                &json!({"grant": "identity_assertion", "clientId": "c", "clientSecret": "x",
+                         "idp": {"tokenEndpoint": "http://idp/token", "idToken": "id-tok-123"}}),
+            ),
             &mut s,
         ) else {
             panic!("not parsed")
@@ -2004,8 +2107,10 @@ mod tests {
             client_secret: None,
             issuer: Some("http://as".into()),
         };
-        a.update(|e| e.client = Some(info("A"))).unwrap_or_else(|e| panic!("{e}"));
-        b.update(|e| e.client = Some(info("B"))).unwrap_or_else(|e| panic!("{e}"));
+        a.update(|e| e.client = Some(info("A")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        b.update(|e| e.client = Some(info("B")))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.client().map(|c| c.client_id), Some("A".into()));
         assert_eq!(b.client().map(|c| c.client_id), Some("B".into()));
         let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777);
@@ -2016,7 +2121,10 @@ mod tests {
         // A file that is not ours is an error, never overwritten.
         std::fs::write(&path, "not json").unwrap_or_else(|e| panic!("{e}"));
         assert!(a2.update(|e| e.client = None).is_err());
-        assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("not json"));
+        assert_eq!(
+            std::fs::read_to_string(&path).ok().as_deref(),
+            Some("not json")
+        );
     }
 
     #[tokio::test]
@@ -2024,7 +2132,10 @@ mod tests {
         let clock = AuthClock::default();
         // Plain: the limit holds.
         let out = clock
-            .bound(Duration::from_millis(50), tokio::time::sleep(Duration::from_secs(5)))
+            .bound(
+                Duration::from_millis(50),
+                tokio::time::sleep(Duration::from_secs(5)),
+            )
             .await;
         assert!(out.is_none());
         // A host wait of 200 ms inside a 100 ms limit does not time out.
@@ -2049,15 +2160,21 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
         let pem = format!("-----BEGIN PRIVATE KEY-----\n{b64}\n-----END PRIVATE KEY-----\n");
         let key = signing_key(&pem).unwrap_or_else(|e| panic!("{e}"));
-        let jwt = client_assertion(&key, "svc", "http://as.example").unwrap_or_else(|e| panic!("{e}"));
+        let jwt =
+            client_assertion(&key, "svc", "http://as.example").unwrap_or_else(|e| panic!("{e}"));
         let parts: Vec<&str> = jwt.split('.').collect();
         assert_eq!(parts.len(), 3);
         let url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let claims: Value = serde_json::from_slice(&url.decode(parts[1]).unwrap_or_default())
             .unwrap_or(Value::Null);
-        assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("svc"), Some("svc")));
+        assert_eq!(
+            (claims["iss"].as_str(), claims["sub"].as_str()),
+            (Some("svc"), Some("svc"))
+        );
         assert_eq!(claims["aud"], "http://as.example");
-        let SigningKey::Ec(pair) = &key else { panic!("not EC") };
+        let SigningKey::Ec(pair) = &key else {
+            panic!("not EC")
+        };
         let public = ring::signature::UnparsedPublicKey::new(
             &ring::signature::ECDSA_P256_SHA256_FIXED,
             pair.public_key().as_ref().to_vec(),

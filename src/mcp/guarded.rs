@@ -19,8 +19,8 @@
 
 use super::auth::{AuthFailure, OAuth, Retry};
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::transport::auth::AuthError;
 use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::auth::AuthError;
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -143,12 +143,24 @@ impl GuardedClient {
             let retry = match &out {
                 Err(StreamableHttpError::AuthRequired(e)) => {
                     let challenge = Some(e.www_authenticate_header.as_str());
-                    auth.unauthorized(token.as_deref(), challenge, &mut flows, &mut refreshed, interactive)
-                        .await
+                    auth.unauthorized(
+                        token.as_deref(),
+                        challenge,
+                        &mut flows,
+                        &mut refreshed,
+                        interactive,
+                    )
+                    .await
                 }
                 Err(e) if bare_401(e) => {
-                    auth.unauthorized(token.as_deref(), None, &mut flows, &mut refreshed, interactive)
-                        .await
+                    auth.unauthorized(
+                        token.as_deref(),
+                        None,
+                        &mut flows,
+                        &mut refreshed,
+                        interactive,
+                    )
+                    .await
                 }
                 Err(StreamableHttpError::InsufficientScope(e))
                     if interactive && auth.is_insufficient_scope(&e.www_authenticate_header) =>
@@ -263,8 +275,12 @@ impl StreamableHttpClient for GuardedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Failure> {
         self.guarded(self.authed(auth_header, false, |token| {
-            self.inner
-                .delete_session(uri.clone(), session_id.clone(), token, custom_headers.clone())
+            self.inner.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
         }))
         .await
     }

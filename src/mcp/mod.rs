@@ -34,8 +34,8 @@ mod shape;
 mod sse;
 mod stdio;
 
-pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
 pub use auth::Authorize;
+pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
 pub use elicit::WaitFor;
 pub use proxy::Upstreams;
 pub use session::RemoteTool;

@@ -7,9 +7,9 @@
 //! `http-status (N)`, `malformed-result`, `closed`). Header values never
 //! appear in it.
 
+use super::auth::{AuthClock, OAuth, SessionTies};
 use super::config::{ServerConfig, Transport as ServerTransport};
 use super::direct::{self, Direct};
-use super::auth::{AuthClock, OAuth};
 use super::elicit::{self, Calls, WaitFor};
 use super::guarded::GuardedClient;
 use super::known_ids::KnownIds;
@@ -240,7 +240,12 @@ async fn connect_inner(
     };
     let peer = service.peer().clone();
     phase.set("tools/list");
-    let tools = match phase.clock().bound(cfg.timeout, list_tools(&peer)).await.ok_or(()) {
+    let tools = match phase
+        .clock()
+        .bound(cfg.timeout, list_tools(&peer))
+        .await
+        .ok_or(())
+    {
         Ok(Ok(tools)) => tools,
         Ok(Err(detail)) => {
             let detail = match &child {
@@ -443,17 +448,12 @@ fn oauth(
     let Some(config) = auth.effective(authorize.is_some(), headers) else {
         return Ok(None);
     };
-    OAuth::new(
-        &cfg.name,
-        url,
-        config,
-        authorize,
-        cfg.timeout,
-        phase.2.clone(),
-        &secrets.0,
-        side.stopped.clone(),
-    )
-    .map(|a| Some(Arc::new(a)))
+    let ties = SessionTies {
+        timeout: cfg.timeout,
+        clock: phase.2.clone(),
+        closing: side.stopped.clone(),
+    };
+    OAuth::new(&cfg.name, url, config, authorize, &secrets.0, ties).map(|a| Some(Arc::new(a)))
 }
 
 fn streamable_transport(

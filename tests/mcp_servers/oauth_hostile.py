@@ -9,6 +9,9 @@ Prints its MCP URL (http://127.0.0.1:PORT/mcp) on the first line of stdout.
 MODE:
   ok               everything right (the baseline)
   issuer           the authorization server metadata names another issuer
+  issuer-path      no protected resource metadata; the metadata at the root
+                   names the issuer BASE/oauth (the conformance suite's
+                   auth/2025-03-26-oauth-metadata-backcompat server)
   no-access-token  the token response has no access_token
   long-challenge   the 401's WWW-Authenticate is 10,000 characters long, its
                    resource_metadata (past 4,096) pointing at another origin
@@ -104,6 +107,8 @@ class Handler(BaseHTTPRequestHandler):
         q = dict(urllib.parse.parse_qsl(url.query))
         if url.path == "/_stats":
             return self.send_json(200, stats)
+        if url.path.startswith("/.well-known/oauth-protected-resource") and MODE == "issuer-path":
+            return self.send_json(404, {"error": "not_found"})
         if url.path == "/.well-known/oauth-protected-resource/mcp":
             if MODE == "metadata-redirect":
                 return self.redirect(EVIL_BASE + "/.well-known/oauth-protected-resource")
@@ -114,7 +119,8 @@ class Handler(BaseHTTPRequestHandler):
             })
         if url.path == "/.well-known/oauth-authorization-server":
             meta = {
-                "issuer": "http://issuer.example" if MODE == "issuer" else self.base,
+                "issuer": {"issuer": "http://issuer.example",
+                           "issuer-path": self.base + "/oauth"}.get(MODE, self.base),
                 "authorization_endpoint": self.base + "/authorize",
                 "token_endpoint": self.base + "/token",
                 "registration_endpoint": self.base + "/register",
