@@ -277,6 +277,54 @@ mod tests {
         (status, tk, err)
     }
 
+    unsafe extern "C" fn answer(user_data: *mut c_void, _: *const c_char, reply: *mut tn_reply) {
+        // SAFETY: user_data is one of the NUL-terminated literals below.
+        let text = user_data as *const c_char;
+        // SAFETY: the reply of this callback.
+        unsafe { super::super::tn_reply_set_json(reply, text) };
+    }
+
+    /// The `authorize` slot: accepted, and the host's answer read as a JSON
+    /// string or `{"url": ...}`, anything else refused with a sentence.
+    #[test]
+    fn the_authorize_slot_reads_the_redirect_url() {
+        let opts = tn_build_options_new();
+        // SAFETY: live options, a literal slot, a callback of the right type.
+        let status = unsafe {
+            tn_build_options_set_callback(
+                opts,
+                c"authorize".as_ptr(),
+                Some(answer),
+                c"\"http://h/cb\"".as_ptr() as *mut c_void,
+                None,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, TN_OK);
+        // SAFETY: from tn_build_options_new, freed once.
+        unsafe { tn_build_options_free(opts) };
+        let ask = |text: &'static CStr| {
+            let host = super::super::client::HostCallback::adopt(
+                Some(answer),
+                text.as_ptr() as *mut c_void,
+                None,
+            )
+            .unwrap_or_else(|| panic!("adopted"));
+            let authorize = super::super::elicit::authorize_of(host);
+            authorize(
+                &json!({"url": "http://as/authorize"}),
+                &crate::cancel::CancelToken::new(),
+            )
+        };
+        assert_eq!(
+            ask(c"\"http://h/cb?code=1\""),
+            Ok("http://h/cb?code=1".into())
+        );
+        assert_eq!(ask(c"{\"url\":\"http://h/cb\"}"), Ok("http://h/cb".into()));
+        assert!(ask(c"42").is_err_and(|e| e.contains("redirect URL")));
+        assert!(ask(c"{}").is_err_and(|e| e.contains("url")));
+    }
+
     #[test]
     fn slots_cancel_and_provider_through_the_abi() {
         let opts = tn_build_options_new();
