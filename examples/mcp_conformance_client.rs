@@ -27,9 +27,47 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let mut auth = json!({
+        "clientMetadataUrl": "https://conformance-test.local/client-metadata.json",
+        "clientName": "toolnexus-conformance",
+    });
+    if let (Some(id), Some(secret)) = (
+        context["client_id"].as_str(),
+        context["client_secret"].as_str(),
+    ) {
+        auth["clientId"] = json!(id);
+        auth["clientSecret"] = json!(secret);
+    }
+    if let (Some(id), Some(pem)) = (
+        context["client_id"].as_str(),
+        context["private_key_pem"].as_str(),
+    ) {
+        auth["clientId"] = json!(id);
+        auth["privateKey"] = json!(pem);
+    }
+    if let (Some(endpoint), Some(id_token)) = (
+        context["idp_token_endpoint"].as_str(),
+        context["idp_id_token"].as_str(),
+    ) {
+        // Enterprise-managed authorization (SEP-990): the IdP's ID token
+        // the host's single sign-on got.
+        auth["grant"] = json!("identity_assertion");
+        auth["idp"] = json!({
+            "tokenEndpoint": endpoint,
+            "idToken": id_token,
+            "clientId": context["idp_client_id"],
+        });
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        auth["grant"] = json!("client_credentials");
+    }
     let cfg = ToolkitConfig::from_value(&json!({
         "builtins": false,
-        "mcpConfig": {"mcpServers": {"s": {"url": url, "timeout": 20000}}}
+        "mcpConfig": {"mcpServers": {"s": {"url": url, "timeout": 20000, "auth": auth}}}
     }));
     let cfg = match cfg {
         Ok(c) => c,
@@ -45,6 +83,7 @@ fn main() -> std::process::ExitCode {
     });
     let opts = BuildOptions {
         wait_for: Some(wait_for),
+        authorize: Some(Arc::new(toolnexus::mcp::auth::headless)),
         ..BuildOptions::default()
     };
     let tk = match Toolkit::build_with(&cfg, &opts) {

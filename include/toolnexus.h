@@ -549,6 +549,18 @@ tn_status tn_build_options_set_cancel(tn_build_options *opts,
    The toolkits built keep it: its `user_data_free` runs once the
    options and those toolkits are all freed. Without one, elicitation is
    not advertised and a server that asks is refused (`-32601`).
+ - `authorize` (MCP authorization, OAuth 2.1): the browser step. When a
+   remote MCP server needs an authorization, the event is `{server, url,
+   redirectUri, resource}`: show `url` to a human (open a browser); once
+   the authorization server redirected to `redirectUri`, answer that full
+   URL (with its `code` and `state`) as a JSON string (or `{"url": ...}`)
+   through `tn_reply_set_json`. `tn_reply_set_error` refuses. Called on
+   a library thread while the connect (or the call that needed it)
+   waits, up to the server's `auth.authorizeTimeoutMs` (default 300 s, not
+   counted against its `timeout`); `tn_reply_cancelled` turns true once
+   nobody waits. With one, every remote server without an `auth` setting
+   answers a `401` with an authorization; without one only servers with
+   `auth` do (and only `client_credentials` completes).
 
  A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
  for this `user_data` — also when this call fails. An unknown slot is

@@ -54,6 +54,14 @@ pub struct BuildOptions {
     /// during a tool call is answered through it while the call waits;
     /// without one the capability is not advertised.
     pub wait_for: Option<crate::mcp::WaitFor>,
+    /// The host's `authorize` for MCP authorization (OAuth 2.1,
+    /// [`crate::mcp::auth`]): the browser step — the authorization URL in
+    /// the event `{server, url, redirectUri, resource}`, the URL the
+    /// authorization server redirected to as the answer. With one, a remote
+    /// server that answers `401` is authorized (servers with an `auth`
+    /// setting are either way); [`crate::mcp::auth::headless`] completes it
+    /// without a browser for servers that consent at once.
+    pub authorize: Option<crate::mcp::Authorize>,
 }
 
 impl BuildOptions {
@@ -81,6 +89,17 @@ impl BuildOptions {
         self
     }
 
+    pub fn with_authorize(
+        mut self,
+        authorize: impl Fn(&Value, &CancelToken) -> std::result::Result<String, String>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.authorize = Some(Arc::new(authorize));
+        self
+    }
+
     pub(crate) fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
     }
@@ -92,6 +111,7 @@ impl std::fmt::Debug for BuildOptions {
             .field("cancel", &self.cancel)
             .field("skill_provider", &self.skill_provider.is_some())
             .field("wait_for", &self.wait_for.is_some())
+            .field("authorize", &self.authorize.is_some())
             .finish()
     }
 }
@@ -160,6 +180,7 @@ impl<'a> Build<'a> {
             Some(v) => match crate::mcp::parse_config(v) {
                 Ok(mut c) => {
                     c.set_wait_for(opts.wait_for.clone());
+                    c.set_authorize(opts.authorize.clone());
                     Some(c)
                 }
                 Err(e) => {

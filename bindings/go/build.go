@@ -34,7 +34,8 @@ type BuildOption func(*buildOptions)
 
 type buildOptions struct {
 	skillProvider func(ctx context.Context) ([]SkillDef, error)
-	waitFor       WaitForFunc // elicit.go
+	waitFor       WaitForFunc   // elicit.go
+	authorize     AuthorizeFunc // authorize.go
 }
 
 // WithSkillProvider supplies skills from Go at build time (SPEC §3 S1), for
@@ -80,6 +81,9 @@ func build(ctx context.Context, cconf *C.char, opts []BuildOption) (*C.tn_toolki
 		}
 	}
 	if err := setWaitFor(copts, o.waitFor); err != nil {
+		return nil, err
+	}
+	if err := setAuthorize(copts, o.authorize); err != nil {
 		return nil, err
 	}
 	var ptr *C.tn_toolkit

@@ -16,3 +16,17 @@ tn_status tngo_build_set_wait_for(tn_build_options *opts, uintptr_t handle, char
     return tn_build_options_set_callback(opts, "waitFor", tngo_wait_for_trampoline, (void *)handle,
                                          tngo_wait_for_release, out_error);
 }
+
+// The C side of a toolkit's Go authorize (authorize.go), the same way.
+static void tngo_authorize_trampoline(void *user_data, const char *event_json, tn_reply *reply) {
+    goToolkitAuthorize((uintptr_t)user_data, (char *)event_json, reply);
+}
+
+static void tngo_authorize_release(void *user_data) {
+    goToolkitAuthorizeRelease((uintptr_t)user_data);
+}
+
+tn_status tngo_build_set_authorize(tn_build_options *opts, uintptr_t handle, char **out_error) {
+    return tn_build_options_set_callback(opts, "authorize", tngo_authorize_trampoline, (void *)handle,
+                                         tngo_authorize_release, out_error);
+}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 
@@ -323,6 +324,22 @@ func ExampleWithWaitFor() {
 	tk, err := toolnexus.Build(context.Background(), map[string]any{"builtins": false},
 		toolnexus.WithWaitFor(func(_ context.Context, req toolnexus.Request) (toolnexus.Answer, error) {
 			return toolnexus.Answer{ID: req.ID, OK: true, Data: json.RawMessage(`{"name":"Ada"}`)}, nil
+		}))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(tk.Close())
+	// Output: <nil>
+}
+
+func ExampleWithAuthorize() {
+	// authorize completes the browser step of an MCP server's OAuth
+	// authorization: open ev.URL for a human, return where the browser was
+	// sent back to (the redirect URI with code and state).
+	tk, err := toolnexus.Build(context.Background(), map[string]any{"builtins": false},
+		toolnexus.WithAuthorize(func(ctx context.Context, ev toolnexus.AuthorizeEvent) (string, error) {
+			fmt.Fprintln(os.Stderr, "open", ev.URL)
+			return "", errors.New("no browser here")
 		}))
 	if err != nil {
 		panic(err)

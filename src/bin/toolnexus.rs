@@ -238,6 +238,23 @@ struct ToolkitArgs {
     /// Leave the ten built-in tools out.
     #[arg(long)]
     no_builtins: bool,
+    /// How an MCP server's OAuth authorization (a `401`) is completed:
+    /// `browser` prints the authorization URL (and opens a browser), then
+    /// waits for the redirect on a loopback redirect URI or for the URL to
+    /// be pasted; `headless` fetches the URL and takes its redirect as the
+    /// answer (servers that consent at once, as test servers do); `none`
+    /// only completes what needs no browser (client_credentials, tokens
+    /// already stored). Default: `browser` when stderr is a terminal, else
+    /// `none`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    authorize: Option<AuthorizeMode>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AuthorizeMode {
+    Browser,
+    Headless,
+    None,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -355,6 +372,7 @@ fn main() -> ExitCode {
                 config: tools_config,
                 skills,
                 no_builtins,
+                authorize: None,
             };
             let out = AgentsOutput { json, trace };
             agents_run(&toolkit, &config, &agent, &prompt, out)
@@ -545,7 +563,27 @@ fn build(args: &ToolkitArgs) -> Result<(Toolkit, Option<Value>), Failure> {
     if args.no_builtins {
         cfg.insert("builtins".into(), Value::Bool(false));
     }
-    let tk = Toolkit::build_from_json(&Value::Object(cfg).to_string()).map_err(|e| {
+    let mode = args.authorize.unwrap_or_else(|| {
+        use std::io::IsTerminal;
+        if std::io::stderr().is_terminal() {
+            AuthorizeMode::Browser
+        } else {
+            AuthorizeMode::None
+        }
+    });
+    let authorize: Option<toolnexus::mcp::Authorize> = match mode {
+        AuthorizeMode::Browser => Some(Arc::new(toolnexus::mcp::auth::browser)),
+        AuthorizeMode::Headless => Some(Arc::new(toolnexus::mcp::auth::headless)),
+        AuthorizeMode::None => None,
+    };
+    let opts = toolnexus::toolkit::BuildOptions {
+        authorize,
+        ..Default::default()
+    };
+    let text = Value::Object(cfg).to_string();
+    let built = toolnexus::config::ToolkitConfig::from_json_text(&text)
+        .and_then(|c| Toolkit::build_with(&c, &opts));
+    let tk = built.map_err(|e| {
         let what = args
             .config
             .as_ref()

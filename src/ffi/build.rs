@@ -27,15 +27,18 @@ enum BuildSlot {
     SkillProvider,
     /// SPEC §2's elicitation bridge (`super::elicit`).
     WaitFor,
+    /// The browser step of MCP authorization (OAuth, `crate::mcp::auth`).
+    Authorize,
 }
 
-const BUILD_SLOTS: &str = "skillProvider, waitFor";
+const BUILD_SLOTS: &str = "skillProvider, waitFor, authorize";
 
 impl BuildSlot {
     fn from_name(name: &str) -> Result<BuildSlot, Error> {
         match name {
             "skillProvider" => Ok(BuildSlot::SkillProvider),
             "waitFor" => Ok(BuildSlot::WaitFor),
+            "authorize" => Ok(BuildSlot::Authorize),
             other => Err(Error::invalid_argument(format!(
                 "unknown build callback slot '{other}' (expected {BUILD_SLOTS})"
             ))),
@@ -116,6 +119,18 @@ pub unsafe extern "C" fn tn_build_options_set_cancel(
 ///   The toolkits built keep it: its `user_data_free` runs once the
 ///   options and those toolkits are all freed. Without one, elicitation is
 ///   not advertised and a server that asks is refused (`-32601`).
+/// - `authorize` (MCP authorization, OAuth 2.1): the browser step. When a
+///   remote MCP server needs an authorization, the event is `{server, url,
+///   redirectUri, resource}`: show `url` to a human (open a browser); once
+///   the authorization server redirected to `redirectUri`, answer that full
+///   URL (with its `code` and `state`) as a JSON string (or `{"url": ...}`)
+///   through `tn_reply_set_json`. `tn_reply_set_error` refuses. Called on
+///   a library thread while the connect (or the call that needed it)
+///   waits, up to the server's `auth.authorizeTimeoutMs` (default 300 s, not
+///   counted against its `timeout`); `tn_reply_cancelled` turns true once
+///   nobody waits. With one, every remote server without an `auth` setting
+///   answers a `401` with an authorization; without one only servers with
+///   `auth` do (and only `client_credentials` completes).
 ///
 /// A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
 /// for this `user_data` — also when this call fails. An unknown slot is
@@ -149,6 +164,9 @@ pub unsafe extern "C" fn tn_build_options_set_callback(
             }
             BuildSlot::WaitFor => {
                 opts.inner.wait_for = host.map(super::elicit::wait_for_of);
+            }
+            BuildSlot::Authorize => {
+                opts.inner.authorize = host.map(super::elicit::authorize_of);
             }
         }
         Ok(())
@@ -257,6 +275,54 @@ mod tests {
             take(err)
         };
         (status, tk, err)
+    }
+
+    unsafe extern "C" fn answer(user_data: *mut c_void, _: *const c_char, reply: *mut tn_reply) {
+        // SAFETY: user_data is one of the NUL-terminated literals below.
+        let text = user_data as *const c_char;
+        // SAFETY: the reply of this callback.
+        unsafe { super::super::tn_reply_set_json(reply, text) };
+    }
+
+    /// The `authorize` slot: accepted, and the host's answer read as a JSON
+    /// string or `{"url": ...}`, anything else refused with a sentence.
+    #[test]
+    fn the_authorize_slot_reads_the_redirect_url() {
+        let opts = tn_build_options_new();
+        // SAFETY: live options, a literal slot, a callback of the right type.
+        let status = unsafe {
+            tn_build_options_set_callback(
+                opts,
+                c"authorize".as_ptr(),
+                Some(answer),
+                c"\"http://h/cb\"".as_ptr() as *mut c_void,
+                None,
+                ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, TN_OK);
+        // SAFETY: from tn_build_options_new, freed once.
+        unsafe { tn_build_options_free(opts) };
+        let ask = |text: &'static CStr| {
+            let host = super::super::client::HostCallback::adopt(
+                Some(answer),
+                text.as_ptr() as *mut c_void,
+                None,
+            )
+            .unwrap_or_else(|| panic!("adopted"));
+            let authorize = super::super::elicit::authorize_of(host);
+            authorize(
+                &json!({"url": "http://as/authorize"}),
+                &crate::cancel::CancelToken::new(),
+            )
+        };
+        assert_eq!(
+            ask(c"\"http://h/cb?code=1\""),
+            Ok("http://h/cb?code=1".into())
+        );
+        assert_eq!(ask(c"{\"url\":\"http://h/cb\"}"), Ok("http://h/cb".into()));
+        assert!(ask(c"42").is_err_and(|e| e.contains("redirect URL")));
+        assert!(ask(c"{}").is_err_and(|e| e.contains("url")));
     }
 
     #[test]

@@ -43,6 +43,17 @@ impl McpConfig {
         }
     }
 
+    /// Gives every server the host's `authorize` callback (the browser step
+    /// of OAuth, [`super::auth`]): a remote server without an `auth` key
+    /// then answers a `401` with an authorization; without one only the
+    /// servers configured with `auth` do (and only `client_credentials`
+    /// completes).
+    pub fn set_authorize(&mut self, authorize: Option<super::auth::Authorize>) {
+        for s in &mut self.servers {
+            s.authorize = super::auth::HostAuthorize(authorize.clone());
+        }
+    }
+
     /// The top-level `builtins` key of the MCP config object, when present
     /// (divergence `mcp/config-top-level-builtins-key`): the toolkit applies
     /// it when its own config has no `builtins` key.
@@ -71,6 +82,8 @@ pub enum Transport {
         /// What those `${ENV}` references expanded to, taken out of every
         /// error, status and result of this server.
         secrets: HeaderSecrets,
+        /// OAuth (MCP authorization, [`super::auth`]): the `auth` key.
+        auth: super::auth::AuthSetting,
     },
     /// The entry cannot describe a server; the message names the bad field.
     Invalid(String),
@@ -104,6 +117,8 @@ pub struct ServerConfig {
     pub tools_filter: Vec<(String, bool)>,
     /// The host's `waitFor` for elicitation ([`McpConfig::set_wait_for`]).
     pub wait_for: HostWaitFor,
+    /// The host's `authorize` for OAuth ([`McpConfig::set_authorize`]).
+    pub authorize: super::auth::HostAuthorize,
 }
 
 /// A host `waitFor` carried by a server's config. Not data: its Debug says
@@ -234,6 +249,7 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
         tools_filter: Vec::new(),
         wait_for: HostWaitFor::default(),
+        authorize: super::auth::HostAuthorize::default(),
     };
     let Value::Object(m) = value else {
         return invalid(format!("expected an object, got {}", type_name(value)));
@@ -286,6 +302,7 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         timeout: Duration::from_millis(timeout),
         tools_filter,
         wait_for: HostWaitFor::default(),
+        authorize: super::auth::HostAuthorize::default(),
     }
 }
 
@@ -326,11 +343,13 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
                 ))
             }
         };
+        let auth = super::auth::parse(m.get("auth"), &mut secrets)?;
         return Ok(Transport::Remote {
             url,
             headers,
             sse_only: kind == Some("sse"),
             secrets: HeaderSecrets(secrets),
+            auth,
         });
     }
     let mut command = match m.get("command") {
@@ -398,6 +417,9 @@ fn parse_transport(m: &Map<String, Value>) -> Result<Transport, String> {
             ))
         }
     };
+    if m.get("auth").is_some_and(|a| !a.is_null()) {
+        return Err("auth: only a remote (HTTP) server takes OAuth settings".into());
+    }
     let cwd = match m.get("cwd") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),

@@ -37,6 +37,12 @@ pub enum Fault {
     Closed,
     /// `cancelled (the caller cancelled the call)`.
     Cancelled,
+    /// `auth (WHY)`: an OAuth step that failed, worded and redacted by
+    /// `super::auth` (the whole text, `auth (` included).
+    Auth(String),
+    /// `http-status (N): WHY`: a status whose meaning the detail spells out
+    /// (401 without authorization, 403 for a missing scope).
+    HttpStatusWhy(u16, &'static str),
     /// `FIRST; the legacy SSE fallback also failed: THEN`.
     FallbackFailed { first: Box<Fault>, then: Box<Fault> },
 }
@@ -89,6 +95,8 @@ impl fmt::Display for Fault {
             Fault::Malformed(Some(why)) => write!(f, "malformed-result ({why})"),
             Fault::Closed => f.write_str("closed (the toolkit was closed)"),
             Fault::Cancelled => f.write_str("cancelled (the caller cancelled the call)"),
+            Fault::Auth(text) => f.write_str(text),
+            Fault::HttpStatusWhy(status, why) => write!(f, "http-status ({status}): {why}"),
             Fault::FallbackFailed { first, then } => {
                 write!(f, "{first}; the legacy SSE fallback also failed: {then}")
             }

@@ -15,11 +15,13 @@
 //! - `known_ids.rs`    drops answers to requests never sent
 //! - `elicit.rs`       the elicitation bridge onto the host's `waitFor`
 //! - `fault.rs`        what went wrong with a server, as an enum
+//! - `auth.rs`         OAuth 2.1 (MCP authorization) for streamable HTTP
 //!
 //! `parse_config` reads `mcpConfig`; `connect` turns it into an `McpSource`
 //! of tools named `sanitize(server)_sanitize(tool)` plus statuses, errors and
 //! the live sessions, which close (ending every child process tree) on drop.
 
+pub mod auth;
 pub mod config;
 mod direct;
 pub mod elicit;
@@ -33,6 +35,7 @@ mod session;
 mod sse;
 mod stdio;
 
+pub use auth::Authorize;
 pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
 pub use elicit::WaitFor;
 pub use proxy::Upstreams;
@@ -498,10 +501,15 @@ async fn connect_one(cfg: &ServerConfig, phase: &PhaseCell) -> Outcome {
     if !cfg.enabled {
         return Outcome::Disabled;
     }
-    match tokio::time::timeout(cfg.timeout + SERVER_SLACK, session::connect(cfg, phase)).await {
-        Ok(Ok((session, tools))) => Outcome::Connected(Box::new(session), tools),
-        Ok(Err(msg)) => Outcome::Failed(msg),
-        Err(_) => Outcome::Failed(session::failure(
+    // The time the host spends in an OAuth `authorize` is not counted.
+    let connected = phase
+        .clock()
+        .bound(cfg.timeout + SERVER_SLACK, session::connect(cfg, phase))
+        .await;
+    match connected {
+        Some(Ok((session, tools))) => Outcome::Connected(Box::new(session), tools),
+        Some(Err(msg)) => Outcome::Failed(msg),
+        None => Outcome::Failed(session::failure(
             &cfg.name,
             phase.get(),
             fault::Fault::no_answer_within(cfg.timeout),

@@ -7,6 +7,7 @@
 //! N)`, `http-status (N)`, `malformed-result`, `closed`). Header values
 //! never appear in it.
 
+use super::auth::{AuthClock, OAuth, SessionTies};
 use super::config::{ServerConfig, Transport as ServerTransport};
 use super::direct::{self, Direct};
 use super::elicit::{self, Calls, WaitFor};
@@ -76,20 +77,28 @@ pub struct Session {
     /// Ends the requests of a streamable HTTP session's client when the
     /// session goes (see `super::guarded`).
     _requests: Option<DropGuard>,
+    /// The server's OAuth state: its tokens are redacted from results too.
+    auth: Option<Arc<OAuth>>,
 }
 
-/// Where a connect attempt is, so a deadline can name the phase it hit, and
-/// the exit watch of the child it started (if any), so a build cancelled
-/// mid-connect can wait until that child is reaped.
+/// Where a connect attempt is, so a deadline can name the phase it hit, the
+/// exit watch of the child it started (if any), so a build cancelled
+/// mid-connect can wait until that child is reaped, and the time it spent
+/// waiting on the host's OAuth `authorize`, which no deadline counts.
 #[derive(Clone)]
 pub struct PhaseCell(
     Arc<Mutex<&'static str>>,
     Arc<Mutex<Option<stdio::ExitWatch>>>,
+    Arc<AuthClock>,
 );
 
 impl PhaseCell {
     pub fn new() -> Self {
-        PhaseCell(Arc::new(Mutex::new("connect")), Arc::new(Mutex::new(None)))
+        PhaseCell(
+            Arc::new(Mutex::new("connect")),
+            Arc::new(Mutex::new(None)),
+            Arc::default(),
+        )
     }
     fn set(&self, phase: &'static str) {
         if let Ok(mut p) = self.0.lock() {
@@ -107,6 +116,10 @@ impl PhaseCell {
     /// The exit watch of the child this attempt started, if it started one.
     pub fn child(&self) -> Option<stdio::ExitWatch> {
         self.1.lock().ok().and_then(|w| w.clone())
+    }
+    /// The attempt's clock: its deadlines leave the host's `authorize` out.
+    pub fn clock(&self) -> &AuthClock {
+        &self.2
     }
 }
 
@@ -170,7 +183,7 @@ async fn connect_inner(
     side: Side,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: Fault| failure(&cfg.name, phase, detail);
-    let (service, child, requests, direct) = match &cfg.transport {
+    let (service, child, requests, direct, auth) = match &cfg.transport {
         ServerTransport::Invalid(msg) => {
             return Err(fail("connect", Fault::InvalidConfig(msg.clone())));
         }
@@ -189,7 +202,7 @@ async fn connect_inner(
             match init {
                 Ok(Ok(service)) => {
                     let direct = goes_direct(service.peer()).then_some(direct);
-                    (service, Some(spawned.child), None, direct)
+                    (service, Some(spawned.child), None, direct, None)
                 }
                 Ok(Err(e)) => {
                     let mut detail = describe_init_error(&e);
@@ -217,14 +230,19 @@ async fn connect_inner(
             ..
         } => {
             phase.set("initialize");
-            let (service, requests) =
+            let (service, requests, auth) =
                 connect_remote(cfg, url, headers, *sse_only, phase, &side).await?;
-            (service, None, requests, None)
+            (service, None, requests, None, auth)
         }
     };
     let peer = service.peer().clone();
     phase.set("tools/list");
-    let tools = match tokio::time::timeout(cfg.timeout, list_tools(&peer)).await {
+    let tools = match phase
+        .clock()
+        .bound(cfg.timeout, list_tools(&peer))
+        .await
+        .ok_or(())
+    {
         Ok(Ok(tools)) => tools,
         Ok(Err(detail)) => {
             let detail = match &child {
@@ -255,6 +273,7 @@ async fn connect_inner(
             relays: side.relays,
             stopped: side.stopped,
             _requests: requests,
+            auth,
         },
         tools,
     ))
@@ -324,7 +343,12 @@ impl Session {
                     None,
                 )
             }),
-            Err(ServiceError::McpError(data)) => Err(data),
+            Err(ServiceError::McpError(mut data)) => {
+                if let Some(auth) = &self.auth {
+                    data.message = auth.redact(&data.message).into();
+                }
+                Err(data)
+            }
             Err(e) => Err(rmcp::ErrorData::internal_error(
                 self.secrets
                     .redact(&failure(&self.name, method, describe_service_error(&e)))
@@ -350,28 +374,35 @@ async fn connect_remote(
     sse_only: bool,
     phase: &PhaseCell,
     side: &Side,
-) -> Result<(Service, Option<DropGuard>), String> {
+) -> Result<(Service, Option<DropGuard>, Option<Arc<OAuth>>), String> {
     let fail = |phase: &str, detail: Fault| failure(&cfg.name, phase, detail);
     let streamable_err = if sse_only {
         None
     } else {
         // Dropped on every way out but success (a timeout, a cancelled
         // build): rmcp's worker then gives up the request it has in flight.
+        let auth =
+            oauth(cfg, url, headers, phase, side).map_err(|d| fail("connect", Fault::Auth(d)))?;
         let (transport, requests, watch) =
-            streamable_transport(url, headers, cfg.timeout).map_err(|d| fail("connect", d))?;
-        match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
+            streamable_transport(url, headers, cfg.timeout, auth.clone())
+                .map_err(|d| fail("connect", d))?;
+        let served = phase
+            .clock()
+            .bound(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
             .await
-        {
+            .ok_or(());
+        match served {
             Ok(Ok(service)) => {
                 // A server's request sent before its standalone stream is
                 // open is lost (an elicitation in the first call, say).
                 watch.settled(cfg.timeout.min(STREAM_SETTLE)).await;
-                return Ok((service, Some(requests)));
+                return Ok((service, Some(requests), auth));
             }
             Ok(Err(e)) => {
                 let detail = describe_init_error(&e);
-                // Nothing listening: the legacy transport cannot help.
-                if matches!(detail, Fault::ConnectFailed) {
+                // Nothing listening, or an authorization that failed: the
+                // legacy transport cannot help.
+                if matches!(detail, Fault::ConnectFailed | Fault::Auth(_)) {
                     return Err(fail("initialize", detail));
                 }
                 Some(detail)
@@ -397,16 +428,41 @@ async fn connect_remote(
         .map_err(report)?;
     phase.set("initialize");
     match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport))).await {
-        Ok(Ok(service)) => Ok((service, None)),
+        Ok(Ok(service)) => Ok((service, None, None)),
         Ok(Err(e)) => Err(fail("initialize", describe_init_error(&e))),
         Err(_) => Err(fail("initialize", Fault::no_answer_within(cfg.timeout))),
     }
+}
+
+/// The OAuth state of a remote server, when its `auth` setting (or the
+/// host's `authorize` callback) asks for one.
+fn oauth(
+    cfg: &ServerConfig,
+    url: &str,
+    headers: &[(String, String)],
+    phase: &PhaseCell,
+    side: &Side,
+) -> Result<Option<Arc<OAuth>>, String> {
+    let ServerTransport::Remote { auth, secrets, .. } = &cfg.transport else {
+        return Ok(None);
+    };
+    let authorize = cfg.authorize.0.clone();
+    let Some(config) = auth.effective(authorize.is_some(), headers) else {
+        return Ok(None);
+    };
+    let ties = SessionTies {
+        timeout: cfg.timeout,
+        clock: phase.2.clone(),
+        closing: side.stopped.clone(),
+    };
+    OAuth::new(&cfg.name, url, config, authorize, &secrets.0, ties).map(|a| Some(Arc::new(a)))
 }
 
 fn streamable_transport(
     url: &str,
     headers: &[(String, String)],
     timeout: Duration,
+    auth: Option<Arc<OAuth>>,
 ) -> Result<
     (
         StreamableHttpClientTransport<GuardedClient>,
@@ -427,7 +483,7 @@ fn streamable_transport(
         })?;
         map.insert(name, value);
     }
-    let (client, requests) = GuardedClient::new(http_client(timeout)?);
+    let (client, requests) = GuardedClient::new(http_client(timeout)?, auth);
     let watch = client.watch();
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
@@ -507,6 +563,22 @@ fn describe_http_error(e: &HttpError) -> Fault {
             }
         }
         HttpError::HttpStatus(h) => Fault::HttpStatus(h.status),
+        // An OAuth step that failed (`super::auth`, already worded and
+        // redacted), or one of rmcp's own.
+        HttpError::Auth(rmcp::transport::auth::AuthError::AuthorizationFailed(text))
+            if text.starts_with("auth (") =>
+        {
+            Fault::Auth(text.clone())
+        }
+        HttpError::Auth(_) => Fault::Auth("auth (the authorization failed)".into()),
+        HttpError::AuthRequired(_) => Fault::HttpStatusWhy(
+            401,
+            "the server requires OAuth authorization (give the server an `auth` setting, or \
+             the toolkit an `authorize` callback)",
+        ),
+        HttpError::InsufficientScope(_) => {
+            Fault::HttpStatusWhy(403, "the token lacks a scope the server requires")
+        }
         // rmcp's text for a 4xx answer carries the body, which may echo the
         // request (headers included): the status alone names the failure.
         HttpError::UnexpectedServerResponse(text) => match status_of(text) {
@@ -713,7 +785,12 @@ impl Session {
         let result = self
             .call_tool_inner(tool, args, timeout, cancel, relay)
             .await;
-        self.secrets.redact_result(result)
+        let result = self.secrets.redact_result(result);
+        match &self.auth {
+            // Tokens, codes and client secrets the server may echo.
+            Some(auth) => auth.redact_result(result),
+            None => result,
+        }
     }
 
     async fn call_tool_inner(

@@ -309,6 +309,7 @@ class Toolkit:
         timeout: Optional[float] = None,
         skill_provider: Optional[Callable[[], Optional[list]]] = None,
         wait_for: Optional[Callable[[Any], Any]] = None,
+        authorize: Optional[Callable[[dict], str]] = None,
     ) -> None:
         """``cancel`` (triggered from another thread) or ``timeout`` (seconds)
         ends a build that hangs, on an MCP server say: it raises
@@ -337,11 +338,21 @@ class Toolkit:
         call still ends with a result. It runs on library threads, several
         at once when calls overlap; ``request.abandoned()`` turns true once
         nobody waits for the answer (the call's deadline or cancel, or the
-        toolkit closing). Without it, elicitation is not advertised."""
+        toolkit closing). Without it, elicitation is not advertised.
+
+        ``authorize(event) -> str`` is the browser step of MCP authorization
+        (OAuth 2.1, docs/mcp.md): when a remote MCP server needs one, the
+        event is ``{"server", "url", "redirectUri", "resource"}`` (plus
+        ``abandoned()``, true once nobody waits); show ``url`` to a human
+        and return the URL the authorization server redirected the browser
+        to (carrying ``code`` and ``state``). An exception fails the
+        authorization. With it, every remote server without an ``auth``
+        setting is authorized on a 401; without it only servers with
+        ``auth`` are (and only ``client_credentials`` completes)."""
         self._lib = _native.load()
         cfg = _native.cstr(config if config is not None else {}, "config")
         status, ptr, text, timed_out, kept = _build.build(
-            self._lib, cfg, cancel, timeout, skill_provider, wait_for
+            self._lib, cfg, cancel, timeout, skill_provider, wait_for, authorize
         )
         if status != 0:
             if timed_out and timeout is not None:

@@ -1,6 +1,7 @@
 """``tn_toolkit_build_with`` for :class:`toolnexus_rs.Toolkit`: a cancel token,
-a timeout, a ``skillProvider`` callback (issue 17) and a ``waitFor`` for the
-MCP elicitation bridge (SPEC §2).
+a timeout, a ``skillProvider`` callback (issue 17), a ``waitFor`` for the
+MCP elicitation bridge (SPEC §2) and an ``authorize`` for MCP authorization
+(OAuth, docs/mcp.md).
 
 The build-options signatures are declared here, once per loaded library, so
 that this file is all the build options add to the package."""
@@ -95,6 +96,27 @@ def _wait_for_callback(lib: ctypes.CDLL, wait_for: Callable[[Any], Any]) -> Any:
     return REPLY_CALLBACK(trampoline)
 
 
+def _authorize_callback(lib: ctypes.CDLL, authorize: Callable[[dict], str]) -> Any:
+    def trampoline(_user_data: Any, event: Optional[bytes], reply: int) -> None:
+        # Nothing may raise through the C frames: a failure fails the
+        # authorization (and the connect or call that needed it).
+        try:
+            raw = json.loads(event.decode("utf-8")) if event else {}
+            req = raw if isinstance(raw, dict) else {}
+            req["abandoned"] = lambda: bool(lib.tn_reply_cancelled(reply))
+            answer = authorize(req)
+            if not isinstance(answer, str):
+                raise TypeError(
+                    f"authorize must return the redirect URL as a str, got {type(answer).__name__}"
+                )
+            lib.tn_reply_set_json(reply, json.dumps(answer).encode("utf-8", "surrogatepass"))
+        except BaseException as e:  # noqa: BLE001 — isolated by the library
+            message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            lib.tn_reply_set_error(reply, message.replace("\0", "\ufffd").encode("utf-8", "replace"))
+
+    return REPLY_CALLBACK(trampoline)
+
+
 def _set_slot(lib: ctypes.CDLL, opts: int, slot: bytes, callback: Any) -> tuple[int, Optional[str]]:
     err = ctypes.c_void_p()
     status = lib.tn_build_options_set_callback(opts, slot, callback, None, None, ctypes.byref(err))
@@ -108,6 +130,7 @@ def build(
     timeout: Optional[float],
     skill_provider: Optional[SkillProvider],
     wait_for: Optional[Callable[[Any], Any]] = None,
+    authorize: Optional[Callable[[dict], str]] = None,
 ) -> tuple[int, Optional[int], Optional[str], bool, list[Any]]:
     """Runs the build: ``(status, toolkit pointer, error text, timed out,
     callbacks the toolkit keeps)``. ``cancel`` is a live :class:`CancelToken` or
@@ -145,6 +168,14 @@ def build(
             if status != 0:
                 return status, None, text, False, []
             kept.append(waiter)
+        if authorize is not None:
+            if not callable(authorize):
+                raise TypeError(f"authorize must be callable, got {type(authorize).__name__}")
+            authorizer = _authorize_callback(lib, authorize)
+            status, text = _set_slot(lib, opts, b"authorize", authorizer)
+            if status != 0:
+                return status, None, text, False, []
+            kept.append(authorizer)
         # On the main thread a build goes where Ctrl-C can end it, unless a
         # skill provider is given: that is called on the building thread,
         # which then stays the caller's.
