@@ -23,8 +23,23 @@ pub const LINE_BYTES: usize = 64 << 20;
 pub const FILE_BYTES: u64 = 64 << 20;
 
 /// One request body to the routes served beside `/mcp` (the A2A agent's
-/// JSON-RPC); a larger one is answered 413 without being held whole.
+/// JSON-RPC, whose messages may carry files); a larger one is answered 413
+/// without being held whole. A server's `maxRequestBytes`, when the host
+/// sets it, lowers this cap too (`ServeLimits::beside_bytes`).
 pub const SERVED_REQUEST_BYTES: usize = 64 << 20;
+
+/// One request body to the served toolkit's `/mcp` by default, and the most
+/// `maxRequestBytes` raises it to over HTTP: rmcp's own limit, which the
+/// plain path keeps too. On stdio the cap is [`LINE_BYTES`].
+pub const HTTP_REQUEST_BYTES: usize = 4 << 20;
+
+/// The `tools/call`s a served toolkit runs at once by default
+/// (`maxCallsInFlight`); one past it is answered "server busy" at once.
+pub const CALLS_IN_FLIGHT: usize = 64;
+
+/// The redirects one HTTP request follows (an HTTP tool, a provider call,
+/// webfetch) before it fails.
+pub const REDIRECTS: usize = 10;
 
 /// The longest path a file builtin takes (`path` of read, write, edit, grep
 /// and glob; bash's `workdir`): Linux's PATH_MAX. A longer one names no

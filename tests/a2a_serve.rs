@@ -67,12 +67,17 @@ struct Served {
 }
 
 fn serve_with(a2a_block: Option<Value>) -> Served {
-    let tk = toolkit();
-    let client = Arc::new(Client::in_process(&json!({"model": "m"}), model()).expect("client"));
     let mut cfg = json!({"addr": "127.0.0.1:0"});
     if let Some(block) = a2a_block {
         cfg["a2a"] = block;
     }
+    serve_config(cfg)
+}
+
+/// The agent served with `cfg` as `tn_serve`'s JSON.
+fn serve_config(cfg: Value) -> Served {
+    let tk = toolkit();
+    let client = Arc::new(Client::in_process(&json!({"model": "m"}), model()).expect("client"));
     let cfg = ServeConfig::from_value(&cfg).expect("serve config");
     let events = Arc::new(Mutex::new(Vec::new()));
     let heard = Arc::clone(&events);
@@ -1035,6 +1040,25 @@ fn a_50_mb_json_rpc_send_is_taken_whole_and_one_past_the_cap_is_413() {
     let (status, _) = http("POST", &format!("{}/", s.base), &[], &over);
     assert_eq!(status, 413);
     let id = send(&s.base, "still here", None);
+    assert_eq!(settled(&s.base, &id)["status"]["state"], "completed");
+}
+
+#[test]
+fn a_host_s_max_request_bytes_caps_the_a2a_routes_too() {
+    let s = serve_config(json!({"addr": "127.0.0.1:0", "a2a": {}, "maxRequestBytes": 4096}));
+    let text = "y".repeat(5000);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"parts": [{"kind": "text", "text": text}]}}})
+    .to_string();
+    let (status, out) = http(
+        "POST",
+        &format!("{}/", s.base),
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 413, "{}", String::from_utf8_lossy(&out));
+    // Within the cap: served as ever.
+    let id = send(&s.base, "small", None);
     assert_eq!(settled(&s.base, &id)["status"]["state"], "completed");
 }
 

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 /// SPEC §4A: `timeout` is in seconds and defaults to 30.
 const DEFAULT_TIMEOUT_S: i64 = 30;
-const MAX_REDIRECTS: usize = 10;
 
 pub fn run(args: &Value, ctx: &ExecContext) -> ToolResult {
     let url = args::string(args, "url");
@@ -108,7 +107,7 @@ fn client() -> Result<&'static reqwest::Client, String> {
         .get_or_init(|| {
             crate::net::reqwest_builder()
                 .map_err(|e| format!("cannot create the HTTP client: {e}"))?
-                .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+                .redirect(reqwest::redirect::Policy::limited(crate::limits::REDIRECTS))
                 .build()
                 .map_err(|e| format!("cannot create the HTTP client: {e}"))
         })
@@ -139,7 +138,8 @@ async fn fetch(
             ))
         } else if e.is_redirect() {
             Failed::Other(format!(
-                "webfetch: GET {url} gave up after {MAX_REDIRECTS} redirects"
+                "webfetch: GET {url} gave up after {} redirects",
+                crate::limits::REDIRECTS
             ))
         } else if e.is_connect() {
             Failed::Transport(connect_failure(&e))

@@ -146,8 +146,9 @@ fn set_io_threads(threads: u32) -> Result<(), Error> {
 /// the exposed tools (all when absent; names the toolkit lacks are
 /// ignored). `maxRequestBytes` caps one request (an HTTP body: default and
 /// most 4 MiB, refused with 413 and a JSON-RPC error; a stdio line: default
-/// and most 64 MiB, answered as an invalid request and skipped);
-/// `maxCallsInFlight` (default 64) caps the `tools/call`s running at once,
+/// and most 64 MiB, answered as an invalid request and skipped; a request
+/// to the A2A routes beside `/mcp`: 64 MiB, or `maxRequestBytes` when that
+/// is lower); `maxCallsInFlight` (default 64) caps the `tools/call`s running at once,
 /// one past it answered at once with the JSON-RPC error -32000.
 ///
 /// `on_call` (nullable) hears every call; `user_data_free` (nullable) runs

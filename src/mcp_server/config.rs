@@ -132,12 +132,7 @@ pub enum Transport {
     Stdio,
 }
 
-/// The largest HTTP request body taken by default (rmcp's own limit).
-pub const HTTP_REQUEST_BYTES: usize = 4 << 20;
-/// The longest stdio line taken by default (`limits::LINE_BYTES`).
-pub const STDIO_REQUEST_BYTES: usize = crate::limits::LINE_BYTES;
-/// The most `tools/call`s running at once by default.
-pub const CALLS_IN_FLIGHT: usize = 64;
+pub use crate::limits::{CALLS_IN_FLIGHT, HTTP_REQUEST_BYTES, LINE_BYTES as STDIO_REQUEST_BYTES};
 
 /// What one server takes at most (issue 25 M2): the size of one request
 /// (an HTTP body, a stdio line; a larger one is refused with a JSON-RPC
@@ -169,6 +164,14 @@ impl ServeLimits {
             Transport::Http { .. } => HTTP_REQUEST_BYTES,
             Transport::Stdio => STDIO_REQUEST_BYTES,
         };
+        self.max_request_bytes.map_or(most, |b| b.min(most))
+    }
+
+    /// The request cap of the routes served beside `/mcp` (the A2A agent):
+    /// [`crate::limits::SERVED_REQUEST_BYTES`], or the host's
+    /// `maxRequestBytes` when that is lower.
+    pub fn beside_bytes(&self) -> usize {
+        let most = crate::limits::SERVED_REQUEST_BYTES;
         self.max_request_bytes.map_or(most, |b| b.min(most))
     }
 }

@@ -31,10 +31,19 @@ pub const PATH: &str = "/mcp";
 
 type Service = StreamableHttpService<Handler, NeverSessionManager>;
 
+/// The request-body caps of one HTTP server (see `ServeLimits`).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyCaps {
+    /// A POST to `/mcp` (`maxRequestBytes`, at most rmcp's 4 MiB).
+    pub mcp: usize,
+    /// A request to the routes beside `/mcp`.
+    pub beside: usize,
+}
+
 pub fn serve(
     gateway: Arc<Gateway>,
     addr: &str,
-    max_body: usize,
+    caps: BodyCaps,
     beside: Option<Arc<dyn Beside>>,
 ) -> Result<Server> {
     let listener = std::net::TcpListener::bind(addr)
@@ -56,7 +65,8 @@ pub fn serve(
     let config = service_config(local, stop.child_token());
     let server_gateway = Arc::clone(&gateway);
     let routes = Arc::new(Routes {
-        max_body,
+        max_body: caps.mcp,
+        beside_body: caps.beside,
         hosts: config.allowed_hosts.clone(),
         stop: stop.child_token(),
         gateway: Arc::clone(&gateway),
@@ -110,6 +120,8 @@ struct Routes {
     /// The largest request body taken (`maxRequestBytes`, at most rmcp's
     /// 4 MiB).
     max_body: usize,
+    /// The largest request body the routes beside `/mcp` take.
+    beside_body: usize,
     /// rmcp's allowed Host names (empty: any).
     hosts: Vec<String>,
     /// The server's stop, as rmcp's service sees it.
@@ -137,13 +149,11 @@ fn base_url(local: SocketAddr) -> String {
 async fn answer_beside(
     beside: &Arc<dyn Beside>,
     base: &str,
+    max_body: usize,
     req: hyper::Request<Incoming>,
 ) -> Answer {
     let (parts, body) = req.into_parts();
-    let body = match http_body_util::Limited::new(body, crate::limits::SERVED_REQUEST_BYTES)
-        .collect()
-        .await
-    {
+    let body = match http_body_util::Limited::new(body, max_body).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return text_answer(
@@ -284,7 +294,7 @@ type Answer = hyper::Response<BoxBody<Bytes, Infallible>>;
 async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
     if req.uri().path() != PATH {
         if let Some(beside) = &routes.beside {
-            return answer_beside(beside, &routes.base, req).await;
+            return answer_beside(beside, &routes.base, routes.beside_body, req).await;
         }
         let mut res = hyper::Response::new(Full::new(Bytes::from_static(b"not found\n")).boxed());
         *res.status_mut() = hyper::StatusCode::NOT_FOUND;
@@ -390,9 +400,6 @@ fn too_large(max: usize) -> Answer {
     res
 }
 
-/// rmcp's largest request body (its default, which this server keeps).
-const MAX_BODY: usize = 4 * 1024 * 1024;
-
 /// Whether a POST's headers are ones rmcp's service takes with nothing
 /// more to say: a Host it allows, an Accept naming JSON and SSE plainly (no
 /// parameters, no quoting), a JSON Content-Type, a Content-Length within
@@ -444,7 +451,7 @@ fn plain_post(headers: &hyper::HeaderMap, hosts: &[String]) -> bool {
     let length_ok = !headers.contains_key(TRANSFER_ENCODING)
         && one(&CONTENT_LENGTH)
             .and_then(|l| l.parse::<usize>().ok())
-            .is_some_and(|l| l <= MAX_BODY);
+            .is_some_and(|l| l <= crate::limits::HTTP_REQUEST_BYTES);
     let version_ok = match headers.get_all(&VERSION).iter().count() {
         0 => true,
         1 => one(&VERSION).is_some_and(crate::jsonrpc::plain_path_named),

@@ -839,7 +839,13 @@ pub fn serve_beside(
     ));
     let request_bytes = config.limits.request_bytes(&config.transport);
     match &config.transport {
-        Transport::Http { addr } => http::serve(gateway, addr, request_bytes, beside),
+        Transport::Http { addr } => {
+            let caps = http::BodyCaps {
+                mcp: request_bytes,
+                beside: config.limits.beside_bytes(),
+            };
+            http::serve(gateway, addr, caps, beside)
+        }
         Transport::Stdio if beside.is_some() => Err(crate::error::Error::invalid_config(
             "a2a: the A2A agent is served over HTTP only (the stdio transport has no paths)",
         )),

@@ -36,9 +36,6 @@ use tokio::runtime::RuntimeFlavor;
 use tower_service::Service;
 use url::Url;
 
-/// Redirects followed before the last response is taken as the answer.
-const MAX_REDIRECTS: usize = 10;
-
 /// How long an idle pooled connection is kept for the next call.
 const POOL_IDLE: Duration = Duration::from_secs(90);
 
@@ -352,7 +349,7 @@ async fn send(prepared: Prepared) -> Outcome {
                 Ok(r) => r,
                 Err(failure) => return Outcome::Failed(failure),
             };
-        let next = if status.is_redirection() && redirects < MAX_REDIRECTS {
+        let next = if status.is_redirection() && redirects < crate::limits::REDIRECTS {
             redirect_target(&url, response_headers.get(LOCATION))
         } else {
             None
