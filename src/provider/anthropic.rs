@@ -1,16 +1,21 @@
 //! The Anthropic messages dialect: its tables, and the loop's body writer,
 //! answer reader (calls, text, usage) and tool-result blocks.
 
+use super::gather::{
+    append_strings, provider_stream_error, too_many_calls, Budget, ENTRY_BYTES, MAX_TOOL_CALLS,
+};
 use super::node::{self, array, object, Node, Num, ObjectBuilder, EMPTY_OBJECT};
 use super::openai;
 use super::turn::{self, text_of, Body, Call, Entries, Fed, Field, Request};
 use super::ClientConfig;
+use crate::error::Error;
 use crate::json::View;
 use crate::parts::Part;
 use crate::style::Style;
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
 /// The endpoint under a client's `baseUrl` (its trailing `/` removed):
 /// `{base}/messages` when the base already ends in `/v1`, else
@@ -724,4 +729,249 @@ pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'s
     }
     let finish = turn::finish_reason_for(!calls.is_empty(), raw.get("stop_reason"));
     (text.into_bump_str(), node::array(calls), finish)
+}
+
+// ---------------------------------------------------------------------------
+// the streamed answer (`super::stream`, built from `super::gather`)
+// ---------------------------------------------------------------------------
+
+/// One content block of an Anthropic stream.
+#[derive(Debug)]
+struct StreamBlock {
+    index: u64,
+    block: Map<String, Value>,
+    /// `input_json_delta` pieces of a tool_use block.
+    json: Option<String>,
+}
+
+/// An Anthropic stream gathered so far.
+#[derive(Debug, Default)]
+pub(crate) struct StreamState {
+    message: Option<Map<String, Value>>,
+    blocks: Vec<StreamBlock>,
+    /// Where the block of each `index` is in `blocks`.
+    by_index: HashMap<u64, usize>,
+    /// How many of the blocks are `tool_use`.
+    tool_uses: usize,
+    stop_reason: Option<Value>,
+    stop_sequence: Option<Value>,
+    usage: Map<String, Value>,
+}
+
+impl StreamState {
+    /// Starts (or starts again) the block of `index`, returning where it is
+    /// in `blocks`; fails past [`MAX_TOOL_CALLS`] `tool_use` blocks.
+    fn start_block(&mut self, index: u64, block: Map<String, Value>) -> Result<usize, Error> {
+        let is_tool =
+            |b: &Map<String, Value>| b.get("type").and_then(Value::as_str) == Some("tool_use");
+        let tool = is_tool(&block);
+        let entry = StreamBlock {
+            index,
+            block,
+            json: None,
+        };
+        match self.by_index.get(&index) {
+            Some(&at) => {
+                let was_tool = is_tool(&self.blocks[at].block);
+                if tool && !was_tool {
+                    self.count_tool_use()?;
+                } else if was_tool && !tool {
+                    self.tool_uses -= 1;
+                }
+                self.blocks[at] = entry;
+                Ok(at)
+            }
+            None => {
+                if tool {
+                    self.count_tool_use()?;
+                }
+                self.blocks.push(entry);
+                self.by_index.insert(index, self.blocks.len() - 1);
+                Ok(self.blocks.len() - 1)
+            }
+        }
+    }
+
+    fn count_tool_use(&mut self) -> Result<(), Error> {
+        if self.tool_uses >= MAX_TOOL_CALLS {
+            return Err(too_many_calls(self.tool_uses + 1));
+        }
+        self.tool_uses += 1;
+        Ok(())
+    }
+
+    /// Takes one event of the stream; `on_text` gets each piece of
+    /// assistant text. `Ok(true)`: the answer's last event (later ones are
+    /// ignored).
+    pub(crate) fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        budget: &mut Budget,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<bool, Error> {
+        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(data) else {
+            return Ok(false);
+        };
+        let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
+        let s = self;
+        let index = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(Value::Object(m)) = ev.get("message") {
+                    // At most the whole event was copied.
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    if let Some(Value::Object(u)) = m.get("usage") {
+                        s.usage.extend(u.clone());
+                    }
+                    s.message = Some(m.clone());
+                }
+            }
+            "content_block_start" => {
+                let block = match ev.get("content_block") {
+                    Some(Value::Object(b)) => b.clone(),
+                    _ => Map::new(),
+                };
+                budget.take(ENTRY_BYTES + data.len())?;
+                s.start_block(index, block)?;
+            }
+            "content_block_delta" => {
+                let Some(Value::Object(delta)) = ev.get("delta") else {
+                    return Ok(false);
+                };
+                let at = match s.by_index.get(&index) {
+                    Some(&at) => at,
+                    // A delta for a block never started starts it.
+                    None => {
+                        let t = match delta.get("type").and_then(Value::as_str) {
+                            Some("input_json_delta") => "tool_use",
+                            _ => "text",
+                        };
+                        let mut block = Map::new();
+                        block.insert("type".into(), Value::String(t.into()));
+                        budget.take(ENTRY_BYTES)?;
+                        s.start_block(index, block)?
+                    }
+                };
+                let b = &mut s.blocks[at];
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("input_json_delta") => {
+                        let piece = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        budget.take(piece.len())?;
+                        b.json.get_or_insert_with(String::new).push_str(piece);
+                    }
+                    kind => {
+                        append_strings(&mut b.block, delta, budget)?;
+                        if kind == Some("text_delta") {
+                            if let Some(t) = delta.get("text").and_then(Value::as_str) {
+                                if !t.is_empty() {
+                                    on_text(t);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            "content_block_stop" => {
+                if let Some(&at) = s.by_index.get(&index) {
+                    Self::close_block(&mut s.blocks[at]);
+                }
+            }
+            "message_delta" => {
+                if let Some(Value::Object(d)) = ev.get("delta") {
+                    if let Some(r) = d.get("stop_reason").filter(|r| !r.is_null()) {
+                        s.stop_reason = Some(r.clone());
+                    }
+                    if let Some(q) = d.get("stop_sequence").filter(|q| !q.is_null()) {
+                        s.stop_sequence = Some(q.clone());
+                    }
+                }
+                if let Some(Value::Object(u)) = ev.get("usage") {
+                    for (k, v) in u {
+                        if !v.is_null() {
+                            if !s.usage.contains_key(k) {
+                                budget.take(ENTRY_BYTES + k.len())?;
+                            }
+                            s.usage.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            "message_stop" => return Ok(true),
+            "error" => {
+                let detail = ev.get("error").cloned().unwrap_or(Value::Object(ev));
+                return Err(provider_stream_error(&detail));
+            }
+            // ping and anything newer.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// A finished tool_use block takes its gathered input (`{}` when the
+    /// pieces do not make a JSON object: CONTRACT §5 reads malformed
+    /// arguments as none).
+    fn close_block(b: &mut StreamBlock) {
+        let Some(json) = b.json.take() else { return };
+        let input = if json.trim().is_empty() {
+            b.block
+                .get("input")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()))
+        } else {
+            match serde_json::from_str::<Value>(&json) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => Value::Object(Map::new()),
+            }
+        };
+        b.block.insert("input".into(), input);
+    }
+
+    /// The answer as the provider would have sent it whole.
+    pub(crate) fn finish(mut self) -> Value {
+        let s = &mut self;
+        for b in &mut s.blocks {
+            Self::close_block(b);
+        }
+        s.blocks.sort_by_key(|b| b.index);
+        let mut out = s.message.take().unwrap_or_default();
+        out.entry("type")
+            .or_insert_with(|| Value::String("message".into()));
+        out.entry("role")
+            .or_insert_with(|| Value::String("assistant".into()));
+        let content = std::mem::take(&mut s.blocks)
+            .into_iter()
+            .map(|b| Value::Object(b.block))
+            .collect();
+        out.insert("content".into(), Value::Array(content));
+        out.insert(
+            "stop_reason".into(),
+            s.stop_reason.take().unwrap_or(Value::Null),
+        );
+        out.insert(
+            "stop_sequence".into(),
+            s.stop_sequence.take().unwrap_or(Value::Null),
+        );
+        out.insert("usage".into(), Value::Object(std::mem::take(&mut s.usage)));
+        Value::Object(out)
+    }
+}
+
+/// The text of a whole answer to a streamed request, for the one delta it
+/// makes: the `text` blocks whose text is a string, joined.
+pub(crate) fn whole_text(answer: &Value) -> String {
+    answer
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default()
 }

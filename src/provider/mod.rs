@@ -40,6 +40,7 @@ pub mod anthropic;
 pub mod chunks;
 pub mod dialect;
 pub mod failover;
+pub mod gather;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod http;

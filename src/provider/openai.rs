@@ -1,13 +1,19 @@
 //! The OpenAI chat-completions dialect: its tables, and the loop's body
 //! writer, answer reader (calls, text, usage) and tool-result message.
 
+use super::gather::{
+    append_string, provider_stream_error, too_many_calls, Budget, CHECK_EVERY, ENTRY_BYTES,
+    MAX_TOOL_CALLS,
+};
 use super::node::{self, array, object, Node, ObjectBuilder, EMPTY_OBJECT};
 use super::turn::{self, args_of, text_of, Body, Call, Entries, Fed, Field, Request};
 use super::ClientConfig;
+use crate::error::Error;
 use crate::json::View;
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
 /// The endpoint under a client's `baseUrl` (its trailing `/` removed).
 pub fn endpoint(base: &str) -> String {
@@ -345,4 +351,204 @@ pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'s
         None => turn::finish_reason_for(false, stated),
     };
     (text, node::array(calls), finish)
+}
+
+// ---------------------------------------------------------------------------
+// the streamed answer (`super::stream`, built from `super::gather`)
+// ---------------------------------------------------------------------------
+
+/// One tool call of an OpenAI stream, gathered from its pieces.
+#[derive(Debug, Default)]
+struct StreamCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// An OpenAI stream gathered so far.
+#[derive(Debug, Default)]
+pub(crate) struct StreamState {
+    /// `id`, `model`, `created`, `system_fingerprint` as first sent.
+    top: Map<String, Value>,
+    content: Option<String>,
+    /// Other string fields of the delta (`refusal`, `reasoning_content`).
+    extra: Map<String, Value>,
+    calls: Vec<StreamCall>,
+    /// Where the call of each `index` is in `calls`.
+    by_index: HashMap<u64, usize>,
+    finish_reason: Option<Value>,
+    usage: Option<Value>,
+}
+
+impl StreamState {
+    /// Takes one event of the stream; `on_text` gets each piece of
+    /// assistant text. `Ok(true)`: the answer's last event (later ones are
+    /// ignored).
+    pub(crate) fn event(
+        &mut self,
+        data: &str,
+        budget: &mut Budget,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<bool, Error> {
+        if data.trim() == "[DONE]" {
+            return Ok(true);
+        }
+        // A keep-alive or anything else that is not a JSON chunk is skipped.
+        let Ok(Value::Object(chunk)) = serde_json::from_str::<Value>(data) else {
+            return Ok(false);
+        };
+        let s = self;
+        if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(provider_stream_error(e));
+        }
+        for key in ["id", "model", "created", "system_fingerprint"] {
+            if let Some(v) = chunk.get(key).filter(|v| !v.is_null()) {
+                if !s.top.contains_key(key) {
+                    // At most the whole event was copied.
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.top.insert(key.into(), v.clone());
+                }
+            }
+        }
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            s.usage = Some(u.clone());
+        }
+        let choice = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first());
+        let Some(choice) = choice else {
+            return Ok(false);
+        };
+        if let Some(f) = choice.get("finish_reason").filter(|f| !f.is_null()) {
+            s.finish_reason = Some(f.clone());
+        }
+        let Some(delta) = choice.get("delta").and_then(Value::as_object) else {
+            return Ok(false);
+        };
+        for (k, v) in delta {
+            match (k.as_str(), v) {
+                ("content", Value::String(text)) => {
+                    budget.take(text.len())?;
+                    s.content.get_or_insert_with(String::new).push_str(text);
+                    if !text.is_empty() {
+                        on_text(text);
+                    }
+                }
+                ("tool_calls", Value::Array(calls)) => {
+                    for (n, c) in calls.iter().enumerate() {
+                        if n % CHECK_EVERY == CHECK_EVERY - 1 {
+                            budget.check()?;
+                        }
+                        Self::call_piece(&mut s.calls, &mut s.by_index, c, budget)?;
+                    }
+                }
+                ("role" | "content" | "tool_calls", _) => {}
+                (_, Value::String(piece)) => append_string(&mut s.extra, k, piece, budget)?,
+                _ => {}
+            }
+        }
+        Ok(false)
+    }
+
+    /// One piece of a tool call: found by its `index` (by a new `id` when a
+    /// provider sends no index), its name and arguments appended.
+    fn call_piece(
+        calls: &mut Vec<StreamCall>,
+        by_index: &mut HashMap<u64, usize>,
+        piece: &Value,
+        budget: &mut Budget,
+    ) -> Result<(), Error> {
+        let index = piece.get("index").and_then(Value::as_u64);
+        let id = piece.get("id").and_then(Value::as_str).unwrap_or("");
+        let found = match index {
+            Some(i) => by_index.get(&i).copied(),
+            None => match calls.last() {
+                Some(last) if id.is_empty() || last.id.is_empty() || last.id == id => {
+                    Some(calls.len() - 1)
+                }
+                _ => None,
+            },
+        };
+        let at = match found {
+            Some(at) => at,
+            None => {
+                if calls.len() >= MAX_TOOL_CALLS {
+                    return Err(too_many_calls(calls.len() + 1));
+                }
+                budget.take(ENTRY_BYTES)?;
+                calls.push(StreamCall::default());
+                if let Some(i) = index {
+                    by_index.insert(i, calls.len() - 1);
+                }
+                calls.len() - 1
+            }
+        };
+        let call = &mut calls[at];
+        if !id.is_empty() && call.id.is_empty() {
+            budget.take(id.len())?;
+            call.id = id.to_string();
+        }
+        if let Some(f) = piece.get("function") {
+            if let Some(n) = f.get("name").and_then(Value::as_str) {
+                budget.take(n.len())?;
+                call.name.push_str(n);
+            }
+            if let Some(a) = f.get("arguments").and_then(Value::as_str) {
+                budget.take(a.len())?;
+                call.arguments.push_str(a);
+            }
+        }
+        Ok(())
+    }
+
+    /// The answer as the provider would have sent it whole.
+    pub(crate) fn finish(self) -> Value {
+        let s = self;
+        let mut message = Map::new();
+        message.insert("role".into(), Value::String("assistant".into()));
+        message.insert(
+            "content".into(),
+            s.content.map_or(Value::Null, Value::String),
+        );
+        message.extend(s.extra);
+        if !s.calls.is_empty() {
+            let calls = s
+                .calls
+                .into_iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    })
+                })
+                .collect();
+            message.insert("tool_calls".into(), Value::Array(calls));
+        }
+        let mut out = s.top;
+        out.insert("object".into(), Value::String("chat.completion".into()));
+        let mut choice = Map::new();
+        choice.insert("index".into(), Value::from(0));
+        choice.insert("message".into(), Value::Object(message));
+        choice.insert(
+            "finish_reason".into(),
+            s.finish_reason.unwrap_or(Value::Null),
+        );
+        out.insert("choices".into(), Value::Array(vec![Value::Object(choice)]));
+        if let Some(u) = s.usage {
+            out.insert("usage".into(), u);
+        }
+        Value::Object(out)
+    }
+}
+
+/// The text of a whole answer to a streamed request, for the one delta it
+/// makes: the message's content when it is a string.
+pub(crate) fn whole_text(answer: &Value) -> String {
+    answer
+        .pointer("/choices/0/message/content")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
 }
