@@ -10,8 +10,7 @@ use super::turn::{self, text_of, Body, Call, Entries, Fed, Field, Request};
 use super::ClientConfig;
 use crate::error::Error;
 use crate::json::View;
-use crate::parts::Part;
-use crate::style::Style;
+use crate::parts::{Part, PartKind};
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 use serde_json::{json, Map, Value};
@@ -121,7 +120,7 @@ pub fn usage<'a, V: View<'a>>(raw: V) -> Option<(u64, u64, u64)> {
 
 /// The `tool_result` block of one result, with `parts` when the tool
 /// returned any (the transcript keeps canonical parts; the request carries
-/// them as blocks, see [`crate::parts::wire_messages`]).
+/// them as blocks, see [`super::blocks::wire_messages`]).
 pub fn result_block(f: &Fed) -> Value {
     let mut block = json!({
         "type": "tool_result",
@@ -499,7 +498,7 @@ fn user_blocks<'a>(bump: &'a Bump, text: &'a str, items: &'a [Node<'a>]) -> Node
 }
 
 /// The Anthropic block of one §1B part through the one §8A mapping
-/// ([`crate::parts`]); a part Anthropic has no block for (audio) becomes
+/// ([`part_block`]); a part Anthropic has no block for (audio) becomes
 /// its text placeholder, never a silent drop. A part whose fields are not
 /// strings goes through as given.
 fn anthropic_part_block<'a>(bump: &'a Bump, part: Node<'a>) -> Node<'a> {
@@ -508,7 +507,8 @@ fn anthropic_part_block<'a>(bump: &'a Bump, part: Node<'a>) -> Node<'a> {
     };
     // Straight into the arena: no JSON text of the block in between (the
     // base64 of an image would be written out and read back).
-    node::copy_value(bump, &p.to_block_or_placeholder(Style::Anthropic))
+    let block = part_block(&p).unwrap_or_else(|| p.placeholder_block());
+    node::copy_value(bump, &block)
 }
 
 /// OpenAI `messages` converted for Anthropic: assistant `tool_calls` become
@@ -729,6 +729,40 @@ pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'s
     }
     let finish = turn::finish_reason_for(!calls.is_empty(), raw.get("stop_reason"));
     (text.into_bump_str(), node::array(calls), finish)
+}
+
+// ---------------------------------------------------------------------------
+// content-part blocks (§8A; `super::blocks` picks the dialect)
+// ---------------------------------------------------------------------------
+
+/// The Anthropic block of one §1B part, or `None` where this dialect has no
+/// block shape for it (`super::blocks` turns that into the refusal naming
+/// both): text as a `text` block, an image as `image` and a file as
+/// `document` (a `url` source, else a `base64` one); audio has none.
+pub(crate) fn part_block(p: &Part) -> Option<Value> {
+    let mime = p.mime_type.as_deref().unwrap_or_default();
+    let block = match p.kind {
+        PartKind::Text => json!({
+            "type": "text",
+            "text": p.text.as_deref().unwrap_or_default(),
+        }),
+        PartKind::Image | PartKind::File => {
+            let block_type = if p.kind == PartKind::Image {
+                "image"
+            } else {
+                "document"
+            };
+            let source = match (&p.url, &p.data) {
+                (Some(u), _) => json!({"type": "url", "url": u}),
+                (None, Some(d)) => json!({"type": "base64", "media_type": mime, "data": d}),
+                (None, None) => return None,
+            };
+            json!({"type": block_type, "source": source})
+        }
+        // Anthropic defines no audio block: a refusal by name.
+        PartKind::Audio => return None,
+    };
+    Some(block)
 }
 
 // ---------------------------------------------------------------------------

@@ -37,6 +37,7 @@
 //!   `chat.completion.chunk` events (streaming translate).
 
 pub mod anthropic;
+pub mod blocks;
 pub mod chunks;
 pub mod dialect;
 pub mod failover;

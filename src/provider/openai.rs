@@ -10,6 +10,7 @@ use super::turn::{self, args_of, text_of, Body, Call, Entries, Fed, Field, Reque
 use super::ClientConfig;
 use crate::error::Error;
 use crate::json::View;
+use crate::parts::{Part, PartKind};
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 use serde_json::{json, Map, Value};
@@ -132,7 +133,7 @@ pub fn usage<'a, V: View<'a>>(raw: V) -> Option<(u64, u64, u64)> {
 
 /// One `tool` message per result; with parts, also the tool's `name` (the
 /// wire form says whose output moved media is, see
-/// [`crate::parts::wire_messages`]).
+/// [`super::blocks::wire_messages`]).
 pub fn result_message(f: &Fed) -> Value {
     let mut m = json!({"role": "tool", "tool_call_id": f.id, "content": f.output});
     if !f.parts.is_empty() {
@@ -351,6 +352,53 @@ pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'s
         None => turn::finish_reason_for(false, stated),
     };
     (text, node::array(calls), finish)
+}
+
+// ---------------------------------------------------------------------------
+// content-part blocks (§8A; `super::blocks` picks the dialect)
+// ---------------------------------------------------------------------------
+
+/// The Chat Completions block of one §1B part, or `None` where this dialect
+/// has no block shape for it (`super::blocks` turns that into the refusal
+/// naming both): text as a `text` block, an image as `image_url` (its URL,
+/// else a data URL), a file only inline as a data URL, audio only inline
+/// and only mp3 or wav.
+pub(crate) fn part_block(p: &Part) -> Option<Value> {
+    let mime = p.mime_type.as_deref().unwrap_or_default();
+    let data_url = |data: &str| format!("data:{mime};base64,{data}");
+    let block = match p.kind {
+        PartKind::Text => json!({
+            "type": "text",
+            "text": p.text.as_deref().unwrap_or_default(),
+        }),
+        PartKind::Image => {
+            let url = match (&p.url, &p.data) {
+                (Some(u), _) => u.clone(),
+                (None, Some(d)) => data_url(d),
+                (None, None) => return None,
+            };
+            json!({"type": "image_url", "image_url": {"url": url}})
+        }
+        PartKind::File => {
+            // Chat Completions takes a file only inline, and only as a data
+            // URL (bare base64 is a 400).
+            let d = p.data.as_ref()?;
+            json!({"type": "file", "file": {
+                "filename": p.name.as_deref().filter(|n| !n.is_empty()).unwrap_or("file"),
+                "file_data": data_url(d),
+            }})
+        }
+        PartKind::Audio => {
+            let format = match mime {
+                "audio/mpeg" | "audio/mp3" => "mp3",
+                "audio/wav" | "audio/x-wav" => "wav",
+                _ => return None,
+            };
+            let d = p.data.as_ref()?;
+            json!({"type": "input_audio", "input_audio": {"data": d, "format": format}})
+        }
+    };
+    Some(block)
 }
 
 // ---------------------------------------------------------------------------

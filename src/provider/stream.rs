@@ -272,8 +272,8 @@ pub fn send_streamed_until(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
     use serde_json::json;
+    use serde_json::Map;
 
     fn assemble(style: Style, stream: &str) -> (Value, Vec<String>) {
         let mut p = SseParser::new();
