@@ -6,7 +6,7 @@ use super::gather::{
 };
 use super::node::{self, array, object, Node, Num, ObjectBuilder, EMPTY_OBJECT};
 use super::openai;
-use super::turn::{self, text_of, Body, Call, Entries, Fed, Field, Request};
+use super::turn::{self, text_of, Body, Call, CallView, Entries, Fed, Field, Request};
 use super::ClientConfig;
 use crate::error::Error;
 use crate::json::View;
@@ -77,35 +77,61 @@ pub fn assistant_message(raw: &Value) -> Value {
     })
 }
 
-/// The `tool_use` blocks of an assistant message, in order (a missing or
-/// null `input` is `{}`).
-pub fn calls(message: &Value) -> Vec<Call> {
-    message
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
-                .map(|b| Call {
-                    id: text_of(b.get("id")),
-                    name: text_of(b.get("name")),
-                    args: match b.get("input") {
-                        None | Some(Value::Null) => Value::Object(Map::new()),
-                        Some(i) => i.clone(),
-                    },
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+// ---------------------------------------------------------------------------
+// the answer read, once for both sides: generic over `crate::json::View`, so
+// the loop reads its `serde_json::Value` and translate its arena node (the
+// two read calls and text alike; only the strings they make differ)
+// ---------------------------------------------------------------------------
+
+/// The blocks of `message.content` (an assistant message, or a whole
+/// answer) whose `type` is `kind`, in order.
+fn blocks_of<'a, V: View<'a>>(message: V, kind: &'static str) -> impl Iterator<Item = V> + 'a {
+    let blocks = message.get("content").and_then(V::items);
+    blocks
+        .into_iter()
+        .flatten()
+        .filter(move |b| b.get("type").and_then(V::as_str) == Some(kind))
 }
 
-/// The final text: the `text` blocks joined.
+/// The `tool_use` blocks of a message, in order, as views (`arguments` is
+/// the block's `input`): the one reading of calls, for the loop
+/// ([`calls`]) and translate ([`read_answer`]).
+pub fn call_views<'a, V: View<'a>>(message: V) -> impl Iterator<Item = CallView<V>> + 'a {
+    blocks_of(message, "tool_use").map(|b| CallView {
+        id: b.get("id"),
+        name: b.get("name"),
+        arguments: b.get("input"),
+    })
+}
+
+/// The `text` of a message's `text` blocks, in order (a `null` or missing
+/// one gives nothing; the caller shows a value that is not a string as its
+/// JSON text): the one reading of text, for the loop ([`answer_text`]) and
+/// translate ([`read_answer`]).
+pub fn text_pieces<'a, V: View<'a>>(message: V) -> impl Iterator<Item = V> + 'a {
+    blocks_of(message, "text")
+        .filter_map(|b| b.get("text"))
+        .filter(|t| !t.is_null())
+}
+
+/// The `tool_use` blocks of an assistant message, in order (a missing or
+/// null `input` is `{}`; see [`call_views`]).
+pub fn calls(message: &Value) -> Vec<Call> {
+    call_views(message)
+        .map(|c| Call {
+            id: text_of(c.id),
+            name: text_of(c.name),
+            args: match c.arguments {
+                None | Some(Value::Null) => Value::Object(Map::new()),
+                Some(i) => i.clone(),
+            },
+        })
+        .collect()
+}
+
+/// The final text: the `text` blocks joined ([`text_pieces`]).
 pub fn answer_text(raw: &Value) -> String {
-    raw.get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| turn::join_texts(blocks, "text"))
-        .unwrap_or_default()
+    text_pieces(raw).map(|piece| text_of(Some(piece))).collect()
 }
 
 /// `usage.input_tokens` and `output_tokens`, the total their sum; `None`
@@ -697,32 +723,24 @@ pub fn thinking<'a>(bump: &'a Bump, raw: Node<'a>, entries: &mut Vec<(&'a str, N
     }
 }
 
-/// The text, the tool calls and the finish reason of an Anthropic answer.
+/// The text, the tool calls and the finish reason of an Anthropic answer
+/// ([`text_pieces`], [`call_views`]).
 pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
-    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
-    let of_type = |t: &'static str| {
-        blocks
-            .iter()
-            .filter(move |b| b.get("type").and_then(Node::as_str) == Some(t))
-    };
     let mut text = bumpalo::collections::String::new_in(bump);
-    for b in of_type("text") {
-        text.push_str(b.get("text").map_or("", |t| t.display(bump)));
+    for piece in text_pieces(raw) {
+        text.push_str(piece.display(bump));
     }
     let mut calls = BVec::new_in(bump);
-    for b in of_type("tool_use") {
-        let input = match b.get("input") {
+    for c in call_views(raw) {
+        let input = match c.arguments {
             None | Some(Node::Null) => "{}",
             Some(i) => i.encode_in(bump),
         };
         calls.push(node::object(
             bump,
             &[
-                ("id", Node::Str(b.get("id").map_or("", |v| v.display(bump)))),
-                (
-                    "name",
-                    Node::Str(b.get("name").map_or("", |v| v.display(bump))),
-                ),
+                ("id", Node::Str(node::text_of(bump, c.id))),
+                ("name", Node::Str(node::text_of(bump, c.name))),
                 ("arguments", Node::Str(input)),
             ],
         ));
@@ -1008,4 +1026,53 @@ pub(crate) fn whole_text(answer: &Value) -> String {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The loop and translate read an answer's calls and text alike (one
+    /// reader, [`call_views`] and [`text_pieces`]); only the strings they
+    /// make differ: the loop's arguments are the `input` value, translate's
+    /// its JSON text.
+    #[test]
+    fn the_loop_and_translate_read_calls_and_text_alike() {
+        let text = r#"{"content":[
+            {"type":"text","text":"a"},
+            {"type":"thinking","thinking":"t"},
+            {"type":"tool_use","id":"u1","name":"f","input":{"x":1}},
+            {"type":"text","text":5},
+            {"type":"text","text":null},
+            {"type":"tool_use","id":7,"input":null},
+            {"type":"tool_use","id":"u3","name":"g","input":"s"},
+            "stray"],"stop_reason":"tool_use"}"#;
+        let v: Value = serde_json::from_str(text).expect("JSON");
+        let bump = Bump::new();
+        let n = node::parse(&bump, bump.alloc_str(text)).expect("JSON");
+        assert_eq!(answer_text(&v), "a5");
+        let loop_calls: Vec<(String, String, Value)> = calls(&v)
+            .into_iter()
+            .map(|c| (c.id, c.name, c.args))
+            .collect();
+        assert_eq!(
+            loop_calls,
+            [
+                ("u1".into(), "f".into(), json!({"x": 1})),
+                ("7".into(), String::new(), json!({})),
+                ("u3".into(), "g".into(), json!("s")),
+            ]
+        );
+        let (t, translated, finish) = read_answer(&bump, n);
+        assert_eq!(t, "a5");
+        assert_eq!(finish, "tool_calls");
+        assert_eq!(
+            translated.to_value(),
+            json!([
+                {"id": "u1", "name": "f", "arguments": "{\"x\":1}"},
+                {"id": "7", "name": "", "arguments": "{}"},
+                {"id": "u3", "name": "g", "arguments": "\"s\""},
+            ])
+        );
+    }
 }

@@ -6,7 +6,7 @@ use super::gather::{
     MAX_TOOL_CALLS,
 };
 use super::node::{self, array, object, Node, ObjectBuilder, EMPTY_OBJECT};
-use super::turn::{self, args_of, text_of, Body, Call, Entries, Fed, Field, Request};
+use super::turn::{self, args_of, text_of, Body, Call, CallView, Entries, Fed, Field, Request};
 use super::ClientConfig;
 use crate::error::Error;
 use crate::json::View;
@@ -60,9 +60,121 @@ fn include_usage() -> &'static Value {
     V.get_or_init(|| json!({"include_usage": true}))
 }
 
+// ---------------------------------------------------------------------------
+// the answer read, once for both sides: generic over `crate::json::View`, so
+// the loop reads its `serde_json::Value` and translate its arena node
+// ---------------------------------------------------------------------------
+
+/// The first choice of an answer: `choices[0]`.
+pub fn first_choice<'a, V: View<'a>>(raw: V) -> Option<V> {
+    raw.get("choices")?.items()?.next()
+}
+
 /// The message of an answer: `choices[0].message`.
-fn message(raw: &Value) -> Option<&Value> {
-    raw.get("choices")?.get(0)?.get("message")
+pub fn message<'a, V: View<'a>>(raw: V) -> Option<V> {
+    first_choice(raw)?.get("message")
+}
+
+/// What [`call_views`] makes of a `tool_calls` entry without a `function`
+/// object (no `function`, or one that is not an object, or an entry that is
+/// not an object at all). The two sides differ, both as recorded:
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WithoutFunction {
+    /// A call all the same, with an empty name and `{}` arguments: the
+    /// loop's reading ([`calls`]). The loop sends the assistant message
+    /// back verbatim and answers each call it read with a `tool` message
+    /// carrying its id, so an entry it skipped would go back to the
+    /// provider as a call without a result.
+    Kept,
+    /// Not a call: translate's reading ([`tool_calls_of`], the
+    /// `helper/toolCallsOf/*` vectors of the recorded port). Translate hands
+    /// the host the calls to run and sends nothing back itself, so an entry
+    /// naming no function is nothing to run.
+    Skipped,
+}
+
+/// The `tool_calls` of an assistant message, in order, as views: the one
+/// reading of calls, for the loop ([`calls`]) and translate
+/// ([`tool_calls_of`]); `without_function` is where they part.
+pub fn call_views<'a, V: View<'a>>(
+    message: V,
+    without_function: WithoutFunction,
+) -> impl Iterator<Item = CallView<V>> + 'a {
+    let entries = message.get("tool_calls").and_then(V::items);
+    entries.into_iter().flatten().filter_map(move |tc| {
+        let function = tc.get("function").filter(|f| f.is_object());
+        if function.is_none() && without_function == WithoutFunction::Skipped {
+            return None;
+        }
+        Some(CallView {
+            id: tc.get("id"),
+            name: function.and_then(|f| f.get("name")),
+            arguments: function.and_then(|f| f.get("arguments")),
+        })
+    })
+}
+
+/// Which parts of a `content` parts array give text in [`text_pieces`].
+/// The two sides differ, both as recorded:
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextParts {
+    /// Every part's `text`, whatever the part's `type` (a part that is not
+    /// an object gives none): translate's reading ([`content_text`], the
+    /// `helper/contentText/*` vectors: `["raw string part", {"text": "x"}]`
+    /// reads "x"). Translate reads a caller's OpenAI-shaped messages with it
+    /// too, where a part without a `type` still carries the caller's text.
+    Any,
+    /// Only the parts whose `type` is "text": the loop's final text
+    /// ([`answer_text`]), which reads a provider's answer, where every text
+    /// part is typed and other parts (`refusal`, media) are not the text.
+    Typed,
+}
+
+/// What a value that is not a string gives in [`text_pieces`] (the content
+/// itself, or a part's `text`). The two sides differ, both as recorded:
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonString {
+    /// Nothing (`42` reads ""): translate's reading (the
+    /// `helper/contentText/number` vector), which returns only text the
+    /// JSON holds, with no allocation for a single piece.
+    Skipped,
+    /// Itself, which the caller shows as its JSON text (`42` reads "42";
+    /// `null` gives nothing): the loop's final text, which shows whatever
+    /// the provider put there rather than lose it.
+    Shown,
+}
+
+/// The pieces of a `content` value whose text, joined with no separator,
+/// is the text: a string content is one piece; a parts array gives the
+/// `text` of its parts as `parts` says; `non_string` says what a value
+/// that is not a string gives. The one reading of text, for the loop
+/// ([`answer_text`]) and translate ([`content_text`]).
+pub fn text_pieces<'a, V: View<'a>>(
+    content: Option<V>,
+    parts: TextParts,
+    non_string: NonString,
+) -> impl Iterator<Item = V> + 'a {
+    let keeps = move |v: &V| match non_string {
+        NonString::Skipped => v.as_str().is_some(),
+        NonString::Shown => !v.is_null(),
+    };
+    let (whole, items) = match content.map(|c| (c, c.items())) {
+        Some((_, Some(items))) => (None, Some(items)),
+        Some((c, None)) => (Some(c), None),
+        None => (None, None),
+    };
+    let typed = move |p: &V| match parts {
+        TextParts::Any => true,
+        TextParts::Typed => p.get("type").and_then(V::as_str) == Some("text"),
+    };
+    whole.filter(keeps).into_iter().chain(
+        items
+            .into_iter()
+            .flatten()
+            .filter(typed)
+            .filter_map(|p| p.get("text"))
+            .filter(keeps),
+    )
 }
 
 /// The assistant turn as sent (an empty assistant message when there is
@@ -73,33 +185,27 @@ pub fn assistant_message(raw: &Value) -> Value {
         .unwrap_or_else(|| json!({"role": "assistant", "content": null}))
 }
 
-/// The `tool_calls` of an assistant message, in order.
+/// The `tool_calls` of an assistant message, in order ([`call_views`];
+/// an entry without a `function` is a call all the same, see
+/// [`WithoutFunction::Kept`]).
 pub fn calls(message: &Value) -> Vec<Call> {
-    message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .map(|tc| {
-                    let f = tc.get("function");
-                    Call {
-                        id: text_of(tc.get("id")),
-                        name: text_of(f.and_then(|f| f.get("name"))),
-                        args: args_of(f.and_then(|f| f.get("arguments"))),
-                    }
-                })
-                .collect()
+    call_views(message, WithoutFunction::Kept)
+        .map(|c| Call {
+            id: text_of(c.id),
+            name: text_of(c.name),
+            args: args_of(c.arguments),
         })
-        .unwrap_or_default()
+        .collect()
 }
 
-/// The final text: the message's content (its text parts joined when it is
-/// a list).
+/// The final text: the message's content, its `text` parts joined when it
+/// is a list, a value that is not a string as its JSON text
+/// ([`text_pieces`] with [`TextParts::Typed`] and [`NonString::Shown`]).
 pub fn answer_text(raw: &Value) -> String {
-    match message(raw).and_then(|m| m.get("content")) {
-        Some(Value::Array(parts)) => turn::join_texts(parts, "text"),
-        other => text_of(other),
-    }
+    let content = message(raw).and_then(|m| m.get("content"));
+    text_pieces(content, TextParts::Typed, NonString::Shown)
+        .map(|piece| text_of(Some(piece)))
+        .collect()
 }
 
 /// The text at the turn limit: the last assistant message's string content,
@@ -149,27 +255,21 @@ pub fn result_message(f: &Fed) -> Value {
 // ---------------------------------------------------------------------------
 
 /// The text of an OpenAI `content` value: a string as it is, a parts array as
-/// the concatenation of its parts' string `text` fields, anything else "".
+/// the concatenation of its parts' string `text` fields, anything else ""
+/// ([`text_pieces`] with [`TextParts::Any`] and [`NonString::Skipped`]).
 pub fn content_text<'a>(bump: &'a Bump, content: Option<Node<'a>>) -> &'a str {
-    match content {
-        Some(Node::Str(s)) => s,
-        Some(Node::Array(parts)) => {
-            let mut texts = parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Node::as_str));
-            let Some(first) = texts.next() else {
-                return "";
-            };
-            let Some(second) = texts.next() else {
-                return first;
-            };
-            let mut joined = BString::from_str_in(first, bump);
-            joined.push_str(second);
-            texts.for_each(|t| joined.push_str(t));
-            joined.into_bump_str()
-        }
-        _ => "",
-    }
+    let mut texts =
+        text_pieces(content, TextParts::Any, NonString::Skipped).filter_map(Node::as_str);
+    let Some(first) = texts.next() else {
+        return "";
+    };
+    let Some(second) = texts.next() else {
+        return first;
+    };
+    let mut joined = BString::from_str_in(first, bump);
+    joined.push_str(second);
+    texts.for_each(|t| joined.push_str(t));
+    joined.into_bump_str()
 }
 
 /// Tool-call arguments as an object, from either wire form. A string that is
@@ -219,23 +319,16 @@ impl<'a> ToolCall<'a> {
     }
 }
 
-/// The tool calls of an assistant message. Entries without a `function`
-/// object are skipped.
+/// The tool calls of an assistant message ([`call_views`]). Entries without
+/// a `function` object are skipped ([`WithoutFunction::Skipped`]).
 pub fn tool_calls_of<'a>(
     bump: &'a Bump,
     message: Node<'a>,
 ) -> impl Iterator<Item = ToolCall<'a>> + 'a {
-    let calls = message
-        .get("tool_calls")
-        .and_then(Node::as_array)
-        .unwrap_or(&[]);
-    calls.iter().filter_map(move |tc| {
-        let function = tc.get("function").filter(|f| f.is_object())?;
-        Some(ToolCall {
-            id: node::text_of(bump, tc.get("id")),
-            name: node::text_of(bump, function.get("name")),
-            arguments: function.get("arguments"),
-        })
+    call_views(message, WithoutFunction::Skipped).map(move |c| ToolCall {
+        id: node::text_of(bump, c.id),
+        name: node::text_of(bump, c.name),
+        arguments: c.arguments,
     })
 }
 
@@ -328,11 +421,7 @@ const OPENAI_FINISH: [&str; 5] = [
 
 /// The text, the tool calls and the finish reason of an OpenAI answer.
 pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
-    let choice = raw
-        .get("choices")
-        .and_then(Node::as_array)
-        .and_then(<[Node]>::first)
-        .copied();
+    let choice = first_choice(raw);
     let message = choice.and_then(|c| c.get("message"));
     let text = content_text(bump, message.and_then(|m| m.get("content")));
     let mut calls = BVec::new_in(bump);
@@ -599,4 +688,121 @@ pub(crate) fn whole_text(answer: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `text` as an arena node and as a `Value`, for reading the same JSON
+    /// on both sides.
+    fn both<'a>(bump: &'a Bump, text: &str) -> (Node<'a>, Value) {
+        let n = node::parse(bump, bump.alloc_str(text)).expect("JSON");
+        (n, serde_json::from_str(text).expect("JSON"))
+    }
+
+    /// [`WithoutFunction`]: an entry with no `function` object is a call
+    /// with an empty name and `{}` arguments to the loop, and no call to
+    /// translate; entries with one read alike.
+    #[test]
+    fn a_tool_call_without_a_function_is_kept_by_the_loop_and_skipped_by_translate() {
+        let bump = Bump::new();
+        let (n, v) = both(
+            &bump,
+            r#"{"role":"assistant","tool_calls":[
+                {"id":"a"},
+                {"id":"b","function":"f"},
+                7,
+                {"id":"c","function":{"name":"f","arguments":"{\"x\":1}"}},
+                {"id":5,"function":{}}]}"#,
+        );
+        let loop_calls: Vec<(String, String, Value)> = calls(&v)
+            .into_iter()
+            .map(|c| (c.id, c.name, c.args))
+            .collect();
+        assert_eq!(
+            loop_calls,
+            [
+                ("a".into(), String::new(), json!({})),
+                ("b".into(), String::new(), json!({})),
+                (String::new(), String::new(), json!({})),
+                ("c".into(), "f".into(), json!({"x": 1})),
+                ("5".into(), String::new(), json!({})),
+            ]
+        );
+        let translated: Vec<(&str, &str, String)> = tool_calls_of(&bump, n)
+            .map(|c| (c.id, c.name, args_string(&bump, c.arguments).to_string()))
+            .collect();
+        assert_eq!(
+            translated,
+            [("c", "f", r#"{"x":1}"#.into()), ("5", "", "{}".into())]
+        );
+        // The one reader, asked each way.
+        assert_eq!(call_views(&v, WithoutFunction::Kept).count(), 5);
+        assert_eq!(call_views(&v, WithoutFunction::Skipped).count(), 2);
+        assert_eq!(call_views(n, WithoutFunction::Kept).count(), 5);
+    }
+
+    fn loop_text(content: &str) -> String {
+        let raw: Value = serde_json::from_str(&format!(
+            r#"{{"choices":[{{"message":{{"role":"assistant","content":{content}}}}}]}}"#
+        ))
+        .expect("JSON");
+        answer_text(&raw)
+    }
+
+    fn translate_text(content: &str) -> String {
+        let bump = Bump::new();
+        let raw =
+            format!(r#"{{"choices":[{{"message":{{"role":"assistant","content":{content}}}}}]}}"#);
+        let (n, _) = both(&bump, &raw);
+        let (text, _, _) = read_answer(&bump, n);
+        text.to_string()
+    }
+
+    /// [`TextParts`]: the loop's final text takes only the parts typed
+    /// "text"; translate takes every part's string `text`.
+    #[test]
+    fn the_loop_reads_typed_text_parts_and_translate_every_parts_text() {
+        let content = r#"["raw", {"text":"x"}, {"type":"text","text":"y"},
+                          {"type":"refusal","text":"z"}, {"type":"text","text":"w"}]"#;
+        assert_eq!(loop_text(content), "yw");
+        assert_eq!(translate_text(content), "xyzw");
+        // Parts all typed "text", with string text, read alike.
+        let alike = r#"[{"type":"text","text":"a"},{"type":"text","text":"b"}]"#;
+        assert_eq!(loop_text(alike), "ab");
+        assert_eq!(translate_text(alike), "ab");
+    }
+
+    /// [`NonString`]: a content or a part's `text` that is not a string
+    /// is its JSON text to the loop and nothing to translate; `null` is
+    /// nothing to either.
+    #[test]
+    fn a_value_that_is_not_a_string_is_shown_by_the_loop_and_skipped_by_translate() {
+        for (content, shown) in [
+            ("42", "42"),
+            ("true", "true"),
+            (r#"{"a":1}"#, r#"{"a":1}"#),
+            (
+                r#"[{"type":"text","text":5},{"type":"text","text":"!"}]"#,
+                "5!",
+            ),
+            (r#"[{"type":"text","text":{"b":[1]}}]"#, r#"{"b":[1]}"#),
+        ] {
+            assert_eq!(loop_text(content), shown, "{content}");
+        }
+        assert_eq!(translate_text("42"), "");
+        assert_eq!(translate_text("true"), "");
+        assert_eq!(translate_text(r#"{"a":1}"#), "");
+        assert_eq!(
+            translate_text(r#"[{"type":"text","text":5},{"type":"text","text":"!"}]"#),
+            "!"
+        );
+        for nothing in ["null", r#"[{"type":"text","text":null}]"#, "[]"] {
+            assert_eq!(loop_text(nothing), "", "{nothing}");
+            assert_eq!(translate_text(nothing), "", "{nothing}");
+        }
+        assert_eq!(loop_text(r#""plain""#), "plain");
+        assert_eq!(translate_text(r#""plain""#), "plain");
+    }
 }
