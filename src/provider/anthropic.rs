@@ -783,6 +783,25 @@ pub(crate) fn part_block(p: &Part) -> Option<Value> {
     Some(block)
 }
 
+/// A `tool_result` block with §1B parts as the request carries it (§8A;
+/// the transcript keeps its canonical `parts`, see
+/// [`super::blocks::wire_messages`]): without `parts`, its content
+/// `[its text, each part's block…]`. `tool_part` makes a part's block.
+pub(crate) fn wire_tool_result(
+    block: &Value,
+    parts: &[Value],
+    tool_part: &mut dyn FnMut(&Value) -> Result<Value, String>,
+) -> Result<Value, String> {
+    let mut nb = block.as_object().cloned().unwrap_or_default();
+    nb.remove("parts");
+    let mut content = vec![turn::text_block(block.get("content"))];
+    for p in parts {
+        content.push(tool_part(p)?);
+    }
+    nb.insert("content".into(), Value::Array(content));
+    Ok(Value::Object(nb))
+}
+
 // ---------------------------------------------------------------------------
 // the streamed answer (`super::stream`, built from `super::gather`)
 // ---------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 //! [`anthropic::part_block`]) or is refused by name ([`Unsupported`]). An
 //! unknown block sent to a provider is usually accepted with a 200 and
 //! silently ignored, so "map and hope" is never an option. The translator
-//! and the client loop both emit parts through it.
+//! and the client loop both emit parts through it. [`wire_messages`] walks
+//! a transcript; the dialect files rewrite their own result shapes in it.
 
 use super::{anthropic, openai};
 use crate::parts::{is_media_value, over_limit_message, Part, PartKind};
@@ -141,7 +142,10 @@ pub fn transcript_has_parts(messages: &[Value]) -> bool {
 /// (a 400), so the media of the tool messages that answer one assistant turn
 /// move, in call order, into one `user` message right after them, each
 /// behind a line saying whose output it is; that message exists only on the
-/// wire, never in the transcript.
+/// wire, never in the transcript. Each step is keyed on the message's
+/// shape, not on `style` (a `tool` message is
+/// [`openai::wire_tool_message`]'s, a `tool_result` block with parts
+/// [`anthropic::wire_tool_result`]'s); `style` picks the blocks.
 pub fn wire_messages(
     style: Style,
     messages: &[Value],
@@ -161,33 +165,10 @@ pub fn wire_messages(
             continue;
         };
         let role = obj.get("role").and_then(Value::as_str);
+        // A part a tool returned never fails the run (see WireOptions::block).
+        let mut tool_part = |p: &Value| opts.block_of(p, style, false);
         if role == Some("tool") {
-            let mut msg = obj.clone();
-            msg.remove("parts");
-            msg.remove("name");
-            let parts = obj
-                .get("parts")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice);
-            let parts = parts.unwrap_or_default();
-            let is_text = |p: &&Value| p.get("type").and_then(Value::as_str) == Some("text");
-            if parts.iter().any(|p| is_text(&p)) {
-                let mut content = vec![text_value(obj.get("content"))];
-                for p in parts.iter().filter(is_text) {
-                    content.push(opts.block_of(p, style, false)?);
-                }
-                msg.insert("content".into(), Value::Array(content));
-            }
-            for p in parts.iter().filter(|p| !is_text(p)) {
-                let label = format!(
-                    "Output of tool {} ({}):",
-                    shown(obj.get("name")),
-                    shown(obj.get("tool_call_id"))
-                );
-                moved.push(serde_json::json!({"type": "text", "text": label}));
-                moved.push(opts.block_of(p, style, false)?);
-            }
-            out.push(Value::Object(msg));
+            out.push(openai::wire_tool_message(obj, &mut moved, &mut tool_part)?);
             continue;
         }
         flush(&mut out, &mut moved);
@@ -201,14 +182,7 @@ pub fn wire_messages(
             let is_result = b.get("type").and_then(Value::as_str) == Some("tool_result");
             match b.get("parts").and_then(Value::as_array) {
                 Some(parts) if is_result && !parts.is_empty() => {
-                    let mut nb = b.as_object().cloned().unwrap_or_default();
-                    nb.remove("parts");
-                    let mut content = vec![text_value(b.get("content"))];
-                    for p in parts {
-                        content.push(opts.block_of(p, style, false)?);
-                    }
-                    nb.insert("content".into(), Value::Array(content));
-                    wired.push(Value::Object(nb));
+                    wired.push(anthropic::wire_tool_result(b, parts, &mut tool_part)?);
                 }
                 _ if is_media_value(b) => {
                     wired.push(opts.block_of(b, style, attached)?);
@@ -222,21 +196,6 @@ pub fn wire_messages(
     }
     flush(&mut out, &mut moved);
     Ok(out)
-}
-
-/// `{"type":"text","text": <the string, or "">}`.
-fn text_value(v: Option<&Value>) -> Value {
-    let text = v.and_then(Value::as_str).unwrap_or_default();
-    serde_json::json!({"type": "text", "text": text})
-}
-
-/// A value as the label shows it: a string as itself, absent as `None`.
-fn shown(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => "None".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -490,6 +490,55 @@ pub(crate) fn part_block(p: &Part) -> Option<Value> {
     Some(block)
 }
 
+/// A `tool` message as the request carries it (§8A; the transcript keeps
+/// its canonical `parts` and `name`, see [`super::blocks::wire_messages`]):
+/// without `parts` and `name`; with text parts, its content becomes
+/// `[its text, the text parts' blocks…]`. A `tool` message cannot carry
+/// media (a 400), so each media part's block is appended to `moved`, behind
+/// a line saying whose output it is, for the one `user` message that
+/// follows the turn's tool messages. `tool_part` makes a part's block.
+pub(crate) fn wire_tool_message(
+    obj: &Map<String, Value>,
+    moved: &mut Vec<Value>,
+    tool_part: &mut dyn FnMut(&Value) -> Result<Value, String>,
+) -> Result<Value, String> {
+    let mut msg = obj.clone();
+    msg.remove("parts");
+    msg.remove("name");
+    let parts = obj
+        .get("parts")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice);
+    let parts = parts.unwrap_or_default();
+    let is_text = |p: &&Value| p.get("type").and_then(Value::as_str) == Some("text");
+    if parts.iter().any(|p| is_text(&p)) {
+        let mut content = vec![turn::text_block(obj.get("content"))];
+        for p in parts.iter().filter(is_text) {
+            content.push(tool_part(p)?);
+        }
+        msg.insert("content".into(), Value::Array(content));
+    }
+    for p in parts.iter().filter(|p| !is_text(p)) {
+        let label = format!(
+            "Output of tool {} ({}):",
+            shown(obj.get("name")),
+            shown(obj.get("tool_call_id"))
+        );
+        moved.push(json!({"type": "text", "text": label}));
+        moved.push(tool_part(p)?);
+    }
+    Ok(Value::Object(msg))
+}
+
+/// A value as the label shows it: a string as itself, absent as `None`.
+fn shown(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "None".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // the streamed answer (`super::stream`, built from `super::gather`)
 // ---------------------------------------------------------------------------

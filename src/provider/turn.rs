@@ -107,6 +107,13 @@ pub(crate) fn text_of(v: Option<&Value>) -> String {
     }
 }
 
+/// `{"type":"text","text": <the string, or "">}`: the text block of a
+/// result's text in the openai and anthropic dialects.
+pub(crate) fn text_block(v: Option<&Value>) -> Value {
+    let text = v.and_then(Value::as_str).unwrap_or_default();
+    json!({"type": "text", "text": text})
+}
+
 /// Arguments as the wire carries them: a JSON string holding an object
 /// (blank, malformed or not an object ⇒ `{}`), or an object.
 pub(crate) fn args_of(v: Option<&Value>) -> Value {
