@@ -1,5 +1,8 @@
-//! The Anthropic messages dialect: its tables, and the loop's body writer,
-//! answer reader (calls, text, usage) and tool-result blocks.
+//! The Anthropic messages dialect: its tables; the loop's body writer,
+//! tool-result blocks and wired `tool_result` block; translate's body
+//! writer and conversions from OpenAI shape; the answer's calls, text and
+//! usage read once for both sides (generic over [`View`]); the streamed
+//! answer's state; the content-part blocks.
 
 use super::gather::{
     append_strings, provider_stream_error, too_many_calls, Budget, ENTRY_BYTES, MAX_TOOL_CALLS,

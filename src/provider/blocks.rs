@@ -2,8 +2,8 @@
 //! sends it.
 //!
 //! The mapping is a positive list: every (style, part type) pair either has
-//! a block shape (in its dialect file: [`openai::part_block`],
-//! [`anthropic::part_block`]) or is refused by name ([`Unsupported`]). An
+//! a block shape (in its dialect file: `openai::part_block`,
+//! `anthropic::part_block`) or is refused by name ([`Unsupported`]). An
 //! unknown block sent to a provider is usually accepted with a 200 and
 //! silently ignored, so "map and hope" is never an option. The translator
 //! and the client loop both emit parts through it. [`wire_messages`] walks
@@ -144,8 +144,8 @@ pub fn transcript_has_parts(messages: &[Value]) -> bool {
 /// behind a line saying whose output it is; that message exists only on the
 /// wire, never in the transcript. Each step is keyed on the message's
 /// shape, not on `style` (a `tool` message is
-/// [`openai::wire_tool_message`]'s, a `tool_result` block with parts
-/// [`anthropic::wire_tool_result`]'s); `style` picks the blocks.
+/// `openai::wire_tool_message`'s, a `tool_result` block with parts
+/// `anthropic::wire_tool_result`'s); `style` picks the blocks.
 pub fn wire_messages(
     style: Style,
     messages: &[Value],

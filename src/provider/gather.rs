@@ -1,7 +1,7 @@
 //! What every dialect's stream assembler (`openai::StreamState`,
 //! `anthropic::StreamState`, `gemini::StreamState`,
 //! `responses::StreamState`) is built from: the caps of an assembled
-//! answer, the [`Budget`] that counts it against them and watches the
+//! answer, the `Budget` that counts it against them and watches the
 //! deadline and the cancel token, the error a provider's `error` event
 //! becomes, and the appending of string pieces. [`super::stream`] drives
 //! the dialects' states with these.
@@ -56,7 +56,7 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
-    /// Sets the deadline and the token [`Budget::check`] looks at.
+    /// Sets the deadline and the token `Budget::check` looks at.
     pub(crate) fn watch(&mut self, deadline: Option<Instant>, cancel: Option<&CancelToken>) {
         self.deadline = deadline;
         self.cancel = cancel.cloned();

@@ -16,6 +16,8 @@
 //!
 //! - The loop's side ([`super::turn`]): its body writer, the calls and text
 //!   read off a model content, the result parts fed back.
+//! - The streamed answer's state (`StreamState`, driven by
+//!   [`super::stream`]).
 //!
 //! Everything here is pure JSON work on [`serde_json::Value`].
 

@@ -1,5 +1,8 @@
-//! The OpenAI chat-completions dialect: its tables, and the loop's body
-//! writer, answer reader (calls, text, usage) and tool-result message.
+//! The OpenAI chat-completions dialect: its tables; the loop's body
+//! writer, tool-result message and wired `tool` message; translate's body
+//! writer and readers of OpenAI-shaped messages; the answer's calls, text
+//! and usage read once for both sides (generic over [`View`]); the
+//! streamed answer's state; the content-part blocks.
 
 use super::gather::{
     append_string, provider_stream_error, too_many_calls, Budget, CHECK_EVERY, ENTRY_BYTES,

@@ -28,6 +28,12 @@
 //!   is the answer, its `output` filled from the items when it holds none;
 //!   `response.failed` or an `error` event fails the call.
 //!
+//! Each dialect's events are gathered by its own `StreamState` in its
+//! dialect file (`openai.rs`, `anthropic.rs`, `gemini.rs`,
+//! `responses.rs`), built from [`super::gather`]; the [`Assembler`] here
+//! picks the style's state, looks at the deadline and the token before
+//! each event, and stops at the style's last event.
+//!
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
 //!
