@@ -442,9 +442,17 @@ impl Placer {
 /// its own tree (the translator's speed comes from never building a
 /// `Value`).
 pub trait View<'a>: Copy + 'a {
+    /// The items of an array, in order.
+    type Items: Iterator<Item = Self> + 'a;
+
     /// `self[key]` of an object; `None` for a missing key or a non-object.
     fn get(self, key: &str) -> Option<Self>;
+    /// The items of an array; `None` for anything else.
+    fn items(self) -> Option<Self::Items>;
+    /// The text of a string; `None` for anything else.
+    fn as_str(self) -> Option<&'a str>;
     fn is_object(self) -> bool;
+    fn is_null(self) -> bool;
     /// A token count: a whole number of 0 or more as it is, a finite
     /// fraction of 0 or more taken down; anything else (negative, not a
     /// number) is `None`.
@@ -452,12 +460,29 @@ pub trait View<'a>: Copy + 'a {
 }
 
 impl<'a> View<'a> for &'a Value {
+    type Items = std::slice::Iter<'a, Value>;
+
     fn get(self, key: &str) -> Option<Self> {
         Value::get(self, key)
     }
 
+    fn items(self) -> Option<Self::Items> {
+        match self {
+            Value::Array(items) => Some(items.iter()),
+            _ => None,
+        }
+    }
+
+    fn as_str(self) -> Option<&'a str> {
+        Value::as_str(self)
+    }
+
     fn is_object(self) -> bool {
         Value::is_object(self)
+    }
+
+    fn is_null(self) -> bool {
+        Value::is_null(self)
     }
 
     fn count(self) -> Option<u64> {

@@ -279,12 +279,14 @@ impl Run<'_> {
         // Gemini results carry their media as parts already
         // (shape::gemini_parts); responses results carry text only.
         let messages: &[Value] = if matches!(self.style(), Style::OpenAi | Style::Anthropic)
-            && crate::parts::transcript_has_parts(&self.messages)
+            && crate::provider::blocks::transcript_has_parts(&self.messages)
         {
-            wired = crate::parts::wire_messages(self.style(), &self.messages, &Default::default())
-                .map_err(|e| {
-                    Error::new(ErrorCode::InvalidArgument, format!("content part: {e}"))
-                })?;
+            wired = crate::provider::blocks::wire_messages(
+                self.style(),
+                &self.messages,
+                &Default::default(),
+            )
+            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("content part: {e}")))?;
             &wired
         } else {
             &self.messages

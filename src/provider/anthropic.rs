@@ -1,16 +1,23 @@
-//! The Anthropic messages dialect: its tables, and the loop's body writer,
-//! answer reader (calls, text, usage) and tool-result blocks.
+//! The Anthropic messages dialect: its tables; the loop's body writer,
+//! tool-result blocks and wired `tool_result` block; translate's body
+//! writer and conversions from OpenAI shape; the answer's calls, text and
+//! usage read once for both sides (generic over [`View`]); the streamed
+//! answer's state; the content-part blocks.
 
+use super::gather::{
+    append_strings, provider_stream_error, too_many_calls, Budget, ENTRY_BYTES, MAX_TOOL_CALLS,
+};
 use super::node::{self, array, object, Node, Num, ObjectBuilder, EMPTY_OBJECT};
 use super::openai;
-use super::turn::{self, text_of, Body, Call, Entries, Fed, Field, Request};
+use super::turn::{self, text_of, Body, Call, CallView, Entries, Fed, Field, Request};
 use super::ClientConfig;
+use crate::error::Error;
 use crate::json::View;
-use crate::parts::Part;
-use crate::style::Style;
+use crate::parts::{Part, PartKind};
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
 /// The endpoint under a client's `baseUrl` (its trailing `/` removed):
 /// `{base}/messages` when the base already ends in `/v1`, else
@@ -73,35 +80,61 @@ pub fn assistant_message(raw: &Value) -> Value {
     })
 }
 
-/// The `tool_use` blocks of an assistant message, in order (a missing or
-/// null `input` is `{}`).
-pub fn calls(message: &Value) -> Vec<Call> {
-    message
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
-                .map(|b| Call {
-                    id: text_of(b.get("id")),
-                    name: text_of(b.get("name")),
-                    args: match b.get("input") {
-                        None | Some(Value::Null) => Value::Object(Map::new()),
-                        Some(i) => i.clone(),
-                    },
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+// ---------------------------------------------------------------------------
+// the answer read, once for both sides: generic over `crate::json::View`, so
+// the loop reads its `serde_json::Value` and translate its arena node (the
+// two read calls and text alike; only the strings they make differ)
+// ---------------------------------------------------------------------------
+
+/// The blocks of `message.content` (an assistant message, or a whole
+/// answer) whose `type` is `kind`, in order.
+fn blocks_of<'a, V: View<'a>>(message: V, kind: &'static str) -> impl Iterator<Item = V> + 'a {
+    let blocks = message.get("content").and_then(V::items);
+    blocks
+        .into_iter()
+        .flatten()
+        .filter(move |b| b.get("type").and_then(V::as_str) == Some(kind))
 }
 
-/// The final text: the `text` blocks joined.
+/// The `tool_use` blocks of a message, in order, as views (`arguments` is
+/// the block's `input`): the one reading of calls, for the loop
+/// ([`calls`]) and translate ([`read_answer`]).
+pub fn call_views<'a, V: View<'a>>(message: V) -> impl Iterator<Item = CallView<V>> + 'a {
+    blocks_of(message, "tool_use").map(|b| CallView {
+        id: b.get("id"),
+        name: b.get("name"),
+        arguments: b.get("input"),
+    })
+}
+
+/// The `text` of a message's `text` blocks, in order (a `null` or missing
+/// one gives nothing; the caller shows a value that is not a string as its
+/// JSON text): the one reading of text, for the loop ([`answer_text`]) and
+/// translate ([`read_answer`]).
+pub fn text_pieces<'a, V: View<'a>>(message: V) -> impl Iterator<Item = V> + 'a {
+    blocks_of(message, "text")
+        .filter_map(|b| b.get("text"))
+        .filter(|t| !t.is_null())
+}
+
+/// The `tool_use` blocks of an assistant message, in order (a missing or
+/// null `input` is `{}`; see [`call_views`]).
+pub fn calls(message: &Value) -> Vec<Call> {
+    call_views(message)
+        .map(|c| Call {
+            id: text_of(c.id),
+            name: text_of(c.name),
+            args: match c.arguments {
+                None | Some(Value::Null) => Value::Object(Map::new()),
+                Some(i) => i.clone(),
+            },
+        })
+        .collect()
+}
+
+/// The final text: the `text` blocks joined ([`text_pieces`]).
 pub fn answer_text(raw: &Value) -> String {
-    raw.get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| turn::join_texts(blocks, "text"))
-        .unwrap_or_default()
+    text_pieces(raw).map(|piece| text_of(Some(piece))).collect()
 }
 
 /// `usage.input_tokens` and `output_tokens`, the total their sum; `None`
@@ -116,7 +149,7 @@ pub fn usage<'a, V: View<'a>>(raw: V) -> Option<(u64, u64, u64)> {
 
 /// The `tool_result` block of one result, with `parts` when the tool
 /// returned any (the transcript keeps canonical parts; the request carries
-/// them as blocks, see [`crate::parts::wire_messages`]).
+/// them as blocks, see [`super::blocks::wire_messages`]).
 pub fn result_block(f: &Fed) -> Value {
     let mut block = json!({
         "type": "tool_result",
@@ -494,7 +527,7 @@ fn user_blocks<'a>(bump: &'a Bump, text: &'a str, items: &'a [Node<'a>]) -> Node
 }
 
 /// The Anthropic block of one §1B part through the one §8A mapping
-/// ([`crate::parts`]); a part Anthropic has no block for (audio) becomes
+/// ([`part_block`]); a part Anthropic has no block for (audio) becomes
 /// its text placeholder, never a silent drop. A part whose fields are not
 /// strings goes through as given.
 fn anthropic_part_block<'a>(bump: &'a Bump, part: Node<'a>) -> Node<'a> {
@@ -503,7 +536,8 @@ fn anthropic_part_block<'a>(bump: &'a Bump, part: Node<'a>) -> Node<'a> {
     };
     // Straight into the arena: no JSON text of the block in between (the
     // base64 of an image would be written out and read back).
-    node::copy_value(bump, &p.to_block_or_placeholder(Style::Anthropic))
+    let block = part_block(&p).unwrap_or_else(|| p.placeholder_block());
+    node::copy_value(bump, &block)
 }
 
 /// OpenAI `messages` converted for Anthropic: assistant `tool_calls` become
@@ -692,36 +726,375 @@ pub fn thinking<'a>(bump: &'a Bump, raw: Node<'a>, entries: &mut Vec<(&'a str, N
     }
 }
 
-/// The text, the tool calls and the finish reason of an Anthropic answer.
+/// The text, the tool calls and the finish reason of an Anthropic answer
+/// ([`text_pieces`], [`call_views`]).
 pub fn read_answer<'a>(bump: &'a Bump, raw: Node<'a>) -> (&'a str, Node<'a>, &'static str) {
-    let blocks = raw.get("content").and_then(Node::as_array).unwrap_or(&[]);
-    let of_type = |t: &'static str| {
-        blocks
-            .iter()
-            .filter(move |b| b.get("type").and_then(Node::as_str) == Some(t))
-    };
     let mut text = bumpalo::collections::String::new_in(bump);
-    for b in of_type("text") {
-        text.push_str(b.get("text").map_or("", |t| t.display(bump)));
+    for piece in text_pieces(raw) {
+        text.push_str(piece.display(bump));
     }
     let mut calls = BVec::new_in(bump);
-    for b in of_type("tool_use") {
-        let input = match b.get("input") {
+    for c in call_views(raw) {
+        let input = match c.arguments {
             None | Some(Node::Null) => "{}",
             Some(i) => i.encode_in(bump),
         };
         calls.push(node::object(
             bump,
             &[
-                ("id", Node::Str(b.get("id").map_or("", |v| v.display(bump)))),
-                (
-                    "name",
-                    Node::Str(b.get("name").map_or("", |v| v.display(bump))),
-                ),
+                ("id", Node::Str(node::text_of(bump, c.id))),
+                ("name", Node::Str(node::text_of(bump, c.name))),
                 ("arguments", Node::Str(input)),
             ],
         ));
     }
     let finish = turn::finish_reason_for(!calls.is_empty(), raw.get("stop_reason"));
     (text.into_bump_str(), node::array(calls), finish)
+}
+
+// ---------------------------------------------------------------------------
+// content-part blocks (§8A; `super::blocks` picks the dialect)
+// ---------------------------------------------------------------------------
+
+/// The Anthropic block of one §1B part, or `None` where this dialect has no
+/// block shape for it (`super::blocks` turns that into the refusal naming
+/// both): text as a `text` block, an image as `image` and a file as
+/// `document` (a `url` source, else a `base64` one); audio has none.
+pub(crate) fn part_block(p: &Part) -> Option<Value> {
+    let mime = p.mime_type.as_deref().unwrap_or_default();
+    let block = match p.kind {
+        PartKind::Text => json!({
+            "type": "text",
+            "text": p.text.as_deref().unwrap_or_default(),
+        }),
+        PartKind::Image | PartKind::File => {
+            let block_type = if p.kind == PartKind::Image {
+                "image"
+            } else {
+                "document"
+            };
+            let source = match (&p.url, &p.data) {
+                (Some(u), _) => json!({"type": "url", "url": u}),
+                (None, Some(d)) => json!({"type": "base64", "media_type": mime, "data": d}),
+                (None, None) => return None,
+            };
+            json!({"type": block_type, "source": source})
+        }
+        // Anthropic defines no audio block: a refusal by name.
+        PartKind::Audio => return None,
+    };
+    Some(block)
+}
+
+/// A `tool_result` block with §1B parts as the request carries it (§8A;
+/// the transcript keeps its canonical `parts`, see
+/// [`super::blocks::wire_messages`]): without `parts`, its content
+/// `[its text, each part's block…]`. `tool_part` makes a part's block.
+pub(crate) fn wire_tool_result(
+    block: &Value,
+    parts: &[Value],
+    tool_part: &mut dyn FnMut(&Value) -> Result<Value, String>,
+) -> Result<Value, String> {
+    let mut nb = block.as_object().cloned().unwrap_or_default();
+    nb.remove("parts");
+    let mut content = vec![turn::text_block(block.get("content"))];
+    for p in parts {
+        content.push(tool_part(p)?);
+    }
+    nb.insert("content".into(), Value::Array(content));
+    Ok(Value::Object(nb))
+}
+
+// ---------------------------------------------------------------------------
+// the streamed answer (`super::stream`, built from `super::gather`)
+// ---------------------------------------------------------------------------
+
+/// One content block of an Anthropic stream.
+#[derive(Debug)]
+struct StreamBlock {
+    index: u64,
+    block: Map<String, Value>,
+    /// `input_json_delta` pieces of a tool_use block.
+    json: Option<String>,
+}
+
+/// An Anthropic stream gathered so far.
+#[derive(Debug, Default)]
+pub(crate) struct StreamState {
+    message: Option<Map<String, Value>>,
+    blocks: Vec<StreamBlock>,
+    /// Where the block of each `index` is in `blocks`.
+    by_index: HashMap<u64, usize>,
+    /// How many of the blocks are `tool_use`.
+    tool_uses: usize,
+    stop_reason: Option<Value>,
+    stop_sequence: Option<Value>,
+    usage: Map<String, Value>,
+}
+
+impl StreamState {
+    /// Starts (or starts again) the block of `index`, returning where it is
+    /// in `blocks`; fails past [`MAX_TOOL_CALLS`] `tool_use` blocks.
+    fn start_block(&mut self, index: u64, block: Map<String, Value>) -> Result<usize, Error> {
+        let is_tool =
+            |b: &Map<String, Value>| b.get("type").and_then(Value::as_str) == Some("tool_use");
+        let tool = is_tool(&block);
+        let entry = StreamBlock {
+            index,
+            block,
+            json: None,
+        };
+        match self.by_index.get(&index) {
+            Some(&at) => {
+                let was_tool = is_tool(&self.blocks[at].block);
+                if tool && !was_tool {
+                    self.count_tool_use()?;
+                } else if was_tool && !tool {
+                    self.tool_uses -= 1;
+                }
+                self.blocks[at] = entry;
+                Ok(at)
+            }
+            None => {
+                if tool {
+                    self.count_tool_use()?;
+                }
+                self.blocks.push(entry);
+                self.by_index.insert(index, self.blocks.len() - 1);
+                Ok(self.blocks.len() - 1)
+            }
+        }
+    }
+
+    fn count_tool_use(&mut self) -> Result<(), Error> {
+        if self.tool_uses >= MAX_TOOL_CALLS {
+            return Err(too_many_calls(self.tool_uses + 1));
+        }
+        self.tool_uses += 1;
+        Ok(())
+    }
+
+    /// Takes one event of the stream; `on_text` gets each piece of
+    /// assistant text. `Ok(true)`: the answer's last event (later ones are
+    /// ignored).
+    pub(crate) fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        budget: &mut Budget,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<bool, Error> {
+        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(data) else {
+            return Ok(false);
+        };
+        let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
+        let s = self;
+        let index = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(Value::Object(m)) = ev.get("message") {
+                    // At most the whole event was copied.
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    if let Some(Value::Object(u)) = m.get("usage") {
+                        s.usage.extend(u.clone());
+                    }
+                    s.message = Some(m.clone());
+                }
+            }
+            "content_block_start" => {
+                let block = match ev.get("content_block") {
+                    Some(Value::Object(b)) => b.clone(),
+                    _ => Map::new(),
+                };
+                budget.take(ENTRY_BYTES + data.len())?;
+                s.start_block(index, block)?;
+            }
+            "content_block_delta" => {
+                let Some(Value::Object(delta)) = ev.get("delta") else {
+                    return Ok(false);
+                };
+                let at = match s.by_index.get(&index) {
+                    Some(&at) => at,
+                    // A delta for a block never started starts it.
+                    None => {
+                        let t = match delta.get("type").and_then(Value::as_str) {
+                            Some("input_json_delta") => "tool_use",
+                            _ => "text",
+                        };
+                        let mut block = Map::new();
+                        block.insert("type".into(), Value::String(t.into()));
+                        budget.take(ENTRY_BYTES)?;
+                        s.start_block(index, block)?
+                    }
+                };
+                let b = &mut s.blocks[at];
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("input_json_delta") => {
+                        let piece = delta
+                            .get("partial_json")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        budget.take(piece.len())?;
+                        b.json.get_or_insert_with(String::new).push_str(piece);
+                    }
+                    kind => {
+                        append_strings(&mut b.block, delta, budget)?;
+                        if kind == Some("text_delta") {
+                            if let Some(t) = delta.get("text").and_then(Value::as_str) {
+                                if !t.is_empty() {
+                                    on_text(t);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            "content_block_stop" => {
+                if let Some(&at) = s.by_index.get(&index) {
+                    Self::close_block(&mut s.blocks[at]);
+                }
+            }
+            "message_delta" => {
+                if let Some(Value::Object(d)) = ev.get("delta") {
+                    if let Some(r) = d.get("stop_reason").filter(|r| !r.is_null()) {
+                        s.stop_reason = Some(r.clone());
+                    }
+                    if let Some(q) = d.get("stop_sequence").filter(|q| !q.is_null()) {
+                        s.stop_sequence = Some(q.clone());
+                    }
+                }
+                if let Some(Value::Object(u)) = ev.get("usage") {
+                    for (k, v) in u {
+                        if !v.is_null() {
+                            if !s.usage.contains_key(k) {
+                                budget.take(ENTRY_BYTES + k.len())?;
+                            }
+                            s.usage.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            "message_stop" => return Ok(true),
+            "error" => {
+                let detail = ev.get("error").cloned().unwrap_or(Value::Object(ev));
+                return Err(provider_stream_error(&detail));
+            }
+            // ping and anything newer.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// A finished tool_use block takes its gathered input (`{}` when the
+    /// pieces do not make a JSON object: CONTRACT §5 reads malformed
+    /// arguments as none).
+    fn close_block(b: &mut StreamBlock) {
+        let Some(json) = b.json.take() else { return };
+        let input = if json.trim().is_empty() {
+            b.block
+                .get("input")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()))
+        } else {
+            match serde_json::from_str::<Value>(&json) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => Value::Object(Map::new()),
+            }
+        };
+        b.block.insert("input".into(), input);
+    }
+
+    /// The answer as the provider would have sent it whole.
+    pub(crate) fn finish(mut self) -> Value {
+        let s = &mut self;
+        for b in &mut s.blocks {
+            Self::close_block(b);
+        }
+        s.blocks.sort_by_key(|b| b.index);
+        let mut out = s.message.take().unwrap_or_default();
+        out.entry("type")
+            .or_insert_with(|| Value::String("message".into()));
+        out.entry("role")
+            .or_insert_with(|| Value::String("assistant".into()));
+        let content = std::mem::take(&mut s.blocks)
+            .into_iter()
+            .map(|b| Value::Object(b.block))
+            .collect();
+        out.insert("content".into(), Value::Array(content));
+        out.insert(
+            "stop_reason".into(),
+            s.stop_reason.take().unwrap_or(Value::Null),
+        );
+        out.insert(
+            "stop_sequence".into(),
+            s.stop_sequence.take().unwrap_or(Value::Null),
+        );
+        out.insert("usage".into(), Value::Object(std::mem::take(&mut s.usage)));
+        Value::Object(out)
+    }
+}
+
+/// The text of a whole answer to a streamed request, for the one delta it
+/// makes: the `text` blocks whose text is a string, joined.
+pub(crate) fn whole_text(answer: &Value) -> String {
+    answer
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The loop and translate read an answer's calls and text alike (one
+    /// reader, [`call_views`] and [`text_pieces`]); only the strings they
+    /// make differ: the loop's arguments are the `input` value, translate's
+    /// its JSON text.
+    #[test]
+    fn the_loop_and_translate_read_calls_and_text_alike() {
+        let text = r#"{"content":[
+            {"type":"text","text":"a"},
+            {"type":"thinking","thinking":"t"},
+            {"type":"tool_use","id":"u1","name":"f","input":{"x":1}},
+            {"type":"text","text":5},
+            {"type":"text","text":null},
+            {"type":"tool_use","id":7,"input":null},
+            {"type":"tool_use","id":"u3","name":"g","input":"s"},
+            "stray"],"stop_reason":"tool_use"}"#;
+        let v: Value = serde_json::from_str(text).expect("JSON");
+        let bump = Bump::new();
+        let n = node::parse(&bump, bump.alloc_str(text)).expect("JSON");
+        assert_eq!(answer_text(&v), "a5");
+        let loop_calls: Vec<(String, String, Value)> = calls(&v)
+            .into_iter()
+            .map(|c| (c.id, c.name, c.args))
+            .collect();
+        assert_eq!(
+            loop_calls,
+            [
+                ("u1".into(), "f".into(), json!({"x": 1})),
+                ("7".into(), String::new(), json!({})),
+                ("u3".into(), "g".into(), json!("s")),
+            ]
+        );
+        let (t, translated, finish) = read_answer(&bump, n);
+        assert_eq!(t, "a5");
+        assert_eq!(finish, "tool_calls");
+        assert_eq!(
+            translated.to_value(),
+            json!([
+                {"id": "u1", "name": "f", "arguments": "{\"x\":1}"},
+                {"id": "7", "name": "", "arguments": "{}"},
+                {"id": "u3", "name": "g", "arguments": "\"s\""},
+            ])
+        );
+    }
 }

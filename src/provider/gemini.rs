@@ -16,13 +16,20 @@
 //!
 //! - The loop's side ([`super::turn`]): its body writer, the calls and text
 //!   read off a model content, the result parts fed back.
+//! - The streamed answer's state (`StreamState`, driven by
+//!   [`super::stream`]).
 //!
 //! Everything here is pure JSON work on [`serde_json::Value`].
 
+use super::gather::{
+    provider_stream_error, too_many_calls, Budget, CHECK_EVERY, ENTRY_BYTES, MAX_TOOL_CALLS,
+};
 use super::gemini_schema;
 use super::node::{self, Node};
 use super::turn::{self, Body, Call, Entries, Fed, Field, Request};
 use super::{ClientConfig, RESERVED_PARAMS};
+use crate::error::{Error, ErrorCode};
+use crate::limits::RESPONSE_BODY_BYTES;
 use bumpalo::Bump;
 use serde_json::{json, Map, Value};
 
@@ -797,6 +804,148 @@ pub fn read_answer<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a
             ("raw", raw),
         ],
     )
+}
+
+// ---------------------------------------------------------------------------
+// the streamed answer (`super::stream`, built from `super::gather`)
+// ---------------------------------------------------------------------------
+
+/// A Gemini stream gathered so far.
+#[derive(Debug, Default)]
+pub(crate) struct StreamState {
+    /// `responseId`, `modelVersion`, `createTime` as first sent, the last
+    /// `promptFeedback`.
+    top: Map<String, Value>,
+    parts: Vec<Map<String, Value>>,
+    calls: usize,
+    finish_reason: Option<Value>,
+    usage: Option<Value>,
+}
+
+/// Whether a text part can take more text appended: plain text (or a
+/// thought) with no signature.
+fn open_text(p: &Map<String, Value>) -> bool {
+    p.get("text").is_some_and(Value::is_string)
+        && p.get("thoughtSignature").is_none()
+        && p.keys().all(|k| matches!(k.as_str(), "text" | "thought"))
+}
+
+impl StreamState {
+    /// Takes one event of the stream; `on_text` gets each piece of
+    /// assistant text. `Ok(true)`: the answer's last event (later ones are
+    /// ignored).
+    pub(crate) fn event(
+        &mut self,
+        data: &str,
+        budget: &mut Budget,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<bool, Error> {
+        let chunk = match serde_json::from_str::<Value>(data) {
+            Ok(Value::Object(c)) => c,
+            _ => {
+                return Err(Error::new(
+                    ErrorCode::ProviderError,
+                    format!(
+                        "the provider's stream sent an event that is not a JSON object (a stream cut mid-event?): {}",
+                        data.chars().take(200).collect::<String>()
+                    ),
+                ))
+            }
+        };
+        if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(provider_stream_error(e));
+        }
+        let s = self;
+        for key in ["responseId", "modelVersion", "createTime"] {
+            if let Some(v) = chunk.get(key).filter(|v| !v.is_null()) {
+                if !s.top.contains_key(key) {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.top.insert(key.into(), v.clone());
+                }
+            }
+        }
+        if let Some(f) = chunk.get("promptFeedback").filter(|f| f.is_object()) {
+            budget.take(ENTRY_BYTES)?;
+            s.top.insert("promptFeedback".into(), f.clone());
+        }
+        if let Some(u) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
+            s.usage = Some(u.clone());
+        }
+        let Some(candidate) = chunk.get("candidates").and_then(|c| c.get(0)) else {
+            return Ok(false);
+        };
+        if let Some(f) = candidate.get("finishReason").filter(|f| !f.is_null()) {
+            s.finish_reason = Some(f.clone());
+        }
+        let parts = candidate
+            .pointer("/content/parts")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        for (n, part) in parts.iter().enumerate() {
+            if n % CHECK_EVERY == CHECK_EVERY - 1 {
+                budget.check()?;
+            }
+            let Value::Object(part) = part else { continue };
+            let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
+            if let Some(text) = part.get("text").and_then(Value::as_str) {
+                if !thought && !text.is_empty() {
+                    on_text(text);
+                }
+                let joins = open_text(part)
+                    && s.parts.last().is_some_and(|last| {
+                        open_text(last)
+                            && (last.get("thought").and_then(Value::as_bool) == Some(true))
+                                == thought
+                    });
+                if joins {
+                    budget.take(text.len())?;
+                    if let Some(Value::String(t)) =
+                        s.parts.last_mut().and_then(|l| l.get_mut("text"))
+                    {
+                        t.push_str(text);
+                    }
+                    continue;
+                }
+                budget.take(ENTRY_BYTES + text.len())?;
+            } else {
+                if part.contains_key("functionCall") {
+                    if s.calls >= MAX_TOOL_CALLS {
+                        return Err(too_many_calls(s.calls + 1));
+                    }
+                    s.calls += 1;
+                }
+                // At most the whole event was copied.
+                budget.take(ENTRY_BYTES + data.len().min(RESPONSE_BODY_BYTES))?;
+            }
+            s.parts.push(part.clone());
+        }
+        Ok(false)
+    }
+
+    /// The answer as the provider would have sent it whole.
+    pub(crate) fn finish(self) -> Value {
+        let s = self;
+        let mut candidate = Map::new();
+        let parts = s.parts.into_iter().map(Value::Object).collect();
+        candidate.insert(
+            "content".into(),
+            serde_json::json!({"role": "model", "parts": Value::Array(parts)}),
+        );
+        if let Some(f) = s.finish_reason {
+            candidate.insert("finishReason".into(), f);
+        }
+        candidate.insert("index".into(), Value::from(0));
+        let mut out = Map::new();
+        out.insert(
+            "candidates".into(),
+            Value::Array(vec![Value::Object(candidate)]),
+        );
+        if let Some(u) = s.usage {
+            out.insert("usageMetadata".into(), u);
+        }
+        out.extend(s.top);
+        Value::Object(out)
+    }
 }
 
 #[cfg(test)]

@@ -4,20 +4,25 @@
 //! token, and below `skill`, `builtin`, `mcp`, `toolkit`, `translate` and
 //! `client`, which both speak to providers through it; nothing here
 //! imports them. A new dialect is one new file beside `openai.rs` plus its
-//! arm in each match on [`Style`] (here, `dialect.rs`, `translate`, the
-//! stream readers).
+//! arm in each match on [`Style`] (here, `dialect.rs`, `blocks.rs`,
+//! `stream.rs`, `chunks.rs`, `translate`).
 //!
 //! - `mod.rs`: [`Style`] (defined in [`crate::style`]), [`ClientConfig`]
 //!   (CONTRACT §6) and the keys and clamps of its JSON.
 //! - [`openai`]: the OpenAI chat-completions dialect: its tables; the
-//!   loop's body writer, answer reader and tool-result message (over
-//!   `serde_json::Value`); translate's body writer and answer reader, and
-//!   the readers of OpenAI-shaped messages (over the arena [`node`]).
+//!   loop's body writer and tool-result message, and the request's step of
+//!   the wired transcript (over `serde_json::Value`); translate's body
+//!   writer and the readers of OpenAI-shaped messages (over the arena
+//!   [`node`]); the answer read once for both sides, generic over
+//!   [`crate::json::View`] (`call_views`, `text_pieces`, with the recorded
+//!   differences between the loop and translate as named parameters); its
+//!   stream state (`StreamState`) and its content-part blocks
+//!   (`part_block`).
 //! - [`anthropic`]: the Anthropic messages dialect: the same pieces, and
 //!   the conversion of OpenAI-shaped messages and tools to its own.
-//! - [`gemini`]: the Gemini `generateContent` dialect: the same pieces and
-//!   its conversions from OpenAI shape; [`gemini_schema`] makes a tool
-//!   schema Gemini-safe.
+//! - [`gemini`]: the Gemini `generateContent` dialect: its tables, body
+//!   writers, answer readers and stream state, and its conversions from
+//!   OpenAI shape; [`gemini_schema`] makes a tool schema Gemini-safe.
 //! - [`responses`]: the OpenAI Responses dialect: the same pieces and its
 //!   conversions from OpenAI shape.
 //! - [`turn`]: what a turn is made of in every dialect — the loop's (the
@@ -32,14 +37,23 @@
 //! - `wire`: the HTTP/1.1 exchange under it (pooled blocking sockets).
 //! - [`sse`]: the one reader of server-sent events.
 //! - [`stream`]: a streamed answer of any dialect assembled into the
-//!   answer it would have been whole (bounded in bytes and tool calls).
+//!   answer it would have been whole: the style-neutral [`stream::Assembler`]
+//!   (dispatch on the style to the dialect's `StreamState`, the deadline and
+//!   cancel checks) and the streamed call.
+//! - [`gather`]: what the dialects' stream states are built from: the
+//!   budget of an assembled answer (bytes, tool calls), its caps and errors.
+//! - [`blocks`]: §8A, a content part as the style's block (the positive
+//!   list, each dialect's `part_block`, the refusal naming both) and the
+//!   transcript with its parts wired for the loop's request.
 //! - [`chunks`]: a streamed answer of any dialect re-told as OpenAI
 //!   `chat.completion.chunk` events (streaming translate).
 
 pub mod anthropic;
+pub mod blocks;
 pub mod chunks;
 pub mod dialect;
 pub mod failover;
+pub mod gather;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod http;

@@ -206,12 +206,26 @@ impl<'a> Node<'a> {
 }
 
 impl<'a> crate::json::View<'a> for Node<'a> {
+    type Items = std::iter::Copied<std::slice::Iter<'a, Node<'a>>>;
+
     fn get(self, key: &str) -> Option<Self> {
         Node::get(self, key)
     }
 
+    fn items(self) -> Option<Self::Items> {
+        Node::as_array(self).map(|items| items.iter().copied())
+    }
+
+    fn as_str(self) -> Option<&'a str> {
+        Node::as_str(self)
+    }
+
     fn is_object(self) -> bool {
         Node::is_object(self)
+    }
+
+    fn is_null(self) -> bool {
+        Node::is_null(self)
     }
 
     fn count(self) -> Option<u64> {

@@ -13,14 +13,21 @@
 //!
 //! - The loop's side ([`super::turn`]): its body writer, the calls and text
 //!   read off the output items, the result items fed back.
+//! - The streamed answer's state (`StreamState`, driven by
+//!   [`super::stream`]).
 //!
 //! Everything here is pure JSON work on [`serde_json::Value`].
 
+use super::gather::{
+    append_string, provider_stream_error, too_many_calls, Budget, ENTRY_BYTES, MAX_TOOL_CALLS,
+};
 use super::node::{self, Node};
 use super::turn::{self, Body, Call, Entries, Fed, Field, Request};
 use super::{ClientConfig, RESERVED_PARAMS};
+use crate::error::Error;
 use bumpalo::Bump;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 
 /// The endpoint under a client's `baseUrl` (its trailing `/` removed).
 pub fn endpoint(base: &str) -> String {
@@ -466,6 +473,164 @@ pub fn read_answer<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a
             ("raw", raw),
         ],
     )
+}
+
+// ---------------------------------------------------------------------------
+// the streamed answer (`super::stream`, built from `super::gather`)
+// ---------------------------------------------------------------------------
+
+/// A Responses stream gathered so far.
+#[derive(Debug, Default)]
+pub(crate) struct StreamState {
+    response: Option<Map<String, Value>>,
+    /// The output items by their `output_index`, in arrival order.
+    items: Vec<(u64, Map<String, Value>)>,
+    by_index: HashMap<u64, usize>,
+    calls: usize,
+}
+
+impl StreamState {
+    /// The item of `index`, started empty when no event started it.
+    fn item(&mut self, index: u64, kind: &str) -> &mut Map<String, Value> {
+        let at = match self.by_index.get(&index) {
+            Some(&at) => at,
+            None => {
+                let mut m = Map::new();
+                m.insert("type".into(), Value::String(kind.into()));
+                self.items.push((index, m));
+                self.by_index.insert(index, self.items.len() - 1);
+                self.items.len() - 1
+            }
+        };
+        &mut self.items[at].1
+    }
+
+    /// Sets the item of `index` (counting function calls).
+    fn set_item(&mut self, index: u64, item: Map<String, Value>) -> Result<(), Error> {
+        let is_call =
+            |m: &Map<String, Value>| m.get("type").and_then(Value::as_str) == Some("function_call");
+        let was_call = self
+            .by_index
+            .get(&index)
+            .is_some_and(|&at| is_call(&self.items[at].1));
+        if is_call(&item) && !was_call {
+            if self.calls >= MAX_TOOL_CALLS {
+                return Err(too_many_calls(self.calls + 1));
+            }
+            self.calls += 1;
+        }
+        *self.item(index, "message") = item;
+        Ok(())
+    }
+
+    /// Takes one event of the stream; `on_text` gets each piece of
+    /// assistant text. `Ok(true)`: the answer's last event (later ones are
+    /// ignored).
+    pub(crate) fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        budget: &mut Budget,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<bool, Error> {
+        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(data) else {
+            return Ok(false);
+        };
+        let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
+        let s = self;
+        let index = ev.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        let delta = ev.get("delta").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "response.created" | "response.in_progress" => {
+                if let Some(Value::Object(r)) = ev.get("response") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.response = Some(r.clone());
+                }
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                if let Some(Value::Object(item)) = ev.get("item") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.set_item(index, item.clone())?;
+                }
+            }
+            "response.output_text.delta" => {
+                budget.take(delta.len())?;
+                let part = ev.get("content_index").and_then(Value::as_u64).unwrap_or(0);
+                let item = s.item(index, "message");
+                item.entry("role")
+                    .or_insert_with(|| Value::String("assistant".into()));
+                let content = item
+                    .entry("content")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(parts) = content {
+                    let at = usize::try_from(part).unwrap_or(usize::MAX);
+                    if at >= parts.len() && at < MAX_TOOL_CALLS {
+                        budget.take(ENTRY_BYTES * (at + 1 - parts.len()))?;
+                        parts.resize_with(
+                            at + 1,
+                            || serde_json::json!({"type": "output_text", "text": ""}),
+                        );
+                    }
+                    if let Some(Value::Object(p)) = parts.get_mut(at) {
+                        append_string(p, "text", delta, budget)?;
+                    }
+                }
+                if !delta.is_empty() {
+                    on_text(delta);
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                budget.take(delta.len())?;
+                if !s.by_index.contains_key(&index) {
+                    let mut call = Map::new();
+                    call.insert("type".into(), Value::String("function_call".into()));
+                    s.set_item(index, call)?;
+                }
+                append_string(s.item(index, "function_call"), "arguments", delta, budget)?;
+            }
+            "response.completed" | "response.incomplete" => {
+                if let Some(Value::Object(r)) = ev.get("response") {
+                    budget.take(ENTRY_BYTES + data.len())?;
+                    s.response = Some(r.clone());
+                }
+                return Ok(true);
+            }
+            "response.failed" => {
+                let detail = ev
+                    .get("response")
+                    .and_then(|r| r.get("error"))
+                    .filter(|e| !e.is_null())
+                    .cloned()
+                    .unwrap_or(Value::Object(ev.clone()));
+                return Err(provider_stream_error(&detail));
+            }
+            "error" => {
+                let detail = ev.get("error").cloned().unwrap_or(Value::Object(ev));
+                return Err(provider_stream_error(&detail));
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// The answer as the provider would have sent it whole.
+    pub(crate) fn finish(self) -> Value {
+        let s = self;
+        let mut out = s.response.unwrap_or_default();
+        out.entry("object")
+            .or_insert_with(|| Value::String("response".into()));
+        let has_output = out
+            .get("output")
+            .and_then(Value::as_array)
+            .is_some_and(|o| !o.is_empty());
+        if !has_output {
+            let mut items = s.items;
+            items.sort_by_key(|(i, _)| *i);
+            let items = items.into_iter().map(|(_, m)| Value::Object(m)).collect();
+            out.insert("output".into(), Value::Array(items));
+        }
+        Value::Object(out)
+    }
 }
 
 #[cfg(test)]

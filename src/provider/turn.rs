@@ -83,6 +83,20 @@ pub struct Call {
     pub args: Value,
 }
 
+/// One tool call as a dialect's reader finds it in an answer or a message,
+/// its pieces left as views of that JSON: the loop ([`Call`], over
+/// `serde_json::Value`) and translate (over the arena node) each make their
+/// own strings of them, with the same display rule (a string as it is,
+/// `null` or nothing as "", anything else as its JSON text).
+#[derive(Debug, Clone, Copy)]
+pub struct CallView<V> {
+    pub id: Option<V>,
+    pub name: Option<V>,
+    /// The arguments as given (OpenAI's `function.arguments`, Anthropic's
+    /// `input`).
+    pub arguments: Option<V>,
+}
+
 /// A string as it is, `null` or nothing as "", anything else as its JSON
 /// text.
 pub(crate) fn text_of(v: Option<&Value>) -> String {
@@ -93,13 +107,11 @@ pub(crate) fn text_of(v: Option<&Value>) -> String {
     }
 }
 
-/// The text of the `kind` blocks of a content list, joined.
-pub(crate) fn join_texts(parts: &[Value], kind: &str) -> String {
-    parts
-        .iter()
-        .filter(|p| p.get("type").and_then(Value::as_str) == Some(kind))
-        .map(|p| text_of(p.get("text")))
-        .collect()
+/// `{"type":"text","text": <the string, or "">}`: the text block of a
+/// result's text in the openai and anthropic dialects.
+pub(crate) fn text_block(v: Option<&Value>) -> Value {
+    let text = v.and_then(Value::as_str).unwrap_or_default();
+    json!({"type": "text", "text": text})
 }
 
 /// Arguments as the wire carries them: a JSON string holding an object
