@@ -353,6 +353,14 @@ pub fn fetch_card(
             ))
         }
     };
+    read_card(agent, value)
+}
+
+/// A fetched card read: its name, the endpoint its JSON-RPC goes to and
+/// the wire to speak there (what the card says, unless the agent names one).
+/// Public for the fuzz target `a2a_client`.
+#[doc(hidden)]
+pub fn read_card(agent: &Agent, value: Value) -> std::result::Result<Card, String> {
     if !value.is_object() {
         return Err(format!(
             "the Agent Card at {} is not a JSON object",
@@ -561,25 +569,49 @@ impl Call<'_> {
             Reply::Cancelled => Err(self.canceled()),
             Reply::TimedOut => Err(self.timed_out(budget_ms)),
             Reply::Failed(e) => Err(self.finish(ToolResult::error(e))),
-            Reply::Body(v) => {
-                if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-                    let text = match err.get("message").and_then(Value::as_str) {
-                        Some(m) => m.to_string(),
-                        None => format!(
-                            "JSON-RPC error {}",
-                            err.get("code").map_or("null".into(), Value::to_string)
-                        ),
-                    };
-                    return Err(self.finish(ToolResult::error(text)));
-                }
-                let result = v.get("result").cloned().unwrap_or(Value::Null);
-                Ok(match self.remote.wire {
-                    Wire::V10 => from_v10(result),
-                    _ => result,
-                })
-            }
+            Reply::Body(v) => rpc_result(self.remote.wire, &v)
+                .map_err(|text| self.finish(ToolResult::error(text))),
         }
     }
+}
+
+/// A JSON-RPC answer of an agent read: its `result` in the shape this
+/// module reads (a 1.0 answer converted), or the text of its `error`.
+/// Public for the fuzz target `a2a_client`.
+#[doc(hidden)]
+pub fn rpc_result(wire: Wire, answer: &Value) -> std::result::Result<Value, String> {
+    if let Some(err) = answer.get("error").filter(|e| !e.is_null()) {
+        return Err(match err.get("message").and_then(Value::as_str) {
+            Some(m) => m.to_string(),
+            None => format!(
+                "JSON-RPC error {}",
+                err.get("code").map_or("null".into(), Value::to_string)
+            ),
+        });
+    }
+    let result = answer.get("result").cloned().unwrap_or(Value::Null);
+    Ok(match wire {
+        Wire::V10 => from_v10(result),
+        _ => result,
+    })
+}
+
+/// What an ended task (`state`, as [`rpc_result`] shows it) answers the
+/// call: the output of a completed one, else the error text naming its
+/// state and the reason its status message gives. Public for the fuzz
+/// target `a2a_client`.
+#[doc(hidden)]
+pub fn ended(task_id: &str, state: &str, task: &Value) -> std::result::Result<String, String> {
+    if state == "completed" {
+        return Ok(completed_output(task));
+    }
+    let mut text = format!("A2A task {task_id} {state}");
+    let why = texts(task.pointer("/status/message/parts")).join("\n");
+    if !why.is_empty() {
+        text.push_str(": ");
+        text.push_str(&why);
+    }
+    Err(text)
 }
 
 fn is_terminal(state: &str) -> bool {
@@ -776,17 +808,10 @@ impl Execute for Remote {
                 Err(done) => return done,
             }
         }
-        if call.state == "completed" {
-            let output = completed_output(&result);
-            return call.finish(ToolResult::ok(output));
+        match ended(&call.task_id, &call.state, &result) {
+            Ok(output) => call.finish(ToolResult::ok(output)),
+            Err(text) => call.finish(ToolResult::error(text)),
         }
-        let mut text = format!("A2A task {} {}", call.task_id, call.state);
-        let why = texts(result.pointer("/status/message/parts")).join("\n");
-        if !why.is_empty() {
-            text.push_str(": ");
-            text.push_str(&why);
-        }
-        call.finish(ToolResult::error(text))
     }
 }
 

@@ -1,11 +1,13 @@
 //! The client loop's reading of a provider answer (issue 25): fuzzed JSON
-//! taken as a decoded answer of either style, and read the way a turn
+//! taken as a decoded answer of each style (openai, anthropic, gemini,
+//! responses), and read the way a turn
 //! reads it (the assistant message to append, its tool calls, the final
 //! text). Nothing may panic; the message must be an object with the
 //! assistant role, each call's arguments must be an object or what the
 //! model sent, and reading twice gives the same.
 //!
-//! The first byte picks the style (bit 0: openai / anthropic).
+//! The first byte picks the style (bits 0-1, `Style::ALL`'s order: openai,
+//! anthropic, gemini, responses).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,11 +22,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(raw) = serde_json::from_slice::<Value>(rest) else {
         return;
     };
-    let style = if pick & 1 == 0 {
-        Style::OpenAi
-    } else {
-        Style::Anthropic
-    };
+    let style = Style::ALL[usize::from(pick & 3)];
     let message = assistant_message(style, &raw);
     let calls = calls_of(style, &message);
     let text = final_text(style, &raw);

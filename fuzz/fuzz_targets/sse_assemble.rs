@@ -1,11 +1,13 @@
 //! The provider stream path without the network (issue 25): fuzzed bytes
 //! read by the one SSE reader, fed whole and in pieces cut where the input
-//! says, and every event given to the stream assembler of either style.
+//! says, and every event given to the stream assembler of each style
+//! (openai, anthropic, gemini, responses).
 //! The two feeds must see the same events; the assembler must never panic,
 //! and whatever it finishes with is a JSON object (or an error).
 //!
-//! The first byte picks: bit 0 the style (openai / anthropic); the second
-//! byte the piece size of the cut feed (1..=256).
+//! The first byte picks: bits 0-1 the style (`Style::ALL`'s order: openai,
+//! anthropic, gemini, responses); the second byte the piece size of the cut
+//! feed (1..=256).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -32,11 +34,7 @@ fuzz_target!(|data: &[u8]| {
     let [pick, size, rest @ ..] = data else {
         return;
     };
-    let style = if pick & 1 == 0 {
-        Style::OpenAi
-    } else {
-        Style::Anthropic
-    };
+    let style = Style::ALL[usize::from(pick & 3)];
     let whole = events(&[rest]);
     let piece = usize::from(*size).max(1);
     let cut: Vec<&[u8]> = rest.chunks(piece).collect();

@@ -5,21 +5,24 @@
 //! provider answer read back into the OpenAI shape. Every body and answer
 //! must be JSON, written the same with and without the source copy.
 //!
-//! The first byte picks: bit 0 the style (openai / anthropic), bit 1 a
-//! client with systemPrompt and requestParams, bit 2 a declared toolkit tool.
+//! The first byte picks: bits 0-1 the style (`Style::ALL`'s order: openai,
+//! anthropic, gemini, responses), bit 2 a client with systemPrompt and
+//! requestParams, bit 3 a declared toolkit tool.
 #![no_main]
 
 use bumpalo::Bump;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 use std::sync::OnceLock;
+use toolnexus::provider::Style;
 use toolnexus::translate::node::{self, Node};
 use toolnexus::translate::{provider_body, read_response, ClientConfig, Request};
 
-fn clients() -> &'static [ClientConfig; 4] {
-    static C: OnceLock<[ClientConfig; 4]> = OnceLock::new();
+fn clients() -> &'static [ClientConfig; 8] {
+    static C: OnceLock<[ClientConfig; 8]> = OnceLock::new();
     C.get_or_init(|| {
-        let client = |style: &str, extras: bool| {
+        let client = |style: Style, extras: bool| {
+            let style = style.name();
             let mut c = json!({"baseUrl": "http://127.0.0.1:9", "style": style, "model": "m-1"});
             if extras {
                 c["systemPrompt"] = json!("Be terse.");
@@ -27,11 +30,16 @@ fn clients() -> &'static [ClientConfig; 4] {
             }
             ClientConfig::from_json(&c).expect("a valid client")
         };
+        let [a, b, c, d] = Style::ALL;
         [
-            client("openai", false),
-            client("anthropic", false),
-            client("openai", true),
-            client("anthropic", true),
+            client(a, false),
+            client(b, false),
+            client(c, false),
+            client(d, false),
+            client(a, true),
+            client(b, true),
+            client(c, true),
+            client(d, true),
         ]
     })
 }
@@ -86,7 +94,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
-    let config = &clients()[usize::from(pick & 3)];
+    let config = &clients()[usize::from(pick & 7)];
     let bump = Bump::new();
     let Ok(text) = std::str::from_utf8(rest) else {
         // Provider answers are bytes: they must fail as serde_json fails.
@@ -100,7 +108,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let sources = [source];
     let declared_value = declared();
-    let declared: Vec<Node> = if pick & 4 != 0 {
+    let declared: Vec<Node> = if pick & 8 != 0 {
         vec![node::from_value(&bump, declared_value)]
     } else {
         Vec::new()

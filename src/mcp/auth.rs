@@ -884,6 +884,74 @@ impl OAuthHttpClient for OAuthHttp {
 }
 
 // ---------------------------------------------------------------------------
+// What the flow reads off the documents and headers a server sends (public,
+// hidden, for the fuzz target `oauth`).
+
+/// Whether a `WWW-Authenticate` value (a 403's) asks for more scope
+/// (`error="insufficient_scope"`); a value past [`MAX_CHALLENGE`] does not.
+#[doc(hidden)]
+pub fn asks_for_scope(header: &str, base: &url::Url) -> bool {
+    header.len() <= MAX_CHALLENGE
+        && WWWAuthenticateParams::parse(header, base).is_insufficient_scope()
+}
+
+/// The scopes a `WWW-Authenticate` value names in its `scope` parameter.
+#[doc(hidden)]
+pub fn scopes_asked(header: &str, base: &url::Url) -> Vec<String> {
+    WWWAuthenticateParams::parse(header, base)
+        .scope
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+/// What an authorization server's metadata offers that the flow asks about.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offers {
+    /// `S256` is in `code_challenge_methods_supported`.
+    pub pkce_s256: bool,
+    /// `offline_access` is in `scopes_supported`.
+    pub offline_access: bool,
+    /// `client_id_metadata_document_supported` is `true`.
+    pub client_id_metadata_document: bool,
+}
+
+impl Offers {
+    pub fn of(metadata: &rmcp::transport::auth::AuthorizationMetadata) -> Offers {
+        let lists =
+            |v: &Option<Vec<String>>, x: &str| v.as_ref().is_some_and(|v| v.iter().any(|y| y == x));
+        Offers {
+            pkce_s256: lists(&metadata.code_challenge_methods_supported, "S256"),
+            offline_access: lists(&metadata.scopes_supported, "offline_access"),
+            client_id_metadata_document: metadata
+                .additional_fields
+                .get("client_id_metadata_document_supported")
+                .and_then(Value::as_bool)
+                == Some(true),
+        }
+    }
+}
+
+/// A token endpoint's answer read, or why not (its parse error quoted).
+#[doc(hidden)]
+pub fn read_token_response(
+    body: &[u8],
+) -> Result<rmcp::transport::auth::OAuthTokenResponse, String> {
+    serde_json::from_slice(body).map_err(|e| format!("token: {}", quote(&e.to_string())))
+}
+
+/// The access token (when not empty) and refresh token of a token response.
+#[doc(hidden)]
+pub fn tokens_of<T: Serialize>(t: &T) -> (Option<String>, Option<String>) {
+    let v = serde_json::to_value(t).unwrap_or(Value::Null);
+    let text = |k: &str| v.get(k).and_then(Value::as_str).map(String::from);
+    (
+        text("access_token").filter(|a| !a.is_empty()),
+        text("refresh_token"),
+    )
+}
+
+// ---------------------------------------------------------------------------
 // One server's authorization.
 
 /// A failed authorization step: its sentence (already redacted), which
@@ -1252,8 +1320,7 @@ impl OAuth {
 
     /// Whether `header` (a 403's) asks for more scope.
     pub fn is_insufficient_scope(&self, header: &str) -> bool {
-        header.len() <= MAX_CHALLENGE
-            && WWWAuthenticateParams::parse(header, &self.base).is_insufficient_scope()
+        asks_for_scope(header, &self.base)
     }
 
     /// One authorization: discovery, the client, the grant. The new access
@@ -1269,11 +1336,7 @@ impl OAuth {
         }
         // An oversized challenge is not read at all.
         let challenge = challenge.filter(|c| c.len() <= MAX_CHALLENGE);
-        let challenge_scopes: Vec<String> = challenge
-            .map(|c| WWWAuthenticateParams::parse(c, &self.base))
-            .and_then(|p| p.scope)
-            .map(|s| s.split_whitespace().map(String::from).collect())
-            .unwrap_or_default();
+        let challenge_scopes = challenge.map_or_else(Vec::new, |c| scopes_asked(c, &self.base));
         let grant = self.config.grant;
         let requested_before = st.requested.clone();
         let mgr = self.manager(st).await?;
@@ -1282,17 +1345,15 @@ impl OAuth {
             .await
             .map_err(|e| self.describe("discovery", &e))?;
         let metadata = resolution.metadata.clone();
-        if resolution.source.is_discovered() && grant == Grant::AuthorizationCode {
-            let s256 = metadata
-                .code_challenge_methods_supported
-                .as_ref()
-                .is_some_and(|m| m.iter().any(|x| x == "S256"));
-            if !s256 {
-                return Err(self.fail(
-                    "the authorization server's metadata does not list S256 in \
-                     code_challenge_methods_supported; refusing to authorize without PKCE",
-                ));
-            }
+        let offers = Offers::of(&metadata);
+        if resolution.source.is_discovered()
+            && grant == Grant::AuthorizationCode
+            && !offers.pkce_s256
+        {
+            return Err(self.fail(
+                "the authorization server's metadata does not list S256 in \
+                 code_challenge_methods_supported; refusing to authorize without PKCE",
+            ));
         }
         mgr.set_metadata(metadata.clone());
         if grant == Grant::IdentityAssertion {
@@ -1323,11 +1384,7 @@ impl OAuth {
             )
         } else if step_up {
             let mut s = union(&requested_before, &challenge_scopes);
-            let offline = metadata
-                .scopes_supported
-                .as_ref()
-                .is_some_and(|v| v.iter().any(|x| x == "offline_access"));
-            if offline && !s.is_empty() && !s.iter().any(|x| x == "offline_access") {
+            if offers.offline_access && !s.is_empty() && !s.iter().any(|x| x == "offline_access") {
                 s.push("offline_access".into());
             }
             s
@@ -1338,11 +1395,7 @@ impl OAuth {
 
         // The client: configured, a metadata document, registered before
         // with this issuer, or registered now.
-        let cimd = metadata
-            .additional_fields
-            .get("client_id_metadata_document_supported")
-            .and_then(Value::as_bool)
-            == Some(true);
+        let cimd = offers.client_id_metadata_document;
         let stored = self
             .store
             .client()
@@ -1600,8 +1653,7 @@ impl OAuth {
         body: &[u8],
         metadata: &rmcp::transport::auth::AuthorizationMetadata,
     ) -> Result<String, AuthFailure> {
-        let token: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_slice(body)
-            .map_err(|e| self.fail(format!("token: {}", quote(&e.to_string()))))?;
+        let token = read_token_response(body).map_err(|e| self.fail(e))?;
         let access = self.issued(&token)?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -1623,16 +1675,16 @@ impl OAuth {
     /// The access token of a token response (remembered, with its refresh
     /// token, for redaction).
     fn issued<T: Serialize>(&self, t: &T) -> Result<String, AuthFailure> {
-        let v = serde_json::to_value(t).unwrap_or(Value::Null);
-        if let Some(r) = v.get("refresh_token").and_then(Value::as_str) {
+        let (access, refresh) = tokens_of(t);
+        if let Some(r) = &refresh {
             self.remember(r);
         }
-        match v.get("access_token").and_then(Value::as_str) {
-            Some(a) if !a.is_empty() => {
-                self.remember(a);
-                Ok(a.to_string())
+        match access {
+            Some(a) => {
+                self.remember(&a);
+                Ok(a)
             }
-            _ => Err(self.fail("token: the token response has no access_token")),
+            None => Err(self.fail("token: the token response has no access_token")),
         }
     }
 
