@@ -4,6 +4,7 @@
 
 mod endless_server;
 mod http_tool_mock;
+mod ports;
 
 use http_tool_mock::{MockServer, Reply};
 use serde_json::{json, Value};
@@ -312,11 +313,8 @@ fn the_context_timeout_overrides_the_declared_one() {
 
 #[test]
 fn a_refused_connection_is_connect_failed() {
-    // Bind a port, then free it: nothing listens there any more.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(1);
+    // Bound, never listening: the connection is refused.
+    let (_held, port) = ports::refused_port();
     let t = tool(json!({"name": "t", "url": format!("http://127.0.0.1:{port}/x")}));
     let r = call(&t, json!({}));
     assert!(r.is_error);

@@ -7,6 +7,7 @@
 //! the secret.
 
 mod http_tool_mock;
+mod ports;
 
 use http_tool_mock::{MockServer, Reply};
 use serde_json::{json, Value};
@@ -98,10 +99,7 @@ fn secret_scenarios_in_a_child_process() {
         assert!(r.output.contains("x-api-key: [redacted]"));
     }
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(1);
+    let (_held, port) = ports::refused_port();
     let r = run(&build(declared(format!("http://127.0.0.1:{port}/x"))), None);
     show("connect-failed", &r);
     assert_eq!(r.output, "HTTP transport failure: connect-failed");

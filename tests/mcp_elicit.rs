@@ -269,15 +269,7 @@ fn cancelling_the_call_ends_the_wait() {
 
 #[test]
 fn elicitation_works_over_streamable_http() {
-    let port = free_port();
-    let mut child = std::process::Command::new("python3")
-        .arg(server_script("sdk_elicit_server.py"))
-        .args(["streamable-http", &port.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start the server: {e}"));
+    let (mut child, port) = spawn_on_own_port("sdk_elicit_server.py", "streamable-http");
     let mut up = false;
     for _ in 0..400 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {

@@ -2,6 +2,7 @@
 //! or leave a process behind (issue 5, SPEC §0.3 isolation).
 
 mod mcp_support;
+mod ports;
 
 use mcp_support::*;
 use serde_json::json;
@@ -224,7 +225,8 @@ fn header_values_never_appear_in_errors() {
             let _ = conn.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 9\r\nconnection: close\r\n\r\nnot found");
         }
     });
-    let closed = free_port();
+    // Bound, never listening: refused, and no other test can take it.
+    let (_held, closed) = ports::refused_port();
     let source = connect(json!({"mcpServers": {
         "notfound": {"url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 3000,
                      "headers": {"Authorization": "Bearer ${TN_MCP_TEST_SECRET}"}},

@@ -26,6 +26,10 @@ except ImportError:
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
 port = int(sys.argv[2]) if len(sys.argv) > 2 else 8000
+if mode != "stdio":
+    from own_port import listen_here
+
+    port = listen_here(port)
 
 if SDK_MAJOR == 1:
     server = Server("tn-elicit-test", host="127.0.0.1", port=port, log_level="ERROR")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A server built on the official MCP Python SDK, for tests and benchmarks.
 
-usage: sdk_server.py stdio | streamable-http PORT | sse PORT
+usage: sdk_server.py stdio | streamable-http PORT | sse PORT (PORT 0: a free one, printed as `PORT n`)
 
 Works with mcp 1.x (FastMCP) and mcp 2.x (FastMCP renamed MCPServer).
 """
@@ -16,6 +16,10 @@ except ImportError:
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
 port = int(sys.argv[2]) if len(sys.argv) > 2 else 8000
+if mode != "stdio":
+    from own_port import listen_here
+
+    port = listen_here(port)
 
 if SDK_MAJOR == 1:
     server = Server("tn-sdk-test", host="127.0.0.1", port=port, log_level="ERROR")

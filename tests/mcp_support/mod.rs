@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -90,11 +90,42 @@ pub fn all_dead_soon(pids: &[u32]) -> bool {
     }
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
+/// Starts `script` (a Python SDK server of tests/mcp_servers/) in `mode`
+/// ("streamable-http" or "sse") on a port it binds itself (own_port.py) and
+/// returns the child and that port once it listens. A port picked here and
+/// freed could be taken by another test process before the server binds it.
+pub fn spawn_on_own_port(script: &str, mode: &str) -> (Child, u16) {
+    let mut child = Command::new("python3")
+        .arg(server_script(script))
+        .arg(mode)
+        .arg("0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {script}: {e}"));
+    let stdout = child.stdout.take().expect("the server's stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let port = lines.find_map(|l| {
+            l.ok()?
+                .strip_prefix("PORT ")
+                .and_then(|p| p.trim().parse::<u16>().ok())
+        });
+        let _ = tx.send(port);
+        // Keep reading so the server never writes into a closed pipe.
+        for _ in lines {}
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(Some(port)) => (child, port),
+        other => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{script} {mode} did not say its port: {other:?}");
+        }
+    }
 }
 
 /// A Python SDK server on 127.0.0.1, killed when dropped.
@@ -106,16 +137,7 @@ pub struct HttpServer {
 impl HttpServer {
     /// `mode` is "streamable-http" or "sse".
     pub fn start(mode: &str) -> HttpServer {
-        let port = free_port();
-        let child = Command::new("python3")
-            .arg(server_script("sdk_server.py"))
-            .arg(mode)
-            .arg(port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start the SDK server: {e}"));
+        let (child, port) = spawn_on_own_port("sdk_server.py", mode);
         let server = HttpServer { child, port };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
