@@ -28,7 +28,7 @@ use serde_json::{json, Map, Value};
 /// One SSE event holding one JSON-RPC response.
 pub fn frame(rpc_id: &Value, result: Value) -> Vec<u8> {
     let answer = json!({"jsonrpc": "2.0", "id": rpc_id, "result": result});
-    format!("data: {answer}\n\n").into_bytes()
+    crate::provider::sse::event(&answer.to_string()).into_bytes()
 }
 
 /// The first event: the acknowledged task.

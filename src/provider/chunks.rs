@@ -76,7 +76,7 @@ impl<'a> ChunkWriter<'a> {
 
     fn write(&mut self, data: &str) -> Result<(), Error> {
         self.written += 1;
-        if (self.out)(&format!("data: {data}\n\n")) {
+        if (self.out)(&super::sse::event(data)) {
             Ok(())
         } else {
             Err(stopped())

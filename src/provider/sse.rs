@@ -1,9 +1,17 @@
 //! The one reader of server-sent events (the WHATWG `text/event-stream`
 //! rules), for a provider's streamed answer and for MCP's legacy SSE leg:
-//! bytes in as they arrive, whole events out.
+//! bytes in as they arrive, whole events out; and the one writer of an
+//! event ([`event`]).
 
 use crate::error::{Error, ErrorCode};
 use crate::limits::EVENT_BYTES;
+
+/// One server-sent event carrying `data`, as every SSE writer of the crate
+/// sends one (streaming translate's chunks, the A2A agent's stream): a
+/// single `data:` line, so `data` must hold no line break (compact JSON).
+pub fn event(data: &str) -> String {
+    format!("data: {data}\n\n")
+}
 
 /// An incremental reader of the `text/event-stream` format (the WHATWG
 /// rules): lines end in CRLF, LF or CR, possibly split across reads; `:`
