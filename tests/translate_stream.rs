@@ -5,6 +5,11 @@
 //! consumes the output (stream=True with tool-call accumulation, and its
 //! own accumulating `.stream()` helper) through a loopback gateway. The C
 //! entry point is driven once through its callback.
+//!
+//! The relay is the loop's stream reader (`provider::stream::Assembler`)
+//! with the chunk writer as its sink: the pieces each replay yields are
+//! pinned as the separate re-teller it replaced wrote them, and a relayed
+//! stream stops at the loop's tool-call cap.
 
 mod translate_mock;
 
@@ -13,6 +18,11 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
+use toolnexus::error::{Error, ErrorCode};
+use toolnexus::provider::gather::{Pieces, Usage, MAX_TOOL_CALLS};
+use toolnexus::provider::sse::SseParser;
+use toolnexus::provider::stream::Assembler;
+use toolnexus::provider::Style;
 use toolnexus::translate::translate_stream_json;
 use translate_mock::{Canned, MockProvider};
 
@@ -316,6 +326,187 @@ fn the_host_can_stop_the_stream_and_an_upstream_error_ends_it() {
     assert!(err.message.contains("Overloaded"), "{err}");
     assert!(!chunks.iter().any(|c| c.contains("[DONE]")));
     assert_eq!(mock.requests().len(), 1, "nothing retried after output");
+}
+
+// ---------------------------------------------------------------------------
+// the one reader's pieces
+// ---------------------------------------------------------------------------
+
+/// A sink that writes down each piece, numbering tool calls 0, 1, … as
+/// the chunk writer does.
+#[derive(Default)]
+struct Recorder {
+    pieces: Vec<Value>,
+    tools: usize,
+}
+
+impl Pieces for Recorder {
+    fn begin(&mut self) -> Result<(), Error> {
+        self.pieces.push(json!(["begin"]));
+        Ok(())
+    }
+    fn text(&mut self, text: &str) -> Result<(), Error> {
+        self.pieces.push(json!(["text", text]));
+        Ok(())
+    }
+    fn reasoning(&mut self, text: &str) -> Result<(), Error> {
+        self.pieces.push(json!(["reasoning", text]));
+        Ok(())
+    }
+    fn tool_start(
+        &mut self,
+        id: &str,
+        name: &str,
+        extra: Option<(&str, Value)>,
+    ) -> Result<usize, Error> {
+        let extra = extra.map_or(Value::Null, |(k, v)| json!({ k: v }));
+        self.pieces.push(json!(["tool_start", id, name, extra]));
+        self.tools += 1;
+        Ok(self.tools - 1)
+    }
+    fn tool_args(&mut self, at: usize, fragment: &str) -> Result<(), Error> {
+        self.pieces.push(json!(["tool_args", at, fragment]));
+        Ok(())
+    }
+    fn finish(&mut self, reason: &'static str) {
+        self.pieces.push(json!(["finish", reason]));
+    }
+    fn usage(&mut self, u: Usage) {
+        self.pieces.push(json!([
+            "usage",
+            u.prompt,
+            u.completion,
+            u.total,
+            u.cached,
+            u.reasoning
+        ]));
+    }
+}
+
+/// The pieces the style's stream reader hands on for `stream`, fed in
+/// pieces of 5 bytes.
+fn pieces_of(style: Style, stream: &str) -> Vec<Value> {
+    let mut parser = SseParser::new();
+    let mut assembler = Assembler::new(style);
+    let mut sink = Recorder::default();
+    for piece in stream.as_bytes().chunks(5) {
+        parser
+            .feed(piece, &mut |n, d| assembler.event(n, d, &mut sink))
+            .expect("feed");
+    }
+    parser
+        .finish(&mut |n, d| assembler.event(n, d, &mut sink))
+        .expect("finish");
+    assert!(assembler.finish().is_object());
+    sink.pieces
+}
+
+/// Each replay yields, in order, the pieces the separate re-teller
+/// (`chunks::Upstream`, before the stream states became the one reader)
+/// wrote for it: the same text, thinking, tool numbering, finish and usage
+/// figures (Anthropic's prompt = input + cache read, Gemini's synthetic ids
+/// and signature, Responses' usage and finish at `response.completed`).
+#[test]
+fn the_one_reader_hands_on_the_pieces_the_relay_wrote_before() {
+    let anthropic = json!([
+        ["begin"],
+        ["usage", 15, 1, null, 5, 0],
+        ["reasoning", "Two sums."],
+        ["text", ""],
+        ["text", "Adding "],
+        ["text", "both."],
+        ["tool_start", "toolu_a", "add", null],
+        ["tool_args", 0, "{\"a\": 2,"],
+        ["tool_args", 0, " \"b\": 3}"],
+        ["tool_start", "toolu_b", "add", null],
+        ["tool_args", 1, "{\"a\": 1, \"b\": 1}"],
+        ["finish", "tool_calls"],
+        ["usage", 15, 30, null, 5, 0]
+    ]);
+    let gemini = json!([
+            ["reasoning", "Thinking"],
+            ["text", "Adding "],
+            ["text", "both."],
+            ["usage", 15, 30, 45, 5, 10],
+            ["tool_start", "tn-gemini-call-0", "add", {"extra_content": {"google": {"thought_signature": "U0lH"}}}],
+            ["tool_args", 0, "{\"a\":2,\"b\":3}"],
+            ["tool_start", "tn-gemini-call-1", "add", null],
+            ["tool_args", 1, "{\"a\":1,\"b\":1}"],
+            ["finish", "stop"]
+    ]);
+    let openai = json!([
+        ["text", ""],
+        ["text", "Adding both."],
+        ["tool_start", "c_a", "add", null],
+        ["tool_args", 0, "{\"a\":2,"],
+        ["tool_start", "c_b", "add", null],
+        ["tool_args", 1, "{\"a\":1,\"b\":1}"],
+        ["tool_args", 0, "\"b\":3}"],
+        ["finish", "tool_calls"],
+        ["usage", 15, 30, 45, 5, 0]
+    ]);
+    let responses = json!([
+        ["begin"],
+        ["text", "Adding both."],
+        ["tool_start", "c_a", "add", null],
+        ["tool_args", 0, ""],
+        ["tool_start", "c_b", "add", null],
+        ["tool_args", 1, ""],
+        ["tool_args", 0, "{\"a\":2,"],
+        ["tool_args", 1, "{\"a\":1,\"b\":1}"],
+        ["tool_args", 0, "\"b\":3}"],
+        ["usage", 15, 30, 45, 5, 0],
+        ["finish", "stop"]
+    ]);
+    let cases = [
+        (Style::Anthropic, anthropic_replay(), anthropic),
+        (Style::Gemini, gemini_replay(), gemini),
+        (Style::OpenAi, openai_replay(), openai),
+        (Style::Responses, responses_replay(), responses),
+    ];
+    for (style, stream, want) in cases {
+        assert_eq!(Value::Array(pieces_of(style, &stream)), want, "{style:?}");
+    }
+}
+
+#[test]
+fn a_relayed_stream_past_the_tool_call_cap_fails_with_the_caps_error() {
+    let mut events: Vec<Value> = (0..=MAX_TOOL_CALLS)
+        .map(|i| {
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": i, "id": format!("c{i}"), "type": "function",
+                 "function": {"name": "add", "arguments": "{}"}}]}}]})
+        })
+        .collect();
+    events.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+    let mut stream = sse(&events);
+    stream.push_str("data: [DONE]\n\n");
+    let mock = MockProvider::start(vec![Canned::text(200, &stream)]);
+    let mut chunks = Vec::new();
+    let err = translate_stream_json(
+        &client_for("openai", &mock.base()),
+        REQUEST,
+        &[],
+        None,
+        &mut |c: &str| {
+            chunks.push(c.to_string());
+            true
+        },
+    )
+    .expect_err("past the cap");
+    assert_eq!(err.code, ErrorCode::ProviderError, "{err}");
+    assert_eq!(
+        err.message,
+        toolnexus::provider::gather::too_many_calls(MAX_TOOL_CALLS + 1).message
+    );
+    // The calls up to the cap went out; the one past it and the end did not.
+    let started = chunks
+        .iter()
+        .filter(|c| c.contains(r#""name":"add""#))
+        .count();
+    assert_eq!(started, MAX_TOOL_CALLS);
+    assert!(!chunks.iter().any(|c| c.contains("[DONE]")));
+    assert_eq!(mock.requests().len(), 1, "not retried");
 }
 
 // ---------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 //! The provider stream path without the network (issue 25): fuzzed bytes
 //! read by the one SSE reader, fed whole and in pieces cut where the input
 //! says, and every event given to the stream assembler of each style
-//! (openai, anthropic, gemini, responses).
+//! (openai, anthropic, gemini, responses), with streaming translate's chunk
+//! writer as the sink of its pieces (the relay's path).
 //! The two feeds must see the same events; the assembler must never panic,
-//! and whatever it finishes with is a JSON object (or an error).
+//! and whatever it finishes with is a JSON object (or an error); every
+//! chunk written is one whole server-sent event.
 //!
 //! The first byte picks: bits 0-1 the style (`Style::ALL`'s order: openai,
 //! anthropic, gemini, responses); the second byte the piece size of the cut
@@ -11,6 +13,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use toolnexus::provider::chunks::ChunkWriter;
 use toolnexus::provider::sse::SseParser;
 use toolnexus::provider::stream::Assembler;
 use toolnexus::provider::Style;
@@ -44,15 +47,20 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut assembler = Assembler::new(style);
-    let mut text = String::new();
+    let mut out = |chunk: &str| {
+        assert!(
+            chunk.starts_with("data: ") && chunk.ends_with("\n\n"),
+            "not one whole event: {chunk:?}"
+        );
+        true
+    };
+    let mut writer = ChunkWriter::new("chatcmpl-fuzz".into(), "m", &mut out);
     for (name, data) in &seen {
-        if assembler
-            .event(name, data, &mut |piece| text.push_str(piece))
-            .is_err()
-        {
+        if assembler.event(name, data, &mut writer).is_err() {
             return;
         }
     }
+    writer.end().expect("the writer's sink never stops");
     let answer = assembler.finish();
     assert!(
         answer.is_object(),

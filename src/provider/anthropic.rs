@@ -5,7 +5,8 @@
 //! answer's state; the content-part blocks.
 
 use super::gather::{
-    append_strings, provider_stream_error, too_many_calls, Budget, ENTRY_BYTES, MAX_TOOL_CALLS,
+    append_strings, provider_stream_error, read_event, too_many_calls, Budget, NotObject, Pieces,
+    Usage, ENTRY_BYTES, MAX_TOOL_CALLS,
 };
 use super::node::{self, array, object, Node, Num, ObjectBuilder, EMPTY_OBJECT};
 use super::openai;
@@ -809,6 +810,11 @@ pub(crate) fn wire_tool_result(
 // the streamed answer (`super::stream`, built from `super::gather`)
 // ---------------------------------------------------------------------------
 
+/// A string field as the sink gets it (`""` when absent).
+fn str_of(v: Option<&Value>) -> &str {
+    v.and_then(Value::as_str).unwrap_or("")
+}
+
 /// One content block of an Anthropic stream.
 #[derive(Debug)]
 struct StreamBlock {
@@ -816,6 +822,9 @@ struct StreamBlock {
     block: Map<String, Value>,
     /// `input_json_delta` pieces of a tool_use block.
     json: Option<String>,
+    /// A tool_use block's number with the sink (a block a delta started
+    /// has none: its pieces are not handed on).
+    at: Option<usize>,
 }
 
 /// An Anthropic stream gathered so far.
@@ -830,6 +839,10 @@ pub(crate) struct StreamState {
     stop_reason: Option<Value>,
     stop_sequence: Option<Value>,
     usage: Map<String, Value>,
+    /// The usage as handed on: prompt = input + cache read + cache
+    /// creation (from `message_start`), completion = the last
+    /// `output_tokens`.
+    told: Usage,
 }
 
 impl StreamState {
@@ -843,6 +856,7 @@ impl StreamState {
             index,
             block,
             json: None,
+            at: None,
         };
         match self.by_index.get(&index) {
             Some(&at) => {
@@ -874,24 +888,24 @@ impl StreamState {
         Ok(())
     }
 
-    /// Takes one event of the stream; `on_text` gets each piece of
-    /// assistant text. `Ok(true)`: the answer's last event (later ones are
-    /// ignored).
+    /// Takes one event of the stream; `sink` gets its pieces.
+    /// `Ok(true)`: the answer's last event (later ones are ignored).
     pub(crate) fn event(
         &mut self,
         name: &str,
         data: &str,
         budget: &mut Budget,
-        on_text: &mut dyn FnMut(&str),
+        sink: &mut dyn Pieces,
     ) -> Result<bool, Error> {
-        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(data) else {
+        let Some(ev) = read_event(name, data, NotObject::Skip)? else {
             return Ok(false);
         };
-        let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
         let s = self;
         let index = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match kind {
+        let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+        match ev.kind() {
             "message_start" => {
+                sink.begin()?;
                 if let Some(Value::Object(m)) = ev.get("message") {
                     // At most the whole event was copied.
                     budget.take(ENTRY_BYTES + data.len())?;
@@ -900,6 +914,15 @@ impl StreamState {
                     }
                     s.message = Some(m.clone());
                 }
+                if let Some(u) = ev.value.pointer("/message/usage") {
+                    let read = n(u.get("cache_read_input_tokens"));
+                    s.told.prompt = n(u.get("input_tokens"))
+                        .saturating_add(read)
+                        .saturating_add(n(u.get("cache_creation_input_tokens")));
+                    s.told.cached = read;
+                    s.told.completion = n(u.get("output_tokens"));
+                    sink.usage(s.told);
+                }
             }
             "content_block_start" => {
                 let block = match ev.get("content_block") {
@@ -907,7 +930,17 @@ impl StreamState {
                     _ => Map::new(),
                 };
                 budget.take(ENTRY_BYTES + data.len())?;
-                s.start_block(index, block)?;
+                let at = s.start_block(index, block)?;
+                let b = &mut s.blocks[at];
+                match str_of(b.block.get("type")) {
+                    "tool_use" => {
+                        let id = str_of(b.block.get("id"));
+                        let name = str_of(b.block.get("name"));
+                        b.at = Some(sink.tool_start(id, name, None)?);
+                    }
+                    "text" => sink.text(str_of(b.block.get("text")))?,
+                    _ => {}
+                }
             }
             "content_block_delta" => {
                 let Some(Value::Object(delta)) = ev.get("delta") else {
@@ -930,21 +963,21 @@ impl StreamState {
                 let b = &mut s.blocks[at];
                 match delta.get("type").and_then(Value::as_str) {
                     Some("input_json_delta") => {
-                        let piece = delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
+                        let piece = str_of(delta.get("partial_json"));
                         budget.take(piece.len())?;
                         b.json.get_or_insert_with(String::new).push_str(piece);
+                        if let Some(at) = b.at {
+                            sink.tool_args(at, piece)?;
+                        }
                     }
                     kind => {
                         append_strings(&mut b.block, delta, budget)?;
-                        if kind == Some("text_delta") {
-                            if let Some(t) = delta.get("text").and_then(Value::as_str) {
-                                if !t.is_empty() {
-                                    on_text(t);
-                                }
+                        match kind {
+                            Some("text_delta") => sink.text(str_of(delta.get("text")))?,
+                            Some("thinking_delta") => {
+                                sink.reasoning(str_of(delta.get("thinking")))?;
                             }
+                            _ => {}
                         }
                     }
                 }
@@ -958,10 +991,24 @@ impl StreamState {
                 if let Some(Value::Object(d)) = ev.get("delta") {
                     if let Some(r) = d.get("stop_reason").filter(|r| !r.is_null()) {
                         s.stop_reason = Some(r.clone());
+                        if let Some(r) = r.as_str() {
+                            sink.finish(match r {
+                                "max_tokens" => "length",
+                                "tool_use" => "tool_calls",
+                                "refusal" => "content_filter",
+                                _ => "stop",
+                            });
+                        }
                     }
                     if let Some(q) = d.get("stop_sequence").filter(|q| !q.is_null()) {
                         s.stop_sequence = Some(q.clone());
                     }
+                }
+                if let Some(u) = ev.get("usage") {
+                    if let Some(o) = u.get("output_tokens").and_then(Value::as_u64) {
+                        s.told.completion = o;
+                    }
+                    sink.usage(s.told);
                 }
                 if let Some(Value::Object(u)) = ev.get("usage") {
                     for (k, v) in u {
@@ -976,8 +1023,7 @@ impl StreamState {
             }
             "message_stop" => return Ok(true),
             "error" => {
-                let detail = ev.get("error").cloned().unwrap_or(Value::Object(ev));
-                return Err(provider_stream_error(&detail));
+                return Err(provider_stream_error(ev.get("error").unwrap_or(&ev.value)));
             }
             // ping and anything newer.
             _ => {}

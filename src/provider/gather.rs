@@ -1,10 +1,19 @@
-//! What every dialect's stream assembler (`openai::StreamState`,
+//! What every dialect's stream reader (`openai::StreamState`,
 //! `anthropic::StreamState`, `gemini::StreamState`,
 //! `responses::StreamState`) is built from: the caps of an assembled
 //! answer, the `Budget` that counts it against them and watches the
-//! deadline and the cancel token, the error a provider's `error` event
-//! becomes, and the appending of string pieces. [`super::stream`] drives
-//! the dialects' states with these.
+//! deadline and the cancel token, the reading of one event (its data as a
+//! JSON object, its kind), the error a provider's `error` event becomes,
+//! the appending of string pieces, and [`Pieces`]: what a stream says as it
+//! arrives. [`super::stream`] drives the dialects' states with these.
+//!
+//! A dialect's `StreamState` is the one reader of its events: it gathers
+//! the answer the provider would have sent whole and, from the same parse
+//! of the same event, hands each piece on to a [`Pieces`] sink — the loop's
+//! ([`OnText`], which passes the text to its callback) or streaming
+//! translate's ([`super::chunks::ChunkWriter`], which re-tells the pieces
+//! as OpenAI `chat.completion.chunk` events). Both are bounded by the same
+//! caps.
 
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode};
@@ -86,6 +95,132 @@ impl Budget {
             ));
         }
         Ok(())
+    }
+}
+
+/// Token counts as a stream reports them, in OpenAI's terms (what the
+/// usage chunk of a relayed stream carries).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt: u64,
+    pub completion: u64,
+    /// The provider's total, when it gave one (else prompt + completion).
+    pub total: Option<u64>,
+    pub cached: u64,
+    pub reasoning: u64,
+}
+
+/// What a stream says as it arrives, in the order it says it: each
+/// dialect's `StreamState` hands these on while it gathers the answer. The
+/// finish reason is already OpenAI's (`stop`, `length`, `tool_calls`,
+/// `content_filter`); tool calls are numbered by the sink, in the order
+/// they start ([`Pieces::tool_start`] gives the number its argument pieces
+/// are sent with). A method's error stops the stream. Every method does
+/// nothing by default, so a sink implements only what it needs.
+pub trait Pieces {
+    /// The answer begins (OpenAI's role chunk; Anthropic's `message_start`,
+    /// Responses' `response.created`).
+    fn begin(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// A piece of assistant text (possibly empty).
+    fn text(&mut self, _text: &str) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// A piece of thinking (possibly empty).
+    fn reasoning(&mut self, _text: &str) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// A tool call starts; gives its number. `extra` is a key and value
+    /// for the call's first piece (a Gemini thought signature as
+    /// `extra_content`).
+    fn tool_start(
+        &mut self,
+        _id: &str,
+        _name: &str,
+        _extra: Option<(&str, Value)>,
+    ) -> Result<usize, Error> {
+        Ok(0)
+    }
+
+    /// A fragment of the arguments of call `at` (possibly empty).
+    fn tool_args(&mut self, _at: usize, _fragment: &str) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// The finish reason so far (the last one given wins).
+    fn finish(&mut self, _reason: &'static str) {}
+
+    /// The token counts so far (the last ones given win).
+    fn usage(&mut self, _usage: Usage) {}
+}
+
+/// The loop's sink: each piece of assistant text that is not empty goes to
+/// the callback; nothing else is wanted.
+pub struct OnText<'a>(pub &'a mut dyn FnMut(&str));
+
+impl Pieces for OnText<'_> {
+    fn text(&mut self, text: &str) -> Result<(), Error> {
+        if !text.is_empty() {
+            (self.0)(text);
+        }
+        Ok(())
+    }
+}
+
+/// What to do with an event whose data is not a JSON object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotObject {
+    /// Skip it (a keep-alive comment or anything newer).
+    Skip,
+    /// Fail the stream (Gemini: each event is a whole answer, so one that
+    /// does not parse is a stream cut mid-event).
+    Fail,
+}
+
+/// One event of a stream, read once.
+#[derive(Debug)]
+pub(crate) struct Event<'a> {
+    /// The event's data: always a JSON object.
+    pub(crate) value: Value,
+    /// The SSE event name.
+    name: &'a str,
+}
+
+impl Event<'_> {
+    /// The object's field `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
+        self.value.get(key)
+    }
+
+    /// The event's kind: its `type` field, else the SSE event name.
+    pub(crate) fn kind(&self) -> &str {
+        self.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(self.name)
+    }
+}
+
+/// Reads one event's data as a JSON object (the one parse of the event);
+/// `None` when it is not one and `not_object` says skip it.
+pub(crate) fn read_event<'a>(
+    name: &'a str,
+    data: &str,
+    not_object: NotObject,
+) -> Result<Option<Event<'a>>, Error> {
+    match serde_json::from_str::<Value>(data) {
+        Ok(value @ Value::Object(_)) => Ok(Some(Event { value, name })),
+        _ if not_object == NotObject::Skip => Ok(None),
+        _ => Err(Error::new(
+            ErrorCode::ProviderError,
+            format!(
+                "the provider's stream sent an event that is not a JSON object (a stream cut mid-event?): {}",
+                data.chars().take(200).collect::<String>()
+            ),
+        )),
     }
 }
 

@@ -22,13 +22,14 @@
 //! Everything here is pure JSON work on [`serde_json::Value`].
 
 use super::gather::{
-    provider_stream_error, too_many_calls, Budget, CHECK_EVERY, ENTRY_BYTES, MAX_TOOL_CALLS,
+    provider_stream_error, read_event, too_many_calls, Budget, NotObject, Pieces, CHECK_EVERY,
+    ENTRY_BYTES, MAX_TOOL_CALLS,
 };
 use super::gemini_schema;
 use super::node::{self, Node};
 use super::turn::{self, Body, Call, Entries, Fed, Field, Request};
 use super::{ClientConfig, RESERVED_PARAMS};
-use crate::error::{Error, ErrorCode};
+use crate::error::Error;
 use crate::limits::RESPONSE_BODY_BYTES;
 use bumpalo::Bump;
 use serde_json::{json, Map, Value};
@@ -831,27 +832,23 @@ fn open_text(p: &Map<String, Value>) -> bool {
 }
 
 impl StreamState {
-    /// Takes one event of the stream; `on_text` gets each piece of
-    /// assistant text. `Ok(true)`: the answer's last event (later ones are
+    /// Takes one event of the stream; `sink` gets its pieces (the usage,
+    /// each part's text, thinking or call, then the finish reason). A call
+    /// without an id gets a synthetic one ([`SYNTHETIC_ID_PREFIX`] and its
+    /// number in the stream), its thought signature going out as
+    /// `extra_content`. `Ok(true)`: the answer's last event (later ones are
     /// ignored).
     pub(crate) fn event(
         &mut self,
         data: &str,
         budget: &mut Budget,
-        on_text: &mut dyn FnMut(&str),
+        sink: &mut dyn Pieces,
     ) -> Result<bool, Error> {
-        let chunk = match serde_json::from_str::<Value>(data) {
-            Ok(Value::Object(c)) => c,
-            _ => {
-                return Err(Error::new(
-                    ErrorCode::ProviderError,
-                    format!(
-                        "the provider's stream sent an event that is not a JSON object (a stream cut mid-event?): {}",
-                        data.chars().take(200).collect::<String>()
-                    ),
-                ))
-            }
+        // Never `None`: an event that is not a JSON object fails the stream.
+        let Some(ev) = read_event("", data, NotObject::Fail)? else {
+            return Ok(false);
         };
+        let chunk = ev.value;
         if let Some(e) = chunk.get("error").filter(|e| !e.is_null()) {
             return Err(provider_stream_error(e));
         }
@@ -868,8 +865,18 @@ impl StreamState {
             budget.take(ENTRY_BYTES)?;
             s.top.insert("promptFeedback".into(), f.clone());
         }
-        if let Some(u) = chunk.get("usageMetadata").filter(|u| u.is_object()) {
-            s.usage = Some(u.clone());
+        if let Some(u) = chunk.get("usageMetadata") {
+            let told = usage(&chunk);
+            sink.usage(super::gather::Usage {
+                prompt: told.prompt,
+                completion: told.completion,
+                total: Some(told.total),
+                cached: told.cached,
+                reasoning: told.thoughts,
+            });
+            if u.is_object() {
+                s.usage = Some(u.clone());
+            }
         }
         let Some(candidate) = chunk.get("candidates").and_then(|c| c.get(0)) else {
             return Ok(false);
@@ -886,40 +893,79 @@ impl StreamState {
                 budget.check()?;
             }
             let Value::Object(part) = part else { continue };
-            let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
-            if let Some(text) = part.get("text").and_then(Value::as_str) {
-                if !thought && !text.is_empty() {
-                    on_text(text);
-                }
-                let joins = open_text(part)
-                    && s.parts.last().is_some_and(|last| {
-                        open_text(last)
-                            && (last.get("thought").and_then(Value::as_bool) == Some(true))
-                                == thought
-                    });
-                if joins {
-                    budget.take(text.len())?;
-                    if let Some(Value::String(t)) =
-                        s.parts.last_mut().and_then(|l| l.get_mut("text"))
-                    {
-                        t.push_str(text);
-                    }
-                    continue;
-                }
-                budget.take(ENTRY_BYTES + text.len())?;
-            } else {
-                if part.contains_key("functionCall") {
-                    if s.calls >= MAX_TOOL_CALLS {
-                        return Err(too_many_calls(s.calls + 1));
-                    }
-                    s.calls += 1;
-                }
-                // At most the whole event was copied.
-                budget.take(ENTRY_BYTES + data.len().min(RESPONSE_BODY_BYTES))?;
-            }
-            s.parts.push(part.clone());
+            s.part(part, data, budget, sink)?;
+        }
+        if candidate.get("finishReason").is_some() {
+            sink.finish(finish_reason(&chunk, false));
         }
         Ok(false)
+    }
+
+    /// One part of an event: handed on, then appended to the text part
+    /// before it or kept as a part of its own.
+    fn part(
+        &mut self,
+        part: &Map<String, Value>,
+        data: &str,
+        budget: &mut Budget,
+        sink: &mut dyn Pieces,
+    ) -> Result<(), Error> {
+        let s = self;
+        let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
+        let text = part.get("text").and_then(Value::as_str);
+        if let Some(text) = text {
+            if thought {
+                sink.reasoning(text)?;
+            } else {
+                sink.text(text)?;
+            }
+        }
+        if let Some(fc) = part.get("functionCall") {
+            if s.calls >= MAX_TOOL_CALLS {
+                return Err(too_many_calls(s.calls + 1));
+            }
+            let synthetic;
+            let id = match fc.get("id").and_then(Value::as_str) {
+                Some(id) if !id.is_empty() => id,
+                _ => {
+                    synthetic = format!("{SYNTHETIC_ID_PREFIX}{}", s.calls);
+                    &synthetic
+                }
+            };
+            s.calls += 1;
+            let extra = part.get("thoughtSignature").map(|sig| {
+                (
+                    "extra_content",
+                    json!({"google": {"thought_signature": sig}}),
+                )
+            });
+            let name = fc.get("name").and_then(Value::as_str).unwrap_or("");
+            let at = sink.tool_start(id, name, extra)?;
+            match fc.get("args") {
+                Some(o @ Value::Object(_)) => sink.tool_args(at, &o.to_string())?,
+                _ => sink.tool_args(at, "{}")?,
+            }
+        }
+        if let Some(text) = text {
+            let joins = open_text(part)
+                && s.parts.last().is_some_and(|last| {
+                    open_text(last)
+                        && (last.get("thought").and_then(Value::as_bool) == Some(true)) == thought
+                });
+            if joins {
+                budget.take(text.len())?;
+                if let Some(Value::String(t)) = s.parts.last_mut().and_then(|l| l.get_mut("text")) {
+                    t.push_str(text);
+                }
+                return Ok(());
+            }
+            budget.take(ENTRY_BYTES + text.len())?;
+        } else {
+            // At most the whole event was copied.
+            budget.take(ENTRY_BYTES + data.len().min(RESPONSE_BODY_BYTES))?;
+        }
+        s.parts.push(part.clone());
+        Ok(())
     }
 
     /// The answer as the provider would have sent it whole.

@@ -5,7 +5,7 @@
 //! `client`, which both speak to providers through it; nothing here
 //! imports them. A new dialect is one new file beside `openai.rs` plus its
 //! arm in each match on [`Style`] (here, `dialect.rs`, `blocks.rs`,
-//! `stream.rs`, `chunks.rs`, `translate`).
+//! `stream.rs`, `translate`).
 //!
 //! - `mod.rs`: [`Style`] (defined in [`crate::style`]), [`ClientConfig`]
 //!   (CONTRACT §6) and the keys and clamps of its JSON.
@@ -39,14 +39,22 @@
 //! - [`stream`]: a streamed answer of any dialect assembled into the
 //!   answer it would have been whole: the style-neutral [`stream::Assembler`]
 //!   (dispatch on the style to the dialect's `StreamState`, the deadline and
-//!   cancel checks) and the streamed call.
+//!   cancel checks) and the streamed call. The dialect's `StreamState` is
+//!   the one reader of its events: the same read feeds the assembled answer
+//!   and a [`gather::Pieces`] sink, the loop's text callback
+//!   ([`gather::OnText`]) or streaming translate's relay
+//!   ([`chunks::ChunkWriter`]).
 //! - [`gather`]: what the dialects' stream states are built from: the
-//!   budget of an assembled answer (bytes, tool calls), its caps and errors.
+//!   budget of an assembled answer (bytes, tool calls), its caps and errors,
+//!   the reading of one event, and the [`gather::Pieces`] sink a stream's
+//!   pieces go to as they arrive.
 //! - [`blocks`]: §8A, a content part as the style's block (the positive
 //!   list, each dialect's `part_block`, the refusal naming both) and the
 //!   transcript with its parts wired for the loop's request.
 //! - [`chunks`]: a streamed answer of any dialect re-told as OpenAI
-//!   `chat.completion.chunk` events (streaming translate).
+//!   `chat.completion.chunk` events (streaming translate): the
+//!   [`chunks::ChunkWriter`] sink the assembler's pieces go to, and a whole
+//!   answer written as chunks.
 
 pub mod anthropic;
 pub mod blocks;

@@ -5,8 +5,8 @@
 //! streamed answer's state; the content-part blocks.
 
 use super::gather::{
-    append_string, provider_stream_error, too_many_calls, Budget, CHECK_EVERY, ENTRY_BYTES,
-    MAX_TOOL_CALLS,
+    append_string, provider_stream_error, read_event, too_many_calls, Budget, NotObject, Pieces,
+    Usage, CHECK_EVERY, ENTRY_BYTES, MAX_TOOL_CALLS,
 };
 use super::node::{self, array, object, Node, ObjectBuilder, EMPTY_OBJECT};
 use super::turn::{self, args_of, text_of, Body, Call, CallView, Entries, Fed, Field, Request};
@@ -552,6 +552,8 @@ struct StreamCall {
     id: String,
     name: String,
     arguments: String,
+    /// Its number with the sink.
+    at: usize,
 }
 
 /// An OpenAI stream gathered so far.
@@ -569,21 +571,33 @@ pub(crate) struct StreamState {
     usage: Option<Value>,
 }
 
+/// A chunk's `usage` in OpenAI's terms (the relayed usage chunk).
+fn stream_usage(u: &Value) -> Usage {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        prompt: n(u.get("prompt_tokens")),
+        completion: n(u.get("completion_tokens")),
+        total: u.get("total_tokens").and_then(Value::as_u64),
+        cached: n(u.pointer("/prompt_tokens_details/cached_tokens")),
+        reasoning: n(u.pointer("/completion_tokens_details/reasoning_tokens")),
+    }
+}
+
 impl StreamState {
-    /// Takes one event of the stream; `on_text` gets each piece of
-    /// assistant text. `Ok(true)`: the answer's last event (later ones are
-    /// ignored).
+    /// Takes one event of the stream; `sink` gets its pieces (the thinking,
+    /// then the text, then the tool calls, then the finish reason).
+    /// `Ok(true)`: the answer's last event (later ones are ignored).
     pub(crate) fn event(
         &mut self,
         data: &str,
         budget: &mut Budget,
-        on_text: &mut dyn FnMut(&str),
+        sink: &mut dyn Pieces,
     ) -> Result<bool, Error> {
         if data.trim() == "[DONE]" {
             return Ok(true);
         }
         // A keep-alive or anything else that is not a JSON chunk is skipped.
-        let Ok(Value::Object(chunk)) = serde_json::from_str::<Value>(data) else {
+        let Some(chunk) = read_event("", data, NotObject::Skip)? else {
             return Ok(false);
         };
         let s = self;
@@ -600,6 +614,7 @@ impl StreamState {
             }
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            sink.usage(stream_usage(u));
             s.usage = Some(u.clone());
         }
         let choice = chunk
@@ -609,47 +624,62 @@ impl StreamState {
         let Some(choice) = choice else {
             return Ok(false);
         };
-        if let Some(f) = choice.get("finish_reason").filter(|f| !f.is_null()) {
+        let finish = choice.get("finish_reason").filter(|f| !f.is_null());
+        if let Some(f) = finish {
             s.finish_reason = Some(f.clone());
         }
-        let Some(delta) = choice.get("delta").and_then(Value::as_object) else {
-            return Ok(false);
-        };
-        for (k, v) in delta {
-            match (k.as_str(), v) {
-                ("content", Value::String(text)) => {
-                    budget.take(text.len())?;
-                    s.content.get_or_insert_with(String::new).push_str(text);
-                    if !text.is_empty() {
-                        on_text(text);
-                    }
-                }
-                ("tool_calls", Value::Array(calls)) => {
-                    for (n, c) in calls.iter().enumerate() {
-                        if n % CHECK_EVERY == CHECK_EVERY - 1 {
-                            budget.check()?;
-                        }
-                        Self::call_piece(&mut s.calls, &mut s.by_index, c, budget)?;
-                    }
-                }
-                ("role" | "content" | "tool_calls", _) => {}
-                (_, Value::String(piece)) => append_string(&mut s.extra, k, piece, budget)?,
-                _ => {}
+        if let Some(delta) = choice.get("delta").and_then(Value::as_object) {
+            if let Some(Value::String(t)) = delta.get("reasoning_content") {
+                sink.reasoning(t)?;
             }
+            if let Some(Value::String(text)) = delta.get("content") {
+                budget.take(text.len())?;
+                s.content.get_or_insert_with(String::new).push_str(text);
+                sink.text(text)?;
+            }
+            if let Some(Value::Array(calls)) = delta.get("tool_calls") {
+                for (n, c) in calls.iter().enumerate() {
+                    if n % CHECK_EVERY == CHECK_EVERY - 1 {
+                        budget.check()?;
+                    }
+                    Self::call_piece(&mut s.calls, &mut s.by_index, c, budget, sink)?;
+                }
+            }
+            for (k, v) in delta {
+                match (k.as_str(), v) {
+                    ("role" | "content" | "tool_calls", _) => {}
+                    (_, Value::String(piece)) => append_string(&mut s.extra, k, piece, budget)?,
+                    _ => {}
+                }
+            }
+        }
+        if let Some(r) = finish.and_then(Value::as_str) {
+            sink.finish(match r {
+                "length" => "length",
+                "content_filter" => "content_filter",
+                "tool_calls" | "function_call" => "tool_calls",
+                _ => "stop",
+            });
         }
         Ok(false)
     }
 
     /// One piece of a tool call: found by its `index` (by a new `id` when a
-    /// provider sends no index), its name and arguments appended.
+    /// provider sends no index), its name and arguments appended; a new
+    /// call starts with the sink under the piece's id and name, and the
+    /// piece's arguments go to the sink.
     fn call_piece(
         calls: &mut Vec<StreamCall>,
         by_index: &mut HashMap<u64, usize>,
         piece: &Value,
         budget: &mut Budget,
+        sink: &mut dyn Pieces,
     ) -> Result<(), Error> {
         let index = piece.get("index").and_then(Value::as_u64);
         let id = piece.get("id").and_then(Value::as_str).unwrap_or("");
+        let f = piece.get("function");
+        let name = f.and_then(|f| f.get("name")).and_then(Value::as_str);
+        let args = f.and_then(|f| f.get("arguments")).and_then(Value::as_str);
         let found = match index {
             Some(i) => by_index.get(&i).copied(),
             None => match calls.last() {
@@ -666,7 +696,11 @@ impl StreamState {
                     return Err(too_many_calls(calls.len() + 1));
                 }
                 budget.take(ENTRY_BYTES)?;
-                calls.push(StreamCall::default());
+                let at = sink.tool_start(id, name.unwrap_or(""), None)?;
+                calls.push(StreamCall {
+                    at,
+                    ..StreamCall::default()
+                });
                 if let Some(i) = index {
                     by_index.insert(i, calls.len() - 1);
                 }
@@ -678,17 +712,15 @@ impl StreamState {
             budget.take(id.len())?;
             call.id = id.to_string();
         }
-        if let Some(f) = piece.get("function") {
-            if let Some(n) = f.get("name").and_then(Value::as_str) {
-                budget.take(n.len())?;
-                call.name.push_str(n);
-            }
-            if let Some(a) = f.get("arguments").and_then(Value::as_str) {
-                budget.take(a.len())?;
-                call.arguments.push_str(a);
-            }
+        if let Some(n) = name {
+            budget.take(n.len())?;
+            call.name.push_str(n);
         }
-        Ok(())
+        if let Some(a) = args {
+            budget.take(a.len())?;
+            call.arguments.push_str(a);
+        }
+        sink.tool_args(call.at, args.unwrap_or(""))
     }
 
     /// The answer as the provider would have sent it whole.

@@ -19,7 +19,8 @@
 //! Everything here is pure JSON work on [`serde_json::Value`].
 
 use super::gather::{
-    append_string, provider_stream_error, too_many_calls, Budget, ENTRY_BYTES, MAX_TOOL_CALLS,
+    append_string, provider_stream_error, read_event, too_many_calls, Budget, NotObject, Pieces,
+    ENTRY_BYTES, MAX_TOOL_CALLS,
 };
 use super::node::{self, Node};
 use super::turn::{self, Body, Call, Entries, Fed, Field, Request};
@@ -487,6 +488,9 @@ pub(crate) struct StreamState {
     items: Vec<(u64, Map<String, Value>)>,
     by_index: HashMap<u64, usize>,
     calls: usize,
+    /// The sink's number of the call each `output_item.added` started, by
+    /// `output_index`.
+    told: HashMap<u64, usize>,
 }
 
 impl StreamState {
@@ -523,25 +527,28 @@ impl StreamState {
         Ok(())
     }
 
-    /// Takes one event of the stream; `on_text` gets each piece of
-    /// assistant text. `Ok(true)`: the answer's last event (later ones are
-    /// ignored).
+    /// Takes one event of the stream; `sink` gets its pieces (the usage and
+    /// finish reason at `response.completed` or `response.incomplete`).
+    /// `Ok(true)`: the answer's last event (later ones are ignored).
     pub(crate) fn event(
         &mut self,
         name: &str,
         data: &str,
         budget: &mut Budget,
-        on_text: &mut dyn FnMut(&str),
+        sink: &mut dyn Pieces,
     ) -> Result<bool, Error> {
-        let Ok(Value::Object(ev)) = serde_json::from_str::<Value>(data) else {
+        let Some(ev) = read_event(name, data, NotObject::Skip)? else {
             return Ok(false);
         };
-        let kind = ev.get("type").and_then(Value::as_str).unwrap_or(name);
         let s = self;
         let index = ev.get("output_index").and_then(Value::as_u64).unwrap_or(0);
         let delta = ev.get("delta").and_then(Value::as_str).unwrap_or("");
+        let kind = ev.kind();
         match kind {
             "response.created" | "response.in_progress" => {
+                if kind == "response.created" {
+                    sink.begin()?;
+                }
                 if let Some(Value::Object(r)) = ev.get("response") {
                     budget.take(ENTRY_BYTES + data.len())?;
                     s.response = Some(r.clone());
@@ -551,6 +558,17 @@ impl StreamState {
                 if let Some(Value::Object(item)) = ev.get("item") {
                     budget.take(ENTRY_BYTES + data.len())?;
                     s.set_item(index, item.clone())?;
+                }
+                let item = ev.get("item");
+                let field = |k: &str| {
+                    item.and_then(|i| i.get(k))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                };
+                if kind == "response.output_item.added" && field("type") == "function_call" {
+                    let at = sink.tool_start(field("call_id"), field("name"), None)?;
+                    s.told.insert(index, at);
+                    sink.tool_args(at, field("arguments"))?;
                 }
             }
             "response.output_text.delta" => {
@@ -575,9 +593,10 @@ impl StreamState {
                         append_string(p, "text", delta, budget)?;
                     }
                 }
-                if !delta.is_empty() {
-                    on_text(delta);
-                }
+                sink.text(delta)?;
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                sink.reasoning(delta)?;
             }
             "response.function_call_arguments.delta" => {
                 budget.take(delta.len())?;
@@ -587,9 +606,22 @@ impl StreamState {
                     s.set_item(index, call)?;
                 }
                 append_string(s.item(index, "function_call"), "arguments", delta, budget)?;
+                if let Some(&at) = s.told.get(&index) {
+                    sink.tool_args(at, delta)?;
+                }
             }
             "response.completed" | "response.incomplete" => {
-                if let Some(Value::Object(r)) = ev.get("response") {
+                let r = ev.get("response").unwrap_or(&Value::Null);
+                let u = usage(r);
+                sink.usage(super::gather::Usage {
+                    prompt: u.prompt,
+                    completion: u.completion,
+                    total: Some(u.total),
+                    cached: u.cached,
+                    reasoning: u.reasoning,
+                });
+                sink.finish(finish_reason(r, false));
+                if let Value::Object(r) = r {
                     budget.take(ENTRY_BYTES + data.len())?;
                     s.response = Some(r.clone());
                 }
@@ -600,13 +632,11 @@ impl StreamState {
                     .get("response")
                     .and_then(|r| r.get("error"))
                     .filter(|e| !e.is_null())
-                    .cloned()
-                    .unwrap_or(Value::Object(ev.clone()));
-                return Err(provider_stream_error(&detail));
+                    .unwrap_or(&ev.value);
+                return Err(provider_stream_error(detail));
             }
             "error" => {
-                let detail = ev.get("error").cloned().unwrap_or(Value::Object(ev));
-                return Err(provider_stream_error(&detail));
+                return Err(provider_stream_error(ev.get("error").unwrap_or(&ev.value)));
             }
             _ => {}
         }

@@ -28,11 +28,16 @@
 //!   is the answer, its `output` filled from the items when it holds none;
 //!   `response.failed` or an `error` event fails the call.
 //!
-//! Each dialect's events are gathered by its own `StreamState` in its
-//! dialect file (`openai.rs`, `anthropic.rs`, `gemini.rs`,
-//! `responses.rs`), built from [`super::gather`]; the [`Assembler`] here
-//! picks the style's state, looks at the deadline and the token before
-//! each event, and stops at the style's last event.
+//! Each dialect's events are read by its own `StreamState` in its dialect
+//! file (`openai.rs`, `anthropic.rs`, `gemini.rs`, `responses.rs`), built
+//! from [`super::gather`]: the one reader of those events. Each event is
+//! parsed once; the same read gathers the answer and hands its pieces
+//! (text, thinking, tool-call starts and argument fragments, the finish
+//! reason, the usage) to a [`Pieces`] sink as they arrive — the loop's
+//! [`OnText`] (its text callback) or streaming translate's
+//! [`super::chunks::ChunkWriter`] (the relay as OpenAI chunks). The
+//! [`Assembler`] here picks the style's state, looks at the deadline and
+//! the token before each event, and stops at the style's last event.
 //!
 //! A provider that answers a streamed request with a plain JSON body is
 //! read as that body.
@@ -41,12 +46,13 @@
 //! cap of a non-streamed body; text, tool arguments, thinking and every
 //! other piece counted together, each new key or call at least
 //! [`ENTRY_BYTES`]) and at most [`MAX_TOOL_CALLS`] tool calls; past either
-//! the call fails with a `provider_error` naming the cap. Pieces are found
+//! the call fails with a `provider_error` naming the cap (a relayed stream
+//! too, as it is read by the same assembler). Pieces are found
 //! by index in constant time, and the deadline and the cancel token are
 //! checked while one event's pieces are gathered.
 
 use super::gather::Budget;
-pub use super::gather::{too_many_calls, ENTRY_BYTES, MAX_TOOL_CALLS};
+pub use super::gather::{too_many_calls, OnText, Pieces, ENTRY_BYTES, MAX_TOOL_CALLS};
 use super::http::{self as client, Call, FailedAttempt, Reply, Verdict};
 use super::sse::{too_large, SseParser};
 use super::{anthropic, gemini, openai, responses, Style};
@@ -100,13 +106,10 @@ impl Assembler {
         self.budget.watch(deadline, cancel);
     }
 
-    /// Takes one event; `on_text` gets each piece of assistant text.
-    pub fn event(
-        &mut self,
-        name: &str,
-        data: &str,
-        on_text: &mut dyn FnMut(&str),
-    ) -> Result<(), Error> {
+    /// Takes one event; `sink` gets what it says as it arrives (the loop's
+    /// [`OnText`] its text, streaming translate's
+    /// [`super::chunks::ChunkWriter`] every piece).
+    pub fn event(&mut self, name: &str, data: &str, sink: &mut dyn Pieces) -> Result<(), Error> {
         self.seen = true;
         if self.done {
             return Ok(());
@@ -114,10 +117,10 @@ impl Assembler {
         self.budget.check()?;
         let budget = &mut self.budget;
         let last = match &mut self.state {
-            State::OpenAi(s) => s.event(data, budget, on_text)?,
-            State::Anthropic(s) => s.event(name, data, budget, on_text)?,
-            State::Gemini(s) => s.event(data, budget, on_text)?,
-            State::Responses(s) => s.event(name, data, budget, on_text)?,
+            State::OpenAi(s) => s.event(data, budget, sink)?,
+            State::Anthropic(s) => s.event(name, data, budget, sink)?,
+            State::Gemini(s) => s.event(data, budget, sink)?,
+            State::Responses(s) => s.event(name, data, budget, sink)?,
         };
         if last {
             self.done = true;
@@ -222,7 +225,7 @@ pub fn send_streamed_until(
                     head.extend_from_slice(&piece[..piece.len().min(room)]);
                 }
                 parser.feed(piece, &mut |name, data| {
-                    assembler.event(name, data, on_text)
+                    assembler.event(name, data, &mut OnText(&mut *on_text))
                 })
             }
         };
@@ -250,7 +253,7 @@ pub fn send_streamed_until(
         Body::Events(events) => {
             let (mut parser, mut assembler, head) = *events;
             parser
-                .finish(&mut |name, data| assembler.event(name, data, on_text))
+                .finish(&mut |name, data| assembler.event(name, data, &mut OnText(&mut *on_text)))
                 .map_err(stopped)?;
             if !assembler.seen {
                 return Err(client::malformed_stream(call, reply.status, &head));
@@ -286,11 +289,12 @@ mod tests {
         let mut a = Assembler::new(style);
         let mut texts = Vec::new();
         let mut on_text = |t: &str| texts.push(t.to_string());
+        let mut sink = OnText(&mut on_text);
         for piece in stream.as_bytes().chunks(7) {
-            p.feed(piece, &mut |n, d| a.event(n, d, &mut on_text))
+            p.feed(piece, &mut |n, d| a.event(n, d, &mut sink))
                 .expect("feed");
         }
-        p.finish(&mut |n, d| a.event(n, d, &mut on_text))
+        p.finish(&mut |n, d| a.event(n, d, &mut sink))
             .expect("finish");
         (a.finish(), texts)
     }
@@ -365,7 +369,7 @@ mod tests {
             .event(
                 "message",
                 r#"{"error":{"message":"quota exceeded","type":"insufficient_quota"}}"#,
-                &mut |_| {},
+                &mut OnText(&mut |_| {}),
             )
             .expect_err("an error chunk");
         assert_eq!(e.code, ErrorCode::ProviderError);
@@ -375,7 +379,7 @@ mod tests {
             .event(
                 "error",
                 r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
-                &mut |_| {},
+                &mut OnText(&mut |_| {}),
             )
             .expect_err("an error event");
         assert!(e.message.contains("overloaded_error") && e.message.contains("Overloaded"));
@@ -397,12 +401,13 @@ mod tests {
         let deadline = Instant::now() + Duration::from_millis(5);
         a.watch(Some(deadline), None);
         let e = a
-            .event("message", &data, &mut |_| {})
+            .event("message", &data, &mut OnText(&mut |_| {}))
             .expect_err("timed out");
         assert_eq!(e.code, ErrorCode::Timeout, "{}", e.message);
         // Unwatched, the same event is gathered whole.
         let mut a = Assembler::new(Style::OpenAi);
-        a.event("message", &data, &mut |_| {}).expect("gathered");
+        a.event("message", &data, &mut OnText(&mut |_| {}))
+            .expect("gathered");
         let answer = a.finish();
         let args = &answer["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"];
         assert_eq!(args.as_str().map(str::len), Some(30_000));
@@ -414,11 +419,11 @@ mod tests {
         let token = CancelToken::new();
         let mut a = Assembler::new(Style::OpenAi);
         a.watch(None, Some(&token));
-        a.event("message", &data, &mut |_| {})
+        a.event("message", &data, &mut OnText(&mut |_| {}))
             .expect("not cancelled");
         token.cancel();
         let e = a
-            .event("message", &data, &mut |_| {})
+            .event("message", &data, &mut OnText(&mut |_| {}))
             .expect_err("cancelled");
         assert_eq!(e.code, ErrorCode::Cancelled);
     }
@@ -436,7 +441,7 @@ mod tests {
                 .map(|k| (format!("{long}{e}_{k}"), Value::String(String::new())))
                 .collect();
             let data = json!({"choices":[{"index":0,"delta": delta}]}).to_string();
-            if let Err(err) = a.event("message", &data, &mut |_| {}) {
+            if let Err(err) = a.event("message", &data, &mut OnText(&mut |_| {})) {
                 failed = Some(err);
                 break;
             }
@@ -502,5 +507,135 @@ mod tests {
                    {"type":"tool_use","id":"t","name":"n","input":{}}])
         );
         assert_eq!(answer["stop_reason"], Value::Null);
+    }
+
+    /// Writes down each piece as a line.
+    #[derive(Default)]
+    struct Told(Vec<String>, usize);
+
+    impl Pieces for Told {
+        fn begin(&mut self) -> Result<(), Error> {
+            self.0.push("begin".into());
+            Ok(())
+        }
+        fn text(&mut self, t: &str) -> Result<(), Error> {
+            self.0.push(format!("text {t}"));
+            Ok(())
+        }
+        fn reasoning(&mut self, t: &str) -> Result<(), Error> {
+            self.0.push(format!("reasoning {t}"));
+            Ok(())
+        }
+        fn tool_start(
+            &mut self,
+            id: &str,
+            name: &str,
+            extra: Option<(&str, Value)>,
+        ) -> Result<usize, Error> {
+            let extra = extra.map_or(String::new(), |(k, v)| format!(" {k}={v}"));
+            self.0.push(format!("call {} {id} {name}{extra}", self.1));
+            self.1 += 1;
+            Ok(self.1 - 1)
+        }
+        fn tool_args(&mut self, at: usize, f: &str) -> Result<(), Error> {
+            self.0.push(format!("args {at} {f}"));
+            Ok(())
+        }
+        fn finish(&mut self, r: &'static str) {
+            self.0.push(format!("finish {r}"));
+        }
+        fn usage(&mut self, u: crate::provider::gather::Usage) {
+            let total = u.total.map_or("-".into(), |t| t.to_string());
+            self.0.push(format!(
+                "usage {} {} {total} {} {}",
+                u.prompt, u.completion, u.cached, u.reasoning
+            ));
+        }
+    }
+
+    fn told(style: Style, stream: &str) -> Vec<String> {
+        let mut p = SseParser::new();
+        let mut a = Assembler::new(style);
+        let mut sink = Told::default();
+        p.feed(stream.as_bytes(), &mut |n, d| a.event(n, d, &mut sink))
+            .expect("feed");
+        p.finish(&mut |n, d| a.event(n, d, &mut sink))
+            .expect("finish");
+        sink.0
+    }
+
+    #[test]
+    fn each_dialect_hands_on_its_pieces_in_openai_terms() {
+        // OpenAI: thinking before text whatever the key order; the finish
+        // mapped; usage with its details; nothing after [DONE].
+        let mut stream = sse(&[
+            json!({"choices":[{"delta":{"content":"a","reasoning_content":"r"},"finish_reason":"function_call"}]}),
+            json!({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,
+                "prompt_tokens_details":{"cached_tokens":1},"completion_tokens_details":{"reasoning_tokens":2}}}),
+        ]);
+        stream.push_str("data: {\"choices\":[{\"delta\":{\"content\":\"late\"}}]}\n\n");
+        assert_eq!(
+            told(Style::OpenAi, &stream),
+            [
+                "reasoning r",
+                "text a",
+                "finish tool_calls",
+                "usage 3 4 - 1 2"
+            ]
+        );
+        // Anthropic: prompt = input + cache read + cache creation, cached =
+        // cache read; a text block's opening text; refusal → content_filter.
+        let stream = anthropic_sse(&[
+            json!({"type":"message_start","message":{"usage":{"input_tokens":10,
+                "cache_read_input_tokens":5,"cache_creation_input_tokens":7,"output_tokens":1}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Hi"}}),
+            json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"n"}}),
+            json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":9}}),
+            json!({"type":"message_stop"}),
+        ]);
+        assert_eq!(
+            told(Style::Anthropic, &stream),
+            [
+                "begin",
+                "usage 22 1 - 5 0",
+                "text Hi",
+                "call 0 t n",
+                "args 0 {}",
+                "finish content_filter",
+                "usage 22 9 - 5 0"
+            ]
+        );
+        // Gemini: synthetic ids by the call's place in the stream, the
+        // signature as extra_content, the finish of the event's candidate.
+        let stream = [
+            json!({"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","id":"own"}}]}}]}),
+            json!({"candidates":[{"content":{"parts":[{"functionCall":{"name":"g","args":{"x":1}},
+                "thoughtSignature":"U0lH"}]},"finishReason":"SAFETY"}]}),
+        ]
+        .iter()
+        .map(|e| format!("data: {e}\n\n"))
+        .collect::<String>();
+        assert_eq!(
+            told(Style::Gemini, &stream),
+            [
+                "call 0 own f",
+                "args 0 {}",
+                r#"call 1 tn-gemini-call-1 g extra_content={"google":{"thought_signature":"U0lH"}}"#,
+                r#"args 1 {"x":1}"#,
+                "finish content_filter"
+            ]
+        );
+        // Responses: usage and finish at response.incomplete.
+        let stream = anthropic_sse(&[
+            json!({"type":"response.created","response":{}}),
+            json!({"type":"response.reasoning_text.delta","delta":"r"}),
+            json!({"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},
+                "usage":{"input_tokens":3,"output_tokens":4,"output_tokens_details":{"reasoning_tokens":2}}}}),
+        ]);
+        assert_eq!(
+            told(Style::Responses, &stream),
+            ["begin", "reasoning r", "usage 3 4 7 0 2", "finish length"]
+        );
     }
 }

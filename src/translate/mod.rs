@@ -26,7 +26,7 @@ pub use crate::provider::http as client;
 pub(crate) use crate::provider::prepare;
 
 use crate::cancel::CancelToken;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::json::display_string;
 use crate::provider::failover::{self, Leg, Served};
 use crate::provider::{anthropic, gemini, openai, responses, turn};
@@ -365,10 +365,16 @@ fn stream_id() -> String {
 /// provider as a streamed call (`stream: true`, Gemini's
 /// `streamGenerateContent?alt=sse`), its events re-told as they arrive as
 /// OpenAI `chat.completion.chunk` SSE events through `on_chunk` (see
-/// [`crate::provider::chunks`]); `on_chunk` answers `false` to stop. A
-/// provider that answers with a whole JSON body is re-told from it. The
-/// call is retried only before any of the answer arrived. Gives
-/// `{id, finishReason, chunks}`.
+/// [`crate::provider::chunks`]); `on_chunk` answers `false` to stop. The
+/// events are read by the style's stream assembler
+/// ([`crate::provider::stream::Assembler`], the loop's own, watching the
+/// leg's deadline and the cancel token) with the chunk writer as its sink,
+/// so a relayed stream is bounded as the loop's is: at most
+/// [`crate::limits::RESPONSE_BODY_BYTES`] of answer and
+/// [`crate::provider::gather::MAX_TOOL_CALLS`] tool calls, past either it
+/// fails with the cap's `provider_error`. A provider that answers with a
+/// whole JSON body is re-told from it. The call is retried only before any
+/// of the answer arrived. Gives `{id, finishReason, chunks}`.
 pub fn translate_stream_json(
     client: &Value,
     request_json: &str,
@@ -376,8 +382,9 @@ pub fn translate_stream_json(
     cancel: Option<&CancelToken>,
     on_chunk: &mut dyn FnMut(&str) -> bool,
 ) -> Result<Value> {
-    use crate::provider::chunks::{write_whole, ChunkWriter, Upstream};
+    use crate::provider::chunks::{write_whole, ChunkWriter};
     use crate::provider::sse::SseParser;
+    use crate::provider::stream::Assembler;
     let bump = arena_for(request_json.len());
     let (request, _) = node::parse_source(&bump, request_json)
         .map_err(|e| Error::invalid_json("request_json", &e))?;
@@ -410,7 +417,8 @@ pub fn translate_stream_json(
         let call = crate::provider::prepare_for(config, encoded, true)?;
         let deadline = leg.deadline;
         let mut writer = ChunkWriter::new(id.clone(), &config.model, &mut *on_chunk);
-        let mut upstream = Upstream::new(config.style);
+        let mut assembler = Assembler::new(config.style);
+        assembler.watch(deadline, cancel);
         let mut parser = SseParser::new();
         // None: not decided yet; Some(true): events; Some(false): a whole body.
         let mut events: Option<bool> = None;
@@ -431,11 +439,11 @@ pub fn translate_stream_json(
             }
             let result = if events == Some(true) {
                 parser.feed(piece, &mut |name, data| {
-                    upstream.event(name, data, &mut writer)
+                    assembler.event(name, data, &mut writer)
                 })
             } else if whole.len() + piece.len() > crate::limits::RESPONSE_BODY_BYTES {
                 Err(Error::new(
-                    crate::error::ErrorCode::ProviderError,
+                    ErrorCode::ProviderError,
                     "the provider's answer is larger than the cap of a provider answer",
                 ))
             } else {
@@ -452,12 +460,24 @@ pub fn translate_stream_json(
         };
         let reply =
             client::send_streaming_until(&call, deadline, cancel, &mut classify, &mut sink)?;
+        // The assembler's own look at the clock and the token ends the call
+        // as the exchange's would (the host's callback saying stop keeps its
+        // own words).
+        let stopped = |e: Error| match e.code {
+            ErrorCode::Timeout => client::timed_out(&call),
+            ErrorCode::Cancelled if cancel.is_some_and(CancelToken::is_cancelled) => {
+                client::cancelled()
+            }
+            _ => e,
+        };
         if let Some(e) = failed {
-            return Err(e);
+            return Err(stopped(e));
         }
         let finish = match events {
             Some(true) => {
-                parser.finish(&mut |name, data| upstream.event(name, data, &mut writer))?;
+                parser
+                    .finish(&mut |name, data| assembler.event(name, data, &mut writer))
+                    .map_err(stopped)?;
                 writer.end()?
             }
             Some(false) => {
