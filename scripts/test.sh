@@ -14,16 +14,16 @@ scripts/setup.sh
 # and of the vectors) is the pinned virtual environment's (tests/requirements.txt).
 export PATH="$PWD/.venv/bin:$PATH"
 
-echo "== cargo test"
+echo "== [${SECONDS}s] cargo test"
 # Benchmarks are not run here (timing belongs to bench/); CI's clippy
 # --all-targets compiles them.
 cargo test --lib --bins --tests -- --nocapture 2>&1 | grep -E '^(test result|FAIL|.*parity:)|^test .* ignored|panicked|^error' ; test "${PIPESTATUS[0]}" -eq 0
 
-echo "== demo (the README's first command, against its bundled mock provider)"
+echo "== [${SECONDS}s] demo (the README's first command, against its bundled mock provider)"
 # The same debug build as the tests above: nothing is compiled again.
 cargo run --quiet --example demo > /dev/null
 
-echo "== install (scripts/install.sh: the release build under a temporary PREFIX)"
+echo "== [${SECONDS}s] install (scripts/install.sh: the release build under a temporary PREFIX)"
 prefix_root=$(mktemp -d)
 trap 'rm -rf "$prefix_root"' EXIT
 PREFIX="$prefix_root/prefix" scripts/install.sh
@@ -34,14 +34,14 @@ export LD_LIBRARY_PATH="$prefix_root/prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_P
 # Part of Go's cache key (pkg-config's answer is not): see install_check.sh.
 export CGO_LDFLAGS="-L$prefix_root/prefix/lib"
 
-echo "== the installed library from outside the repository (C shared, C static, a Go module)"
+echo "== [${SECONDS}s] the installed library from outside the repository (C shared, C static, a Go module)"
 scripts/install_check.sh "$prefix_root/prefix"
 
-echo "== the docs' runnable code blocks, against the installed library (scripts/doc_blocks.py)"
+echo "== [${SECONDS}s] the docs' runnable code blocks, against the installed library (scripts/doc_blocks.py)"
 python3 scripts/doc_blocks.py "$prefix_root/prefix"
 
 if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
-  echo "== go vet and staticcheck (shared and toolnexus_static builds)"
+  echo "== [${SECONDS}s] go vet and staticcheck (shared and toolnexus_static builds)"
   (cd bindings/go && go vet ./... && go vet -tags toolnexus_static ./...)
   if [ -x target/test-tools/go-bin/staticcheck ]; then
     (cd bindings/go && ../../target/test-tools/go-bin/staticcheck ./... \
@@ -49,21 +49,21 @@ if [ -d bindings/go ] && [ -f bindings/go/go.mod ]; then
   else
     echo "staticcheck: skipped (scripts/setup.sh could not install it)"
   fi
-  echo "== go test -race"
+  echo "== [${SECONDS}s] go test -race"
   (cd bindings/go && go test -race -count=1 -v ./... 2>&1 | grep -E '^(parity|--- FAIL|FAIL|ok|PASS)' ; test "${PIPESTATUS[0]}" -eq 0)
-  echo "== go test GOGC=1"
+  echo "== [${SECONDS}s] go test GOGC=1"
   (cd bindings/go && GOGC=1 go test -count=1 ./...)
 fi
 
 if [ -f bindings/python/pyproject.toml ]; then
-  echo "== python binding (a wheel with the library inside, in a fresh venv, no TOOLNEXUS_LIB)"
+  echo "== [${SECONDS}s] python binding (a wheel with the library inside, in a fresh venv, no TOOLNEXUS_LIB)"
   # The wheel's build hook runs the release build the install step made (a
   # no-op) and bundles it; the pytest suite and parity harness run against it.
   scripts/python_wheel_check.sh
 fi
 
 if [ -f bindings/c/Makefile ]; then
-  echo "== C layer"
+  echo "== [${SECONDS}s] C layer"
   make -C bindings/c ci
 fi
 echo "all tests passed"
