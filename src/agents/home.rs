@@ -277,8 +277,8 @@ impl StartedAgent {
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         {
-            let _g = self.runtime.inner.lock();
-            self.runtime.inner.cv.notify_all();
+            let st = self.runtime.inner.lock();
+            self.runtime.inner.notify_everyone(&st);
         }
         let t = self
             .thread

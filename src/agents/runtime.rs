@@ -115,9 +115,11 @@ impl Runtime {
                 turns_in_flight: 0,
                 max_observed_turns: 0,
                 sleepers: 0,
+                waited: HashMap::new(),
                 store: HashMap::new(),
             }),
             cv: Condvar::new(),
+            sleepers_cv: Condvar::new(),
             registry: opts.registry,
             config,
             provider,
@@ -136,8 +138,8 @@ impl Runtime {
         let weak = Arc::downgrade(&inner);
         clock.subscribe(Box::new(move || {
             if let Some(inner) = weak.upgrade() {
-                let _g = inner.lock();
-                inner.cv.notify_all();
+                let st = inner.lock();
+                inner.notify_everyone(&st);
             }
         }));
         Ok(Runtime { inner })
@@ -283,7 +285,7 @@ impl Runtime {
             if left.is_zero() {
                 return false;
             }
-            st = match self.inner.cv.wait_timeout(st, left) {
+            st = match self.inner.sleepers_cv.wait_timeout(st, left) {
                 Ok((g, _)) => g,
                 Err(p) => p.into_inner().0,
             };
@@ -380,8 +382,8 @@ struct WakeWaiters(Weak<Inner>);
 impl OnCancel for WakeWaiters {
     fn on_cancel(&self) {
         if let Some(inner) = self.0.upgrade() {
-            let _g = inner.lock();
-            inner.cv.notify_all();
+            let st = inner.lock();
+            inner.notify_everyone(&st);
         }
     }
 }

@@ -218,6 +218,25 @@ impl Handle {
     }
 }
 
+/// What a `wait` on a handle looks at, besides its token and deadline: a
+/// change of any of these may end it.
+type Awaited = (State, bool, bool, u64);
+
+fn awaited(h: &Handle) -> Awaited {
+    (h.state, h.escalating, h.queued, h.seq)
+}
+
+/// The waiters of one handle: they sleep on a variable of their own, woken
+/// when what they look at changes, so that a change of one handle does not
+/// wake every waiter of the runtime (in a tree, a parent's `task` call
+/// waits on each child at once).
+pub(crate) struct Waited {
+    cv: Arc<Condvar>,
+    waiters: usize,
+    /// What the waiters last saw.
+    seen: Awaited,
+}
+
 pub(crate) struct St {
     pub handles: Vec<Handle>,
     pub index: HashMap<String, usize>,
@@ -226,6 +245,8 @@ pub(crate) struct St {
     pub max_observed_turns: usize,
     /// Waiters asleep in `wait` right now.
     pub sleepers: usize,
+    /// The handles someone waits on in `wait`, by index.
+    pub waited: HashMap<usize, Waited>,
     /// The one conversation store: each handle's transcript by its id.
     pub store: HashMap<String, Vec<Value>>,
 }
@@ -269,7 +290,13 @@ impl St {
 
 pub(crate) struct Inner {
     pub st: Mutex<St>,
+    /// Woken by every change a waiter may be waiting for.
     pub cv: Condvar,
+    /// Woken when a waiter falls asleep in `wait` (what a test waits on to
+    /// know a wait's deadline is fixed). Its own variable: a waiter going to
+    /// sleep must not wake the others, or two waiters wake each other for
+    /// as long as both wait.
+    pub sleepers_cv: Condvar,
     pub registry: Registry,
     pub config: ClientConfig,
     pub provider: Arc<dyn Provider>,
@@ -311,6 +338,68 @@ impl Inner {
         }
     }
 
+    /// Wakes the runtime's waiters after a change: every waiter on the
+    /// shared variable, and the waiters of each handle whose awaited
+    /// fields changed. Every change of a handle's state ends with this.
+    pub fn notify(&self, st: &mut St) {
+        self.cv.notify_all();
+        let St {
+            handles, waited, ..
+        } = st;
+        for (&i, w) in waited.iter_mut() {
+            let now = awaited(&handles[i]);
+            if now != w.seen {
+                w.seen = now;
+                w.cv.notify_all();
+            }
+        }
+    }
+
+    /// Wakes every waiter, on the shared variable and on each handle (the
+    /// clock moved, a wait's token was cancelled, the runtime shuts down).
+    pub fn notify_everyone(&self, st: &St) {
+        self.cv.notify_all();
+        for w in st.waited.values() {
+            w.cv.notify_all();
+        }
+    }
+
+    /// [`Inner::sleep`] for a waiter of handle `i`, on that handle's
+    /// variable.
+    fn sleep_on<'a>(
+        &self,
+        mut g: MutexGuard<'a, St>,
+        i: usize,
+        deadline_ms: Option<u64>,
+    ) -> MutexGuard<'a, St> {
+        let seen = awaited(&g.handles[i]);
+        let w = g.waited.entry(i).or_insert_with(|| Waited {
+            cv: Arc::new(Condvar::new()),
+            waiters: 0,
+            seen,
+        });
+        w.waiters += 1;
+        w.seen = seen;
+        let cv = Arc::clone(&w.cv);
+        let mut g = match deadline_ms {
+            Some(d) if !self.clock.is_manual() => {
+                let left = d.saturating_sub(self.clock.now_ms());
+                match cv.wait_timeout(g, std::time::Duration::from_millis(left.max(1))) {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                }
+            }
+            _ => cv.wait(g).unwrap_or_else(PoisonError::into_inner),
+        };
+        if let Some(w) = g.waited.get_mut(&i) {
+            w.waiters -= 1;
+            if w.waiters == 0 {
+                g.waited.remove(&i);
+            }
+        }
+        g
+    }
+
     pub fn find(&self, st: &St, id: &str) -> std::result::Result<usize, String> {
         st.index
             .get(id)
@@ -326,7 +415,7 @@ impl Inner {
         r.own_tokens = h.own_tokens;
         h.result = Some(r);
         h.seq += 1;
-        self.cv.notify_all();
+        self.notify(st);
     }
 
     /// The budget walk over `i` and its ancestors: the first pool spent or
@@ -380,7 +469,7 @@ impl Inner {
         h.cancel = Some(cancel.clone());
         let gen = h.gen;
         st.trace(i, format!("idle→running ({why})"));
-        self.cv.notify_all();
+        self.notify(st);
         let Some(inner) = self.me.upgrade() else {
             return;
         };
@@ -511,7 +600,7 @@ impl Inner {
             i,
             format!("spawned (depth {depth}, tokens {})", show_pool(pool)),
         );
-        self.cv.notify_all();
+        self.notify(&mut st);
         drop(st);
         if let Some(f) = &self.on_spawn {
             f(&id);
@@ -565,7 +654,7 @@ impl Inner {
                 i,
                 format!("post REJECTED (inbox full, cap {cap}) from {}", item.from),
             );
-            self.cv.notify_all();
+            self.notify(&mut st);
             return Err(format!("inbox full: {id} (cap {cap})"));
         }
         st.handles[i].inbox.push_back(item);
@@ -597,7 +686,7 @@ impl Inner {
                 st.handles[p].queue.push_back((i, prompt));
                 st.handles[i].queued = true;
                 st.trace(i, format!("wake QUEUED (parent concurrency {max})"));
-                self.cv.notify_all();
+                self.notify(st);
                 return Ok(());
             }
         }
@@ -663,8 +752,8 @@ impl Inner {
                 }
             }
             st.sleepers += 1;
-            self.cv.notify_all();
-            st = self.sleep(st, deadline);
+            self.sleepers_cv.notify_all();
+            st = self.sleep_on(st, i, deadline);
             st.sleepers -= 1;
         }
     }
@@ -679,7 +768,10 @@ impl Inner {
         st.handles[i].escalating = false;
         self.restore_drained(st, i);
         self.release_slot(st, i);
-        self.cv.notify_all();
+        // The turn's token is cancelled: a `task` call of that turn waits on
+        // a child whose own state did not change, so every waiter looks.
+        self.notify(st);
+        self.notify_everyone(st);
     }
 
     pub fn interrupt(&self, id: &str) -> std::result::Result<(), String> {
@@ -790,7 +882,7 @@ impl Inner {
         if interrupted || from == State::Suspended || st.handles[i].result.is_none() {
             self.settle(&mut st, i, closed_result());
         } else {
-            self.cv.notify_all();
+            self.notify(&mut st);
         }
         let id = st.handles[i].id.clone();
         drop(st);

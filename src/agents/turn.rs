@@ -114,7 +114,7 @@ fn escalator(inner: &Arc<Inner>, i: usize, gen: u64, interpreter: usize, f: Host
                 i,
                 format!("escalate → {who} answers (\"nearest interpreter\")"),
             );
-            inner.cv.notify_all();
+            inner.notify(&mut st);
         }
         let answer = f(request, data);
         let mut st = inner.lock();
@@ -126,7 +126,7 @@ fn escalator(inner: &Arc<Inner>, i: usize, gen: u64, interpreter: usize, f: Host
                 _ => false,
             };
             st.trace(i, format!("suspended→running (Answer ok={ok})"));
-            inner.cv.notify_all();
+            inner.notify(&mut st);
         }
         answer
     })
