@@ -8,6 +8,13 @@
 //! bench/agents_python.py.
 //!
 //!     cargo run --release --example agent_tree -- 300
+//!
+//! `idle N` instead spawns N idle `worker` handles (each with its scoped
+//! toolkit and `task` tool, never woken) under the root of one runtime and
+//! prints the resident memory they add (VmRSS before and after, and the
+//! process's peak, from /proc/self/status).
+//!
+//!     cargo run --release --example agent_tree -- idle 10000
 
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -91,15 +98,49 @@ fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// A `kB` field of /proc/self/status (`VmRSS`, `VmHWM`).
+fn status_kb(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// N idle handles in one runtime: the memory they add.
+fn idle(n: usize, config: &ClientConfig) {
+    let opts = RuntimeOptions::new(registry(), Llm::Provider(config.clone(), Arc::new(Model)));
+    let rt = Runtime::new(opts).expect("runtime");
+    let before = status_kb("VmRSS");
+    for _ in 0..n {
+        rt.spawn("root", "worker", None).expect("spawn");
+    }
+    let after = status_kb("VmRSS");
+    println!(
+        "rust idle handles: {n} workers, VmRSS {before} -> {after} kB (+{:.1} MB, {:.0} bytes per handle), peak {} kB",
+        after.saturating_sub(before) as f64 / 1024.0,
+        after.saturating_sub(before) as f64 * 1024.0 / n.max(1) as f64,
+        status_kb("VmHWM")
+    );
+    rt.close("root", true, None).expect("close");
+}
+
 fn main() {
-    let n: u32 = std::env::args()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(300);
+    let mut args = std::env::args().skip(1).peekable();
+    let idle_mode = args.peek().is_some_and(|a| a == "idle");
+    if idle_mode {
+        args.next();
+    }
+    let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(300);
     let config = ClientConfig::from_json(
         &json!({"baseUrl": "http://in-process.invalid", "model": "in-process"}),
     )
     .expect("config");
+    if idle_mode {
+        idle(n as usize, &config);
+        return;
+    }
     one_tree(&config);
     let (w0, c0) = (Instant::now(), cpu_seconds());
     for _ in 0..n {

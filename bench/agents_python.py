@@ -6,6 +6,9 @@ venv; prints a note and exits 0 when it is not installed). Prints the median
 wall time and process CPU time per tree, and per model call.
 
     python3 bench/agents_python.py [TREES]
+    python3 bench/agents_python.py idle N   N idle worker handles in one
+                                            runtime: the resident memory
+                                            they add (VmRSS before/after)
 
 bench/README.md ("Agent tree") puts it beside the Rust runtime's figures
 (`cargo run --release --example agent_tree`).
@@ -59,7 +62,28 @@ async def one_tree():
     await rt.close(rt.root, force=True)
 
 
+def status_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def idle(n):
+    rt = AgentRuntime(registry=registry(), in_process=model, max_concurrent_turns=8)
+    before = status_kb("VmRSS")
+    handles = [rt.spawn(rt.root, "worker") for _ in range(n)]
+    after = status_kb("VmRSS")
+    print(f"python port 0.21 idle handles: {len(handles)} workers, VmRSS {before} -> {after} kB "
+          f"(+{(after - before) / 1024:.1f} MB, {(after - before) * 1024 / max(n, 1):.0f} bytes per handle), "
+          f"peak {status_kb('VmHWM')} kB")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "idle":
+        idle(int(sys.argv[2]))
+        return
     trees = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     loop = asyncio.new_event_loop()
     loop.run_until_complete(one_tree())  # warm up

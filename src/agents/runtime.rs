@@ -102,10 +102,7 @@ impl Runtime {
             ),
             Llm::Provider(c, p) => (c, p),
         };
-        let root = Handle::fresh(
-            "root".into(),
-            Arc::new(Toolkit::build_from_json(r#"{"builtins":false}"#)?),
-        );
+        let root = Handle::fresh("root".into());
         let clock = opts.clock;
         let inner = Arc::new_cyclic(|me| Inner {
             st: Mutex::new(St {

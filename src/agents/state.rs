@@ -176,13 +176,15 @@ pub(crate) struct Handle {
     /// Suspended inline while an interpreter answers (not durable).
     pub escalating: bool,
     pub task_key: Option<String>,
-    pub toolkit: Arc<Toolkit>,
+    /// Its scoped tools and `task` tool, built for its first turn (an idle
+    /// handle holds none: 10,000 idle handles stay small).
+    pub toolkit: Option<Arc<Toolkit>>,
 }
 
 impl Handle {
     /// A handle that has done nothing yet: idle, no definition or parent,
     /// an empty inbox, no budget of its own and every count at zero.
-    pub(crate) fn fresh(id: String, toolkit: Arc<Toolkit>) -> Handle {
+    pub(crate) fn fresh(id: String) -> Handle {
         Handle {
             id,
             def: None,
@@ -213,7 +215,7 @@ impl Handle {
             checkpoint: None,
             escalating: false,
             task_key: None,
-            toolkit,
+            toolkit: None,
         }
     }
 }
@@ -568,7 +570,7 @@ impl Inner {
             Some(b) => def.budget.merged(b),
             None => def.budget,
         };
-        let toolkit = self.handle_toolkit(&def, st.handles.len())?;
+        self.check_tools(&def)?;
         let ph = &mut st.handles[p];
         ph.spawned += 1;
         let id = format!("{}/{}.{}", ph.id, def.name, ph.spawned);
@@ -589,7 +591,7 @@ impl Inner {
             pool_tool_calls: carve(eff.max_tool_calls, ph.pool_tool_calls),
             pool_children: eff.max_children,
             wall_deadline: wall,
-            ..Handle::fresh(id.clone(), toolkit)
+            ..Handle::fresh(id.clone())
         };
         let (depth, pool) = (h.depth, h.pool_tokens);
         let i = st.handles.len();
@@ -608,9 +610,20 @@ impl Inner {
         Ok(id)
     }
 
-    /// The toolkit of a handle of `def`: its tools from the runtime's
+    /// Fails when `def` names a tool the runtime's toolkit does not have
+    /// (checked at spawn; the toolkit itself is built for the first turn).
+    fn check_tools(&self, def: &AgentDef) -> std::result::Result<(), String> {
+        for name in &def.tools {
+            if self.toolkit.as_ref().and_then(|t| t.find(name)).is_none() {
+                return Err(format!("agent \"{}\": unknown tool \"{name}\"", def.name));
+            }
+        }
+        Ok(())
+    }
+
+    /// The toolkit of handle `index` of `def`: its tools from the runtime's
     /// toolkit, plus `task` when it has a team. Builtins never.
-    fn handle_toolkit(
+    pub(crate) fn handle_toolkit(
         &self,
         def: &AgentDef,
         index: usize,

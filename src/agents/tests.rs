@@ -272,6 +272,27 @@ fn an_unset_run_sends_the_soul_and_prompt_and_stores_three_messages() {
 }
 
 #[test]
+fn an_idle_handle_holds_no_toolkit_until_its_first_turn_and_then_keeps_one() {
+    let f = fx(team());
+    let id = f.rt.spawn("root", "explore", None).expect("spawn");
+    let i = *f.rt.inner.lock().index.get(&id).expect("indexed");
+    let kit = |f: &Fx| f.rt.inner.lock().handles[i].toolkit.clone();
+    assert!(kit(&f).is_none(), "an idle handle builds no toolkit");
+    f.rt.wake(&id, Some("go")).expect("wake");
+    let r = f.rt.wait(&id, None);
+    assert_eq!(
+        (r.status.as_str(), r.text.as_str()),
+        ("done", "found:data(x)")
+    );
+    let first = kit(&f).expect("built for the first turn");
+    assert!(first.find("lookup").is_some() && first.find("task").is_none());
+    f.rt.wake(&id, Some("again")).expect("wake");
+    assert_eq!(f.rt.wait(&id, None).status, "done");
+    let second = kit(&f).expect("kept");
+    assert!(Arc::ptr_eq(&first, &second), "built once, then reused");
+}
+
+#[test]
 fn the_transcript_survives_turns() {
     let f = fx(json!({"a": {"does": "x", "soul": "s", "model": "m-count"}}));
     let (id, r) = f.rt.run("a", "one").expect("run");

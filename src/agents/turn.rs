@@ -151,14 +151,27 @@ fn one_shot(answer: Value) -> HostFn {
 pub(crate) fn run(inner: Arc<Inner>, job: Job) {
     let i = job.index;
     let prepared = {
-        let st = inner.lock();
-        let h = &st.handles[i];
-        if h.gen != job.gen {
+        let mut st = inner.lock();
+        if st.handles[i].gen != job.gen {
             return;
         }
-        let Some(def) = h.def.clone() else {
+        let Some(def) = st.handles[i].def.clone() else {
             return;
         };
+        let toolkit = match &st.handles[i].toolkit {
+            Some(t) => Arc::clone(t),
+            None => match inner.handle_toolkit(&def, i) {
+                Ok(t) => {
+                    st.handles[i].toolkit = Some(Arc::clone(&t));
+                    t
+                }
+                Err(e) => {
+                    settle(&inner, st, &job, Err(Error::new(ErrorCode::Internal, e)));
+                    return;
+                }
+            },
+        };
+        let h = &st.handles[i];
         let history = st.store.get(&h.id).cloned().unwrap_or_default();
         let interpreter = st.chain(i).into_iter().find(|&a| {
             st.handles[a]
@@ -166,13 +179,7 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
                 .as_ref()
                 .is_some_and(|d| d.wait_for.is_some())
         });
-        (
-            def,
-            history,
-            interpreter,
-            Arc::clone(&h.toolkit),
-            h.eff.turns(),
-        )
+        (def, history, interpreter, toolkit, h.eff.turns())
     };
     let (def, history, interpreter, toolkit, max_turns) = prepared;
     let mut config = inner.config.clone();
