@@ -782,28 +782,21 @@ pub fn read_answer<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a
     let calls = calls_of(&content);
     let finish = finish_reason(&value, !calls.is_empty());
     let u = usage(&value);
-    let mut usage = serde_json::json!({
-        "promptTokens": u.prompt,
-        "completionTokens": u.completion,
-        "totalTokens": u.total,
-    });
-    if u.thoughts > 0 {
-        usage["reasoningTokens"] = u.thoughts.into();
-    }
-    if u.cached > 0 {
-        usage["cachedTokens"] = u.cached.into();
-    }
-    let calls: Vec<Value> = calls.iter().map(openai_tool_call).collect();
-    node::object(
+    let usage = turn::usage_node_counted(
         bump,
-        &[
-            ("text", Node::Str(bump.alloc_str(&text_of(&content)))),
-            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
-            ("finishReason", Node::Str(finish)),
-            ("usage", node::copy_value(bump, &usage)),
-            ("model", Node::Str(model)),
-            ("raw", raw),
-        ],
+        (u.prompt, u.completion, u.total),
+        u.thoughts,
+        u.cached,
+    );
+    let calls: Vec<Value> = calls.iter().map(openai_tool_call).collect();
+    turn::answer_node(
+        bump,
+        bump.alloc_str(&text_of(&content)),
+        node::copy_value(bump, &Value::Array(calls)),
+        finish,
+        usage,
+        model,
+        raw,
     )
 }
 

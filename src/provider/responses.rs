@@ -448,31 +448,24 @@ pub fn read_answer<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a
     let calls = calls_of(items);
     let finish = finish_reason(&value, !calls.is_empty());
     let u = usage(&value);
-    let mut usage = serde_json::json!({
-        "promptTokens": u.prompt,
-        "completionTokens": u.completion,
-        "totalTokens": u.total,
-    });
-    if u.reasoning > 0 {
-        usage["reasoningTokens"] = u.reasoning.into();
-    }
-    if u.cached > 0 {
-        usage["cachedTokens"] = u.cached.into();
-    }
+    let usage = turn::usage_node_counted(
+        bump,
+        (u.prompt, u.completion, u.total),
+        u.reasoning,
+        u.cached,
+    );
     let calls: Vec<Value> = calls
         .iter()
         .map(|c| serde_json::json!({"id": c.call_id, "name": c.name, "arguments": c.arguments}))
         .collect();
-    node::object(
+    turn::answer_node(
         bump,
-        &[
-            ("text", Node::Str(bump.alloc_str(&text_of(items)))),
-            ("toolCalls", node::copy_value(bump, &Value::Array(calls))),
-            ("finishReason", Node::Str(finish)),
-            ("usage", node::copy_value(bump, &usage)),
-            ("model", Node::Str(model)),
-            ("raw", raw),
-        ],
+        bump.alloc_str(&text_of(items)),
+        node::copy_value(bump, &Value::Array(calls)),
+        finish,
+        usage,
+        model,
+        raw,
     )
 }
 

@@ -246,12 +246,85 @@ pub(crate) fn chosen_system(
 }
 
 pub(crate) fn usage_node(bump: &Bump, prompt: u64, completion: u64, total: u64) -> Node<'_> {
+    usage_node_counted(bump, (prompt, completion, total), 0, 0)
+}
+
+/// [`usage_node`] plus `reasoningTokens` and `cachedTokens`, each only when
+/// counted (Gemini's and Responses' answers).
+pub(crate) fn usage_node_counted(
+    bump: &Bump,
+    (prompt, completion, total): (u64, u64, u64),
+    reasoning: u64,
+    cached: u64,
+) -> Node<'_> {
+    let n = |v| Node::Number(Num::Pos(v));
+    let mut fields = [
+        ("promptTokens", n(prompt)),
+        ("completionTokens", n(completion)),
+        ("totalTokens", n(total)),
+        ("reasoningTokens", n(reasoning)),
+        ("cachedTokens", n(cached)),
+    ];
+    let mut len = 3;
+    for (at, counted) in [(3, reasoning), (4, cached)] {
+        if counted > 0 {
+            fields.swap(len, at);
+            len += 1;
+        }
+    }
+    node::object(bump, &fields[..len])
+}
+
+/// A provider's decoded answer in OpenAI shape, as every dialect's reader
+/// gives it to translate: `{text, toolCalls, finishReason, usage, model,
+/// raw}`.
+pub(crate) fn answer_node<'a>(
+    bump: &'a Bump,
+    text: &'a str,
+    calls: Node<'a>,
+    finish: &'a str,
+    usage: Node<'a>,
+    model: &'a str,
+    raw: Node<'a>,
+) -> Node<'a> {
     node::object(
         bump,
         &[
-            ("promptTokens", Node::Number(Num::Pos(prompt))),
-            ("completionTokens", Node::Number(Num::Pos(completion))),
-            ("totalTokens", Node::Number(Num::Pos(total))),
+            ("text", Node::Str(text)),
+            ("toolCalls", calls),
+            ("finishReason", Node::Str(finish)),
+            ("usage", usage),
+            ("model", Node::Str(model)),
+            ("raw", raw),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The usage keys keep their order, with `reasoningTokens` and
+    /// `cachedTokens` each only when counted.
+    #[test]
+    fn a_usage_names_only_what_was_counted_in_order() {
+        let bump = Bump::new();
+        let keys = |reasoning, cached| {
+            let v = usage_node_counted(&bump, (1, 2, 3), reasoning, cached).to_value();
+            v.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+                .unwrap_or_default()
+        };
+        let base = "promptTokens,completionTokens,totalTokens";
+        assert_eq!(keys(0, 0), base);
+        assert_eq!(keys(5, 0), format!("{base},reasoningTokens"));
+        assert_eq!(keys(0, 4), format!("{base},cachedTokens"));
+        assert_eq!(keys(5, 4), format!("{base},reasoningTokens,cachedTokens"));
+        let v = usage_node_counted(&bump, (1, 2, 3), 0, 4).to_value();
+        assert_eq!(v["cachedTokens"], 4);
+        assert_eq!(
+            usage_node(&bump, 1, 2, 3).to_value(),
+            serde_json::json!({"promptTokens": 1, "completionTokens": 2, "totalTokens": 3})
+        );
+    }
 }

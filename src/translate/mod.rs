@@ -166,17 +166,8 @@ pub fn read_response<'a>(bump: &'a Bump, style: Style, model: &'a str, raw: Node
         Style::Gemini => return gemini::read_answer(bump, model, raw),
         Style::Responses => return responses::read_answer(bump, model, raw),
     };
-    node::object(
-        bump,
-        &[
-            ("text", Node::Str(text)),
-            ("toolCalls", calls),
-            ("finishReason", Node::Str(finish)),
-            ("usage", usage_of(bump, style, raw)),
-            ("model", Node::Str(model)),
-            ("raw", raw),
-        ],
-    )
+    let usage = usage_of(bump, style, raw);
+    turn::answer_node(bump, text, calls, finish, usage, model, raw)
 }
 
 /// The usage of an OpenAI or Anthropic answer, read by the dialect (the
