@@ -277,17 +277,21 @@ pub fn is_part_value(v: &Value) -> bool {
     }
 }
 
+/// A small PNG image part, the fixture of the block tests here and in
+/// `provider::blocks`.
+#[cfg(test)]
+pub(crate) fn png_fixture() -> Part {
+    Part::from_value(&serde_json::json!({
+        "type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo=", "name": "a.png"
+    }))
+    .expect("a valid part")
+}
+
 #[cfg(test)]
 mod tests {
+    use super::png_fixture as png;
     use super::*;
     use serde_json::json;
-
-    fn png() -> Part {
-        Part::from_value(
-            &json!({"type":"image","mimeType":"image/png","data":"iVBORw0KGgo=","name":"a.png"}),
-        )
-        .unwrap()
-    }
 
     #[test]
     fn media_types_come_from_the_extension_table_only() {

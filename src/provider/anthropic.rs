@@ -1115,9 +1115,8 @@ mod tests {
             {"type":"tool_use","id":7,"input":null},
             {"type":"tool_use","id":"u3","name":"g","input":"s"},
             "stray"],"stop_reason":"tool_use"}"#;
-        let v: Value = serde_json::from_str(text).expect("JSON");
         let bump = Bump::new();
-        let n = node::parse(&bump, bump.alloc_str(text)).expect("JSON");
+        let (n, v) = node::parse_both(&bump, text);
         assert_eq!(answer_text(&v), "a5");
         let loop_calls: Vec<(String, String, Value)> = calls(&v)
             .into_iter()

@@ -203,12 +203,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn png() -> Part {
-        Part::from_value(
-            &json!({"type":"image","mimeType":"image/png","data":"iVBORw0KGgo=","name":"a.png"}),
-        )
-        .unwrap()
-    }
+    use crate::parts::png_fixture as png;
 
     #[test]
     fn blocks_per_style_follow_the_allow_list() {

@@ -1281,6 +1281,14 @@ impl<'a> Fast<'a> {
     }
 }
 
+/// `text` read as an arena node and as a `Value`, for tests that read the
+/// same JSON on both sides (the loop's and translate's).
+#[cfg(test)]
+pub(crate) fn parse_both<'a>(bump: &'a Bump, text: &str) -> (Node<'a>, serde_json::Value) {
+    let n = parse(bump, bump.alloc_str(text)).expect("JSON");
+    (n, serde_json::from_str(text).expect("JSON"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -778,12 +778,7 @@ pub(crate) fn whole_text(answer: &Value) -> String {
 mod tests {
     use super::*;
 
-    /// `text` as an arena node and as a `Value`, for reading the same JSON
-    /// on both sides.
-    fn both<'a>(bump: &'a Bump, text: &str) -> (Node<'a>, Value) {
-        let n = node::parse(bump, bump.alloc_str(text)).expect("JSON");
-        (n, serde_json::from_str(text).expect("JSON"))
-    }
+    use super::node::parse_both as both;
 
     /// [`WithoutFunction`]: an entry with no `function` object is a call
     /// with an empty name and `{}` arguments to the loop, and no call to
