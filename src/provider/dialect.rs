@@ -96,9 +96,11 @@ impl Usage {
         let counted = match style {
             Style::OpenAi => openai::usage(raw),
             Style::Anthropic => anthropic::usage(raw),
-            Style::Gemini => Some(gemini::usage(raw)).map(|u| (u.prompt, u.completion, u.total)),
+            Style::Gemini => {
+                Some(gemini::usage(raw)).map(|u| (u.prompt, u.completion, u.total_tokens()))
+            }
             Style::Responses => {
-                Some(responses::usage(raw)).map(|u| (u.prompt, u.completion, u.total))
+                Some(responses::usage(raw)).map(|u| (u.prompt, u.completion, u.total_tokens()))
             }
         };
         if let Some(counts) = counted {

@@ -110,6 +110,14 @@ pub struct Usage {
     pub reasoning: u64,
 }
 
+impl Usage {
+    /// The total: the provider's, else prompt + completion.
+    pub fn total_tokens(&self) -> u64 {
+        self.total
+            .unwrap_or_else(|| self.prompt.saturating_add(self.completion))
+    }
+}
+
 /// What a stream says as it arrives, in the order it says it: each
 /// dialect's `StreamState` hands these on while it gathers the answer. The
 /// finish reason is already OpenAI's (`stop`, `length`, `tool_calls`,

@@ -22,8 +22,8 @@
 //! Everything here is pure JSON work on [`serde_json::Value`].
 
 use super::gather::{
-    provider_stream_error, read_event, too_many_calls, Budget, NotObject, Pieces, CHECK_EVERY,
-    ENTRY_BYTES, MAX_TOOL_CALLS,
+    provider_stream_error, read_event, too_many_calls, Budget, NotObject, Pieces, Usage,
+    CHECK_EVERY, ENTRY_BYTES, MAX_TOOL_CALLS,
 };
 use super::gemini_schema;
 use super::node::{self, Node};
@@ -580,18 +580,6 @@ pub fn finish_reason(raw: &Value, has_calls: bool) -> &'static str {
     }
 }
 
-/// Token counts of an answer's `usageMetadata`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub prompt: u64,
-    /// Candidates and thoughts together (OpenAI counts reasoning as
-    /// completion).
-    pub completion: u64,
-    pub total: u64,
-    pub thoughts: u64,
-    pub cached: u64,
-}
-
 fn count(v: Option<&Value>) -> u64 {
     match v {
         Some(Value::Number(n)) => n.as_u64().unwrap_or_else(|| {
@@ -605,7 +593,9 @@ fn count(v: Option<&Value>) -> u64 {
 
 /// `usageMetadata` read: prompt = `promptTokenCount`, completion =
 /// `candidatesTokenCount + thoughtsTokenCount`, total = `totalTokenCount`
-/// (their sum when absent). No metadata is all zeros.
+/// (their sum when absent), reasoning = `thoughtsTokenCount` (counted in
+/// completion too: OpenAI counts reasoning as completion), cached =
+/// `cachedContentTokenCount`. No metadata is all zeros.
 pub fn usage(raw: &Value) -> Usage {
     let Some(u) = raw.get("usageMetadata").filter(|u| u.is_object()) else {
         return Usage::default();
@@ -620,8 +610,8 @@ pub fn usage(raw: &Value) -> Usage {
     Usage {
         prompt,
         completion,
-        total,
-        thoughts,
+        total: Some(total),
+        reasoning: thoughts,
         cached: count(u.get("cachedContentTokenCount")),
     }
 }
@@ -784,8 +774,8 @@ pub fn read_answer<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a
     let u = usage(&value);
     let usage = turn::usage_node_counted(
         bump,
-        (u.prompt, u.completion, u.total),
-        u.thoughts,
+        (u.prompt, u.completion, u.total_tokens()),
+        u.reasoning,
         u.cached,
     );
     let calls: Vec<Value> = calls.iter().map(openai_tool_call).collect();
@@ -859,14 +849,7 @@ impl StreamState {
             s.top.insert("promptFeedback".into(), f.clone());
         }
         if let Some(u) = chunk.get("usageMetadata") {
-            let told = usage(&chunk);
-            sink.usage(super::gather::Usage {
-                prompt: told.prompt,
-                completion: told.completion,
-                total: Some(told.total),
-                cached: told.cached,
-                reasoning: told.thoughts,
-            });
+            sink.usage(usage(&chunk));
             if u.is_object() {
                 s.usage = Some(u.clone());
             }
@@ -1028,8 +1011,8 @@ mod tests {
         assert_eq!(finish_reason(&raw, true), "tool_calls");
         assert_eq!(finish_reason(&raw, false), "stop");
         let u = usage(&raw);
-        assert_eq!((u.prompt, u.completion, u.total), (5, 10, 15));
-        assert_eq!((u.thoughts, u.cached), (7, 2));
+        assert_eq!((u.prompt, u.completion, u.total_tokens()), (5, 10, 15));
+        assert_eq!((u.reasoning, u.cached), (7, 2));
     }
 
     #[test]

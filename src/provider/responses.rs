@@ -20,7 +20,7 @@
 
 use super::gather::{
     append_string, provider_stream_error, read_event, too_many_calls, Budget, NotObject, Pieces,
-    ENTRY_BYTES, MAX_TOOL_CALLS,
+    Usage, ENTRY_BYTES, MAX_TOOL_CALLS,
 };
 use super::node::{self, Node};
 use super::turn::{self, Body, Call, Entries, Fed, Field, Request};
@@ -282,16 +282,7 @@ pub fn finish_reason(raw: &Value, has_calls: bool) -> &'static str {
 
 /// Token counts: `input_tokens`, `output_tokens`, `total_tokens` (their sum
 /// when absent), `input_tokens_details.cached_tokens`,
-/// `output_tokens_details.reasoning_tokens`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub prompt: u64,
-    pub completion: u64,
-    pub total: u64,
-    pub reasoning: u64,
-    pub cached: u64,
-}
-
+/// `output_tokens_details.reasoning_tokens`. No usage is all zeros.
 pub fn usage(raw: &Value) -> Usage {
     let Some(u) = raw.get("usage").filter(|u| u.is_object()) else {
         return Usage::default();
@@ -313,7 +304,7 @@ pub fn usage(raw: &Value) -> Usage {
     Usage {
         prompt,
         completion,
-        total,
+        total: Some(total),
         reasoning: n("/output_tokens_details/reasoning_tokens"),
         cached: n("/input_tokens_details/cached_tokens"),
     }
@@ -450,7 +441,7 @@ pub fn read_answer<'a>(bump: &'a Bump, model: &'a str, raw: Node<'a>) -> Node<'a
     let u = usage(&value);
     let usage = turn::usage_node_counted(
         bump,
-        (u.prompt, u.completion, u.total),
+        (u.prompt, u.completion, u.total_tokens()),
         u.reasoning,
         u.cached,
     );
@@ -606,13 +597,7 @@ impl StreamState {
             "response.completed" | "response.incomplete" => {
                 let r = ev.get("response").unwrap_or(&Value::Null);
                 let u = usage(r);
-                sink.usage(super::gather::Usage {
-                    prompt: u.prompt,
-                    completion: u.completion,
-                    total: Some(u.total),
-                    cached: u.cached,
-                    reasoning: u.reasoning,
-                });
+                sink.usage(u);
                 sink.finish(finish_reason(r, false));
                 if let Value::Object(r) = r {
                     budget.take(ENTRY_BYTES + data.len())?;
@@ -699,7 +684,13 @@ mod tests {
         assert_eq!(finish_reason(&raw, true), "tool_calls");
         let u = usage(&raw);
         assert_eq!(
-            (u.prompt, u.completion, u.total, u.cached, u.reasoning),
+            (
+                u.prompt,
+                u.completion,
+                u.total_tokens(),
+                u.cached,
+                u.reasoning
+            ),
             (3, 4, 7, 1, 2)
         );
     }
