@@ -117,11 +117,11 @@ const REQUEST: &str = r#"{"messages":[{"role":"user","content":"add 2+3 and 1+1"
     "properties":{"a":{"type":"number"},"b":{"type":"number"}}}}}]}"#;
 
 /// Runs streaming translate against a mock answering `reply`; gives the
-/// chunk events and the summary.
-fn stream_of(style: &str, reply: Canned) -> (Vec<String>, Value, MockProvider) {
+/// chunk events, the outcome and the mock.
+fn relay(style: &str, reply: Canned) -> (Vec<String>, Result<Value, Error>, MockProvider) {
     let mock = MockProvider::start(vec![reply]);
     let mut chunks = Vec::new();
-    let summary = translate_stream_json(
+    let outcome = translate_stream_json(
         &client_for(style, &mock.base()),
         REQUEST,
         &[],
@@ -130,9 +130,15 @@ fn stream_of(style: &str, reply: Canned) -> (Vec<String>, Value, MockProvider) {
             chunks.push(c.to_string());
             true
         },
-    )
-    .expect("stream");
-    (chunks, summary, mock)
+    );
+    (chunks, outcome, mock)
+}
+
+/// [`relay`] of a stream that must succeed; gives the chunk events and the
+/// summary.
+fn stream_of(style: &str, reply: Canned) -> (Vec<String>, Value, MockProvider) {
+    let (chunks, outcome, mock) = relay(style, reply);
+    (chunks, outcome.expect("stream"), mock)
 }
 
 /// Checks the chunk rules; gives the accumulated {content, reasoning,
@@ -310,19 +316,8 @@ fn the_host_can_stop_the_stream_and_an_upstream_error_ends_it() {
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "par"}}),
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     ]);
-    let mock = MockProvider::start(vec![Canned::text(200, &broken)]);
-    let mut chunks = Vec::new();
-    let err = translate_stream_json(
-        &client_for("anthropic", &mock.base()),
-        REQUEST,
-        &[],
-        None,
-        &mut |c: &str| {
-            chunks.push(c.to_string());
-            true
-        },
-    )
-    .expect_err("upstream error");
+    let (chunks, outcome, mock) = relay("anthropic", Canned::text(200, &broken));
+    let err = outcome.expect_err("upstream error");
     assert!(err.message.contains("Overloaded"), "{err}");
     assert!(!chunks.iter().any(|c| c.contains("[DONE]")));
     assert_eq!(mock.requests().len(), 1, "nothing retried after output");
@@ -481,19 +476,8 @@ fn a_relayed_stream_past_the_tool_call_cap_fails_with_the_caps_error() {
     events.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
     let mut stream = sse(&events);
     stream.push_str("data: [DONE]\n\n");
-    let mock = MockProvider::start(vec![Canned::text(200, &stream)]);
-    let mut chunks = Vec::new();
-    let err = translate_stream_json(
-        &client_for("openai", &mock.base()),
-        REQUEST,
-        &[],
-        None,
-        &mut |c: &str| {
-            chunks.push(c.to_string());
-            true
-        },
-    )
-    .expect_err("past the cap");
+    let (chunks, outcome, mock) = relay("openai", Canned::text(200, &stream));
+    let err = outcome.expect_err("past the cap");
     assert_eq!(err.code, ErrorCode::ProviderError, "{err}");
     assert_eq!(
         err.message,
