@@ -226,19 +226,108 @@ pub struct ExecContext {
     pub relay: Option<Relay>,
 }
 
-/// Receives a proxied call's server notifications: the method and its
-/// params (`notifications/progress` without its `progressToken`, which is
-/// the proxy's own). Called on the library's I/O threads, in the order the
-/// server sent them; it must not block.
-#[derive(Clone)]
-pub struct Relay(pub Arc<RelayFn>);
+/// What a proxied call hands back to the gateway that runs it, beside its
+/// result: the server's notifications during the call (`notifications/
+/// progress` without its `progressToken`, which is the proxy's own;
+/// `notifications/message`), the server's own requests to the calling
+/// client (`sampling/createMessage`, `elicitation/create`: see [`Ask`]), and
+/// the server's raw `tools/call` result (see [`Relay::keeping`]). Each is
+/// optional; a relay with none does nothing. The notification callback runs
+/// on the library's I/O threads, in the order the server sent them; it must
+/// not block.
+#[derive(Clone, Default)]
+pub struct Relay {
+    notes: Option<Arc<RelayFn>>,
+    ask: Option<Arc<dyn Ask>>,
+    raw: Option<Arc<std::sync::Mutex<Option<RawResult>>>>,
+}
 
 /// What a [`Relay`] calls: the notification's method and params.
 pub type RelayFn = dyn Fn(&str, Value) + Send + Sync;
 
+/// A proxied server's `tools/call` result as it sent it (secrets redacted),
+/// and how many §1B parts the library's reading of it had, so the gateway
+/// can tell a result whose parts a cap dropped since (it then answers the
+/// library's reading).
+#[derive(Debug, Clone)]
+pub struct RawResult {
+    pub result: Value,
+    pub parts: usize,
+}
+
+/// The client of a proxied call, as the proxied server's requests reach it
+/// (the gateway relays them, SPEC §7C).
+pub trait Ask: Send + Sync {
+    /// Whether this client takes `method` (it declared the capability).
+    fn takes(&self, method: &str) -> bool;
+    /// Asks the client; its result, or the JSON-RPC error object
+    /// `{code, message, data?}` to answer the server with. Dropping the
+    /// future gives the question up.
+    fn ask(&self, method: &str, params: Value) -> AskFuture;
+}
+
+/// What [`Ask::ask`] returns.
+pub type AskFuture = Pin<Box<dyn Future<Output = Result<Value, Value>> + Send>>;
+
 impl Relay {
+    /// A relay of notifications to `f`.
+    pub fn new(f: Arc<RelayFn>) -> Relay {
+        Relay {
+            notes: Some(f),
+            ..Relay::default()
+        }
+    }
+
+    /// This relay, passing the server's requests to `ask` too.
+    pub fn with_ask(mut self, ask: Arc<dyn Ask>) -> Relay {
+        self.ask = Some(ask);
+        self
+    }
+
+    /// This relay, keeping the server's raw result ([`Relay::raw_result`]).
+    pub fn keeping(mut self) -> Relay {
+        self.raw = Some(Arc::default());
+        self
+    }
+
+    /// Whether it takes notifications (a proxied call then asks for
+    /// progress).
+    pub fn wants_notes(&self) -> bool {
+        self.notes.is_some()
+    }
+
+    /// Whether it keeps the raw result.
+    pub fn wants_raw(&self) -> bool {
+        self.raw.is_some()
+    }
+
     pub fn send(&self, method: &str, params: Value) {
-        (self.0)(method, params);
+        if let Some(f) = &self.notes {
+            f(method, params);
+        }
+    }
+
+    /// The client to ask `method`, when there is one that takes it.
+    pub fn asker(&self, method: &str) -> Option<Arc<dyn Ask>> {
+        self.ask.as_ref().filter(|a| a.takes(method)).cloned()
+    }
+
+    /// Keeps the server's raw result (when this relay keeps one).
+    pub fn keep(&self, raw: RawResult) {
+        if let Some(slot) = &self.raw {
+            *slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(raw);
+        }
+    }
+
+    /// The raw result kept, taken out.
+    pub fn raw_result(&self) -> Option<RawResult> {
+        self.raw.as_ref().and_then(|slot| {
+            slot.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        })
     }
 }
 

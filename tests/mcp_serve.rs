@@ -289,15 +289,21 @@ fn content_parts_reach_the_client_as_mcp_media_content() {
         json!([{"type": "text", "text": "the chart"},
                {"type": "image", "data": b64, "mimeType": "image/png"}])
     );
+    // A proxied result reaches the client as its server sent it (issue
+    // 28): the embedded text resource stays a resource part, not text.
     let kinds: Vec<&str> = out[1]["content"]
         .as_array()
         .map(|c| c.iter().filter_map(|b| b["type"].as_str()).collect())
         .unwrap_or_default();
     assert_eq!(
         kinds,
-        vec!["text", "audio", "resource", "resource_link"],
+        vec!["audio", "resource", "resource", "resource_link"],
         "{}",
         out[1]
+    );
+    assert_eq!(
+        out[1]["content"][1]["resource"],
+        json!({"uri": "file:///note.txt", "mimeType": "text/plain", "text": "a note"})
     );
     assert_eq!(out[1]["content"][2]["resource"]["blob"], json!("JVBERg=="));
     assert_eq!(

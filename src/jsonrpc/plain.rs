@@ -421,6 +421,25 @@ pub fn call_answer_text(
     id: RequestId,
     outcome: Result<ToolResult, ErrorData>,
 ) -> serde_json::Result<Vec<u8>> {
+    call_answer_kept(id, outcome, None)
+}
+
+/// [`call_answer_text`] of a call whose relay kept `raw`, the proxied
+/// server's own result: answered as it is ([`super::shape::passed_through`]).
+pub fn call_answer_kept(
+    id: RequestId,
+    outcome: Result<ToolResult, ErrorData>,
+    raw: Option<crate::tool::RawResult>,
+) -> serde_json::Result<Vec<u8>> {
+    if raw.is_some() {
+        if let Some(result) = outcome
+            .as_ref()
+            .ok()
+            .and_then(|r| super::shape::passed_through(r, raw))
+        {
+            return serde_json::to_vec(&call_answer(Ok(result), id));
+        }
+    }
     if let Some(line) = outcome.as_ref().ok().and_then(|r| text_answer_line(&id, r)) {
         return Ok(line);
     }

@@ -99,6 +99,24 @@ fn media_parts(content: &[Value]) -> Vec<Part> {
         .collect()
 }
 
+/// A proxied MCP tool's result as its server sent it (`raw`, kept by the
+/// call's relay), for the gateway to answer as it is: its content parts
+/// (embedded resources, several text parts, ...), `structuredContent` and
+/// `isError` unchanged. `None` (answer [`call_result`] of `result`) when no
+/// raw result was kept (not an MCP tool, a call that failed), when a cap
+/// dropped parts since (`result` has fewer than the raw one gave), or when
+/// it is no call result.
+pub fn passed_through(
+    result: &ToolResult,
+    raw: Option<crate::tool::RawResult>,
+) -> Option<CallToolResult> {
+    let raw = raw.filter(|r| r.parts == result.parts.len())?;
+    if !raw.result.get("content").is_some_and(Value::is_array) {
+        return None;
+    }
+    serde_json::from_value(raw.result).ok()
+}
+
 /// A tool's result as MCP's: the output as one text part, then its parts.
 pub fn call_result(result: ToolResult) -> CallToolResult {
     let mut content = Vec::with_capacity(1 + result.parts.len());

@@ -1055,6 +1055,11 @@ impl OAuth {
         lock(&self.secrets).redact(text).into_owned()
     }
 
+    /// Every string of a JSON value without them.
+    pub fn redact_value(&self, v: &mut Value) {
+        lock(&self.secrets).redact_value(v);
+    }
+
     /// A tool result without them.
     pub fn redact_result(&self, r: crate::tool::ToolResult) -> crate::tool::ToolResult {
         lock(&self.secrets).redact_result(r)

@@ -20,11 +20,18 @@
 //!   (cancelled, or out of time), the server cancelled its request, or the
 //!   toolkit is closing. The host's `waitFor` is then told through its stop
 //!   token; whatever it answers later is dropped.
+//! - On a gateway (SPEC §7C) the question goes first to the MCP client whose
+//!   call is in flight on this server, when it declared elicitation
+//!   (`Relays::asker`), and its answer goes back as it is;
+//!   a `sampling/createMessage` likewise (without such a client it is
+//!   refused with -32601). The wait ends when that call does (then
+//!   `cancel`, or an error for sampling).
 //! - A `waitFor` that fails (an error, a panic, an Answer of the wrong shape)
 //!   answers the server with a JSON-RPC error naming the callback: the tool
 //!   call still ends with an ordinary result.
 
 use crate::cancel::CancelToken;
+use crate::tool::Ask;
 #[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::ProgressNotificationParam;
@@ -33,6 +40,8 @@ use rmcp::model::{
     ElicitationCapability, ErrorCode, ErrorData, FormElicitationCapability, Implementation,
     ProtocolVersion, UrlElicitationCapability,
 };
+#[allow(deprecated)] // sampling is deprecated by SEP-2577 and still in 2025-11-25
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::ClientHandler;
 use serde_json::{json, Map, Value};
@@ -181,12 +190,68 @@ impl Handler {
 
 type Reply = Result<ElicitResult, String>;
 
+/// How a request relayed to a calling client ended: its answer (a result,
+/// or the JSON-RPC error object it answered), or `None` when nobody needs
+/// it any more (the call it was asked for ended, the server cancelled, the
+/// session is closing).
+type Relayed = Option<Result<Value, Value>>;
+
+impl Handler {
+    /// Puts the server's `method` request to the client of the gateway call
+    /// `call` (through `asker`), for as long as that call is in flight.
+    async fn relayed(
+        &self,
+        (call, asker): (u64, Arc<dyn Ask>),
+        method: &str,
+        params: Value,
+        ct: CancellationToken,
+    ) -> Relayed {
+        let asked = asker.ask(method, params);
+        tokio::select! {
+            answer = asked => Some(answer),
+            _ = ct.cancelled() => None,
+            _ = self.closing.cancelled() => None,
+            _ = self.relays.ended(call) => None,
+        }
+    }
+}
+
+/// A relayed request's answer as the typed result rmcp answers the server
+/// with.
+fn answer_as<T: serde::de::DeserializeOwned>(
+    method: &str,
+    answer: Result<Value, Value>,
+) -> Result<T, ErrorData> {
+    match answer {
+        Ok(v) => serde_json::from_value(v).map_err(|e| {
+            ErrorData::internal_error(
+                format!("the gateway's client answered {method} with a malformed result: {e}"),
+                None,
+            )
+        }),
+        Err(e) => Err(serde_json::from_value(e.clone()).unwrap_or_else(|_| {
+            ErrorData::internal_error(
+                format!("the gateway's client answered {method} with an error: {e}"),
+                None,
+            )
+        })),
+    }
+}
+
 impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         params: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        // The gateway's: the client whose call is in flight answers.
+        if let Some(asker) = self.relays.asker(ELICIT) {
+            let params = serde_json::to_value(&params).unwrap_or(Value::Null);
+            return match self.relayed(asker, ELICIT, params, context.ct).await {
+                Some(answer) => answer_as(ELICIT, answer),
+                None => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            };
+        }
         let Some(wait_for) = &self.wait_for else {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -207,6 +272,30 @@ impl ClientHandler for Handler {
                 });
                 ErrorData::internal_error(message, None)
             })
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let Some(asker) = self.relays.asker(SAMPLE) else {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "sampling is not supported: no call in flight on this server comes from \
+                 an MCP client of the gateway that declared sampling",
+                None,
+            ));
+        };
+        let params = serde_json::to_value(&params).unwrap_or(Value::Null);
+        match self.relayed(asker, SAMPLE, params, context.ct).await {
+            Some(answer) => answer_as(SAMPLE, answer),
+            None => Err(ErrorData::internal_error(
+                "sampling/createMessage not answered: the call it was asked for ended first",
+                None,
+            )),
+        }
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -234,6 +323,9 @@ impl ClientHandler for Handler {
         }
     }
 }
+
+const ELICIT: &str = "elicitation/create";
+const SAMPLE: &str = "sampling/createMessage";
 
 static SEQ: AtomicU64 = AtomicU64::new(1);
 

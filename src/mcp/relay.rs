@@ -8,20 +8,27 @@
 //! - `notifications/message` (a log line: not tied to a request in the
 //!   protocol) goes to every call with a relay in flight on the session.
 //!
+//! - A server's request to the client (`sampling/createMessage`,
+//!   `elicitation/create`: no token ties it to a call in the protocol) goes
+//!   to the call in flight on the session that started first among those
+//!   whose relay has a client that takes it ([`Relays::asker`]).
+//!
 //! A call registers with [`Relays::enter`] and is forgotten when its guard
 //! drops, however the call ends.
 
-use crate::tool::Relay;
+use crate::tool::{Ask, Relay};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The relays of one session's calls in flight.
 #[derive(Default)]
 pub struct Relays {
     next: AtomicU64,
     calls: Mutex<HashMap<u64, Entry>>,
+    /// Told whenever a call is forgotten.
+    gone: tokio::sync::Notify,
 }
 
 struct Entry {
@@ -72,6 +79,34 @@ impl Relays {
         }
     }
 
+    /// The client to put a server's `method` request to: that of the
+    /// earliest call in flight whose relay has one that takes it, with that
+    /// call (for [`Relays::ended`]).
+    pub fn asker(&self, method: &str) -> Option<(u64, Arc<dyn Ask>)> {
+        let calls = self.calls();
+        let mut ids: Vec<&u64> = calls.keys().collect();
+        ids.sort_unstable();
+        ids.into_iter().find_map(|id| {
+            calls
+                .get(id)
+                .and_then(|e| e.relay.asker(method))
+                .map(|a| (*id, a))
+        })
+    }
+
+    /// Resolves once the call `id` is over.
+    pub async fn ended(&self, id: u64) {
+        loop {
+            let notified = self.gone.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !self.calls().contains_key(&id) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// A `notifications/message` from the server.
     pub fn message(&self, params: Value) {
         let relays: Vec<Relay> = self.calls().values().map(|e| e.relay.clone()).collect();
@@ -101,6 +136,7 @@ impl RelayGuard<'_> {
 impl Drop for RelayGuard<'_> {
     fn drop(&mut self) {
         self.relays.calls().remove(&self.id);
+        self.relays.gone.notify_waiters();
     }
 }
 
@@ -108,14 +144,13 @@ impl Drop for RelayGuard<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::sync::{Arc, Mutex};
 
     type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
     fn recording() -> (Relay, Seen) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
-        let relay = Relay(Arc::new(move |m: &str, p: Value| {
+        let relay = Relay::new(Arc::new(move |m: &str, p: Value| {
             log.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push((m.to_string(), p));

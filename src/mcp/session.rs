@@ -683,13 +683,14 @@ async fn direct_call(
     timeout: Duration,
     cancel: Option<&CancelToken>,
     progress: Option<&str>,
+    shape: impl FnOnce(&Value) -> ToolResult,
 ) -> Result<ToolResult, Fault> {
     direct
         .call(tool, args, timeout, cancel, progress)
         .await
         .map(|reply| match reply {
             direct::Reply::Shaped(result) => result,
-            direct::Reply::Json(result) => shape_call_result(&result),
+            direct::Reply::Json(result) => shape(&result),
         })
         .map_err(|failure| match failure {
             direct::Failure::Service(e) => describe_service_error(&e),
@@ -814,8 +815,21 @@ impl Session {
         let call = async {
             match &self.direct {
                 Some(direct) => {
-                    let token = relayed.as_ref().map(RelayGuard::new_token);
-                    direct_call(direct, tool, &args, timeout, cancel, token.as_deref()).await
+                    let token = relayed
+                        .as_ref()
+                        .filter(|_| relay.is_some_and(Relay::wants_notes))
+                        .map(RelayGuard::new_token);
+                    let shape = |v: &Value| self.shaped(v, relay);
+                    direct_call(
+                        direct,
+                        tool,
+                        &args,
+                        timeout,
+                        cancel,
+                        token.as_deref(),
+                        shape,
+                    )
+                    .await
                 }
                 None => {
                     let params = json!({"name": tool, "arguments": Value::Object(args)});
@@ -830,7 +844,7 @@ impl Session {
                         relayed.as_ref(),
                     ))
                     .await
-                    .map(|result| shape_call_result(&result))
+                    .map(|result| self.shaped(&result, relay))
                 }
             }
         };
@@ -881,6 +895,24 @@ impl Session {
                 }
             } => fail(Fault::no_answer_within(timeout)),
         }
+    }
+
+    /// A call's result as the library reads it; a relay that keeps the
+    /// raw result gets it too, redacted as the result is.
+    fn shaped(&self, result: &Value, relay: Option<&Relay>) -> ToolResult {
+        let shaped = shape_call_result(result);
+        if let Some(relay) = relay.filter(|r| r.wants_raw()) {
+            let mut raw = result.clone();
+            self.secrets.redact_value(&mut raw);
+            if let Some(auth) = &self.auth {
+                auth.redact_value(&mut raw);
+            }
+            relay.keep(crate::tool::RawResult {
+                result: raw,
+                parts: shaped.parts.len(),
+            });
+        }
+        shaped
     }
 
     /// Closes the session: the transport first (stdin EOF for a child), then

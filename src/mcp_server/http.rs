@@ -13,6 +13,7 @@
 use super::{Beside, BesideRequest, Done, Gateway, Handler, Server, SetOnDrop};
 use crate::error::{Error, Result};
 use crate::jsonrpc::plain::{self, Plain};
+use crate::tool::Relay;
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::body::Incoming;
@@ -323,6 +324,18 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
             )
         }
     };
+    if routes.gateway.waits_for_answers() {
+        // A client's answer to a request the gateway relayed to it.
+        if let Ok(message) = serde_json::from_slice::<Value>(&body) {
+            let is_answer = message.get("method").is_none()
+                && (message.get("result").is_some() || message.get("error").is_some());
+            if is_answer && routes.gateway.answered(message) {
+                let mut res = hyper::Response::new(Full::new(Bytes::new()).boxed());
+                *res.status_mut() = hyper::StatusCode::ACCEPTED;
+                return res;
+            }
+        }
+    }
     if plain_headers && plain::is_batch(&body) {
         // What rmcp's refusal of a batch becomes (see not_a_message), without
         // rmcp's parse, which holds a tree of the whole body to refuse it.
@@ -330,7 +343,7 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
     }
     if plain_headers {
         if let Some(plain) = plain::read_request(&body) {
-            if crate::jsonrpc::plain_path_takes(&plain, routes.gateway.wants_logs()) {
+            if crate::jsonrpc::plain_path_takes(&plain, routes.gateway.streams()) {
                 return answer_plain(routes, plain).await;
             }
         }
@@ -481,7 +494,10 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
             let cancel = CancellationToken::new();
             let gateway = Arc::clone(&routes.gateway);
             let token = cancel.clone();
-            let mut call = tokio::spawn(async move { gateway.run(name, args, token, None).await });
+            let relay = Relay::default().keeping();
+            let kept = relay.clone();
+            let mut call =
+                tokio::spawn(async move { gateway.run(name, args, token, Some(kept)).await });
             let hang_up = cancel.drop_guard();
             let outcome = tokio::select! {
                 r = &mut call => r.ok(),
@@ -495,7 +511,7 @@ async fn answer_plain(routes: &Routes, plain: Plain) -> Answer {
                 drop(hang_up);
             }
             match outcome {
-                Some(outcome) => plain::call_answer_text(id, outcome),
+                Some(outcome) => plain::call_answer_kept(id, outcome, relay.raw_result()),
                 None => {
                     return text_answer(
                         hyper::StatusCode::INTERNAL_SERVER_ERROR,

@@ -14,8 +14,13 @@
 //!   those names; a name the toolkit lacks is ignored.
 //! - `tools/call` runs the tool and answers its output as one text part,
 //!   `isError` carried over, and its §1B parts as image, audio, resource
-//!   and resource-link content after it; a tool that fails or panics is an `isError`
-//!   result, never a dead server. An unknown (or unexposed) name is the
+//!   and resource-link content after it; a proxied MCP tool's result as its
+//!   server sent it (redacted; see `shape::passed_through`); a tool that
+//!   fails or panics is an `isError` result, never a dead server.
+//! - A proxied server's `sampling/createMessage` / `elicitation/create`
+//!   during a call goes to the client that made the call, when that client
+//!   declared the capability in `initialize` (`Asker`, `Gateway::ask`;
+//!   docs/mcp.md). An unknown (or unexposed) name is the
 //!   JSON-RPC invalid-params error (-32602).
 //! - The client's cancellation (`notifications/cancelled`, or an HTTP
 //!   client hanging up) reaches the running tool through
@@ -39,15 +44,16 @@ pub use config::{
 
 use crate::cancel::CancelToken;
 use crate::error::Result;
-use crate::jsonrpc::shape::call_result;
+use crate::jsonrpc::shape::{call_result, passed_through};
 use crate::tool::{ExecContext, Relay, Source, ToolResult};
 use crate::toolkit::Toolkit;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 #[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
 use rmcp::model::{LoggingMessageNotificationParam, SetLevelRequestParams};
@@ -132,12 +138,75 @@ struct Gateway {
     /// the result alone). Gateway-wide: the stateless HTTP transport has no
     /// session to keep it in.
     logs_wanted: std::sync::atomic::AtomicBool,
+    /// What the calling client declared it takes in its `initialize`
+    /// ([`ASKS_SAMPLING`], [`ASKS_ELICITATION`]): a proxied server's
+    /// requests of those kinds are relayed to it. The last `initialize`
+    /// says, gateway-wide, as `logs_wanted` (the stateless HTTP transport has
+    /// no session to keep it in). While it is non-zero every `tools/call`
+    /// takes rmcp's path, whose answer can carry a request before the result.
+    client_asks: std::sync::atomic::AtomicU8,
+    /// Stateless HTTP: a relayed request's answer comes back as a POST of
+    /// its own, matched here by its id (as JSON text) to the call waiting
+    /// for it.
+    answers: Mutex<HashMap<String, tokio::sync::oneshot::Sender<Value>>>,
+    /// Stateless HTTP: one relayed request at a time. Every POST is served
+    /// by a fresh rmcp server that numbers its requests from 0, so two at
+    /// once could share an id.
+    asking: tokio::sync::Mutex<()>,
+    /// Served over stateless HTTP (rather than one session on stdio).
+    stateless: bool,
     /// Taken out (and so released) when the server is stopped.
     on_call: Mutex<Option<OnCall>>,
     in_flight: InFlight,
     /// The `tools/call`s admitted and not yet ended, at most `max_calls`.
     calls: AtomicUsize,
     max_calls: usize,
+}
+
+/// The calling client took `sampling/createMessage` (declared `sampling`).
+pub const ASKS_SAMPLING: u8 = 1;
+/// The calling client took `elicitation/create` (declared `elicitation`).
+pub const ASKS_ELICITATION: u8 = 2;
+
+/// Forgets a relayed request's entry in [`Gateway::answers`] however the
+/// wait ended.
+struct Forget<'a>(&'a Gateway, String);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0
+            .answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.1);
+    }
+}
+
+/// The calling client of a `tools/call` as its proxied server's requests
+/// reach it (see [`Gateway::ask`]).
+struct Asker {
+    gateway: Arc<Gateway>,
+    peer: rmcp::Peer<RoleServer>,
+}
+
+impl crate::tool::Ask for Asker {
+    fn takes(&self, method: &str) -> bool {
+        let bit = match method {
+            "sampling/createMessage" => ASKS_SAMPLING,
+            "elicitation/create" => ASKS_ELICITATION,
+            _ => return false,
+        };
+        self.gateway.client_asks.load(Ordering::Relaxed) & bit != 0
+    }
+
+    fn ask(&self, method: &str, params: Value) -> crate::tool::AskFuture {
+        let (gateway, peer, method) = (
+            Arc::clone(&self.gateway),
+            self.peer.clone(),
+            method.to_string(),
+        );
+        Box::pin(async move { gateway.ask(&peer, &method, params).await })
+    }
 }
 
 /// A call admitted under [`Gateway::max_calls`], until it ends.
@@ -259,6 +328,10 @@ impl Gateway {
             served_as,
             served_from,
             logs_wanted: Default::default(),
+            client_asks: Default::default(),
+            answers: Mutex::default(),
+            asking: tokio::sync::Mutex::new(()),
+            stateless: false,
             on_call: Mutex::new(on_call),
             in_flight: InFlight::default(),
             calls: AtomicUsize::new(0),
@@ -266,9 +339,96 @@ impl Gateway {
         }
     }
 
-    /// Whether a `tools/call` must take rmcp's path (see `logs_wanted`).
-    fn wants_logs(&self) -> bool {
-        self.logs_wanted.load(Ordering::Relaxed)
+    /// Whether a `tools/call` must take rmcp's path (see `logs_wanted`
+    /// and `client_asks`).
+    fn streams(&self) -> bool {
+        self.logs_wanted.load(Ordering::Relaxed) || self.client_asks.load(Ordering::Relaxed) != 0
+    }
+
+    /// Puts a proxied server's request (`method`, `params`) to the calling
+    /// client on `peer`: its result, or the JSON-RPC error object to answer
+    /// the server with. Over stateless HTTP the client's answer comes as a
+    /// POST of its own ([`Gateway::answered`]); on stdio rmcp's session
+    /// reads it. Unbounded here: the proxied call's end gives it up (the
+    /// future is dropped).
+    async fn ask(
+        &self,
+        peer: &rmcp::Peer<RoleServer>,
+        method: &str,
+        params: Value,
+    ) -> std::result::Result<Value, Value> {
+        let failed = |why: String| {
+            json!({"code": rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+                   "message": format!("the gateway could not relay {method} to its client: {why}")})
+        };
+        let request: rmcp::model::ServerRequest =
+            serde_json::from_value(json!({"method": method, "params": params}))
+                .map_err(|e| failed(e.to_string()))?;
+        let _one = match self.stateless {
+            true => Some(self.asking.lock().await),
+            false => None,
+        };
+        let handle = peer
+            .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let key = serde_json::to_string(&handle.id).unwrap_or_default();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.clone(), tx);
+        let _forget = Forget(self, key);
+        let from_session = async {
+            match handle.rx.await {
+                Ok(r) => r,
+                // The per-POST server ended: the answer comes by POST.
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = from_session => match r {
+                Ok(result) => serde_json::to_value(result).map_err(|e| failed(e.to_string())),
+                Err(rmcp::service::ServiceError::McpError(e)) => {
+                    Err(serde_json::to_value(e).unwrap_or_else(|e| failed(e.to_string())))
+                }
+                Err(e) => Err(failed(e.to_string())),
+            },
+            Ok(mut message) = rx => match message.get_mut("result").map(Value::take) {
+                Some(result) => Ok(result),
+                None => Err(message
+                    .get_mut("error")
+                    .map(Value::take)
+                    .unwrap_or_else(|| failed("an answer with neither result nor error".into()))),
+            },
+        }
+    }
+
+    /// Hands a client's JSON-RPC answer (a POST of its own, stateless HTTP)
+    /// to the relayed request waiting for it; whether one was.
+    fn answered(&self, message: Value) -> bool {
+        let Some(id) = message.get("id") else {
+            return false;
+        };
+        let key = id.to_string();
+        let waiting = self
+            .answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
+        match waiting {
+            Some(tx) => tx.send(message).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Whether a relayed request waits for its answer.
+    fn waits_for_answers(&self) -> bool {
+        !self
+            .answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
     }
 
     /// Takes a call in, or `None` when `max_calls` run already.
@@ -328,19 +488,7 @@ impl Gateway {
             .collect()
     }
 
-    async fn call(
-        self: &Arc<Self>,
-        name: String,
-        args: Value,
-        cancelled: CancellationToken,
-        relay: Option<Relay>,
-    ) -> std::result::Result<CallToolResult, ErrorData> {
-        self.run(name, args, cancelled, relay)
-            .await
-            .map(call_result)
-    }
-
-    /// [`Gateway::call`] up to the tool's own result (the `onCall` event
+    /// A `tools/call` up to the tool's own result (the `onCall` event
     /// heard). The tool runs on a task of its own, counted in
     /// [`Gateway::in_flight`] until it ends: dropping this future (a
     /// connection aborted) cancels the call, which still runs to its end
@@ -472,7 +620,7 @@ fn relay_to(
     token: Option<ProgressToken>,
 ) -> (Relay, tokio::task::JoinHandle<()>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Value)>();
-    let relay = Relay(Arc::new(move |method: &str, params: Value| {
+    let relay = Relay::new(Arc::new(move |method: &str, params: Value| {
         let _ = tx.send((method.to_string(), params));
     }));
     let forwarding = tokio::spawn(async move {
@@ -533,6 +681,19 @@ impl ServerHandler for Handler {
         self.0.info.clone()
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<InitializeResult, ErrorData> {
+        let caps = &request.capabilities;
+        let asks = u8::from(caps.sampling.is_some()) * ASKS_SAMPLING
+            + u8::from(caps.elicitation.is_some()) * ASKS_ELICITATION;
+        self.0.client_asks.store(asks, Ordering::Relaxed);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -553,13 +714,27 @@ impl ServerHandler for Handler {
             .get_progress_token()
             .or_else(|| request.meta.as_ref().and_then(|m| m.get_progress_token()));
         let (relay, forwarding) = relay_to(context.peer.clone(), token);
+        let asker = Asker {
+            gateway: Arc::clone(&self.0),
+            peer: context.peer.clone(),
+        };
+        let relay = relay.with_ask(Arc::new(asker)).keeping();
         let result = self
             .0
-            .call(request.name.into_owned(), args, context.ct, Some(relay))
+            .run(
+                request.name.into_owned(),
+                args,
+                context.ct,
+                Some(relay.clone()),
+            )
             .await;
+        let raw = relay.raw_result();
+        drop(relay);
         // Every notification of the call goes out before its answer.
         let _ = forwarding.await;
-        result.map(CallToolResponse::from)
+        result
+            .map(|r| passed_through(&r, raw).unwrap_or_else(|| call_result(r)))
+            .map(CallToolResponse::from)
     }
 
     async fn list_resources(
@@ -831,12 +1006,9 @@ pub fn serve_beside(
     on_call: Option<OnCall>,
     beside: Option<Arc<dyn Beside>>,
 ) -> Result<Server> {
-    let gateway = Arc::new(Gateway::new(
-        toolkit,
-        &config.profile,
-        on_call,
-        config.limits.max_calls,
-    ));
+    let mut gateway = Gateway::new(toolkit, &config.profile, on_call, config.limits.max_calls);
+    gateway.stateless = matches!(config.transport, Transport::Http { .. });
+    let gateway = Arc::new(gateway);
     let request_bytes = config.limits.request_bytes(&config.transport);
     match &config.transport {
         Transport::Http { addr } => {

@@ -37,6 +37,7 @@
 use super::{Gateway, InFlightTask};
 use crate::jsonrpc::lines::{in_line, LineReader, Lock, Next};
 use crate::jsonrpc::plain::{self, call_message, error_line, reject, Plain, INVALID_REQUEST};
+use crate::tool::Relay;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
     ServerJsonRpcMessage, ServerResult,
@@ -255,7 +256,7 @@ where
         let Some(fast) = self.fast.as_mut() else {
             return Err(plain);
         };
-        if !crate::jsonrpc::plain_path_takes(&plain, fast.gateway.wants_logs()) {
+        if !crate::jsonrpc::plain_path_takes(&plain, fast.gateway.streams()) {
             return Err(plain);
         }
         match plain {
@@ -287,12 +288,13 @@ where
                 let args = Value::Object(arguments.unwrap_or_default());
                 crate::runtime::get().spawn(async move {
                     let _in_flight = in_flight;
-                    let outcome = gateway.run(name, args, token, None).await;
+                    let relay = Relay::default().keeping();
+                    let outcome = gateway.run(name, args, token, Some(relay.clone())).await;
                     // Cancelled by the client: no answer (rmcp's way).
                     if !entry.finish() {
                         return;
                     }
-                    if let Ok(line) = plain::call_answer_text(id, outcome) {
+                    if let Ok(line) = plain::call_answer_kept(id, outcome, relay.raw_result()) {
                         out.line(line).await;
                     }
                 });

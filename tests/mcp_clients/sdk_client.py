@@ -26,6 +26,12 @@ JSON array printed on stdout:
   {"op": "vanish", "name", "arguments", "waitFile"}
       starts the call, waits for waitFile, prints what it has and leaves
       at once (os._exit), dropping the connection mid-call
+  {"op": "asked"}                      -> [{"method", "params"}...] the server's requests so far
+
+PLAN's optional "answers" makes the client declare sampling and/or
+elicitation and answer the server's requests: {"sampling": RESULT,
+"elicitation": RESULT}, RESULT being the result to answer with as JSON, or
+{"sleep": SECONDS} to answer nothing for that long (then an error).
 
 Works with mcp 1.x and 2.x.
 """
@@ -71,6 +77,32 @@ def error_of(e):
 
 
 LOGS = []
+ASKED = []
+
+
+def answering(method, answer):
+    from mcp import types
+
+    async def callback(context, params):
+        ASKED.append({"method": method, "params": dump(params)})
+        if "sleep" in answer:
+            await anyio.sleep(answer["sleep"])
+            return types.ErrorData(code=-32603, message="the test client never answered")
+        if method == "sampling/createMessage":
+            return types.CreateMessageResult.model_validate(answer)
+        return types.ElicitResult.model_validate(answer)
+
+    return callback
+
+
+def callbacks(plan):
+    answers = plan.get("answers") or {}
+    kw = {}
+    if "sampling" in answers:
+        kw["sampling_callback"] = answering("sampling/createMessage", answers["sampling"])
+    if "elicitation" in answers:
+        kw["elicitation_callback"] = answering("elicitation/create", answers["elicitation"])
+    return kw
 
 
 async def on_log(params):
@@ -149,6 +181,8 @@ async def run(session, plan, out):
             out.append(await call(session, step))
         elif op == "notified":
             out.append(await notified(session, step))
+        elif op == "asked":
+            out.append(list(ASKED))
         elif op == "parallel":
             results = [None] * len(step["calls"])
 
@@ -181,12 +215,12 @@ async def main():
     out = []
     if transport == "http":
         async with http_client(sys.argv[3]) as streams:
-            async with ClientSession(streams[0], streams[1], logging_callback=on_log) as session:
+            async with ClientSession(streams[0], streams[1], logging_callback=on_log, **callbacks(plan)) as session:
                 await run(session, plan, out)
     elif transport == "stdio":
         params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], env=dict(os.environ))
         async with stdio_client(params) as streams:
-            async with ClientSession(streams[0], streams[1], logging_callback=on_log) as session:
+            async with ClientSession(streams[0], streams[1], logging_callback=on_log, **callbacks(plan)) as session:
                 await run(session, plan, out)
     else:
         raise ValueError(f"unknown transport {transport}")
