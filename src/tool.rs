@@ -260,14 +260,25 @@ pub struct RawResult {
 pub trait Ask: Send + Sync {
     /// Whether this client takes `method` (it declared the capability).
     fn takes(&self, method: &str) -> bool;
-    /// Asks the client; its result, or the JSON-RPC error object
-    /// `{code, message, data?}` to answer the server with. Dropping the
-    /// future gives the question up.
+    /// Asks the client. Dropping the future gives the question up.
     fn ask(&self, method: &str, params: Value) -> AskFuture;
 }
 
+/// How an [`Ask::ask`] ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Asked {
+    /// The client's result.
+    Answer(Value),
+    /// The JSON-RPC error object `{code, message, data?}` to answer the
+    /// server with.
+    Error(Value),
+    /// The call this client was reached through is over (its answer stream
+    /// closed) before the request went out: ask another.
+    Gone,
+}
+
 /// What [`Ask::ask`] returns.
-pub type AskFuture = Pin<Box<dyn Future<Output = Result<Value, Value>> + Send>>;
+pub type AskFuture = Pin<Box<dyn Future<Output = Asked> + Send>>;
 
 impl Relay {
     /// A relay of notifications to `f`.

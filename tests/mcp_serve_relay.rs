@@ -266,3 +266,33 @@ fn a_client_that_never_answers_is_bounded_by_the_calls_timeout() {
         assert!(started.elapsed() < Duration::from_secs(30), "{ctx}");
     }
 }
+
+/// Two calls at once, each asking its client: over HTTP the gateway
+/// relays one request at a time and matches each answer by its id; both
+/// calls get theirs.
+#[test]
+fn two_calls_that_ask_at_once_each_get_an_answer() {
+    let answers = json!({
+        "sampling": {"role": "assistant", "model": "m", "content": {"type": "text", "text": "sampled"}},
+        "elicitation": {"action": "accept", "content": {"username": "u", "email": "e"}}
+    });
+    for gw in Gateway::both(20000) {
+        let out = gw.run(&json!({"answers": answers, "steps": [
+            {"op": "parallel", "calls": [
+                {"name": "test_sampling", "arguments": {"prompt": "one"}},
+                {"name": "test_elicitation", "arguments": {"message": "two"}},
+                {"name": "test_sampling", "arguments": {"prompt": "three"}}
+            ]},
+            {"op": "asked"}
+        ]}));
+        let ctx = format!("{}: {out:?}", gw.name());
+        assert_eq!(text_of(&out[0][0]), "LLM response: sampled", "{ctx}");
+        assert_eq!(
+            text_of(&out[0][1]),
+            "Elicitation completed: action=accept, content={\"username\": \"u\", \"email\": \"e\"}",
+            "{ctx}"
+        );
+        assert_eq!(text_of(&out[0][2]), "LLM response: sampled", "{ctx}");
+        assert_eq!(out[1].as_array().map(Vec::len), Some(3), "{ctx}");
+    }
+}

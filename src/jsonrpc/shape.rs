@@ -166,3 +166,36 @@ fn part_content(part: &Part) -> Option<ContentBlock> {
     };
     serde_json::from_value(block).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::RawResult;
+
+    /// A kept result goes out as it came; without one, with a part a cap
+    /// dropped since, or with no content array, the library's reading does.
+    #[test]
+    fn a_kept_result_passes_through_unless_a_part_was_dropped() {
+        let raw = json!({"content": [
+            {"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "t"}},
+            {"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            "structuredContent": {"k": 1}, "isError": false});
+        let shaped = shape_call_result(&raw);
+        let kept = |parts: usize| {
+            Some(RawResult {
+                result: raw.clone(),
+                parts,
+            })
+        };
+        let through = passed_through(&shaped, kept(shaped.parts.len()))
+            .map(|r| serde_json::to_value(r).unwrap_or_default());
+        assert_eq!(through, Some(raw.clone()));
+        assert!(passed_through(&shaped, None).is_none());
+        assert!(passed_through(&shaped, kept(shaped.parts.len() + 1)).is_none());
+        let no_content = Some(RawResult {
+            result: json!({"isError": false}),
+            parts: 0,
+        });
+        assert!(passed_through(&ToolResult::ok(""), no_content).is_none());
+    }
+}

@@ -24,14 +24,14 @@
 //!   call is in flight on this server, when it declared elicitation
 //!   (`Relays::asker`), and its answer goes back as it is;
 //!   a `sampling/createMessage` likewise (without such a client it is
-//!   refused with -32601). The wait ends when that call does (then
+//!   refused with -32601). The wait ends as the `waitFor`'s does (then
 //!   `cancel`, or an error for sampling).
 //! - A `waitFor` that fails (an error, a panic, an Answer of the wrong shape)
 //!   answers the server with a JSON-RPC error naming the callback: the tool
 //!   call still ends with an ordinary result.
 
 use crate::cancel::CancelToken;
-use crate::tool::Ask;
+use crate::tool::{Ask, Asked};
 #[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::ProgressNotificationParam;
@@ -192,27 +192,40 @@ type Reply = Result<ElicitResult, String>;
 
 /// How a request relayed to a calling client ended: its answer (a result,
 /// or the JSON-RPC error object it answered), or `None` when nobody needs
-/// it any more (the call it was asked for ended, the server cancelled, the
-/// session is closing).
+/// it any more (every call that may have asked ended, the server
+/// cancelled, the session is closing).
 type Relayed = Option<Result<Value, Value>>;
 
 impl Handler {
-    /// Puts the server's `method` request to the client of the gateway call
-    /// `call` (through `asker`), for as long as that call is in flight.
+    /// Puts the server's `method` request to the first of `askers` (the
+    /// clients of the gateway's calls in flight) whose call is still there
+    /// to carry it, for as long as a call that may have asked is in flight.
     async fn relayed(
         &self,
-        (call, asker): (u64, Arc<dyn Ask>),
+        askers: Vec<(u64, Arc<dyn Ask>)>,
         method: &str,
         params: Value,
         ct: CancellationToken,
     ) -> Relayed {
-        let asked = asker.ask(method, params);
-        tokio::select! {
-            answer = asked => Some(answer),
-            _ = ct.cancelled() => None,
-            _ = self.closing.cancelled() => None,
-            _ = self.relays.ended(call) => None,
+        // Any call in flight may be the one that asked (the request says
+        // not which): the question is given up once all of them ended.
+        let waiting_on = self.calls.snapshot();
+        for (call, asker) in askers {
+            let asked = asker.ask(method, params.clone());
+            let asked = tokio::select! {
+                asked = asked => asked,
+                _ = ct.cancelled() => return None,
+                _ = self.closing.cancelled() => return None,
+                _ = self.relays.ended(call), if waiting_on.is_empty() => return None,
+                _ = self.calls.all_ended(&waiting_on), if !waiting_on.is_empty() => return None,
+            };
+            match asked {
+                Asked::Answer(v) => return Some(Ok(v)),
+                Asked::Error(e) => return Some(Err(e)),
+                Asked::Gone => continue,
+            }
         }
+        None
     }
 }
 
@@ -245,9 +258,10 @@ impl ClientHandler for Handler {
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         // The gateway's: the client whose call is in flight answers.
-        if let Some(asker) = self.relays.asker(ELICIT) {
+        let askers = self.relays.askers(ELICIT);
+        if !askers.is_empty() {
             let params = serde_json::to_value(&params).unwrap_or(Value::Null);
-            return match self.relayed(asker, ELICIT, params, context.ct).await {
+            return match self.relayed(askers, ELICIT, params, context.ct).await {
                 Some(answer) => answer_as(ELICIT, answer),
                 None => Ok(ElicitResult::new(ElicitationAction::Cancel)),
             };
@@ -280,16 +294,17 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let Some(asker) = self.relays.asker(SAMPLE) else {
+        let askers = self.relays.askers(SAMPLE);
+        if askers.is_empty() {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 "sampling is not supported: no call in flight on this server comes from \
                  an MCP client of the gateway that declared sampling",
                 None,
             ));
-        };
+        }
         let params = serde_json::to_value(&params).unwrap_or(Value::Null);
-        match self.relayed(asker, SAMPLE, params, context.ct).await {
+        match self.relayed(askers, SAMPLE, params, context.ct).await {
             Some(answer) => answer_as(SAMPLE, answer),
             None => Err(ErrorData::internal_error(
                 "sampling/createMessage not answered: the call it was asked for ended first",

@@ -11,7 +11,8 @@
 //! - A server's request to the client (`sampling/createMessage`,
 //!   `elicitation/create`: no token ties it to a call in the protocol) goes
 //!   to the call in flight on the session that started first among those
-//!   whose relay has a client that takes it ([`Relays::asker`]).
+//!   whose relay has a client that takes it ([`Relays::askers`]; the next
+//!   such call's when that one's call is over before the request goes out).
 //!
 //! A call registers with [`Relays::enter`] and is forgotten when its guard
 //! drops, however the call ends.
@@ -79,19 +80,18 @@ impl Relays {
         }
     }
 
-    /// The client to put a server's `method` request to: that of the
-    /// earliest call in flight whose relay has one that takes it, with that
-    /// call (for [`Relays::ended`]).
-    pub fn asker(&self, method: &str) -> Option<(u64, Arc<dyn Ask>)> {
+    /// The clients to put a server's `method` request to, in the order to
+    /// try them: those of the calls in flight whose relay has one that
+    /// takes it, the earliest call first, each with its call (for
+    /// [`Relays::ended`]).
+    pub fn askers(&self, method: &str) -> Vec<(u64, Arc<dyn Ask>)> {
         let calls = self.calls();
-        let mut ids: Vec<&u64> = calls.keys().collect();
-        ids.sort_unstable();
-        ids.into_iter().find_map(|id| {
-            calls
-                .get(id)
-                .and_then(|e| e.relay.asker(method))
-                .map(|a| (*id, a))
-        })
+        let mut found: Vec<(u64, Arc<dyn Ask>)> = calls
+            .iter()
+            .filter_map(|(id, e)| e.relay.asker(method).map(|a| (*id, a)))
+            .collect();
+        found.sort_unstable_by_key(|(id, _)| *id);
+        found
     }
 
     /// Resolves once the call `id` is over.
@@ -206,5 +206,79 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    /// A client that takes only `takes`, answering with its name.
+    struct Client(&'static str, &'static str);
+
+    impl Ask for Client {
+        fn takes(&self, method: &str) -> bool {
+            method == self.1
+        }
+
+        fn ask(&self, _method: &str, _params: Value) -> crate::tool::AskFuture {
+            let name = self.0;
+            Box::pin(async move { crate::tool::Asked::Answer(json!(name)) })
+        }
+    }
+
+    fn asking(name: &'static str, takes: &'static str) -> Relay {
+        Relay::default().with_ask(Arc::new(Client(name, takes)))
+    }
+
+    /// A request goes to the earliest call whose client takes it; none
+    /// when no call's client does; a call that ended is no longer asked.
+    #[test]
+    fn a_request_goes_to_the_earliest_call_whose_client_takes_it() {
+        let relays = Relays::default();
+        let (plain, _) = recording();
+        let g0 = relays.enter(&plain);
+        let g1 = relays.enter(&asking("first", "elicitation/create"));
+        let g2 = relays.enter(&asking("second", "elicitation/create"));
+        let _g3 = relays.enter(&asking("third", "sampling/createMessage"));
+        let name = |method: &str| -> Vec<(u64, crate::tool::Asked)> {
+            let rt = crate::runtime::get();
+            relays
+                .askers(method)
+                .into_iter()
+                .map(|(id, a)| (id, rt.block_on(a.ask(method, Value::Null))))
+                .collect()
+        };
+        let answer = |s: &str| crate::tool::Asked::Answer(json!(s));
+        assert_eq!(
+            name("elicitation/create"),
+            vec![(1, answer("first")), (2, answer("second"))]
+        );
+        assert_eq!(name("sampling/createMessage"), vec![(3, answer("third"))]);
+        assert_eq!(name("roots/list"), vec![]);
+        drop(g1);
+        assert_eq!(name("elicitation/create"), vec![(2, answer("second"))]);
+        drop((g0, g2));
+        assert_eq!(name("elicitation/create"), vec![]);
+    }
+
+    /// `ended` resolves once the call is forgotten, not before.
+    #[test]
+    fn ended_resolves_when_the_call_is_over() {
+        let relays = Arc::new(Relays::default());
+        let guard = relays.enter(&asking("c", "elicitation/create"));
+        let Some(&(id, _)) = relays.askers("elicitation/create").first() else {
+            panic!("no asker");
+        };
+        let rt = crate::runtime::get();
+        let early = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_millis(50), relays.ended(id)).await
+        });
+        assert!(early.is_err(), "ended while the call runs");
+        let waiting = {
+            let relays = Arc::clone(&relays);
+            rt.spawn(async move { relays.ended(id).await })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(guard);
+        let done = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(5), waiting).await
+        });
+        assert!(matches!(done, Ok(Ok(()))), "{done:?}");
     }
 }

@@ -45,7 +45,7 @@ pub use config::{
 use crate::cancel::CancelToken;
 use crate::error::Result;
 use crate::jsonrpc::shape::{call_result, passed_through};
-use crate::tool::{ExecContext, Relay, Source, ToolResult};
+use crate::tool::{Asked, ExecContext, Relay, Source, ToolResult};
 use crate::toolkit::Toolkit;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
@@ -351,27 +351,32 @@ impl Gateway {
     /// POST of its own ([`Gateway::answered`]); on stdio rmcp's session
     /// reads it. Unbounded here: the proxied call's end gives it up (the
     /// future is dropped).
-    async fn ask(
-        &self,
-        peer: &rmcp::Peer<RoleServer>,
-        method: &str,
-        params: Value,
-    ) -> std::result::Result<Value, Value> {
+    async fn ask(&self, peer: &rmcp::Peer<RoleServer>, method: &str, params: Value) -> Asked {
         let failed = |why: String| {
             json!({"code": rmcp::model::ErrorCode::INTERNAL_ERROR.0,
                    "message": format!("the gateway could not relay {method} to its client: {why}")})
         };
         let request: rmcp::model::ServerRequest =
-            serde_json::from_value(json!({"method": method, "params": params}))
-                .map_err(|e| failed(e.to_string()))?;
+            match serde_json::from_value(json!({"method": method, "params": params})) {
+                Ok(r) => r,
+                Err(e) => return Asked::Error(failed(e.to_string())),
+            };
         let _one = match self.stateless {
             true => Some(self.asking.lock().await),
             false => None,
         };
-        let handle = peer
+        // The call's answer stream ended while this waited its turn.
+        if peer.is_transport_closed() {
+            return Asked::Gone;
+        }
+        let handle = match peer
             .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
             .await
-            .map_err(|e| failed(e.to_string()))?;
+        {
+            Ok(h) => h,
+            Err(rmcp::service::ServiceError::TransportClosed) => return Asked::Gone,
+            Err(e) => return Asked::Error(failed(e.to_string())),
+        };
         let key = serde_json::to_string(&handle.id).unwrap_or_default();
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.answers
@@ -388,15 +393,18 @@ impl Gateway {
         };
         tokio::select! {
             r = from_session => match r {
-                Ok(result) => serde_json::to_value(result).map_err(|e| failed(e.to_string())),
+                Ok(result) => match serde_json::to_value(result) {
+                    Ok(v) => Asked::Answer(v),
+                    Err(e) => Asked::Error(failed(e.to_string())),
+                },
                 Err(rmcp::service::ServiceError::McpError(e)) => {
-                    Err(serde_json::to_value(e).unwrap_or_else(|e| failed(e.to_string())))
+                    Asked::Error(serde_json::to_value(e).unwrap_or_else(|e| failed(e.to_string())))
                 }
-                Err(e) => Err(failed(e.to_string())),
+                Err(e) => Asked::Error(failed(e.to_string())),
             },
             Ok(mut message) = rx => match message.get_mut("result").map(Value::take) {
-                Some(result) => Ok(result),
-                None => Err(message
+                Some(result) => Asked::Answer(result),
+                None => Asked::Error(message
                     .get_mut("error")
                     .map(Value::take)
                     .unwrap_or_else(|| failed("an answer with neither result nor error".into()))),
