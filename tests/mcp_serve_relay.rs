@@ -296,3 +296,79 @@ fn two_calls_that_ask_at_once_each_get_an_answer() {
         assert_eq!(out[1].as_array().map(Vec::len), Some(3), "{ctx}");
     }
 }
+
+/// What passes through is redacted as the toolkit's own reading is: a
+/// remote server's header secret echoed in its result never reaches the
+/// gateway's client.
+#[test]
+fn a_passed_through_result_is_redacted() {
+    let secret = "tn-relay-secret-4f1c9a";
+    std::env::set_var("TN_RELAY_TEST_SECRET", secret);
+    let http = HttpServer::start("streamable-http");
+    let tk = Toolkit::build_from_json(
+        &json!({"mcpConfig": {"mcpServers": {"py": {
+            "url": format!("http://127.0.0.1:{}/mcp", http.port),
+            "headers": {"X-Test-Key": "${TN_RELAY_TEST_SECRET}"},
+            "timeout": 20000
+        }}}})
+        .to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::new(tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("say {secret} twice: {secret}");
+    for answers in [json!({}), json!({"elicitation": {}})] {
+        let out = sdk_client(
+            &json!({"answers": answers, "steps": [call("py_echo", json!({"text": text}))]}),
+            &["http", server.url().unwrap_or_default()],
+        );
+        let got = out[0].to_string();
+        assert!(!got.contains(secret), "the secret leaked: {got}");
+        assert!(got.contains("[redacted]"), "{got}");
+    }
+}
+
+/// A gateway whose toolkit has a host `waitFor`: a calling client that
+/// declared elicitation answers (the host is not asked); one that did not
+/// leaves the question to the host, as before the gateway relayed.
+#[test]
+fn without_a_declaring_client_the_hosts_wait_for_answers() {
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = Arc::clone(&asked);
+    let wait_for: toolnexus::mcp::WaitFor = Arc::new(move |request: &Value, _stop| {
+        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(json!({"id": request["id"], "ok": true, "data": {"username": "host", "email": "h@x"}}))
+    });
+    let cfg = toolnexus::config::ToolkitConfig::from_value(
+        &json!({"builtins": false, "mcpConfig": {"mcpServers": {"fx": fixture(20000)}}}),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let opts = toolnexus::toolkit::BuildOptions {
+        wait_for: Some(wait_for),
+        ..Default::default()
+    };
+    let tk = Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let serve =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0", "mcp": {"unprefixed": true}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::new(tk), &serve, None).unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url().unwrap_or_default();
+    let ask = call("test_elicitation", json!({"message": "who?"}));
+    let by_client = sdk_client(
+        &json!({"answers": {"elicitation": {"action": "accept",
+                "content": {"username": "client", "email": "c@x"}}}, "steps": [ask]}),
+        &["http", url],
+    );
+    assert_eq!(
+        text_of(&by_client[0]),
+        "Elicitation completed: action=accept, content={\"username\": \"client\", \"email\": \"c@x\"}"
+    );
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let by_host = sdk_client(&json!({"steps": [ask]}), &["http", url]);
+    assert_eq!(
+        text_of(&by_host[0]),
+        "Elicitation completed: action=accept, content={\"username\": \"host\", \"email\": \"h@x\"}"
+    );
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
