@@ -307,6 +307,12 @@ impl Relay {
         self.notes.is_some()
     }
 
+    /// Whether it routes anything of the server's while the call runs
+    /// (notifications or requests), so the session must know the call.
+    pub fn routes(&self) -> bool {
+        self.notes.is_some() || self.ask.is_some()
+    }
+
     /// Whether it keeps the raw result.
     pub fn wants_raw(&self) -> bool {
         self.raw.is_some()

@@ -805,7 +805,7 @@ impl Session {
         let fail = |detail: Fault| ToolResult::error(failure(&self.name, "tools/call", detail));
         // In flight until this returns, however the call ends.
         let _in_flight = self.calls.enter();
-        let relayed = relay.map(|r| self.relays.enter(r));
+        let relayed = relay.filter(|r| r.routes()).map(|r| self.relays.enter(r));
         if self.closed.load(Ordering::SeqCst) {
             return fail(Fault::Closed);
         }

@@ -149,6 +149,8 @@ struct Gateway {
     /// its own, matched here by its id (as JSON text) to the call waiting
     /// for it.
     answers: Mutex<HashMap<String, tokio::sync::oneshot::Sender<Value>>>,
+    /// How many `answers` there are, read without the lock on every POST.
+    awaited: AtomicUsize,
     /// Stateless HTTP: one relayed request at a time. Every POST is served
     /// by a fresh rmcp server that numbers its requests from 0, so two at
     /// once could share an id.
@@ -179,6 +181,7 @@ impl Drop for Forget<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.1);
+        self.0.awaited.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -330,6 +333,7 @@ impl Gateway {
             logs_wanted: Default::default(),
             client_asks: Default::default(),
             answers: Mutex::default(),
+            awaited: AtomicUsize::new(0),
             asking: tokio::sync::Mutex::new(()),
             stateless: false,
             on_call: Mutex::new(on_call),
@@ -383,6 +387,7 @@ impl Gateway {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(key.clone(), tx);
+        self.awaited.fetch_add(1, Ordering::SeqCst);
         let _forget = Forget(self, key);
         let from_session = async {
             match handle.rx.await {
@@ -432,11 +437,7 @@ impl Gateway {
 
     /// Whether a relayed request waits for its answer.
     fn waits_for_answers(&self) -> bool {
-        !self
-            .answers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
+        self.awaited.load(Ordering::SeqCst) != 0
     }
 
     /// Takes a call in, or `None` when `max_calls` run already.
