@@ -112,7 +112,16 @@ pub struct ServerConfig {
     pub name: String,
     pub enabled: bool,
     pub transport: Transport,
+    /// Bounds connecting (each phase) and each call; for a call it is an
+    /// idle timeout when `reset_timeout_on_progress` holds: each
+    /// `notifications/progress` for the call starts it again.
     pub timeout: Duration,
+    /// `resetTimeoutOnProgress` (default true): every tools/call carries a
+    /// progress token, and the server's progress on it restarts `timeout`.
+    pub reset_timeout_on_progress: bool,
+    /// `maxTotalTimeout`: the most a call may take however much progress
+    /// it reports (none by default).
+    pub max_total_timeout: Option<Duration>,
     /// The per-server `tools` filter on original tool names.
     pub tools_filter: Vec<(String, bool)>,
     /// The host's `waitFor` for elicitation ([`McpConfig::set_wait_for`]).
@@ -247,6 +256,8 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         enabled: true,
         transport: Transport::Invalid(msg),
         timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+        reset_timeout_on_progress: true,
+        max_total_timeout: None,
         tools_filter: Vec::new(),
         wait_for: HostWaitFor::default(),
         authorize: super::auth::HostAuthorize::default(),
@@ -263,6 +274,27 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
             _ => {
                 return invalid(format!(
                     "timeout: expected a positive number of milliseconds, got {v}"
+                ))
+            }
+        },
+    };
+    let reset_timeout_on_progress = match m.get("resetTimeoutOnProgress") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return invalid(format!(
+                "resetTimeoutOnProgress: expected true or false, got {}",
+                type_name(other)
+            ))
+        }
+    };
+    let max_total_timeout = match m.get("maxTotalTimeout") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+            _ => {
+                return invalid(format!(
+                    "maxTotalTimeout: expected a positive number of milliseconds, got {v}"
                 ))
             }
         },
@@ -300,6 +332,8 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         enabled,
         transport,
         timeout: Duration::from_millis(timeout),
+        reset_timeout_on_progress,
+        max_total_timeout,
         tools_filter,
         wait_for: HostWaitFor::default(),
         authorize: super::auth::HostAuthorize::default(),

@@ -8,14 +8,17 @@
 //! - `notifications/message` (a log line: not tied to a request in the
 //!   protocol) goes to every call with a relay in flight on the session.
 //!
-//! A call registers with [`Relays::enter`] and is forgotten when its guard
-//! drops, however the call ends.
+//! A call registers with [`Relays::enter`] (or [`Relays::follow`], with or
+//! without a relay) and is forgotten when its guard drops, however the call
+//! ends. Besides going to the relay, a progress for a call's token calls
+//! the call's tick ([`RelayGuard::on_progress`]): a direct call's idle
+//! timeout starts again on it.
 
 use crate::tool::Relay;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The relays of one session's calls in flight.
 #[derive(Default)]
@@ -24,8 +27,12 @@ pub struct Relays {
     calls: Mutex<HashMap<u64, Entry>>,
 }
 
+/// What a call's progress also calls (see [`RelayGuard::on_progress`]).
+pub type Tick = Arc<dyn Fn() + Send + Sync>;
+
 struct Entry {
-    relay: Relay,
+    relay: Option<Relay>,
+    tick: Option<Tick>,
     /// The progress tokens (as JSON text) this call's requests carry.
     tokens: Vec<String>,
 }
@@ -42,11 +49,18 @@ impl Relays {
     }
 
     pub fn enter(&self, relay: &Relay) -> RelayGuard<'_> {
+        self.follow(Some(relay))
+    }
+
+    /// Registers a call whose progress is wanted, relayed or not (its
+    /// idle timeout needs it either way).
+    pub fn follow(&self, relay: Option<&Relay>) -> RelayGuard<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.calls().insert(
             id,
             Entry {
-                relay: relay.clone(),
+                relay: relay.cloned(),
+                tick: None,
                 tokens: Vec::new(),
             },
         );
@@ -62,11 +76,15 @@ impl Relays {
             return;
         };
         let key = token.to_string();
-        let relay = self
+        let (relay, tick) = self
             .calls()
             .values()
             .find(|e| e.tokens.contains(&key))
-            .map(|e| e.relay.clone());
+            .map(|e| (e.relay.clone(), e.tick.clone()))
+            .unwrap_or_default();
+        if let Some(tick) = tick {
+            tick();
+        }
         if let Some(relay) = relay {
             relay.send("notifications/progress", params);
         }
@@ -74,7 +92,11 @@ impl Relays {
 
     /// A `notifications/message` from the server.
     pub fn message(&self, params: Value) {
-        let relays: Vec<Relay> = self.calls().values().map(|e| e.relay.clone()).collect();
+        let relays: Vec<Relay> = self
+            .calls()
+            .values()
+            .filter_map(|e| e.relay.clone())
+            .collect();
         for relay in relays {
             relay.send("notifications/message", params.clone());
         }
@@ -86,6 +108,14 @@ impl RelayGuard<'_> {
     pub fn watch(&self, token: &Value) {
         if let Some(e) = self.relays.calls().get_mut(&self.id) {
             e.tokens.push(token.to_string());
+        }
+    }
+
+    /// Calls `tick` on each progress for this call's tokens (on the
+    /// session's I/O task: it must not block).
+    pub fn on_progress(&self, tick: Tick) {
+        if let Some(e) = self.relays.calls().get_mut(&self.id) {
+            e.tick = Some(tick);
         }
     }
 
@@ -108,8 +138,6 @@ impl Drop for RelayGuard<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::sync::{Arc, Mutex};
-
     type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
     fn recording() -> (Relay, Seen) {

@@ -9,7 +9,7 @@
 
 use super::auth::{AuthClock, OAuth, SessionTies};
 use super::config::{ServerConfig, Transport as ServerTransport};
-use super::direct::{self, Direct};
+use super::direct::{self, Direct, Timing};
 use super::elicit::{self, Calls, WaitFor};
 use super::fault::{is_stdin_closed, Fault};
 use super::guarded::GuardedClient;
@@ -58,6 +58,9 @@ pub struct RemoteTool {
 pub struct Session {
     pub name: String,
     pub timeout: Duration,
+    /// The server's `resetTimeoutOnProgress` and `maxTotalTimeout`.
+    reset_on_progress: bool,
+    max_total: Option<Duration>,
     peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     child: Option<stdio::ChildProc>,
@@ -193,7 +196,8 @@ async fn connect_inner(
                 .map_err(|d| fail("connect", d))?;
             phase.track(&spawned.child);
             phase.set("initialize");
-            let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin);
+            let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin)
+                .with_call_tokens(cfg.reset_timeout_on_progress);
             let direct = Direct::new(transport.pipe());
             let transport = transport.with_taker(Arc::clone(&direct) as Arc<dyn lines::Taker>);
             let init =
@@ -262,6 +266,8 @@ async fn connect_inner(
         Session {
             name: cfg.name.clone(),
             timeout: cfg.timeout,
+            reset_on_progress: cfg.reset_timeout_on_progress,
+            max_total: cfg.max_total_timeout,
             peer,
             service: Mutex::new(Some(service)),
             child,
@@ -634,12 +640,18 @@ async fn request(
     peer: &Peer<RoleClient>,
     method: &str,
     params: Option<Value>,
-    timeout: Option<Duration>,
+    timing: Option<Timing>,
     cancel: Option<&CancelToken>,
     relay: Option<&RelayGuard<'_>>,
 ) -> Result<Value, Fault> {
     let mut options = PeerRequestOptions::no_options();
-    options.timeout = timeout;
+    if let Some(t) = timing {
+        // rmcp restarts the timeout on each progress for its token, and
+        // tells the server `notifications/cancelled` when either ends.
+        options.timeout = Some(t.timeout);
+        options.reset_timeout_on_progress = t.reset;
+        options.max_total_timeout = t.cap;
+    }
     let req = ClientRequest::CustomRequest(CustomRequest::new(method, params));
     let handle = peer
         .send_request_with_option(req, options)
@@ -666,11 +678,43 @@ async fn request(
             }
         },
     }
-    .map_err(|e| describe_service_error(&e))?;
+    .map_err(|e| match (e, timing) {
+        // rmcp words both ends alike: the cap is the one of its length.
+        (ServiceError::Timeout { timeout }, Some(t))
+            if Some(timeout) == t.cap && timeout != t.timeout =>
+        {
+            Fault::total_timeout(timeout)
+        }
+        (e, _) => describe_service_error(&e),
+    })?;
     match result {
         // A tools/call answer as it came (`lines::fast_call_result`).
         ServerResult::CustomResult(custom) => Ok(custom.0),
         other => serde_json::to_value(&other).map_err(|e| Fault::Malformed(Some(e.to_string()))),
+    }
+}
+
+/// The backstop of a tools/call on rmcp's path: `timeout` and a slack past
+/// the last progress (`ticked`, when the timeout restarts on progress),
+/// and the cap and a slack in all.
+async fn backstop(t: Timing, ticked: &Notify) -> Fault {
+    let cap = async {
+        match t.cap {
+            Some(cap) => tokio::time::sleep(cap + SERVER_SLACK).await,
+            None => std::future::pending().await,
+        }
+    };
+    let idle = async {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(t.timeout + SERVER_SLACK) => return,
+                _ = ticked.notified(), if t.reset => {}
+            }
+        }
+    };
+    tokio::select! {
+        _ = cap => Fault::total_timeout(t.cap.unwrap_or_default()),
+        () = idle => Fault::no_answer_within(t.timeout),
     }
 }
 
@@ -680,12 +724,12 @@ async fn direct_call(
     direct: &Arc<Direct>,
     tool: &str,
     args: &Map<String, Value>,
-    timeout: Duration,
+    timing: Timing,
     cancel: Option<&CancelToken>,
-    progress: Option<&str>,
+    progress: Option<&RelayGuard<'_>>,
 ) -> Result<ToolResult, Fault> {
     direct
-        .call(tool, args, timeout, cancel, progress)
+        .call(tool, args, timing, cancel, progress)
         .await
         .map(|reply| match reply {
             direct::Reply::Shaped(result) => result,
@@ -695,6 +739,7 @@ async fn direct_call(
             direct::Failure::Service(e) => describe_service_error(&e),
             direct::Failure::Malformed(why) => Fault::Malformed(Some(why)),
             direct::Failure::Cancelled => Fault::Cancelled,
+            direct::Failure::TotalTimeout(cap) => Fault::total_timeout(cap),
         })
 }
 
@@ -804,7 +849,22 @@ impl Session {
         let fail = |detail: Fault| ToolResult::error(failure(&self.name, "tools/call", detail));
         // In flight until this returns, however the call ends.
         let _in_flight = self.calls.enter();
-        let relayed = relay.map(|r| self.relays.enter(r));
+        // Registered when the call's progress matters: relayed, or
+        // restarting its timeout.
+        let relayed =
+            (relay.is_some() || self.reset_on_progress).then(|| self.relays.follow(relay));
+        let timing = Timing {
+            timeout,
+            reset: self.reset_on_progress,
+            cap: self.max_total,
+        };
+        // rmcp's path ends on its own timer; this backstop (a server that
+        // never lets the request go out, say) follows the call's progress.
+        let ticked = Arc::new(Notify::new());
+        if let (None, Some(guard)) = (&self.direct, &relayed) {
+            let ticked = Arc::clone(&ticked);
+            guard.on_progress(Arc::new(move || ticked.notify_one()));
+        }
         if self.closed.load(Ordering::SeqCst) {
             return fail(Fault::Closed);
         }
@@ -814,8 +874,7 @@ impl Session {
         let call = async {
             match &self.direct {
                 Some(direct) => {
-                    let token = relayed.as_ref().map(RelayGuard::new_token);
-                    direct_call(direct, tool, &args, timeout, cancel, token.as_deref()).await
+                    direct_call(direct, tool, &args, timing, cancel, relayed.as_ref()).await
                 }
                 None => {
                     let params = json!({"name": tool, "arguments": Value::Object(args)});
@@ -825,7 +884,7 @@ impl Session {
                         &self.peer,
                         "tools/call",
                         Some(params),
-                        Some(timeout),
+                        Some(timing),
                         cancel,
                         relayed.as_ref(),
                     ))
@@ -874,12 +933,12 @@ impl Session {
             // The backstop of rmcp's path; a direct call bounds itself
             // (its write too), and one timer a call fewer is a tokio timer
             // registration and its wake-up saved.
-            _ = async {
+            detail = async {
                 match &self.direct {
                     Some(_) => std::future::pending().await,
-                    None => tokio::time::sleep(timeout + SERVER_SLACK).await,
+                    None => backstop(timing, &ticked).await,
                 }
-            } => fail(Fault::no_answer_within(timeout)),
+            } => fail(detail),
         }
     }
 
@@ -904,3 +963,7 @@ impl Session {
 #[cfg(test)]
 #[path = "direct_tests.rs"]
 mod direct_tests;
+
+#[cfg(test)]
+#[path = "progress_tests.rs"]
+mod progress_tests;
