@@ -226,9 +226,10 @@ pub struct ExecContext {
     pub relay: Option<Relay>,
 }
 
-/// Receives a proxied call's server notifications: the method and its
-/// params (`notifications/progress` without its `progressToken`, which is
-/// the proxy's own). Called on the library's I/O threads, in the order the
+/// Receives an MCP call's server notifications (a proxied call's, which
+/// the gateway passes on; a streamed run's, which become `tool_progress`
+/// events): the method and its params (`notifications/progress` without
+/// its `progressToken`, which is the caller's own). Called on the library's I/O threads, in the order the
 /// server sent them; it must not block.
 #[derive(Clone)]
 pub struct Relay(pub Arc<RelayFn>);
