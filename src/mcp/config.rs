@@ -122,6 +122,10 @@ pub struct ServerConfig {
     /// `maxTotalTimeout`: the most a call may take however much progress
     /// it reports (none by default).
     pub max_total_timeout: Option<Duration>,
+    /// `resourcesAsTools`: the server's resources and prompts are offered
+    /// to the model through `list_mcp_resources`, `read_mcp_resource` and
+    /// `get_mcp_prompt` (`super::resource_tools`).
+    pub resources_as_tools: bool,
     /// The per-server `tools` filter on original tool names.
     pub tools_filter: Vec<(String, bool)>,
     /// The host's `waitFor` for elicitation ([`McpConfig::set_wait_for`]).
@@ -258,6 +262,7 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
         reset_timeout_on_progress: true,
         max_total_timeout: None,
+        resources_as_tools: false,
         tools_filter: Vec::new(),
         wait_for: HostWaitFor::default(),
         authorize: super::auth::HostAuthorize::default(),
@@ -299,6 +304,16 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
             }
         },
     };
+    let resources_as_tools = match m.get("resourcesAsTools") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return invalid(format!(
+                "resourcesAsTools: expected true or false, got {}",
+                type_name(other)
+            ))
+        }
+    };
     let tools_filter = match m.get("tools") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(t)) => {
@@ -334,6 +349,7 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         timeout: Duration::from_millis(timeout),
         reset_timeout_on_progress,
         max_total_timeout,
+        resources_as_tools,
         tools_filter,
         wait_for: HostWaitFor::default(),
         authorize: super::auth::HostAuthorize::default(),

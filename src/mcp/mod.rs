@@ -16,6 +16,7 @@
 //! - `elicit.rs`       the elicitation bridge onto the host's `waitFor`
 //! - `fault.rs`        what went wrong with a server, as an enum
 //! - `auth.rs`         OAuth 2.1 (MCP authorization) for streamable HTTP
+//! - `resource_tools.rs` resources and prompts as tools (`resourcesAsTools`)
 //!
 //! `parse_config` reads `mcpConfig`; `connect` turns it into an `McpSource`
 //! of tools named `sanitize(server)_sanitize(tool)` plus statuses, errors and
@@ -31,6 +32,7 @@ mod known_ids;
 mod lines;
 mod proxy;
 mod relay;
+mod resource_tools;
 mod session;
 mod sse;
 mod stdio;
@@ -283,6 +285,7 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
         return None;
     };
     let mut source = McpSource::default();
+    let mut offered: Vec<(String, Arc<Session>)> = Vec::new();
     for (cfg, outcome) in config.servers.iter().zip(outcomes) {
         match outcome {
             Outcome::Disabled => source.statuses.push((cfg.name.clone(), "disabled".into())),
@@ -353,9 +356,23 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
                         exec,
                     ));
                 }
+                if cfg.resources_as_tools {
+                    offered.push((cfg.name.clone(), Arc::clone(&session)));
+                }
                 source.sessions.sessions.push(session);
             }
         }
+    }
+    for tool in resource_tools::tools(offered) {
+        if source.tools.iter().any(|t| t.name == tool.name) {
+            source.warnings.push(format!(
+                "mcp tool name collision: \"{}\" (resourcesAsTools) replaces a server's tool \
+                 of that name",
+                tool.name
+            ));
+            source.tools.retain(|t| t.name != tool.name);
+        }
+        source.tools.push(tool);
     }
     Some(source)
 }
