@@ -1,13 +1,16 @@
 //! Progress-aware timeouts for MCP tool calls (issue 28) through the public
-//! API, over stdio and streamable HTTP, against a server of the official
-//! Python SDK (tests/mcp_servers/sdk_progress_server.py): each call's
-//! `timeoutMs` is an idle timeout that the server's progress on the call
-//! restarts, the server's `maxTotalTimeout` caps the call, progress on a
-//! token the call did not send changes nothing, and the server is told
-//! `notifications/cancelled` of every call given up. The progress itself
-//! reaches the execute context's relay. Timings are generous (1,500 ms
-//! against progress every 100 ms): the tests assert outcomes and order,
-//! not durations.
+//! API, against a server of the official Python SDK
+//! (tests/mcp_servers/sdk_progress_server.py). Over streamable HTTP: the
+//! server's `timeout` is an idle timeout that its progress on the call
+//! restarts, its `maxTotalTimeout` caps the call, progress on a token the
+//! call did not send changes nothing, and the server is told
+//! `notifications/cancelled` of every call given up; the progress itself
+//! reaches the execute context's relay. Over stdio and HTTP: the host's
+//! `timeoutMs` is a deadline that progress does not move. (Both stdio
+//! paths' idle timeouts are tested on the session, src/mcp/progress_tests.rs,
+//! where a call's timeout can be shorter than a Python's start.) Timings
+//! are generous (3,000 ms against progress every 100 ms): the tests assert
+//! outcomes and order, not durations.
 
 mod mcp_support;
 
@@ -22,7 +25,7 @@ use toolnexus::tool::{ExecContext, Relay, ToolResult};
 const SCRIPT: &str = "sdk_progress_server.py";
 
 /// The server over `transport` ("stdio" or "http", the latter on `port`),
-/// with `extra` keys in its entry; connecting may take 20 s.
+/// with `extra` keys in its entry (a `timeout` of 20 s unless they say).
 fn source(transport: &str, port: u16, extra: Value) -> McpSource {
     let mut entry = match transport {
         "stdio" => json!({"command": [python(), server_script(SCRIPT), "stdio"]}),
@@ -37,17 +40,18 @@ fn source(transport: &str, port: u16, extra: Value) -> McpSource {
     s
 }
 
-/// Calls `p_TOOL` with a 1,500 ms timeout; the relay, when given, hears
-/// the call's server notifications.
+/// Calls `p_TOOL`, with the host's `timeoutMs` when given; the relay,
+/// when given, hears the call's server notifications.
 fn call_p(
     s: &McpSource,
     tool_name: &str,
     steps: u64,
     log: &Path,
+    timeout_ms: Option<u64>,
     relay: Option<Relay>,
 ) -> ToolResult {
     let ctx = ExecContext {
-        timeout_ms: Some(1500),
+        timeout_ms,
         relay,
         ..ExecContext::default()
     };
@@ -89,70 +93,8 @@ fn recording() -> (Relay, Heard) {
     (relay, heard)
 }
 
-/// Everything one transport must show.
-fn progress_aware_timeouts_over(transport: &str, port: u16) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let log = dir.path().join("log");
-    let s = source(transport, port, json!({}));
-
-    // 2.5 s of work against a 1.5 s timeout, progress every 100 ms: done,
-    // and the progress reached the relay, in order, without the token.
-    let (relay, heard) = recording();
-    let worked = call_p(&s, "work", 25, &log, Some(relay));
-    assert!(
-        !worked.is_error && worked.output.contains("done 25"),
-        "{transport}: {worked:?}"
-    );
-    let heard = heard.lock().map(|h| h.clone()).unwrap_or_default();
-    let progress: Vec<&Value> = heard
-        .iter()
-        .filter(|(m, _)| m == "notifications/progress")
-        .map(|(_, p)| p)
-        .collect();
-    assert_eq!(progress.len(), 25, "{transport}: {heard:?}");
-    assert_eq!(
-        progress[0],
-        &json!({"progress": 1.0, "total": 25.0, "message": "step 1"}),
-        "{transport}"
-    );
-    assert_eq!(progress[24]["progress"], json!(25.0), "{transport}");
-
-    // The same length without a word: ended at the timeout, with its text.
-    let silent = call_p(&s, "silent", 25, &log, None);
-    assert_eq!(silent.output, timed_out(1500), "{transport}");
-    assert!(silent.is_error);
-    log_with(&log, "cancelled silent");
-
-    // Progress on a token the call never sent restarts nothing.
-    let stray = call_p(&s, "stray", 25, &log, None);
-    assert_eq!(stray.output, timed_out(1500), "{transport}");
-    log_with(&log, "cancelled stray");
-    drop(s);
-
-    // The cap ends a call that keeps reporting progress, naming the cap.
-    let capped = source(transport, port, json!({"maxTotalTimeout": 2500}));
-    let ended = call_p(&capped, "work", 100, &log, None);
-    assert_eq!(
-        ended.output,
-        "mcp server \"p\" failed at tools/call: \
-         timeout (no answer within the maxTotalTimeout of 2500 ms)",
-        "{transport}"
-    );
-    let text = log_with(&log, "cancelled work");
-    assert_eq!(
-        text, "ended work\ncancelled silent\ncancelled stray\ncancelled work\n",
-        "{transport}"
-    );
-}
-
-#[test]
-fn progress_aware_timeouts_over_stdio() {
-    progress_aware_timeouts_over("stdio", 0);
-}
-
-#[test]
-fn progress_aware_timeouts_over_streamable_http() {
-    let (mut child, port) = spawn_on_own_port(SCRIPT, "streamable-http");
+fn start_http() -> (std::process::Child, u16) {
+    let (child, port) = spawn_on_own_port(SCRIPT, "streamable-http");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -161,7 +103,94 @@ fn progress_aware_timeouts_over_streamable_http() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    progress_aware_timeouts_over("http", port);
+    (child, port)
+}
+
+#[test]
+fn progress_aware_timeouts_over_streamable_http() {
+    let (mut child, port) = start_http();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    let s = source("http", port, json!({"timeout": 3000}));
+
+    // 5 s of work against a 3 s timeout, progress every 100 ms: done, and
+    // the progress reached the relay, in order, without the token.
+    let (relay, heard) = recording();
+    let worked = call_p(&s, "work", 50, &log, None, Some(relay));
+    assert!(
+        !worked.is_error && worked.output.contains("done 50"),
+        "{worked:?}"
+    );
+    let heard = heard.lock().map(|h| h.clone()).unwrap_or_default();
+    let progress: Vec<&Value> = heard
+        .iter()
+        .filter(|(m, _)| m == "notifications/progress")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(progress.len(), 50, "{heard:?}");
+    assert_eq!(
+        progress[0],
+        &json!({"progress": 1.0, "total": 50.0, "message": "step 1"})
+    );
+    assert_eq!(progress[49]["progress"], json!(50.0));
+
+    // The same length without a word: ended at the timeout, with its text.
+    let silent = call_p(&s, "silent", 50, &log, None, None);
+    assert_eq!(silent.output, timed_out(3000));
+    assert!(silent.is_error);
+    log_with(&log, "cancelled silent");
+
+    // Progress on a token the call never sent restarts nothing.
+    let stray = call_p(&s, "stray", 50, &log, None, None);
+    assert_eq!(stray.output, timed_out(3000));
+    log_with(&log, "cancelled stray");
+    drop(s);
+
+    // The cap ends a call that keeps reporting progress, naming the cap.
+    let capped = source(
+        "http",
+        port,
+        json!({"timeout": 3000, "maxTotalTimeout": 5000}),
+    );
+    let ended = call_p(&capped, "work", 100, &log, None, None);
+    assert_eq!(
+        ended.output,
+        "mcp server \"p\" failed at tools/call: \
+         timeout (no answer within the maxTotalTimeout of 5000 ms)"
+    );
+    let text = log_with(&log, "cancelled work");
+    assert_eq!(
+        text,
+        "ended work\ncancelled silent\ncancelled stray\ncancelled work\n"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The host's `timeoutMs` (a deadline for the call, CONTRACT.md §5) ends
+/// a call however much progress it reports, with the timeout's text; the
+/// progress still reaches the relay, and the server is told.
+fn the_hosts_timeout_is_a_deadline_over(transport: &str, port: u16) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    let s = source(transport, port, json!({}));
+    let (relay, heard) = recording();
+    let ended = call_p(&s, "work", 50, &log, Some(1500), Some(relay));
+    assert_eq!(ended.output, timed_out(1500), "{transport}");
+    log_with(&log, "cancelled work");
+    let heard = heard.lock().map(|h| h.len()).unwrap_or_default();
+    assert!(heard > 0, "{transport}: no progress relayed");
+}
+
+#[test]
+fn the_hosts_timeout_is_a_deadline_over_stdio() {
+    the_hosts_timeout_is_a_deadline_over("stdio", 0);
+}
+
+#[test]
+fn the_hosts_timeout_is_a_deadline_over_streamable_http() {
+    let (mut child, port) = start_http();
+    the_hosts_timeout_is_a_deadline_over("http", port);
     let _ = child.kill();
     let _ = child.wait();
 }

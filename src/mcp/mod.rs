@@ -156,17 +156,19 @@ impl McpTool {
                 )))
             }
         };
-        let timeout = ctx
-            .timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(self.session.timeout);
+        // The host's timeout is a deadline for the call (CONTRACT.md §5);
+        // the server's restarts on its progress.
+        let limit = match ctx.timeout_ms {
+            Some(ms) => session::Limit::Total(Duration::from_millis(ms)),
+            None => session::Limit::Idle(self.session.timeout),
+        };
         let session = Arc::clone(&self.session);
         let remote = self.remote.clone();
         let cancel = ctx.cancel.clone();
         let relay = ctx.relay.clone();
         Ok(async move {
             session
-                .call_tool_relayed(&remote, args, timeout, cancel.as_ref(), relay.as_ref())
+                .call_tool_relayed(&remote, args, limit, cancel.as_ref(), relay.as_ref())
                 .await
         })
     }

@@ -54,6 +54,18 @@ pub struct RemoteTool {
     pub input_schema: Value,
 }
 
+/// How long a tools/call may take.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    /// The server's kind of timeout: `timeout` without a word from the
+    /// server, each progress on the call starting it again (when its
+    /// `resetTimeoutOnProgress` holds), within its `maxTotalTimeout`.
+    Idle(Duration),
+    /// A deadline the host fixed for the call (the execute context's
+    /// `timeoutMs`, a run's deadline): progress does not move it.
+    Total(Duration),
+}
+
 /// A connected server.
 pub struct Session {
     pub name: String,
@@ -812,24 +824,22 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancelToken>,
     ) -> ToolResult {
-        self.call_tool_relayed(tool, args, timeout, cancel, None)
+        self.call_tool_relayed(tool, args, Limit::Idle(timeout), cancel, None)
             .await
     }
 
-    /// [`Session::call_tool`], with the server's progress on this call and
-    /// its log lines while it runs sent to `relay` (the call then carries a
-    /// progress token).
+    /// [`Session::call_tool`] bounded by `limit`, with the server's
+    /// progress on this call and its log lines while it runs sent to
+    /// `relay` (the call then carries a progress token).
     pub async fn call_tool_relayed(
         &self,
         tool: &str,
         args: Map<String, Value>,
-        timeout: Duration,
+        limit: Limit,
         cancel: Option<&CancelToken>,
         relay: Option<&Relay>,
     ) -> ToolResult {
-        let result = self
-            .call_tool_inner(tool, args, timeout, cancel, relay)
-            .await;
+        let result = self.call_tool_inner(tool, args, limit, cancel, relay).await;
         let result = self.secrets.redact_result(result);
         match &self.auth {
             // Tokens, codes and client secrets the server may echo.
@@ -842,7 +852,7 @@ impl Session {
         &self,
         tool: &str,
         args: Map<String, Value>,
-        timeout: Duration,
+        limit: Limit,
         cancel: Option<&CancelToken>,
         relay: Option<&Relay>,
     ) -> ToolResult {
@@ -853,10 +863,17 @@ impl Session {
         // restarting its timeout.
         let relayed =
             (relay.is_some() || self.reset_on_progress).then(|| self.relays.follow(relay));
-        let timing = Timing {
-            timeout,
-            reset: self.reset_on_progress,
-            cap: self.max_total,
+        let timing = match limit {
+            Limit::Idle(timeout) => Timing {
+                timeout,
+                reset: self.reset_on_progress,
+                cap: self.max_total,
+            },
+            Limit::Total(timeout) => Timing {
+                timeout,
+                reset: false,
+                cap: None,
+            },
         };
         // rmcp's path ends on its own timer; this backstop (a server that
         // never lets the request go out, say) follows the call's progress.
