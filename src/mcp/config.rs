@@ -524,4 +524,50 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn progress_and_resource_settings_default_and_parse() {
+        let s = parse_server("s", &json!({"command": ["x"], "timeout": 500}));
+        assert_eq!(
+            (
+                s.timeout,
+                s.reset_timeout_on_progress,
+                s.max_total_timeout,
+                s.resources_as_tools
+            ),
+            (Duration::from_millis(500), true, None, false)
+        );
+        let s = parse_server(
+            "s",
+            &json!({"command": ["x"], "resetTimeoutOnProgress": false,
+                    "maxTotalTimeout": 60000, "resourcesAsTools": true}),
+        );
+        assert_eq!(
+            (
+                s.reset_timeout_on_progress,
+                s.max_total_timeout,
+                s.resources_as_tools
+            ),
+            (false, Some(Duration::from_millis(60000)), true)
+        );
+        for (bad, why) in [
+            (
+                json!({"maxTotalTimeout": -1}),
+                "maxTotalTimeout: expected a positive number of milliseconds, got -1",
+            ),
+            (
+                json!({"resourcesAsTools": 1}),
+                "resourcesAsTools: expected true or false, got a number",
+            ),
+        ] {
+            let mut entry = json!({"command": ["x"]});
+            if let (Some(e), Value::Object(b)) = (entry.as_object_mut(), bad) {
+                e.extend(b);
+            }
+            assert_eq!(
+                parse_server("s", &entry).transport,
+                Transport::Invalid(why.into())
+            );
+        }
+    }
 }
