@@ -10,6 +10,7 @@
 //! - `lines.rs`        the stdio transport: one JSON-RPC message per line
 //! - `direct.rs`       `tools/call` on a stdio session without rmcp's loop
 //! - `direct_tests.rs` the direct path against a real server process
+//! - `progress_tests.rs` progress-aware timeouts on both stdio paths
 //! - `sse.rs`          the legacy HTTP+SSE transport
 //! - `guarded.rs`      rmcp's streamable HTTP client, requests ended on drop
 //! - `known_ids.rs`    drops answers to requests never sent
