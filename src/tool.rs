@@ -226,10 +226,11 @@ pub struct ExecContext {
     pub relay: Option<Relay>,
 }
 
-/// What a proxied call hands back to the gateway that runs it, beside its
-/// result: the server's notifications during the call (`notifications/
-/// progress` without its `progressToken`, which is the proxy's own;
-/// `notifications/message`), the server's own requests to the calling
+/// What an MCP call hands back to whoever runs it (the gateway for a
+/// proxied call; a streamed run, whose progress becomes `tool_progress`
+/// events), beside its result: the server's notifications during the call
+/// (`notifications/progress` without its `progressToken`, which is the
+/// caller's own; `notifications/message`), the server's own requests to the calling
 /// client (`sampling/createMessage`, `elicitation/create`: see [`Ask`]), and
 /// the server's raw `tools/call` result (see [`Relay::keeping`]). Each is
 /// optional; a relay with none does nothing. The notification callback runs

@@ -638,3 +638,68 @@ fn a_suspension_is_a_pending_event_and_a_pending_metric_never_an_error() {
         "{text}"
     );
 }
+
+/// An MCP tool's progress (tests/mcp_servers/sdk_progress_server.py over
+/// stdio) comes to `onEvent` as `tool_progress` events, between the call's
+/// `tool_call` and its `tool_result`, in order (issue 28).
+#[test]
+fn an_mcp_tools_progress_is_a_tool_progress_event_of_a_streamed_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log").to_string_lossy().into_owned();
+    let args = json!({"steps": 4, "log": log}).to_string();
+    let provider = Provider::start(move |request: &Value| {
+        if !answered(request) {
+            return (
+                "text/event-stream",
+                sse(&[
+                    json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"p_work","arguments":args}}]}}]}),
+                ]),
+            );
+        }
+        (
+            "text/event-stream",
+            sse(&[json!({"choices":[{"index":0,"delta":{"content":"ok"}}]})]),
+        )
+    });
+    let client = provider.client("openai");
+    let (on_event, events) = recorder();
+    client.set_callback(Slot::OnEvent, Some(on_event));
+    let script = format!(
+        "{}/tests/mcp_servers/sdk_progress_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let python = std::env::var("TOOLNEXUS_PYTHON").unwrap_or_else(|_| "python3".into());
+    let config = json!({"builtins": false, "mcpConfig": {"mcpServers": {"p": {
+        "command": [python, script, "stdio"], "timeout": 20000}}}});
+    let tk = Toolkit::build_from_json(&config.to_string()).expect("toolkit");
+    let result = client
+        .ask(
+            &tk,
+            &ask("work", None),
+            &CancelToken::new(),
+            RunData(0),
+            true,
+        )
+        .expect("streamed run");
+    assert_eq!(result["text"], "ok");
+    let events = events.lock().expect("events");
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect();
+    // The server's last progress may race its answer (a progress that
+    // comes once the call is over is dropped): 1 to 4 of them.
+    let heard = kinds.iter().filter(|k| **k == "tool_progress").count();
+    assert!((1..=4).contains(&heard), "{events:?}");
+    let mut want = vec!["tool_call"];
+    want.extend(std::iter::repeat_n("tool_progress", heard));
+    want.extend(["tool_result", "text", "usage", "done"]);
+    assert_eq!(kinds, want, "{events:?}");
+    assert!(
+        events[1..=heard].contains(
+            &json!({"type": "tool_progress", "id": "c1", "name": "p_work",
+                    "progress": 1.0, "total": 4.0, "message": "step 1"})
+        ),
+        "{events:?}"
+    );
+}

@@ -46,9 +46,10 @@ type ConversationStore interface {
 }
 
 // StreamEvent is one event of a streamed run (SPEC §8 Streaming): Type is
-// "text" (Delta), "tool_call" (ID, Name, Args), "tool_result" (ID, Name,
-// Output, IsError), "pending" (Request), "usage" (Usage) or "done"
-// (Result). Raw is the event JSON.
+// "text" (Delta), "tool_call" (ID, Name, Args), "tool_progress" (ID,
+// Name; an MCP tool's progress, total and message are in Raw),
+// "tool_result" (ID, Name, Output, IsError), "pending" (Request), "usage"
+// (Usage) or "done" (Result). Raw is the event JSON.
 type StreamEvent struct {
 	Type    string          `json:"type"`
 	Delta   string          `json:"delta,omitempty"`

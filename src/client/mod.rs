@@ -29,6 +29,7 @@ pub mod inprocess;
 pub mod memory;
 pub mod metrics;
 pub mod observe;
+mod progress;
 pub mod provider;
 mod resume;
 mod run;
@@ -387,6 +388,7 @@ impl Client {
             observer: self.observer(),
             started: Instant::now(),
             served: None,
+            progress: None,
         })
     }
 

@@ -7,6 +7,7 @@ use super::callbacks::{
 };
 use super::metrics::MetricEvent;
 use super::observe::{Event, Observer};
+use super::progress::ProgressEvents;
 use super::provider::Exchange;
 use super::shape::{self, Body, Call, Fed, Usage};
 use super::stream;
@@ -44,6 +45,9 @@ pub(crate) struct Run<'a> {
     /// The upstream of a client with `upstreams` that answered the last
     /// turn (or is being tried).
     pub served: Option<Served>,
+    /// While a streamed run's tools run: their MCP progress, as
+    /// `tool_progress` events (see `super::progress`).
+    pub progress: Option<ProgressEvents>,
 }
 
 /// A tool call with its (possibly hook-rewritten) arguments and its result.
@@ -380,7 +384,13 @@ impl Run<'_> {
                 || json!({"type": "tool_call", "id": c.id, "name": c.name, "args": c.args}),
             )?;
         }
-        let executed = self.execute_all(calls, turn)?;
+        self.progress = self.progress_events();
+        let executed = self.execute_all(calls, turn);
+        // Every progress of these calls is out before their results.
+        if let Some(progress) = self.progress.take() {
+            progress.finish();
+        }
+        let executed = executed?;
         self.check_abort()?;
         let phase = self.resolve(executed, turn)?;
         // A halted turn's last result is the halt's placeholder, not a
@@ -393,6 +403,20 @@ impl Run<'_> {
             })?;
         }
         Ok(phase)
+    }
+
+    /// The `tool_progress` events of a tool phase, on a streamed run with
+    /// an `onEvent`.
+    fn progress_events(&self) -> Option<ProgressEvents> {
+        if !self.streaming {
+            return None;
+        }
+        let on_event = self.callbacks.get(Slot::OnEvent)?.clone();
+        let stop = RunStop {
+            cancel: self.cancel.clone(),
+            deadline: self.deadline,
+        };
+        Some(ProgressEvents::new(on_event, self.data, stop))
     }
 
     /// Sends a stream event to the `onEvent` slot, on a streamed run.
@@ -449,8 +473,10 @@ impl Run<'_> {
     /// timings as [`Run::execute_one`] on each, without a thread per call.
     /// The calls back when that cannot be done.
     fn execute_together(&self, calls: Vec<Call>) -> std::result::Result<Vec<Settled>, Vec<Call>> {
+        // (One context for all the calls: no relay of each call's progress.)
         if self.callbacks.get(Slot::BeforeTool).is_some()
             || self.callbacks.get(Slot::AfterTool).is_some()
+            || self.progress.is_some()
         {
             return Err(calls);
         }
@@ -520,9 +546,11 @@ impl Run<'_> {
             }
         }
         let t0 = self.observer.as_ref().map(|_| Instant::now());
-        let result = self
-            .toolkit
-            .execute(&call.name, call.args.clone(), &self.tool_ctx(None));
+        let mut ctx = self.tool_ctx(None);
+        if let Some(progress) = &self.progress {
+            ctx.relay = Some(progress.relay(&call.id, &call.name));
+        }
+        let result = self.toolkit.execute(&call.name, call.args.clone(), &ctx);
         self.tool_metric(&call.name, started.elapsed(), &result);
         let ms = t0.map_or(0, ms_since);
         let result = if pending_of(&result).is_some() {

@@ -98,12 +98,14 @@ pub fn cancel_line(id: i64, reason: &str) -> Vec<u8> {
 }
 
 /// rmcp puts a fresh `_meta.progressToken` on every request it sends, an
-/// invitation to send `notifications/progress` for it. Nothing on rmcp's
-/// path listens to progress (a relayed call carries its own token, see
-/// [`call_line`]), and a server that gets a token does work for it: the
-/// official Python SDK's server spends 30-70 us more CPU on a tools/call
-/// that carries one (bench/README.md, issue 13). So the token is taken out
-/// before the line goes; whatever else `_meta` holds stays.
+/// invitation to send `notifications/progress` for it, and a server that
+/// gets a token does work for it: the official Python SDK's server spends
+/// 30-70 us more CPU on a tools/call that carries one (bench/README.md,
+/// issue 13). So the token is taken out before the line goes, except from
+/// a tools/call whose progress is wanted (a server's
+/// `resetTimeoutOnProgress`, issue 28: `mcp::lines` decides; the direct
+/// path writes its own token, see [`call_line`]); whatever else `_meta`
+/// holds stays.
 pub fn drop_progress_token(item: &mut ClientJsonRpcMessage) {
     use rmcp::model::{GetExtensions, GetMeta, RequestMetaObject};
     // Only where params are an object of their own: a request without

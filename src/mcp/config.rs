@@ -112,7 +112,20 @@ pub struct ServerConfig {
     pub name: String,
     pub enabled: bool,
     pub transport: Transport,
+    /// Bounds connecting (each phase) and each call; for a call it is an
+    /// idle timeout when `reset_timeout_on_progress` holds: each
+    /// `notifications/progress` for the call starts it again.
     pub timeout: Duration,
+    /// `resetTimeoutOnProgress` (default true): every tools/call carries a
+    /// progress token, and the server's progress on it restarts `timeout`.
+    pub reset_timeout_on_progress: bool,
+    /// `maxTotalTimeout`: the most a call may take however much progress
+    /// it reports (none by default).
+    pub max_total_timeout: Option<Duration>,
+    /// `resourcesAsTools`: the server's resources and prompts are offered
+    /// to the model through `list_mcp_resources`, `read_mcp_resource` and
+    /// `get_mcp_prompt` (`super::resource_tools`).
+    pub resources_as_tools: bool,
     /// The per-server `tools` filter on original tool names.
     pub tools_filter: Vec<(String, bool)>,
     /// The host's `waitFor` for elicitation ([`McpConfig::set_wait_for`]).
@@ -247,6 +260,9 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         enabled: true,
         transport: Transport::Invalid(msg),
         timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+        reset_timeout_on_progress: true,
+        max_total_timeout: None,
+        resources_as_tools: false,
         tools_filter: Vec::new(),
         wait_for: HostWaitFor::default(),
         authorize: super::auth::HostAuthorize::default(),
@@ -266,6 +282,37 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
                 ))
             }
         },
+    };
+    let reset_timeout_on_progress = match m.get("resetTimeoutOnProgress") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return invalid(format!(
+                "resetTimeoutOnProgress: expected true or false, got {}",
+                type_name(other)
+            ))
+        }
+    };
+    let max_total_timeout = match m.get("maxTotalTimeout") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+            _ => {
+                return invalid(format!(
+                    "maxTotalTimeout: expected a positive number of milliseconds, got {v}"
+                ))
+            }
+        },
+    };
+    let resources_as_tools = match m.get("resourcesAsTools") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return invalid(format!(
+                "resourcesAsTools: expected true or false, got {}",
+                type_name(other)
+            ))
+        }
     };
     let tools_filter = match m.get("tools") {
         None | Some(Value::Null) => Vec::new(),
@@ -300,6 +347,9 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         enabled,
         transport,
         timeout: Duration::from_millis(timeout),
+        reset_timeout_on_progress,
+        max_total_timeout,
+        resources_as_tools,
         tools_filter,
         wait_for: HostWaitFor::default(),
         authorize: super::auth::HostAuthorize::default(),
@@ -473,5 +523,51 @@ mod tests {
                 cwd: None
             }
         );
+    }
+
+    #[test]
+    fn progress_and_resource_settings_default_and_parse() {
+        let s = parse_server("s", &json!({"command": ["x"], "timeout": 500}));
+        assert_eq!(
+            (
+                s.timeout,
+                s.reset_timeout_on_progress,
+                s.max_total_timeout,
+                s.resources_as_tools
+            ),
+            (Duration::from_millis(500), true, None, false)
+        );
+        let s = parse_server(
+            "s",
+            &json!({"command": ["x"], "resetTimeoutOnProgress": false,
+                    "maxTotalTimeout": 60000, "resourcesAsTools": true}),
+        );
+        assert_eq!(
+            (
+                s.reset_timeout_on_progress,
+                s.max_total_timeout,
+                s.resources_as_tools
+            ),
+            (false, Some(Duration::from_millis(60000)), true)
+        );
+        for (bad, why) in [
+            (
+                json!({"maxTotalTimeout": -1}),
+                "maxTotalTimeout: expected a positive number of milliseconds, got -1",
+            ),
+            (
+                json!({"resourcesAsTools": 1}),
+                "resourcesAsTools: expected true or false, got a number",
+            ),
+        ] {
+            let mut entry = json!({"command": ["x"]});
+            if let (Some(e), Value::Object(b)) = (entry.as_object_mut(), bad) {
+                e.extend(b);
+            }
+            assert_eq!(
+                parse_server("s", &entry).transport,
+                Transport::Invalid(why.into())
+            );
+        }
     }
 }

@@ -24,6 +24,7 @@
 //! flight, so such sessions keep rmcp's path.
 
 use super::lines::{ClientLineTransport, Pipe, Taker};
+use super::relay::RelayGuard;
 use crate::cancel::CancelToken;
 use crate::jsonrpc::lines::{in_line, Lock};
 use crate::jsonrpc::plain::{self, call_line, cancel_line};
@@ -62,6 +63,19 @@ pub enum Failure {
     Malformed(String),
     /// The caller's cancel token fired (the server was told).
     Cancelled,
+    /// The call's `maxTotalTimeout` (held here) passed while the server
+    /// was still reporting progress (the server was told).
+    TotalTimeout(Duration),
+}
+
+/// How long a call may take: `timeout` without a word from the server
+/// (each progress on the call starts it again when `reset` holds), and
+/// `cap` in all.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub timeout: Duration,
+    pub reset: bool,
+    pub cap: Option<Duration>,
 }
 
 /// What a direct call gets back.
@@ -89,8 +103,12 @@ struct State {
 /// A call in flight: where its answer goes, and by when.
 struct Waiting {
     tx: oneshot::Sender<Answer>,
-    /// Set once the line is out (`timeout` counts from then).
+    /// Set once the line is out (`timeout` counts from then): the
+    /// instant, and the timeout it came from.
     deadline: Option<(Instant, Duration)>,
+    /// The `maxTotalTimeout`'s instant and length, when the call has one;
+    /// `deadline` never passes it.
+    cap: Option<(Instant, Duration)>,
 }
 
 /// What a stdio session's transport and its direct calls share.
@@ -117,6 +135,8 @@ pub struct Direct {
 const TIMEOUT_REASON: &str = "request timeout";
 const CANCEL_REASON: &str = "the caller cancelled the call";
 const DROPPED_REASON: &str = "the caller went away";
+/// As rmcp words it (`RequestHandle::REQUEST_MAX_TOTAL_TIMEOUT_REASON`).
+const TOTAL_REASON: &str = "maximum total timeout exceeded";
 
 /// Why a caller gave up on its call, as told to the server.
 #[derive(Clone, Copy)]
@@ -125,6 +145,7 @@ enum Reason {
     Cancel = 2,
     Timeout = 3,
     Dropped = 4,
+    Total = 5,
 }
 
 impl Reason {
@@ -133,6 +154,7 @@ impl Reason {
             Reason::Cancel => CANCEL_REASON,
             Reason::Timeout => TIMEOUT_REASON,
             Reason::Dropped => DROPPED_REASON,
+            Reason::Total => TOTAL_REASON,
         }
     }
 }
@@ -173,6 +195,7 @@ impl Queued {
             Err(r) if r == Reason::Cancel as u8 => Some(Reason::Cancel),
             Err(r) if r == Reason::Timeout as u8 => Some(Reason::Timeout),
             Err(r) if r == Reason::Dropped as u8 => Some(Reason::Dropped),
+            Err(r) if r == Reason::Total as u8 => Some(Reason::Total),
             Err(_) => None,
         }
     }
@@ -219,19 +242,29 @@ impl Direct {
             }
         };
         let (tx, rx) = oneshot::channel();
-        state.pending.insert(id, Waiting { tx, deadline: None });
+        state.pending.insert(
+            id,
+            Waiting {
+                tx,
+                deadline: None,
+                cap: None,
+            },
+        );
         self.live.store(state.pending.len(), Ordering::Release);
         Ok((id, rx))
     }
 
-    /// Starts call `id`'s `timeout`, now that its line is out.
-    fn arm(self: &Arc<Self>, id: i64, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
+    /// Starts call `id`'s `timeout` (and its cap), now that its line is out.
+    fn arm(self: &Arc<Self>, id: i64, timing: Timing) {
+        let now = Instant::now();
+        let cap = timing.cap.map(|c| (now + c, c));
+        let deadline = earliest(now + timing.timeout, cap);
         let mut state = self.state();
         let Some(waiting) = state.pending.get_mut(&id) else {
             return;
         };
-        waiting.deadline = Some((deadline, timeout));
+        waiting.deadline = Some((deadline, timing.timeout));
+        waiting.cap = cap;
         if state.watch.is_some_and(|w| w <= deadline) {
             return;
         }
@@ -245,7 +278,21 @@ impl Direct {
         }
     }
 
-    /// Answers every call past its deadline with `Timeout`; the earliest
+    /// A progress on call `id`: its timeout starts again (never past its
+    /// cap). The watchdog needs no word: the deadline only moved later,
+    /// and it wakes for the earlier one, finds nothing due and sleeps on.
+    fn extend(&self, id: i64) {
+        let now = Instant::now();
+        let mut state = self.state();
+        if let Some(w) = state.pending.get_mut(&id) {
+            if let Some((at, timeout)) = &mut w.deadline {
+                *at = earliest(now + *timeout, w.cap);
+            }
+        }
+    }
+
+    /// Answers every call past its deadline with `Timeout` (or
+    /// `TotalTimeout`, at its cap); the earliest
     /// deadline still ahead (what the watchdog sleeps until), or None.
     /// `Err` once the transport is gone.
     fn expire(&self) -> Result<Option<Instant>, ()> {
@@ -256,10 +303,19 @@ impl Direct {
                 state.watching = false;
                 return Err(());
             }
-            let late: Vec<(oneshot::Sender<Answer>, Duration)> = state
+            let late: Vec<(oneshot::Sender<Answer>, Failure)> = state
                 .pending
                 .extract_if(|_, w| w.deadline.is_some_and(|(at, _)| at <= now))
-                .filter_map(|(_, w)| w.deadline.map(|(_, timeout)| (w.tx, timeout)))
+                .filter_map(|(_, w)| {
+                    let failure = match (w.cap, w.deadline) {
+                        (Some((at, cap)), _) if at <= now => Failure::TotalTimeout(cap),
+                        (_, Some((_, timeout))) => {
+                            Failure::Service(ServiceError::Timeout { timeout })
+                        }
+                        (_, None) => return None,
+                    };
+                    Some((w.tx, failure))
+                })
                 .collect();
             self.live.store(state.pending.len(), Ordering::Release);
             let next = state
@@ -271,8 +327,8 @@ impl Direct {
             state.watch = next;
             (late, next)
         };
-        for (tx, timeout) in late {
-            let _ = tx.send(Err(Failure::Service(ServiceError::Timeout { timeout })));
+        for (tx, failure) in late {
+            let _ = tx.send(Err(failure));
         }
         Ok(next)
     }
@@ -329,17 +385,31 @@ impl Direct {
     }
 
     /// tools/call `tool` with `args`: the answer, shaped or as JSON. Bounded
-    /// by `timeout` from the moment the line is out, as rmcp's request is;
-    /// on a timeout or a cancel the server is told `notifications/cancelled`.
+    /// by `timing` from the moment the line is out, as rmcp's request is;
+    /// on a timeout, the cap or a cancel the server is told
+    /// `notifications/cancelled`. With `progress`, the call carries a
+    /// progress token of that registration, and (when `timing.reset`) each
+    /// progress on it starts the timeout again.
     pub async fn call(
         self: &Arc<Self>,
         tool: &str,
         args: &Map<String, Value>,
-        timeout: Duration,
+        timing: Timing,
         cancel: Option<&CancelToken>,
-        progress: Option<&str>,
+        progress: Option<&RelayGuard<'_>>,
     ) -> Answer {
+        let timeout = timing.timeout;
         let (id, rx) = self.register()?;
+        let token = progress.map(RelayGuard::new_token);
+        if let (Some(guard), true) = (progress, timing.reset) {
+            let direct = Arc::downgrade(self);
+            guard.on_progress(Arc::new(move || {
+                if let Some(d) = direct.upgrade() {
+                    d.extend(id);
+                }
+            }));
+        }
+        let progress = token.as_deref();
         // Forgets the id however this ends; tells the server when the
         // caller dropped this future mid-call.
         let mut flight = InFlight {
@@ -393,7 +463,7 @@ impl Direct {
         let (reason, failure) = match gave_up {
             Some(gave_up) => gave_up,
             None => {
-                self.arm(id, timeout);
+                self.arm(id, timing);
                 tokio::select! {
                     biased;
                     answer = rx => match answer {
@@ -401,6 +471,7 @@ impl Direct {
                         Ok(Err(timeout @ Failure::Service(ServiceError::Timeout { .. }))) => {
                             (Reason::Timeout, timeout)
                         }
+                        Ok(Err(total @ Failure::TotalTimeout(_))) => (Reason::Total, total),
                         answer => {
                             flight.told = true;
                             return answer
@@ -535,6 +606,14 @@ async fn watchdog(direct: std::sync::Weak<Direct>, wake: Arc<Notify>) {
             }
             Ok(None) => wake.notified().await,
         }
+    }
+}
+
+/// `at`, or the cap's instant when that comes first.
+fn earliest(at: Instant, cap: Option<(Instant, Duration)>) -> Instant {
+    match cap {
+        Some((c, _)) if c < at => c,
+        _ => at,
     }
 }
 

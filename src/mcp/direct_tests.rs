@@ -6,15 +6,20 @@ use super::*;
 use crate::runtime;
 use std::borrow::Cow;
 
-fn server_config(name: &str, timeout_ms: u64) -> ServerConfig {
-    script_config(name, "direct_server.py", timeout_ms)
-}
-
 /// A stdio server of tests/mcp_servers/, run by Python.
 fn script_config(name: &str, file: &str, timeout_ms: u64) -> ServerConfig {
+    script_config_with(name, file, timeout_ms, json!({}))
+}
+
+/// [`script_config`] with `extra` keys in the server's entry.
+fn script_config_with(name: &str, file: &str, timeout_ms: u64, extra: Value) -> ServerConfig {
     let script = format!("{}/tests/mcp_servers/{file}", env!("CARGO_MANIFEST_DIR"));
     let python = std::env::var("TOOLNEXUS_PYTHON").unwrap_or_else(|_| "python3".into());
-    let cfg = json!({"mcpServers": {name: {"command": [python, script], "timeout": timeout_ms}}});
+    let mut entry = json!({"command": [python, script], "timeout": timeout_ms});
+    if let (Some(e), Value::Object(x)) = (entry.as_object_mut(), extra) {
+        e.extend(x);
+    }
+    let cfg = json!({"mcpServers": {name: entry}});
     let mut parsed = super::super::parse_config(&cfg).unwrap_or_else(|e| panic!("{e:?}"));
     parsed.servers.remove(0)
 }
@@ -22,7 +27,12 @@ fn script_config(name: &str, file: &str, timeout_ms: u64) -> ServerConfig {
 /// A connected session of direct_server.py; `direct: false` sends its
 /// tools/calls through rmcp, as every call went before.
 async fn open(direct: bool, timeout_ms: u64) -> Session {
-    let cfg = server_config("d", timeout_ms);
+    open_with(direct, timeout_ms, json!({})).await
+}
+
+/// [`open`] with `extra` keys in the server's entry.
+async fn open_with(direct: bool, timeout_ms: u64, extra: Value) -> Session {
+    let cfg = script_config_with("d", "direct_server.py", timeout_ms, extra);
     let (mut session, tools) = connect(&cfg, &PhaseCell::new())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -91,7 +101,12 @@ fn the_direct_path_gives_the_same_results_as_rmcps_byte_for_byte() {
         ("stray", json!({"text": "real"})),
     ];
     runtime::block_on(async {
-        let (direct, rmcp) = (open(true, 20000).await, open(false, 20000).await);
+        // Without progress tokens: each path numbers its own.
+        let plain = || json!({"resetTimeoutOnProgress": false});
+        let (direct, rmcp) = (
+            open_with(true, 20000, plain()).await,
+            open_with(false, 20000, plain()).await,
+        );
         for (tool, a) in &cases {
             let ours = call(&direct, tool, a.clone()).await;
             let theirs = call(&rmcp, tool, a.clone()).await;
@@ -921,5 +936,31 @@ fn a_server_that_exits_mid_answer_ends_the_call_alike_on_both_paths() {
         assert_eq!(a.output, ours.output);
         direct.close().await;
         rmcp.close().await;
+    });
+}
+
+#[test]
+fn every_tools_call_carries_a_progress_token_unless_the_server_turns_it_off() {
+    runtime::block_on(async {
+        for go_direct in [true, false] {
+            let s = open(go_direct, 20000).await;
+            let raw = call(&s, "raw", json!({"k": "v"})).await;
+            let line: Value = serde_json::from_str(&raw.output.replace("ID", "0"))
+                .unwrap_or_else(|e| panic!("{e}: {}", raw.output));
+            let token = &line["params"]["_meta"]["progressToken"];
+            match go_direct {
+                // Ours: a string, never one of rmcp's numbers.
+                true => assert!(
+                    token.as_str().is_some_and(|t| t.starts_with("tn-")),
+                    "{line}"
+                ),
+                false => assert!(token.is_u64(), "{line}"),
+            }
+            s.close().await;
+            let s = open_with(go_direct, 20000, json!({"resetTimeoutOnProgress": false})).await;
+            let raw = call(&s, "raw", json!({"k": "v"})).await;
+            assert!(!raw.output.contains("_meta"), "{}", raw.output);
+            s.close().await;
+        }
     });
 }

@@ -53,6 +53,15 @@ impl Fault {
         Fault::Timeout(Some(format!("no answer within {} ms", t.as_millis())))
     }
 
+    /// `timeout (no answer within the maxTotalTimeout of N ms)`: a call
+    /// that went on reporting progress past its server's cap.
+    pub fn total_timeout(t: Duration) -> Fault {
+        Fault::Timeout(Some(format!(
+            "no answer within the maxTotalTimeout of {} ms",
+            t.as_millis()
+        )))
+    }
+
     /// `transport (WHAT)`, not a closed stdin.
     pub fn transport(what: impl Into<String>) -> Fault {
         Fault::Transport {

@@ -42,6 +42,11 @@ pub struct ClientLineTransport {
     /// Who takes answers out of the stream before rmcp sees them (the
     /// session's direct tools/calls, which write to the same pipe).
     taker: Option<Arc<dyn Taker>>,
+    /// Whether a tools/call keeps the progress token rmcp put on it (the
+    /// server's `resetTimeoutOnProgress`: its progress restarts the
+    /// call's timeout, so it is asked for); every other request goes
+    /// without one (see [`drop_progress_token`]).
+    call_tokens: bool,
 }
 
 /// The write half of a stdio server's pipe: None once closed.
@@ -65,7 +70,14 @@ impl ClientLineTransport {
             read: LineReader::new(stdout),
             write: Arc::new(Mutex::new(Some(stdin))),
             taker: None,
+            call_tokens: false,
         }
+    }
+
+    /// Keeps the progress token on tools/call requests.
+    pub fn with_call_tokens(mut self, keep: bool) -> Self {
+        self.call_tokens = keep;
+        self
     }
 
     /// The write half of the pipe, for writers beside rmcp's.
@@ -99,6 +111,18 @@ impl ClientLineTransport {
     }
 }
 
+fn is_tools_call(item: &ClientJsonRpcMessage) -> bool {
+    use rmcp::model::{ClientRequest, JsonRpcMessage};
+    match item {
+        JsonRpcMessage::Request(req) => match &req.request {
+            ClientRequest::CustomRequest(custom) => custom.method == "tools/call",
+            ClientRequest::CallToolRequest(_) => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 impl Drop for ClientLineTransport {
     fn drop(&mut self) {
         // rmcp's loop ended (EOF, close, cancel): no answer will come.
@@ -113,7 +137,9 @@ impl Transport<RoleClient> for ClientLineTransport {
         &mut self,
         mut item: ClientJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        drop_progress_token(&mut item);
+        if !(self.call_tokens && is_tools_call(&item)) {
+            drop_progress_token(&mut item);
+        }
         let bytes = encode_request(&item).map(|mut bytes| {
             bytes.push(b'\n');
             bytes

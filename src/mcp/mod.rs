@@ -10,12 +10,14 @@
 //! - `lines.rs`        the stdio transport: one JSON-RPC message per line
 //! - `direct.rs`       `tools/call` on a stdio session without rmcp's loop
 //! - `direct_tests.rs` the direct path against a real server process
+//! - `progress_tests.rs` progress-aware timeouts on both stdio paths
 //! - `sse.rs`          the legacy HTTP+SSE transport
 //! - `guarded.rs`      rmcp's streamable HTTP client, requests ended on drop
 //! - `known_ids.rs`    drops answers to requests never sent
 //! - `elicit.rs`       the elicitation bridge onto the host's `waitFor`
 //! - `fault.rs`        what went wrong with a server, as an enum
 //! - `auth.rs`         OAuth 2.1 (MCP authorization) for streamable HTTP
+//! - `resource_tools.rs` resources and prompts as tools (`resourcesAsTools`)
 //!
 //! `parse_config` reads `mcpConfig`; `connect` turns it into an `McpSource`
 //! of tools named `sanitize(server)_sanitize(tool)` plus statuses, errors and
@@ -31,6 +33,7 @@ mod known_ids;
 mod lines;
 mod proxy;
 mod relay;
+mod resource_tools;
 mod session;
 mod sse;
 mod stdio;
@@ -154,17 +157,19 @@ impl McpTool {
                 )))
             }
         };
-        let timeout = ctx
-            .timeout_ms
-            .map(Duration::from_millis)
-            .unwrap_or(self.session.timeout);
+        // The host's timeout is a deadline for the call (CONTRACT.md §5);
+        // the server's restarts on its progress.
+        let limit = match ctx.timeout_ms {
+            Some(ms) => session::Limit::Total(Duration::from_millis(ms)),
+            None => session::Limit::Idle(self.session.timeout),
+        };
         let session = Arc::clone(&self.session);
         let remote = self.remote.clone();
         let cancel = ctx.cancel.clone();
         let relay = ctx.relay.clone();
         Ok(async move {
             session
-                .call_tool_relayed(&remote, args, timeout, cancel.as_ref(), relay.as_ref())
+                .call_tool_relayed(&remote, args, limit, cancel.as_ref(), relay.as_ref())
                 .await
         })
     }
@@ -283,6 +288,7 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
         return None;
     };
     let mut source = McpSource::default();
+    let mut offered: Vec<(String, Arc<Session>)> = Vec::new();
     for (cfg, outcome) in config.servers.iter().zip(outcomes) {
         match outcome {
             Outcome::Disabled => source.statuses.push((cfg.name.clone(), "disabled".into())),
@@ -353,9 +359,23 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
                         exec,
                     ));
                 }
+                if cfg.resources_as_tools {
+                    offered.push((cfg.name.clone(), Arc::clone(&session)));
+                }
                 source.sessions.sessions.push(session);
             }
         }
+    }
+    for tool in resource_tools::tools(offered) {
+        if source.tools.iter().any(|t| t.name == tool.name) {
+            source.warnings.push(format!(
+                "mcp tool name collision: \"{}\" (resourcesAsTools) replaces a server's tool \
+                 of that name",
+                tool.name
+            ));
+            source.tools.retain(|t| t.name != tool.name);
+        }
+        source.tools.push(tool);
     }
     Some(source)
 }

@@ -14,8 +14,11 @@
 //!   whose relay has a client that takes it ([`Relays::askers`]; the next
 //!   such call's when that one's call is over before the request goes out).
 //!
-//! A call registers with [`Relays::enter`] and is forgotten when its guard
-//! drops, however the call ends.
+//! A call registers with [`Relays::enter`] (or [`Relays::follow`], with or
+//! without a relay) and is forgotten when its guard drops, however the call
+//! ends. Besides going to the relay, a progress for a call's token calls
+//! the call's tick ([`RelayGuard::on_progress`]): a direct call's idle
+//! timeout starts again on it.
 
 use crate::tool::{Ask, Relay};
 use serde_json::Value;
@@ -32,8 +35,12 @@ pub struct Relays {
     gone: tokio::sync::Notify,
 }
 
+/// What a call's progress also calls (see [`RelayGuard::on_progress`]).
+pub type Tick = Arc<dyn Fn() + Send + Sync>;
+
 struct Entry {
-    relay: Relay,
+    relay: Option<Relay>,
+    tick: Option<Tick>,
     /// The progress tokens (as JSON text) this call's requests carry.
     tokens: Vec<String>,
 }
@@ -50,11 +57,18 @@ impl Relays {
     }
 
     pub fn enter(&self, relay: &Relay) -> RelayGuard<'_> {
+        self.follow(Some(relay))
+    }
+
+    /// Registers a call whose progress is wanted, relayed or not (its
+    /// idle timeout needs it either way).
+    pub fn follow(&self, relay: Option<&Relay>) -> RelayGuard<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.calls().insert(
             id,
             Entry {
-                relay: relay.clone(),
+                relay: relay.cloned(),
+                tick: None,
                 tokens: Vec::new(),
             },
         );
@@ -70,11 +84,15 @@ impl Relays {
             return;
         };
         let key = token.to_string();
-        let relay = self
+        let (relay, tick) = self
             .calls()
             .values()
             .find(|e| e.tokens.contains(&key))
-            .map(|e| e.relay.clone());
+            .map(|e| (e.relay.clone(), e.tick.clone()))
+            .unwrap_or_default();
+        if let Some(tick) = tick {
+            tick();
+        }
         if let Some(relay) = relay {
             relay.send("notifications/progress", params);
         }
@@ -88,7 +106,12 @@ impl Relays {
         let calls = self.calls();
         let mut found: Vec<(u64, Arc<dyn Ask>)> = calls
             .iter()
-            .filter_map(|(id, e)| e.relay.asker(method).map(|a| (*id, a)))
+            .filter_map(|(id, e)| {
+                e.relay
+                    .as_ref()
+                    .and_then(|r| r.asker(method))
+                    .map(|a| (*id, a))
+            })
             .collect();
         found.sort_unstable_by_key(|(id, _)| *id);
         found
@@ -109,7 +132,11 @@ impl Relays {
 
     /// A `notifications/message` from the server.
     pub fn message(&self, params: Value) {
-        let relays: Vec<Relay> = self.calls().values().map(|e| e.relay.clone()).collect();
+        let relays: Vec<Relay> = self
+            .calls()
+            .values()
+            .filter_map(|e| e.relay.clone())
+            .collect();
         for relay in relays {
             relay.send("notifications/message", params.clone());
         }
@@ -121,6 +148,14 @@ impl RelayGuard<'_> {
     pub fn watch(&self, token: &Value) {
         if let Some(e) = self.relays.calls().get_mut(&self.id) {
             e.tokens.push(token.to_string());
+        }
+    }
+
+    /// Calls `tick` on each progress for this call's tokens (on the
+    /// session's I/O task: it must not block).
+    pub fn on_progress(&self, tick: Tick) {
+        if let Some(e) = self.relays.calls().get_mut(&self.id) {
+            e.tick = Some(tick);
         }
     }
 

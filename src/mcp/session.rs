@@ -9,7 +9,7 @@
 
 use super::auth::{AuthClock, OAuth, SessionTies};
 use super::config::{ServerConfig, Transport as ServerTransport};
-use super::direct::{self, Direct};
+use super::direct::{self, Direct, Timing};
 use super::elicit::{self, Calls, WaitFor};
 use super::fault::{is_stdin_closed, Fault};
 use super::guarded::GuardedClient;
@@ -54,10 +54,25 @@ pub struct RemoteTool {
     pub input_schema: Value,
 }
 
+/// How long a tools/call may take.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    /// The server's kind of timeout: `timeout` without a word from the
+    /// server, each progress on the call starting it again (when its
+    /// `resetTimeoutOnProgress` holds), within its `maxTotalTimeout`.
+    Idle(Duration),
+    /// A deadline the host fixed for the call (the execute context's
+    /// `timeoutMs`, a run's deadline): progress does not move it.
+    Total(Duration),
+}
+
 /// A connected server.
 pub struct Session {
     pub name: String,
     pub timeout: Duration,
+    /// The server's `resetTimeoutOnProgress` and `maxTotalTimeout`.
+    reset_on_progress: bool,
+    max_total: Option<Duration>,
     peer: Peer<RoleClient>,
     service: Mutex<Option<Service>>,
     child: Option<stdio::ChildProc>,
@@ -193,7 +208,8 @@ async fn connect_inner(
                 .map_err(|d| fail("connect", d))?;
             phase.track(&spawned.child);
             phase.set("initialize");
-            let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin);
+            let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin)
+                .with_call_tokens(cfg.reset_timeout_on_progress);
             let direct = Direct::new(transport.pipe());
             let transport = transport.with_taker(Arc::clone(&direct) as Arc<dyn lines::Taker>);
             let init =
@@ -262,6 +278,8 @@ async fn connect_inner(
         Session {
             name: cfg.name.clone(),
             timeout: cfg.timeout,
+            reset_on_progress: cfg.reset_timeout_on_progress,
+            max_total: cfg.max_total_timeout,
             peer,
             service: Mutex::new(Some(service)),
             child,
@@ -634,12 +652,18 @@ async fn request(
     peer: &Peer<RoleClient>,
     method: &str,
     params: Option<Value>,
-    timeout: Option<Duration>,
+    timing: Option<Timing>,
     cancel: Option<&CancelToken>,
     relay: Option<&RelayGuard<'_>>,
 ) -> Result<Value, Fault> {
     let mut options = PeerRequestOptions::no_options();
-    options.timeout = timeout;
+    if let Some(t) = timing {
+        // rmcp restarts the timeout on each progress for its token, and
+        // tells the server `notifications/cancelled` when either ends.
+        options.timeout = Some(t.timeout);
+        options.reset_timeout_on_progress = t.reset;
+        options.max_total_timeout = t.cap;
+    }
     let req = ClientRequest::CustomRequest(CustomRequest::new(method, params));
     let handle = peer
         .send_request_with_option(req, options)
@@ -666,11 +690,43 @@ async fn request(
             }
         },
     }
-    .map_err(|e| describe_service_error(&e))?;
+    .map_err(|e| match (e, timing) {
+        // rmcp words both ends alike: the cap is the one of its length.
+        (ServiceError::Timeout { timeout }, Some(t))
+            if Some(timeout) == t.cap && timeout != t.timeout =>
+        {
+            Fault::total_timeout(timeout)
+        }
+        (e, _) => describe_service_error(&e),
+    })?;
     match result {
         // A tools/call answer as it came (`lines::fast_call_result`).
         ServerResult::CustomResult(custom) => Ok(custom.0),
         other => serde_json::to_value(&other).map_err(|e| Fault::Malformed(Some(e.to_string()))),
+    }
+}
+
+/// The backstop of a tools/call on rmcp's path: `timeout` and a slack past
+/// the last progress (`ticked`, when the timeout restarts on progress),
+/// and the cap and a slack in all.
+async fn backstop(t: Timing, ticked: &Notify) -> Fault {
+    let cap = async {
+        match t.cap {
+            Some(cap) => tokio::time::sleep(cap + SERVER_SLACK).await,
+            None => std::future::pending().await,
+        }
+    };
+    let idle = async {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(t.timeout + SERVER_SLACK) => return,
+                _ = ticked.notified(), if t.reset => {}
+            }
+        }
+    };
+    tokio::select! {
+        _ = cap => Fault::total_timeout(t.cap.unwrap_or_default()),
+        () = idle => Fault::no_answer_within(t.timeout),
     }
 }
 
@@ -680,13 +736,13 @@ async fn direct_call(
     direct: &Arc<Direct>,
     tool: &str,
     args: &Map<String, Value>,
-    timeout: Duration,
+    timing: Timing,
     cancel: Option<&CancelToken>,
-    progress: Option<&str>,
+    progress: Option<&RelayGuard<'_>>,
     shape: impl FnOnce(&Value) -> ToolResult,
 ) -> Result<ToolResult, Fault> {
     direct
-        .call(tool, args, timeout, cancel, progress)
+        .call(tool, args, timing, cancel, progress)
         .await
         .map(|reply| match reply {
             direct::Reply::Shaped(result) => result,
@@ -696,6 +752,7 @@ async fn direct_call(
             direct::Failure::Service(e) => describe_service_error(&e),
             direct::Failure::Malformed(why) => Fault::Malformed(Some(why)),
             direct::Failure::Cancelled => Fault::Cancelled,
+            direct::Failure::TotalTimeout(cap) => Fault::total_timeout(cap),
         })
 }
 
@@ -768,24 +825,22 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancelToken>,
     ) -> ToolResult {
-        self.call_tool_relayed(tool, args, timeout, cancel, None)
+        self.call_tool_relayed(tool, args, Limit::Idle(timeout), cancel, None)
             .await
     }
 
-    /// [`Session::call_tool`], with the server's progress on this call and
-    /// its log lines while it runs sent to `relay` (the call then carries a
-    /// progress token).
+    /// [`Session::call_tool`] bounded by `limit`, with the server's
+    /// progress on this call and its log lines while it runs sent to
+    /// `relay` (the call then carries a progress token).
     pub async fn call_tool_relayed(
         &self,
         tool: &str,
         args: Map<String, Value>,
-        timeout: Duration,
+        limit: Limit,
         cancel: Option<&CancelToken>,
         relay: Option<&Relay>,
     ) -> ToolResult {
-        let result = self
-            .call_tool_inner(tool, args, timeout, cancel, relay)
-            .await;
+        let result = self.call_tool_inner(tool, args, limit, cancel, relay).await;
         let result = self.secrets.redact_result(result);
         match &self.auth {
             // Tokens, codes and client secrets the server may echo.
@@ -798,14 +853,38 @@ impl Session {
         &self,
         tool: &str,
         args: Map<String, Value>,
-        timeout: Duration,
+        limit: Limit,
         cancel: Option<&CancelToken>,
         relay: Option<&Relay>,
     ) -> ToolResult {
         let fail = |detail: Fault| ToolResult::error(failure(&self.name, "tools/call", detail));
         // In flight until this returns, however the call ends.
         let _in_flight = self.calls.enter();
-        let relayed = relay.filter(|r| r.routes()).map(|r| self.relays.enter(r));
+        // Registered when the server's doings during the call matter:
+        // relayed (notifications, requests), or its progress restarting
+        // the timeout. A relay that only keeps the raw result is not.
+        let routed = relay.filter(|r| r.routes());
+        let relayed =
+            (routed.is_some() || self.reset_on_progress).then(|| self.relays.follow(routed));
+        let timing = match limit {
+            Limit::Idle(timeout) => Timing {
+                timeout,
+                reset: self.reset_on_progress,
+                cap: self.max_total,
+            },
+            Limit::Total(timeout) => Timing {
+                timeout,
+                reset: false,
+                cap: None,
+            },
+        };
+        // rmcp's path ends on its own timer; this backstop (a server that
+        // never lets the request go out, say) follows the call's progress.
+        let ticked = Arc::new(Notify::new());
+        if let (None, Some(guard)) = (&self.direct, &relayed) {
+            let ticked = Arc::clone(&ticked);
+            guard.on_progress(Arc::new(move || ticked.notify_one()));
+        }
         if self.closed.load(Ordering::SeqCst) {
             return fail(Fault::Closed);
         }
@@ -815,21 +894,8 @@ impl Session {
         let call = async {
             match &self.direct {
                 Some(direct) => {
-                    let token = relayed
-                        .as_ref()
-                        .filter(|_| relay.is_some_and(Relay::wants_notes))
-                        .map(RelayGuard::new_token);
                     let shape = |v: &Value| self.shaped(v, relay);
-                    direct_call(
-                        direct,
-                        tool,
-                        &args,
-                        timeout,
-                        cancel,
-                        token.as_deref(),
-                        shape,
-                    )
-                    .await
+                    direct_call(direct, tool, &args, timing, cancel, relayed.as_ref(), shape).await
                 }
                 None => {
                     let params = json!({"name": tool, "arguments": Value::Object(args)});
@@ -839,7 +905,7 @@ impl Session {
                         &self.peer,
                         "tools/call",
                         Some(params),
-                        Some(timeout),
+                        Some(timing),
                         cancel,
                         relayed.as_ref(),
                     ))
@@ -888,12 +954,12 @@ impl Session {
             // The backstop of rmcp's path; a direct call bounds itself
             // (its write too), and one timer a call fewer is a tokio timer
             // registration and its wake-up saved.
-            _ = async {
+            detail = async {
                 match &self.direct {
                     Some(_) => std::future::pending().await,
-                    None => tokio::time::sleep(timeout + SERVER_SLACK).await,
+                    None => backstop(timing, &ticked).await,
                 }
-            } => fail(Fault::no_answer_within(timeout)),
+            } => fail(detail),
         }
     }
 
@@ -936,3 +1002,7 @@ impl Session {
 #[cfg(test)]
 #[path = "direct_tests.rs"]
 mod direct_tests;
+
+#[cfg(test)]
+#[path = "progress_tests.rs"]
+mod progress_tests;

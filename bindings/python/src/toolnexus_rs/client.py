@@ -907,7 +907,9 @@ class Client:
     ) -> Any:
         """SPEC §8 ``stream``: the loop with the provider's answers streamed.
         Events are dicts: ``{"type": "text", "delta"}``, ``tool_call`` (id,
-        name, args), ``tool_result`` (id, name, output, isError),
+        name, args), ``tool_progress`` (id, name, progress, total?,
+        message?: an MCP tool's progress), ``tool_result`` (id, name,
+        output, isError),
         ``pending`` (``request``, a :class:`Request`), ``usage`` (usage),
         then ``done`` whose ``result`` is the :class:`RunResult`.
 
