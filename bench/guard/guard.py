@@ -40,6 +40,7 @@ are missing from the library, or more than 5% of the library functions the
 overhead scenario executes are not listed (bench/gen_symbol_order.sh
 regenerates it).
 """
+import concurrent.futures
 import json
 import os
 import re
@@ -298,6 +299,9 @@ def executed_in_lib(cg_file):
 
 
 def measure(w, only=None):
+    """Every wanted row, its workloads two (or as many as there are cores)
+    at a time: instruction counts do not depend on what else runs, and the
+    RSS row takes the least of three runs."""
     rows, notes = {}, []
 
     def want(name):
@@ -306,47 +310,70 @@ def measure(w, only=None):
     def per(a, b, n):
         return (a - b) // n
 
-    if want("build_1000_skills"):
+    def skills():
         rows["build_1000_skills"], _ = callgrind(w, "skills", [w.path("bench_skills"), w.path("skills"), "rss"])
-    if want("first_render_1000"):
+
+    def render():
         total, _ = callgrind(w, "render", [w.path("guard_host"), "render", "3"], toggle="tn_render")
         rows["first_render_1000"] = total // 3
-    if want("execute_skill"):
+
+    def execute():
         total, _ = callgrind(w, "exec", [w.path("guard_host"), "exec", w.path("skills"), "200"],
                              toggle="tn_execute")
         rows["execute_skill"] = total // 200
-    if want("translate_conversion"):
+
+    def translate():
         a, _ = callgrind(w, "tr.a", [w.translate_bin, "1100"])
         b, _ = callgrind(w, "tr.b", [w.translate_bin, "100"])
         rows["translate_conversion"] = per(a, b, 1000)
-    if want("run_overhead") or want("loop_peak_rss_kb") or want("symbol_order"):
-        url = start_mock(w)
-        run = [w.path("bench_overhead"), "--url", url, "--mcp", w.path("mcp_server"), "--warmup", "0", "--runs"]
+
+    def overhead(run):
         a, out = callgrind(w, "run.a", run + ["60"])
         if b'"final_ok":true' not in out:
             raise SystemExit("guard: the overhead scenario did not answer")
         b, _ = callgrind(w, "run.b", run + ["10"])
         if want("run_overhead"):
             rows["run_overhead"] = per(a, b, 50)
-        if want("loop_peak_rss_kb"):
-            rows["loop_peak_rss_kb"] = min(peak_rss_kb(w, run + ["20"]) for _ in range(3))
         if want("symbol_order"):
             listed = [n.strip() for n in open(os.path.join(ROOT, "link", "symbol-order.txt"))
                       if n.strip() and not n.startswith("#")]
             present = library_functions(w.lib)
             executed = executed_in_lib(w.path("cg.run.a")) & present
-            notes = stale_order(listed, present, executed)
+            notes.extend(stale_order(listed, present, executed))
             exact = len([n for n in listed if n not in present])
             print(f"symbol order: {len(listed)} listed ({exact} not in this build under the same name, "
                   f"which lld then cannot place); {len(executed)} executed")
-    if want("serve_stdio_read"):
+
+    def served():
         rows["serve_stdio_read"] = (served_read(w, 250) - served_read(w, 50)) // 200
-    if want("cold_start"):
+
+    def cold():
         rows["cold_start"], _ = callgrind(w, "cold", [w.path("bench_cold"), os.path.join(ROOT, "examples/skills")])
-    if want("agent_turn"):
+
+    def agents():
         a, _ = callgrind(w, "agents.a", [w.path("guard_host"), "agents", "60"])
         b, _ = callgrind(w, "agents.b", [w.path("guard_host"), "agents", "10"])
         rows["agent_turn"] = per(a, b, 50)
+
+    jobs = []
+    run = None
+    if want("run_overhead") or want("loop_peak_rss_kb") or want("symbol_order"):
+        url = start_mock(w)
+        run = [w.path("bench_overhead"), "--url", url, "--mcp", w.path("mcp_server"), "--warmup", "0", "--runs"]
+        if want("run_overhead") or want("symbol_order"):
+            jobs.append(lambda: overhead(run))
+    # The longest first, so that the pool ends together.
+    for row, job in [("serve_stdio_read", served), ("translate_conversion", translate),
+                     ("agent_turn", agents), ("build_1000_skills", skills), ("first_render_1000", render),
+                     ("execute_skill", execute), ("cold_start", cold)]:
+        if want(row):
+            jobs.append(job)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        for done in [pool.submit(job) for job in jobs]:
+            done.result()
+    if run is not None and want("loop_peak_rss_kb"):
+        # Alone, after the rest: a peak, not a count.
+        rows["loop_peak_rss_kb"] = min(peak_rss_kb(w, run + ["20"]) for _ in range(3))
     return rows, notes
 
 

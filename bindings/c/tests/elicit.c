@@ -100,14 +100,16 @@ int main(void) {
     CHECK(st == TN_OK && err == NULL, "set waitFor: %d %s", st, err ? err : "");
     st = tn_toolkit_build_with(CONFIG, opts, &tk, &err);
     CHECK(st == TN_OK && tk != NULL, "build: %d %s", st, err ? err : "");
-    /* The toolkit keeps its waitFor: the options may go now. */
-    tn_build_options_free(opts);
-    CHECK(atomic_load(&h.frees) == 0, "user_data_free ran while the toolkit holds it");
-
+    /* First the server (it needs the pinned venv's python3 on PATH): a
+       toolkit whose only MCP server failed keeps no waitFor to hold. */
     char *status = NULL;
     tn_render(tk, "status", &status);
     CHECK(contains(status, "\"el\":\"connected\""), "the server did not connect: %s", status);
     tn_string_free(status);
+
+    /* The toolkit keeps its waitFor: the options may go now. */
+    tn_build_options_free(opts);
+    CHECK(atomic_load(&h.frees) == 0, "user_data_free ran while the toolkit holds it");
 
     /* Advertised: form and URL mode. */
     expect(tk, "el_client_caps", "form");
