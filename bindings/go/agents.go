@@ -419,7 +419,8 @@ func (a *Agents) Advance(ctx context.Context, ms int64) error {
 // SetCallback sets (nil f: clears) one of the runtime's host callbacks by
 // slot (tn_agents_set_callback in toolnexus.h): "onSpawn" (event {id}),
 // "onClose" ({id, reason}) and "onBeat" ({text}) always; the hooks
-// ("beforeLLM" … "onMetric"), "waitFor:<agent>", "guardrail:<agent>"
+// ("beforeLLM" … "onMetric"; "<hook>:<agent>" for one agent's own, which
+// replaces the runtime's on its turns), "waitFor:<agent>", "guardrail:<agent>"
 // (answer "" or "allow" to allow, any other string denies), "summarize"
 // ({older} → the summary text) and "countTokens" ({messages} → a number)
 // when the config's "callbacks" declares them; "verify:<agent>" (the

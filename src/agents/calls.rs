@@ -406,12 +406,12 @@ impl Agents {
 
 /// The slots of a config: [`ALWAYS`], its `callbacks` list (hook slot
 /// names, `summarize`, `countTokens`, `waitFor:<agent>`,
-/// `guardrail:<agent>`), and `verify:<agent>` for each definition whose
+/// `guardrail:<agent>`, and `<hook>:<agent>` for one agent's own hook), and `verify:<agent>` for each definition whose
 /// `completion.verify` is `"callback"`.
 fn declared_slots(obj: &Map<String, Value>, defs: &Value, registry: &Registry) -> Result<Slots> {
     let mut declared: BTreeSet<String> = ALWAYS.iter().map(|s| s.to_string()).collect();
     let bad = |why: String| Error::invalid_config(format!("agents config: callbacks: {why}"));
-    let per_agent = "waitFor:<agent>, guardrail:<agent>";
+    let per_agent = "waitFor:<agent>, guardrail:<agent>, <hook>:<agent>";
     let hooks: Vec<&str> = HOOKS.iter().map(|s| s.name()).collect();
     match obj.get("callbacks") {
         None | Some(Value::Null) => {}
@@ -424,7 +424,9 @@ fn declared_slots(obj: &Map<String, Value>, defs: &Value, registry: &Registry) -
                     )));
                 };
                 let known = match name.split_once(':') {
-                    Some(("waitFor" | "guardrail", agent)) => {
+                    Some((kind, agent))
+                        if matches!(kind, "waitFor" | "guardrail") || hooks.contains(&kind) =>
+                    {
                         if registry.get(agent).is_none() {
                             return Err(bad(format!(
                                 "\"{name}\" names unknown agent \"{agent}\" (known: {})",
@@ -484,6 +486,11 @@ fn bind_agent_slots(slots: &Arc<Slots>, registry: &mut Registry) {
         };
         match kind.as_str() {
             "waitFor" => def.wait_for = Some(slots.hook(name.clone())),
+            hook if HOOKS.iter().any(|s| s.name() == hook) => {
+                if let Ok(slot) = Slot::from_name(hook) {
+                    def.hooks.set(slot, Some(slots.hook(name.clone())));
+                }
+            }
             "guardrail" => {
                 let me = Arc::clone(slots);
                 let guardrail: Guardrail = Arc::new(move |event: &Value| {
@@ -812,6 +819,74 @@ mod tests {
         assert_eq!(verified.load(Ordering::SeqCst), 2);
         assert_eq!(spawned.load(Ordering::SeqCst), 1);
         assert!(metrics.load(Ordering::SeqCst) > 0);
+    }
+
+    #[test]
+    fn an_agents_own_hook_replaces_the_runtimes_for_its_turns_only() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let a = agents(json!({"clock": "manual",
+            "callbacks": ["beforeLLM", "onMetric", "beforeLLM:writer"],
+            "agents": {"reader": {"does": "reads"}, "writer": {"does": "writes"}}}))
+        .expect("built");
+        let count = |n: &Arc<AtomicUsize>| -> HostFn {
+            let n = Arc::clone(n);
+            Arc::new(move |_: &Value, _: RunData| {
+                n.fetch_add(1, Ordering::SeqCst);
+                Ok(None)
+            })
+        };
+        let (runtime, writer, metrics) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        a.set_callback("beforeLLM", Some(count(&runtime)))
+            .expect("beforeLLM");
+        a.set_callback("beforeLLM:writer", Some(count(&writer)))
+            .expect("beforeLLM:writer");
+        a.set_callback("onMetric", Some(count(&metrics)))
+            .expect("onMetric");
+        let none = CancelToken::new();
+        let turn = |agent: &str, id: &str| {
+            a.call("spawn", &json!({"agent": agent}), &none)
+                .expect("spawned");
+            a.call("wake", &json!({"id": id, "prompt": "say hi"}), &none)
+                .expect("woken");
+            let r = a.call("wait", &json!({"id": id}), &none).expect("waited");
+            assert_eq!(r["text"], "hi", "{r}");
+        };
+        turn("reader", "root/reader.1");
+        assert_eq!(
+            (
+                runtime.load(Ordering::SeqCst),
+                writer.load(Ordering::SeqCst)
+            ),
+            (1, 0),
+            "the reader has no hook of its own: the runtime's"
+        );
+        let seen = metrics.load(Ordering::SeqCst);
+        assert!(seen > 0, "the runtime's onMetric");
+        turn("writer", "root/writer.2");
+        assert_eq!(
+            (
+                runtime.load(Ordering::SeqCst),
+                writer.load(Ordering::SeqCst)
+            ),
+            (1, 1),
+            "the writer's own beforeLLM replaces the runtime's"
+        );
+        // A slot the writer did not set stays the runtime's.
+        assert!(metrics.load(Ordering::SeqCst) > seen, "onMetric still runs");
+        for (bad, says) in [
+            ("beforeLLM:ghost", "unknown agent \"ghost\""),
+            ("dance:writer", "unknown slot \"dance:writer\""),
+        ] {
+            let Err(e) = agents(json!({"agents": {"writer": {"does": "w"}}, "callbacks": [bad]}))
+            else {
+                panic!("{bad}: accepted");
+            };
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! fails with an error naming what is wrong.
 
 use super::harness::{Completion, Guardrail};
-use crate::client::HostFn;
+use crate::client::{Callbacks, HostFn};
 use crate::error::{Error, Result};
 use crate::json::type_name;
 use crate::toolkit::Toolkit;
@@ -152,6 +152,12 @@ pub struct AgentDef {
     /// Guardrails on its tool calls, the first deny wins (host functions:
     /// not in JSON).
     pub guardrails: Vec<Guardrail>,
+    /// Its own §8 hooks (`beforeLLM`, `afterLLM`, `beforeTool`,
+    /// `afterTool`, `onError`, `onMetric`): each slot set here replaces the
+    /// runtime's for this agent's turns (def over runtime, per slot, never
+    /// merged); a slot left empty is the runtime's. Its guardrails run
+    /// before the `beforeTool` so chosen. Host functions: not in JSON.
+    pub hooks: Callbacks,
 }
 
 impl std::fmt::Debug for AgentDef {
@@ -165,6 +171,7 @@ impl std::fmt::Debug for AgentDef {
             .field("waitFor", &self.wait_for.is_some())
             .field("completion", &self.completion)
             .field("guardrails", &self.guardrails.len())
+            .field("hooks", &self.hooks)
             .finish()
     }
 }
@@ -245,6 +252,7 @@ impl AgentDef {
             wait_for: None,
             completion,
             guardrails: Vec::new(),
+            hooks: Callbacks::default(),
         })
     }
 }

@@ -196,13 +196,16 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         u32::try_from(max_turns).unwrap_or(u32::MAX),
         provider,
     );
+    // The definition's hook over the runtime's, slot by slot (contract
+    // §4.7: replaced, never merged).
+    let hook = |slot: Slot| def.hooks.get(slot).or_else(|| inner.hooks.get(slot));
     for slot in HOOK_SLOTS {
-        if let Some(f) = inner.hooks.get(slot) {
+        if let Some(f) = hook(slot) {
             client.set_callback(slot, Some(Arc::clone(f)));
         }
     }
     if !def.guardrails.is_empty() {
-        let before = inner.hooks.get(Slot::BeforeTool).map(Arc::clone);
+        let before = hook(Slot::BeforeTool).map(Arc::clone);
         client.set_callback(Slot::BeforeTool, harness::guard(&def.guardrails, before));
     }
     let wait_for = match (&job.answer, interpreter) {

@@ -195,6 +195,8 @@ pub unsafe extern "C" fn tn_agents_call(
 /// - declared in the config's `callbacks` list: the runtime-wide hooks
 ///   `beforeLLM`, `afterLLM`, `beforeTool`, `afterTool`, `onError`,
 ///   `onMetric` (as `tn_client_set_callback`'s, on every handle's runs);
+///   `<hook>:<agent>` (`beforeLLM:writer`, …: that agent's own hook, which
+///   replaces the runtime's slot of that name on its turns);
 ///   `waitFor:<agent>` (that agent is a §10 interpreter for its subtree:
 ///   event the Request, reply the Answer); `guardrail:<agent>` (event the
 ///   `beforeTool` event `{name, args, id, turn}`, reply `""`/`"allow"`/

@@ -213,7 +213,8 @@ class Agents:
         """Sets (``None``: clears) one of the runtime's host callbacks by
         slot (``tn_agents_set_callback``): ``"onSpawn"`` (event ``{id}``),
         ``"onClose"`` (``{id, reason}``) and ``"onBeat"`` (``{text}``)
-        always; the hooks (``"beforeLLM"`` … ``"onMetric"``),
+        always; the hooks (``"beforeLLM"`` … ``"onMetric"``; ``"<hook>:<agent>"``
+        for one agent's own, which replaces the runtime's on its turns),
         ``"waitFor:<agent>"``, ``"guardrail:<agent>"`` (return ``""`` or
         ``"allow"`` to allow, any other string denies), ``"summarize"``
         (``{older}`` → the summary text) and ``"countTokens"``
