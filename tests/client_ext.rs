@@ -703,3 +703,201 @@ fn an_mcp_tools_progress_is_a_tool_progress_event_of_a_streamed_run() {
         "{events:?}"
     );
 }
+
+/// An OpenAI provider that answers whole: a call to `add`, then the sum.
+fn openai_whole(request: &Value) -> (&'static str, String) {
+    let message = if answered(request) {
+        json!({"role":"assistant","content":"The sum is 5."})
+    } else {
+        json!({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
+            "function":{"name":"add","arguments":"{\"a\":2,\"b\":3}"}}]})
+    };
+    (
+        "application/json",
+        json!({"choices":[{"index":0,"message":message,"finish_reason":"stop"}],
+               "usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}})
+        .to_string(),
+    )
+}
+
+fn run_add(client: &Client, streamed: bool) -> toolnexus::error::Result<Value> {
+    let request = RunRequest {
+        prompt: "add 2 and 3".into(),
+        history: Vec::new(),
+    };
+    let tk = adder();
+    if streamed {
+        client.ask(
+            &tk,
+            &ask("add 2 and 3", None),
+            &CancelToken::new(),
+            RunData(0),
+            true,
+        )
+    } else {
+        client.run(&tk, &request, &CancelToken::new(), RunData(0))
+    }
+}
+
+#[test]
+fn body_transform_sees_the_body_after_request_params_and_its_reply_goes_on_the_wire() {
+    let provider = Provider::start(openai_whole);
+    let base = format!("http://127.0.0.1:{}/v1", provider.port);
+    let config = json!({"baseUrl": base, "style": "openai", "model": "m", "apiKey": "k",
+                        "requestParams": {"temperature": 0.25}});
+    let client = Client::from_json(&config).expect("client");
+    let (seen, events) = recorder();
+    let transform: HostFn = Arc::new(move |body: &Value, data: RunData| {
+        seen(body, data)?;
+        let mut body = body.clone();
+        body["metadata"] = json!({"via": "bodyTransform"});
+        if let Some(m) = body.as_object_mut() {
+            m.remove("temperature");
+        }
+        Ok(Some(body))
+    });
+    client.set_callback(Slot::BodyTransform, Some(transform));
+    let result = run_add(&client, false).expect("run");
+    assert_eq!(result["text"], "The sum is 5.");
+    // Called once per LLM call, after requestParams were merged.
+    let events = events.lock().expect("events").clone();
+    assert_eq!(events.len(), 2);
+    assert!(
+        events.iter().all(|b| b["temperature"] == 0.25),
+        "{events:?}"
+    );
+    assert!(events.iter().all(|b| b["model"] == "m"));
+    // What went out is the transform's reply.
+    for body in provider.bodies() {
+        assert_eq!(body["metadata"], json!({"via": "bodyTransform"}));
+        assert!(body.get("temperature").is_none(), "{body}");
+    }
+
+    // No reply: the body unchanged; a reply that is not an object: the run
+    // fails naming the slot, before anything is sent.
+    let plain = Provider::start(openai_whole);
+    let config = json!({"baseUrl": format!("http://127.0.0.1:{}/v1", plain.port),
+                        "style": "openai", "model": "m", "apiKey": "k"});
+    let client = Client::from_json(&config).expect("client");
+    run_add(&client, false).expect("run without the slot");
+    let (observer, _) = recorder();
+    client.set_callback(Slot::BodyTransform, Some(observer));
+    run_add(&client, false).expect("run with an observing transform");
+    let bodies = plain.bodies();
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(
+        bodies[..2],
+        bodies[2..],
+        "a transform with no reply changes nothing"
+    );
+    let bad: HostFn = Arc::new(|_: &Value, _: RunData| Ok(Some(json!([1]))));
+    client.set_callback(Slot::BodyTransform, Some(bad));
+    let e = run_add(&client, false).expect_err("a non-object body");
+    assert_eq!(e.code, ErrorCode::CallbackError);
+    assert!(e.message.contains("bodyTransform"), "{}", e.message);
+    assert_eq!(plain.bodies().len(), 4, "nothing sent");
+}
+
+/// A `httpClient` that answers as `handler` would over HTTP, keeping each
+/// event; its first `fail_first` answers are 503s.
+fn host_transport(
+    handler: fn(&Value) -> (&'static str, String),
+    fail_first: usize,
+) -> (HostFn, Arc<Mutex<Vec<Value>>>) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&log);
+    let f: HostFn = Arc::new(move |event: &Value, _: RunData| {
+        let mut log = kept.lock().map_err(|e| e.to_string())?;
+        log.push(event.clone());
+        if log.len() <= fail_first {
+            return Ok(Some(
+                json!({"status": 503, "headers": {"Retry-After": "0"}, "body": "busy"}),
+            ));
+        }
+        let body: Value = serde_json::from_str(event["body"].as_str().unwrap_or_default())
+            .map_err(|e| e.to_string())?;
+        let (kind, text) = handler(&body);
+        Ok(Some(
+            json!({"status": 200, "headers": {"content-type": kind}, "body": text}),
+        ))
+    });
+    (f, log)
+}
+
+#[test]
+fn http_client_is_the_llm_transport_whole_streamed_and_retried() {
+    // Nothing listens at the baseUrl: every answer is the host's.
+    let closed = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let config = json!({"baseUrl": format!("http://127.0.0.1:{port}/v1"), "style": "openai",
+                        "model": "m", "apiKey": "sk-host", "retryBaseMs": 1});
+    let client = Client::from_json(&config).expect("client");
+
+    let (transport, events) = host_transport(openai_whole, 0);
+    client.set_callback(Slot::HttpClient, Some(transport));
+    let result = run_add(&client, false).expect("run");
+    assert_eq!(result["text"], "The sum is 5.");
+    assert_eq!(result["toolCalls"][0]["output"], "5");
+    let first = events.lock().expect("events")[0].clone();
+    assert_eq!(first["method"], "POST");
+    assert_eq!(
+        first["url"],
+        format!("http://127.0.0.1:{port}/v1/chat/completions")
+    );
+    assert_eq!(first["headers"]["authorization"], "Bearer sk-host");
+    assert_eq!(first["stream"], false);
+    let sent: Value =
+        serde_json::from_str(first["body"].as_str().expect("body text")).expect("json");
+    assert_eq!(sent["model"], "m");
+
+    // Streamed: the answer is the whole SSE text, read as the socket's.
+    let (transport, events) = host_transport(openai_streaming, 0);
+    client.set_callback(Slot::HttpClient, Some(transport));
+    let (on_event, streamed) = recorder();
+    client.set_callback(Slot::OnEvent, Some(on_event));
+    let result = run_add(&client, true).expect("streamed run");
+    assert_eq!(result["text"], "The sum is 5.");
+    assert!(events
+        .lock()
+        .expect("events")
+        .iter()
+        .all(|e| e["stream"] == true));
+    let deltas: Vec<Value> = streamed
+        .lock()
+        .expect("events")
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .map(|e| e["delta"].clone())
+        .collect();
+    assert_eq!(
+        deltas,
+        [json!("Adding."), json!("The sum "), json!("is 5.")]
+    );
+    client.set_callback(Slot::OnEvent, None);
+
+    // A retryable status from the host's transport is retried as the
+    // socket's would be.
+    let (transport, events) = host_transport(openai_whole, 2);
+    client.set_callback(Slot::HttpClient, Some(transport));
+    let result = run_add(&client, false).expect("run after two 503s");
+    assert_eq!(result["text"], "The sum is 5.");
+    assert_eq!(
+        events.lock().expect("events").len(),
+        4,
+        "2 refused + 2 turns"
+    );
+
+    // A failing transport ends the run, naming the slot; a reply without a
+    // status as well.
+    for reply in [
+        Err("no network today".to_string()),
+        Ok(Some(json!({"body": "{}"}))),
+    ] {
+        let f: HostFn = Arc::new(move |_: &Value, _: RunData| reply.clone());
+        client.set_callback(Slot::HttpClient, Some(f));
+        let e = run_add(&client, false).expect_err("failed transport");
+        assert_eq!(e.code, ErrorCode::CallbackError, "{}", e.message);
+        assert!(e.message.contains("httpClient"), "{}", e.message);
+    }
+}

@@ -77,6 +77,7 @@ impl Server {
             retry_base_ms: 1,
             retryable_statuses: Vec::new(),
             timeout_ms: Some(10_000),
+            transport: None,
             secret: None,
         }
     }
@@ -278,6 +279,7 @@ fn text_deltas_reach_the_caller_while_the_stream_is_still_open() {
         retry_base_ms: 1,
         retryable_statuses: Vec::new(),
         timeout_ms: Some(10_000),
+        transport: None,
         secret: None,
     };
     let mut texts = Vec::new();

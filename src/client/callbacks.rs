@@ -43,10 +43,14 @@ pub enum Slot {
     /// SPEC §8 Conversation memory: a host store's `get` and `save`.
     StoreGet,
     StoreSave,
+    /// SPEC §8 Gap 1: the LLM request body, last, before the wire.
+    BodyTransform,
+    /// SPEC §8 Gap 2: the host's HTTP transport for the LLM calls.
+    HttpClient,
 }
 
 impl Slot {
-    pub const ALL: [Slot; 10] = [
+    pub const ALL: [Slot; 12] = [
         Slot::WaitFor,
         Slot::BeforeLlm,
         Slot::AfterLlm,
@@ -57,6 +61,8 @@ impl Slot {
         Slot::OnEvent,
         Slot::StoreGet,
         Slot::StoreSave,
+        Slot::BodyTransform,
+        Slot::HttpClient,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +77,8 @@ impl Slot {
             Slot::OnEvent => "onEvent",
             Slot::StoreGet => "storeGet",
             Slot::StoreSave => "storeSave",
+            Slot::BodyTransform => "bodyTransform",
+            Slot::HttpClient => "httpClient",
         }
     }
 

@@ -29,6 +29,12 @@ pub struct Exchange<'a> {
     pub on_text: Option<&'a mut dyn FnMut(&str)>,
     /// The run's host data, for a provider that calls the host.
     pub data: RunData,
+    /// The body as the client's `bodyTransform` left it (SPEC §8 Gap 1),
+    /// sent in `body`'s stead; `None` without one.
+    pub transformed: Option<Value>,
+    /// The client's `httpClient` (SPEC §8 Gap 2), in the socket pool's
+    /// stead.
+    pub transport: Option<http::Transport>,
 }
 
 /// Answers one turn with the provider's decoded response, in the style's
@@ -73,8 +79,12 @@ pub(crate) fn complete_at(
     exchange: Exchange<'_>,
     answered: &dyn Fn(),
 ) -> Result<Value> {
-    let encoded = exchange.body.encode();
-    let call = provider::prepare_for(config, encoded, exchange.on_text.is_some())?;
+    let encoded = match &exchange.transformed {
+        Some(body) => serde_json::to_vec(body).unwrap_or_default(),
+        None => exchange.body.encode(),
+    };
+    let mut call = provider::prepare_for(config, encoded, exchange.on_text.is_some())?;
+    call.transport = exchange.transport;
     let reply = match exchange.on_text {
         None => http::send_until(
             &call,
@@ -118,7 +128,11 @@ impl Provider for GenerateProvider {
                 "an in-process client cannot stream: its generate function returns whole answers (use tn_run or tn_ask without stream)",
             ));
         }
-        let request = inprocess::request_of(&exchange.body.to_value(), exchange.turn);
+        let body = match exchange.transformed {
+            Some(body) => body,
+            None => exchange.body.to_value(),
+        };
+        let request = inprocess::request_of(&body, exchange.turn);
         let mut attempt = 0;
         loop {
             if exchange.cancel.is_cancelled() {

@@ -15,7 +15,7 @@ use super::Client;
 use crate::cancel::CancelToken;
 use crate::error::{Error, ErrorCode, Result};
 use crate::provider::failover::{Leg, Served};
-use crate::provider::http::{default_verdict, FailedAttempt, Verdict};
+use crate::provider::http::{self, default_verdict, FailedAttempt, Verdict};
 use crate::provider::Style;
 use crate::tool::{ExecContext, ToolResult};
 use crate::toolkit::Toolkit;
@@ -273,6 +273,61 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// SPEC §8 Gap 1: the body after `requestParams`, through the client's
+    /// `bodyTransform` (its reply the body to send; no reply: unchanged).
+    /// `None` without the slot, so that the body goes out as it is built.
+    fn body_transform(&self, body: &Body<'_>) -> Result<Option<Value>> {
+        if self.callbacks.get(Slot::BodyTransform).is_none() {
+            return Ok(None);
+        }
+        let original = body.to_value();
+        match self.call(Slot::BodyTransform, || original.clone())? {
+            None => Ok(Some(original)),
+            Some(v @ Value::Object(_)) => Ok(Some(v)),
+            Some(other) => Err(bad_reply(
+                Slot::BodyTransform,
+                "the body as a JSON object",
+                &other,
+            )),
+        }
+    }
+
+    /// SPEC §8 Gap 2: the client's `httpClient` as the provider call's
+    /// transport. The event is `{method: "POST", url, headers, body,
+    /// stream}` (`body` the request's JSON text); the reply `{status,
+    /// headers?, body}` (`body` the answer's text, the whole SSE text for a
+    /// stream, or JSON, which is sent on as its text).
+    fn http_client(&self) -> Option<http::Transport> {
+        let f = self.callbacks.get(Slot::HttpClient)?.clone();
+        let stop = RunStop {
+            cancel: self.cancel.clone(),
+            deadline: self.deadline,
+        };
+        let data = self.data;
+        Some(http::Transport(Arc::new(
+            move |req: &http::TransportRequest<'_>| {
+                let headers: Map<String, Value> = req
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                        (k.as_str().to_string(), Value::String(v))
+                    })
+                    .collect();
+                let event = json!({
+                    "method": "POST",
+                    "url": req.url,
+                    "headers": headers,
+                    "body": String::from_utf8_lossy(req.body),
+                    "stream": req.stream,
+                });
+                let reply = with_stop(stop.clone(), || f(&event, data))
+                    .map_err(|m| callback_error(Slot::HttpClient, &m))?;
+                transport_reply(reply)
+            },
+        )))
+    }
+
     /// One provider round trip, with `onError` consulted on each failure;
     /// through one upstream (`leg`) of a client with `upstreams`.
     pub(super) fn complete(&self, turn: u32, leg: Option<&Leg<'_>>) -> Result<Value> {
@@ -337,8 +392,12 @@ impl Run<'_> {
                 event_failed = self.event(|| json!({"type": "text", "delta": delta})).err();
             }
         };
+        let transformed = self.body_transform(&body)?;
+        let transport = self.http_client();
         let exchange = Exchange {
             body: &body,
+            transformed,
+            transport,
             turn,
             deadline: leg.map_or(self.deadline, |l| l.deadline),
             cancel: self.cancel,
@@ -840,6 +899,43 @@ fn run_bounded<C: Send, T: Send>(
                 })
         })
         .collect()
+}
+
+/// A `httpClient` reply as the answer to one attempt.
+fn transport_reply(reply: Option<Value>) -> Result<http::TransportReply> {
+    let bad = |why: &str| {
+        callback_error(
+            Slot::HttpClient,
+            &format!("its reply {why}; expected {{status, headers?, body}}"),
+        )
+    };
+    let Some(Value::Object(mut reply)) = reply else {
+        return Err(bad("is not an object"));
+    };
+    let status = reply
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok())
+        .filter(|s| (100..=599).contains(s))
+        .ok_or_else(|| bad("has no status from 100 to 599"))?;
+    let retry_after = reply
+        .get("headers")
+        .and_then(Value::as_object)
+        .and_then(|h| {
+            h.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+                .and_then(|(_, v)| v.as_str().map(str::to_string))
+        });
+    let body = match reply.remove("body") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => s.into_bytes(),
+        Some(other) => serde_json::to_vec(&other).unwrap_or_default(),
+    };
+    Ok(http::TransportReply {
+        status,
+        retry_after,
+        body: body.into(),
+    })
 }
 
 #[cfg(test)]

@@ -313,7 +313,14 @@ pub unsafe extern "C" fn tn_client_free(client: *mut tn_client) {
 /// with `metadata.pending` is a suspension — or `{args}` to rewrite),
 /// `afterTool` (event `{name, args, result, id, turn}`; reply `{result}`
 /// to replace), `onError` (event `{status?, error, attempt, retryable}`;
-/// reply `"retry"` or `"fail"`, bounded by `retries`; nothing = default).
+/// reply `"retry"` or `"fail"`, bounded by `retries`; nothing = default),
+/// `bodyTransform` (event: the LLM request body after `beforeLLM` and
+/// `requestParams`; reply: the body to send, or nothing to send it as it
+/// is), `httpClient` (the LLM calls' transport in the library's stead:
+/// event `{method: "POST", url, headers, body, stream}` with `body` the
+/// request's JSON text; reply `{status, headers?, body}` with `body` the
+/// answer's text — a stream's whole SSE text — read as the wire's would be,
+/// retries and `Retry-After` included; MCP and HTTP tools keep their own).
 ///
 /// A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
 /// for this `user_data` — also when this call fails, so the caller never

@@ -33,6 +33,40 @@ pub const REDACTED: &str = "«redacted»";
 /// Keys whose values a provider reflects back and an error never shows.
 const REDACTED_KEYS: [&str; 4] = ["user_id", "account_id", "org_id", "organization"];
 
+/// The host's HTTP transport for the LLM calls (SPEC §8 Gap 2, a client's
+/// `httpClient`): each attempt's POST goes to it instead of the socket
+/// pool, and its answer is read as the wire's would be (retries, statuses
+/// and `Retry-After` included; a 2xx answer to a streamed request is the
+/// whole SSE text). `Err` is final: the host's transport failed.
+#[derive(Clone)]
+pub struct Transport(pub std::sync::Arc<TransportFn>);
+
+/// What a [`Transport`] calls.
+pub type TransportFn = dyn Fn(&TransportRequest<'_>) -> Result<TransportReply, Error> + Send + Sync;
+
+/// One POST handed to a [`Transport`].
+pub struct TransportRequest<'a> {
+    pub url: &'a str,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+    /// Whether the request asks for a stream (its 2xx answer is SSE).
+    pub stream: bool,
+}
+
+/// A [`Transport`]'s answer.
+pub struct TransportReply {
+    pub status: u16,
+    /// The answer's `Retry-After`, when it has one.
+    pub retry_after: Option<String>,
+    pub body: bytes::Bytes,
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Transport")
+    }
+}
+
 /// One prepared provider request.
 #[derive(Debug, Clone)]
 pub struct Call {
@@ -47,6 +81,8 @@ pub struct Call {
     /// Retried besides [`RETRYABLE`].
     pub retryable_statuses: Vec<u16>,
     pub timeout_ms: Option<u64>,
+    /// The host's transport, in the socket pool's stead.
+    pub transport: Option<Transport>,
     /// The API key, only so that it can be kept out of error messages.
     pub secret: Option<String>,
 }
@@ -187,9 +223,31 @@ fn send_to(
         if cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(cancelled());
         }
-        let answer = match sink.as_deref_mut() {
-            None => wire::exchange(&call.target, &outgoing, deadline, cancel),
-            Some(sink) => {
+        let answer = match (&call.transport, sink.as_deref_mut()) {
+            (Some(transport), sink) => {
+                let streams = sink.is_some();
+                let reply = (transport.0)(&TransportRequest {
+                    url: &call.url,
+                    headers: &call.headers,
+                    body: &call.body,
+                    stream: streams,
+                })?;
+                let mut answer = wire::Answer {
+                    status: reply.status,
+                    retry_after: reply.retry_after,
+                    body: reply.body,
+                };
+                // A streamed 2xx answer goes to the sink, as the wire's
+                // would, piece by piece being one piece here.
+                if let (Some(sink), true) = (sink, (200..300).contains(&answer.status)) {
+                    streamed = true;
+                    sink(&answer.body);
+                    answer.body = bytes::Bytes::new();
+                }
+                Ok(answer)
+            }
+            (None, None) => wire::exchange(&call.target, &outgoing, deadline, cancel),
+            (None, Some(sink)) => {
                 let mut noted = |piece: &[u8]| {
                     streamed = true;
                     sink(piece)

@@ -366,6 +366,7 @@ pub(crate) fn prepare_for(
         retry_base_ms: config.retry_base_ms,
         retryable_statuses: config.retryable_statuses.clone(),
         timeout_ms: config.timeout_ms,
+        transport: None,
         secret: api_key,
     })
 }
