@@ -14,7 +14,10 @@
 //!   journal), which several processes on one machine can share;
 //! - `"postgres://…"` / `"postgresql://…"`: a PostgreSQL database (the table
 //!   is created when missing), which processes on several machines can share
-//!   behind one load balancer.
+//!   behind one load balancer;
+//! - `"host:<name>"`: a store the host supplies ([`register`]; through the C
+//!   ABI `tn_store_register`, its callbacks called for every get, save and
+//!   delete).
 //!
 //! Any other selector is refused with upstream's pinned sentence
 //! ([`unknown_selector`]).
@@ -87,7 +90,62 @@ pub fn resolve(selector: Option<&str>) -> Result<Arc<dyn Store>> {
     if s.starts_with("postgres://") || s.starts_with("postgresql://") {
         return Ok(Arc::new(PostgresStore::open(s)?));
     }
+    if let Some(name) = s.strip_prefix("host:") {
+        return registered(name);
+    }
     Err(unknown_selector(s))
+}
+
+/// The stores hosts registered, by name. A store resolved from here is an
+/// `Arc` of its own: unregistering the name leaves every user of the store
+/// with it until the last one lets go.
+static HOST_STORES: Mutex<Option<HashMap<String, Arc<dyn Store>>>> = Mutex::new(None);
+
+fn host_stores() -> std::sync::MutexGuard<'static, Option<HashMap<String, Arc<dyn Store>>>> {
+    HOST_STORES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Makes `store` the one selector `host:<name>` names, from now on, in
+/// this process. A name already registered is refused (unregister it
+/// first); an empty name too.
+pub fn register(name: &str, store: Arc<dyn Store>) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid_argument(
+            "a host store needs a name (selector host:<name>)",
+        ));
+    }
+    let mut stores = host_stores();
+    let stores = stores.get_or_insert_with(HashMap::new);
+    if stores.contains_key(name) {
+        return Err(Error::invalid_argument(format!(
+            "a host store named {} is already registered (unregister it first)",
+            serde_json::to_string(name).unwrap_or_default()
+        )));
+    }
+    stores.insert(name.to_string(), store);
+    Ok(())
+}
+
+/// Forgets the store registered as `name`; `true` when there was one. The
+/// agents already using it keep it (it is released when the last is done).
+pub fn unregister(name: &str) -> bool {
+    let removed = host_stores()
+        .as_mut()
+        .and_then(|stores| stores.remove(name));
+    // Released after the registry's lock: a store's last release runs the
+    // host's finalizer, which may call back in.
+    removed.is_some()
+}
+
+fn registered(name: &str) -> Result<Arc<dyn Store>> {
+    let found = host_stores()
+        .as_ref()
+        .and_then(|stores| stores.get(name).cloned());
+    found.ok_or_else(|| {
+        Error::invalid_config(format!(
+            "store \"host:{name}\": no host store is registered under that name"
+        ))
+    })
 }
 
 /// Records held in this process.
@@ -626,6 +684,67 @@ mod tests {
         assert_eq!(e.code, crate::error::ErrorCode::InvalidConfig);
         assert!(e.message.contains("cannot connect"), "{}", e.message);
         assert!(!e.message.contains("secret"), "{}", e.message);
+    }
+
+    /// A memory store that counts its live copies (what a host's
+    /// `user_data_free` would see).
+    struct Counted(MemoryStore, Arc<AtomicU64>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl Store for Counted {
+        fn get(&self, kind: Kind, id: &str) -> std::result::Result<Option<Value>, String> {
+            self.0.get(kind, id)
+        }
+        fn save(&self, kind: Kind, id: &str, record: &Value) -> std::result::Result<(), String> {
+            self.0.save(kind, id, record)
+        }
+        fn delete(&self, kind: Kind, id: &str) -> std::result::Result<bool, String> {
+            self.0.delete(kind, id)
+        }
+        fn selector(&self) -> String {
+            "host:counted".into()
+        }
+    }
+
+    #[test]
+    fn a_registered_host_store_is_named_by_its_selector_and_outlives_unregister() {
+        let name = format!("unit-{}", uuid::Uuid::new_v4());
+        let sel = format!("host:{name}");
+        let dropped = Arc::new(AtomicU64::new(0));
+        let e = resolve(Some(&sel)).err().expect("nothing registered yet");
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidConfig);
+        assert!(e.message.contains(&sel), "{}", e.message);
+        let store = Counted(MemoryStore::default(), Arc::clone(&dropped));
+        register(&name, Arc::new(store)).expect("register");
+        let again = Counted(MemoryStore::default(), Arc::clone(&dropped));
+        let e = register(&name, Arc::new(again))
+            .err()
+            .expect("a second one");
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidArgument);
+        assert!(e.message.contains("already registered"), "{}", e.message);
+        // The refused one is released at once; the registered one is not.
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        let s = resolve(Some(&sel)).expect("resolved");
+        round_trip(&*s);
+        s.save(Kind::Task, "kept", &json!({"n": 1})).expect("save");
+        // Another resolve is the same store, not a copy.
+        let other = resolve(Some(&sel)).expect("resolved again");
+        assert_eq!(other.get(Kind::Task, "kept"), Ok(Some(json!({"n": 1}))));
+        drop(other);
+        assert!(unregister(&name));
+        assert!(!unregister(&name));
+        assert!(resolve(Some(&sel)).is_err());
+        // Still in use: still there, released with its last user.
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        assert_eq!(s.get(Kind::Task, "kept"), Ok(Some(json!({"n": 1}))));
+        drop(s);
+        assert_eq!(dropped.load(Ordering::SeqCst), 2);
+        assert!(register("", Arc::new(MemoryStore::default())).is_err());
     }
 
     #[test]
