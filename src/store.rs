@@ -359,15 +359,26 @@ impl Store for SqliteStore {
 
 /// Records in a PostgreSQL table `toolnexus_records(kind, id, body,
 /// updated_ms)` (`body` is the JSON text as written: a `jsonb` column would
-/// reorder keys that upstream's shapes pin). The connection lives on a thread of its own (the
-/// synchronous client runs a runtime of its own, which must not start, nor
-/// be dropped, on a thread of another); it is made on first use and made
-/// again once when it broke. A save is acknowledged only once the database
-/// has it.
+/// reorder keys that upstream's shapes pin). The connection lives on a
+/// thread of its own (the synchronous client runs a runtime of its own,
+/// which must not start, nor be dropped, on a thread of another); it is
+/// made on first use and made again whenever it broke, so a database that
+/// went away and came back is used again with nothing to restart. A save is
+/// acknowledged only once the database has it.
+///
+/// Every call is bounded ([`PostgresStore::CALL_TIMEOUT`]): a database that
+/// stops answering (a network that drops packets, a proxy that stalls) is
+/// an error naming the store after that long, never a caller stuck for
+/// good; the stuck connection's thread is then left to its fate and the
+/// next call starts a fresh one.
 pub struct PostgresStore {
     /// The URL with any password taken out (what `selector` answers).
     shown: String,
-    jobs: Mutex<std::sync::mpsc::Sender<PgJob>>,
+    url: String,
+    timeout: Duration,
+    /// The connection thread's queue, and its generation (bumped each time
+    /// a stuck thread is replaced).
+    jobs: Mutex<(u64, std::sync::mpsc::Sender<PgJob>)>,
 }
 
 type PgJob = Box<dyn FnOnce(&mut PgConn) + Send>;
@@ -375,6 +386,7 @@ type PgJob = Box<dyn FnOnce(&mut PgConn) + Send>;
 /// The worker's side: the URL and the connection, if one is open.
 struct PgConn {
     url: String,
+    timeout: Duration,
     client: Option<postgres::Client>,
 }
 
@@ -385,8 +397,13 @@ impl PgConn {
     ) -> std::result::Result<T, String> {
         for attempt in 0..2 {
             if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
+                self.client = None;
                 let mut config: postgres::Config = self.url.parse().map_err(|e| format!("{e}"))?;
-                config.connect_timeout(Duration::from_secs(10));
+                config
+                    .connect_timeout(self.timeout)
+                    .tcp_user_timeout(self.timeout)
+                    .keepalives(true)
+                    .keepalives_idle(Duration::from_secs(30));
                 self.client = Some(
                     config
                         .connect(postgres::NoTls)
@@ -398,9 +415,15 @@ impl PgConn {
             };
             match f(c) {
                 Ok(v) => return Ok(v),
-                // A connection that closed under the call: once more.
+                // A connection that closed under the call: once more, on a
+                // new one.
                 Err(_) if attempt == 0 && c.is_closed() => self.client = None,
-                Err(e) => return Err(format!("{e}")),
+                Err(e) => {
+                    if c.is_closed() {
+                        self.client = None;
+                    }
+                    return Err(format!("{e}"));
+                }
             }
         }
         Err("the connection closed twice".into())
@@ -408,7 +431,15 @@ impl PgConn {
 }
 
 impl PostgresStore {
+    /// How long one call may take, connecting included.
+    pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
     pub fn open(url: &str) -> Result<PostgresStore> {
+        PostgresStore::open_within(url, PostgresStore::CALL_TIMEOUT)
+    }
+
+    /// [`PostgresStore::open`] with calls bounded by `timeout`.
+    pub fn open_within(url: &str, timeout: Duration) -> Result<PostgresStore> {
         let shown = match url::Url::parse(url) {
             Ok(mut u) => {
                 if u.password().is_some() {
@@ -418,22 +449,13 @@ impl PostgresStore {
             }
             Err(_) => "postgres://…".into(),
         };
-        let (tx, rx) = std::sync::mpsc::channel::<PgJob>();
-        let mut conn = PgConn {
-            url: url.into(),
-            client: None,
-        };
-        std::thread::Builder::new()
-            .name("toolnexus-postgres".into())
-            .spawn(move || {
-                while let Ok(job) = rx.recv() {
-                    job(&mut conn);
-                }
-            })
+        let worker = PostgresStore::worker(url, timeout)
             .map_err(|e| Error::invalid_config(format!("store \"{shown}\": no thread: {e}")))?;
         let store = PostgresStore {
             shown,
-            jobs: Mutex::new(tx),
+            url: url.into(),
+            timeout,
+            jobs: Mutex::new((0, worker)),
         };
         store
             .with(|c| {
@@ -447,26 +469,75 @@ impl PostgresStore {
                     )",
                 )
             })
-            .map_err(|e| Error::invalid_config(format!("store \"{}\": {e}", store.shown)))?;
+            .map_err(Error::invalid_config)?;
         Ok(store)
     }
 
-    /// Runs `f` on the store's thread and waits for its answer.
+    /// A connection thread: it runs the jobs sent to it, one at a time,
+    /// until the sender is dropped.
+    fn worker(url: &str, timeout: Duration) -> std::io::Result<std::sync::mpsc::Sender<PgJob>> {
+        let (tx, rx) = std::sync::mpsc::channel::<PgJob>();
+        let mut conn = PgConn {
+            url: url.into(),
+            timeout,
+            client: None,
+        };
+        std::thread::Builder::new()
+            .name("toolnexus-postgres".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job(&mut conn);
+                }
+            })?;
+        Ok(tx)
+    }
+
+    /// Runs `f` on the store's thread and waits for its answer, at most the
+    /// store's timeout. A failure is a sentence naming the store.
     fn with<T: Send + 'static>(
         &self,
         f: impl Fn(&mut postgres::Client) -> std::result::Result<T, postgres::Error> + Send + 'static,
     ) -> std::result::Result<T, String> {
+        let named = |e: String| format!("store \"{}\": {e}", self.shown);
         let (tx, rx) = std::sync::mpsc::channel();
         let job: PgJob = Box::new(move |conn: &mut PgConn| {
             let _ = tx.send(conn.run(&f));
         });
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .send(job)
-            .map_err(|_| "the store's connection thread is gone".to_string())?;
-        rx.recv()
-            .unwrap_or_else(|_| Err("the store's connection thread is gone".into()))
+        let generation = {
+            let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            jobs.1
+                .send(job)
+                .map_err(|_| named("the store's connection thread is gone".into()))?;
+            jobs.0
+        };
+        // The connection's own timeouts come first; this one catches a
+        // database that accepted the connection and then went silent.
+        match rx.recv_timeout(self.timeout + Duration::from_millis(500)) {
+            Ok(answer) => answer.map_err(named),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                self.replace_worker(generation);
+                Err(named(format!(
+                    "no answer within {} ms (the database may be unreachable)",
+                    self.timeout.as_millis()
+                )))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Err(named("the store's connection thread is gone".into()))
+            }
+        }
+    }
+
+    /// Gives the store a fresh connection thread in place of the one of
+    /// `generation`, stuck on a silent database (once per generation,
+    /// however many callers gave up on it).
+    fn replace_worker(&self, generation: u64) {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        if jobs.0 != generation {
+            return;
+        }
+        if let Ok(fresh) = PostgresStore::worker(&self.url, self.timeout) {
+            *jobs = (generation + 1, fresh);
+        }
     }
 }
 
@@ -481,7 +552,6 @@ impl Store for PostgresStore {
             .map(|row| row.map(|r| r.get::<_, String>(0)))
         })
         .map(|body| body.and_then(|b| serde_json::from_str(&b).ok()))
-        .map_err(|e| format!("store: postgres: {e}"))
     }
 
     fn save(&self, kind: Kind, id: &str, record: &Value) -> std::result::Result<(), String> {
@@ -496,7 +566,6 @@ impl Store for PostgresStore {
             )
         })
         .map(|_| ())
-        .map_err(|e| format!("store: postgres: {e}"))
     }
 
     fn delete(&self, kind: Kind, id: &str) -> std::result::Result<bool, String> {
@@ -508,7 +577,6 @@ impl Store for PostgresStore {
             )
         })
         .map(|n| n > 0)
-        .map_err(|e| format!("store: postgres: {e}"))
     }
 
     fn selector(&self) -> String {
@@ -745,6 +813,37 @@ mod tests {
         drop(s);
         assert_eq!(dropped.load(Ordering::SeqCst), 2);
         assert!(register("", Arc::new(MemoryStore::default())).is_err());
+    }
+
+    #[test]
+    fn a_postgres_that_accepts_and_never_answers_is_an_error_in_bounded_time() {
+        // A server that takes the connection and says nothing: the client's
+        // own connect timeout does not cover the handshake.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = silent.local_addr().expect("addr").port();
+        let held = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for conn in silent.incoming().take(1) {
+                kept.push(conn);
+            }
+            std::thread::sleep(Duration::from_secs(3));
+        });
+        let url = format!("postgres://nobody@127.0.0.1:{port}/none");
+        let started = std::time::Instant::now();
+        let e = PostgresStore::open_within(&url, Duration::from_millis(300))
+            .err()
+            .expect("refused");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidConfig);
+        assert_eq!(
+            e.message,
+            format!("store \"{url}\": no answer within 300 ms (the database may be unreachable)")
+        );
+        drop(held);
     }
 
     #[test]
