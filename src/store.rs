@@ -421,15 +421,17 @@ impl PgConn {
             };
             match f(c) {
                 Ok(v) => return Ok(v),
-                // A connection that closed under the call: once more, on a
-                // new one.
-                Err(_) if attempt == 0 && c.is_closed() => self.client = None,
-                Err(e) => {
-                    if c.is_closed() {
-                        self.client = None;
+                // An error the database did not report itself is the
+                // connection's (closed, reset, broken): the connection is
+                // dropped, and the call tried once more on a new one (every
+                // statement here may run twice).
+                Err(e) if e.as_db_error().is_none() || e.is_closed() || c.is_closed() => {
+                    self.client = None;
+                    if attempt > 0 {
+                        return Err(format!("{e}"));
                     }
-                    return Err(format!("{e}"));
                 }
+                Err(e) => return Err(format!("{e}")),
             }
         }
         Err("the connection closed twice".into())
@@ -796,9 +798,7 @@ mod tests {
         let store = Counted(MemoryStore::default(), Arc::clone(&dropped));
         register(&name, Arc::new(store)).expect("register");
         let again = Counted(MemoryStore::default(), Arc::clone(&dropped));
-        let e = register(&name, Arc::new(again))
-            .err()
-            .expect("a second one");
+        let e = register(&name, Arc::new(again)).expect_err("a second one");
         assert_eq!(e.code, crate::error::ErrorCode::InvalidArgument);
         assert!(e.message.contains("already registered"), "{}", e.message);
         // The refused one is released at once; the registered one is not.

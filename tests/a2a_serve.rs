@@ -1274,10 +1274,7 @@ fn a_postgres_lost_mid_run_is_a_clear_error_and_no_acknowledged_task_is_lost() {
     let refused = rpc(&s.base, "SendMessage", json!({"message": message}));
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     let text = refused["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        text.starts_with(&shown) && text.contains("cannot connect"),
-        "{refused}"
-    );
+    assert!(text.starts_with(&shown), "{refused}");
     let unread = rpc(&s.base, "GetTask", json!({"id": kept}));
     assert_eq!(unread["error"]["code"], -32603, "{unread}");
     let text = unread["error"]["message"].as_str().unwrap_or_default();

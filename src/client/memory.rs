@@ -281,7 +281,7 @@ mod tests {
         records
             .save(Kind::Conversation, "bad", &json!({"not": "a list"}))
             .expect("save");
-        let e = store.get("bad").err().expect("wrong shape");
+        let e = store.get("bad").expect_err("wrong shape");
         assert_eq!(e.code, ErrorCode::Internal);
         assert!(
             e.message

@@ -64,8 +64,9 @@ impl Store for HostStore {
 }
 
 /// Registers a host store under `name`: from now on the selector
-/// `"host:<name>"` (the A2A block's `"store"` in `tn_serve`, `toolnexus
-/// serve`) names it, in this process. `callback` is called for every
+/// `"host:<name>"` names it, in this process: the A2A block's `"store"`
+/// of `tn_serve_with_client`, a client's `"store"` key (`tn_ask`'s
+/// conversations). `callback` is called for every
 /// operation with one event JSON and answers through `tn_reply_set_json`
 /// (the library copies the answer; nothing the host allocates crosses the
 /// boundary) or fails through `tn_reply_set_error`:
@@ -84,7 +85,9 @@ impl Store for HostStore {
 /// per kind. A failure (`tn_reply_set_error`, a missing or wrong answer) is
 /// reported by the operation that needed the store as an error naming it:
 /// `store "host:<name>": get failed: <message>`. The callback may run on
-/// any thread, concurrently; no lock is held while it runs.
+/// any thread, concurrently; no lock is held while it runs, so it may call
+/// back into the library. The operation waits for it: a callback that
+/// blocks holds up the request that needed the store.
 ///
 /// `user_data_free` (nullable) runs once, when the store is released: after
 /// `tn_store_unregister` and the end of the last server or agent using it,
