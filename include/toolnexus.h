@@ -599,7 +599,14 @@ tn_status tn_toolkit_build_with(const char *config_json,
  Builds a client from client JSON: the `tn_translate` client keys
  (`baseUrl`, `style`, `model`, `apiKey`, `headers`, `systemPrompt`,
  `retries`, `retryBaseMs`, `timeoutMs` — here a whole-run deadline —,
- `requestParams`) plus `maxTurns` (default 10).
+ `requestParams`) plus `maxTurns` (default 10) and `store`: where
+ `tn_ask` with an `id` keeps the conversation when no `storeGet` /
+ `storeSave` slots are set, a store selector (`"memory"`, the default:
+ the client's own memory; `"file:<dir>"`, `"sqlite:<path>"`,
+ `"postgres://…"`, or `"host:<name>"` for a store registered with
+ `tn_store_register`). The transcript is a record of kind
+ `conversation` under its id, so an A2A agent on the same store shares
+ it.
 
  On success `*out_client` receives the client and `*out_error` NULL; on
  failure `*out_client` receives NULL and `*out_error` the error JSON (free
@@ -776,8 +783,8 @@ tn_status tn_run_resume(const tn_client *client,
  Builds an in-process client (SPEC §8 In-process models): its turns are
  answered by `generate` instead of an HTTP endpoint, so the loop runs with
  no network at all. `client_json` = `{model, systemPrompt?, maxTurns?,
- retries?, timeoutMs?, requestParams?}` — no `baseUrl`, `style`, `apiKey`
- or `headers`. Messages are OpenAI-shaped.
+ retries?, timeoutMs?, requestParams?, store?}` (`store` as in
+ `tn_client_new`) — no `baseUrl`, `style`, `apiKey` or `headers`. Messages are OpenAI-shaped.
 
  `generate` is called once per turn with `{model, messages, tools, turn,
  params?}` (the transcript so far, the toolkit's OpenAI declarations) and
@@ -1084,7 +1091,8 @@ tn_status tn_serve(const tn_toolkit *toolkit,
  `a2a` block in `serve_json` asks for (SPEC §7B): `{"transport":"http",
  "addr", "mcp"?, "a2a": {"name"?, "description"?, "version"?,
  "provider"?: {"organization","url"}, "skills"?: [names], "store"?:
- "memory" | "file:<dir>" | "sqlite:<path>"}}`. Beside `/mcp` (answered
+ "memory" | "file:<dir>" | "sqlite:<path>" | "postgres://…" |
+ "host:<name>" (a store registered with `tn_store_register`)}}`. Beside `/mcp` (answered
  first, never shadowed) the server then answers `GET
  /.well-known/agent-card.json` (the card: the skill source's skills) and
  JSON-RPC `SendMessage` / `GetTask` on any other POST path; each task
@@ -1143,6 +1151,64 @@ bool tn_serve_wait(const tn_server *server,
  `server` is NULL or a server from `tn_serve` not yet stopped.
  */
 void tn_serve_stop(tn_server *server);
+
+/*
+ Registers a host store under `name`: from now on the selector
+ `"host:<name>"` names it, in this process: the A2A block's `"store"`
+ of `tn_serve_with_client`, a client's `"store"` key (`tn_ask`'s
+ conversations). `callback` is called for every
+ operation with one event JSON and answers through `tn_reply_set_json`
+ (the library copies the answer; nothing the host allocates crosses the
+ boundary) or fails through `tn_reply_set_error`:
+
+ - `{"op":"get","kind","id"}`: answer the record saved under (kind, id),
+   or `null` for one never saved. Setting no answer (or an answer that
+   did not parse) is an error;
+ - `{"op":"save","kind","id","record"}`: keep `record` (any JSON value)
+   under (kind, id), replacing what was there; any answer or none is a
+   success. The library acknowledges what it saved, so a save should
+   return once the record is durable;
+ - `{"op":"delete","kind","id"}`: forget the record; answer `true` when
+   there was one, `false` when not. Anything else is an error.
+
+ `kind` is `"task"`, `"conversation"` or `"checkpoint"`; ids are unique
+ per kind. A failure (`tn_reply_set_error`, a missing or wrong answer) is
+ reported by the operation that needed the store as an error naming it:
+ `store "host:<name>": get failed: <message>`. The callback may run on
+ any thread, concurrently; no lock is held while it runs, so it may call
+ back into the library. The operation waits for it: a callback that
+ blocks holds up the request that needed the store.
+
+ `user_data_free` (nullable) runs once, when the store is released: after
+ `tn_store_unregister` and the end of the last server or agent using it,
+ or at once when this call fails. A name already registered is
+ `TN_INVALID_ARGUMENT` (unregister it first), as is an empty one; a NULL
+ callback `TN_NULL_ARGUMENT`. `*out_error` (nullable) receives the error
+ JSON, or NULL on success.
+
+ # Safety
+ `name` is NULL or NUL-terminated; `out_error` is NULL or writable;
+ `callback` and `user_data` must be usable from any thread until
+ `user_data_free` runs.
+ */
+tn_status tn_store_register(const char *name,
+                            tn_callback callback,
+                            void *user_data,
+                            tn_user_data_free user_data_free,
+                            char **out_error);
+
+/*
+ Forgets the host store registered as `name`: new selectors
+ `"host:<name>"` are refused from now on (until a store is registered
+ under it again), while servers already using it keep it until they end;
+ its `user_data_free` runs once the last of them is done. An unknown name
+ is `TN_INVALID_ARGUMENT`. `*out_error` (nullable) as `tn_store_register`.
+
+ # Safety
+ `name` is NULL or NUL-terminated; `out_error` is NULL or writable.
+ */
+tn_status tn_store_unregister(const char *name,
+                              char **out_error);
 
 /*
  Frees a string the library handed out. NULL is a no-op; not twice; never

@@ -14,7 +14,10 @@
 //!   journal), which several processes on one machine can share;
 //! - `"postgres://…"` / `"postgresql://…"`: a PostgreSQL database (the table
 //!   is created when missing), which processes on several machines can share
-//!   behind one load balancer.
+//!   behind one load balancer;
+//! - `"host:<name>"`: a store the host supplies ([`register`]; through the C
+//!   ABI `tn_store_register`, its callbacks called for every get, save and
+//!   delete).
 //!
 //! Any other selector is refused with upstream's pinned sentence
 //! ([`unknown_selector`]).
@@ -87,7 +90,68 @@ pub fn resolve(selector: Option<&str>) -> Result<Arc<dyn Store>> {
     if s.starts_with("postgres://") || s.starts_with("postgresql://") {
         return Ok(Arc::new(PostgresStore::open(s)?));
     }
+    if let Some(name) = s.strip_prefix("host:") {
+        return registered(name);
+    }
     Err(unknown_selector(s))
+}
+
+/// The stores hosts registered, by name. A store resolved from here is an
+/// `Arc` of its own: unregistering the name leaves every user of the store
+/// with it until the last one lets go.
+static HOST_STORES: Mutex<Option<HashMap<String, Arc<dyn Store>>>> = Mutex::new(None);
+
+fn host_stores() -> std::sync::MutexGuard<'static, Option<HashMap<String, Arc<dyn Store>>>> {
+    HOST_STORES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Makes `store` the one selector `host:<name>` names, from now on, in
+/// this process. A name already registered is refused (unregister it
+/// first); an empty name too.
+pub fn register(name: &str, store: Arc<dyn Store>) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid_argument(
+            "a host store needs a name (selector host:<name>)",
+        ));
+    }
+    let mut stores = host_stores();
+    let stores = stores.get_or_insert_with(HashMap::new);
+    if stores.contains_key(name) {
+        return Err(Error::invalid_argument(format!(
+            "a host store named {} is already registered (unregister it first)",
+            serde_json::to_string(name).unwrap_or_default()
+        )));
+    }
+    stores.insert(name.to_string(), store);
+    Ok(())
+}
+
+/// Forgets the store registered as `name`; `true` when there was one. The
+/// agents already using it keep it (it is released when the last is done).
+pub fn unregister(name: &str) -> bool {
+    let removed = {
+        let mut guard = host_stores();
+        let removed = guard.as_mut().and_then(|stores| stores.remove(name));
+        // An empty registry holds no memory (a leak checker sees none).
+        if guard.as_ref().is_some_and(HashMap::is_empty) {
+            *guard = None;
+        }
+        removed
+    };
+    // Released after the registry's lock: a store's last release runs the
+    // host's finalizer, which may call back in.
+    removed.is_some()
+}
+
+fn registered(name: &str) -> Result<Arc<dyn Store>> {
+    let found = host_stores()
+        .as_ref()
+        .and_then(|stores| stores.get(name).cloned());
+    found.ok_or_else(|| {
+        Error::invalid_config(format!(
+            "store \"host:{name}\": no host store is registered under that name"
+        ))
+    })
 }
 
 /// Records held in this process.
@@ -301,15 +365,26 @@ impl Store for SqliteStore {
 
 /// Records in a PostgreSQL table `toolnexus_records(kind, id, body,
 /// updated_ms)` (`body` is the JSON text as written: a `jsonb` column would
-/// reorder keys that upstream's shapes pin). The connection lives on a thread of its own (the
-/// synchronous client runs a runtime of its own, which must not start, nor
-/// be dropped, on a thread of another); it is made on first use and made
-/// again once when it broke. A save is acknowledged only once the database
-/// has it.
+/// reorder keys that upstream's shapes pin). The connection lives on a
+/// thread of its own (the synchronous client runs a runtime of its own,
+/// which must not start, nor be dropped, on a thread of another); it is
+/// made on first use and made again whenever it broke, so a database that
+/// went away and came back is used again with nothing to restart. A save is
+/// acknowledged only once the database has it.
+///
+/// Every call is bounded ([`PostgresStore::CALL_TIMEOUT`]): a database that
+/// stops answering (a network that drops packets, a proxy that stalls) is
+/// an error naming the store after that long, never a caller stuck for
+/// good; the stuck connection's thread is then left to its fate and the
+/// next call starts a fresh one.
 pub struct PostgresStore {
     /// The URL with any password taken out (what `selector` answers).
     shown: String,
-    jobs: Mutex<std::sync::mpsc::Sender<PgJob>>,
+    url: String,
+    timeout: Duration,
+    /// The connection thread's queue, and its generation (bumped each time
+    /// a stuck thread is replaced).
+    jobs: Mutex<(u64, std::sync::mpsc::Sender<PgJob>)>,
 }
 
 type PgJob = Box<dyn FnOnce(&mut PgConn) + Send>;
@@ -317,6 +392,7 @@ type PgJob = Box<dyn FnOnce(&mut PgConn) + Send>;
 /// The worker's side: the URL and the connection, if one is open.
 struct PgConn {
     url: String,
+    timeout: Duration,
     client: Option<postgres::Client>,
 }
 
@@ -327,8 +403,13 @@ impl PgConn {
     ) -> std::result::Result<T, String> {
         for attempt in 0..2 {
             if self.client.as_ref().is_none_or(postgres::Client::is_closed) {
+                self.client = None;
                 let mut config: postgres::Config = self.url.parse().map_err(|e| format!("{e}"))?;
-                config.connect_timeout(Duration::from_secs(10));
+                config
+                    .connect_timeout(self.timeout)
+                    .tcp_user_timeout(self.timeout)
+                    .keepalives(true)
+                    .keepalives_idle(Duration::from_secs(30));
                 self.client = Some(
                     config
                         .connect(postgres::NoTls)
@@ -340,8 +421,16 @@ impl PgConn {
             };
             match f(c) {
                 Ok(v) => return Ok(v),
-                // A connection that closed under the call: once more.
-                Err(_) if attempt == 0 && c.is_closed() => self.client = None,
+                // An error the database did not report itself is the
+                // connection's (closed, reset, broken): the connection is
+                // dropped, and the call tried once more on a new one (every
+                // statement here may run twice).
+                Err(e) if e.as_db_error().is_none() || e.is_closed() || c.is_closed() => {
+                    self.client = None;
+                    if attempt > 0 {
+                        return Err(format!("{e}"));
+                    }
+                }
                 Err(e) => return Err(format!("{e}")),
             }
         }
@@ -350,7 +439,15 @@ impl PgConn {
 }
 
 impl PostgresStore {
+    /// How long one call may take, connecting included.
+    pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
     pub fn open(url: &str) -> Result<PostgresStore> {
+        PostgresStore::open_within(url, PostgresStore::CALL_TIMEOUT)
+    }
+
+    /// [`PostgresStore::open`] with calls bounded by `timeout`.
+    pub fn open_within(url: &str, timeout: Duration) -> Result<PostgresStore> {
         let shown = match url::Url::parse(url) {
             Ok(mut u) => {
                 if u.password().is_some() {
@@ -360,22 +457,13 @@ impl PostgresStore {
             }
             Err(_) => "postgres://…".into(),
         };
-        let (tx, rx) = std::sync::mpsc::channel::<PgJob>();
-        let mut conn = PgConn {
-            url: url.into(),
-            client: None,
-        };
-        std::thread::Builder::new()
-            .name("toolnexus-postgres".into())
-            .spawn(move || {
-                while let Ok(job) = rx.recv() {
-                    job(&mut conn);
-                }
-            })
+        let worker = PostgresStore::worker(url, timeout)
             .map_err(|e| Error::invalid_config(format!("store \"{shown}\": no thread: {e}")))?;
         let store = PostgresStore {
             shown,
-            jobs: Mutex::new(tx),
+            url: url.into(),
+            timeout,
+            jobs: Mutex::new((0, worker)),
         };
         store
             .with(|c| {
@@ -389,26 +477,75 @@ impl PostgresStore {
                     )",
                 )
             })
-            .map_err(|e| Error::invalid_config(format!("store \"{}\": {e}", store.shown)))?;
+            .map_err(Error::invalid_config)?;
         Ok(store)
     }
 
-    /// Runs `f` on the store's thread and waits for its answer.
+    /// A connection thread: it runs the jobs sent to it, one at a time,
+    /// until the sender is dropped.
+    fn worker(url: &str, timeout: Duration) -> std::io::Result<std::sync::mpsc::Sender<PgJob>> {
+        let (tx, rx) = std::sync::mpsc::channel::<PgJob>();
+        let mut conn = PgConn {
+            url: url.into(),
+            timeout,
+            client: None,
+        };
+        std::thread::Builder::new()
+            .name("toolnexus-postgres".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job(&mut conn);
+                }
+            })?;
+        Ok(tx)
+    }
+
+    /// Runs `f` on the store's thread and waits for its answer, at most the
+    /// store's timeout. A failure is a sentence naming the store.
     fn with<T: Send + 'static>(
         &self,
         f: impl Fn(&mut postgres::Client) -> std::result::Result<T, postgres::Error> + Send + 'static,
     ) -> std::result::Result<T, String> {
+        let named = |e: String| format!("store \"{}\": {e}", self.shown);
         let (tx, rx) = std::sync::mpsc::channel();
         let job: PgJob = Box::new(move |conn: &mut PgConn| {
             let _ = tx.send(conn.run(&f));
         });
-        self.jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .send(job)
-            .map_err(|_| "the store's connection thread is gone".to_string())?;
-        rx.recv()
-            .unwrap_or_else(|_| Err("the store's connection thread is gone".into()))
+        let generation = {
+            let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            jobs.1
+                .send(job)
+                .map_err(|_| named("the store's connection thread is gone".into()))?;
+            jobs.0
+        };
+        // The connection's own timeouts come first; this one catches a
+        // database that accepted the connection and then went silent.
+        match rx.recv_timeout(self.timeout + Duration::from_millis(500)) {
+            Ok(answer) => answer.map_err(named),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                self.replace_worker(generation);
+                Err(named(format!(
+                    "no answer within {} ms (the database may be unreachable)",
+                    self.timeout.as_millis()
+                )))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                Err(named("the store's connection thread is gone".into()))
+            }
+        }
+    }
+
+    /// Gives the store a fresh connection thread in place of the one of
+    /// `generation`, stuck on a silent database (once per generation,
+    /// however many callers gave up on it).
+    fn replace_worker(&self, generation: u64) {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        if jobs.0 != generation {
+            return;
+        }
+        if let Ok(fresh) = PostgresStore::worker(&self.url, self.timeout) {
+            *jobs = (generation + 1, fresh);
+        }
     }
 }
 
@@ -423,7 +560,6 @@ impl Store for PostgresStore {
             .map(|row| row.map(|r| r.get::<_, String>(0)))
         })
         .map(|body| body.and_then(|b| serde_json::from_str(&b).ok()))
-        .map_err(|e| format!("store: postgres: {e}"))
     }
 
     fn save(&self, kind: Kind, id: &str, record: &Value) -> std::result::Result<(), String> {
@@ -438,7 +574,6 @@ impl Store for PostgresStore {
             )
         })
         .map(|_| ())
-        .map_err(|e| format!("store: postgres: {e}"))
     }
 
     fn delete(&self, kind: Kind, id: &str) -> std::result::Result<bool, String> {
@@ -450,7 +585,6 @@ impl Store for PostgresStore {
             )
         })
         .map(|n| n > 0)
-        .map_err(|e| format!("store: postgres: {e}"))
     }
 
     fn selector(&self) -> String {
@@ -626,6 +760,96 @@ mod tests {
         assert_eq!(e.code, crate::error::ErrorCode::InvalidConfig);
         assert!(e.message.contains("cannot connect"), "{}", e.message);
         assert!(!e.message.contains("secret"), "{}", e.message);
+    }
+
+    /// A memory store that counts its live copies (what a host's
+    /// `user_data_free` would see).
+    struct Counted(MemoryStore, Arc<AtomicU64>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl Store for Counted {
+        fn get(&self, kind: Kind, id: &str) -> std::result::Result<Option<Value>, String> {
+            self.0.get(kind, id)
+        }
+        fn save(&self, kind: Kind, id: &str, record: &Value) -> std::result::Result<(), String> {
+            self.0.save(kind, id, record)
+        }
+        fn delete(&self, kind: Kind, id: &str) -> std::result::Result<bool, String> {
+            self.0.delete(kind, id)
+        }
+        fn selector(&self) -> String {
+            "host:counted".into()
+        }
+    }
+
+    #[test]
+    fn a_registered_host_store_is_named_by_its_selector_and_outlives_unregister() {
+        let name = format!("unit-{}", uuid::Uuid::new_v4());
+        let sel = format!("host:{name}");
+        let dropped = Arc::new(AtomicU64::new(0));
+        let e = resolve(Some(&sel)).err().expect("nothing registered yet");
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidConfig);
+        assert!(e.message.contains(&sel), "{}", e.message);
+        let store = Counted(MemoryStore::default(), Arc::clone(&dropped));
+        register(&name, Arc::new(store)).expect("register");
+        let again = Counted(MemoryStore::default(), Arc::clone(&dropped));
+        let e = register(&name, Arc::new(again)).expect_err("a second one");
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidArgument);
+        assert!(e.message.contains("already registered"), "{}", e.message);
+        // The refused one is released at once; the registered one is not.
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        let s = resolve(Some(&sel)).expect("resolved");
+        round_trip(&*s);
+        s.save(Kind::Task, "kept", &json!({"n": 1})).expect("save");
+        // Another resolve is the same store, not a copy.
+        let other = resolve(Some(&sel)).expect("resolved again");
+        assert_eq!(other.get(Kind::Task, "kept"), Ok(Some(json!({"n": 1}))));
+        drop(other);
+        assert!(unregister(&name));
+        assert!(!unregister(&name));
+        assert!(resolve(Some(&sel)).is_err());
+        // Still in use: still there, released with its last user.
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        assert_eq!(s.get(Kind::Task, "kept"), Ok(Some(json!({"n": 1}))));
+        drop(s);
+        assert_eq!(dropped.load(Ordering::SeqCst), 2);
+        assert!(register("", Arc::new(MemoryStore::default())).is_err());
+    }
+
+    #[test]
+    fn a_postgres_that_accepts_and_never_answers_is_an_error_in_bounded_time() {
+        // A server that takes the connection and says nothing: the client's
+        // own connect timeout does not cover the handshake.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = silent.local_addr().expect("addr").port();
+        let held = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for conn in silent.incoming().take(1) {
+                kept.push(conn);
+            }
+            std::thread::sleep(Duration::from_secs(3));
+        });
+        let url = format!("postgres://nobody@127.0.0.1:{port}/none");
+        let started = std::time::Instant::now();
+        let e = PostgresStore::open_within(&url, Duration::from_millis(300))
+            .err()
+            .expect("refused");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(e.code, crate::error::ErrorCode::InvalidConfig);
+        assert_eq!(
+            e.message,
+            format!("store \"{url}\": no answer within 300 ms (the database may be unreachable)")
+        );
+        drop(held);
     }
 
     #[test]

@@ -76,8 +76,13 @@ fn serve_with(a2a_block: Option<Value>) -> Served {
 
 /// The agent served with `cfg` as `tn_serve`'s JSON.
 fn serve_config(cfg: Value) -> Served {
+    serve_model(cfg, model())
+}
+
+/// [`serve_config`] with the tasks fulfilled by `model`.
+fn serve_model(cfg: Value, model: HostFn) -> Served {
     let tk = toolkit();
-    let client = Arc::new(Client::in_process(&json!({"model": "m"}), model()).expect("client"));
+    let client = Arc::new(Client::in_process(&json!({"model": "m"}), model).expect("client"));
     let cfg = ServeConfig::from_value(&cfg).expect("serve config");
     let events = Arc::new(Mutex::new(Vec::new()));
     let heard = Arc::clone(&events);
@@ -1129,4 +1134,254 @@ fn many_concurrent_sends_are_all_taken_up_to_the_caps_and_refused_beyond() {
     // Room again once they ended.
     let r = rpc(&base, "message/send", json!({"message": {"parts": []}}));
     assert_eq!(r["result"]["status"]["state"], "submitted", "{r}");
+}
+
+/// The PostgreSQL server the tests talk to (`TN_TEST_POSTGRES`, else the
+/// local default) as (URL, host:port), or `None`, said plainly, when none
+/// is there.
+fn postgres(test: &str) -> Option<(String, String)> {
+    let url = std::env::var("TN_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let hostport = url
+        .split('@')
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or("127.0.0.1:5432")
+        .to_string();
+    if TcpStream::connect(&hostport).is_err() {
+        eprintln!("{test}: SKIPPED, no server at {hostport} (set TN_TEST_POSTGRES)");
+        return None;
+    }
+    Some((url, hostport))
+}
+
+/// A TCP proxy the test controls between a server and PostgreSQL: `cut`
+/// closes every connection through it and refuses new ones (they are
+/// accepted and closed at once), `restore` lets them through again.
+struct Proxy {
+    port: u16,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+    live: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(upstream: String) -> Proxy {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().expect("addr").port();
+        let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (is_cut, conns) = (Arc::clone(&cut), Arc::clone(&live));
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if is_cut.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let mut kept = conns.lock().expect("conns");
+                for s in [&client, &server] {
+                    if let Ok(c) = s.try_clone() {
+                        kept.push(c);
+                    }
+                }
+                drop(kept);
+                for (mut from, mut to) in [
+                    (client.try_clone(), server.try_clone()),
+                    (server.try_clone(), client.try_clone()),
+                ]
+                .into_iter()
+                .filter_map(|(a, b)| Some((a.ok()?, b.ok()?)))
+                {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                        let _ = from.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, cut, live }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for s in self.live.lock().expect("conns").drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_postgres_lost_mid_run_is_a_clear_error_and_no_acknowledged_task_is_lost() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some((url, hostport)) = postgres("postgres lost mid-run") else {
+        return;
+    };
+    let proxy = Proxy::start(hostport.clone());
+    let via = url.replacen(&hostport, &format!("127.0.0.1:{}", proxy.port), 1);
+    // "held" waits until the test lets it go: a task acknowledged before
+    // the cut whose run ends during it.
+    let (release, started) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let held_model: HostFn = {
+        let (release, started, plain) = (Arc::clone(&release), Arc::clone(&started), model());
+        Arc::new(move |req: &Value, data: RunData| {
+            let users = req["messages"].as_array().cloned().unwrap_or_default();
+            if users
+                .iter()
+                .any(|m| m["role"] == "user" && m["content"] == "held")
+            {
+                started.store(true, Ordering::SeqCst);
+                let until = Instant::now() + Duration::from_secs(60);
+                while !release.load(Ordering::SeqCst) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            plain(req, data)
+        })
+    };
+    let s = serve_model(
+        json!({"addr": "127.0.0.1:0", "a2a": {"store": via}}),
+        held_model,
+    );
+    let kept = send(&s.base, "kept", None);
+    assert_eq!(settled(&s.base, &kept)["status"]["state"], "completed");
+    let held = send(&s.base, "held", None);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !started.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the held run never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    proxy.cut();
+    let shown = format!(
+        "store \"postgres://postgres@127.0.0.1:{}/postgres\"",
+        proxy.port
+    );
+    let began = Instant::now();
+    let message = json!({"role": "user", "messageId": "m2",
+        "parts": [{"kind": "text", "text": "during the cut"}]});
+    let refused = rpc(&s.base, "SendMessage", json!({"message": message}));
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let text = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(text.starts_with(&shown), "{refused}");
+    let unread = rpc(&s.base, "GetTask", json!({"id": kept}));
+    assert_eq!(unread["error"]["code"], -32603, "{unread}");
+    let text = unread["error"]["message"].as_str().unwrap_or_default();
+    assert!(text.starts_with(&shown), "{unread}");
+    // Refused at once (the database is gone, not slow), well inside the
+    // store's own bound.
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    // The server keeps serving what needs no store.
+    let (status, _) = http(
+        "GET",
+        &format!("{}/.well-known/agent-card.json", s.base),
+        &[],
+        b"",
+    );
+    assert_eq!(status, 200);
+    // The held run ends while the store is gone: its last state waits.
+    release.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(300));
+
+    proxy.restore();
+    // Back: the store connects again, and every task acknowledged before
+    // the cut is there, the one that ended during it as it ended.
+    let t = rpc(&s.base, "GetTask", json!({"id": kept}));
+    assert_eq!(t["result"]["status"]["state"], "completed", "{t}");
+    let t = settled(&s.base, &held);
+    assert_eq!(t["artifacts"][0]["parts"][0]["text"], "echo: held|1", "{t}");
+    let after = send(&s.base, "after", None);
+    assert_eq!(
+        settled(&s.base, &after)["artifacts"][0]["parts"][0]["text"],
+        "echo: after|1"
+    );
+}
+
+/// A host's store as the served agent's: its records, and a switch that
+/// makes every call fail.
+struct HostRecords {
+    inner: toolnexus::store::MemoryStore,
+    broken: std::sync::atomic::AtomicBool,
+    saves: std::sync::atomic::AtomicUsize,
+}
+
+impl toolnexus::store::Store for HostRecords {
+    fn get(&self, kind: toolnexus::store::Kind, id: &str) -> Result<Option<Value>, String> {
+        if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("store \"host:rust\": get failed: the disk is gone".into());
+        }
+        self.inner.get(kind, id)
+    }
+    fn save(&self, kind: toolnexus::store::Kind, id: &str, record: &Value) -> Result<(), String> {
+        if self.broken.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err("store \"host:rust\": save failed: the disk is gone".into());
+        }
+        self.saves.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.save(kind, id, record)
+    }
+    fn delete(&self, kind: toolnexus::store::Kind, id: &str) -> Result<bool, String> {
+        self.inner.delete(kind, id)
+    }
+    fn selector(&self) -> String {
+        "host:rust".into()
+    }
+}
+
+#[test]
+fn a_registered_host_store_keeps_the_agents_tasks_and_conversations() {
+    use std::sync::atomic::Ordering;
+    use toolnexus::store::{self, Kind, Store};
+    let name = format!("a2a-{}", uuid::Uuid::new_v4());
+    let records = Arc::new(HostRecords {
+        inner: store::MemoryStore::default(),
+        broken: false.into(),
+        saves: 0.into(),
+    });
+    store::register(&name, Arc::clone(&records) as Arc<dyn Store>).expect("register");
+    let s = serve_with(Some(json!({"store": format!("host:{name}")})));
+    // Unregistered while served: the agent keeps its store.
+    assert!(store::unregister(&name));
+    let id = send(&s.base, "hello", Some("ctx-host"));
+    assert_eq!(
+        settled(&s.base, &id)["artifacts"][0]["parts"][0]["text"],
+        "echo: hello|1"
+    );
+    let task = records.get(Kind::Task, &id).expect("get").expect("kept");
+    assert_eq!(task["status"]["state"], "completed");
+    // A store beyond the process keeps the conversation as a record too.
+    let convo = records.get(Kind::Conversation, "ctx-host").expect("get");
+    let convo = convo.unwrap_or_default();
+    let roles: Vec<&str> = convo
+        .as_array()
+        .map(|m| m.iter().filter_map(|m| m["role"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(roles, ["system", "user", "assistant"], "{convo}");
+    assert!(records.saves.load(Ordering::SeqCst) >= 3);
+    records.broken.store(true, Ordering::SeqCst);
+    let r = rpc(&s.base, "GetTask", json!({"id": id}));
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert_eq!(
+        r["error"]["message"],
+        "store \"host:rust\": get failed: the disk is gone"
+    );
+    records.broken.store(false, Ordering::SeqCst);
+    assert_eq!(
+        rpc(&s.base, "GetTask", json!({"id": id}))["result"]["status"]["state"],
+        "completed"
+    );
 }

@@ -673,9 +673,13 @@ fn finish(shared: &Shared, job: &Fulfil, task: Value, result: Option<Value>) {
     } else {
         (task, result)
     };
-    let _ = store.save(Kind::Task, id, &with_context(task.clone(), &job.context_id));
+    let record = with_context(task.clone(), &job.context_id);
+    let saved = store.save(Kind::Task, id, &record);
     live.remove(id);
     drop(live);
+    if saved.is_err() {
+        keep_trying(store, id, &record);
+    }
     if let Some(w) = &job.watch {
         if let Some(artifact) = task.pointer("/artifacts/0") {
             w.send(stream::artifact_event(
@@ -703,6 +707,32 @@ fn finish(shared: &Shared, job: &Fulfil, task: Value, result: Option<Value>) {
         }
         // A host that fails here fails nothing else.
         let _ = catch_unwind(AssertUnwindSafe(|| hear(&Value::Object(event))));
+    }
+}
+
+/// How long a task's last state is tried again when its store failed to
+/// take it (a database gone for a while): the task was acknowledged, so
+/// it must not stay `working` for good once the store is back.
+const FINAL_SAVE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Saves a task's last state until the store takes it, a peer canceled the
+/// task meanwhile, or [`FINAL_SAVE_PATIENCE`] passed, waiting a little
+/// longer each time (200 ms, doubling, at most 2 s). Runs on the task's own
+/// thread, outside the lock of the live tasks.
+fn keep_trying(store: &dyn Store, id: &str, record: &Value) {
+    let give_up = std::time::Instant::now() + FINAL_SAVE_PATIENCE;
+    let mut wait = std::time::Duration::from_millis(200);
+    while std::time::Instant::now() < give_up {
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(std::time::Duration::from_secs(2));
+        match store.get(Kind::Task, id) {
+            Ok(Some(t)) if state_of(&t) == "canceled" => return,
+            Err(_) => continue,
+            Ok(_) => {}
+        }
+        if store.save(Kind::Task, id, record).is_ok() {
+            return;
+        }
     }
 }
 

@@ -66,13 +66,14 @@ impl AskRequest {
 
 /// The keys of an in-process client: no `baseUrl`, `style`, `apiKey` or
 /// `headers` — there is no wire.
-const IN_PROCESS_KEYS: &str = "model, systemPrompt, maxTurns, retries, timeoutMs, requestParams";
+const IN_PROCESS_KEYS: &str =
+    "model, systemPrompt, maxTurns, retries, timeoutMs, requestParams, store";
 
 impl Client {
     /// SPEC §8 in-process models: a client whose turns `generate` answers
     /// (see [`super::inprocess`]), built from `{model, systemPrompt?,
-    /// maxTurns?, retries?, timeoutMs?, requestParams?}`. Messages are
-    /// OpenAI-shaped.
+    /// maxTurns?, retries?, timeoutMs?, requestParams?, store?}`. Messages
+    /// are OpenAI-shaped.
     pub fn in_process(v: &Value, generate: HostFn) -> Result<Client> {
         let obj = v.as_object().ok_or_else(|| {
             Error::invalid_config(format!(
@@ -97,6 +98,7 @@ impl Client {
         // that is never called.
         let mut shared = obj.clone();
         let max_turns = shared.remove("maxTurns");
+        let durable = memory::configured(shared.remove("store").as_ref())?;
         shared.insert("baseUrl".into(), json!("http://in-process.invalid"));
         shared.insert("style".into(), json!("openai"));
         let config = ClientConfig::from_json(&Value::Object(shared))?;
@@ -116,7 +118,9 @@ impl Client {
             retries: config.retries,
         });
         debug_assert_eq!(config.style, Style::OpenAi);
-        Ok(Client::with_provider(config, max_turns, provider))
+        let mut client = Client::with_provider(config, max_turns, provider);
+        client.durable = durable;
+        Ok(client)
     }
 
     /// SPEC §8 Observability: the Prometheus text of everything this client
@@ -169,7 +173,8 @@ impl Client {
     }
 
     /// The conversation store of a call: the host's when both `storeGet`
-    /// and `storeSave` are set, else the client's own in-memory one.
+    /// and `storeSave` are set, else the one the client's `store` key
+    /// names, else the client's own in-memory one.
     fn store_of<'a>(
         &'a self,
         callbacks: &Callbacks,
@@ -179,7 +184,10 @@ impl Client {
             callbacks.get(Slot::StoreGet),
             callbacks.get(Slot::StoreSave),
         ) {
-            (None, None) => Ok(Box::new(StoreRef(&self.store))),
+            (None, None) => match &self.durable {
+                Some(durable) => Ok(Box::new(memory::DurableStore(Arc::clone(durable)))),
+                None => Ok(Box::new(StoreRef(&self.store))),
+            },
             (Some(get), Some(save)) => {
                 let (get, save) = (Arc::clone(get), Arc::clone(save));
                 Ok(Box::new(HostStore {

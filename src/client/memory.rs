@@ -5,9 +5,10 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::type_name;
+use crate::store::{Kind, Store};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A conversation store: `get(id)` gives the transcript saved under `id`
 /// (none before the first save), `save(id, messages)` replaces it. Called
@@ -103,6 +104,65 @@ where
     }
 }
 
+/// The conversations of a client whose `store` key names a durable store
+/// (`file:<dir>`, `sqlite:<path>`, `postgres://…`, `host:<name>`): each
+/// transcript is a record of kind `conversation` under its id, the records
+/// an A2A agent on the same store keeps for its `contextId`s.
+pub struct DurableStore(pub Arc<dyn Store>);
+
+impl DurableStore {
+    /// A failure of the store, naming it: a host store's as a callback
+    /// error, any other's as an internal one.
+    fn failed(&self, message: String) -> Error {
+        let code = if self.0.selector().starts_with("host:") {
+            ErrorCode::CallbackError
+        } else {
+            ErrorCode::Internal
+        };
+        Error::new(code, message)
+    }
+}
+
+impl ConversationStore for DurableStore {
+    fn get(&self, id: &str) -> Result<Option<Vec<Value>>> {
+        match self
+            .0
+            .get(Kind::Conversation, id)
+            .map_err(|m| self.failed(m))?
+        {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(list)) if list.iter().all(Value::is_object) => Ok(Some(list)),
+            Some(other) => Err(self.failed(format!(
+                "store \"{}\": the conversation {} is {}, not an array of messages",
+                self.0.selector(),
+                serde_json::to_string(id).unwrap_or_default(),
+                type_name(&other)
+            ))),
+        }
+    }
+
+    fn save(&self, id: &str, messages: &[Value]) -> Result<()> {
+        self.0
+            .save(Kind::Conversation, id, &Value::Array(messages.to_vec()))
+            .map_err(|m| self.failed(m))
+    }
+}
+
+/// A client's `store` key: `None` (or `"memory"`) keeps the client's own
+/// in-memory store; any other selector ([`crate::store::resolve`]) names
+/// the durable store `ask` keeps its conversations in.
+pub fn configured(v: Option<&Value>) -> Result<Option<Arc<dyn Store>>> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() || s == "memory" => Ok(None),
+        Some(Value::String(s)) => crate::store::resolve(Some(s)).map(Some),
+        Some(other) => Err(Error::invalid_config(format!(
+            "client.store must be a store selector string (\"memory\", \"file:<dir>\", \"sqlite:<path>\", \"postgres://…\", \"host:<name>\"), got {}",
+            type_name(other)
+        ))),
+    }
+}
+
 /// Checks a conversation id: a string that is not empty.
 pub fn check_id(v: &Value) -> Result<Option<String>> {
     match v {
@@ -122,7 +182,6 @@ pub fn check_id(v: &Value) -> Result<Option<String>> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::sync::Arc;
 
     #[test]
     fn the_in_memory_store_keeps_each_id_apart_and_copies() {
@@ -190,5 +249,45 @@ mod tests {
         assert_eq!(check_id(&Value::Null).expect("no id"), None);
         assert!(check_id(&json!("")).is_err());
         assert!(check_id(&json!(3)).is_err());
+    }
+
+    #[test]
+    fn a_durable_store_keeps_conversations_as_records_and_names_itself_when_wrong() {
+        assert!(configured(None).expect("none").is_none());
+        assert!(configured(Some(&json!("memory")))
+            .expect("memory")
+            .is_none());
+        let e = configured(Some(&json!(3))).err().expect("not a selector");
+        assert_eq!(e.code, ErrorCode::InvalidConfig);
+        assert!(
+            e.message.starts_with("client.store must be"),
+            "{}",
+            e.message
+        );
+        let e = configured(Some(&json!("redis://x")))
+            .err()
+            .expect("unknown");
+        assert!(e.message.contains("unknown A2A store"), "{}", e.message);
+        let records: Arc<dyn Store> = Arc::new(crate::store::MemoryStore::default());
+        let store = DurableStore(Arc::clone(&records));
+        assert_eq!(store.get("c1").expect("get"), None);
+        let messages = vec![json!({"role": "user", "content": "hi"})];
+        store.save("c1", &messages).expect("save");
+        assert_eq!(
+            records.get(Kind::Conversation, "c1"),
+            Ok(Some(json!(messages)))
+        );
+        assert_eq!(store.get("c1").expect("get"), Some(messages));
+        records
+            .save(Kind::Conversation, "bad", &json!({"not": "a list"}))
+            .expect("save");
+        let e = store.get("bad").expect_err("wrong shape");
+        assert_eq!(e.code, ErrorCode::Internal);
+        assert!(
+            e.message
+                .contains("store \"memory\": the conversation \"bad\" is an object"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -59,7 +59,7 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_MAX_TURNS: u32 = 10;
 
 /// The client keys beyond translate's.
-const LOOP_KEYS: [&str; 1] = ["maxTurns"];
+const LOOP_KEYS: [&str; 2] = ["maxTurns", "store"];
 
 /// A client: its validated config, its provider, and the host's slots. One
 /// client serves many runs on many threads at once.
@@ -72,6 +72,9 @@ pub struct Client {
     pub(crate) metrics: metrics::Registry,
     /// SPEC §8 Conversation memory: the default store of `ask`.
     pub(crate) store: memory::InMemoryStore,
+    /// The durable store the client's `store` key names, which `ask` uses
+    /// instead of `store` (issue 27).
+    pub(crate) durable: Option<Arc<dyn crate::store::Store>>,
     observer: RwLock<Option<Arc<dyn Observer>>>,
 }
 
@@ -211,7 +214,9 @@ pub fn empty_toolkit() -> &'static Toolkit {
 
 impl Client {
     /// Reads a client JSON object: translate's keys (CONTRACT.md §6) plus
-    /// `maxTurns` (default 10). `timeoutMs` bounds a whole run.
+    /// `maxTurns` (default 10) and `store` (where `ask` keeps conversations:
+    /// a store selector, default the client's own memory). `timeoutMs`
+    /// bounds a whole run.
     pub fn from_json(v: &Value) -> Result<Client> {
         let obj = v.as_object().ok_or_else(|| {
             Error::invalid_config(format!(
@@ -243,10 +248,13 @@ impl Client {
         }
         let config = ClientConfig::from_json(&Value::Object(translate_keys))?;
         crate::provider::failover::check_one_style(&config)?;
+        let durable = memory::configured(obj.get("store"))?;
         let provider = Arc::new(HttpProvider {
             config: config.clone(),
         });
-        Ok(Client::with_provider(config, max_turns, provider))
+        let mut client = Client::with_provider(config, max_turns, provider);
+        client.durable = durable;
+        Ok(client)
     }
 
     /// A client whose turns another [`Provider`] answers (an in-process
@@ -264,6 +272,7 @@ impl Client {
             callbacks: RwLock::new(Arc::new(Callbacks::default())),
             metrics: metrics::Registry::new(),
             store: memory::InMemoryStore::new(),
+            durable: None,
             observer: RwLock::new(None),
         }
     }

@@ -218,7 +218,14 @@ impl HostCallback {
 /// Builds a client from client JSON: the `tn_translate` client keys
 /// (`baseUrl`, `style`, `model`, `apiKey`, `headers`, `systemPrompt`,
 /// `retries`, `retryBaseMs`, `timeoutMs` — here a whole-run deadline —,
-/// `requestParams`) plus `maxTurns` (default 10).
+/// `requestParams`) plus `maxTurns` (default 10) and `store`: where
+/// `tn_ask` with an `id` keeps the conversation when no `storeGet` /
+/// `storeSave` slots are set, a store selector (`"memory"`, the default:
+/// the client's own memory; `"file:<dir>"`, `"sqlite:<path>"`,
+/// `"postgres://…"`, or `"host:<name>"` for a store registered with
+/// `tn_store_register`). The transcript is a record of kind
+/// `conversation` under its id, so an A2A agent on the same store shares
+/// it.
 ///
 /// On success `*out_client` receives the client and `*out_error` NULL; on
 /// failure `*out_client` receives NULL and `*out_error` the error JSON (free

@@ -14,8 +14,8 @@ use std::sync::Arc;
 /// Builds an in-process client (SPEC §8 In-process models): its turns are
 /// answered by `generate` instead of an HTTP endpoint, so the loop runs with
 /// no network at all. `client_json` = `{model, systemPrompt?, maxTurns?,
-/// retries?, timeoutMs?, requestParams?}` — no `baseUrl`, `style`, `apiKey`
-/// or `headers`. Messages are OpenAI-shaped.
+/// retries?, timeoutMs?, requestParams?, store?}` (`store` as in
+/// `tn_client_new`) — no `baseUrl`, `style`, `apiKey` or `headers`. Messages are OpenAI-shaped.
 ///
 /// `generate` is called once per turn with `{model, messages, tools, turn,
 /// params?}` (the transcript so far, the toolkit's OpenAI declarations) and

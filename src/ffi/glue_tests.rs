@@ -383,3 +383,119 @@ fn host_calls_under_a_token_reuse_their_threads() {
     }
     assert_eq!(FREED.load(Ordering::SeqCst), 1);
 }
+
+/// A host store that answers by the event's `id`: `"null"` answers null,
+/// `"none"` sets nothing, `"fail"` fails, `"yes"` answers true, anything
+/// else answers `{"id": <id>}` (a delete answering that is wrong).
+unsafe extern "C" fn store_by_id(
+    user_data: *mut c_void,
+    event: *const c_char,
+    reply: *mut tn_reply,
+) {
+    // SAFETY: the Counter registered with this callback.
+    let c = unsafe { &*user_data.cast::<Counter>() };
+    c.calls.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: NUL-terminated for the call's length.
+    let ev = json(&unsafe { CStr::from_ptr(event) }.to_string_lossy());
+    let id = ev["id"].as_str().unwrap_or_default().to_string();
+    let answer = match id.as_str() {
+        "null" => Some("null".to_string()),
+        "none" => None,
+        "yes" => Some("true".to_string()),
+        "fail" => {
+            // SAFETY: the live reply and a NUL-terminated message.
+            unsafe { tn_reply_set_error(reply, c"no disk".as_ptr()) };
+            return;
+        }
+        _ => Some(serde_json::json!({"id": id, "op": ev["op"]}).to_string()),
+    };
+    if let Some(a) = answer {
+        let a = CString::new(a).unwrap_or_default();
+        // SAFETY: the live reply and NUL-terminated JSON.
+        unsafe { tn_reply_set_json(reply, a.as_ptr()) };
+    }
+}
+
+#[test]
+fn a_host_store_answers_through_its_callback_and_names_itself_when_wrong() {
+    use crate::store::{self, Kind};
+    static FREED: AtomicUsize = AtomicUsize::new(0);
+    let mut err = ptr::null_mut();
+    // Refused: a NULL name, a NULL callback; each releases its user_data.
+    // SAFETY: pointers to locals, a fresh user_data each time.
+    let st = unsafe {
+        tn_store_register(
+            ptr::null(),
+            Some(store_by_id),
+            counter(&FREED),
+            Some(free_counter),
+            &mut err,
+        )
+    };
+    assert_eq!(st, TN_NULL_ARGUMENT);
+    assert!(take(err).contains("name"));
+    // SAFETY: as above.
+    let st = unsafe {
+        tn_store_register(
+            c"glue".as_ptr(),
+            None,
+            counter(&FREED),
+            Some(free_counter),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(st, TN_NULL_ARGUMENT);
+    assert_eq!(FREED.load(Ordering::SeqCst), 2);
+
+    let data = counter(&FREED);
+    // SAFETY: a NUL-terminated name; NULL out_error is allowed.
+    let st = unsafe {
+        tn_store_register(
+            c"glue".as_ptr(),
+            Some(store_by_id),
+            data,
+            Some(free_counter),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(st, TN_OK);
+    let s = store::resolve(Some("host:glue")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.selector(), "host:glue");
+    assert_eq!(s.get(Kind::Task, "null"), Ok(None));
+    assert_eq!(
+        s.get(Kind::Checkpoint, "t1"),
+        Ok(Some(json(r#"{"id":"t1","op":"get"}"#)))
+    );
+    assert_eq!(s.save(Kind::Task, "none", &json("[1]")), Ok(()));
+    assert_eq!(s.delete(Kind::Task, "yes"), Ok(true));
+    let wrong = |r: Result<bool, String>| r.expect_err("refused");
+    assert_eq!(
+        s.get(Kind::Task, "none"),
+        Err("store \"host:glue\": get set no valid answer (expected the record, or null for an unknown id)".into())
+    );
+    assert_eq!(
+        s.save(Kind::Task, "fail", &json("{}")),
+        Err("store \"host:glue\": save failed: no disk".into())
+    );
+    assert_eq!(
+        wrong(s.delete(Kind::Task, "t1")),
+        "store \"host:glue\": delete set no valid answer (expected true or false)"
+    );
+    // Unregistered while `s` holds it: still answering, released with it.
+    // SAFETY: a NUL-terminated name and a local out-pointer.
+    assert_eq!(
+        unsafe { tn_store_unregister(c"glue".as_ptr(), &mut err) },
+        TN_OK
+    );
+    assert!(err.is_null());
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { tn_store_unregister(c"glue".as_ptr(), &mut err) },
+        TN_INVALID_ARGUMENT
+    );
+    assert!(take(err).contains("no host store is registered as \\\"glue\\\""));
+    assert_eq!(s.get(Kind::Task, "null"), Ok(None));
+    assert_eq!(FREED.load(Ordering::SeqCst), 2);
+    drop(s);
+    assert_eq!(FREED.load(Ordering::SeqCst), 3);
+}

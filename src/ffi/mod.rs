@@ -13,6 +13,7 @@
 //! - `client.rs`     the client loop: `tn_client_new`, `tn_run`, resume
 //! - `client_ext.rs` `tn_ask`, `tn_stream`, in-process clients, metrics
 //! - `serve.rs`      the toolkit as an MCP server: `tn_serve` and friends
+//! - `store.rs`      host stores: `tn_store_register`, `tn_store_unregister`
 //! - `glue_tests.rs` the glue's tests without I/O, for Miri
 //!
 //! Every exported function runs its body through `boundary`: NULL checks,
@@ -33,6 +34,7 @@ mod host;
 mod log;
 mod mcp;
 mod serve;
+mod store;
 mod strings;
 mod translate;
 
@@ -45,6 +47,7 @@ pub use host::*;
 pub use log::*;
 pub use mcp::*;
 pub use serve::*;
+pub use store::*;
 pub use strings::*;
 pub use translate::*;
 

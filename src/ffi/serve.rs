@@ -197,7 +197,8 @@ pub unsafe extern "C" fn tn_serve(
 /// `a2a` block in `serve_json` asks for (SPEC §7B): `{"transport":"http",
 /// "addr", "mcp"?, "a2a": {"name"?, "description"?, "version"?,
 /// "provider"?: {"organization","url"}, "skills"?: [names], "store"?:
-/// "memory" | "file:<dir>" | "sqlite:<path>"}}`. Beside `/mcp` (answered
+/// "memory" | "file:<dir>" | "sqlite:<path>" | "postgres://…" |
+/// "host:<name>" (a store registered with `tn_store_register`)}}`. Beside `/mcp` (answered
 /// first, never shadowed) the server then answers `GET
 /// /.well-known/agent-card.json` (the card: the skill source's skills) and
 /// JSON-RPC `SendMessage` / `GetTask` on any other POST path; each task

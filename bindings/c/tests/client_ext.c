@@ -6,7 +6,10 @@
  * streamed run (tn_stream) against an SSE server on 127.0.0.1 with its
  * events delivered to onEvent; a beforeTool hook that blocks past the run's
  * cancel or timeoutMs (the run returns on time, the hook sees
- * tn_reply_cancelled), and tn_client_set_callback with a NULL out_error.
+ * tn_reply_cancelled), and tn_client_set_callback with a NULL out_error;
+ * a host store (tn_store_register) keeping ask's conversations, refused
+ * registrations, garbage and failures naming the store, and the store kept
+ * alive by the client past tn_store_unregister.
  *
  * Exits non-zero on the first failed check; prints "N passed, 0 failed". */
 #define _POSIX_C_SOURCE 200809L
@@ -411,8 +414,167 @@ static void test_blocking_hook(void) {
     run_blocked("{\"model\":\"local\",\"timeoutMs\":300}", false, TN_TIMEOUT, "\"timeout\"");
 }
 
+
+/* ---- a host store (tn_store_register): records in a small C table -------- */
+
+#define TABLE_ROWS 16
+
+struct table {
+    pthread_mutex_t lock;
+    int mode; /* 0 works, 1 get answers garbage, 2 save fails */
+    int rows;
+    char key[TABLE_ROWS][96]; /* "kind/id" */
+    char *record[TABLE_ROWS]; /* malloc'd JSON */
+    int ops;
+};
+
+static atomic_int table_frees;
+
+static void table_free(void *user_data) {
+    struct table *t = user_data;
+    for (int i = 0; i < t->rows; i++) free(t->record[i]);
+    t->rows = 0;
+    atomic_fetch_add(&table_frees, 1);
+}
+
+/* Copies the string value of "key":"..." into out (empty when absent). */
+static void string_of(const char *json, const char *key, char *out, size_t cap) {
+    out[0] = 0;
+    char pat[32];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(json, pat);
+    if (p == NULL) return;
+    p += strlen(pat);
+    const char *end = strchr(p, '"');
+    if (end == NULL || (size_t)(end - p) >= cap) return;
+    memcpy(out, p, (size_t)(end - p));
+    out[end - p] = 0;
+}
+
+static int row_of(struct table *t, const char *key) {
+    for (int i = 0; i < t->rows; i++)
+        if (strcmp(t->key[i], key) == 0) return i;
+    return -1;
+}
+
+static void table_store(void *user_data, const char *event_json, tn_reply *reply) {
+    struct table *t = user_data;
+    char op[16], kind[32], id[64], key[96];
+    string_of(event_json, "op", op, sizeof op);
+    string_of(event_json, "kind", kind, sizeof kind);
+    string_of(event_json, "id", id, sizeof id);
+    snprintf(key, sizeof key, "%s/%s", kind, id);
+    pthread_mutex_lock(&t->lock);
+    t->ops++;
+    int row = row_of(t, key);
+    if (strcmp(op, "get") == 0) {
+        if (t->mode == 1) {
+            /* Not JSON: refused by tn_reply_set_json, so nothing is set. */
+            CHECK(tn_reply_set_json(reply, "{not json") == TN_INVALID_JSON, "garbage refused");
+        } else {
+            tn_reply_set_json(reply, row < 0 ? "null" : t->record[row]);
+        }
+    } else if (strcmp(op, "save") == 0) {
+        if (t->mode == 2) {
+            tn_reply_set_error(reply, "disk full");
+        } else {
+            /* The record is the event's last key: it runs to the last '}'. */
+            const char *start = strstr(event_json, "\"record\":");
+            const char *end = strrchr(event_json, '}');
+            if (start != NULL && end != NULL && (row >= 0 || t->rows < TABLE_ROWS)) {
+                start += strlen("\"record\":");
+                if (row < 0) {
+                    row = t->rows++;
+                    snprintf(t->key[row], sizeof t->key[row], "%s", key);
+                } else {
+                    free(t->record[row]);
+                }
+                t->record[row] = strndup(start, (size_t)(end - start));
+            } else {
+                tn_reply_set_error(reply, "the table is full");
+            }
+        }
+    } else if (strcmp(op, "delete") == 0) {
+        tn_reply_set_json(reply, row < 0 ? "false" : "true");
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void test_host_store(void) {
+    char *err = NULL;
+    tn_toolkit *tk = NULL;
+    CHECK(tn_toolkit_build("{\"builtins\":false}", &tk, &err) == TN_OK, "toolkit: %s", err);
+    static struct table table = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {{0}}, {0}, 0};
+    static struct table spare = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {{0}}, {0}, 0};
+
+    /* The refusals: each releases the user_data it was handed. */
+    tn_status st = tn_store_register("c-table", NULL, &spare, table_free, &err);
+    CHECK(st == TN_NULL_ARGUMENT && contains(err, "callback"), "%d %s", st, err);
+    tn_string_free(err);
+    CHECK(atomic_load(&table_frees) == 1, "user_data freed on a NULL callback");
+    st = tn_store_register("", table_store, &spare, table_free, &err);
+    CHECK(st == TN_INVALID_ARGUMENT, "%d %s", st, err);
+    tn_string_free(err);
+    st = tn_store_register("bad\xff", table_store, &spare, table_free, &err);
+    CHECK(st == TN_INVALID_UTF8, "%d %s", st, err);
+    tn_string_free(err);
+    CHECK(atomic_load(&table_frees) == 3, "user_data freed on each refusal");
+
+    st = tn_store_register("c-table", table_store, &table, table_free, &err);
+    CHECK(st == TN_OK && err == NULL, "%d %s", st, err);
+    st = tn_store_register("c-table", table_store, &spare, table_free, NULL);
+    CHECK(st == TN_INVALID_ARGUMENT, "a name registered twice: %d", st);
+    CHECK(atomic_load(&table_frees) == 4, "the refused duplicate's user_data freed at once");
+
+    /* A selector naming no store is refused where it is used. */
+    tn_client *client = NULL;
+    st = tn_client_new_in_process("{\"model\":\"local\",\"store\":\"host:nope\"}", generate, NULL, NULL, &client,
+                                  &err);
+    CHECK(st == TN_INVALID_CONFIG && client == NULL && contains(err, "host:nope"), "%d %s", st, err);
+    tn_string_free(err);
+
+    /* ask with an id keeps its conversation in the C table. */
+    st = tn_client_new_in_process("{\"model\":\"local\",\"store\":\"host:c-table\"}", generate, NULL, NULL,
+                                  &client, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    /* Unregistered while the client holds it: the client keeps it. */
+    CHECK(tn_store_unregister("c-table", &err) == TN_OK, "unregister: %s", err);
+    st = tn_store_unregister("c-table", &err);
+    CHECK(st == TN_INVALID_ARGUMENT && contains(err, "c-table"), "%d %s", st, err);
+    tn_string_free(err);
+    char *out = NULL;
+    st = tn_ask(client, tk, "{\"prompt\":\"first\",\"id\":\"conv-1\"}", false, NULL, NULL, &out);
+    CHECK(st == TN_OK && contains(out, "plain users=1"), "%d %s", st, out);
+    tn_string_free(out);
+    st = tn_ask(client, tk, "{\"prompt\":\"second\",\"id\":\"conv-1\"}", false, NULL, NULL, &out);
+    CHECK(st == TN_OK && contains(out, "plain users=2"), "%d %s", st, out);
+    tn_string_free(out);
+    pthread_mutex_lock(&table.lock);
+    int row = row_of(&table, "conversation/conv-1");
+    CHECK(row >= 0 && contains(table.record[row], "\"second\"") && table.ops == 4, "row %d, %d ops", row,
+          table.ops);
+    pthread_mutex_unlock(&table.lock);
+
+    /* A store that answers garbage or fails is an error naming it. */
+    table.mode = 1;
+    st = tn_ask(client, tk, "{\"prompt\":\"third\",\"id\":\"conv-1\"}", false, NULL, NULL, &out);
+    CHECK(st == TN_CALLBACK_ERROR && contains(out, "store \\\"host:c-table\\\": get set no valid answer"), "%d %s",
+          st, out);
+    tn_string_free(out);
+    table.mode = 2;
+    st = tn_ask(client, tk, "{\"prompt\":\"third\",\"id\":\"conv-1\"}", false, NULL, NULL, &out);
+    CHECK(st == TN_CALLBACK_ERROR && contains(out, "store \\\"host:c-table\\\": save failed: disk full"), "%d %s",
+          st, out);
+    tn_string_free(out);
+    CHECK(atomic_load(&table_frees) == 4, "not released while the client holds it");
+    tn_client_free(client);
+    CHECK(atomic_load(&table_frees) == 5, "released with the client, its last user");
+    tn_toolkit_free(tk);
+}
+
 int main(void) {
     test_in_process();
+    test_host_store();
     test_stream();
     test_blocking_hook();
     printf("%d passed, 0 failed\n", passed);

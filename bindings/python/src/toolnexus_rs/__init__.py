@@ -42,6 +42,9 @@ __all__ = [
     "relay_calls_of",
     "set_io_threads",
     "set_logger",
+    "Store",
+    "register_store",
+    "unregister_store",
     "Toolkit",
     "ToolResult",
     "ToolnexusError",
@@ -818,4 +821,5 @@ from .client import (  # noqa: E402
     relay_calls_of,
 )
 from .log import set_logger  # noqa: E402
+from .store import Store, register_store, unregister_store  # noqa: E402
 from .agents import Agents, TaskResult  # noqa: E402

@@ -210,6 +210,12 @@ def _declare(lib: ctypes.CDLL) -> None:
             status,
         ),
         "tn_log_set": ([ctypes.c_int32, LOG_CALLBACK, ctypes.c_void_p, USER_DATA_FREE], None),
+        # Host stores (src/ffi/store.rs).
+        "tn_store_register": (
+            [ctypes.c_char_p, CLIENT_CALLBACK, ctypes.c_void_p, USER_DATA_FREE, c_void_p_p],
+            status,
+        ),
+        "tn_store_unregister": ([ctypes.c_char_p, c_void_p_p], status),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)

@@ -441,6 +441,16 @@ class InMemoryStore:
             self._data[id] = list(messages)
 
 
+def _names_a_store(config: Union[dict, str, None]) -> bool:
+    """Whether a client config has a ``"store"`` selector of its own."""
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            return False
+    return isinstance(config, dict) and config.get("store") not in (None, "", "memory")
+
+
 def _store_slots(store: ConversationStore) -> dict[str, Callable[[Any], Any]]:
     def get(ev: Any) -> Any:
         return store.get(str((ev or {}).get("id", "")))
@@ -592,7 +602,10 @@ class Client:
       one a suspension halts the run with ``status == "pending"``.
     - ``hooks``: a :class:`Hooks` (or a dict of the same callables);
       ``on_error`` and ``on_metric`` may also be given on their own.
-    - ``store``: where :meth:`ask` keeps conversations (default in memory).
+    - ``store``: where :meth:`ask` keeps conversations (default in memory,
+      or, when ``config`` has a ``"store"`` key — a store selector such as
+      ``"sqlite:<path>"`` or ``"host:<name>"`` for a store registered with
+      :func:`register_store` —, that store; :attr:`store` is then ``None``).
     - ``generate``: an in-process model instead of an HTTP endpoint
       (``tn_client_new_in_process``): called once per turn with ``{model,
       messages, tools, turn, params?}`` (OpenAI-shaped), it returns the
@@ -626,8 +639,15 @@ class Client:
             defaults["onMetric"] = _adapt_on_metric(on_metric)
         if wait_for is not None:
             defaults["waitFor"] = _adapt_wait_for(wait_for)
-        self.store: ConversationStore = store if store is not None else InMemoryStore()
-        defaults.update(_store_slots(self.store))
+        # A "store" key in the config (a selector: "sqlite:<path>",
+        # "host:<name>", ...) names the store the library keeps ask's
+        # conversations in; a Python store would take its place, so there is
+        # none unless one is given.
+        self.store: Optional[ConversationStore] = store
+        if store is None and not _names_a_store(config):
+            self.store = InMemoryStore()
+        if self.store is not None:
+            defaults.update(_store_slots(self.store))
         if generate is not None:
             defaults["generate"] = _adapt_generate(generate)
         core = _Core(lib, defaults)

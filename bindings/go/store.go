@@ -1,0 +1,132 @@
+package toolnexus
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "toolnexus.h"
+
+tn_status tngo_store_register(const char *name, uintptr_t handle, char **out_error);
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime/cgo"
+	"unsafe"
+)
+
+// Store is a host's own place for durable records (issue 27): the tasks of
+// a served A2A agent, the conversations Ask keeps, checkpoints. Registered
+// with RegisterStore under a name, it is the store selector "host:<name>"
+// names: a client's "store" config key, an A2A block's "store".
+//
+// kind is "task", "conversation" or "checkpoint"; ids are unique per kind.
+// Get returns nil for a record never saved; Save replaces the record
+// (return once it is durable: the library acknowledges what it saved);
+// Delete reports whether there was one. An error (or a panic, recovered)
+// fails the operation that needed the store with an error naming it:
+// `store "host:<name>": save failed: <error>`. The methods may be called
+// from many goroutines at once.
+type Store interface {
+	Get(kind, id string) (json.RawMessage, error)
+	Save(kind, id string, record json.RawMessage) error
+	Delete(kind, id string) (bool, error)
+}
+
+// RegisterStore makes s the store "host:<name>" names, in this process. A
+// name already registered is an error (UnregisterStore it first), as is an
+// empty one.
+func RegisterStore(name string, s Store) error {
+	if s == nil {
+		return &Error{Code: "null_argument", Status: StatusNullArgument, Message: "RegisterStore: the store is nil"}
+	}
+	bname, err := cBorrowed("store name", name)
+	if err != nil {
+		return err
+	}
+	h := cgo.NewHandle(s)
+	var cerr *C.char
+	// The library owns the handle from here: it is deleted by the release
+	// callback, at once when the registration is refused.
+	if status := C.tngo_store_register(cPtr(bname), C.uintptr_t(h), &cerr); status != C.TN_OK {
+		return statusError(status, takeString(cerr))
+	}
+	return nil
+}
+
+// UnregisterStore forgets the store registered as name: the selector
+// "host:<name>" is refused from now on, while the clients and servers
+// already using the store keep it until they are closed. An unknown name is
+// an error.
+func UnregisterStore(name string) error {
+	bname, err := cBorrowed("store name", name)
+	if err != nil {
+		return err
+	}
+	var cerr *C.char
+	if status := C.tn_store_unregister(cPtr(bname), &cerr); status != C.TN_OK {
+		return statusError(status, takeString(cerr))
+	}
+	return nil
+}
+
+//export goStoreCall
+func goStoreCall(handle C.uintptr_t, event *C.char, reply *C.tn_reply) {
+	answer, err := func() (answer any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("the Go store panicked: %v", p)
+			}
+		}()
+		s, ok := cgo.Handle(handle).Value().(Store)
+		if !ok {
+			return nil, fmt.Errorf("the Go store is gone")
+		}
+		var ev struct {
+			Op     string          `json:"op"`
+			Kind   string          `json:"kind"`
+			ID     string          `json:"id"`
+			Record json.RawMessage `json:"record"`
+		}
+		if err := json.Unmarshal([]byte(C.GoString(event)), &ev); err != nil {
+			return nil, err
+		}
+		switch ev.Op {
+		case "get":
+			rec, err := s.Get(ev.Kind, ev.ID)
+			if err != nil || rec == nil {
+				return json.RawMessage("null"), err
+			}
+			return rec, nil
+		case "save":
+			return nil, s.Save(ev.Kind, ev.ID, ev.Record)
+		case "delete":
+			return s.Delete(ev.Kind, ev.ID)
+		}
+		return nil, fmt.Errorf("unknown store operation %q", ev.Op)
+	}()
+	if err != nil {
+		msg := C.CString(err.Error())
+		C.tn_reply_set_error(reply, msg)
+		C.free(unsafe.Pointer(msg))
+		return
+	}
+	if answer == nil {
+		return
+	}
+	b, err := json.Marshal(answer)
+	if err != nil {
+		msg := C.CString("the Go store's answer does not encode as JSON: " + err.Error())
+		C.tn_reply_set_error(reply, msg)
+		C.free(unsafe.Pointer(msg))
+		return
+	}
+	b = append(b, 0)
+	C.tn_reply_set_json(reply, (*C.char)(unsafe.Pointer(&b[0])))
+}
+
+//export goStoreRelease
+func goStoreRelease(handle C.uintptr_t) {
+	cgo.Handle(handle).Delete()
+}
