@@ -236,13 +236,14 @@ fn a_client_without_the_capability_gets_the_servers_refusal() {
 }
 
 /// A client that never answers holds the call no longer than the proxied
-/// server's timeout (2 s here): the call ends as a timeout error, and the
-/// gateway serves the next call.
+/// server's timeout (8 s here: it bounds the fixture's start as well, which
+/// a loaded machine can stretch past 2 s): the call ends as a timeout
+/// error, and the gateway serves the next call.
 #[test]
 fn a_client_that_never_answers_is_bounded_by_the_calls_timeout() {
-    for gw in Gateway::both(2000) {
+    for gw in Gateway::both(8000) {
         let started = Instant::now();
-        let out = gw.run(&json!({"answers": {"elicitation": {"sleep": 6}}, "steps": [
+        let out = gw.run(&json!({"answers": {"elicitation": {"sleep": 20}}, "steps": [
             call("test_elicitation", json!({"message": "anyone?"})),
             call("test_simple_text", json!({}))
         ]}));
@@ -258,12 +259,12 @@ fn a_client_that_never_answers_is_bounded_by_the_calls_timeout() {
             let calls = calls.lock().map(|c| c.clone()).unwrap_or_default();
             assert!(calls[0].is_error, "{calls:?}");
             assert!(
-                calls[0].ms < 5000,
+                calls[0].ms < 15000,
                 "the unanswered call took {} ms: {calls:?}",
                 calls[0].ms
             );
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "{ctx}");
+        assert!(started.elapsed() < Duration::from_secs(60), "{ctx}");
     }
 }
 
