@@ -377,3 +377,56 @@ fn the_http_gateway_lists_the_changed_tools() {
     assert!(listed.contains("\"live_extra\""), "{listed}");
     assert_eq!(text_of(&out[1]), "I am extra");
 }
+
+/// Refreshed tools go through the build's naming: a tool that now clashes
+/// after sanitizing with another server's is renamed (`nameCollisions:
+/// "rename"`, config order deciding as at build), the status warns, and
+/// each server whose names changed gets its event.
+#[test]
+fn a_clash_after_a_refresh_is_renamed_and_warned() {
+    let events: Events = Arc::default();
+    let sink = Arc::clone(&events);
+    let opts = BuildOptions::default().with_tools_changed(move |e: &Value| {
+        if let Ok(mut v) = sink.lock() {
+            v.push(e.clone());
+        }
+    });
+    let cfg = json!({"mcpConfig": {"nameCollisions": "rename", "mcpServers": {
+        "live": entry("stdio", 0),
+        "live_x": entry("stdio", 0),
+    }}});
+    let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let l = Live {
+        tk: Arc::new(Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"))),
+        events,
+        _http: None,
+    };
+    let status = status_of(&l.tk);
+    assert_eq!(status["statuses"]["live_x"], json!("connected"), "{status}");
+
+    assert_eq!(l.call("live_x_add", json!({"name": "t"})), "added t");
+    l.event("live_x's t", |e| {
+        e["server"] == "live_x" && names(&e["added"]) == ["live_x_t"]
+    });
+    assert_eq!(l.call("live_x_t", json!({})), "I am t");
+
+    // "live" + "x_t" is "live_x_t" too; "live" comes first in the config.
+    assert_eq!(l.call("live_add", json!({"name": "x_t"})), "added x_t");
+    let moved = l.event("live_x's t renamed", |e| {
+        e["server"] == "live_x" && names(&e["added"]) == ["live_x_t_2"]
+    });
+    assert_eq!(names(&moved["removed"]), ["live_x_t"], "{moved}");
+    let took = l.event("live's x_t", |e| {
+        e["server"] == "live" && names(&e["added"]) == ["live_x_t"]
+    });
+    assert_eq!(took["generation"], moved["generation"], "{took} {moved}");
+    assert_eq!(l.call("live_x_t", json!({})), "I am x_t");
+    assert_eq!(l.call("live_x_t_2", json!({})), "I am t");
+    let warnings = status_of(&l.tk)["warnings"].to_string();
+    assert!(
+        warnings.contains("mcp tool name collision")
+            && warnings.contains("is served as \\\"live_x_t_2\\\""),
+        "{warnings}"
+    );
+}

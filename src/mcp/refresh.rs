@@ -256,11 +256,15 @@ impl Live {
         });
     }
 
-    /// Takes the outcome of a re-list of server `index`: the event for the
-    /// host when its tools changed.
-    fn relisted(&self, index: usize, listed: Result<Vec<RemoteTool>, String>) -> Option<Value> {
+    /// Takes the outcome of a re-list of server `index`: the events for
+    /// the host when tools changed — one per server whose toolkit names
+    /// changed (a new clash may rename another server's tool), or one for
+    /// this server when only its declarations did.
+    fn relisted(&self, index: usize, listed: Result<Vec<RemoteTool>, String>) -> Vec<Value> {
         let mut state = self.state();
-        let server = state.servers.get(index)?.cfg.name.clone();
+        let Some(server) = state.servers.get(index).map(|s| s.cfg.name.clone()) else {
+            return Vec::new();
+        };
         let remote = match listed {
             Ok(remote) => remote,
             Err(message) => {
@@ -269,46 +273,53 @@ impl Live {
                 });
                 state.failures.retain(|(s, _)| *s != server);
                 state.failures.push((server, message));
-                return None;
+                return Vec::new();
             }
         };
         state.failures.retain(|(s, _)| *s != server);
         if state.servers[index].remote == remote {
-            return None;
+            return Vec::new();
         }
-        let names = |a: &Assembled| -> Vec<String> {
+        state.servers[index].remote = remote;
+        let assembled = assemble(&state.servers, self.rename);
+        let before = std::mem::replace(&mut state.assembled, assembled);
+        state.generations.tools += 1;
+        let generation = state.generations.tools;
+        let names = |a: &Assembled, server: &str| -> Vec<String> {
             a.origins
                 .iter()
                 .filter(|o| o.1 == server)
                 .map(|o| o.0.clone())
                 .collect()
         };
-        let before = names(&state.assembled);
-        state.servers[index].remote = remote;
-        let assembled = assemble(&state.servers, self.rename);
-        let after = names(&assembled);
-        state.assembled = assembled;
-        state.generations.tools += 1;
-        let generation = state.generations.tools;
+        let mut events = Vec::new();
+        for s in &state.servers {
+            let name = &s.cfg.name;
+            let (was, now) = (names(&before, name), names(&state.assembled, name));
+            if was == now && *name != server {
+                continue;
+            }
+            let added: Vec<&String> = now.iter().filter(|n| !was.contains(n)).collect();
+            let removed: Vec<&String> = was.iter().filter(|n| !now.contains(n)).collect();
+            crate::log::emit(crate::log::Level::Info, "mcp", || {
+                format!(
+                    "mcp server \"{name}\": tools changed (generation {generation}): {} added, \
+                     {} removed",
+                    added.len(),
+                    removed.len()
+                )
+            });
+            events.push(json!({
+                "server": name,
+                "added": added,
+                "removed": removed,
+                "tools": now,
+                "generation": generation,
+            }));
+        }
         drop(state);
         self.changes.send_modify(|g| g.tools = generation);
-        let added: Vec<&String> = after.iter().filter(|n| !before.contains(n)).collect();
-        let removed: Vec<&String> = before.iter().filter(|n| !after.contains(n)).collect();
-        crate::log::emit(crate::log::Level::Info, "mcp", || {
-            format!(
-                "mcp server \"{server}\": tools changed (generation {generation}): {} added, {} \
-                 removed",
-                added.len(),
-                removed.len()
-            )
-        });
-        Some(json!({
-            "server": server,
-            "added": added,
-            "removed": removed,
-            "tools": after,
-            "generation": generation,
-        }))
+        events
     }
 
     /// Tells the host (when it gave a `toolsChanged`), on the blocking pool;
@@ -368,7 +379,7 @@ async fn follow(
         let Some(live_now) = live.upgrade() else {
             return;
         };
-        if let Some(event) = live_now.relisted(index, listed) {
+        for event in live_now.relisted(index, listed) {
             live_now.tell(event).await;
         }
     }

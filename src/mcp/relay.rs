@@ -325,6 +325,29 @@ mod tests {
         assert_eq!(name("elicitation/create"), vec![]);
     }
 
+    /// A flood of list changes is one flag per kind and one wake-up: what
+    /// waits for the follower never grows.
+    #[test]
+    fn list_changes_are_flags_not_a_queue() {
+        let relays = Relays::default();
+        for _ in 0..10_000 {
+            relays.list_changed(LISTED_TOOLS);
+        }
+        relays.list_changed(LISTED_PROMPTS);
+        let rt = crate::runtime::get();
+        let woke = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(5), relays.list_change()).await
+        });
+        assert!(woke.is_ok(), "no wake-up");
+        assert_eq!(relays.take_changed(), LISTED_TOOLS | LISTED_PROMPTS);
+        assert_eq!(relays.take_changed(), 0);
+        // The one stored wake-up was taken: the next wait waits.
+        let again = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_millis(50), relays.list_change()).await
+        });
+        assert!(again.is_err(), "a second wake-up was queued");
+    }
+
     /// `ended` resolves once the call is forgotten, not before.
     #[test]
     fn ended_resolves_when_the_call_is_over() {
