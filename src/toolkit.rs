@@ -266,7 +266,7 @@ impl Toolkit {
     /// since the last one (one atomic load per call otherwise).
     fn snapshot(&self) -> Arc<Snapshot> {
         if let Some(live) = &self.mcp_live {
-            if live.generations().tools != self.mcp_seen.load(Ordering::Acquire) {
+            if live.tools_generation() != self.mcp_seen.load(Ordering::Acquire) {
                 self.rebuild();
             }
         }
@@ -463,7 +463,7 @@ impl Toolkit {
                     warnings.push(w);
                 }
             }
-            generation = live.generations().tools;
+            generation = live.tools_generation();
         }
         json!({
             "statuses": pairs(&self.status.statuses),

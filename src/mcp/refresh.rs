@@ -32,6 +32,7 @@ use crate::limits::{LIST_CHANGED_MAX_DELAY, LIST_CHANGED_MIN_INTERVAL, LIST_CHAN
 use crate::tool::{sanitize, Source, Tool};
 use serde_json::{json, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use tokio::time::Instant;
 
@@ -156,6 +157,8 @@ pub struct Live {
     rename: bool,
     on_change: Option<ToolsChanged>,
     changes: tokio::sync::watch::Sender<Generations>,
+    /// The tools generation, read without a lock on every toolkit lookup.
+    tools_generation: AtomicU64,
 }
 
 struct State {
@@ -183,6 +186,7 @@ impl Live {
             rename,
             on_change,
             changes: tokio::sync::watch::channel(Generations::default()).0,
+            tools_generation: AtomicU64::new(0),
         })
     }
 
@@ -195,6 +199,11 @@ impl Live {
     pub fn tools(&self) -> (u64, Vec<Arc<Tool>>) {
         let state = self.state();
         (state.generations.tools, state.assembled.tools.clone())
+    }
+
+    /// How many times the MCP tools changed so far (one atomic load).
+    pub fn tools_generation(&self) -> u64 {
+        self.tools_generation.load(Ordering::Acquire)
     }
 
     /// How many times each kind of list changed so far.
@@ -285,6 +294,7 @@ impl Live {
         let before = std::mem::replace(&mut state.assembled, assembled);
         state.generations.tools += 1;
         let generation = state.generations.tools;
+        self.tools_generation.store(generation, Ordering::Release);
         let names = |a: &Assembled, server: &str| -> Vec<String> {
             a.origins
                 .iter()
