@@ -63,7 +63,9 @@ pub struct McpSource {
     /// Source `Mcp`, named `sanitize(server)_sanitize(tool)` (capped at
     /// [`MAX_NAME`]), in server order then list order; when two tools get
     /// the same name the later one wins, or with `nameCollisions: "rename"`
-    /// is served as `NAME_2`; either way `warnings` says so.
+    /// is served as `NAME_2`; either way `warnings` says so. The list as
+    /// connected: later `list_changed` refreshes change the sessions' live
+    /// layer ([`McpSessions::live`]), which a toolkit serves.
     pub tools: Vec<Tool>,
     /// server → `connected` | `failed` | `disabled`, in config order.
     pub statuses: Vec<(String, String)>,
