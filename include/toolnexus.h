@@ -563,6 +563,18 @@ tn_status tn_build_options_set_cancel(tn_build_options *opts,
    nobody waits. With one, every remote server without an `auth` setting
    answers a `401` with an authorization; without one only servers with
    `auth` do (and only `client_credentials` completes).
+ - `toolsChanged` (MCP `notifications/tools/list_changed`): an MCP server
+   announced that its tools changed; the toolkit listed them again
+   (debounced: a burst is one re-list, at most two a second per server)
+   and now serves the new list. The event is `{server, added, removed,
+   tools, generation}`: the toolkit names added and removed, every
+   toolkit name of that server now, and the tools generation (how many
+   times the MCP tools changed since the build; `tn_render(tk, "status")`
+   reports it as `toolsGeneration`). Nothing to answer. Called on a
+   library thread after the change is served, one event of a server at
+   a time; a re-list equal to what is served, or one that fails (then
+   the server's tools are kept and the status `errors` names the
+   failure), is no event. The toolkits built keep it, as `waitFor`.
 
  A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
  for this `user_data` — also when this call fails. An unknown slot is

@@ -62,3 +62,17 @@ pub const SERVED_TASKS_QUEUED: usize = 1024;
 /// answered by one error, so a line of a few bytes per item never makes
 /// the gateway hold a hundred times its size in answers.
 pub const BATCH_ANSWERS: usize = 1024;
+
+/// How long an MCP server must stay quiet after `notifications/tools/list_changed`
+/// before its tools are listed again: a burst of announcements is one
+/// re-list.
+pub const LIST_CHANGED_QUIET: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The longest a stream of announcements that never goes quiet defers the
+/// re-list it asks for.
+pub const LIST_CHANGED_MAX_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The least time between the starts of two re-lists of one server's
+/// tools: however fast a server announces changes, it is listed at most
+/// twice a second, and what waits meanwhile is one flag, never a queue.
+pub const LIST_CHANGED_MIN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);

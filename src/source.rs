@@ -62,6 +62,11 @@ pub struct BuildOptions {
     /// setting are either way); [`crate::mcp::auth::headless`] completes it
     /// without a browser for servers that consent at once.
     pub authorize: Option<crate::mcp::Authorize>,
+    /// The host's `toolsChanged`: after an MCP server announced
+    /// `notifications/tools/list_changed` and its tools, listed again,
+    /// differ from those served, the event `{server, added, removed,
+    /// tools, generation}` (toolkit names; [`crate::mcp::ToolsChanged`]).
+    pub tools_changed: Option<crate::mcp::ToolsChanged>,
 }
 
 impl BuildOptions {
@@ -100,6 +105,11 @@ impl BuildOptions {
         self
     }
 
+    pub fn with_tools_changed(mut self, f: impl Fn(&Value) + Send + Sync + 'static) -> Self {
+        self.tools_changed = Some(Arc::new(f));
+        self
+    }
+
     pub(crate) fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(CancelToken::is_cancelled)
     }
@@ -112,6 +122,7 @@ impl std::fmt::Debug for BuildOptions {
             .field("skill_provider", &self.skill_provider.is_some())
             .field("wait_for", &self.wait_for.is_some())
             .field("authorize", &self.authorize.is_some())
+            .field("tools_changed", &self.tools_changed.is_some())
             .finish()
     }
 }
@@ -216,6 +227,12 @@ pub(crate) trait ToolSource: Sync {
     /// Whether tools may join this source's layer on the built toolkit
     /// (`Toolkit::add_agent`).
     fn grows_later(&self) -> bool {
+        false
+    }
+
+    /// Whether this source's layer is the MCP servers' live one (their
+    /// `list_changed` replaces it on the built toolkit).
+    fn live(&self) -> bool {
         false
     }
 }
@@ -423,7 +440,10 @@ impl ToolSource for Mcp {
         let Some(m) = &build.mcp else {
             return Ok(Vec::new());
         };
-        let Some(src) = crate::mcp::connect_cancellable(m, build.opts.cancel.as_ref()) else {
+        let opts = build.opts;
+        let connected =
+            crate::mcp::connect_cancellable(m, opts.cancel.as_ref(), opts.tools_changed.clone());
+        let Some(src) = connected else {
             return Err(build_cancelled("while connecting MCP servers"));
         };
         build.status.statuses.extend(src.statuses);
@@ -432,5 +452,9 @@ impl ToolSource for Mcp {
         build.status.warnings.extend(src.warnings);
         build.sessions = src.sessions;
         Ok(src.tools.into_iter().map(Arc::new).collect())
+    }
+
+    fn live(&self) -> bool {
+        true
     }
 }

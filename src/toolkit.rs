@@ -15,6 +15,7 @@ use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 /// The tools of each source of [`SOURCES`], in its order (lowest
@@ -76,6 +77,10 @@ pub struct Toolkit {
     /// The MCP sessions; dropping the toolkit closes them and ends every
     /// child process tree.
     sessions: Mutex<crate::mcp::McpSessions>,
+    /// The MCP layer as the servers list it now (their `list_changed`
+    /// changes it), and the tools generation the snapshot was made from.
+    mcp_live: Option<Arc<crate::mcp::Live>>,
+    mcp_seen: AtomicU64,
 }
 
 impl std::fmt::Debug for Toolkit {
@@ -117,6 +122,7 @@ impl Toolkit {
             sessions,
             ..
         } = build;
+        let mcp_live = sessions.live();
         let tk = Toolkit {
             layers,
             native: Mutex::new(Vec::new()),
@@ -127,6 +133,8 @@ impl Toolkit {
             catalog,
             status,
             sessions: Mutex::new(sessions),
+            mcp_live,
+            mcp_seen: AtomicU64::new(0),
         };
         tk.rebuild();
         Ok(tk)
@@ -135,15 +143,18 @@ impl Toolkit {
     /// Recomputes the merged, name-sorted tool map: each source of
     /// [`SOURCES`] in turn, a later one winning a name (builtin < skill <
     /// http < relay < a2a < native < mcp), then `disableTools` removed.
+    /// The MCP layer comes from the live one (see [`Toolkit::snapshot`]).
+    /// Rebuilds are serialized by the host functions' lock.
     fn rebuild(&self) {
         let native = self.native.lock().unwrap_or_else(PoisonError::into_inner);
         let grown = self.grown.lock().unwrap_or_else(PoisonError::into_inner);
+        let live = self.mcp_live.as_ref().map(|l| l.tools());
         let mut map = BTreeMap::new();
         for (source, layer) in SOURCES.iter().zip(&self.layers) {
-            let tools = if source.registered_later() {
-                &native[..]
-            } else {
-                &layer[..]
+            let tools = match &live {
+                Some((_, tools)) if source.live() => &tools[..],
+                _ if source.registered_later() => &native[..],
+                _ => &layer[..],
             };
             let more = if source.grows_later() {
                 &grown[..]
@@ -161,6 +172,9 @@ impl Toolkit {
             tools: map,
             rendered: Default::default(),
         });
+        if let Some((generation, _)) = live {
+            self.mcp_seen.store(generation, Ordering::Release);
+        }
     }
 
     /// Closes every MCP session now (also done on drop). Idempotent.
@@ -187,7 +201,6 @@ impl Toolkit {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .origins()
-            .to_vec()
     }
 
     /// The process ids of the MCP servers this toolkit started and still owns.
@@ -249,8 +262,22 @@ impl Toolkit {
         }))
     }
 
+    /// The tools now: made again first when an MCP server's tools changed
+    /// since the last one (one atomic load per call otherwise).
     fn snapshot(&self) -> Arc<Snapshot> {
+        if let Some(live) = &self.mcp_live {
+            if live.tools_generation() != self.mcp_seen.load(Ordering::Acquire) {
+                self.rebuild();
+            }
+        }
         Arc::clone(&self.tools.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// How many times each kind of MCP list changed since the build, and a
+    /// receiver that hears every later change (the gateway passes them on
+    /// to its clients); `None` without MCP servers.
+    pub fn mcp_changes(&self) -> Option<tokio::sync::watch::Receiver<crate::mcp::Generations>> {
+        self.mcp_live.as_ref().map(|l| l.subscribe())
     }
 
     /// Tool names in code-point order.
@@ -421,12 +448,30 @@ impl Toolkit {
             .as_ref()
             .map(|c| c.skipped.iter().map(skill::Skip::to_json).collect())
             .unwrap_or_default();
+        let mut errors = self.status.errors.clone();
+        let mut warnings = self.status.warnings.clone();
+        let mut generation = 0;
+        if let Some(live) = &self.mcp_live {
+            // A re-list that failed (its tools kept) is the server's error
+            // until one answers; naming warnings of the tools served now.
+            for (server, message) in live.failures() {
+                errors.retain(|(k, _)| *k != server);
+                errors.push((server, message));
+            }
+            for w in live.warnings() {
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+            generation = live.tools_generation();
+        }
         json!({
             "statuses": pairs(&self.status.statuses),
-            "errors": pairs(&self.status.errors),
+            "errors": pairs(&errors),
             "skipped": skipped,
-            "warnings": self.status.warnings,
+            "warnings": warnings,
             "protocolVersions": pairs(&self.status.protocols),
+            "toolsGeneration": generation,
         })
     }
 

@@ -34,8 +34,9 @@ type BuildOption func(*buildOptions)
 
 type buildOptions struct {
 	skillProvider func(ctx context.Context) ([]SkillDef, error)
-	waitFor       WaitForFunc   // elicit.go
-	authorize     AuthorizeFunc // authorize.go
+	waitFor       WaitForFunc             // elicit.go
+	authorize     AuthorizeFunc           // authorize.go
+	toolsChanged  func(ToolsChangedEvent) // tools_changed.go
 }
 
 // WithSkillProvider supplies skills from Go at build time (SPEC §3 S1), for
@@ -84,6 +85,9 @@ func build(ctx context.Context, cconf *C.char, opts []BuildOption) (*C.tn_toolki
 		return nil, err
 	}
 	if err := setAuthorize(copts, o.authorize); err != nil {
+		return nil, err
+	}
+	if err := setToolsChanged(copts, o.toolsChanged); err != nil {
 		return nil, err
 	}
 	var ptr *C.tn_toolkit

@@ -29,9 +29,11 @@ enum BuildSlot {
     WaitFor,
     /// The browser step of MCP authorization (OAuth, `crate::mcp::auth`).
     Authorize,
+    /// An MCP server's tools changed after its `list_changed`.
+    ToolsChanged,
 }
 
-const BUILD_SLOTS: &str = "skillProvider, waitFor, authorize";
+const BUILD_SLOTS: &str = "skillProvider, waitFor, authorize, toolsChanged";
 
 impl BuildSlot {
     fn from_name(name: &str) -> Result<BuildSlot, Error> {
@@ -39,6 +41,7 @@ impl BuildSlot {
             "skillProvider" => Ok(BuildSlot::SkillProvider),
             "waitFor" => Ok(BuildSlot::WaitFor),
             "authorize" => Ok(BuildSlot::Authorize),
+            "toolsChanged" => Ok(BuildSlot::ToolsChanged),
             other => Err(Error::invalid_argument(format!(
                 "unknown build callback slot '{other}' (expected {BUILD_SLOTS})"
             ))),
@@ -131,6 +134,18 @@ pub unsafe extern "C" fn tn_build_options_set_cancel(
 ///   nobody waits. With one, every remote server without an `auth` setting
 ///   answers a `401` with an authorization; without one only servers with
 ///   `auth` do (and only `client_credentials` completes).
+/// - `toolsChanged` (MCP `notifications/tools/list_changed`): an MCP server
+///   announced that its tools changed; the toolkit listed them again
+///   (debounced: a burst is one re-list, at most two a second per server)
+///   and now serves the new list. The event is `{server, added, removed,
+///   tools, generation}`: the toolkit names added and removed, every
+///   toolkit name of that server now, and the tools generation (how many
+///   times the MCP tools changed since the build; `tn_render(tk, "status")`
+///   reports it as `toolsGeneration`). Nothing to answer. Called on a
+///   library thread after the change is served, one event of a server at
+///   a time; a re-list equal to what is served, or one that fails (then
+///   the server's tools are kept and the status `errors` names the
+///   failure), is no event. The toolkits built keep it, as `waitFor`.
 ///
 /// A NULL `callback` clears the slot. `user_data_free` (nullable) runs once
 /// for this `user_data` — also when this call fails. An unknown slot is
@@ -168,6 +183,9 @@ pub unsafe extern "C" fn tn_build_options_set_callback(
             BuildSlot::Authorize => {
                 opts.inner.authorize = host.map(super::elicit::authorize_of);
             }
+            BuildSlot::ToolsChanged => {
+                opts.inner.tools_changed = host.map(tools_changed);
+            }
         }
         Ok(())
     })
@@ -180,6 +198,15 @@ fn skill_provider(host: HostCallback) -> SkillProvider {
         Ok(Some(v)) => Ok(v),
         Ok(None) => Ok(Value::Null),
         Err(message) => Err(message),
+    })
+}
+
+/// The host's `toolsChanged` callback as the core's: told, never asked
+/// (what it sets, or fails with, is ignored).
+fn tools_changed(host: HostCallback) -> crate::mcp::ToolsChanged {
+    let host = Arc::new(host);
+    Arc::new(move |event: &Value| {
+        let _ = host.call(event, RunData(0));
     })
 }
 

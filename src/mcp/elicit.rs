@@ -327,6 +327,18 @@ impl ClientHandler for Handler {
         }
     }
 
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relays.list_changed(super::relay::LISTED_TOOLS);
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relays.list_changed(super::relay::LISTED_PROMPTS);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.relays.list_changed(super::relay::LISTED_RESOURCES);
+    }
+
     #[allow(deprecated)]
     async fn on_logging_message(
         &self,

@@ -18,6 +18,7 @@
 //! - `fault.rs`        what went wrong with a server, as an enum
 //! - `auth.rs`         OAuth 2.1 (MCP authorization) for streamable HTTP
 //! - `resource_tools.rs` resources and prompts as tools (`resourcesAsTools`)
+//! - `refresh.rs`      `list_changed`: a server's tools listed again, live
 //!
 //! `parse_config` reads `mcpConfig`; `connect` turns it into an `McpSource`
 //! of tools named `sanitize(server)_sanitize(tool)` plus statuses, errors and
@@ -32,6 +33,7 @@ mod guarded;
 mod known_ids;
 mod lines;
 mod proxy;
+mod refresh;
 mod relay;
 mod resource_tools;
 mod session;
@@ -42,12 +44,13 @@ pub use auth::Authorize;
 pub use config::{parse_config, McpConfig, ServerConfig, Transport, DEFAULT_TIMEOUT_MS};
 pub use elicit::WaitFor;
 pub use proxy::Upstreams;
+pub use refresh::{Generations, Live, ToolsChanged};
 pub use session::RemoteTool;
 
 use crate::cancel::CancelToken;
 use crate::json::normalize_args;
 use crate::runtime;
-use crate::tool::{sanitize, ExecContext, Execute, Source, Tool, ToolFuture, ToolResult};
+use crate::tool::{ExecContext, Execute, Tool, ToolFuture, ToolResult};
 use serde_json::Value;
 use session::{PhaseCell, Session, SERVER_SLACK};
 use std::sync::Arc;
@@ -60,7 +63,9 @@ pub struct McpSource {
     /// Source `Mcp`, named `sanitize(server)_sanitize(tool)` (capped at
     /// [`MAX_NAME`]), in server order then list order; when two tools get
     /// the same name the later one wins, or with `nameCollisions: "rename"`
-    /// is served as `NAME_2`; either way `warnings` says so.
+    /// is served as `NAME_2`; either way `warnings` says so. The list as
+    /// connected: later `list_changed` refreshes change the sessions' live
+    /// layer ([`McpSessions::live`]), which a toolkit serves.
     pub tools: Vec<Tool>,
     /// server → `connected` | `failed` | `disabled`, in config order.
     pub statuses: Vec<(String, String)>,
@@ -70,8 +75,6 @@ pub struct McpSource {
     pub protocols: Vec<(String, String)>,
     /// Name clashes and renames, one sentence each.
     pub warnings: Vec<String>,
-    /// (tool name, server, the tool's own name) of every tool kept so far.
-    origins: Vec<(String, String, String)>,
     /// Owns every live session.
     pub sessions: McpSessions,
 }
@@ -82,8 +85,8 @@ pub struct McpSource {
 #[derive(Default)]
 pub struct McpSessions {
     sessions: Vec<Arc<Session>>,
-    /// toolkit tool name → the tool's own name on its server.
-    origins: Vec<(String, String)>,
+    /// The MCP tools as the servers list them now (`refresh`).
+    live: Option<Arc<refresh::Live>>,
 }
 
 impl McpSessions {
@@ -94,8 +97,15 @@ impl McpSessions {
     }
 
     /// `(toolkit name, the tool's own name on its server)` of every MCP tool.
-    pub fn origins(&self) -> &[(String, String)] {
-        &self.origins
+    pub fn origins(&self) -> Vec<(String, String)> {
+        self.live.as_ref().map_or_else(Vec::new, |l| {
+            l.origins().into_iter().map(|(n, _, t)| (n, t)).collect()
+        })
+    }
+
+    /// The live MCP layer: its tools now, its generations, its changes.
+    pub fn live(&self) -> Option<Arc<refresh::Live>> {
+        self.live.clone()
     }
 
     /// The process ids of the stdio servers still owned (for diagnostics and
@@ -204,18 +214,24 @@ enum Outcome {
 /// Connects every enabled server in parallel (each bounded by its timeout per
 /// phase and timeout + 500 ms overall) and never fails.
 pub fn connect(config: &McpConfig) -> McpSource {
-    connect_cancellable(config, None).unwrap_or_default()
+    connect_cancellable(config, None, None).unwrap_or_default()
 }
 
 /// [`connect`], abandoned as soon as `cancel` is triggered: then `None`,
 /// after every attempt still running was dropped (its request ended, its
 /// child process group killed), every session already made was dropped the
-/// same way, and every child this call started has been reaped.
-pub fn connect_cancellable(config: &McpConfig, cancel: Option<&CancelToken>) -> Option<McpSource> {
+/// same way, and every child this call started has been reaped. A server's
+/// `list_changed` refreshes its tools in the sessions' live layer
+/// (`refresh`), and `on_change` hears of each change.
+pub fn connect_cancellable(
+    config: &McpConfig,
+    cancel: Option<&CancelToken>,
+    on_change: Option<ToolsChanged>,
+) -> Option<McpSource> {
     if cancel.is_some_and(CancelToken::is_cancelled) {
         return None;
     }
-    block_on_anywhere(connect_all(config, cancel))
+    block_on_anywhere(connect_all(config, cancel, on_change))
 }
 
 /// `runtime::block_on`, also from a thread that is inside the runtime (where
@@ -272,7 +288,11 @@ fn free_name(name: &str, tools: &[Tool]) -> String {
 /// How long a cancelled connect waits for a killed child to be reaped.
 const REAP_LIMIT: Duration = Duration::from_secs(2);
 
-async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option<McpSource> {
+async fn connect_all(
+    config: &McpConfig,
+    cancel: Option<&CancelToken>,
+    on_change: Option<ToolsChanged>,
+) -> Option<McpSource> {
     let phases: Vec<PhaseCell> = config.servers.iter().map(|_| PhaseCell::new()).collect();
     let mut attempts: Vec<JoinHandle<Outcome>> = config
         .servers
@@ -288,7 +308,7 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
         return None;
     };
     let mut source = McpSource::default();
-    let mut offered: Vec<(String, Arc<Session>)> = Vec::new();
+    let mut served: Vec<refresh::Served> = Vec::new();
     for (cfg, outcome) in config.servers.iter().zip(outcomes) {
         match outcome {
             Outcome::Disabled => source.statuses.push((cfg.name.clone(), "disabled".into())),
@@ -297,86 +317,27 @@ async fn connect_all(config: &McpConfig, cancel: Option<&CancelToken>) -> Option
                 source.statuses.push((cfg.name.clone(), "failed".into()));
                 source.errors.push((cfg.name.clone(), msg));
             }
-            Outcome::Connected(session, remote_tools) => {
+            Outcome::Connected(session, remote) => {
                 source.statuses.push((cfg.name.clone(), "connected".into()));
                 if let Some(v) = session.protocol_version() {
                     source.protocols.push((cfg.name.clone(), v));
                 }
                 let session: Arc<Session> = Arc::from(session);
-                let prefix = sanitize(&cfg.name);
-                for rt in remote_tools.into_iter().filter(|t| cfg.keeps_tool(&t.name)) {
-                    let name = capped(format!("{prefix}_{}", sanitize(&rt.name)));
-                    if name.len() < prefix.len() + 1 + sanitize(&rt.name).len() {
-                        source.warnings.push(format!(
-                            "mcp server \"{}\": the name of its tool \"{}\" is longer than \
-                             {MAX_NAME} characters once prefixed; it is served as \"{name}\"",
-                            cfg.name, rt.name
-                        ));
-                    }
-                    let name = match source.origins.iter().find(|o| o.0 == name) {
-                        None => name,
-                        Some((_, server, tool)) if config.rename_collisions => {
-                            let renamed = free_name(&name, &source.tools);
-                            source.warnings.push(format!(
-                                "mcp tool name collision: server \"{}\" tool \"{}\" and server \
-                                 \"{server}\" tool \"{tool}\" are both \"{name}\"; the later \
-                                 is served as \"{renamed}\"",
-                                cfg.name, rt.name
-                            ));
-                            renamed
-                        }
-                        Some((_, server, tool)) => {
-                            // SPEC §4 as recorded: a later server's tool
-                            // replaces an earlier one of the same final name.
-                            source.warnings.push(format!(
-                                "mcp tool name collision: server \"{}\" tool \"{}\" replaces \
-                                 server \"{server}\" tool \"{tool}\" as \"{name}\" (set \
-                                 mcpConfig.nameCollisions to \"rename\" to keep both)",
-                                cfg.name, rt.name
-                            ));
-                            name
-                        }
-                    };
-                    source.tools.retain(|t| t.name != name);
-                    source.origins.retain(|o| o.0 != name);
-                    source
-                        .origins
-                        .push((name.clone(), cfg.name.clone(), rt.name.clone()));
-                    source.sessions.origins.retain(|(t, _)| *t != name);
-                    source
-                        .sessions
-                        .origins
-                        .push((name.clone(), rt.name.clone()));
-                    let exec = Arc::new(McpTool {
-                        session: Arc::clone(&session),
-                        remote: rt.name,
-                    });
-                    source.tools.push(Tool::new(
-                        name,
-                        rt.description,
-                        Some(rt.input_schema),
-                        Source::Mcp,
-                        exec,
-                    ));
-                }
-                if cfg.resources_as_tools {
-                    offered.push((cfg.name.clone(), Arc::clone(&session)));
-                }
-                source.sessions.sessions.push(session);
+                source.sessions.sessions.push(Arc::clone(&session));
+                served.push(refresh::Served {
+                    cfg: cfg.clone(),
+                    session,
+                    remote,
+                });
             }
         }
     }
-    for tool in resource_tools::tools(offered) {
-        if source.tools.iter().any(|t| t.name == tool.name) {
-            source.warnings.push(format!(
-                "mcp tool name collision: \"{}\" (resourcesAsTools) replaces a server's tool \
-                 of that name",
-                tool.name
-            ));
-            source.tools.retain(|t| t.name != tool.name);
-        }
-        source.tools.push(tool);
-    }
+    let live = refresh::Live::new(served, config.rename_collisions, on_change);
+    let (_, tools) = live.tools();
+    source.tools = tools.iter().map(|t| Tool::clone(t)).collect();
+    source.warnings = live.warnings();
+    live.follow_all();
+    source.sessions.live = Some(live);
     Some(source)
 }
 

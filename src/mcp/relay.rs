@@ -14,6 +14,11 @@
 //!   whose relay has a client that takes it ([`Relays::askers`]; the next
 //!   such call's when that one's call is over before the request goes out).
 //!
+//! - `notifications/{tools,prompts,resources}/list_changed` set a flag of
+//!   the session's ([`Relays::list_changed`]) and wake its follower
+//!   (`super::refresh`): however many come, what waits is one flag per
+//!   kind, never a queue.
+//!
 //! A call registers with [`Relays::enter`] (or [`Relays::follow`], with or
 //! without a relay) and is forgotten when its guard drops, however the call
 //! ends. Besides going to the relay, a progress for a call's token calls
@@ -33,7 +38,16 @@ pub struct Relays {
     calls: Mutex<HashMap<u64, Entry>>,
     /// Told whenever a call is forgotten.
     gone: tokio::sync::Notify,
+    /// The kinds of list the server said changed since the follower last
+    /// looked ([`LISTED_TOOLS`], ...), and its wake-up.
+    changed_kinds: std::sync::atomic::AtomicU8,
+    changed: tokio::sync::Notify,
 }
+
+/// A kind of list a server announces changes of (bit flags).
+pub const LISTED_TOOLS: u8 = 1;
+pub const LISTED_PROMPTS: u8 = 2;
+pub const LISTED_RESOURCES: u8 = 4;
 
 /// What a call's progress also calls (see [`RelayGuard::on_progress`]).
 pub type Tick = Arc<dyn Fn() + Send + Sync>;
@@ -128,6 +142,25 @@ impl Relays {
             }
             notified.await;
         }
+    }
+
+    /// A `notifications/KIND/list_changed` from the server (`kind` one of
+    /// [`LISTED_TOOLS`], [`LISTED_PROMPTS`], [`LISTED_RESOURCES`]).
+    pub fn list_changed(&self, kind: u8) {
+        self.changed_kinds.fetch_or(kind, Ordering::AcqRel);
+        // One stored permit at most, however many come.
+        self.changed.notify_one();
+    }
+
+    /// Resolves once a list changed since the last [`Relays::take_changed`]
+    /// (at once when one did).
+    pub async fn list_change(&self) {
+        self.changed.notified().await;
+    }
+
+    /// The kinds of list announced as changed since the last call.
+    pub fn take_changed(&self) -> u8 {
+        self.changed_kinds.swap(0, Ordering::AcqRel)
     }
 
     /// A `notifications/message` from the server.
@@ -290,6 +323,29 @@ mod tests {
         assert_eq!(name("elicitation/create"), vec![(2, answer("second"))]);
         drop((g0, g2));
         assert_eq!(name("elicitation/create"), vec![]);
+    }
+
+    /// A flood of list changes is one flag per kind and one wake-up: what
+    /// waits for the follower never grows.
+    #[test]
+    fn list_changes_are_flags_not_a_queue() {
+        let relays = Relays::default();
+        for _ in 0..10_000 {
+            relays.list_changed(LISTED_TOOLS);
+        }
+        relays.list_changed(LISTED_PROMPTS);
+        let rt = crate::runtime::get();
+        let woke = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(5), relays.list_change()).await
+        });
+        assert!(woke.is_ok(), "no wake-up");
+        assert_eq!(relays.take_changed(), LISTED_TOOLS | LISTED_PROMPTS);
+        assert_eq!(relays.take_changed(), 0);
+        // The one stored wake-up was taken: the next wait waits.
+        let again = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_millis(50), relays.list_change()).await
+        });
+        assert!(again.is_err(), "a second wake-up was queued");
     }
 
     /// `ended` resolves once the call is forgotten, not before.

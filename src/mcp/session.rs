@@ -803,6 +803,35 @@ fn remote_tool(v: &Value) -> Option<RemoteTool> {
 }
 
 impl Session {
+    /// Where the server's notifications land (its list changes among
+    /// them), for the session's follower (`super::refresh`).
+    pub(super) fn relays(&self) -> &Arc<Relays> {
+        &self.relays
+    }
+
+    /// Cancelled once the session closes.
+    pub(super) fn stopped(&self) -> &CancellationToken {
+        &self.stopped
+    }
+
+    /// tools/list again (after the server announced a change), bounded by
+    /// the server's timeout: the tools, or the failure as a status message.
+    pub(super) async fn relist(&self) -> Result<Vec<RemoteTool>, String> {
+        let fail = |detail: Fault| {
+            self.secrets
+                .redact(&failure(&self.name, "tools/list", detail))
+                .into_owned()
+        };
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(fail(Fault::Closed));
+        }
+        match tokio::time::timeout(self.timeout, list_tools(&self.peer)).await {
+            Ok(Ok(tools)) => Ok(tools),
+            Ok(Err(detail)) => Err(fail(detail)),
+            Err(_) => Err(fail(Fault::no_answer_within(self.timeout))),
+        }
+    }
+
     /// The process id of a stdio server.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(stdio::ChildProc::pid)

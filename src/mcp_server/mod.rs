@@ -315,9 +315,11 @@ impl Gateway {
         on_call: Option<OnCall>,
         max_calls: usize,
     ) -> Gateway {
-        let info = InitializeResult::new(capabilities(&toolkit.mcp_upstreams())).with_server_info(
-            Implementation::new(profile.name.clone(), profile.version.clone()),
-        );
+        let live = toolkit.mcp_changes().is_some();
+        let info =
+            InitializeResult::new(capabilities(&toolkit.mcp_upstreams(), live)).with_server_info(
+                Implementation::new(profile.name.clone(), profile.version.clone()),
+            );
         let (served_as, served_from) = if profile.unprefixed {
             unprefixed_names(&toolkit)
         } else {
@@ -583,15 +585,27 @@ impl Gateway {
 }
 
 /// What the gateway advertises: tools, and what its MCP servers have among
-/// resources (with subscribe), prompts, completions and logging.
-fn capabilities(up: &crate::mcp::Upstreams) -> ServerCapabilities {
+/// resources (with subscribe), prompts, completions and logging. With MCP
+/// servers behind it (`live`), its tools, prompts and resources lists may
+/// change: `listChanged` (see [`pass_changes_on`]).
+fn capabilities(up: &crate::mcp::Upstreams, live: bool) -> ServerCapabilities {
     let mut caps = json!({"tools": {}});
+    if live {
+        caps["tools"]["listChanged"] = json!(true);
+    }
     if up.has("resources") {
         caps["resources"] = json!({"subscribe": up.can_subscribe()});
     }
     for kind in ["prompts", "completions", "logging"] {
         if up.has(kind) {
             caps[kind] = json!({});
+        }
+    }
+    if live {
+        for kind in ["resources", "prompts"] {
+            if let Some(c) = caps.get_mut(kind) {
+                c["listChanged"] = json!(true);
+            }
         }
     }
     serde_json::from_value(caps)
@@ -661,6 +675,32 @@ fn relay_to(
         }
     });
     (relay, forwarding)
+}
+
+/// Tells the client on `peer` `notifications/tools/list_changed` each time
+/// the served toolkit's MCP tools change (a proxied server's
+/// `list_changed`, re-listed), and `prompts/` / `resources/list_changed`
+/// when a proxied server announced those. Changes that come while one is
+/// being sent are one notification (the watch holds the latest only).
+/// Ends when the toolkit is gone or the client cannot be told.
+async fn pass_changes_on(
+    peer: rmcp::Peer<RoleServer>,
+    mut changes: tokio::sync::watch::Receiver<crate::mcp::Generations>,
+) {
+    let mut told = *changes.borrow_and_update();
+    while changes.changed().await.is_ok() {
+        let now = *changes.borrow_and_update();
+        if now.tools != told.tools && peer.notify_tool_list_changed().await.is_err() {
+            return;
+        }
+        if now.prompts != told.prompts && peer.notify_prompt_list_changed().await.is_err() {
+            return;
+        }
+        if now.resources != told.resources && peer.notify_resource_list_changed().await.is_err() {
+            return;
+        }
+        told = now;
+    }
 }
 
 /// A pass-through answer as the typed result rmcp sends.
@@ -1118,7 +1158,15 @@ where
         let _blocking = blocking;
         let handler = Handler(Arc::clone(&gateway));
         if let Ok(running) = handler.serve_with_ct(transport, ct).await {
+            // The one session of stdio is told of list changes while it lasts.
+            let passing = gateway
+                .toolkit
+                .mcp_changes()
+                .map(|changes| tokio::spawn(pass_changes_on(running.peer().clone(), changes)));
             let _ = running.waiting().await;
+            if let Some(passing) = passing {
+                passing.abort();
+            }
         }
         // rmcp ends with the calls it cancelled still unwinding (a client
         // that left mid-call: its input closed and the answers never came

@@ -27,6 +27,9 @@ JSON array printed on stdout:
       starts the call, waits for waitFile, prints what it has and leaves
       at once (os._exit), dropping the connection mid-call
   {"op": "asked"}                      -> [{"method", "params"}...] the server's requests so far
+  {"op": "changed", "method", "limit"} waits (up to LIMIT s, default 60) for the
+      server's notification METHOD (a notifications/*/list_changed)
+                                       -> {"came": bool, "changed": [methods so far]}
 
 PLAN's optional "answers" makes the client declare sampling and/or
 elicitation and answer the server's requests: {"sampling": RESULT,
@@ -109,6 +112,25 @@ async def on_log(params):
     LOGS.append(dump(params))
 
 
+CHANGED = []
+
+
+async def on_message(message):
+    m = getattr(message, "root", message)
+    method = getattr(m, "method", None)
+    if isinstance(method, str) and method.endswith("/list_changed"):
+        CHANGED.append(method)
+
+
+async def changed(step):
+    until = time.monotonic() + float(step.get("limit", 60))
+    while step["method"] not in CHANGED:
+        if time.monotonic() > until:
+            return {"came": False, "changed": list(CHANGED)}
+        await anyio.sleep(0.02)
+    return {"came": True, "changed": list(CHANGED)}
+
+
 async def notified(session, step):
     progress = []
 
@@ -183,6 +205,8 @@ async def run(session, plan, out):
             out.append(await notified(session, step))
         elif op == "asked":
             out.append(list(ASKED))
+        elif op == "changed":
+            out.append(await changed(step))
         elif op == "parallel":
             results = [None] * len(step["calls"])
 
@@ -215,12 +239,12 @@ async def main():
     out = []
     if transport == "http":
         async with http_client(sys.argv[3]) as streams:
-            async with ClientSession(streams[0], streams[1], logging_callback=on_log, **callbacks(plan)) as session:
+            async with ClientSession(streams[0], streams[1], logging_callback=on_log, message_handler=on_message, **callbacks(plan)) as session:
                 await run(session, plan, out)
     elif transport == "stdio":
         params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], env=dict(os.environ))
         async with stdio_client(params) as streams:
-            async with ClientSession(streams[0], streams[1], logging_callback=on_log, **callbacks(plan)) as session:
+            async with ClientSession(streams[0], streams[1], logging_callback=on_log, message_handler=on_message, **callbacks(plan)) as session:
                 await run(session, plan, out)
     else:
         raise ValueError(f"unknown transport {transport}")

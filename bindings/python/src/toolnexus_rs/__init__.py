@@ -313,6 +313,7 @@ class Toolkit:
         skill_provider: Optional[Callable[[], Optional[list]]] = None,
         wait_for: Optional[Callable[[Any], Any]] = None,
         authorize: Optional[Callable[[dict], str]] = None,
+        tools_changed: Optional[Callable[[dict], Any]] = None,
     ) -> None:
         """``cancel`` (triggered from another thread) or ``timeout`` (seconds)
         ends a build that hangs, on an MCP server say: it raises
@@ -351,11 +352,18 @@ class Toolkit:
         to (carrying ``code`` and ``state``). An exception fails the
         authorization. With it, every remote server without an ``auth``
         setting is authorized on a 401; without it only servers with
-        ``auth`` are (and only ``client_credentials`` completes)."""
+        ``auth`` are (and only ``client_credentials`` completes).
+
+        ``tools_changed(event)`` hears that an MCP server's tools changed
+        (it sent ``notifications/tools/list_changed``; the toolkit listed
+        them again and serves the new list, docs/mcp.md): the event is
+        ``{"server", "added", "removed", "tools", "generation"}`` (toolkit
+        names). It runs on a library thread; what it returns or raises is
+        ignored."""
         self._lib = _native.load()
         cfg = _native.cstr(config if config is not None else {}, "config")
         status, ptr, text, timed_out, kept = _build.build(
-            self._lib, cfg, cancel, timeout, skill_provider, wait_for, authorize
+            self._lib, cfg, cancel, timeout, skill_provider, wait_for, authorize, tools_changed
         )
         if status != 0:
             if timed_out and timeout is not None:

@@ -1,7 +1,7 @@
 """``tn_toolkit_build_with`` for :class:`toolnexus_rs.Toolkit`: a cancel token,
 a timeout, a ``skillProvider`` callback (issue 17), a ``waitFor`` for the
-MCP elicitation bridge (SPEC §2) and an ``authorize`` for MCP authorization
-(OAuth, docs/mcp.md).
+MCP elicitation bridge (SPEC §2), an ``authorize`` for MCP authorization
+(OAuth, docs/mcp.md) and a ``toolsChanged`` listener (MCP ``list_changed``).
 
 The build-options signatures are declared here, once per loaded library, so
 that this file is all the build options add to the package."""
@@ -117,6 +117,19 @@ def _authorize_callback(lib: ctypes.CDLL, authorize: Callable[[dict], str]) -> A
     return REPLY_CALLBACK(trampoline)
 
 
+def _tools_changed_callback(lib: ctypes.CDLL, tools_changed: Callable[[dict], Any]) -> Any:
+    def trampoline(_user_data: Any, event: Optional[bytes], _reply: int) -> None:
+        # Told, never asked: nothing may raise through the C frames, and
+        # nothing it returns or raises changes anything.
+        try:
+            raw = json.loads(event.decode("utf-8")) if event else {}
+            tools_changed(raw if isinstance(raw, dict) else {})
+        except BaseException:  # noqa: BLE001 — isolated by the library
+            pass
+
+    return REPLY_CALLBACK(trampoline)
+
+
 def _set_slot(lib: ctypes.CDLL, opts: int, slot: bytes, callback: Any) -> tuple[int, Optional[str]]:
     err = ctypes.c_void_p()
     status = lib.tn_build_options_set_callback(opts, slot, callback, None, None, ctypes.byref(err))
@@ -131,6 +144,7 @@ def build(
     skill_provider: Optional[SkillProvider],
     wait_for: Optional[Callable[[Any], Any]] = None,
     authorize: Optional[Callable[[dict], str]] = None,
+    tools_changed: Optional[Callable[[dict], Any]] = None,
 ) -> tuple[int, Optional[int], Optional[str], bool, list[Any]]:
     """Runs the build: ``(status, toolkit pointer, error text, timed out,
     callbacks the toolkit keeps)``. ``cancel`` is a live :class:`CancelToken` or
@@ -176,6 +190,14 @@ def build(
             if status != 0:
                 return status, None, text, False, []
             kept.append(authorizer)
+        if tools_changed is not None:
+            if not callable(tools_changed):
+                raise TypeError(f"tools_changed must be callable, got {type(tools_changed).__name__}")
+            listener = _tools_changed_callback(lib, tools_changed)
+            status, text = _set_slot(lib, opts, b"toolsChanged", listener)
+            if status != 0:
+                return status, None, text, False, []
+            kept.append(listener)
         # On the main thread a build goes where Ctrl-C can end it, unless a
         # skill provider is given: that is called on the building thread,
         # which then stays the caller's.

@@ -1,0 +1,432 @@
+//! Live `list_changed` refresh (issue 28) with real peers: a server of the
+//! official MCP Python SDK (tests/mcp_servers/sdk_changing_server.py) adds
+//! and removes tools while it runs and announces it, over stdio and over
+//! streamable HTTP; the toolkit serves the new list, the host's
+//! `toolsChanged` hears `{server, added, removed, tools, generation}`, a
+//! re-list that fails keeps the old tools and says so in the status, a
+//! flood of announcements costs a bounded number of re-lists, and the
+//! gateway passes the change on to an SDK client.
+//!
+//! Every wait is on a condition, with generous bounds; no assertion rests
+//! on a duration (the flood's bound counts re-lists against the time the
+//! flood really took).
+
+mod mcp_support;
+
+use mcp_support::*;
+use serde_json::{json, Value};
+use std::process::Child;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use toolnexus::mcp_server::{self, ServeConfig};
+use toolnexus::tool::ExecContext;
+use toolnexus::toolkit::{BuildOptions, Toolkit};
+
+const SCRIPT: &str = "sdk_changing_server.py";
+const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
+/// How long any condition may take to come true (a loaded machine).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+type Events = Arc<Mutex<Vec<Value>>>;
+
+/// The server's entry in mcpServers, over "stdio" or "http".
+fn entry(transport: &str, port: u16) -> Value {
+    match transport {
+        "stdio" => json!({"command": [python(), server_script(SCRIPT), "stdio"], "timeout": 20000}),
+        _ => json!({"url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 20000}),
+    }
+}
+
+/// A toolkit over the server as `live`, and the events its host heard.
+struct Live {
+    tk: Arc<Toolkit>,
+    events: Events,
+    _http: Option<KillOnDrop>,
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn live(transport: &str) -> Live {
+    let (http, port) = match transport {
+        "stdio" => (None, 0),
+        _ => {
+            let (child, port) = spawn_on_own_port(SCRIPT, "streamable-http");
+            (Some(KillOnDrop(child)), port)
+        }
+    };
+    let events: Events = Arc::default();
+    let sink = Arc::clone(&events);
+    let opts = BuildOptions::default().with_tools_changed(move |e: &Value| {
+        if let Ok(mut v) = sink.lock() {
+            v.push(e.clone());
+        }
+    });
+    let cfg = json!({"mcpConfig": {"mcpServers": {"live": entry(transport, port)}}});
+    let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tk = Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let status = status_of(&tk);
+    assert_eq!(status["statuses"]["live"], json!("connected"), "{status}");
+    Live {
+        tk: Arc::new(tk),
+        events,
+        _http: http,
+    }
+}
+
+impl Live {
+    fn call(&self, name: &str, args: Value) -> String {
+        let r = self.tk.execute(name, args, &ExecContext::default());
+        assert!(!r.is_error, "{name}: {}", r.output);
+        r.output
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.tk.tool_names().iter().any(|n| n == name)
+    }
+
+    fn events(&self) -> Vec<Value> {
+        self.events.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    /// The first event that `matches`, once it came.
+    fn event(&self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        wait_until(what, || self.events().into_iter().find(|e| matches(e)))
+    }
+
+    /// How many tools/list requests the server answered so far.
+    fn lists(&self) -> u64 {
+        self.call("live_lists", json!({}))
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("lists: {e}"))
+    }
+}
+
+fn status_of(tk: &Toolkit) -> Value {
+    serde_json::from_str(&tk.render("status").unwrap_or_default()).unwrap_or_default()
+}
+
+/// `probe`'s value once it has one, within [`PATIENCE`].
+fn wait_until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "never came: {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn added_and_removed_tools_are_served_live(transport: &str) {
+    let l = live(transport);
+    assert!(
+        l.has("live_add") && !l.has("live_extra"),
+        "{:?}",
+        l.tk.tool_names()
+    );
+
+    assert_eq!(l.call("live_add", json!({"name": "extra"})), "added extra");
+    let added = l.event("the event of extra added", |e| {
+        names(&e["added"]) == ["live_extra"]
+    });
+    assert_eq!(added["server"], json!("live"), "{added}");
+    assert_eq!(added["removed"], json!([]), "{added}");
+    assert!(
+        names(&added["tools"]).contains(&"live_extra".into()),
+        "{added}"
+    );
+    // Served before the host is told.
+    assert!(l.has("live_extra"), "{:?}", l.tk.tool_names());
+    assert_eq!(l.call("live_extra", json!({})), "I am extra");
+    let generation = added["generation"].as_u64().unwrap_or(0);
+    assert!(generation >= 1, "{added}");
+    assert!(
+        status_of(&l.tk)["toolsGeneration"].as_u64() >= Some(generation),
+        "{}",
+        status_of(&l.tk)
+    );
+    // Rendered for a provider too.
+    assert!(
+        l.tk.render("openai")
+            .unwrap_or_default()
+            .contains("live_extra"),
+        "the openai rendering lacks the new tool"
+    );
+
+    assert_eq!(
+        l.call("live_remove", json!({"name": "extra"})),
+        "removed extra"
+    );
+    let removed = l.event("the event of extra removed", |e| {
+        names(&e["removed"]) == ["live_extra"]
+    });
+    assert!(
+        removed["generation"].as_u64() > Some(generation),
+        "{removed}"
+    );
+    assert!(!l.has("live_extra"), "{:?}", l.tk.tool_names());
+    let gone =
+        l.tk.execute("live_extra", json!({}), &ExecContext::default());
+    assert!(
+        gone.is_error && gone.output.contains("unknown tool"),
+        "{}",
+        gone.output
+    );
+}
+
+#[test]
+fn added_and_removed_tools_are_served_live_over_stdio() {
+    added_and_removed_tools_are_served_live("stdio");
+}
+
+#[test]
+fn added_and_removed_tools_are_served_live_over_streamable_http() {
+    added_and_removed_tools_are_served_live("http");
+}
+
+/// A re-list that fails keeps the tools served and puts the failure in the
+/// status; the next one that answers serves the new list and clears it.
+#[test]
+fn a_failed_refresh_keeps_the_tools_and_says_so() {
+    let l = live("stdio");
+    let before = l.tk.tool_names();
+    assert_eq!(
+        l.call("live_break_list", json!({"broken": true})),
+        "broken true"
+    );
+    l.call("live_add", json!({"name": "hidden"}));
+    let error = wait_until("the refresh failure in the status", || {
+        let status = status_of(&l.tk);
+        status["errors"]["live"].as_str().map(String::from)
+    });
+    assert!(
+        error.contains("mcp server \"live\" failed at tools/list"),
+        "{error}"
+    );
+    assert_eq!(status_of(&l.tk)["statuses"]["live"], json!("connected"));
+    assert_eq!(l.tk.tool_names(), before, "the old tools are kept");
+    assert!(l.events().is_empty(), "{:?}", l.events());
+
+    l.call("live_break_list", json!({"broken": false}));
+    l.call("live_add", json!({"name": "seen"}));
+    let added = l.event("the event after the list works again", |e| {
+        names(&e["added"]).contains(&"live_seen".into())
+    });
+    assert!(
+        names(&added["added"]).contains(&"live_hidden".into()),
+        "{added}"
+    );
+    assert!(l.has("live_seen") && l.has("live_hidden"));
+    assert!(
+        status_of(&l.tk)["errors"].get("live").is_none(),
+        "{}",
+        status_of(&l.tk)
+    );
+}
+
+/// A server announcing a change 1,000 times in about a second: the
+/// toolkit lists it at most once per `LIST_CHANGED_MIN_INTERVAL` (plus one)
+/// over the time the flood really took, answers calls meanwhile, and ends
+/// up serving the list as it is.
+fn a_flood_costs_a_bounded_number_of_relists(transport: &str) {
+    let l = live(transport);
+    let before = l.lists();
+    let started = Instant::now();
+    let flooding = {
+        let tk = Arc::clone(&l.tk);
+        std::thread::spawn(move || {
+            tk.execute(
+                "live_flood",
+                json!({"count": 1000, "ms": 1000}),
+                &ExecContext::default(),
+            )
+        })
+    };
+    // Responsive throughout: calls answer while the flood goes on.
+    let mut answered = 0;
+    while !flooding.is_finished() {
+        assert!(l.lists() >= before);
+        answered += 1;
+        assert!(started.elapsed() < PATIENCE * 2, "the flood never ended");
+    }
+    let flood = flooding
+        .join()
+        .unwrap_or_else(|_| panic!("the flood panicked"));
+    assert_eq!(flood.output, "flooded 1000", "{}", flood.output);
+    assert!(answered >= 1);
+    // The flood's one change (the tool `flooded`) is served once it settles.
+    l.event("the event of flooded", |e| {
+        names(&e["added"]).contains(&"live_flooded".into())
+    });
+    assert!(l.has("live_flooded"));
+    let relists = l.lists() - before;
+    let took = started.elapsed();
+    let min = toolnexus::limits::LIST_CHANGED_MIN_INTERVAL;
+    let bound = 2 + (took.as_millis() / min.as_millis()) as u64;
+    assert!(
+        (1..=bound).contains(&relists),
+        "{relists} re-lists in {took:?} (bound {bound}) for 1,000 announcements"
+    );
+    eprintln!("flood: {relists} re-lists in {took:?}, {answered} calls answered meanwhile");
+    // One event per change actually served, never one per announcement.
+    assert!(l.events().len() as u64 <= relists, "{:?}", l.events());
+}
+
+#[test]
+fn a_flood_costs_a_bounded_number_of_relists_over_stdio() {
+    a_flood_costs_a_bounded_number_of_relists("stdio");
+}
+
+#[test]
+fn a_flood_costs_a_bounded_number_of_relists_over_streamable_http() {
+    a_flood_costs_a_bounded_number_of_relists("http");
+}
+
+/// The gateway over stdio advertises `tools.listChanged` and tells its
+/// client `notifications/tools/list_changed` when a proxied server's tools
+/// changed; the client's next tools/list has the new tool.
+#[test]
+fn the_stdio_gateway_passes_the_change_on() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("mcp.json");
+    let config = json!({"mcpServers": {"live": entry("stdio", 0)}});
+    std::fs::write(&path, config.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let config = path.to_string_lossy().into_owned();
+    let plan = json!({"steps": [
+        {"op": "init"},
+        {"op": "call", "name": "live_add", "arguments": {"name": "extra"}},
+        {"op": "changed", "method": "notifications/tools/list_changed"},
+        {"op": "list"},
+        {"op": "call", "name": "live_extra", "arguments": {}},
+        {"op": "call", "name": "live_announce", "arguments": {"kind": "prompts"}},
+        {"op": "changed", "method": "notifications/prompts/list_changed"},
+    ]});
+    let out = sdk_client(
+        &plan,
+        &[
+            "stdio",
+            BIN,
+            "serve",
+            "--stdio",
+            "--config",
+            &config,
+            "--no-builtins",
+        ],
+    );
+    let caps = &out[0]["capabilities"];
+    assert_eq!(caps["tools"]["listChanged"], json!(true), "{caps}");
+    assert_eq!(caps["prompts"]["listChanged"], json!(true), "{caps}");
+    assert_eq!(text_of(&out[1]), "added extra");
+    assert_eq!(out[2]["came"], json!(true), "{}", out[2]);
+    let listed: Vec<&str> = out[3]["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(listed.contains(&"live_extra"), "{listed:?}");
+    assert_eq!(text_of(&out[4]), "I am extra");
+    assert_eq!(text_of(&out[5]), "announced prompts");
+    assert_eq!(out[6]["came"], json!(true), "{}", out[6]);
+}
+
+/// Over streamable HTTP the gateway is stateless (no stream to notify
+/// on), and every tools/list is the toolkit's list now: a client's next
+/// list has the tool a proxied server added.
+#[test]
+fn the_http_gateway_lists_the_changed_tools() {
+    let l = live("stdio");
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::clone(&l.tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url().unwrap_or_default().to_string();
+    let out = sdk_client(
+        &json!({"steps": [
+            {"op": "init"},
+            {"op": "call", "name": "live_add", "arguments": {"name": "extra"}},
+        ]}),
+        &["http", &url],
+    );
+    assert_eq!(out[0]["capabilities"]["tools"]["listChanged"], json!(true));
+    assert_eq!(text_of(&out[1]), "added extra");
+    l.event("the event of extra added", |e| {
+        names(&e["added"]) == ["live_extra"]
+    });
+    let out = sdk_client(
+        &json!({"steps": [{"op": "list"}, {"op": "call", "name": "live_extra", "arguments": {}}]}),
+        &["http", &url],
+    );
+    let listed = out[0]["tools"].to_string();
+    assert!(listed.contains("\"live_extra\""), "{listed}");
+    assert_eq!(text_of(&out[1]), "I am extra");
+}
+
+/// Refreshed tools go through the build's naming: a tool that now clashes
+/// after sanitizing with another server's is renamed (`nameCollisions:
+/// "rename"`, config order deciding as at build), the status warns, and
+/// each server whose names changed gets its event.
+#[test]
+fn a_clash_after_a_refresh_is_renamed_and_warned() {
+    let events: Events = Arc::default();
+    let sink = Arc::clone(&events);
+    let opts = BuildOptions::default().with_tools_changed(move |e: &Value| {
+        if let Ok(mut v) = sink.lock() {
+            v.push(e.clone());
+        }
+    });
+    let cfg = json!({"mcpConfig": {"nameCollisions": "rename", "mcpServers": {
+        "live": entry("stdio", 0),
+        "live_x": entry("stdio", 0),
+    }}});
+    let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let l = Live {
+        tk: Arc::new(Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"))),
+        events,
+        _http: None,
+    };
+    let status = status_of(&l.tk);
+    assert_eq!(status["statuses"]["live_x"], json!("connected"), "{status}");
+
+    assert_eq!(l.call("live_x_add", json!({"name": "t"})), "added t");
+    l.event("live_x's t", |e| {
+        e["server"] == "live_x" && names(&e["added"]) == ["live_x_t"]
+    });
+    assert_eq!(l.call("live_x_t", json!({})), "I am t");
+
+    // "live" + "x_t" is "live_x_t" too; "live" comes first in the config.
+    assert_eq!(l.call("live_add", json!({"name": "x_t"})), "added x_t");
+    let moved = l.event("live_x's t renamed", |e| {
+        e["server"] == "live_x" && names(&e["added"]) == ["live_x_t_2"]
+    });
+    assert_eq!(names(&moved["removed"]), ["live_x_t"], "{moved}");
+    let took = l.event("live's x_t", |e| {
+        e["server"] == "live" && names(&e["added"]) == ["live_x_t"]
+    });
+    assert_eq!(took["generation"], moved["generation"], "{took} {moved}");
+    assert_eq!(l.call("live_x_t", json!({})), "I am x_t");
+    assert_eq!(l.call("live_x_t_2", json!({})), "I am t");
+    let warnings = status_of(&l.tk)["warnings"].to_string();
+    assert!(
+        warnings.contains("mcp tool name collision")
+            && warnings.contains("is served as \\\"live_x_t_2\\\""),
+        "{warnings}"
+    );
+}
