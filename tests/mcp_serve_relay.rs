@@ -243,10 +243,12 @@ fn a_client_without_the_capability_gets_the_servers_refusal() {
 fn a_client_that_never_answers_is_bounded_by_the_calls_timeout() {
     for gw in Gateway::both(8000) {
         let started = Instant::now();
-        let out = gw.run(&json!({"answers": {"elicitation": {"sleep": 20}}, "steps": [
-            call("test_elicitation", json!({"message": "anyone?"})),
-            call("test_simple_text", json!({}))
-        ]}));
+        let out = gw.run(
+            &json!({"answers": {"elicitation": {"sleep": 20}}, "steps": [
+                call("test_elicitation", json!({"message": "anyone?"})),
+                call("test_simple_text", json!({}))
+            ]}),
+        );
         let ctx = format!("{}: {out:?}", gw.name());
         assert_eq!(out[0]["isError"], true, "{ctx}");
         assert!(text_of(&out[0]).contains("fx"), "{ctx}");
