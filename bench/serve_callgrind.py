@@ -13,7 +13,9 @@ bench/serve_overhead.py, and prints (instructions of the LONG run minus the
 SHORT run) / (LONG - SHORT): start-up, connect and shutdown cancel out. The
 tools: the builtin `read` of a 60-byte file, `py_echo` of the official SDK's
 server (tests/mcp_servers/sdk_server.py) and `lean_echo` of the minimal
-line server of bench/serve_overhead.py.
+line server of bench/serve_overhead.py. Then the two proxied tools again
+with progress forwarding on (each call's `_meta.progressToken` set, so the
+gateway watches the proxied server's progress for the client: issue 28).
 """
 import json
 import os
@@ -38,13 +40,16 @@ def instructions(out_file):
     raise SystemExit(f"no totals in {out_file}")
 
 
-def run(cfg, tool, args, calls, tmp):
-    out = os.path.join(tmp, f"cg.{tool}.{calls}")
+def run(cfg, tool, args, calls, tmp, progress=False):
+    out = os.path.join(tmp, f"cg.{tool}.{calls}.{int(progress)}")
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
             serve_overhead.BIN, "serve", "--stdio", "--config", cfg]
     c = serve_overhead.Stdio(argv)
-    for _ in range(calls):
-        answer = c.request("tools/call", {"name": tool, "arguments": args})
+    for i in range(calls):
+        params = {"name": tool, "arguments": args}
+        if progress:
+            params["_meta"] = {"progressToken": f"p{i}"}
+        answer = c.request("tools/call", params)
         result = answer.get("result")
         if not result or result.get("isError"):
             raise SystemExit(f"{tool}: {answer}")
@@ -68,10 +73,13 @@ def main():
         json.dump({"mcpServers": {"lean": {"command": [sys.executable, lean]},
                                   "py": {"command": [sys.executable, sdk]}}}, f)
     tools = (("read", {"path": small}), ("py_echo", {"text": "ping"}), ("lean_echo", {"text": "ping"}))
-    for tool, args in tools:
-        many, few = run(cfg, tool, args, long_n, tmp), run(cfg, tool, args, short_n, tmp)
+    rows = [(t, a, False) for t, a in tools] + [(t, a, True) for t, a in tools[1:]]
+    for tool, args, progress in rows:
+        many = run(cfg, tool, args, long_n, tmp, progress)
+        few = run(cfg, tool, args, short_n, tmp, progress)
         per_call = (many - few) / (long_n - short_n)
-        print(f"{tool:10s} {per_call:10.0f} instructions per call "
+        label = tool + (" +progress" if progress else "")
+        print(f"{label:20s} {per_call:10.0f} instructions per call "
               f"({many} for {long_n} calls, {few} for {short_n})")
 
 
