@@ -46,20 +46,37 @@ if ! cargo +nightly fuzz build "${mode[@]}" >fuzz/target/build.log 2>&1; then
 fi
 echo "fuzz: build $(( $(date +%s) - start )) s"
 
-for t in "${targets[@]}"; do
-  log="fuzz/target/fuzz-$t.log"
+# The targets run TN_FUZZ_JOBS at a time (default: the cores), each
+# bounded by its own -max_total_time; reported in their order.
+jobs="${TN_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}"
+run_one() {
+  local t=$1 log="fuzz/target/fuzz-$1.log" t0
   t0=$(date +%s)
   # Absolute: the targets work in a scratch directory of their own.
-  if ! cargo +nightly fuzz run "${mode[@]}" "$t" "$PWD/fuzz/corpus/$t" -- \
+  if cargo +nightly fuzz run "${mode[@]}" "$t" "$PWD/fuzz/corpus/$t" -- \
       -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
       >"$log" 2>&1; then
+    echo $(( $(date +%s) - t0 )) > "fuzz/target/fuzz-$t.ok"
+  else
+    echo $(( $(date +%s) - t0 )) > "fuzz/target/fuzz-$t.failed"
+  fi
+}
+rm -f fuzz/target/fuzz-*.ok fuzz/target/fuzz-*.failed
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_one "$t" &
+done
+wait
+for t in "${targets[@]}"; do
+  log="fuzz/target/fuzz-$t.log"
+  if [ ! -f "fuzz/target/fuzz-$t.ok" ]; then
     tail -n 60 "$log"
     echo "fuzz: $t FAILED (log: $log, input under fuzz/artifacts/$t/)" >&2
     exit 1
   fi
   runs=$(grep -Eo 'Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' || echo '?')
   cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 || true)
-  echo "fuzz: $t ok, $runs runs in $(( $(date +%s) - t0 )) s ($cov)"
+  echo "fuzz: $t ok, $runs runs in $(cat "fuzz/target/fuzz-$t.ok") s ($cov)"
 done
 # The targets' scratch directories (fuzz/src/lib.rs makes one per process).
 rm -rf "${TMPDIR:-/tmp}"/tn-fuzz-[0-9]*
