@@ -644,24 +644,13 @@ func goClientCallback(handle, run C.uintptr_t, event *C.char, reply *C.tn_reply)
 	}()
 	if err != nil {
 		state.fail(err, nil)
-		msg := C.CString(err.Error())
-		C.tn_reply_set_error(reply, msg)
-		C.free(unsafe.Pointer(msg))
+		replyError(reply, err.Error())
 		return
 	}
-	if answer == nil {
-		return
-	}
-	b, err := json.Marshal(answer)
-	if err != nil {
+	if err := replyJSON(reply, answer); err != nil {
 		state.fail(err, nil)
-		msg := C.CString(s.name + " answer does not encode as JSON: " + err.Error())
-		C.tn_reply_set_error(reply, msg)
-		C.free(unsafe.Pointer(msg))
-		return
+		replyError(reply, s.name+" answer does not encode as JSON: "+err.Error())
 	}
-	b = append(b, 0)
-	C.tn_reply_set_json(reply, (*C.char)(unsafe.Pointer(&b[0])))
 }
 
 //export goClientRelease

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/cgo"
-	"unsafe"
 )
 
 // Store is a host's own place for durable records (issue 27): the tasks of
@@ -107,23 +106,12 @@ func goStoreCall(handle C.uintptr_t, event *C.char, reply *C.tn_reply) {
 		return nil, fmt.Errorf("unknown store operation %q", ev.Op)
 	}()
 	if err != nil {
-		msg := C.CString(err.Error())
-		C.tn_reply_set_error(reply, msg)
-		C.free(unsafe.Pointer(msg))
+		replyError(reply, err.Error())
 		return
 	}
-	if answer == nil {
-		return
+	if err := replyJSON(reply, answer); err != nil {
+		replyError(reply, "the Go store's answer does not encode as JSON: "+err.Error())
 	}
-	b, err := json.Marshal(answer)
-	if err != nil {
-		msg := C.CString("the Go store's answer does not encode as JSON: " + err.Error())
-		C.tn_reply_set_error(reply, msg)
-		C.free(unsafe.Pointer(msg))
-		return
-	}
-	b = append(b, 0)
-	C.tn_reply_set_json(reply, (*C.char)(unsafe.Pointer(&b[0])))
 }
 
 //export goStoreRelease
