@@ -63,7 +63,7 @@ if [ -f bindings/python/pyproject.toml ]; then
 fi
 
 if [ -f bindings/c/Makefile ]; then
-  echo "== [${SECONDS}s] C layer"
-  make -C bindings/c ci
+  echo "== [${SECONDS}s] C layer (its programs two or more at a time: valgrind runs one thread)"
+  make -j"$(nproc)" -C bindings/c ci
 fi
 echo "all tests passed"

@@ -41,6 +41,7 @@ overhead scenario executes are not listed (bench/gen_symbol_order.sh
 regenerates it).
 """
 import concurrent.futures
+import functools
 import json
 import os
 import re
@@ -361,16 +362,21 @@ def measure(w, only=None):
         url = start_mock(w)
         run = [w.path("bench_overhead"), "--url", url, "--mcp", w.path("mcp_server"), "--warmup", "0", "--runs"]
         if want("run_overhead") or want("symbol_order"):
-            jobs.append(lambda: overhead(run))
+            jobs.append(functools.partial(overhead, run))
     # The longest first, so that the pool ends together.
     for row, job in [("serve_stdio_read", served), ("translate_conversion", translate),
                      ("agent_turn", agents), ("build_1000_skills", skills), ("first_render_1000", render),
                      ("execute_skill", execute), ("cold_start", cold)]:
         if want(row):
             jobs.append(job)
+    def timed(job):
+        t = time.time()
+        job()
+        return f"{getattr(job, '__name__', None) or job.func.__name__} {time.time() - t:.0f} s"
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        for done in [pool.submit(job) for job in jobs]:
-            done.result()
+        spent = [done.result() for done in [pool.submit(timed, job) for job in jobs]]
+    print("guard: time per workload: " + ", ".join(spent))
     if run is not None and want("loop_peak_rss_kb"):
         # Alone, after the rest: a peak, not a count.
         rows["loop_peak_rss_kb"] = min(peak_rss_kb(w, run + ["20"]) for _ in range(3))
@@ -396,6 +402,7 @@ def main():
     started = time.time()
     try:
         build(w)
+        print(f"guard: built in {time.time() - started:.0f} s")
         rows, order_failures = measure(w, only)
     finally:
         w.close()
