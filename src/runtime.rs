@@ -21,8 +21,10 @@
 //!   inert (the mask is never lifted) and goes away with the thread; the
 //!   stdio transport takes it right after the EPIPE it came with anyway.
 //!   A process started from such a thread would inherit the mask across
-//!   exec, so MCP servers and bash commands unblock SIGPIPE in the child
-//!   (`sys::signal::unblock_sigpipe_in_child`).
+//!   exec, so MCP servers and bash commands are started with SIGPIPE
+//!   unblocked on the starting thread for the length of the spawn
+//!   ([`spawn_with_sigpipe_unblocked`]), which also lets std use
+//!   `posix_spawn` rather than fork.
 //! - **Host threads** enter the runtime only through [`block_on`], which
 //!   blocks SIGPIPE for exactly the duration of the call and restores the
 //!   host's own mask on the way out (also on unwind). A SIGPIPE that became
@@ -147,6 +149,35 @@ impl Drop for SigpipeGuard {
     }
 }
 
+/// Runs `spawn` (a `Command::spawn`) with SIGPIPE unblocked on the calling
+/// thread when it was blocked there (a runtime thread), and blocked again
+/// afterwards, also on unwind. A child inherits its parent thread's signal
+/// mask across exec, so the command starts with SIGPIPE unblocked without a
+/// pre-exec hook in the child; and without a hook, std starts it with
+/// `posix_spawn` (a vfork: this process's page tables are not copied, its
+/// pages are not made copy-on-write under the runtime's other threads)
+/// instead of fork + exec. A SIGPIPE already pending on this thread was
+/// raised by one of our writes (SIGPIPE is blocked here): it is taken
+/// first, so unblocking cannot deliver it.
+pub(crate) fn spawn_with_sigpipe_unblocked<R>(spawn: impl FnOnce() -> R) -> R {
+    let blocked = SigSet::thread_get_mask().is_ok_and(|m| m.contains(Signal::SIGPIPE));
+    if !blocked {
+        return spawn();
+    }
+    take_sigpipe_after_epipe();
+    if only_sigpipe().thread_unblock().is_err() {
+        return spawn();
+    }
+    struct Reblock;
+    impl Drop for Reblock {
+        fn drop(&mut self) {
+            block_sigpipe_for_good();
+        }
+    }
+    let _reblock = Reblock;
+    spawn()
+}
+
 /// Takes a SIGPIPE left pending on the calling thread, for code on a runtime
 /// thread that just saw a write fail with EPIPE (SIGPIPE is blocked there).
 pub(crate) fn take_sigpipe_after_epipe() {
@@ -177,4 +208,58 @@ where
         }
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The signal mask `sh` reports for itself (its SigBlk line), started
+    /// from the calling thread through [`spawn_with_sigpipe_unblocked`].
+    fn child_mask() -> u64 {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "grep '^SigBlk:' /proc/self/status"])
+            .stdout(std::process::Stdio::piped());
+        let child = spawn_with_sigpipe_unblocked(|| cmd.spawn()).expect("sh starts");
+        let out = child.wait_with_output().expect("sh ends");
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let hex = text.trim().trim_start_matches("SigBlk:").trim();
+        u64::from_str_radix(hex, 16).expect("a hex mask")
+    }
+
+    #[test]
+    fn a_child_started_from_a_thread_that_blocks_sigpipe_does_not_inherit_it() {
+        std::thread::spawn(|| {
+            block_sigpipe_for_good();
+            let sigpipe_bit = 1u64 << (libc_sigpipe() - 1);
+            assert_eq!(
+                child_mask() & sigpipe_bit,
+                0,
+                "the child starts with SIGPIPE unblocked"
+            );
+            let mask = SigSet::thread_get_mask().expect("the thread's mask");
+            assert!(
+                mask.contains(Signal::SIGPIPE),
+                "the thread blocks SIGPIPE again afterwards"
+            );
+        })
+        .join()
+        .expect("the thread ends");
+    }
+
+    #[test]
+    fn a_thread_that_does_not_block_sigpipe_is_left_as_it_is() {
+        std::thread::spawn(|| {
+            let _ = only_sigpipe().thread_unblock();
+            assert_eq!(child_mask() & (1u64 << (libc_sigpipe() - 1)), 0);
+            let mask = SigSet::thread_get_mask().expect("the thread's mask");
+            assert!(!mask.contains(Signal::SIGPIPE));
+        })
+        .join()
+        .expect("the thread ends");
+    }
+
+    fn libc_sigpipe() -> u32 {
+        Signal::SIGPIPE as i32 as u32
+    }
 }

@@ -133,10 +133,6 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
             Err(e) => return ToolResult::error(format!("bash: cannot make a pipe: {e}")),
         }
     }
-    if crate::runtime::on_a_runtime_thread() {
-        // SIGPIPE is blocked here for the library's sake, not the command's.
-        sig::unblock_sigpipe_in_std_child(&mut cmd);
-    }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -149,7 +145,9 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
         }
         cmd.current_dir(dir);
     }
-    let spawned = cmd.spawn();
+    // On a runtime thread SIGPIPE is blocked for the library's sake, not the
+    // command's: the command does not inherit that.
+    let spawned = crate::runtime::spawn_with_sigpipe_unblocked(|| cmd.spawn());
     // Our copy of the status pipe's writing end goes now, or reading it
     // would never end.
     let reporter = reporter.map(|(read, _write)| read);

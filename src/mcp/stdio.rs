@@ -104,10 +104,9 @@ pub fn spawn(
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    // Spawned from a runtime thread, where SIGPIPE is blocked.
-    crate::sys::signal::unblock_sigpipe_in_child(&mut cmd);
-    let mut child = cmd
-        .spawn()
+    // Spawned from a runtime thread, where SIGPIPE is blocked: the child
+    // must not inherit that.
+    let mut child = crate::runtime::spawn_with_sigpipe_unblocked(|| cmd.spawn())
         .map_err(|e| Fault::SpawnFailed(format!("cannot start '{program}': {e}")))?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

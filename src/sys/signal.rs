@@ -169,34 +169,3 @@ unsafe fn close_all_but(keep: libc::c_int) {
         }
     }
 }
-
-/// SIGPIPE unblocked in the child only, between fork and exec. A child
-/// inherits its parent thread's signal mask across exec (std keeps it), and
-/// the runtime's threads block SIGPIPE for the library's own sake: a server
-/// or command started from one must not start with it blocked, or `yes |
-/// head` inside it would end with an EPIPE error instead of quietly.
-pub(crate) fn unblock_sigpipe_in_child(cmd: &mut tokio::process::Command) {
-    // SAFETY: the closure runs in the forked child before exec and calls
-    // only async-signal-safe functions (sigemptyset, sigaddset,
-    // pthread_sigmask) on a set it owns.
-    unsafe {
-        cmd.pre_exec(unblock_sigpipe);
-    }
-}
-
-/// As [`unblock_sigpipe_in_child`], for a std command.
-pub(crate) fn unblock_sigpipe_in_std_child(cmd: &mut Command) {
-    // SAFETY: as in unblock_sigpipe_in_child.
-    unsafe {
-        cmd.pre_exec(unblock_sigpipe);
-    }
-}
-
-fn unblock_sigpipe() -> std::io::Result<()> {
-    let set = sigpipe_set();
-    // SAFETY: pthread_sigmask reads a set we own; the old mask is not asked.
-    match unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) } {
-        0 => Ok(()),
-        e => Err(std::io::Error::from_raw_os_error(e)),
-    }
-}
