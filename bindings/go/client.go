@@ -625,7 +625,14 @@ var errNoRun = errors.New("toolnexus: callback outside a run")
 //export goClientCallback
 func goClientCallback(handle, run C.uintptr_t, event *C.char, reply *C.tn_reply) {
 	s := lookupHandle[slotFunc](cgo.Handle(handle), true)
-	state := lookupHandle[runState](cgo.Handle(run), false)
+	var state *runState
+	if run == 0 {
+		// A run the library started itself (a served A2A task, Serve): no
+		// Go call waits on it, so it has a context of its own.
+		state = &runState{ctx: context.Background()}
+	} else {
+		state = lookupHandle[runState](cgo.Handle(run), false)
+	}
 	if s == nil || state == nil {
 		msg := C.CString(errNoRun.Error())
 		C.tn_reply_set_error(reply, msg)

@@ -288,6 +288,79 @@ func ExampleToolkit_Serve() {
 	// Output: 200 OK true
 }
 
+func ExampleToolkit_Serve_a2a() {
+	model := fakeModel()
+	defer model.Close()
+	tk, err := toolnexus.Build(context.Background(), map[string]any{"builtins": false,
+		"skills": []map[string]any{{"name": "haiku", "description": "Write a haiku.", "content": "Three lines."}}})
+	if err != nil {
+		panic(err)
+	}
+	defer tk.Close()
+	client, err := toolnexus.NewClient(toolnexus.ClientOptions{
+		Config: map[string]any{"baseUrl": model.URL, "style": "openai", "model": "fake"}})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	done := make(chan toolnexus.TaskEvent, 1)
+	srv, err := tk.Serve(context.Background(), toolnexus.ServeOptions{
+		Addr:   "127.0.0.1:0",
+		A2A:    &toolnexus.A2AOptions{Name: "helper", Store: "memory"}, // Protocol "0.3" or "1.0" for the spec's card
+		Client: client,                                                 // runs the tasks
+		OnTask: func(e toolnexus.TaskEvent) { done <- e },
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	base := strings.TrimSuffix(srv.URL(), "/mcp") // the agent beside /mcp
+
+	res, err := http.Get(base + "/.well-known/agent-card.json")
+	if err != nil {
+		panic(err)
+	}
+	var card struct {
+		Name   string
+		Skills []struct{ ID string }
+	}
+	_ = json.NewDecoder(res.Body).Decode(&card)
+	res.Body.Close()
+	fmt.Println(card.Name, card.Skills[0].ID)
+
+	rpc := func(body string, answer any) {
+		res, err := http.Post(base+"/", "application/json", strings.NewReader(body))
+		if err != nil {
+			panic(err)
+		}
+		defer res.Body.Close()
+		_ = json.NewDecoder(res.Body).Decode(answer)
+	}
+	type task struct {
+		Result struct {
+			ID     string
+			Status struct{ State string }
+			// The answer, once completed.
+			Artifacts []struct{ Parts []struct{ Text string } }
+		}
+	}
+	var sent task
+	rpc(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":`+
+		`{"role":"user","messageId":"m1","parts":[{"kind":"text","text":"hi"}]}}}`, &sent)
+	fmt.Println(sent.Result.Status.State)
+
+	ev := <-done // the task is stored by now
+	fmt.Println(ev.State, ev.Result.Text)
+	var got task
+	rpc(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":%q}}`, sent.Result.ID), &got)
+	fmt.Println(got.Result.Status.State, got.Result.Artifacts[0].Parts[0].Text)
+	// Output:
+	// helper haiku
+	// submitted
+	// completed Hello.
+	// completed Hello.
+}
+
 func ExampleServer_URL() {
 	tk := shoutToolkit()
 	defer tk.Close()

@@ -5,8 +5,8 @@ package toolnexus
 #include <stdlib.h>
 #include "toolnexus.h"
 
-tn_status tngo_serve(const tn_toolkit *toolkit, const char *serve_json, uintptr_t handle,
-                     int with_hook, tn_server **out_server, char **out_json);
+tn_status tngo_serve(const tn_toolkit *toolkit, const tn_client *client, const char *serve_json,
+                     uintptr_t handle, int on_call, int on_task, tn_server **out_server, char **out_json);
 */
 import "C"
 
@@ -19,7 +19,8 @@ import (
 	"sync"
 )
 
-// ServeOptions says how Serve exposes a toolkit as an MCP server (SPEC §7C).
+// ServeOptions says how Serve exposes a toolkit as an MCP server (SPEC §7C)
+// and, with A2A and Client, as an A2A agent beside it (SPEC §7B).
 type ServeOptions struct {
 	// Addr is where the streamable-HTTP server listens, "host:port"
 	// ("127.0.0.1:0" picks a free port; URL says which).
@@ -36,6 +37,73 @@ type ServeOptions struct {
 	// OnCall, if set, hears every tools/call, from many goroutines at once.
 	// A panic in it is recovered and dropped.
 	OnCall func(CallEvent)
+
+	// A2A, if set, serves the toolkit as an A2A agent too, on the same
+	// address: GET /.well-known/agent-card.json and JSON-RPC on any other
+	// POST path (docs/a2a.md). It needs Client, which runs the tasks.
+	A2A *A2AOptions
+	// Client runs each A2A task (a stateless run, or Ask on the
+	// conversation of the message's contextId). The server holds it until
+	// it is stopped: the Client may be closed before the Server. Its hooks
+	// run with a background context.
+	Client *Client
+	// OnTask, if set, hears each A2A task once, when it is stored
+	// completed, failed or input-required; from many goroutines at once. A
+	// panic in it is recovered and dropped.
+	OnTask func(TaskEvent)
+}
+
+// A2AOptions is the a2a block of a served agent: its card fields, the wire
+// its card announces, and where its tasks live.
+type A2AOptions struct {
+	// Name, Description and Version are the card's (defaults
+	// "toolnexus-agent", "", "0.1.0").
+	Name, Description, Version string
+	// Provider, if set, is the card's provider.
+	Provider *A2AProvider
+	// Skills lists the skill source's skills the card shows; nil shows
+	// every skill, an empty non-nil slice none.
+	Skills []string
+	// Store selects where tasks live: "" or "memory", "file:<dir>",
+	// "sqlite:<path>", "postgres://…" or "host:<name>" (RegisterStore).
+	Store string
+	// Protocol is the wire the card announces: "" or "toolnexus"
+	// (upstream's card), "0.3" or "1.0". The endpoint answers all three.
+	Protocol string
+}
+
+// A2AProvider is the organization behind a served agent, on its card.
+type A2AProvider struct {
+	Organization string `json:"organization"`
+	URL          string `json:"url"`
+}
+
+// block is the a2a block of the serve config.
+func (o *A2AOptions) block() map[string]any {
+	b := map[string]any{}
+	for k, v := range map[string]string{"name": o.Name, "description": o.Description,
+		"version": o.Version, "store": o.Store, "protocol": o.Protocol} {
+		if v != "" {
+			b[k] = v
+		}
+	}
+	if o.Provider != nil {
+		b["provider"] = o.Provider
+	}
+	if o.Skills != nil {
+		b["skills"] = o.Skills
+	}
+	return b
+}
+
+// TaskEvent is what OnTask hears: the task's id, the task as GetTask shows
+// it, its state ("completed", "failed" or "input-required") and, when the
+// run gave one, its RunResult.
+type TaskEvent struct {
+	ID     string          `json:"id"`
+	Task   json.RawMessage `json:"task"`
+	State  string          `json:"state"`
+	Result *RunResult      `json:"result,omitempty"`
 }
 
 // CallEvent is what OnCall hears after a tools/call.
@@ -96,6 +164,9 @@ func (tk *Toolkit) Serve(ctx context.Context, opts ServeOptions) (*Server, error
 		profile["tools"] = opts.Tools
 	}
 	cfg["mcp"] = profile
+	if opts.A2A != nil {
+		cfg["a2a"] = opts.A2A.block()
+	}
 	text, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("toolnexus: serve options: %w", err)
@@ -104,20 +175,34 @@ func (tk *Toolkit) Serve(ctx context.Context, opts ServeOptions) (*Server, error
 	if err != nil {
 		return nil, err
 	}
+	var cclient *C.tn_client
+	if opts.Client != nil {
+		// The library takes its own hold on the client; ours only has to
+		// last through the call.
+		if cclient = opts.Client.acquire(); cclient == nil {
+			return nil, &Error{Code: "invalid_argument", Status: StatusInvalidArgument, Message: "client is closed"}
+		}
+		defer opts.Client.release()
+	}
 	var srv *Server
 	err = tk.with(func(p *C.tn_toolkit) error {
 		var h cgo.Handle
-		withHook := C.int(0)
+		onCall, onTask := C.int(0), C.int(0)
+		if opts.OnCall != nil || opts.OnTask != nil {
+			h = newHookHandle(&serveHooks{onCall: opts.OnCall, onTask: opts.OnTask})
+		}
 		if opts.OnCall != nil {
-			h = newHookHandle(opts.OnCall)
-			withHook = 1
+			onCall = 1
+		}
+		if opts.OnTask != nil {
+			onTask = 1
 		}
 		var ptr *C.tn_server
 		var cout *C.char
-		status := C.tngo_serve(p, cPtr(bcfg), C.uintptr_t(h), withHook, &ptr, &cout)
+		status := C.tngo_serve(p, cclient, cPtr(bcfg), C.uintptr_t(h), onCall, onTask, &ptr, &cout)
 		body := takeString(cout)
 		if status != C.TN_OK {
-			// The library released the hook already (user_data_free runs on
+			// The library released the hooks already (user_data_free runs on
 			// failure too).
 			return statusError(status, body)
 		}
@@ -191,30 +276,69 @@ var liveHooks = struct {
 	m map[cgo.Handle]struct{}
 }{m: map[cgo.Handle]struct{}{}}
 
-func newHookHandle(fn func(CallEvent)) cgo.Handle {
-	h := cgo.NewHandle(fn)
+// serveHooks is what a server's hook handle points at.
+type serveHooks struct {
+	onCall func(CallEvent)
+	onTask func(TaskEvent)
+}
+
+func newHookHandle(hooks *serveHooks) cgo.Handle {
+	h := cgo.NewHandle(hooks)
 	liveHooks.Lock()
 	liveHooks.m[h] = struct{}{}
 	liveHooks.Unlock()
 	return h
 }
 
-//export goServeOnCall
-func goServeOnCall(handle C.uintptr_t, event *C.char) {
+func liveServeHooks(handle C.uintptr_t) *serveHooks {
 	h := cgo.Handle(handle)
 	liveHooks.Lock()
 	_, ok := liveHooks.m[h]
 	liveHooks.Unlock()
-	if !ok || event == nil {
+	if !ok {
+		return nil
+	}
+	hooks, _ := h.Value().(*serveHooks)
+	return hooks
+}
+
+//export goServeOnCall
+func goServeOnCall(handle C.uintptr_t, event *C.char) {
+	hooks := liveServeHooks(handle)
+	if hooks == nil || hooks.onCall == nil || event == nil {
 		return
 	}
-	fn, _ := h.Value().(func(CallEvent))
 	var ev CallEvent
-	if json.Unmarshal([]byte(C.GoString(event)), &ev) != nil || fn == nil {
+	if json.Unmarshal([]byte(C.GoString(event)), &ev) != nil {
 		return
 	}
 	defer func() { _ = recover() }()
-	fn(ev)
+	hooks.onCall(ev)
+}
+
+//export goServeOnTask
+func goServeOnTask(handle C.uintptr_t, event *C.char) {
+	hooks := liveServeHooks(handle)
+	if hooks == nil || hooks.onTask == nil || event == nil {
+		return
+	}
+	var ev TaskEvent
+	raw := []byte(C.GoString(event))
+	if json.Unmarshal(raw, &ev) != nil {
+		return
+	}
+	if ev.Result != nil {
+		var r struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(raw, &r) == nil {
+			if res, err := decodeRunResult(r.Result); err == nil {
+				ev.Result = res
+			}
+		}
+	}
+	defer func() { _ = recover() }()
+	hooks.onTask(ev)
 }
 
 //export goServeRelease

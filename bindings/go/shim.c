@@ -87,15 +87,22 @@ static void tngo_serve_on_call(void *user_data, const char *event_json) {
     goServeOnCall((uintptr_t)user_data, (char *)event_json);
 }
 
+static void tngo_serve_on_task(void *user_data, const char *event_json) {
+    goServeOnTask((uintptr_t)user_data, (char *)event_json);
+}
+
 static void tngo_serve_release(void *user_data) {
     goServeRelease((uintptr_t)user_data);
 }
 
-tn_status tngo_serve(const tn_toolkit *toolkit, const char *serve_json, uintptr_t handle,
-                     int with_hook, tn_server **out_server, char **out_json) {
-    if (!with_hook) {
-        return tn_serve(toolkit, serve_json, NULL, NULL, NULL, out_server, out_json);
+/* tn_serve_with_client for Go (serve.go): without a client and an `a2a`
+ * block it is tn_serve. One handle carries both hooks; either may be off. */
+tn_status tngo_serve(const tn_toolkit *toolkit, const tn_client *client, const char *serve_json,
+                     uintptr_t handle, int on_call, int on_task, tn_server **out_server, char **out_json) {
+    if (!on_call && !on_task) {
+        return tn_serve_with_client(toolkit, client, serve_json, NULL, NULL, NULL, NULL, out_server, out_json);
     }
-    return tn_serve(toolkit, serve_json, tngo_serve_on_call, (void *)handle, tngo_serve_release,
-                    out_server, out_json);
+    return tn_serve_with_client(toolkit, client, serve_json, on_call ? tngo_serve_on_call : NULL,
+                                on_task ? tngo_serve_on_task : NULL, (void *)handle, tngo_serve_release,
+                                out_server, out_json);
 }

@@ -32,6 +32,7 @@ __all__ = [
     "InMemoryStore",
     "Request",
     "RunResult",
+    "Server",
     "TaskResult",
     "ToolCall",
     "Usage",
@@ -374,13 +375,20 @@ class Toolkit:
         # them: kept until the toolkit is freed.
         self._callbacks: list[Any] = kept
         self._close_lock = threading.Lock()
+        # The servers still serving this toolkit, stopped by close().
+        self._servers: set[Any] = set()
         # The tools that wait on the world (see _waits_on_the_world).
         self._waiting: Optional[frozenset[str]] = None
 
     # -- lifecycle -------------------------------------------------------
     def close(self) -> None:
-        """Closes MCP connections, ends child processes, frees the toolkit.
-        Idempotent; no call may still be running on it."""
+        """Stops the toolkit's servers, closes MCP connections, ends child
+        processes, frees the toolkit. Idempotent; no call may still be
+        running on it."""
+        with self._close_lock:
+            servers, self._servers = list(getattr(self, "_servers", ())), set()
+        for server in servers:
+            server.close()
         with self._close_lock:
             ptr, self._ptr = self._ptr, None
         if ptr:
@@ -458,6 +466,62 @@ class Toolkit:
             cancel.handle if cancel is not None else None,
         )
         return json.loads(text)
+
+    # -- serving (SPEC §7B, §7C) -------------------------------------------
+    def serve(
+        self,
+        addr: Optional[str] = "127.0.0.1:0",
+        *,
+        stdio: bool = False,
+        name: Optional[str] = None,
+        version: Optional[str] = None,
+        tools: Optional[list[str]] = None,
+        a2a: Optional[dict[str, Any]] = None,
+        client: Optional["Client"] = None,
+        on_call: Optional[Callable[[dict[str, Any]], Any]] = None,
+        on_task: Optional[Callable[[dict[str, Any]], Any]] = None,
+    ) -> "Server":
+        """Serves the toolkit as an MCP server: streamable HTTP at
+        ``http://<addr>/mcp`` (port 0 picks a free one; :attr:`Server.url`
+        says which), or JSON-RPC lines on stdin/stdout with ``stdio=True``.
+        ``name``/``version`` are the advertised ``serverInfo``; ``tools``
+        exposes only those names (default every tool).
+
+        ``a2a`` (with ``client``, which runs the tasks) serves an A2A agent
+        beside ``/mcp`` (docs/a2a.md): a dict ``{name?, description?,
+        version?, provider?: {organization, url}, skills?: [skill names],
+        store?: "memory" | "file:<dir>" | "sqlite:<path>" | "postgres://…" |
+        "host:<name>", protocol?: "toolnexus" | "0.3" | "1.0"}``. The server
+        holds the client: it may be closed before the server.
+
+        ``on_call(event)`` hears every ``tools/call`` (``{name, source, ms,
+        isError}``); ``on_task(event)`` each A2A task once, when it is
+        stored ``completed``, ``failed`` or ``input-required`` (``{id,
+        task, state, result?}``, ``result`` the RunResult JSON). They run on
+        library threads, possibly at once; what they return or raise is
+        dropped. Closing the toolkit stops its servers."""
+        from .serve import serve
+
+        server = serve(
+            self,
+            None if stdio else addr,
+            stdio=stdio,
+            name=name,
+            version=version,
+            tools=tools,
+            a2a=a2a,
+            client=client,
+            on_call=on_call,
+            on_task=on_task,
+        )
+        with self._close_lock:
+            self._servers.add(server)
+            server._toolkit = self
+        return server
+
+    def _forget_server(self, server: Any) -> None:
+        with self._close_lock:
+            self._servers.discard(server)
 
     # -- execute ---------------------------------------------------------
     def execute_json(
@@ -831,3 +895,4 @@ from .client import (  # noqa: E402
 from .log import set_logger  # noqa: E402
 from .store import Store, register_store, unregister_store  # noqa: E402
 from .agents import Agents, TaskResult  # noqa: E402
+from .serve import Server  # noqa: E402

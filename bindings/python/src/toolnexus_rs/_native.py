@@ -216,6 +216,24 @@ def _declare(lib: ctypes.CDLL) -> None:
             status,
         ),
         "tn_store_unregister": ([ctypes.c_char_p, c_void_p_p], status),
+        # Serving (src/ffi/serve.rs). The hooks and their finalizer travel
+        # as plain pointers (NULL for none).
+        "tn_serve_with_client": (
+            [
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_char_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                c_void_p_p,
+                c_void_p_p,
+            ],
+            status,
+        ),
+        "tn_serve_wait": ([ctypes.c_void_p, ctypes.c_int64], ctypes.c_bool),
+        "tn_serve_stop": ([ctypes.c_void_p], None),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)

@@ -579,7 +579,9 @@ class _Core:
             ptr, self.ptr = self.ptr, None
         if ptr:
             self.lib.tn_client_free(ptr)
-        self.callbacks.clear()
+        # A new dict, not the old one emptied: a server still holding the
+        # native client keeps the old one (serve.py).
+        self.callbacks = {}
 
 
 def _history_of(history: Any) -> Any:
