@@ -71,6 +71,12 @@ pub fn call_line(
     args: &Map<String, Value>,
     progress: Option<&str>,
 ) -> serde_json::Result<Vec<u8>> {
+    // A token that needs no escaping is put in by hand, before the two
+    // closing braces: the bytes serde writes, without its map machinery.
+    let plain_token = progress.filter(|t| {
+        t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    });
     let mut line = serde_json::to_vec(&CallLine {
         jsonrpc: "2.0",
         id,
@@ -78,9 +84,18 @@ pub fn call_line(
         params: CallParams {
             name: tool,
             arguments: args,
-            meta: progress.map(|progress_token| CallMeta { progress_token }),
+            meta: match plain_token {
+                Some(_) => None,
+                None => progress.map(|progress_token| CallMeta { progress_token }),
+            },
         },
     })?;
+    if let Some(token) = plain_token {
+        line.truncate(line.len() - 2);
+        line.extend_from_slice(br#","_meta":{"progressToken":""#);
+        line.extend_from_slice(token.as_bytes());
+        line.extend_from_slice(br#""}}}"#);
+    }
     line.push(b'\n');
     Ok(line)
 }

@@ -103,6 +103,28 @@ fn a_call_the_client_writes_is_rmcps_and_the_server_reads_it_back() {
                 // With a progress token: the server reads what rmcp's
                 // would (`_meta` is rmcp's to read).
                 let relayed = call_line(id, tool, &args, Some("tok-1")).unwrap_or_default();
+                // The token put in by hand is what serde writes.
+                for token in ["tok-1", "tn-1000000001", "a\"b"] {
+                    let mut serde_line = serde_json::to_vec(&CallLine {
+                        jsonrpc: "2.0",
+                        id,
+                        method: "tools/call",
+                        params: CallParams {
+                            name: tool,
+                            arguments: &args,
+                            meta: Some(CallMeta {
+                                progress_token: token,
+                            }),
+                        },
+                    })
+                    .unwrap_or_default();
+                    serde_line.push(b'\n');
+                    let ours = call_line(id, tool, &args, Some(token)).unwrap_or_default();
+                    assert_eq!(
+                        String::from_utf8_lossy(&ours),
+                        String::from_utf8_lossy(&serde_line)
+                    );
+                }
                 let read = serde_json::from_slice::<ClientJsonRpcMessage>(&relayed);
                 let Ok(JsonRpcMessage::Request(req)) = read else {
                     panic!(

@@ -637,11 +637,36 @@ const TOKEN_BYTES: usize = 24;
 /// flight since their ids are, and read back by [`token_id`]: no
 /// registration per call.
 pub fn token(id: i64, buf: &mut [u8; TOKEN_BYTES]) -> &str {
-    use std::io::Write;
-    let mut at = std::io::Cursor::new(&mut buf[..]);
-    let _ = write!(at, "tn-{id}");
-    let len = usize::try_from(at.position()).unwrap_or(0);
-    std::str::from_utf8(&buf[..len]).unwrap_or("tn-")
+    // The digits from the end of `buf` back (no formatter: this runs per
+    // call), then the prefix.
+    let mut at = TOKEN_BYTES;
+    let mut n = id.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if id < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    at -= 3;
+    buf[at..at + 3].copy_from_slice(b"tn-");
+    std::str::from_utf8(&buf[at..]).unwrap_or("tn-")
+}
+
+#[cfg(test)]
+#[test]
+fn a_token_names_its_id() {
+    let mut buf = [0u8; TOKEN_BYTES];
+    for id in [0, 7, FIRST_ID, i64::from(i32::MAX), i64::MAX, i64::MIN, -12] {
+        let token = token(id, &mut buf).to_string();
+        assert_eq!(token, format!("tn-{id}"));
+        assert_eq!(token_id(&Value::String(token)), Some(id));
+    }
 }
 
 /// The direct call a progress token of [`token`]'s names.
