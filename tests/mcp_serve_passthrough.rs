@@ -318,3 +318,74 @@ fn progress_and_log_notifications_of_a_proxied_call_reach_the_client_over_stdio(
     );
     assert_progress_and_logs_arrive(&out);
 }
+
+/// A plain client over stdio (no sampling, elicitation or log level: the
+/// gateway's own fast path) that gives a call a progress token gets the
+/// proxied server's progress under its token, each before the call's
+/// answer, and the answer as the server sent it (issue 28).
+#[test]
+fn a_progress_token_call_on_the_stdio_fast_path_gets_its_progress_before_the_answer() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = dir.path().join("mcp.json");
+    let cfg = json!({
+        "mcpServers": {"fx": {
+            "command": [python(), server_script("conformance_fixture.py")],
+            "timeout": 20000
+        }},
+        "mcpServer": {"unprefixed": true}
+    });
+    std::fs::write(&config, cfg.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let mut child = std::process::Command::new(BIN)
+        .args(["serve", "--stdio", "--no-builtins", "--config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        panic!("no pipes");
+    };
+    let mut lines = BufReader::new(stdout).lines();
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").unwrap_or_else(|e| panic!("{e}"));
+        stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}}),
+    );
+    let init: Value = serde_json::from_str(&lines.next().and_then(Result::ok).unwrap_or_default())
+        .unwrap_or_default();
+    assert_eq!(init["id"], json!(0), "{init}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for (id, token) in [(1, json!("p-1")), (2, json!(42))] {
+        send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "test_tool_with_progress", "arguments": {},
+            "_meta": {"progressToken": token}}}),
+        );
+        let mut progress = Vec::new();
+        let answer = loop {
+            let line = lines.next().and_then(Result::ok).unwrap_or_default();
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            match v["method"].as_str() {
+                Some("notifications/progress") => {
+                    assert_eq!(v["params"]["progressToken"], token, "{v}");
+                    progress.push(v["params"]["progress"].as_f64());
+                }
+                Some(other) => panic!("{other}: {v}"),
+                None => break v,
+            }
+        };
+        assert_eq!(answer["id"], json!(id), "{answer}");
+        assert_eq!(progress, [Some(0.0), Some(50.0), Some(100.0)], "{answer}");
+        assert!(
+            text_of(&answer["result"]).starts_with("Progress test completed (token tn-"),
+            "{answer}"
+        );
+    }
+    drop(stdin);
+    let _ = child.wait();
+}

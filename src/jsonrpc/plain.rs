@@ -71,6 +71,12 @@ pub fn call_line(
     args: &Map<String, Value>,
     progress: Option<&str>,
 ) -> serde_json::Result<Vec<u8>> {
+    // A token that needs no escaping is put in by hand, before the two
+    // closing braces: the bytes serde writes, without its map machinery.
+    let plain_token = progress.filter(|t| {
+        t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    });
     let mut line = serde_json::to_vec(&CallLine {
         jsonrpc: "2.0",
         id,
@@ -78,9 +84,18 @@ pub fn call_line(
         params: CallParams {
             name: tool,
             arguments: args,
-            meta: progress.map(|progress_token| CallMeta { progress_token }),
+            meta: match plain_token {
+                Some(_) => None,
+                None => progress.map(|progress_token| CallMeta { progress_token }),
+            },
         },
     })?;
+    if let Some(token) = plain_token {
+        line.truncate(line.len() - 2);
+        line.extend_from_slice(br#","_meta":{"progressToken":""#);
+        line.extend_from_slice(token.as_bytes());
+        line.extend_from_slice(br#""}}}"#);
+    }
     line.push(b'\n');
     Ok(line)
 }
@@ -263,6 +278,17 @@ struct Params {
     name: Option<String>,
     #[serde(default, deserialize_with = "present")]
     arguments: Option<Arguments>,
+    #[serde(rename = "_meta", default, deserialize_with = "present_object")]
+    meta: Option<MetaText>,
+}
+
+/// A call's `_meta` that holds a progress token and nothing else (see
+/// [`read_request_with_progress`]).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetaText {
+    #[serde(rename = "progressToken")]
+    progress_token: rmcp::model::ProgressToken,
 }
 
 /// A call's `arguments`: an object, or the [`placeholder`] of what else
@@ -308,15 +334,44 @@ impl<'de> serde::Deserialize<'de> for Arguments {
 /// the handler sees is the same either way (the harness compares the two
 /// on generated lines).
 pub fn read_request(text: &[u8]) -> Option<Plain> {
+    match read_request_with_progress(text)? {
+        (plain, None) => Some(plain),
+        (_, Some(_)) => None,
+    }
+}
+
+/// [`read_request`] that also takes a `tools/call` whose `_meta` holds
+/// only a `progressToken` (string or integer, as rmcp reads it), with that
+/// token. Such a call handed back to rmcp must be rmcp's parse of the line
+/// ([`call_message`] knows no `_meta`).
+pub fn read_request_with_progress(
+    text: &[u8],
+) -> Option<(Plain, Option<rmcp::model::ProgressToken>)> {
     let mut de = serde_json::Deserializer::from_slice(text);
     let line: RequestText = object(&mut de).ok()?;
     de.end().ok()?;
-    match (line.method.as_ref(), line.params) {
+    let (params, token) = match line.params {
+        Some(Params {
+            name,
+            arguments,
+            meta: Some(meta),
+        }) => (
+            Some(Params {
+                name,
+                arguments,
+                meta: None,
+            }),
+            Some(meta.progress_token),
+        ),
+        params => (params, None),
+    };
+    let plain = match (line.method.as_ref(), params) {
         (
             "tools/call",
             Some(Params {
                 name: Some(name),
                 arguments: Some(Arguments::Other(placeholder)),
+                ..
             }),
         ) => Some(Plain::NotAnObject {
             id: line.id,
@@ -328,6 +383,7 @@ pub fn read_request(text: &[u8]) -> Option<Plain> {
             Some(Params {
                 name: Some(name),
                 arguments,
+                ..
             }),
         ) => Some(Plain::Call {
             id: line.id,
@@ -343,10 +399,12 @@ pub fn read_request(text: &[u8]) -> Option<Plain> {
             | Some(Params {
                 name: None,
                 arguments: None,
+                ..
             }),
-        ) => Some(Plain::List { id: line.id }),
+        ) if token.is_none() => Some(Plain::List { id: line.id }),
         _ => None,
-    }
+    }?;
+    Some((plain, token))
 }
 
 /// A plain `tools/call` as the message rmcp's parse makes of its line (a
@@ -433,12 +491,16 @@ pub fn call_answer_kept(
     outcome: Result<ToolResult, ErrorData>,
     raw: Option<crate::tool::RawResult>,
 ) -> serde_json::Result<Vec<u8>> {
-    if raw.is_some() {
-        if let Some(result) = outcome
-            .as_ref()
-            .ok()
-            .and_then(|r| super::shape::passed_through(r, raw))
-        {
+    if let Some(raw) = raw {
+        let Ok(r) = &outcome else {
+            return serde_json::to_vec(&call_answer(outcome.map(super::shape::call_result), id));
+        };
+        if raw.parts == r.parts.len() {
+            if let Some(line) = kept_answer_line(&id, &raw.result) {
+                return Ok(line);
+            }
+        }
+        if let Some(result) = super::shape::passed_through(r, Some(raw)) {
             return serde_json::to_vec(&call_answer(Ok(result), id));
         }
     }
@@ -446,6 +508,62 @@ pub fn call_answer_kept(
         return Ok(line);
     }
     serde_json::to_vec(&call_answer(outcome.map(super::shape::call_result), id))
+}
+
+/// The line (without its newline) answering a plain `tools/call` with a
+/// proxied server's kept result `raw` as it is, when that result is of the
+/// common shape: only `content` (an array of `{"type":"text","text":S}`
+/// parts), `structuredContent` (an object) and `isError` (a bool), each
+/// optional but content. The bytes are those of [`call_answer`] over the
+/// typed result [`super::shape::passed_through`] makes of `raw` (the
+/// legacy shape, fields in rmcp's order), without the typed round trip.
+/// `None` for any other shape, which takes that round trip.
+fn kept_answer_line(id: &RequestId, raw: &Value) -> Option<Vec<u8>> {
+    let raw = raw.as_object()?;
+    let content = raw.get("content")?.as_array()?;
+    let structured = match raw.get("structuredContent") {
+        None => None,
+        Some(v @ Value::Object(_)) => Some(v),
+        Some(_) => return None,
+    };
+    let is_error = match raw.get("isError") {
+        None => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return None,
+    };
+    let known = 1 + usize::from(structured.is_some()) + usize::from(is_error.is_some());
+    if raw.len() != known {
+        return None;
+    }
+    let mut line = Vec::with_capacity(96 + 32 * content.len());
+    line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut line, id).ok()?;
+    line.extend_from_slice(br#","result":{"content":["#);
+    for (i, part) in content.iter().enumerate() {
+        let part = part.as_object()?;
+        let text = match (part.len(), part.get("type"), part.get("text")) {
+            (2, Some(Value::String(kind)), Some(Value::String(text))) if kind == "text" => text,
+            _ => return None,
+        };
+        if i > 0 {
+            line.push(b',');
+        }
+        line.extend_from_slice(br#"{"type":"text","text":"#);
+        serde_json::to_writer(&mut line, text.as_str()).ok()?;
+        line.push(b'}');
+    }
+    line.push(b']');
+    if let Some(structured) = structured {
+        line.extend_from_slice(br#","structuredContent":"#);
+        serde_json::to_writer(&mut line, structured).ok()?;
+    }
+    match is_error {
+        Some(true) => line.extend_from_slice(br#","isError":true"#),
+        Some(false) => line.extend_from_slice(br#","isError":false"#),
+        None => {}
+    }
+    line.extend_from_slice(b"}}");
+    Some(line)
 }
 
 /// The answer to a plain `tools/call` whose tool gave `outcome`, as rmcp's

@@ -103,6 +103,28 @@ fn a_call_the_client_writes_is_rmcps_and_the_server_reads_it_back() {
                 // With a progress token: the server reads what rmcp's
                 // would (`_meta` is rmcp's to read).
                 let relayed = call_line(id, tool, &args, Some("tok-1")).unwrap_or_default();
+                // The token put in by hand is what serde writes.
+                for token in ["tok-1", "tn-1000000001", "a\"b"] {
+                    let mut serde_line = serde_json::to_vec(&CallLine {
+                        jsonrpc: "2.0",
+                        id,
+                        method: "tools/call",
+                        params: CallParams {
+                            name: tool,
+                            arguments: &args,
+                            meta: Some(CallMeta {
+                                progress_token: token,
+                            }),
+                        },
+                    })
+                    .unwrap_or_default();
+                    serde_line.push(b'\n');
+                    let ours = call_line(id, tool, &args, Some(token)).unwrap_or_default();
+                    assert_eq!(
+                        String::from_utf8_lossy(&ours),
+                        String::from_utf8_lossy(&serde_line)
+                    );
+                }
                 let read = serde_json::from_slice::<ClientJsonRpcMessage>(&relayed);
                 let Ok(JsonRpcMessage::Request(req)) = read else {
                     panic!(
@@ -1155,4 +1177,58 @@ fn ten_thousand_generated_answers_end_as_on_rmcps_path() {
     // Both kinds of answer, and both ways of reading one, came up.
     assert!(taken > 1_000 && taken < 9_000, "{taken}");
     assert!(fast > 300, "{fast}");
+}
+
+/// A kept result's fast line ([`kept_answer_line`]) is the bytes of the
+/// typed round trip ([`super::super::shape::passed_through`], then
+/// [`call_answer`]) wherever it takes the result; other shapes it leaves
+/// to that round trip.
+#[test]
+fn a_kept_result_line_is_the_typed_answers_bytes() {
+    let taken = [
+        json!({"content": [{"type": "text", "text": "ping"}], "isError": false}),
+        json!({"content": [{"type": "text", "text": "ping"}]}),
+        json!({"content": []}),
+        json!({"content": [{"type": "text", "text": "a\"\\\n\u{1}é😀"}, {"text": "b", "type": "text"}],
+               "isError": true}),
+        json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"result": "x", "n": [1, 2.5, null]},
+               "isError": false}),
+        json!({"structuredContent": {}, "content": [{"type": "text", "text": ""}]}),
+    ];
+    let left = [
+        json!({"content": [{"type": "text", "text": "x"}], "_meta": {"k": 1}}),
+        json!({"content": [{"type": "text", "text": "x", "annotations": {"priority": 1.0}}]}),
+        json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
+        json!({"content": [{"type": "text", "text": "x"}], "structuredContent": [1]}),
+        json!({"content": [{"type": "text", "text": "x"}], "structuredContent": null}),
+        json!({"content": [{"type": "text", "text": "x"}], "isError": "no"}),
+        json!({"content": [{"type": "text", "text": "x"}], "extra": true}),
+        json!({"content": [{"type": "text", "text": 1}]}),
+        json!({"isError": false}),
+        json!([]),
+    ];
+    for id in [RequestId::Number(7), RequestId::String("s\"1".into())] {
+        for raw in &taken {
+            let Some(fast) = kept_answer_line(&id, raw) else {
+                panic!("not taken: {raw}");
+            };
+            let shaped = shape_call_result(raw);
+            let kept = crate::tool::RawResult {
+                result: raw.clone(),
+                parts: shaped.parts.len(),
+            };
+            let Some(typed) = crate::jsonrpc::shape::passed_through(&shaped, Some(kept)) else {
+                panic!("no typed result: {raw}");
+            };
+            let slow = serde_json::to_vec(&call_answer(Ok(typed), id.clone())).unwrap_or_default();
+            assert_eq!(
+                String::from_utf8_lossy(&fast),
+                String::from_utf8_lossy(&slow),
+                "{raw}"
+            );
+        }
+        for raw in &left {
+            assert!(kept_answer_line(&id, raw).is_none(), "{raw}");
+        }
+    }
 }

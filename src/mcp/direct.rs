@@ -68,6 +68,17 @@ pub enum Failure {
     TotalTimeout(Duration),
 }
 
+/// Whether a direct call asks for its server's progress.
+#[derive(Clone, Copy)]
+pub enum Progress<'a> {
+    /// No progress token.
+    None,
+    /// A progress token (its progress restarts the timeout).
+    Token,
+    /// A progress token, its progress also routed to this registration.
+    Relayed(&'a RelayGuard<'a>),
+}
+
 /// How long a call may take: `timeout` without a word from the server
 /// (each progress on the call starts it again when `reset` holds), and
 /// `cap` in all.
@@ -109,6 +120,9 @@ struct Waiting {
     /// The `maxTotalTimeout`'s instant and length, when the call has one;
     /// `deadline` never passes it.
     cap: Option<(Instant, Duration)>,
+    /// Whether a progress on the call starts its timeout again
+    /// ([`Direct::extend`]).
+    reset: bool,
 }
 
 /// What a stdio session's transport and its direct calls share.
@@ -248,6 +262,7 @@ impl Direct {
                 tx,
                 deadline: None,
                 cap: None,
+                reset: false,
             },
         );
         self.live.store(state.pending.len(), Ordering::Release);
@@ -265,6 +280,7 @@ impl Direct {
         };
         waiting.deadline = Some((deadline, timing.timeout));
         waiting.cap = cap;
+        waiting.reset = timing.reset;
         if state.watch.is_some_and(|w| w <= deadline) {
             return;
         }
@@ -278,13 +294,15 @@ impl Direct {
         }
     }
 
-    /// A progress on call `id`: its timeout starts again (never past its
-    /// cap). The watchdog needs no word: the deadline only moved later,
-    /// and it wakes for the earlier one, finds nothing due and sleeps on.
-    fn extend(&self, id: i64) {
+    /// A progress on call `id` (its token's, see [`token`]): its timeout
+    /// starts again (never past its cap) when the call's timing says so;
+    /// an id no call in flight has is nothing. The watchdog needs no word:
+    /// the deadline only moved later, and it wakes for the earlier one,
+    /// finds nothing due and sleeps on.
+    pub fn extend(&self, id: i64) {
         let now = Instant::now();
         let mut state = self.state();
-        if let Some(w) = state.pending.get_mut(&id) {
+        if let Some(w) = state.pending.get_mut(&id).filter(|w| w.reset) {
             if let Some((at, timeout)) = &mut w.deadline {
                 *at = earliest(now + *timeout, w.cap);
             }
@@ -387,29 +405,31 @@ impl Direct {
     /// tools/call `tool` with `args`: the answer, shaped or as JSON. Bounded
     /// by `timing` from the moment the line is out, as rmcp's request is;
     /// on a timeout, the cap or a cancel the server is told
-    /// `notifications/cancelled`. With `progress`, the call carries a
-    /// progress token of that registration, and (when `timing.reset`) each
-    /// progress on it starts the timeout again.
+    /// `notifications/cancelled`. Unless `progress` is [`Progress::None`],
+    /// the call carries a progress token named after its id ([`token`]),
+    /// and (when `timing.reset`) each progress on it starts the timeout
+    /// again (the session's [`super::relay::Relays`] tell
+    /// [`Direct::extend`]).
     pub async fn call(
         self: &Arc<Self>,
         tool: &str,
         args: &Map<String, Value>,
         timing: Timing,
         cancel: Option<&CancelToken>,
-        progress: Option<&RelayGuard<'_>>,
+        progress: Progress<'_>,
     ) -> Answer {
         let timeout = timing.timeout;
         let (id, rx) = self.register()?;
-        let token = progress.map(RelayGuard::new_token);
-        if let (Some(guard), true) = (progress, timing.reset) {
-            let direct = Arc::downgrade(self);
-            guard.on_progress(Arc::new(move || {
-                if let Some(d) = direct.upgrade() {
-                    d.extend(id);
-                }
-            }));
-        }
-        let progress = token.as_deref();
+        let mut text = [0u8; TOKEN_BYTES];
+        let progress = match progress {
+            Progress::None => None,
+            Progress::Token => Some(token(id, &mut text)),
+            Progress::Relayed(guard) => {
+                let token = token(id, &mut text);
+                guard.watch(&Value::String(token.to_string()));
+                Some(token)
+            }
+        };
         // Forgets the id however this ends; tells the server when the
         // caller dropped this future mid-call.
         let mut flight = InFlight {
@@ -607,6 +627,51 @@ async fn watchdog(direct: std::sync::Weak<Direct>, wake: Arc<Notify>) {
             Ok(None) => wake.notified().await,
         }
     }
+}
+
+/// Room for the longest [`token`] (`tn-` and an i64).
+const TOKEN_BYTES: usize = 24;
+
+/// The progress token of the direct call `id`: `tn-ID`, a string (so it
+/// never meets rmcp's numeric ones), unique among the session's calls in
+/// flight since their ids are, and read back by [`token_id`]: no
+/// registration per call.
+pub fn token(id: i64, buf: &mut [u8; TOKEN_BYTES]) -> &str {
+    // The digits from the end of `buf` back (no formatter: this runs per
+    // call), then the prefix.
+    let mut at = TOKEN_BYTES;
+    let mut n = id.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if id < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    at -= 3;
+    buf[at..at + 3].copy_from_slice(b"tn-");
+    std::str::from_utf8(&buf[at..]).unwrap_or("tn-")
+}
+
+#[cfg(test)]
+#[test]
+fn a_token_names_its_id() {
+    let mut buf = [0u8; TOKEN_BYTES];
+    for id in [0, 7, FIRST_ID, i64::from(i32::MAX), i64::MAX, i64::MIN, -12] {
+        let token = token(id, &mut buf).to_string();
+        assert_eq!(token, format!("tn-{id}"));
+        assert_eq!(token_id(&Value::String(token)), Some(id));
+    }
+}
+
+/// The direct call a progress token of [`token`]'s names.
+pub fn token_id(token: &Value) -> Option<i64> {
+    token.as_str()?.strip_prefix("tn-")?.parse().ok()
 }
 
 /// `at`, or the cap's instant when that comes first.

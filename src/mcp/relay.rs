@@ -22,8 +22,10 @@
 //! A call registers with [`Relays::enter`] (or [`Relays::follow`], with or
 //! without a relay) and is forgotten when its guard drops, however the call
 //! ends. Besides going to the relay, a progress for a call's token calls
-//! the call's tick ([`RelayGuard::on_progress`]): a direct call's idle
-//! timeout starts again on it.
+//! the call's tick ([`RelayGuard::on_progress`]: rmcp's path's backstop);
+//! every progress's token also goes to the session's direct calls
+//! ([`Relays::tick_direct`]): on one of a direct call's own (`tn-ID`),
+//! registered or not, that call's idle timeout starts again.
 
 use crate::tool::{Ask, Relay};
 use serde_json::Value;
@@ -42,7 +44,14 @@ pub struct Relays {
     /// looked ([`LISTED_TOOLS`], ...), and its wake-up.
     changed_kinds: std::sync::atomic::AtomicU8,
     changed: tokio::sync::Notify,
+    /// A stdio session's direct calls: told every progress's token,
+    /// whether or not a call registered it, so a plain direct call's
+    /// timeout restarts without a registration (its token names it).
+    direct: std::sync::OnceLock<DirectTick>,
 }
+
+/// What [`Relays::tick_direct`] sets: called with a progress's token.
+pub type DirectTick = Box<dyn Fn(&Value) + Send + Sync>;
 
 /// A kind of list a server announces changes of (bit flags).
 pub const LISTED_TOOLS: u8 = 1;
@@ -97,6 +106,9 @@ impl Relays {
         else {
             return;
         };
+        if let Some(tick) = self.direct.get() {
+            tick(&token);
+        }
         let key = token.to_string();
         let (relay, tick) = self
             .calls()
@@ -163,6 +175,12 @@ impl Relays {
         self.changed_kinds.swap(0, Ordering::AcqRel)
     }
 
+    /// Where the progress on a direct call's token goes (set once, when
+    /// the session's calls go direct).
+    pub fn tick_direct(&self, tick: DirectTick) {
+        let _ = self.direct.set(tick);
+    }
+
     /// A `notifications/message` from the server.
     pub fn message(&self, params: Value) {
         let relays: Vec<Relay> = self
@@ -190,14 +208,6 @@ impl RelayGuard<'_> {
         if let Some(e) = self.relays.calls().get_mut(&self.id) {
             e.tick = Some(tick);
         }
-    }
-
-    /// A fresh progress token of ours (a string, so it never meets rmcp's
-    /// numeric ones), already watched.
-    pub fn new_token(&self) -> String {
-        let token = format!("tn-{}", self.relays.next.fetch_add(1, Ordering::Relaxed));
-        self.watch(&Value::String(token.clone()));
-        token
     }
 }
 
@@ -233,7 +243,8 @@ mod tests {
         let (b, seen_b) = recording();
         let ga = relays.enter(&a);
         let gb = relays.enter(&b);
-        let ta = ga.new_token();
+        let ta = "tn-1000000000";
+        ga.watch(&json!(ta));
         gb.watch(&json!(7));
         relays.progress(json!({"progressToken": ta, "progress": 1, "total": 2}));
         relays.progress(json!({"progressToken": 7, "progress": 5}));

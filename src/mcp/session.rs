@@ -218,6 +218,17 @@ async fn connect_inner(
             match init {
                 Ok(Ok(service)) => {
                     let direct = goes_direct(service.peer()).then_some(direct);
+                    if let Some(direct) = &direct {
+                        // A progress on a direct call's token restarts its
+                        // timeout (`Relays::progress`).
+                        let direct = Arc::downgrade(direct);
+                        side.relays.tick_direct(Box::new(move |token| {
+                            if let (Some(d), Some(id)) = (direct.upgrade(), direct::token_id(token))
+                            {
+                                d.extend(id);
+                            }
+                        }));
+                    }
                     (service, Some(spawned.child), None, direct, None)
                 }
                 Ok(Err(e)) => {
@@ -738,15 +749,15 @@ async fn direct_call(
     args: &Map<String, Value>,
     timing: Timing,
     cancel: Option<&CancelToken>,
-    progress: Option<&RelayGuard<'_>>,
-    shape: impl FnOnce(&Value) -> ToolResult,
+    progress: direct::Progress<'_>,
+    shape: impl FnOnce(Value) -> ToolResult,
 ) -> Result<ToolResult, Fault> {
     direct
         .call(tool, args, timing, cancel, progress)
         .await
         .map(|reply| match reply {
             direct::Reply::Shaped(result) => result,
-            direct::Reply::Json(result) => shape(&result),
+            direct::Reply::Json(result) => shape(result),
         })
         .map_err(|failure| match failure {
             direct::Failure::Service(e) => describe_service_error(&e),
@@ -890,11 +901,14 @@ impl Session {
         // In flight until this returns, however the call ends.
         let _in_flight = self.calls.enter();
         // Registered when the server's doings during the call matter:
-        // relayed (notifications, requests), or its progress restarting
-        // the timeout. A relay that only keeps the raw result is not.
+        // relayed (notifications, requests), or, on rmcp's path, its
+        // progress restarting the backstop. A relay that only keeps the
+        // raw result is not, nor a direct call that only wants its
+        // progress: its token names it (`direct::token`).
         let routed = relay.filter(|r| r.routes());
-        let relayed =
-            (routed.is_some() || self.reset_on_progress).then(|| self.relays.follow(routed));
+        let token = routed.is_some() || self.reset_on_progress;
+        let relayed = (routed.is_some() || (token && self.direct.is_none()))
+            .then(|| self.relays.follow(routed));
         let timing = match limit {
             Limit::Idle(timeout) => Timing {
                 timeout,
@@ -909,9 +923,9 @@ impl Session {
         };
         // rmcp's path ends on its own timer; this backstop (a server that
         // never lets the request go out, say) follows the call's progress.
-        let ticked = Arc::new(Notify::new());
-        if let (None, Some(guard)) = (&self.direct, &relayed) {
-            let ticked = Arc::clone(&ticked);
+        let ticked = self.direct.is_none().then(|| Arc::new(Notify::new()));
+        if let (Some(ticked), Some(guard)) = (&ticked, &relayed) {
+            let ticked = Arc::clone(ticked);
             guard.on_progress(Arc::new(move || ticked.notify_one()));
         }
         if self.closed.load(Ordering::SeqCst) {
@@ -923,8 +937,13 @@ impl Session {
         let call = async {
             match &self.direct {
                 Some(direct) => {
-                    let shape = |v: &Value| self.shaped(v, relay);
-                    direct_call(direct, tool, &args, timing, cancel, relayed.as_ref(), shape).await
+                    let shape = |v: Value| self.shaped_owned(v, relay);
+                    let progress = match &relayed {
+                        Some(guard) => direct::Progress::Relayed(guard),
+                        None if token => direct::Progress::Token,
+                        None => direct::Progress::None,
+                    };
+                    direct_call(direct, tool, &args, timing, cancel, progress, shape).await
                 }
                 None => {
                     let params = json!({"name": tool, "arguments": Value::Object(args)});
@@ -984,9 +1003,9 @@ impl Session {
             // (its write too), and one timer a call fewer is a tokio timer
             // registration and its wake-up saved.
             detail = async {
-                match &self.direct {
-                    Some(_) => std::future::pending().await,
-                    None => backstop(timing, &ticked).await,
+                match &ticked {
+                    None => std::future::pending().await,
+                    Some(ticked) => backstop(timing, ticked).await,
                 }
             } => fail(detail),
         }
@@ -995,9 +1014,18 @@ impl Session {
     /// A call's result as the library reads it; a relay that keeps the
     /// raw result gets it too, redacted as the result is.
     fn shaped(&self, result: &Value, relay: Option<&Relay>) -> ToolResult {
-        let shaped = shape_call_result(result);
+        match relay.filter(|r| r.wants_raw()) {
+            Some(_) => self.shaped_owned(result.clone(), relay),
+            None => shape_call_result(result),
+        }
+    }
+
+    /// [`Session::shaped`] of a result this owns: a relay that keeps the
+    /// raw result gets it without a copy.
+    fn shaped_owned(&self, result: Value, relay: Option<&Relay>) -> ToolResult {
+        let shaped = shape_call_result(&result);
         if let Some(relay) = relay.filter(|r| r.wants_raw()) {
-            let mut raw = result.clone();
+            let mut raw = result;
             self.secrets.redact_value(&mut raw);
             if let Some(auth) = &self.auth {
                 auth.redact_value(&mut raw);

@@ -39,8 +39,8 @@ use crate::jsonrpc::lines::{in_line, LineReader, Lock, Next};
 use crate::jsonrpc::plain::{self, call_message, error_line, reject, Plain, INVALID_REQUEST};
 use crate::tool::Relay;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, ProgressToken,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
@@ -243,8 +243,10 @@ where
     }
 
     /// Runs a plain request on the fast path when the session is ready for
-    /// it; `Err` hands it back for rmcp.
-    fn take_plain(&mut self, plain: Plain) -> Result<(), Plain> {
+    /// it; `Err` hands it back for rmcp. A call with the client's progress
+    /// `token` gets the proxied server's progress and log lines on the way,
+    /// as rmcp's path relays them ([`progress_relay`]).
+    fn take_plain(&mut self, plain: Plain, progress: Option<ProgressToken>) -> Result<(), Plain> {
         if !self
             .fast
             .as_ref()
@@ -253,6 +255,7 @@ where
             return Err(plain);
         }
         let out = self.out();
+        let notes = progress.is_some().then(|| self.out());
         let Some(fast) = self.fast.as_mut() else {
             return Err(plain);
         };
@@ -286,9 +289,13 @@ where
                 let in_flight = InFlightTask::enter(&fast.gateway);
                 let gateway = Arc::clone(&fast.gateway);
                 let args = Value::Object(arguments.unwrap_or_default());
+                let relay = match (progress, notes) {
+                    (Some(progress), Some(notes)) => progress_relay(notes, progress),
+                    _ => Relay::default(),
+                };
                 crate::runtime::get().spawn(async move {
                     let _in_flight = in_flight;
-                    let relay = Relay::default().keeping();
+                    let relay = relay.keeping();
                     let outcome = gateway.run(name, args, token, Some(relay.clone())).await;
                     // Cancelled by the client: no answer (rmcp's way).
                     if !entry.finish() {
@@ -426,6 +433,86 @@ impl<W: AsyncWrite + Unpin> Out<W> {
     }
 }
 
+impl<W: AsyncWrite + Unpin + Send + 'static> Out<W> {
+    /// Writes `message` in the writer's queue now, without waiting (a
+    /// relay's callback must not block): at once when the writer is free,
+    /// else on a task that holds its place in the queue, so it goes out
+    /// before any answer that asks for the writer after it.
+    fn message_now(&self, message: &ServerJsonRpcMessage) {
+        let Ok(mut line) = serde_json::to_vec(message) else {
+            return;
+        };
+        line.push(b'\n');
+        let shut = Arc::clone(&self.shut);
+        let (w, written) = match in_line(&self.writer) {
+            Lock::Now(mut w) => {
+                if shut.load(Ordering::SeqCst) {
+                    return;
+                }
+                match crate::runtime::write_now(&mut *w, &line) {
+                    Ok(n) if n == line.len() => return,
+                    Ok(n) => (Lock::Now(w), n),
+                    Err(_) => return,
+                }
+            }
+            queued => (queued, 0),
+        };
+        crate::runtime::get().spawn(async move {
+            let mut w = match w {
+                Lock::Now(w) => w,
+                Lock::Queued(lock) => lock.await,
+            };
+            if shut.load(Ordering::SeqCst) {
+                return;
+            }
+            let _ = w.write_all(&line[written..]).await;
+            let _ = w.flush().await;
+        });
+    }
+}
+
+/// The relay of a fast-path call whose client gave a progress `token`:
+/// what rmcp's path (`super::relay_to`) passes on, as it writes it: the
+/// proxied server's progress under the client's token, its log lines as
+/// they are; each in the writer's queue when the server's notification
+/// comes, so before the call's answer.
+#[allow(deprecated)] // rmcp's logging types, as `super::relay_to` uses them
+fn progress_relay<W: AsyncWrite + Unpin + Send + 'static>(
+    out: Out<W>,
+    token: ProgressToken,
+) -> Relay {
+    use rmcp::model::{
+        LoggingMessageNotification, LoggingMessageNotificationParam, ProgressNotification,
+        ProgressNotificationParam, ServerNotification,
+    };
+    Relay::new(Arc::new(move |method: &str, params: Value| {
+        let note = match method {
+            "notifications/progress" => {
+                let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+                    return;
+                };
+                let mut p = ProgressNotificationParam::new(token.clone(), progress);
+                if let Some(total) = params.get("total").and_then(Value::as_f64) {
+                    p = p.with_total(total);
+                }
+                if let Some(message) = params.get("message").and_then(Value::as_str) {
+                    p = p.with_message(message);
+                }
+                ServerNotification::ProgressNotification(ProgressNotification::new(p))
+            }
+            "notifications/message" => {
+                let Ok(p) = serde_json::from_value::<LoggingMessageNotificationParam>(params)
+                else {
+                    return;
+                };
+                ServerNotification::LoggingMessageNotification(LoggingMessageNotification::new(p))
+            }
+            _ => return,
+        };
+        out.message_now(&JsonRpcMessage::notification(note));
+    }))
+}
+
 impl<R, W> Transport<RoleServer> for ServedLineTransport<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -495,14 +582,17 @@ where
                 // whole line to say so.
                 plain::reject_batch(text)
             } else {
-                let parsed = match plain::read_request(text).map(|p| self.take_plain(p)) {
-                    Some(Ok(())) => {
-                        self.recycle(raw);
-                        continue;
-                    }
-                    Some(Err(plain)) => call_message(plain),
-                    None => None,
-                };
+                let read = plain::read_request_with_progress(text);
+                let parsed =
+                    match read.map(|(p, token)| (token.is_some(), self.take_plain(p, token))) {
+                        Some((_, Ok(()))) => {
+                            self.recycle(raw);
+                            continue;
+                        }
+                        Some((false, Err(plain))) => call_message(plain),
+                        // With its `_meta`: rmcp's parse of the line.
+                        Some((true, Err(_))) | None => None,
+                    };
                 match parsed
                     .map_or_else(|| serde_json::from_slice::<ClientJsonRpcMessage>(text), Ok)
                 {
