@@ -151,8 +151,9 @@ num = lambda x: f"{x:.0f}"
 us = lambda x: f"{x:.1f}" if x < 1000 else f"{x:.0f}"
 print(f"\nRound trip (SendMessage + GetTask until completed): {rounds} interleaved rounds of {runs} "
       f"round trips; median over rounds (range)\n")
-print("| server | p50 ms | p90 ms | mean ms | GetTask calls per round trip (mean) | all completed |")
-print("|---|---|---|---|---|---|")
+print("| server | p50 ms | p90 ms | mean ms | SendMessage alone, p50 ms | GetTask calls per round trip (mean) "
+      "| all completed |")
+print("|---|---|---|---|---|---|---|")
 p50 = {}
 for name in order("rt"):
     res = [r["result"] for r in rows if r["kind"] == "rt" and r["name"] == name]
@@ -160,6 +161,7 @@ for name in order("rt"):
     p50[name] = [pct(l, 50) for l in lat]
     print(f"| {name} | {span(p50[name], ms)} | {span([pct(l, 90) for l in lat], ms)} "
           f"| {span([statistics.mean(l) for l in lat], ms)} "
+          f"| {span([pct(x['send_ms'], 50) for x in res], ms)} "
           f"| {span([statistics.mean(x['polls']) for x in res], lambda x: f'{x:.2f}')} "
           f"| {'yes' if all(x['ok'] for x in res) else 'NO'} |")
 if len(p50) == 2:
@@ -178,11 +180,18 @@ if order("out"):
         print(f"| {name} | {span([pct(l, 50) for l in lat], ms)} | {span([pct(l, 90) for l in lat], ms)} "
               f"| {span([statistics.mean(l) for l in lat], ms)} | {'yes' if all(x['ok'] for x in res) else 'NO'} |")
 print(f"\nGetTask on {tasks} completed tasks, {calls} calls per case; median over rounds (range)\n")
-print("| server, store, connections | p50 µs | p90 µs | p99 µs | calls/s | all answered completed |")
-print("|---|---|---|---|---|---|")
+print("| server, store, connections | p50 µs | p50 minus the floor's p50 of the same round µs | p90 µs "
+      "| p99 µs | calls/s | all answered completed |")
+print("|---|---|---|---|---|---|---|")
+floor = {(r["name"].split(", ")[-1], r["round"]): r["result"]["p50_us"]
+         for r in rows if r["kind"] == "get" and r["name"].startswith("floor")}
 for name in order("get"):
-    res = [r["result"] for r in rows if r["kind"] == "get" and r["name"] == name]
-    print(f"| {name} | {span([x['p50_us'] for x in res], us)} | {span([x['p90_us'] for x in res], us)} "
+    sel = [r for r in rows if r["kind"] == "get" and r["name"] == name]
+    res = [r["result"] for r in sel]
+    over = [r["result"]["p50_us"] - floor[(name.split(", ")[-1], r["round"])] for r in sel
+            if (name.split(", ")[-1], r["round"]) in floor]
+    over_s = span(over, us) if over and not name.startswith("floor") else "—"
+    print(f"| {name} | {span([x['p50_us'] for x in res], us)} | {over_s} | {span([x['p90_us'] for x in res], us)} "
           f"| {span([x['p99_us'] for x in res], us)} | {span([x['calls_per_s'] for x in res], num)} "
           f"| {'yes' if all(x['ok'] for x in res) else 'NO'} |")
 PY

@@ -8,7 +8,8 @@
  *       RUNS round trips: SendMessage, then GetTask at once and again until
  *       the task is neither submitted nor working; each checked to be
  *       `completed` with the answer "Hello.". Prints one JSON line:
- *       {"latencies_ms":[...],"polls":[...],"ok":true|false}
+ *       {"latencies_ms":[...],"send_ms":[...],"polls":[...],"ok":true|false}
+ *       (send_ms: the SendMessage exchange alone)
  *
  *   a2a_client BASE get TASKS CALLS CONNS
  *       TASKS tasks sent and run to completion first, then CALLS GetTask
@@ -235,20 +236,24 @@ int main(int argc, char **argv) {
     char id[64];
     if (!strcmp(argv[2], "rt")) {
         int runs = atoi(argv[3]), warm = argc > 4 ? atoi(argv[4]) : 0, ok = 1, one;
-        double *lat = calloc((size_t)runs, sizeof *lat);
+        double *lat = calloc((size_t)runs, sizeof *lat), *sent = calloc((size_t)runs, sizeof *sent);
         int *polls = calloc((size_t)runs, sizeof *polls);
         for (int i = 0; i < warm + runs; i++) {
             double t0 = now_s();
             send_task(&c, id, sizeof id);
+            double t1 = now_s();
             int p = settle(&c, id, &one);
             ok &= one;
             if (i >= warm) {
                 lat[i - warm] = (now_s() - t0) * 1e3;
+                sent[i - warm] = (t1 - t0) * 1e3;
                 polls[i - warm] = p;
             }
         }
         printf("{\"latencies_ms\":[");
         for (int i = 0; i < runs; i++) printf("%s%.4f", i ? "," : "", lat[i]);
+        printf("],\"send_ms\":[");
+        for (int i = 0; i < runs; i++) printf("%s%.4f", i ? "," : "", sent[i]);
         printf("],\"polls\":[");
         for (int i = 0; i < runs; i++) printf("%s%d", i ? "," : "", polls[i]);
         printf("],\"ok\":%s}\n", ok ? "true" : "false");
