@@ -23,7 +23,7 @@
 //!   A process started from such a thread would inherit the mask across
 //!   exec, so MCP servers and bash commands are started with SIGPIPE
 //!   unblocked on the starting thread for the length of the spawn
-//!   ([`spawn_with_sigpipe_unblocked`]), which also lets std use
+//!   (`spawn_with_sigpipe_unblocked`), which also lets std use
 //!   `posix_spawn` rather than fork.
 //! - **Host threads** enter the runtime only through [`block_on`], which
 //!   blocks SIGPIPE for exactly the duration of the call and restores the
