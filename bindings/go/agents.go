@@ -178,11 +178,13 @@ func (s *agentsState) close() {
 	s.inFlight++
 	ptr := s.ptr
 	s.mu.Unlock()
-	s.cancel()
 	// What tn_agents_free does first, done now: the free itself may have to
 	// wait for the last call in flight to return, but no handle runs on
-	// meanwhile and no wait outlasts Close.
+	// meanwhile and no wait outlasts Close. Before Generate's ctx is
+	// cancelled: a Generate that returns on the cancel would otherwise
+	// answer its turn, which could then end "done" before the close.
 	forceCloseAll(ptr)
+	s.cancel()
 	s.release()
 }
 
