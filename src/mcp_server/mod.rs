@@ -651,16 +651,9 @@ fn relay_to(
             match method.as_str() {
                 "notifications/progress" => {
                     let Some(token) = &token else { continue };
-                    let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+                    let Some(p) = progress_param(token, &params) else {
                         continue;
                     };
-                    let mut p = ProgressNotificationParam::new(token.clone(), progress);
-                    if let Some(total) = params.get("total").and_then(Value::as_f64) {
-                        p = p.with_total(total);
-                    }
-                    if let Some(message) = params.get("message").and_then(Value::as_str) {
-                        p = p.with_message(message);
-                    }
                     let _ = peer.notify_progress(p).await;
                 }
                 "notifications/message" => {
@@ -1184,4 +1177,22 @@ where
         done,
         gateway: server_gateway,
     }
+}
+
+/// A proxied server's `notifications/progress` params re-told under the
+/// client's `token` (progress, total, message); None without a numeric
+/// progress. The rmcp path and the stdio fast path both send it.
+pub(crate) fn progress_param(
+    token: &ProgressToken,
+    params: &Value,
+) -> Option<ProgressNotificationParam> {
+    let progress = params.get("progress").and_then(Value::as_f64)?;
+    let mut p = ProgressNotificationParam::new(token.clone(), progress);
+    if let Some(total) = params.get("total").and_then(Value::as_f64) {
+        p = p.with_total(total);
+    }
+    if let Some(message) = params.get("message").and_then(Value::as_str) {
+        p = p.with_message(message);
+    }
+    Some(p)
 }

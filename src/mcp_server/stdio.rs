@@ -483,21 +483,14 @@ fn progress_relay<W: AsyncWrite + Unpin + Send + 'static>(
 ) -> Relay {
     use rmcp::model::{
         LoggingMessageNotification, LoggingMessageNotificationParam, ProgressNotification,
-        ProgressNotificationParam, ServerNotification,
+        ServerNotification,
     };
     Relay::new(Arc::new(move |method: &str, params: Value| {
         let note = match method {
             "notifications/progress" => {
-                let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+                let Some(p) = super::progress_param(&token, &params) else {
                     return;
                 };
-                let mut p = ProgressNotificationParam::new(token.clone(), progress);
-                if let Some(total) = params.get("total").and_then(Value::as_f64) {
-                    p = p.with_total(total);
-                }
-                if let Some(message) = params.get("message").and_then(Value::as_str) {
-                    p = p.with_message(message);
-                }
                 ServerNotification::ProgressNotification(ProgressNotification::new(p))
             }
             "notifications/message" => {
