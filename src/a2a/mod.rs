@@ -43,7 +43,7 @@ use crate::toolkit::Toolkit;
 use serde_json::{json, Map, Value};
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 /// Where the card is served.
@@ -327,7 +327,9 @@ pub struct Agent {
 struct Shared {
     store: Arc<dyn Store>,
     runner: Runner,
-    on_task: Option<OnTask>,
+    /// Taken when the server stops, so that the host's hook is let go of
+    /// then, whatever thread still holds the rest.
+    on_task: Mutex<Option<OnTask>>,
     tasks: Arc<Tasks>,
 }
 
@@ -388,7 +390,7 @@ impl Agent {
             shared: Arc::new(Shared {
                 store,
                 runner,
-                on_task,
+                on_task: Mutex::new(on_task),
                 tasks,
             }),
         })
@@ -697,7 +699,12 @@ fn finish(shared: &Shared, job: &Fulfil, task: Value, result: Option<Value>) {
             true,
         ));
     }
-    if let Some(hear) = &shared.on_task {
+    let hook = shared
+        .on_task
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    if let Some(hear) = hook {
         let mut event = Map::new();
         event.insert("id".into(), json!(id));
         event.insert("task".into(), task.clone());
@@ -815,6 +822,19 @@ impl Beside for Agent {
             }
             _ => not_found(),
         }
+    }
+
+    /// Cancels the tasks not yet ended and waits for their threads (each
+    /// still tells `onTask` how it ended), then lets go of `onTask`.
+    fn stop(&self, until: std::time::Instant) {
+        self.shared.tasks.stop(until);
+        let hook = self
+            .shared
+            .on_task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(hook);
     }
 }
 
@@ -1063,5 +1083,45 @@ mod tests {
         idle(&agent);
         let r = call(&agent, "message/send", msg, false);
         assert_eq!(r["result"]["status"]["state"], "submitted", "{r}");
+    }
+
+    /// The server stopping stops its agent: the task running and the one
+    /// queued end `canceled` (heard by onTask) before `stop` returns, the
+    /// hook is let go of then, and a send afterwards is refused.
+    #[test]
+    fn stop_cancels_running_and_queued_tasks_and_lets_go_of_on_task() {
+        let gate = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let tk = Toolkit::build_from_json("{\"builtins\":false}").expect("toolkit");
+        let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let ears = Arc::clone(&heard);
+        let on_task: OnTask = Arc::new(move |e: &Value| {
+            ears.lock().map(|mut h| h.push(e["state"].clone())).ok();
+        });
+        let agent = Agent::with_tasks(
+            A2aConfig::default(),
+            &tk,
+            gated(Arc::clone(&gate)),
+            Some(on_task),
+            Arc::new(Tasks::with_caps(1, 1)),
+        )
+        .expect("agent");
+        let msg = json!({"message": {"parts": [{"kind": "text", "text": "x"}]}});
+        let ids: Vec<String> = (0..2)
+            .map(|_| {
+                let r = call(&agent, "message/send", msg.clone(), false);
+                r["result"]["id"].as_str().expect("accepted").to_string()
+            })
+            .collect();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        Beside::stop(&agent, until);
+        for id in &ids {
+            let t = agent.store().get(Kind::Task, id).ok().flatten();
+            assert_eq!(t.as_ref().map(state_of), Some("canceled"), "{t:?}");
+        }
+        let got = heard.lock().map(|h| h.clone()).unwrap_or_default();
+        assert_eq!(got, vec![json!("canceled"), json!("canceled")]);
+        assert_eq!(Arc::strong_count(&heard), 1, "onTask let go of");
+        let late = call(&agent, "message/send", msg, false);
+        assert_eq!(late["error"]["code"], -32000, "{late}");
     }
 }

@@ -12,7 +12,8 @@
 use crate::cancel::CancelToken;
 use crate::limits::{SERVED_TASKS, SERVED_TASKS_QUEUED};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -29,12 +30,16 @@ pub enum Refused {
 struct Pool {
     running: usize,
     queue: VecDeque<Job>,
+    /// Set by [`Tasks::stop`]: nothing more is taken.
+    stopped: bool,
 }
 
 /// The bounded runner of one agent's tasks, and their cancel tokens.
 pub struct Tasks {
     caps: (usize, usize),
     pool: Mutex<Pool>,
+    /// Told each time a thread lets go of its slot.
+    idle: Condvar,
     live: Mutex<HashMap<String, CancelToken>>,
 }
 
@@ -50,6 +55,7 @@ impl Tasks {
         Tasks {
             caps: (running.max(1), queued),
             pool: Mutex::new(Pool::default()),
+            idle: Condvar::new(),
             live: Mutex::new(HashMap::new()),
         }
     }
@@ -74,6 +80,9 @@ impl Tasks {
     /// the queue is full too.
     pub fn submit(self: &Arc<Self>, job: Job) -> Result<(), Refused> {
         let mut pool = self.pool();
+        if pool.stopped {
+            return Err(Refused::Busy);
+        }
         if pool.running >= self.caps.0 {
             if pool.queue.len() >= self.caps.1 {
                 return Err(Refused::Busy);
@@ -89,6 +98,7 @@ impl Tasks {
             .spawn(move || me.work(job));
         if spawned.is_err() {
             self.pool().running -= 1;
+            self.idle.notify_all();
             return Err(Refused::NoThread);
         }
         Ok(())
@@ -105,10 +115,34 @@ impl Tasks {
                 Some(next) => job = next,
                 None => {
                     pool.running -= 1;
+                    drop(pool);
+                    self.idle.notify_all();
                     return;
                 }
             }
         }
+    }
+
+    /// Takes no more tasks, cancels every one not yet ended (those still
+    /// queued then end at once, `canceled`), and waits until none runs or
+    /// `until` passes; whether none runs.
+    pub fn stop(&self, until: Instant) -> bool {
+        self.pool().stopped = true;
+        for token in self.live().values() {
+            token.cancel();
+        }
+        let mut pool = self.pool();
+        while pool.running > 0 {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            pool = match self.idle.wait_timeout(pool, left) {
+                Ok((p, _)) => p,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        true
     }
 
     /// How many tasks run and how many wait.

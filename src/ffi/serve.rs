@@ -365,7 +365,8 @@ pub unsafe extern "C" fn tn_serve_wait(server: *const tn_server, timeout_ms: i64
 }
 
 /// Stops the server and frees it: no new connection or message is taken,
-/// calls in flight are cancelled and waited for (at most 5 s: a cancelled
+/// calls and served A2A tasks in flight are cancelled and waited for (each
+/// such task's `on_task` still hears it end; at most 5 s: a cancelled
 /// bash call's process group is gone by then, SIGTERM and then SIGKILL
 /// after 2 s), the port is closed, and the `on_call` `user_data_free` has
 /// run when this returns (a callback running at that moment is let finish

@@ -71,7 +71,7 @@ pub fn serve(
         hosts: config.allowed_hosts.clone(),
         stop: stop.child_token(),
         gateway: Arc::clone(&gateway),
-        beside,
+        beside: beside.clone(),
         base: base_url(local),
         service: StreamableHttpService::new(
             move || Ok(Handler(Arc::clone(&gateway))),
@@ -91,6 +91,7 @@ pub fn serve(
         stop,
         done,
         gateway: server_gateway,
+        beside,
     })
 }
 

@@ -77,6 +77,13 @@ pub trait Beside: Send + Sync {
     /// the server's `http://host:port` (a wildcard bind reads as
     /// `127.0.0.1`). Runs on a blocking thread of the runtime.
     fn answer(&self, req: &BesideRequest<'_>) -> BesideAnswer;
+
+    /// The server is stopping: end the work begun for these routes and
+    /// let go of what the host lent them, by `until` at the latest. A
+    /// request answered afterwards may be refused.
+    fn stop(&self, until: Instant) {
+        let _ = until;
+    }
 }
 
 /// A request for [`Beside::answer`].
@@ -959,6 +966,8 @@ pub struct Server {
     stop: CancellationToken,
     done: Arc<Done>,
     gateway: Arc<Gateway>,
+    /// The routes served beside `/mcp`, stopped with the server.
+    beside: Option<Arc<dyn Beside>>,
 }
 
 /// How long a stdio server whose input ended waits for its calls before
@@ -991,6 +1000,9 @@ impl Server {
         let until = Instant::now() + STOP_GRACE;
         self.done.wait(Some(STOP_GRACE));
         self.gateway.in_flight.wait_idle(until);
+        if let Some(beside) = &self.beside {
+            beside.stop(until);
+        }
         let hook = self
             .gateway
             .on_call
@@ -1176,6 +1188,7 @@ where
         stop,
         done,
         gateway: server_gateway,
+        beside: None,
     }
 }
 
