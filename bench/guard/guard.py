@@ -20,7 +20,7 @@ of the release build:
   execute_skill       tn_execute of `skill` on that skills toolkit, per call
   translate_conversion  one conversion, 20 messages and 20 tools, Anthropic
                       style (benches/translate_workload through the
-                      guard_translate example: 1,100 minus 100 conversions,
+                      guard_translate binary: 1,100 minus 100 conversions,
                       over 1,000)
   run_overhead        the host process per tn_run of the overhead scenario
                       (bench/c/bench_overhead.c: 2 model round trips, 2 MCP
@@ -205,9 +205,12 @@ def callgrind(w, name, argv, toggle=None, env=None, stdin=None):
 
 def build(w):
     env = dict(os.environ, CARGO_TARGET_DIR=w.target)
-    sh(["cargo", "build", "--release", "--quiet", "--lib", "--bin", "toolnexus"], cwd=ROOT, env=env)
-    sh(["cargo", "build", "--release", "--quiet", "--example", "guard_translate"], cwd=ROOT, env=env)
-    w.translate_bin = os.path.join(w.target, "release", "examples", "guard_translate")
+    # One invocation: the library is a package named on the command line
+    # (as in `cargo build --release`), so the build install.sh made serves
+    # here too; named only as toolnexus-guard's dependency it is built again.
+    sh(["cargo", "build", "--release", "--quiet", "-p", "toolnexus", "-p", "toolnexus-guard",
+        "--lib", "--bins"], cwd=ROOT, env=env)
+    w.translate_bin = os.path.join(w.target, "release", "guard_translate")
     # The shared library carries a soname: link a copy by it, as from an install.
     lib = w.path("lib")
     os.makedirs(lib)

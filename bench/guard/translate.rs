@@ -1,9 +1,10 @@
 //! The perf guard's translate row (bench/guard/guard.py): the conversion of
 //! `benches/translate_workload` (20 messages, 20 tools, an Anthropic answer
 //! with 2 tool_use blocks) run N times, N from the command line, for
-//! callgrind to count. An example target (built with `cargo build --release
-//! --example guard_translate`), not a bench: it shares the release build of
-//! the library instead of compiling it again under the bench profile.
+//! callgrind to count. The binary of the `toolnexus-guard` workspace member
+//! (`cargo build --release -p toolnexus-guard`), not a bench or an example:
+//! it links the release build of the library, without the bench profile's
+//! build of it or the dev-dependencies an example would compile.
 
 // The image workload is the criterion bench's alone.
 #[allow(dead_code)]
