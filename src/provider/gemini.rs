@@ -1033,6 +1033,10 @@ mod tests {
             endpoint("http://h", "a/b?c", false),
             "http://h/v1beta/models/a%2Fb%3Fc:generateContent"
         );
+        assert_eq!(
+            count_endpoint("http://h/v1", "models/g"),
+            "http://h/v1/models/g:countTokens"
+        );
     }
 
     #[test]

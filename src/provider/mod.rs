@@ -20,6 +20,10 @@
 //!   (`part_block`).
 //! - [`anthropic`]: the Anthropic messages dialect: the same pieces, and
 //!   the conversion of OpenAI-shaped messages and tools to its own.
+//! - Each dialect file also has its token-counting endpoint, body and
+//!   answer reader (`count_endpoint`, `count_body`, `count_of`), which
+//!   `translate::count_tokens_json` (the floor above) calls through
+//!   `prepare_count` and the same HTTP call.
 //! - [`gemini`]: the Gemini `generateContent` dialect: its tables, body
 //!   writers, answer readers and stream state, and its conversions from
 //!   OpenAI shape; [`gemini_schema`] makes a tool schema Gemini-safe.

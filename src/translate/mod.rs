@@ -5,7 +5,8 @@
 //!
 //! - `mod.rs`     OpenAI-shaped request → validated [`Request`] → the
 //!   style's body → one provider call → the answer read back in OpenAI
-//!   shape (and the streamed variant); the helpers by their vector names
+//!   shape (and the streamed variant, and token counting at the style's
+//!   counting endpoint); the helpers by their vector names
 //! - `helpers.rs` the SPEC §11 helpers by name, re-exported from the
 //!   dialect files
 //!
