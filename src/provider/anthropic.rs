@@ -657,18 +657,22 @@ pub fn request_body<'a>(
 }
 
 /// The body keys `count_tokens` takes (Anthropic refuses any other, such
-/// as `max_tokens`, `stream`, `temperature` or `metadata`).
-pub const COUNT_KEYS: [&str; 10] = [
+/// as `max_tokens`, `stream`, `temperature` or `metadata`): the anthropic
+/// SDK's `MessageCountTokensParams`, and the beta one's `mcp_servers` and
+/// `context_management` (sent only when requestParams set them, which
+/// needs the client's `anthropic-beta` header for generating too).
+pub const COUNT_KEYS: [&str; 11] = [
     "model",
     "messages",
     "system",
     "tools",
     "tool_choice",
     "thinking",
+    "output_config",
+    "cache_control",
+    "speed",
     "mcp_servers",
     "context_management",
-    "output_config",
-    "output_format",
 ];
 
 /// The `count_tokens` body: translate's body (`body`, requestParams and
