@@ -482,6 +482,18 @@ fn a_cancelled_token_stops_the_call_before_any_io() {
 }
 
 #[test]
+fn timeout_ms_bounds_the_count_call() {
+    let mock = MockProvider::start(vec![
+        Canned::json(200, &json!({"input_tokens": 1})).delay(3000)
+    ]);
+    let client = client_for("anthropic", &mock.base(), "m", json!({"timeoutMs": 200}));
+    let started = std::time::Instant::now();
+    let err = count(&client).expect_err("the provider is too slow");
+    assert_eq!(err.code, ErrorCode::Timeout, "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_millis(2500));
+}
+
+#[test]
 fn upstreams_fail_over_and_the_serving_one_is_reported() {
     let a = MockProvider::start(vec![Canned::text(503, "busy").repeating()]);
     let b = MockProvider::start(vec![Canned::json(200, &json!({"totalTokens": 12}))]);
