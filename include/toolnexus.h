@@ -1283,6 +1283,34 @@ tn_status tn_translate(const char *client_json,
                        char **out_json);
 
 /*
+ Token counting: how many input tokens the client's provider counts for
+ `request_json`, `tn_translate`'s OpenAI-shaped request (`toolkit`,
+ nullable, declared before `request.tools`), asked of the style's
+ counting endpoint: anthropic `POST …/v1/messages/count_tokens`, gemini
+ `POST …/models/{model}:countTokens`, responses and openai `POST
+ {baseUrl}/responses/input_tokens` (the chat style sends the request as
+ the Responses style writes it). The body is what `tn_translate` would
+ send, less the keys the counting endpoint refuses (`max_tokens`,
+ `stream`, sampling parameters). `*out_json` receives `{inputTokens,
+ style, model}` (and `upstream` for a client with `upstreams`) or the
+ error JSON, as `tn_translate`'s: `provider_error` with `status`, `body`
+ and `retryAfter` for an error status, `timeout`, `cancelled`,
+ `invalid_config`, ... Retries, `timeoutMs`, `cancel` and failover work
+ as in `tn_translate`.
+
+ Safe to call concurrently from many threads; connections are pooled.
+
+ # Safety
+ Strings are NULL or NUL-terminated; `toolkit` and `cancel` are NULL or
+ live; `out_json` is NULL or points to a writable pointer.
+ */
+tn_status tn_count_tokens(const char *client_json,
+                          const char *request_json,
+                          const tn_toolkit *toolkit,
+                          const tn_cancel *cancel,
+                          char **out_json);
+
+/*
  Streaming translate: `tn_translate`'s request sent as a streamed
  provider call (any `style`), its answer handed to `on_chunk` as it
  arrives, re-told as OpenAI `chat.completion.chunk` server-sent events:

@@ -4,7 +4,10 @@
 //! builtin tool and every tool schema of the conformance vectors declared,
 //! with images, tool choices, params, a second step carrying thought
 //! signatures / thinking blocks and tool results; and the client loop's
-//! turns, whole and streamed. tests/sdk_types/validate.py does the checking.
+//! turns, whole and streamed; and the token-counting bodies (Anthropic's
+//! MessageCountTokensParams, Gemini's generateContentRequest, the openai
+//! SDK's InputTokenCountParams). tests/sdk_types/validate.py does the
+//! checking.
 
 mod translate_mock;
 
@@ -17,14 +20,14 @@ use toolnexus::cancel::CancelToken;
 use toolnexus::client::{AskRequest, Client, RunData, RunRequest};
 use toolnexus::tool::{ExecContext, Source, Tool, ToolResult};
 use toolnexus::toolkit::Toolkit;
-use toolnexus::translate::translate;
+use toolnexus::translate::{count_tokens_json, translate};
 use translate_mock::{Canned, MockProvider};
 
 fn python() -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
     let ok = p.exists()
         && Command::new(&p)
-            .args(["-c", "import google.genai, anthropic"])
+            .args(["-c", "import google.genai, anthropic, openai"])
             .status()
             .is_ok_and(|s| s.success());
     ok.then_some(p)
@@ -34,7 +37,7 @@ fn python() -> Option<PathBuf> {
 /// on the first failure.
 fn validate(bodies: &[(&str, Value)]) {
     let Some(py) = python() else {
-        eprintln!("skipped: no .venv with google-genai and anthropic (scripts/setup.sh installs tests/requirements.txt)");
+        eprintln!("skipped: no .venv with google-genai, anthropic and openai (scripts/setup.sh installs tests/requirements.txt)");
         return;
     };
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_types/validate.py");
@@ -291,5 +294,63 @@ fn every_anthropic_request_we_send_passes_the_anthropic_sdk_types() {
         .collect();
     assert_eq!(bodies.len(), 5);
     assert!(bodies[4].1.to_string().matches("cache_control").count() == 4);
+    validate(&bodies);
+}
+
+#[test]
+fn every_token_count_body_we_send_passes_the_sdk_count_types() {
+    let eph = json!({"type": "ephemeral"});
+    let requests = [
+        json!({"system": "Be brief.", "maxTokens": 300, "toolChoice": "required",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "look", "cache_control": eph}]},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "add", "arguments": "{\"a\":2,\"b\":3}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "5"}]}),
+        json!({"messages": [{"role": "system", "content": "hoisted"},
+            {"role": "user", "content": "hi"}]}),
+    ];
+    let declared = adder(true).openai_declarations();
+    let mut bodies: Vec<(&str, Value)> = Vec::new();
+    for (style, check, params, answer) in [
+        (
+            "anthropic",
+            "anthropic_count",
+            json!({"thinking": {"type": "enabled", "budget_tokens": 1024},
+                   "temperature": 0.3, "stop_sequences": ["END"], "metadata": {"user_id": "u"}}),
+            json!({"input_tokens": 10}),
+        ),
+        (
+            "gemini",
+            "gemini_count",
+            json!({"temperature": 0.3, "safetySettings": [], "reasoning_effort": "low"}),
+            json!({"totalTokens": 10}),
+        ),
+        (
+            "responses",
+            "responses_count",
+            json!({"temperature": 0.3, "store": false, "max_tokens": 9,
+                   "reasoning_effort": "low"}),
+            json!({"input_tokens": 10}),
+        ),
+        (
+            "openai",
+            "responses_count",
+            json!({"temperature": 0.3, "seed": 1, "max_tokens": 9, "response_format":
+                {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object"}}}}),
+            json!({"input_tokens": 10}),
+        ),
+    ] {
+        let mock = MockProvider::start(vec![Canned::json(200, &answer).repeating()]);
+        let cfg = json!({"baseUrl": mock.base(), "style": style, "model": "m", "apiKey": "k",
+            "retries": 0, "requestParams": params});
+        for request in &requests {
+            count_tokens_json(&cfg, &request.to_string(), &declared, None).expect("count");
+        }
+        for r in mock.requests() {
+            bodies.push((check, r.json_body()));
+        }
+    }
+    assert_eq!(bodies.len(), 8);
     validate(&bodies);
 }

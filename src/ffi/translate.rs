@@ -1,4 +1,5 @@
-//! `tn_translate`, its cancel token, and the pure helpers by name.
+//! `tn_translate`, `tn_count_tokens`, their cancel token, and the pure
+//! helpers by name.
 
 use super::{boundary, read_opt_str, read_str, tn_status, tn_toolkit};
 use crate::cancel::CancelToken;
@@ -106,6 +107,56 @@ pub unsafe extern "C" fn tn_translate(
         // SAFETY: NULL or live by contract.
         let token = unsafe { cancel.as_ref() }.map(|c| c.token.clone());
         translate::translate_json(&client, request, &declared, token.as_ref())
+    })
+}
+
+/// Token counting: how many input tokens the client's provider counts for
+/// `request_json`, `tn_translate`'s OpenAI-shaped request (`toolkit`,
+/// nullable, declared before `request.tools`), asked of the style's
+/// counting endpoint: anthropic `POST …/v1/messages/count_tokens`, gemini
+/// `POST …/models/{model}:countTokens`, responses and openai `POST
+/// {baseUrl}/responses/input_tokens` (the chat style sends the request as
+/// the Responses style writes it). The body is what `tn_translate` would
+/// send, less the keys the counting endpoint refuses (`max_tokens`,
+/// `stream`, sampling parameters). `*out_json` receives `{inputTokens,
+/// style, model}` (and `upstream` for a client with `upstreams`) or the
+/// error JSON, as `tn_translate`'s: `provider_error` with `status`, `body`
+/// and `retryAfter` for an error status, `timeout`, `cancelled`,
+/// `invalid_config`, ... Retries, `timeoutMs`, `cancel` and failover work
+/// as in `tn_translate`.
+///
+/// Safe to call concurrently from many threads; connections are pooled.
+///
+/// # Safety
+/// Strings are NULL or NUL-terminated; `toolkit` and `cancel` are NULL or
+/// live; `out_json` is NULL or points to a writable pointer.
+#[no_mangle]
+pub unsafe extern "C" fn tn_count_tokens(
+    client_json: *const c_char,
+    request_json: *const c_char,
+    toolkit: *const tn_toolkit,
+    cancel: *const tn_cancel,
+    out_json: *mut *mut c_char,
+) -> tn_status {
+    boundary(out_json, || {
+        // SAFETY: forwarded from this function's contract.
+        let (client, request) = unsafe {
+            (
+                read_str(client_json, "client_json")?,
+                read_str(request_json, "request_json")?,
+            )
+        };
+        let client = parse(client, "client_json")?;
+        let declared = if toolkit.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: non-NULL and live by contract.
+            unsafe { super::read_toolkit(toolkit) }?.openai_declarations()
+        };
+        // The call's own reference: the host may free its token meanwhile.
+        // SAFETY: NULL or live by contract.
+        let token = unsafe { cancel.as_ref() }.map(|c| c.token.clone());
+        translate::count_tokens_json(&client, request, &declared, token.as_ref())
     })
 }
 

@@ -31,6 +31,12 @@ pub fn endpoint(base: &str) -> String {
     }
 }
 
+/// The token-counting endpoint: [`endpoint`] + `/count_tokens`
+/// (`POST /v1/messages/count_tokens`).
+pub fn count_endpoint(base: &str) -> String {
+    format!("{}/count_tokens", endpoint(base))
+}
+
 /// The environment variable a key is read from when the client sets none.
 pub const API_KEY_VAR: &str = "ANTHROPIC_API_KEY";
 
@@ -649,6 +655,39 @@ pub fn request_body<'a>(
     }
     body
 }
+
+/// The body keys `count_tokens` takes (Anthropic refuses any other, such
+/// as `max_tokens`, `stream`, `temperature` or `metadata`): the anthropic
+/// SDK's `MessageCountTokensParams`, and the beta one's `mcp_servers` and
+/// `context_management` (sent only when requestParams set them, which
+/// needs the client's `anthropic-beta` header for generating too).
+pub const COUNT_KEYS: [&str; 11] = [
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "output_config",
+    "cache_control",
+    "speed",
+    "mcp_servers",
+    "context_management",
+];
+
+/// The `count_tokens` body: translate's body (`body`, requestParams and
+/// the cache breakpoints applied) with only the keys of [`COUNT_KEYS`].
+pub fn count_body<'a>(bump: &'a Bump, body: Node<'a>) -> Node<'a> {
+    node::only_keys(bump, body, &COUNT_KEYS)
+}
+
+/// The count in a `count_tokens` answer: [`COUNT_FIELD`], `input_tokens`.
+pub fn count_of(raw: Node) -> Option<u64> {
+    node::count_at(raw, COUNT_FIELD)
+}
+
+/// The field of a token-counting answer that holds the count.
+pub const COUNT_FIELD: &str = "input_tokens";
 
 /// Anthropic takes at most this many `cache_control` breakpoints.
 const MAX_CACHE_BREAKPOINTS: usize = 4;

@@ -53,6 +53,22 @@ pub fn is_synthetic_id(id: &str) -> bool {
 /// A `models/` prefix of the model is taken as given once; any byte outside
 /// the URL-safe set is percent-encoded.
 pub fn endpoint(base: &str, model: &str, stream: bool) -> String {
+    let method = if stream {
+        "streamGenerateContent?alt=sse"
+    } else {
+        "generateContent"
+    };
+    endpoint_for(base, model, method)
+}
+
+/// The token-counting endpoint: [`endpoint`]'s URL with the `countTokens`
+/// method (`POST /v1beta/models/{model}:countTokens`).
+pub fn count_endpoint(base: &str, model: &str) -> String {
+    endpoint_for(base, model, "countTokens")
+}
+
+/// `{base}[/v1beta]/models/{model}:{method}` (see [`endpoint`]).
+fn endpoint_for(base: &str, model: &str, method: &str) -> String {
     let versioned = ["/v1", "/v1beta", "/v1alpha"]
         .iter()
         .any(|v| base.ends_with(v));
@@ -65,11 +81,6 @@ pub fn endpoint(base: &str, model: &str, stream: bool) -> String {
             m.push_str(&format!("%{b:02X}"));
         }
     }
-    let method = if stream {
-        "streamGenerateContent?alt=sse"
-    } else {
-        "generateContent"
-    };
     if versioned {
         format!("{base}/models/{m}:{method}")
     } else {
@@ -762,6 +773,40 @@ pub fn request_body<'a>(
     node::copy_value(bump, &Value::Object(body))
 }
 
+/// The `countTokens` body: translate's `generateContent` body (`body`)
+/// as its `generateContentRequest`, with the model it names
+/// (`models/{model}`) and without `generationConfig` (nothing in it is
+/// input). A bare `contents` would leave out the system instruction and
+/// the tools, which count.
+pub fn count_body<'a>(bump: &'a Bump, client: &ClientConfig, body: Node<'a>) -> Node<'a> {
+    let model = client
+        .model
+        .strip_prefix("models/")
+        .unwrap_or(&client.model);
+    let mut entries: Vec<(&'a str, Node<'a>)> = vec![(
+        "model",
+        Node::Str(bump.alloc_str(&format!("models/{model}"))),
+    )];
+    if let Node::Object(fields) = body {
+        entries.extend(
+            fields
+                .iter()
+                .filter(|(k, _)| !matches!(*k, "generationConfig" | "model"))
+                .copied(),
+        );
+    }
+    let request = node::object(bump, &entries);
+    node::object(bump, &[("generateContentRequest", request)])
+}
+
+/// The count in a `countTokens` answer: [`COUNT_FIELD`], `totalTokens`.
+pub fn count_of(raw: Node) -> Option<u64> {
+    node::count_at(raw, COUNT_FIELD)
+}
+
+/// The field of a token-counting answer that holds the count.
+pub const COUNT_FIELD: &str = "totalTokens";
+
 /// A Gemini answer in OpenAI shape. A tool call keeps its part's thought
 /// signature under `extra_content.google.thought_signature` (send the
 /// assistant message back with it); `usage` adds `reasoningTokens` and
@@ -987,6 +1032,10 @@ mod tests {
         assert_eq!(
             endpoint("http://h", "a/b?c", false),
             "http://h/v1beta/models/a%2Fb%3Fc:generateContent"
+        );
+        assert_eq!(
+            count_endpoint("http://h/v1", "models/g"),
+            "http://h/v1/models/g:countTokens"
         );
     }
 

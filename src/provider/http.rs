@@ -357,8 +357,14 @@ fn classify(answer: wire::Answer) -> Attempt {
 /// The error for a 2xx answer whose body is not JSON (`e` says why); such an
 /// answer is never retried.
 pub fn malformed(call: &Call, status: u16, e: &serde_json::Error, body: &[u8]) -> Error {
+    malformed_because(call, status, &e.to_string(), body)
+}
+
+/// [`malformed`] for an answer that parsed but lacks what the call reads
+/// off it; `what` says what is missing.
+pub fn malformed_because(call: &Call, status: u16, what: &str, body: &[u8]) -> Error {
     let reason = format!(
-        "{e}; the body was: {}",
+        "{what}; the body was: {}",
         capped(&safe_error_body(status, &String::from_utf8_lossy(body)))
     );
     failure(call, Attempt::Malformed { status, reason }, 1)

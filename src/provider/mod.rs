@@ -20,6 +20,10 @@
 //!   (`part_block`).
 //! - [`anthropic`]: the Anthropic messages dialect: the same pieces, and
 //!   the conversion of OpenAI-shaped messages and tools to its own.
+//! - Each dialect file also has its token-counting endpoint, body and
+//!   answer reader (`count_endpoint`, `count_body`, `count_of`), which
+//!   `translate::count_tokens_json` (the floor above) calls through
+//!   `prepare_count` and the same HTTP call.
 //! - [`gemini`]: the Gemini `generateContent` dialect: its tables, body
 //!   writers, answer readers and stream state, and its conversions from
 //!   OpenAI shape; [`gemini_schema`] makes a tool schema Gemini-safe.
@@ -298,6 +302,27 @@ impl ClientConfig {
             Style::Gemini => gemini::endpoint(base, &self.model, stream),
             Style::Responses => responses::endpoint(base),
         };
+        self.checked_url(url)
+    }
+
+    /// The style's token-counting endpoint: anthropic
+    /// `…/messages/count_tokens`, gemini `…/models/{model}:countTokens`,
+    /// responses and openai `{base}/responses/input_tokens` (chat
+    /// completions has none of its own), as written and as parsed.
+    pub(crate) fn count_endpoint_url(&self) -> Result<(String, url::Url)> {
+        let base = self.base_url.trim_end_matches('/');
+        let url = match self.style {
+            Style::OpenAi => openai::count_endpoint(base),
+            Style::Anthropic => anthropic::count_endpoint(base),
+            Style::Gemini => gemini::count_endpoint(base, &self.model),
+            Style::Responses => responses::count_endpoint(base),
+        };
+        self.checked_url(url)
+    }
+
+    /// `url` parsed, when it is http(s); else the `invalid_config` error
+    /// naming the client's `baseUrl`.
+    fn checked_url(&self, url: String) -> Result<(String, url::Url)> {
         match url::Url::parse(&url) {
             Ok(u) if matches!(u.scheme(), "http" | "https") => Ok((url, u)),
             _ => Err(Error::invalid_config(format!(
@@ -354,9 +379,24 @@ pub(crate) fn prepare_for(
     body: Vec<u8>,
     stream: bool,
 ) -> Result<http::Call> {
+    prepare_at(config, body, config.endpoint_url(stream)?)
+}
+
+/// [`prepare`] for the style's token-counting endpoint
+/// ([`ClientConfig::count_endpoint_url`]): the same headers, credentials,
+/// retries and timeout.
+pub(crate) fn prepare_count(config: &ClientConfig, body: Vec<u8>) -> Result<http::Call> {
+    prepare_at(config, body, config.count_endpoint_url()?)
+}
+
+/// The HTTP call of a client to `endpoint` (as written and as parsed).
+fn prepare_at(
+    config: &ClientConfig,
+    body: Vec<u8>,
+    (url, target): (String, url::Url),
+) -> Result<http::Call> {
     let api_key = config.resolve_api_key();
     let headers = http::header_map(&config.request_headers(api_key.as_deref()))?;
-    let (url, target) = config.endpoint_url(stream)?;
     Ok(http::Call {
         url,
         target,

@@ -725,6 +725,30 @@ pub fn object<'a>(bump: &'a Bump, entries: &[(&'a str, Node<'a>)]) -> Node<'a> {
     Node::Object(bump.alloc_slice_copy(entries))
 }
 
+/// The entries of an object whose key is one of `keys`, in their order
+/// (a non-object is given back as it is).
+pub fn only_keys<'a>(bump: &'a Bump, v: Node<'a>, keys: &[&str]) -> Node<'a> {
+    match v {
+        Node::Object(entries) => {
+            let kept: Vec<(&'a str, Node<'a>)> = entries
+                .iter()
+                .filter(|(k, _)| keys.contains(k))
+                .copied()
+                .collect();
+            object(bump, &kept)
+        }
+        other => other,
+    }
+}
+
+/// `v[key]` when it is a whole number of 0 or more.
+pub fn count_at(v: Node, key: &str) -> Option<u64> {
+    match v.get(key) {
+        Some(Node::Number(n)) => n.as_u64(),
+        _ => None,
+    }
+}
+
 /// An array of the given items.
 pub fn array<'a>(items: BVec<'a, Node<'a>>) -> Node<'a> {
     Node::Array(items.into_bump_slice())

@@ -24,6 +24,12 @@ pub fn endpoint(base: &str) -> String {
     format!("{base}/chat/completions")
 }
 
+/// The token-counting endpoint of the chat style: the Responses one,
+/// `{base}/responses/input_tokens` (see [`count_body`]).
+pub fn count_endpoint(base: &str) -> String {
+    super::responses::count_endpoint(base)
+}
+
 /// The environment variable a key is read from when the client sets none.
 pub const API_KEY_VAR: &str = "OPENAI_API_KEY";
 
@@ -411,6 +417,32 @@ pub fn request_body<'a>(
     }
     body
 }
+
+/// The chat style's token count: chat completions has no counting
+/// endpoint, so the request goes to the Responses one
+/// ([`super::responses::count_endpoint`]) as the Responses dialect writes
+/// it: its `input` items, `instructions` and flat tools
+/// ([`super::responses::request_body`], requestParams mapped there), with
+/// only the keys that endpoint takes ([`super::responses::count_body`]).
+pub fn count_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
+    use super::responses;
+    let body = responses::request_body(bump, client, request, declared);
+    responses::count_body(bump, body)
+}
+
+/// The count in the chat style's token-counting answer (the Responses
+/// endpoint's: [`super::responses::count_of`]).
+pub fn count_of(raw: Node) -> Option<u64> {
+    super::responses::count_of(raw)
+}
+
+/// The field of the chat style's token-counting answer that holds the count.
+pub const COUNT_FIELD: &str = super::responses::COUNT_FIELD;
 
 /// The finish reasons an OpenAI client understands, kept as the provider
 /// sent them.

@@ -35,6 +35,12 @@ pub fn endpoint(base: &str) -> String {
     format!("{base}/responses")
 }
 
+/// The token-counting endpoint: `{base}/responses/input_tokens` (with the
+/// usual base ending in `/v1`, `POST /v1/responses/input_tokens`).
+pub fn count_endpoint(base: &str) -> String {
+    format!("{base}/responses/input_tokens")
+}
+
 /// One OpenAI chat declaration (`{type, function:{name, description,
 /// parameters}}`) as a flat Responses function tool; a flat one is kept.
 pub fn tool(openai: &Value) -> Value {
@@ -430,6 +436,37 @@ pub fn request_body<'a>(
     merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
     node::copy_value(bump, &Value::Object(body))
 }
+
+/// The body keys `/responses/input_tokens` takes: what shapes the input
+/// (generation-only keys such as `max_output_tokens`, `stream`,
+/// `temperature`, `store` or `metadata` are left out).
+pub const COUNT_KEYS: [&str; 11] = [
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "conversation",
+    "reasoning",
+    "text",
+    "truncation",
+];
+
+/// The `input_tokens` body: translate's body (`body`, requestParams
+/// mapped) with only the keys of [`COUNT_KEYS`].
+pub fn count_body<'a>(bump: &'a Bump, body: Node<'a>) -> Node<'a> {
+    node::only_keys(bump, body, &COUNT_KEYS)
+}
+
+/// The count in an `input_tokens` answer: [`COUNT_FIELD`], `input_tokens`.
+pub fn count_of(raw: Node) -> Option<u64> {
+    node::count_at(raw, COUNT_FIELD)
+}
+
+/// The field of a token-counting answer that holds the count.
+pub const COUNT_FIELD: &str = "input_tokens";
 
 /// A Responses answer in OpenAI shape; `usage` adds `reasoningTokens` and
 /// `cachedTokens` when counted.

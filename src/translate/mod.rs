@@ -5,7 +5,8 @@
 //!
 //! - `mod.rs`     OpenAI-shaped request → validated [`Request`] → the
 //!   style's body → one provider call → the answer read back in OpenAI
-//!   shape (and the streamed variant); the helpers by their vector names
+//!   shape (and the streamed variant, and token counting at the style's
+//!   counting endpoint); the helpers by their vector names
 //! - `helpers.rs` the SPEC §11 helpers by name, re-exported from the
 //!   dialect files
 //!
@@ -332,6 +333,111 @@ pub fn translate_json(
     Ok(node::into_string(
         answer.to_vec_from(reply.as_slice(), capacity),
     ))
+}
+
+// ---------------------------------------------------------------------------
+// token counting
+// ---------------------------------------------------------------------------
+
+/// The JSON body of a style's token-counting call: what [`provider_body`]
+/// would send for the request, cut to what the style's counting endpoint
+/// takes (each dialect's `count_body`: Anthropic's `count_tokens` keys,
+/// Gemini's `generateContentRequest`, the Responses `input_tokens` keys;
+/// the chat style sends the Responses body, having no endpoint of its
+/// own).
+pub fn count_body<'a>(
+    bump: &'a Bump,
+    client: &'a ClientConfig,
+    request: &Request<'a>,
+    declared: &[Node<'a>],
+) -> Node<'a> {
+    match client.style {
+        Style::OpenAi => openai::count_body(bump, client, request, declared),
+        Style::Anthropic => {
+            anthropic::count_body(bump, provider_body(bump, client, request, declared))
+        }
+        Style::Gemini => {
+            gemini::count_body(bump, client, provider_body(bump, client, request, declared))
+        }
+        Style::Responses => {
+            responses::count_body(bump, provider_body(bump, client, request, declared))
+        }
+    }
+}
+
+/// One counting exchange on one leg: the request validated, the count
+/// body sent to the style's counting endpoint (the leg's retries, deadline
+/// and cancel token, as [`exchange`]), the count read off the answer.
+/// Gives `{inputTokens, style, model}`.
+fn count_exchange<'a>(
+    bump: &'a Bump,
+    leg: &Leg<'a>,
+    request: Node<'a>,
+    declared: &'a [Value],
+    cancel: Option<&CancelToken>,
+) -> Result<Node<'a>> {
+    let config = leg.config;
+    let request = Request::from_node(request)?;
+    let declared: Vec<Node<'a>> = declared.iter().map(|d| node::from_value(bump, d)).collect();
+    let body = count_body(bump, config, &request, &declared);
+    let call = crate::provider::prepare_count(config, body.to_vec())?;
+    let mut classify =
+        |info: &client::FailedAttempt| leg.classify(info, &mut |i| Ok(client::default_verdict(i)));
+    let reply = client::send_until(&call, leg.deadline, cancel, &mut classify)?;
+    leg.commit();
+    let bytes: &'a [u8] = bump.alloc_slice_copy(&reply.body);
+    let raw = node::parse_slice(bump, bytes)
+        .map_err(|e| client::malformed(&call, reply.status, &e, bytes))?;
+    let (count, field) = match config.style {
+        Style::OpenAi => (openai::count_of(raw), openai::COUNT_FIELD),
+        Style::Anthropic => (anthropic::count_of(raw), anthropic::COUNT_FIELD),
+        Style::Gemini => (gemini::count_of(raw), gemini::COUNT_FIELD),
+        Style::Responses => (responses::count_of(raw), responses::COUNT_FIELD),
+    };
+    let count = count.ok_or_else(|| {
+        client::malformed_because(
+            &call,
+            reply.status,
+            &format!("the token count answer has no whole number '{field}'"),
+            bytes,
+        )
+    })?;
+    Ok(node::object(
+        bump,
+        &[
+            ("inputTokens", Node::Number(node::Num::Pos(count))),
+            ("style", Node::Str(config.style.name())),
+            ("model", Node::Str(&config.model)),
+        ],
+    ))
+}
+
+/// Token counting (issue 29): how many input tokens the client's provider
+/// counts for `request_json`, [`translate_json`]'s request (and `declared`
+/// its toolkit's tools), asked of the style's counting endpoint
+/// (Anthropic `POST …/v1/messages/count_tokens`, Gemini `POST
+/// …/models/{model}:countTokens`, OpenAI Responses and chat `POST
+/// {baseUrl}/responses/input_tokens`) with the body [`count_body`]
+/// writes. The call is made as translate makes its own: the client's
+/// headers and credentials, retries, `timeoutMs`, the cancel token and
+/// ordered failover over `upstreams`. Gives `{"inputTokens", "style",
+/// "model"}` (and `upstream` for a client with upstreams); a provider's
+/// error status is translate's `provider_error`.
+pub fn count_tokens_json(
+    client: &Value,
+    request_json: &str,
+    declared: &[Value],
+    cancel: Option<&CancelToken>,
+) -> Result<String> {
+    let bump = arena_for(request_json.len());
+    let (request, _) = node::parse_source(&bump, request_json)
+        .map_err(|e| Error::invalid_json("request_json", &e))?;
+    let config = ClientConfig::from_json(client)?;
+    let (answer, served) = failover::run(&config, call_deadline(&config), |leg| {
+        count_exchange(&bump, leg, request, declared, cancel)
+    })?;
+    let answer = with_upstream(&bump, answer, served.as_ref());
+    Ok(node::into_string(answer.to_vec()))
 }
 
 // ---------------------------------------------------------------------------

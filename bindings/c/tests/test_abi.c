@@ -387,6 +387,30 @@ static void test_helper_and_translate_errors(void) {
     check_error_json(out, "invalid_json");
     tn_string_free(out);
 
+    st = tn_count_tokens(NULL, "{}", NULL, NULL, &out);
+    CHECK(st == TN_NULL_ARGUMENT, "count_tokens NULL client: %d", st);
+    check_error_json(out, "null_argument");
+    tn_string_free(out);
+
+    st = tn_count_tokens("{\"baseUrl\":", "{\"messages\":[]}", NULL, NULL, &out);
+    CHECK(st == TN_INVALID_JSON, "count_tokens malformed client: %d", st);
+    check_error_json(out, "invalid_json");
+    tn_string_free(out);
+
+    st = tn_count_tokens("{\"baseUrl\":\"http://127.0.0.1:9\",\"style\":\"anthropic\"}",
+                         "{\"messages\":[]}", NULL, NULL, &out);
+    CHECK(st == TN_INVALID_CONFIG, "count_tokens client without a model: %d", st);
+    check_error_json(out, "invalid_config");
+    tn_string_free(out);
+
+    st = tn_count_tokens("{}", "{\"messages\":\"\xff\"}", NULL, NULL, &out);
+    CHECK(st == TN_INVALID_UTF8, "count_tokens invalid UTF-8 request: %d", st);
+    check_error_json(out, "invalid_utf8");
+    tn_string_free(out);
+
+    st = tn_count_tokens("{}", "{}", NULL, NULL, NULL);
+    CHECK(st == TN_NULL_ARGUMENT, "count_tokens NULL out_json: %d", st);
+
     tn_cancel *c = tn_cancel_new();
     CHECK(c != NULL, "tn_cancel_new");
     tn_cancel_trigger(c);
