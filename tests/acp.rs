@@ -13,7 +13,7 @@ use toolnexus::cancel::CancelToken;
 use toolnexus::client::{Client, RunData, RunRequest};
 use toolnexus::error::ErrorCode;
 use toolnexus::ffi;
-use toolnexus::provider::acp::{AcpOptions, AcpSession, EOF_MESSAGE};
+use toolnexus::provider::acp::{AcpOptions, AcpSession, CLOSE_GRACE, EOF_MESSAGE};
 
 const AGENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp_agents");
 
@@ -253,6 +253,18 @@ fn close_is_idempotent_and_the_child_is_gone() {
     let e = ask(&session, "after").expect_err("closed");
     assert_eq!(e.code, ErrorCode::ProviderError);
     drop(session);
+}
+
+#[test]
+fn an_agent_that_ignores_sigterm_is_killed_after_the_grace() {
+    let session = connect("stubborn");
+    assert_eq!(ask(&session, "hi").expect("a turn")["content"], "echo:hi");
+    let pid = session.pid();
+    let started = Instant::now();
+    session.close();
+    let took = started.elapsed();
+    assert!(took >= CLOSE_GRACE && took < CLOSE_GRACE * 2, "{took:?}");
+    assert!(!session.is_alive() && !exists(pid), "killed and reaped");
 }
 
 #[test]

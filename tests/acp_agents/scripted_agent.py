@@ -19,12 +19,15 @@ what a `session/prompt` does:
   exit        exits in the middle of the turn (after one chunk)
   error       replies with a JSON-RPC error -32603 "agent exploded"
   big_line    writes a line of 2 MiB of garbage, then answers as default
+  stubborn    answers as default, but ignores SIGTERM and outlives the end
+              of its stdin (only SIGKILL ends it)
 
 `x/diagnostics` (not ACP) answers what the agent saw. With ACP_PID_FILE in
 the environment the agent writes its pid there first.
 """
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -84,22 +87,25 @@ class Agent:
             self.seen["prompts"].append(text)
             first = self.seen["prompts"][0]
         try:
-            self.turn(rid, sid, text, first)
+            reply = self.turn(rid, sid, text, first)
         finally:
+            # Done before the reply leaves: the client may send its next
+            # prompt as soon as it has it.
             with self.lock:
                 self.running -= 1
+        if reply is not None:
+            send(reply)
 
     def turn(self, rid, sid, text, first):
         s = self.scenario
         if s == "hang":
-            return
+            return None
         if s == "exit":
             self.chunk(sid, "agent_message_chunk", "half an ans")
             os._exit(3)
         if s == "error":
-            send({"jsonrpc": "2.0", "id": rid,
-                  "error": {"code": -32603, "message": "agent exploded"}})
-            return
+            return {"jsonrpc": "2.0", "id": rid,
+                    "error": {"code": -32603, "message": "agent exploded"}}
         if s == "permission":
             answer = self.ask("session/request_permission", {
                 "sessionId": sid,
@@ -147,7 +153,7 @@ class Agent:
                     sys.stdout.write("x" * (2 << 20) + "\n")
                     sys.stdout.flush()
             self.chunk(sid, "agent_message_chunk", "echo:" + text.rsplit("SUPERSEDES-ALL-PRIOR: ", 1)[-1])
-        send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+        return {"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}
 
     def serve(self):
         for line in sys.stdin:
@@ -200,7 +206,12 @@ def main():
     if pid_file:
         with open(pid_file, "w") as f:
             f.write(str(os.getpid()))
+    if scenario == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     Agent(scenario).serve()
+    if scenario == "stubborn":
+        while True:
+            time.sleep(60)
 
 
 if __name__ == "__main__":
