@@ -196,6 +196,42 @@ fn a_cancelled_turn_sends_session_cancel_and_stops_waiting() {
 }
 
 #[test]
+fn what_a_given_up_turn_still_says_never_joins_the_next_answer() {
+    // Cancelled: the agent answers the cancel 0.2 s later, with a chunk.
+    let session = connect("late");
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        trigger.cancel();
+    });
+    let e = session
+        .generate(
+            &json!({"messages": [{"role": "user", "content": "first"}]}),
+            Some(&cancel),
+            None,
+        )
+        .expect_err("cancelled");
+    canceller.join().expect("canceller");
+    assert_eq!(e.code, ErrorCode::Cancelled);
+    assert_eq!(
+        ask(&session, "next").expect("turn 2")["content"],
+        "echo:next"
+    );
+    // Timed out: the agent answers 1.4 s after the prompt, 0.4 s too late
+    // (and takes 0.5 s over the next one).
+    let mut o = scripted("late");
+    o.permission_timeout = Duration::from_millis(1000);
+    let session = AcpSession::connect(&o).expect("connect");
+    let e = ask(&session, "first").expect_err("too late");
+    assert_eq!(e.code, ErrorCode::Timeout);
+    assert_eq!(
+        ask(&session, "next").expect("turn 2")["content"],
+        "echo:next"
+    );
+}
+
+#[test]
 fn the_supersedes_line_keeps_the_answer_fresh() {
     let session = connect("stale");
     let first = ask(&session, "What is the capital of France?").expect("turn 1");

@@ -391,8 +391,10 @@ enum Waited {
 pub struct AcpSession {
     shared: Arc<Shared>,
     next_id: AtomicU64,
-    /// Held for the length of a turn.
-    turn: Mutex<()>,
+    /// Held for the length of a turn; holds the reply slot of a turn given
+    /// up on (timed out or cancelled), whose reply the next turn waits for
+    /// first.
+    turn: Mutex<Option<(String, oneshot::Receiver<Reply>)>>,
     session_id: Value,
     permission_timeout: Duration,
     pgid: Pid,
@@ -487,7 +489,7 @@ impl AcpSession {
         Ok(AcpSession {
             shared,
             next_id: AtomicU64::new(1),
-            turn: Mutex::new(()),
+            turn: Mutex::new(None),
             session_id: Value::Null,
             permission_timeout: options.permission_timeout,
             pgid: Pid::from_raw(pid),
@@ -529,7 +531,7 @@ impl AcpSession {
     fn exchange(
         &self,
         msg: &Value,
-        rx: oneshot::Receiver<Reply>,
+        rx: &mut oneshot::Receiver<Reply>,
         until: Instant,
         cancel: Option<&CancelToken>,
     ) -> Waited {
@@ -562,9 +564,9 @@ impl AcpSession {
     /// `provider_error` (`acp error <code>: <message>`), no reply in time
     /// `timeout` (`acp: <method> timed out after 30.0s`).
     pub fn call(&self, method: &str, params: Value) -> Result<Value> {
-        let (id, rx) = self.register()?;
+        let (id, mut rx) = self.register()?;
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let waited = self.exchange(&msg, rx, Instant::now() + HANDSHAKE_TIMEOUT, None);
+        let waited = self.exchange(&msg, &mut rx, Instant::now() + HANDSHAKE_TIMEOUT, None);
         self.shared.state().pending.remove(&id);
         match waited {
             Waited::Reply(Ok(result)) => Ok(result),
@@ -588,21 +590,45 @@ impl AcpSession {
     /// fails `timeout`; a JSON-RPC error, a closed child or an answer past
     /// [`RESPONSE_BODY_BYTES`] fail it `provider_error`. A `cancel` sends
     /// `session/cancel` and fails the turn `cancelled` at once.
+    ///
+    /// A turn given up on (timed out or cancelled) may still be answered:
+    /// the next turn first waits for that reply (up to the permission
+    /// timeout), so what the agent still says for the old turn is dropped
+    /// and never joins the new answer.
     pub fn generate(
         &self,
         request: &Value,
         cancel: Option<&CancelToken>,
         deadline: Option<Instant>,
     ) -> Result<Value> {
-        let _turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut given_up = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
         let cancelled = || Error::new(ErrorCode::Cancelled, "the run was cancelled");
         if cancel.is_some_and(CancelToken::is_cancelled) {
             return Err(cancelled());
         }
+        if let Some((old_id, old)) = given_up.take() {
+            let limit = tokio::time::Instant::now() + self.permission_timeout;
+            runtime::block_on_anywhere(async {
+                let late = tokio::time::timeout_at(limit, old);
+                match cancel {
+                    None => drop(late.await),
+                    Some(cancel) => tokio::select! {
+                        out = late => drop(out),
+                        () = cancel.cancelled() => {}
+                    },
+                }
+            });
+            // Answered or not, the old turn is forgotten now: a reply that
+            // comes later finds no one.
+            self.shared.state().pending.remove(&old_id);
+            if cancel.is_some_and(CancelToken::is_cancelled) {
+                return Err(cancelled());
+            }
+        }
         let prompt = render_prompt(request);
         self.shared.state().turn = Some(Answer::default());
         let registered = self.register();
-        let (id, rx) = match registered {
+        let (id, mut rx) = match registered {
             Ok(r) => r,
             Err(e) => {
                 self.shared.state().turn = None;
@@ -615,10 +641,15 @@ impl AcpSession {
         }});
         let limit = Instant::now() + self.permission_timeout;
         let until = deadline.map_or(limit, |d| d.min(limit));
-        let waited = self.exchange(&msg, rx, until, cancel);
+        let waited = self.exchange(&msg, &mut rx, until, cancel);
         let answer = {
             let mut state = self.shared.state();
-            state.pending.remove(&id);
+            if matches!(waited, Waited::TimedOut | Waited::Cancelled) {
+                // Its reply may still come: the next turn waits for it.
+                *given_up = Some((id, rx));
+            } else {
+                state.pending.remove(&id);
+            }
             state.turn.take().unwrap_or_default()
         };
         let failed = |e: String| Error::new(ErrorCode::ProviderError, e);

@@ -19,6 +19,10 @@ what a `session/prompt` does:
   exit        exits in the middle of the turn (after one chunk)
   error       replies with a JSON-RPC error -32603 "agent exploded"
   big_line    writes a line of 2 MiB of garbage, then answers as default
+  late        the first prompt is answered late: after a session/cancel (or
+              1.2 s) and 0.2 s more, a chunk "LATE-" and the reply
+              (stopReason "cancelled" after a cancel); later ones as default
+              after 0.5 s
   stubborn    answers as default, but ignores SIGTERM and outlives the end
               of its stdin (only SIGKILL ends it)
 
@@ -62,6 +66,7 @@ class Agent:
         self.waiting = {}
         self.cond = threading.Condition(self.lock)
         self.counter = 0
+        self.cancelled = threading.Event()
 
     def chunk(self, sid, kind, text):
         send({"jsonrpc": "2.0", "method": "session/update",
@@ -100,6 +105,12 @@ class Agent:
         s = self.scenario
         if s == "hang":
             return None
+        if s == "late" and len(self.seen["prompts"]) == 1:
+            self.cancelled.wait(1.2)
+            time.sleep(0.2)
+            self.chunk(sid, "agent_message_chunk", "LATE-")
+            stop = "cancelled" if self.cancelled.is_set() else "end_turn"
+            return {"jsonrpc": "2.0", "id": rid, "result": {"stopReason": stop}}
         if s == "exit":
             self.chunk(sid, "agent_message_chunk", "half an ans")
             os._exit(3)
@@ -144,6 +155,9 @@ class Agent:
                 self.chunk(sid, "agent_message_chunk", "FRESH:" + text.rsplit(marker, 1)[1])
             else:
                 self.chunk(sid, "agent_message_chunk", "STALE:" + first)
+        elif s == "late":
+            time.sleep(0.5)
+            self.chunk(sid, "agent_message_chunk", "echo:" + text.rsplit("SUPERSEDES-ALL-PRIOR: ", 1)[-1])
         elif s == "serialize":
             time.sleep(0.2)
             self.chunk(sid, "agent_message_chunk", "echo:" + text.rsplit("SUPERSEDES-ALL-PRIOR: ", 1)[-1])
@@ -191,6 +205,7 @@ class Agent:
             elif method == "session/cancel":
                 with self.lock:
                     self.seen["cancels"] += 1
+                self.cancelled.set()
             elif method == "x/diagnostics":
                 with self.lock:
                     send({"jsonrpc": "2.0", "id": rid, "result": json.loads(json.dumps(self.seen))})
