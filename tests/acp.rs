@@ -470,6 +470,18 @@ fn tn_client_new_acp_refuses_what_every_constructor_refuses() {
     }
     let (s, c, e) = new_acp(Some(br#"{"command":"/no/such/agent"}"#));
     assert_eq!((s, c.is_null()), (ffi::TN_PROVIDER_ERROR, true), "{e}");
+    // NULL out-pointers: refused before the agent is started.
+    let json = CString::new(r#"{"command":"/no/such/agent"}"#).expect("cstr");
+    let mut client = std::ptr::null_mut();
+    let mut error: *mut c_char = std::ptr::null_mut();
+    // SAFETY: NULL out-pointers are part of the contract.
+    let s = unsafe { ffi::tn_client_new_acp(json.as_ptr(), std::ptr::null_mut(), &mut error) };
+    assert_eq!(s, ffi::TN_NULL_ARGUMENT);
+    assert!(!error.is_null());
+    // SAFETY: the library's string, freed once here.
+    unsafe { ffi::tn_string_free(error) };
+    let s = unsafe { ffi::tn_client_new_acp(json.as_ptr(), &mut client, std::ptr::null_mut()) };
+    assert_eq!((s, client.is_null()), (ffi::TN_NULL_ARGUMENT, true));
 }
 
 #[test]
