@@ -827,6 +827,42 @@ tn_status tn_client_new_in_process(const char *client_json,
                                    char **out_error);
 
 /*
+ Builds a client whose model is an Agent Client Protocol agent: a child
+ process spoken to over its stdin and stdout (JSON-RPC, one object per
+ line), started and handshaken here (`initialize`, `session/new` with an
+ absolute `cwd` and no MCP servers, `session/set_mode` when `mode` is
+ given; 30 s each at most). `acp_json` = `{command, args?, cwd?, env?,
+ protocolVersion?, permissionTimeoutMs?, mode?, model?, systemPrompt?,
+ maxTurns?}`: `env` is set on top of this process's environment, `cwd`
+ (default: the current directory) is made absolute, `protocolVersion`
+ defaults to 1, `permissionTimeoutMs` (default 5000) bounds each turn,
+ `model` (default `"acp"`) names the model in metrics. Unknown keys and
+ values of the wrong type are `TN_INVALID_CONFIG` naming the key; an agent
+ that cannot be started or fails the handshake is `TN_PROVIDER_ERROR`
+ (`TN_TIMEOUT` when a handshake call takes too long).
+
+ Each turn of a run is one `session/prompt` on the one warm session
+ (turns of concurrent runs take their turn): the transcript rendered as
+ one `<role>: <text>` line per message with text, then
+ `SUPERSEDES-ALL-PRIOR: <the last user text>`. Only the agent's message
+ chunks make the answer; permission requests are answered at once (the
+ first `allow` option). A turn with no reply within the permission
+ timeout fails `TN_TIMEOUT`, a JSON-RPC error `TN_PROVIDER_ERROR` (`acp
+ error <code>: <message>`), an agent that exits `TN_PROVIDER_ERROR` (`acp:
+ child process closed the connection`); a cancelled run sends
+ `session/cancel`. No streaming (`tn_stream` fails with
+ `TN_INVALID_ARGUMENT`). `tn_client_free` ends the agent (stdin closed,
+ SIGTERM, SIGKILL after 5 s). Out-parameters as `tn_client_new`.
+
+ # Safety
+ `acp_json` is NULL or NUL-terminated; the out-pointers are NULL or
+ writable.
+ */
+tn_status tn_client_new_acp(const char *acp_json,
+                            tn_client **out_client,
+                            char **out_error);
+
+/*
  The client's metrics as Prometheus text (SPEC §8 Observability), byte
  for byte as every toolnexus port renders it: `toolnexus_llm_requests_total
  {model,status}`, `toolnexus_llm_tokens_total{type}`,

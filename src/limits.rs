@@ -6,7 +6,8 @@
 
 /// One HTTP response body read whole: an HTTP tool's answer, a provider's
 /// answer (translate and the client loop), a webfetch page, an MCP
-/// streamable-HTTP JSON response.
+/// streamable-HTTP JSON response; also the text an ACP agent's turn
+/// gathers from its message chunks (`provider::acp`).
 pub const RESPONSE_BODY_BYTES: usize = 64 << 20;
 
 /// One server-sent event (or one line of it): the client loop's provider
@@ -15,7 +16,8 @@ pub const EVENT_BYTES: usize = 64 << 20;
 
 /// One JSON-RPC line on a stdio pipe, either direction: what the MCP client
 /// keeps of a server's line and what the served toolkit accepts; a longer
-/// line is dropped (the server answers it as invalid).
+/// line is dropped (the server answers it as invalid). An ACP agent's
+/// lines (`provider::acp`) are held to it too: a longer one is skipped.
 pub const LINE_BYTES: usize = 64 << 20;
 
 /// The most bytes the file tools (`read`, `edit`, `apply_patch`) load from

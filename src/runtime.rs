@@ -101,6 +101,24 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
     get().block_on(fut)
 }
 
+/// [`block_on`], also from a thread that is inside a tokio runtime (where
+/// `block_on` would panic): there the future runs to completion on a scoped
+/// plain thread while the caller waits. The MCP client's sync entry points
+/// and the ACP session (`provider::acp`) wait through this.
+pub fn block_on_anywhere<F>(fut: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return block_on(fut);
+    }
+    std::thread::scope(|s| match s.spawn(|| block_on(fut)).join() {
+        Ok(out) => out,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
 /// Whether the calling thread is one of the runtime's (SIGPIPE blocked for
 /// good). Processes started from one unblock it in the child.
 pub fn on_a_runtime_thread() -> bool {

@@ -14,6 +14,7 @@
 //!   (re-exported from `provider::dialect`)
 //! - `stream`       re-exported from `provider`: a streamed answer reassembled
 //! - `inprocess.rs` a host `generate` function as the model
+//! - `acp.rs`       an ACP agent (a child over stdio) as the model
 //! - `memory.rs`    the conversation store
 //! - `callbacks.rs` the host's slots (hooks, `onError`, `waitFor`)
 //! - `observe.rs`   what a run reports as it goes (events, metric facts)
@@ -22,6 +23,7 @@
 //! This module sits above `provider` (whose exchange and dialects it uses) and
 //! `toolkit` (whose `execute` it calls); neither knows it exists.
 
+pub mod acp;
 mod ask;
 pub mod callbacks;
 mod failover;

@@ -256,6 +256,21 @@ pub(super) unsafe fn new_client(
     out_error: *mut *mut c_char,
     make: impl FnOnce(&Value) -> Result<Client, Error>,
 ) -> tn_status {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { new_client_named(client_json, "client_json", out_client, out_error, make) }
+}
+
+/// [`new_client`] for a JSON argument the errors call `what`.
+///
+/// # Safety
+/// As `tn_client_new`.
+pub(super) unsafe fn new_client_named(
+    client_json: *const c_char,
+    what: &str,
+    out_client: *mut *mut tn_client,
+    out_error: *mut *mut c_char,
+    make: impl FnOnce(&Value) -> Result<Client, Error>,
+) -> tn_status {
     if out_client.is_null() {
         return boundary(out_error, || -> Result<String, Error> {
             Err(Error::new(ErrorCode::NullArgument, "out_client is NULL"))
@@ -269,9 +284,8 @@ pub(super) unsafe fn new_client(
     let mut built: Option<tn_client> = None;
     let status = boundary(out_error, || {
         // SAFETY: forwarded from this function's contract.
-        let text = unsafe { read_str(client_json, "client_json") }?;
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| Error::invalid_json("client_json", &e))?;
+        let text = unsafe { read_str(client_json, what) }?;
+        let v: Value = serde_json::from_str(text).map_err(|e| Error::invalid_json(what, &e))?;
         built = Some(tn_client {
             inner: make(&v)?,
             host: Default::default(),

@@ -1,6 +1,7 @@
 //! What a client offers beyond `tn_run` (SPEC §8): `tn_ask` and `tn_stream`
 //! over the conversation store, the in-process client built around a host
-//! `generate` callback, and `tn_client_metrics`.
+//! `generate` callback, the ACP client (an agent over stdio as the model),
+//! and `tn_client_metrics`.
 
 use super::client::{read_client, tn_callback, tn_client, HostCallback, RunInputs};
 use super::translate::tn_cancel;
@@ -62,6 +63,48 @@ pub unsafe extern "C" fn tn_client_new_in_process(
     };
     // SAFETY: forwarded from this function's contract.
     unsafe { super::client::new_client(client_json, out_client, out_error, make) }
+}
+
+/// Builds a client whose model is an Agent Client Protocol agent: a child
+/// process spoken to over its stdin and stdout (JSON-RPC, one object per
+/// line), started and handshaken here (`initialize`, `session/new` with an
+/// absolute `cwd` and no MCP servers, `session/set_mode` when `mode` is
+/// given; 30 s each at most). `acp_json` = `{command, args?, cwd?, env?,
+/// protocolVersion?, permissionTimeoutMs?, mode?, model?, systemPrompt?,
+/// maxTurns?}`: `env` is set on top of this process's environment, `cwd`
+/// (default: the current directory) is made absolute, `protocolVersion`
+/// defaults to 1, `permissionTimeoutMs` (default 5000) bounds each turn,
+/// `model` (default `"acp"`) names the model in metrics. Unknown keys and
+/// values of the wrong type are `TN_INVALID_CONFIG` naming the key; an agent
+/// that cannot be started or fails the handshake is `TN_PROVIDER_ERROR`
+/// (`TN_TIMEOUT` when a handshake call takes too long).
+///
+/// Each turn of a run is one `session/prompt` on the one warm session
+/// (turns of concurrent runs take their turn): the transcript rendered as
+/// one `<role>: <text>` line per message with text, then
+/// `SUPERSEDES-ALL-PRIOR: <the last user text>`. Only the agent's message
+/// chunks make the answer; permission requests are answered at once (the
+/// first `allow` option). A turn with no reply within the permission
+/// timeout fails `TN_TIMEOUT`, a JSON-RPC error `TN_PROVIDER_ERROR` (`acp
+/// error <code>: <message>`), an agent that exits `TN_PROVIDER_ERROR` (`acp:
+/// child process closed the connection`); a cancelled run sends
+/// `session/cancel`. No streaming (`tn_stream` fails with
+/// `TN_INVALID_ARGUMENT`). `tn_client_free` ends the agent (stdin closed,
+/// SIGTERM, SIGKILL after 5 s). Out-parameters as `tn_client_new`.
+///
+/// # Safety
+/// `acp_json` is NULL or NUL-terminated; the out-pointers are NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn tn_client_new_acp(
+    acp_json: *const c_char,
+    out_client: *mut *mut tn_client,
+    out_error: *mut *mut c_char,
+) -> tn_status {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        super::client::new_client_named(acp_json, "acp_json", out_client, out_error, Client::acp)
+    }
 }
 
 /// The client's metrics as Prometheus text (SPEC §8 Observability), byte

@@ -1,5 +1,6 @@
 //! One JSON-RPC message per line, each way: the framing both MCP sides
-//! share (the client's pipe to a server, the served toolkit's stdio).
+//! share (the client's pipe to a server, the served toolkit's stdio), and
+//! the ACP session's reader (`provider::acp`).
 //!
 //! Reading never writes: what a side answers a line it cannot take is its
 //! own business, done on a task of its own, never from inside `receive`

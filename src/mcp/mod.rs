@@ -49,7 +49,7 @@ pub use session::RemoteTool;
 
 use crate::cancel::CancelToken;
 use crate::json::normalize_args;
-use crate::runtime;
+use crate::runtime::block_on_anywhere;
 use crate::tool::{ExecContext, Execute, Tool, ToolFuture, ToolResult};
 use serde_json::Value;
 use session::{PhaseCell, Session, SERVER_SLACK};
@@ -232,23 +232,6 @@ pub fn connect_cancellable(
         return None;
     }
     block_on_anywhere(connect_all(config, cancel, on_change))
-}
-
-/// `runtime::block_on`, also from a thread that is inside the runtime (where
-/// block_on would panic): there the future runs to completion on a scoped
-/// plain thread while the caller waits.
-fn block_on_anywhere<F>(fut: F) -> F::Output
-where
-    F: std::future::Future + Send,
-    F::Output: Send,
-{
-    if tokio::runtime::Handle::try_current().is_err() {
-        return runtime::block_on(fut);
-    }
-    std::thread::scope(|s| match s.spawn(|| runtime::block_on(fut)).join() {
-        Ok(out) => out,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
 }
 
 /// The longest tool name served (what OpenAI's API takes).

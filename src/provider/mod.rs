@@ -55,11 +55,15 @@
 //! - [`blocks`]: §8A, a content part as the style's block (the positive
 //!   list, each dialect's `part_block`, the refusal naming both) and the
 //!   transcript with its parts wired for the loop's request.
+//! - [`acp`]: an Agent Client Protocol agent (a child process over stdio)
+//!   as a model source: the session, its handshake and turns, for the
+//!   client's ACP constructor.
 //! - [`chunks`]: a streamed answer of any dialect re-told as OpenAI
 //!   `chat.completion.chunk` events (streaming translate): the
 //!   [`chunks::ChunkWriter`] sink the assembler's pieces go to, and a whole
 //!   answer written as chunks.
 
+pub mod acp;
 pub mod anthropic;
 pub mod blocks;
 pub mod chunks;
