@@ -49,6 +49,14 @@ pub const REDIRECTS: usize = 10;
 /// echoes a path of megabytes back to the model.
 pub const PATH_BYTES: usize = 4096;
 
+/// How long a thread of the library's pool (`runtime::run_pooled`: the
+/// agent runtime's turns) waits for its next job before it ends.
+pub const POOLED_THREAD_IDLE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The most threads of that pool waiting for a job at once; one more that
+/// finishes its job ends.
+pub const POOLED_THREADS_IDLE: usize = 64;
+
 /// The most A2A tasks a served agent runs at once, each on a thread of its
 /// own (a run holds a thread for as long as its model and tools take).
 pub const SERVED_TASKS: usize = 32;

@@ -228,6 +228,92 @@ where
     Ok(done)
 }
 
+/// A job for [`run_pooled`].
+pub type PooledJob = Box<dyn FnOnce() + Send + 'static>;
+
+/// The pooled threads waiting for a job: each one's id and where its next
+/// job goes.
+static IDLE: std::sync::Mutex<Vec<(u64, std::sync::mpsc::Sender<PooledJob>)>> =
+    std::sync::Mutex::new(Vec::new());
+static NEXT_POOLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn idle_threads() -> std::sync::MutexGuard<'static, Vec<(u64, std::sync::mpsc::Sender<PooledJob>)>>
+{
+    IDLE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `job` on a thread of the library's own (SIGPIPE blocked, as every
+/// thread the library owns): one that finished an earlier job and waits
+/// for the next, or a new one (named `name`) when none waits. A thread
+/// waits [`POOLED_THREAD_IDLE`](crate::limits::POOLED_THREAD_IDLE) for its
+/// next job and then ends; at most
+/// [`POOLED_THREADS_IDLE`](crate::limits::POOLED_THREADS_IDLE) wait at
+/// once. What a job needs it owns, so a thread waiting holds nothing of
+/// the last one. A panic in a job ends the job only. The agent runtime's
+/// turns run here: a thread start per turn was most of a turn's cost.
+pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
+    let mut job = job;
+    loop {
+        let Some((_, tx)) = idle_threads().pop() else {
+            break;
+        };
+        match tx.send(job) {
+            Ok(()) => return Ok(()),
+            // Its thread is gone (it cannot be, short of an abort): the job
+            // comes back; try the next.
+            Err(std::sync::mpsc::SendError(back)) => job = back,
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<PooledJob>();
+    let id = NEXT_POOLED.fetch_add(1, Ordering::Relaxed);
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || pooled_worker(id, tx, &rx, job))
+        .map(drop)
+}
+
+/// How many of the pool's threads wait for a job now.
+pub fn pooled_threads_waiting() -> usize {
+    idle_threads().len()
+}
+
+fn pooled_worker(
+    id: u64,
+    tx: std::sync::mpsc::Sender<PooledJob>,
+    rx: &std::sync::mpsc::Receiver<PooledJob>,
+    first: PooledJob,
+) {
+    block_sigpipe_for_good();
+    let mut job = first;
+    loop {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        {
+            let mut idle = idle_threads();
+            if idle.len() >= crate::limits::POOLED_THREADS_IDLE {
+                return;
+            }
+            idle.push((id, tx.clone()));
+        }
+        job = match rx.recv_timeout(crate::limits::POOLED_THREAD_IDLE) {
+            Ok(next) => next,
+            Err(_) => {
+                let mut idle = idle_threads();
+                if let Some(at) = idle.iter().position(|(i, _)| *i == id) {
+                    idle.swap_remove(at);
+                    return;
+                }
+                drop(idle);
+                // Taken just as the wait ended: its job is on the way.
+                match rx.recv() {
+                    Ok(next) => next,
+                    Err(_) => return,
+                }
+            }
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -482,9 +482,10 @@ impl Inner {
             cancel,
             answer,
         };
-        let spawned = std::thread::Builder::new()
-            .name("toolnexus-agent".into())
-            .spawn(move || (inner.run_turn)(inner, job));
+        let spawned = crate::runtime::run_pooled(
+            "toolnexus-agent",
+            Box::new(move || (inner.run_turn)(inner, job)),
+        );
         if let Err(e) = spawned {
             self.fail_start(st, i, gen, &format!("cannot start a turn thread: {e}"));
         }
