@@ -1,7 +1,8 @@
 //! The A2A JavaScript SDK (`@a2a-js/sdk`, pinned and installed by
 //! scripts/setup.sh into target/test-tools/a2a-js) as a second real client
 //! of the served agent, beside the Python SDK of tests/a2a_sdk.rs: its 0.3
-//! line over the 0.3 wire, its 1.x line over the 1.0 wire. Each resolves our card, sends and
+//! line over the 0.3 wire, its 1.x line over the 1.0 wire and (through its
+//! v0.3 compatibility layer) over the 0.3 wire. Each resolves our card, sends and
 //! gets a task, streams one, and cancels one mid-stream
 //! (tests/a2a_clients/js_client.mjs). Without node or the installed SDK the
 //! tests fail naming scripts/setup.sh (they never pass silently).
@@ -55,7 +56,11 @@ fn kinds_and_states(r: &Value) -> Vec<String> {
 
 /// Each SDK line, the wire it is tried on, and the card version it
 /// should resolve.
-const MATRIX: [(&str, &str, &str); 2] = [("0.3", "0.3", "0.3.0"), ("1", "1.0", "1.0")];
+const MATRIX: [(&str, &str, &str); 3] = [
+    ("0.3", "0.3", "0.3.0"),
+    ("1", "1.0", "1.0"),
+    ("1-compat", "0.3", "0.3.0"),
+];
 
 #[test]
 fn the_js_sdk_sends_and_gets_a_task() {
