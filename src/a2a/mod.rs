@@ -62,10 +62,11 @@ pub struct A2aConfig {
     /// `None`: every skill; `Some` (even empty): only these.
     pub skills: Option<Vec<String>>,
     pub store: Option<String>,
-    /// The wire the card announces: `None`/`"toolnexus"`/`"0.3"` give
-    /// upstream's card (`protocolVersion` 0.3.0, `url`); `"1.0"` a 1.0
-    /// card (`supportedInterfaces` with a JSON-RPC binding at 1.0). The
-    /// endpoint answers every wire whatever the card says.
+    /// The wire the card announces: `None`/`"toolnexus"` give upstream's
+    /// card (`protocolVersion` 0.3.0, `url`); `"0.3"` that card with
+    /// streaming and each skill's `tags`, as the 0.3 schema requires;
+    /// `"1.0"` a 1.0 card (`supportedInterfaces` with a JSON-RPC binding at
+    /// 1.0). The endpoint answers every wire whatever the card says.
     pub protocol: Option<String>,
 }
 
@@ -164,10 +165,19 @@ pub fn agent_card(cfg: &A2aConfig, skills: &[(String, String)], url: &str) -> Va
             .unwrap_or(default)
             .to_string()
     };
+    // A specification's card gives each skill its `tags` (required by the
+    // 0.3 and 1.0 schemas' AgentSkill); upstream's card has none (pinned).
+    let spec = matches!(cfg.protocol.as_deref(), Some("0.3" | "1.0"));
     let listed: Vec<Value> = skills
         .iter()
         .filter(|(name, _)| cfg.skills.as_ref().is_none_or(|w| w.contains(name)))
-        .map(|(name, description)| json!({"id": name, "name": name, "description": description}))
+        .map(|(name, description)| {
+            let mut k = json!({"id": name, "name": name, "description": description});
+            if spec {
+                k["tags"] = json!([]);
+            }
+            k
+        })
         .collect();
     let mut card = Map::new();
     card.insert("name".into(), json!(nonempty(&cfg.name, "toolnexus-agent")));
@@ -176,22 +186,14 @@ pub fn agent_card(cfg: &A2aConfig, skills: &[(String, String)], url: &str) -> Va
     card.insert("protocolVersion".into(), json!(PROTOCOL_VERSION));
     // Upstream's card says no streaming (no port streams); a card for a
     // specification's wire says what this endpoint does.
-    let streams = matches!(cfg.protocol.as_deref(), Some("0.3" | "1.0"));
     card.insert(
         "capabilities".into(),
-        json!({"streaming": streams, "pushNotifications": false}),
+        json!({"streaming": spec, "pushNotifications": false}),
     );
     card.insert("defaultInputModes".into(), json!(["text"]));
     card.insert("defaultOutputModes".into(), json!(["text"]));
     if cfg.protocol.as_deref() == Some("1.0") {
         card.remove("protocolVersion");
-        let listed = listed
-            .into_iter()
-            .map(|mut k| {
-                k["tags"] = json!([]);
-                k
-            })
-            .collect();
         card.insert("skills".into(), Value::Array(listed));
         card.insert(
             "supportedInterfaces".into(),
@@ -888,6 +890,17 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(keys.last().map(|k| k.as_str()), Some("provider"));
         assert_eq!(card["provider"], json!({"organization": "o", "url": "u"}));
+        // A 0.3 card is upstream's, plus streaming and the `tags` the 0.3
+        // schema requires of every skill (the JS SDK's 0.3 parser refuses a
+        // skill without them).
+        let cfg = A2aConfig::from_value(&json!({"protocol": "0.3"})).expect("config");
+        let card = agent_card(&cfg, &skills, "x");
+        assert_eq!(card["protocolVersion"], "0.3.0");
+        assert_eq!(card["capabilities"]["streaming"], true);
+        assert_eq!(
+            card["skills"][0],
+            json!({"id": "hello-world", "name": "hello-world", "description": "Says hello", "tags": []})
+        );
     }
 
     #[test]
