@@ -347,10 +347,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	if status != C.TN_OK {
 		return nil, statusError(status, body)
 	}
-	st := &clientState{ptr: ptr}
-	st.idle.L = &st.mu
-	c := &Client{state: st}
-	c.cleanup = runtime.AddCleanup(c, func(s *clientState) { s.free() }, st)
+	c := wrapClient(ptr)
 	for _, s := range opts.slots() {
 		s := s
 		h := cgo.NewHandle(&s)
@@ -369,6 +366,47 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// NewACPClient builds a client whose model is an Agent Client Protocol
+// agent, a child process spoken to in JSON-RPC over its stdin and stdout
+// (tn_client_new_acp; docs/client-loop.md, "ACP agents as models"). cfg is
+// JSON text or a value to marshal: {command, args?, cwd?, env?,
+// protocolVersion?, permissionTimeoutMs?, mode?, model?, systemPrompt?,
+// maxTurns?} (docs/config.md). The agent is started and its session opened
+// here; an unknown key or a value of the wrong type is an *Error with code
+// "invalid_config", an agent that cannot start or fails the handshake
+// "provider_error" ("timeout" when a handshake call takes too long). Each
+// turn of Run is one prompt on that session; Stream is refused. Close ends
+// the agent.
+func NewACPClient(cfg any) (*Client, error) {
+	text, err := jsonText(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("toolnexus: acp config: %w", err)
+	}
+	cconf, err := cString("acp config", text)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cconf))
+	var ptr *C.tn_client
+	var cerr *C.char
+	status := C.tn_client_new_acp(cconf, &ptr, &cerr)
+	body := takeString(cerr)
+	if status != C.TN_OK {
+		return nil, statusError(status, body)
+	}
+	return wrapClient(ptr), nil
+}
+
+// wrapClient gives a native client its Go owner, freed by Close or, as a
+// safety net, once unreachable.
+func wrapClient(ptr *C.tn_client) *Client {
+	st := &clientState{ptr: ptr}
+	st.idle.L = &st.mu
+	c := &Client{state: st}
+	c.cleanup = runtime.AddCleanup(c, func(s *clientState) { s.free() }, st)
+	return c
 }
 
 // Close frees the client, waiting for runs in flight; idempotent. A callback

@@ -504,6 +504,46 @@ func ExampleTranslate() {
 	// Output: Hello. stop
 }
 
+func ExampleCountTokens() {
+	// A stand-in for Anthropic's POST /v1/messages/count_tokens.
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("content-type", "application/json")
+		_, _ = io.WriteString(w, `{"input_tokens": 12}`)
+	}))
+	defer model.Close()
+	client := map[string]any{"baseUrl": model.URL, "style": "anthropic", "model": "claude-test", "apiKey": "sk-test"}
+	request := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	out, err := toolnexus.CountTokens(context.Background(), client, request, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(out))
+	// Output: {"inputTokens":12,"style":"anthropic","model":"claude-test"}
+}
+
+func ExampleNewACPClient() {
+	// The repository's echo agent on the official ACP Python SDK
+	// (agent-client-protocol, in the repository's .venv).
+	python := "python3"
+	if _, err := os.Stat("../../.venv/bin/python3"); err == nil {
+		python = "../../.venv/bin/python3"
+	}
+	c, err := toolnexus.NewACPClient(map[string]any{
+		"command": python,
+		"args":    []string{"../../tests/acp_agents/sdk_echo_agent.py"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close() // ends the agent
+	res, err := c.Run(context.Background(), nil, "hi there")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Text, res.Status)
+	// Output: ECHO[SUPERSEDES-ALL-PRIOR: hi there] done
+}
+
 func ExampleNewClient() {
 	c, err := toolnexus.NewClient(toolnexus.ClientOptions{
 		Config: map[string]any{"baseUrl": "https://api.openai.com/v1", "style": "openai", "model": "gpt-4o", "maxTurns": 8},

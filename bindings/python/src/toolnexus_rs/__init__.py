@@ -61,6 +61,7 @@ __all__ = [
     "helper",
     "list_mcp_tools",
     "translate",
+    "count_tokens",
     "translate_stream",
     "atranslate",
     "version",
@@ -766,6 +767,36 @@ def _text_arg(text: str) -> bytes:
     return text.replace("\0", "\ufffd").encode("utf-8", errors="replace")
 
 
+def _provider_call(
+    name: str,
+    client: Union[dict, str],
+    request: Union[dict, str],
+    toolkit: Optional[Toolkit],
+    cancel: Optional[CancelToken],
+) -> dict[str, Any]:
+    """:func:`translate` and :func:`count_tokens`: one provider call by the
+    ABI function ``name``, its JSON answer decoded."""
+    lib = _native.load()
+    fn = getattr(lib, name)
+    client_text = _native.cstr(client, "client")
+    request_text = _native.cstr(request, "request")
+    tk = toolkit.handle if toolkit is not None else None
+    if _mainthread.wanted():
+        # On the main thread: a token of the call's own, so Ctrl-C ends
+        # the provider call (the caller's token still does too).
+        own = CancelToken()
+        unlink = cancel._link(own.cancel) if cancel is not None else None
+        try:
+            text = _call(fn, client_text, request_text, tk, own.handle, interrupt=own.cancel)
+        finally:
+            if unlink is not None:
+                unlink()
+            own.close()
+    else:
+        text = _call(fn, client_text, request_text, tk, cancel.handle if cancel is not None else None)
+    return json.loads(text)
+
+
 def translate(
     client: Union[dict, str],
     request: Union[dict, str],
@@ -776,24 +807,22 @@ def translate(
     ``{text, toolCalls, finishReason, usage, model, raw}``. ``toolkit`` is
     declared (never executed). Raises :class:`ProviderError`,
     :class:`TimeoutError`, :class:`CancelledError`, …"""
-    lib = _native.load()
-    client_text = _native.cstr(client, "client")
-    request_text = _native.cstr(request, "request")
-    tk = toolkit.handle if toolkit is not None else None
-    if _mainthread.wanted():
-        # On the main thread: a token of the call's own, so Ctrl-C ends
-        # the provider call (the caller's token still does too).
-        own = CancelToken()
-        unlink = cancel._link(own.cancel) if cancel is not None else None
-        try:
-            text = _call(lib.tn_translate, client_text, request_text, tk, own.handle, interrupt=own.cancel)
-        finally:
-            if unlink is not None:
-                unlink()
-            own.close()
-    else:
-        text = _call(lib.tn_translate, client_text, request_text, tk, cancel.handle if cancel is not None else None)
-    return json.loads(text)
+    return _provider_call("tn_translate", client, request, toolkit, cancel)
+
+
+def count_tokens(
+    client: Union[dict, str],
+    request: Union[dict, str],
+    toolkit: Optional[Toolkit] = None,
+    cancel: Optional[CancelToken] = None,
+) -> dict[str, Any]:
+    """How many input tokens :func:`translate`'s request would be, asked of
+    the provider's counting endpoint (``tn_count_tokens``, CONTRACT §6A;
+    docs/providers.md, "Token counting"): ``{inputTokens, style, model}``
+    (and ``upstream`` with ``upstreams``). ``toolkit``'s tools are counted as
+    declared. Raises as :func:`translate`: :class:`ProviderError`,
+    :class:`TimeoutError`, :class:`CancelledError`, …"""
+    return _provider_call("tn_count_tokens", client, request, toolkit, cancel)
 
 
 def translate_stream(

@@ -110,6 +110,10 @@ def _declare(lib: ctypes.CDLL) -> None:
             [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],
             status,
         ),
+        "tn_count_tokens": (
+            [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],
+            status,
+        ),
         "tn_translate_stream": (
             [
                 ctypes.c_char_p,
@@ -157,6 +161,7 @@ def _declare(lib: ctypes.CDLL) -> None:
             [ctypes.c_char_p, CLIENT_CALLBACK, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p, c_void_p_p],
             status,
         ),
+        "tn_client_new_acp": ([ctypes.c_char_p, c_void_p_p, c_void_p_p], status),
         "tn_client_free": ([ctypes.c_void_p], None),
         "tn_client_set_callback": (
             [ctypes.c_void_p, ctypes.c_char_p, CLIENT_CALLBACK, ctypes.c_void_p, ctypes.c_void_p, c_void_p_p],

@@ -615,6 +615,8 @@ class Client:
       [{"id"?, "name", "arguments"}]}``, with an optional ``"usage"``.
       ``config`` then holds only ``model``, ``systemPrompt``, ``maxTurns``,
       ``retries``, ``timeoutMs``, ``requestParams``.
+    - :meth:`Client.acp` builds a client whose model is an ACP agent (a
+      child process over stdio) instead.
 
     A call made on the main thread runs on a helper thread while the main
     thread waits, so that Ctrl-C cancels the run (its tools included) and
@@ -632,6 +634,47 @@ class Client:
         on_metric: Optional[Callable[[dict[str, Any]], Any]] = None,
         store: Optional[ConversationStore] = None,
         generate: Optional[Callable[[dict[str, Any]], Any]] = None,
+    ) -> None:
+        self._open(config, wait_for, hooks, on_error, on_metric, store, generate, acp=False)
+
+    @classmethod
+    def acp(
+        cls,
+        config: Union[dict, str],
+        *,
+        wait_for: Optional[Callable[[Request], Any]] = None,
+        hooks: Union[Hooks, dict, None] = None,
+        on_error: Optional[Callable[[dict[str, Any]], Any]] = None,
+        on_metric: Optional[Callable[[dict[str, Any]], Any]] = None,
+        store: Optional[ConversationStore] = None,
+    ) -> "Client":
+        """A client whose model is an Agent Client Protocol agent, a child
+        process spoken to in JSON-RPC over its stdin and stdout
+        (``tn_client_new_acp``; docs/client-loop.md, "ACP agents as
+        models"). ``config`` is ``{command, args?, cwd?, env?,
+        protocolVersion?, permissionTimeoutMs?, mode?, model?, systemPrompt?,
+        maxTurns?}`` (docs/config.md); the agent is started and its session
+        opened here. An unknown key or a value of the wrong type raises
+        :class:`InvalidConfigError`; an agent that cannot start or fails the
+        handshake :class:`ProviderError` (:class:`TimeoutError` when a
+        handshake call takes too long). Each turn of a run is one prompt on
+        that session; :meth:`stream` is refused. :meth:`close` ends the
+        agent. The keyword arguments are :class:`Client`'s."""
+        client = cls.__new__(cls)
+        client._open(config, wait_for, hooks, on_error, on_metric, store, None, acp=True)
+        return client
+
+    def _open(
+        self,
+        config: Union[dict, str, None],
+        wait_for: Optional[Callable[[Request], Any]],
+        hooks: Union[Hooks, dict, None],
+        on_error: Optional[Callable[[dict[str, Any]], Any]],
+        on_metric: Optional[Callable[[dict[str, Any]], Any]],
+        store: Optional[ConversationStore],
+        generate: Optional[Callable[[dict[str, Any]], Any]],
+        *,
+        acp: bool,
     ) -> None:
         lib = _native.load()
         defaults = _hooks_of(hooks)
@@ -659,6 +702,9 @@ class Client:
         if generate is not None:
             gen_cb = core.trampoline("generate")
             status = lib.tn_client_new_in_process(cfg, gen_cb, None, None, ctypes.byref(out), ctypes.byref(err))
+        elif acp:
+            gen_cb = None
+            status = lib.tn_client_new_acp(cfg, ctypes.byref(out), ctypes.byref(err))
         else:
             gen_cb = None
             status = lib.tn_client_new(cfg, ctypes.byref(out), ctypes.byref(err))
