@@ -4,6 +4,8 @@
 //! thread waiting holds nothing of its last job. One test in a binary of
 //! its own, so that no other test takes the waiting thread.
 
+mod quiet_panic;
+
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,7 +56,8 @@ fn a_finished_thread_takes_the_next_job_and_keeps_nothing_of_the_last() {
     until_waiting(1);
 
     // A job that panics ends itself only: the thread takes the next one.
-    run_pooled("toolnexus-test", Box::new(|| panic!("a job's own panic"))).expect("a thread");
+    let job = || quiet_panic::quietly(|| panic!("a job's own panic"));
+    run_pooled("toolnexus-test", Box::new(job)).expect("a thread");
     until_waiting(1);
     assert_eq!(on_pool(|| std::thread::current().id()), first);
 
