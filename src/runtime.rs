@@ -252,6 +252,9 @@ fn idle_threads() -> std::sync::MutexGuard<'static, Vec<(u64, std::sync::mpsc::S
 /// once. What a job needs it owns, so a thread waiting holds nothing of
 /// the last one. A panic in a job ends the job only. The agent runtime's
 /// turns run here: a thread start per turn was most of a turn's cost.
+// Never inlined, here and in `pooled_worker`: valgrind.supp names the
+// pool's threads, still waiting at a host's exit, by these two frames.
+#[inline(never)]
 pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
     let mut job = job;
     loop {
@@ -278,6 +281,7 @@ pub fn pooled_threads_waiting() -> usize {
     idle_threads().len()
 }
 
+#[inline(never)]
 fn pooled_worker(
     id: u64,
     tx: std::sync::mpsc::Sender<PooledJob>,
