@@ -59,12 +59,13 @@ BASELINE = os.path.join(HERE, "baseline.json")
 TOLERANCE_PCT = 5.0
 RSS_TOLERANCE_PCT = 10.0
 STALE_PCT = 5.0
-# Rows printed but never failing: none. The loop's peak RSS was one while
-# link/symbol-order.txt could go stale unseen (6.0 to 9.2 MB with how many of
-# its names a build matched); the order's freshness is checked here now, and
-# a fresh order keeps the row between 5.6 and 6.2 MB (a clean clone, the
-# checkout that generated it), so it fails past its own tolerance.
-REPORT_ONLY = []
+# Rows printed but never failing. The loop's peak RSS swings with how many
+# names of link/symbol-order.txt a build matches, and the crate's own names
+# carry hashes that differ between checkouts of the same commit: with the
+# order freshly generated, the checkout that generated it measures 6.1-6.2 MB
+# (every name matched) and a clean clone 8.3 MB (103 names unmatched; CI45),
+# so the row fails nobody until the order names what every build has.
+REPORT_ONLY = ["loop_peak_rss_kb"]
 
 # --------------------------------------------------------------------------
 # The comparison (pure; --selftest checks it).
