@@ -60,6 +60,8 @@ fn a_finished_thread_takes_the_next_job_and_keeps_nothing_of_the_last() {
     run_pooled("toolnexus-test", Box::new(job)).expect("a thread");
     until_waiting(1);
     assert_eq!(on_pool(|| std::thread::current().id()), first);
+    // Its id is back before the thread waits again: let it wait first.
+    until_waiting(1);
 
     // Two jobs at once: the waiting thread takes one, a new thread the
     // other; both wait for a job afterwards.
