@@ -88,26 +88,16 @@ pub unsafe extern "C" fn tn_translate(
     cancel: *const tn_cancel,
     out_json: *mut *mut c_char,
 ) -> tn_status {
-    boundary(out_json, || {
-        // SAFETY: forwarded from this function's contract.
-        let (client, request) = unsafe {
-            (
-                read_str(client_json, "client_json")?,
-                read_str(request_json, "request_json")?,
-            )
-        };
-        let client = parse(client, "client_json")?;
-        let declared = if toolkit.is_null() {
-            Vec::new()
-        } else {
-            // SAFETY: non-NULL and live by contract.
-            unsafe { super::read_toolkit(toolkit) }?.openai_declarations()
-        };
-        // The call's own reference: the host may free its token meanwhile.
-        // SAFETY: NULL or live by contract.
-        let token = unsafe { cancel.as_ref() }.map(|c| c.token.clone());
-        translate::translate_json(&client, request, &declared, token.as_ref())
-    })
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        one_call(
+            [client_json, request_json],
+            toolkit,
+            cancel,
+            out_json,
+            translate::translate_json,
+        )
+    }
 }
 
 /// Token counting: how many input tokens the client's provider counts for
@@ -138,6 +128,36 @@ pub unsafe extern "C" fn tn_count_tokens(
     cancel: *const tn_cancel,
     out_json: *mut *mut c_char,
 ) -> tn_status {
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        one_call(
+            [client_json, request_json],
+            toolkit,
+            cancel,
+            out_json,
+            translate::count_tokens_json,
+        )
+    }
+}
+
+/// What `tn_translate` and `tn_count_tokens` share: the strings read, the
+/// client parsed, the toolkit's declarations, the cancel token's own
+/// reference, then `call` under the boundary.
+///
+/// # Safety
+/// As `tn_translate`'s.
+unsafe fn one_call(
+    [client_json, request_json]: [*const c_char; 2],
+    toolkit: *const tn_toolkit,
+    cancel: *const tn_cancel,
+    out_json: *mut *mut c_char,
+    call: fn(
+        &serde_json::Value,
+        &str,
+        &[serde_json::Value],
+        Option<&crate::cancel::CancelToken>,
+    ) -> crate::error::Result<String>,
+) -> tn_status {
     boundary(out_json, || {
         // SAFETY: forwarded from this function's contract.
         let (client, request) = unsafe {
@@ -156,7 +176,7 @@ pub unsafe extern "C" fn tn_count_tokens(
         // The call's own reference: the host may free its token meanwhile.
         // SAFETY: NULL or live by contract.
         let token = unsafe { cancel.as_ref() }.map(|c| c.token.clone());
-        translate::count_tokens_json(&client, request, &declared, token.as_ref())
+        call(&client, request, &declared, token.as_ref())
     })
 }
 
