@@ -1006,15 +1006,21 @@ mod tests {
         json_of(agent.rpc(body.to_string().as_bytes(), version).0)
     }
 
-    #[test]
-    fn cancel_ends_a_running_task_and_refuses_unknown_and_ended_ones() {
-        let gate = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let tk = Toolkit::build_from_json("{\"builtins\":false}").expect("toolkit");
+    /// An onTask that keeps the state of every task it hears, in order.
+    fn listener() -> (Arc<std::sync::Mutex<Vec<Value>>>, OnTask) {
         let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
         let ears = Arc::clone(&heard);
         let on_task: OnTask = Arc::new(move |e: &Value| {
             ears.lock().map(|mut h| h.push(e["state"].clone())).ok();
         });
+        (heard, on_task)
+    }
+
+    #[test]
+    fn cancel_ends_a_running_task_and_refuses_unknown_and_ended_ones() {
+        let gate = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let tk = Toolkit::build_from_json("{\"builtins\":false}").expect("toolkit");
+        let (heard, on_task) = listener();
         let agent = Agent::new(
             A2aConfig::default(),
             &tk,
@@ -1105,11 +1111,7 @@ mod tests {
     fn stop_cancels_running_and_queued_tasks_and_lets_go_of_on_task() {
         let gate = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let tk = Toolkit::build_from_json("{\"builtins\":false}").expect("toolkit");
-        let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let ears = Arc::clone(&heard);
-        let on_task: OnTask = Arc::new(move |e: &Value| {
-            ears.lock().map(|mut h| h.push(e["state"].clone())).ok();
-        });
+        let (heard, on_task) = listener();
         let agent = Agent::with_tasks(
             A2aConfig::default(),
             &tk,
