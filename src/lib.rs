@@ -5,7 +5,8 @@
 //! The pure core lives in the modules below; `ffi` is the C boundary. `unsafe`
 //! is allowed in two modules only: `ffi` (pointers, strings and callbacks
 //! crossing the C ABI) and `sys` (safe wrappers over the few OS and CPU calls
-//! no dependency wraps: signal masks, an SSE2 scan, a prefetch hint).
+//! no dependency wraps: signal masks, an SSE2 scan, a prefetch hint; and
+//! jobs that borrow, run on the pooled threads and waited for).
 //!
 //! # Floors
 //!

@@ -276,6 +276,27 @@ pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
         .map(drop)
 }
 
+/// Runs `here` on this thread and every job of `jobs` on the pooled threads
+/// ([`run_pooled`], named `name` when one is started), and returns once all
+/// of them have ended, so the jobs may borrow from the caller, as with
+/// `std::thread::scope` but without a thread start per job. A job whose
+/// thread cannot be started is dropped unrun (a caller that also works
+/// through the same items on this thread loses nothing). A panic in a job
+/// ends that job only.
+pub fn run_scoped<'a, R>(
+    name: &str,
+    jobs: Vec<Box<dyn FnOnce() + Send + 'a>>,
+    here: impl FnOnce() -> R,
+) -> R {
+    crate::sys::scope::scoped(
+        jobs,
+        &|job| {
+            let _ = run_pooled(name, job);
+        },
+        here,
+    )
+}
+
 /// How many of the pool's threads wait for a job now.
 pub fn pooled_threads_waiting() -> usize {
     idle_threads().len()

@@ -880,12 +880,12 @@ fn run_bounded<C: Send, T: Send>(
             });
         *outcomes[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
     };
-    std::thread::scope(|scope| {
-        for _ in 1..workers.clamp(1, n.max(1)) {
-            scope.spawn(worker);
-        }
-        worker();
-    });
+    // The other workers on the pooled threads (no thread start per call
+    // once the pool has threads waiting), this thread the first of them.
+    let helpers: Vec<Box<dyn FnOnce() + Send + '_>> = (1..workers.clamp(1, n.max(1)))
+        .map(|_| Box::new(worker) as Box<dyn FnOnce() + Send + '_>)
+        .collect();
+    crate::runtime::run_scoped("tn-tools", helpers, worker);
     outcomes
         .into_iter()
         .map(|slot| {

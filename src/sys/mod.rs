@@ -6,7 +6,10 @@
 //!   disposition, bash's pre-exec status reporter
 //! - `sse2.rs`     the SSE2 block scan of the JSON string escaper
 //! - `prefetch.rs` a cache-line prefetch hint
+//! - `scope.rs`    borrowing jobs on the pooled threads, waited for as
+//!   `std::thread::scope` waits for its threads
 
 pub(crate) mod prefetch;
+pub(crate) mod scope;
 pub(crate) mod signal;
 pub(crate) mod sse2;
