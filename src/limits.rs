@@ -57,6 +57,13 @@ pub const POOLED_THREAD_IDLE: std::time::Duration = std::time::Duration::from_se
 /// finishes its job ends.
 pub const POOLED_THREADS_IDLE: usize = 64;
 
+/// How many sub-agent turns one thread runs inside each other: a `task`
+/// call runs the child's turn on its own thread (which would only wait for
+/// it otherwise) while fewer than this many are already running there; a
+/// deeper child's turn goes to a pooled thread, so a deep team chain never
+/// runs out of one thread's stack.
+pub const AGENT_INLINE_TURNS: usize = 4;
+
 /// The most A2A tasks a served agent runs at once, each on a thread of its
 /// own (a run holds a thread for as long as its model and tools take).
 pub const SERVED_TASKS: usize = 32;

@@ -251,6 +251,13 @@ pub(crate) struct St {
     pub waited: HashMap<usize, Waited>,
     /// The one conversation store: each handle's transcript by its id.
     pub store: HashMap<String, Vec<Value>>,
+    /// Set by a `task` call around its wake of a child: the turn [`start`]
+    /// would hand to a pooled thread is left in `captured` instead, for the
+    /// calling thread to run (see [`Inner::start`]).
+    ///
+    /// [`start`]: Inner::start
+    pub capture: bool,
+    pub captured: Option<Job>,
 }
 
 impl St {
@@ -303,6 +310,12 @@ pub(crate) struct Inner {
     pub config: ClientConfig,
     pub provider: Arc<dyn Provider>,
     pub toolkit: Option<Arc<Toolkit>>,
+    /// The toolkit of every handle with neither a team nor tools (one for
+    /// the runtime, built for the first such turn).
+    pub empty_toolkit: std::sync::OnceLock<Arc<Toolkit>>,
+    /// The metrics every turn's client records into (one registry for the
+    /// runtime rather than one built and dropped per turn).
+    pub metrics: Arc<crate::client::metrics::Registry>,
     pub inbox_cap: usize,
     pub max_concurrent_turns: usize,
     pub shutdown_ms: u64,
@@ -459,7 +472,9 @@ impl Inner {
     }
 
     /// Takes the parent's slot, flips `i` to running and starts its turn
-    /// on `input` (with `answer` as a one-shot interpreter on a resume).
+    /// on `input` (with `answer` as a one-shot interpreter on a resume): on
+    /// a pooled thread, or, while `st.capture` is set, left in
+    /// `st.captured` for the caller to run.
     pub fn start(&self, st: &mut St, i: usize, input: String, answer: Option<Value>, why: &str) {
         if let Some(p) = st.handles[i].parent {
             st.handles[p].running_children += 1;
@@ -472,15 +487,19 @@ impl Inner {
         let gen = h.gen;
         st.trace(i, format!("idle→running ({why})"));
         self.notify(st);
-        let Some(inner) = self.me.upgrade() else {
-            return;
-        };
         let job = Job {
             index: i,
             gen,
             input,
             cancel,
             answer,
+        };
+        if st.capture {
+            st.captured = Some(job);
+            return;
+        }
+        let Some(inner) = self.me.upgrade() else {
+            return;
         };
         let spawned = crate::runtime::run_pooled(
             "toolnexus-agent",
@@ -629,7 +648,21 @@ impl Inner {
         def: &AgentDef,
         index: usize,
     ) -> std::result::Result<Arc<Toolkit>, String> {
-        let kit = Toolkit::build_from_json(r#"{"builtins":false}"#).map_err(|e| e.to_string())?;
+        let empty = || {
+            let cfg = crate::config::ToolkitConfig {
+                builtins: Some(serde_json::Value::Bool(false)),
+                ..Default::default()
+            };
+            Toolkit::build(&cfg).map_err(|e| e.to_string())
+        };
+        if def.team.is_empty() && def.tools.is_empty() {
+            if let Some(kit) = self.empty_toolkit.get() {
+                return Ok(Arc::clone(kit));
+            }
+            let kit = Arc::new(empty()?);
+            return Ok(Arc::clone(self.empty_toolkit.get_or_init(|| kit)));
+        }
+        let kit = empty()?;
         if !def.team.is_empty() {
             let team = def
                 .team

@@ -5,10 +5,11 @@
 //! to that child instead (a replayed turn after a resume): never a second
 //! spawn.
 
-use super::state::{Inner, TaskResult};
+use super::state::{Inner, Job, TaskResult};
 use crate::native::native_tool;
 use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
+use std::cell::Cell;
 use std::sync::{Arc, Weak};
 
 /// The tool's description: the team, sorted by name, as `name: does`.
@@ -95,8 +96,22 @@ fn call(
                 return ToolResult::error(format!("task: {id} vanished"));
             };
             st.handles[c].task_key = Some(key);
-            if let Err(e) = inner.wake_locked(&mut st, c, Some(prompt.to_string())) {
+            // A child that starts now runs its turn here, on the thread
+            // that would otherwise only wait for it (no hand-over to
+            // another thread and back), unless this thread already runs
+            // turns that deep.
+            let here = INLINE.with(Cell::get) < crate::limits::AGENT_INLINE_TURNS;
+            st.capture = here;
+            let woke = inner.wake_locked(&mut st, c, Some(prompt.to_string()));
+            st.capture = false;
+            let job = st.captured.take();
+            if let Err(e) = woke {
                 return ToolResult::error(e);
+            }
+            if let (Some(job), Some(owner)) = (job, inner.me.upgrade()) {
+                drop(st);
+                run_here(owner, job);
+                st = inner.lock();
             }
             c
         }
@@ -114,6 +129,24 @@ fn call(
     let id = inner.lock().handles[child].id.clone();
     let _ = inner.close(&id, false, None);
     settled_result(agent, &r)
+}
+
+thread_local! {
+    /// How many sub-agent turns run inside each other on this thread.
+    static INLINE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs a child's turn on this thread, counted in [`INLINE`] while it runs.
+fn run_here(inner: Arc<Inner>, job: Job) {
+    struct Out;
+    impl Drop for Out {
+        fn drop(&mut self) {
+            INLINE.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+    INLINE.with(|d| d.set(d.get() + 1));
+    let _out = Out;
+    (inner.run_turn)(Arc::clone(&inner), job);
 }
 
 fn settled_result(agent: &str, r: &TaskResult) -> ToolResult {

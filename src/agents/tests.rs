@@ -142,6 +142,12 @@ impl Provider for Mock {
                 calls(&[("task", json!({"agent": "planner", "prompt": "plan it"}))])
             }
             "m-boss" => text(format!("boss: {}", tools[0])),
+            // `m-via:NAME` delegates once to NAME, then wraps its answer.
+            m if m.starts_with("m-via:") && tools.is_empty() => calls(&[(
+                "task",
+                json!({"agent": &m["m-via:".len()..], "prompt": "go on"}),
+            )]),
+            m if m.starts_with("m-via:") => text(format!("via({})", tools[0])),
             _ => text("ok"),
         })
     }
@@ -549,6 +555,59 @@ fn the_turn_gate_slot_is_given_back_when_its_holder_is_interrupted() {
     f.rt.interrupt(&s).expect("interrupt holder");
     assert_eq!(f.rt.wait(&a, None).status, "done");
     assert_eq!(f.rt.max_observed_concurrent_turns(), 1);
+}
+
+#[test]
+fn a_team_chain_deeper_than_one_thread_runs_turns_answers_end_to_end() {
+    // A `task` call runs its child's turn on its own thread up to
+    // AGENT_INLINE_TURNS deep; the levels below go to pooled threads.
+    let depth = crate::limits::AGENT_INLINE_TURNS + 3;
+    let mut defs = Map::new();
+    for l in 0..depth {
+        defs.insert(
+            format!("l{l}"),
+            json!({"does": format!("level {l}"), "model": format!("m-via:l{}", l + 1),
+                   "team": [format!("l{}", l + 1)], "budget": {"maxDepth": depth + 1}}),
+        );
+    }
+    defs.insert(
+        format!("l{depth}"),
+        json!({"does": "the end", "model": "m-ok"}),
+    );
+    let f = fx(Value::Object(defs));
+    let (_, r) = f.rt.run("l0", "start").expect("run");
+    assert_eq!(r.status, "done", "{}", r.text);
+    assert_eq!(
+        r.text,
+        format!("{}ok{}", "via(".repeat(depth), ")".repeat(depth))
+    );
+    assert_eq!(r.total_tokens, 40 * (2 * depth as u64 + 1));
+}
+
+#[test]
+fn interrupting_a_parent_does_not_wait_for_the_child_turn_its_task_runs() {
+    // The child's turn runs on the parent's `task` thread; the parent still
+    // goes idle at once, and the child, not interrupted, finishes later.
+    let f = fx(
+        json!({"p": {"does": "x", "model": "m-via:h", "team": ["h"]},
+                      "h": {"does": "holds", "model": "m-hold"}}),
+    );
+    let p = f.rt.spawn("root", "p", None).expect("spawn");
+    f.rt.wake(&p, Some("delegate")).expect("wake");
+    let child = format!("{p}/h.1");
+    let deadline = std::time::Instant::now() + BOUND;
+    while f.rt.inspect(&child).map(|v| v.state) != Some(State::Running) {
+        assert!(std::time::Instant::now() < deadline, "the child never ran");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    f.rt.interrupt(&p).expect("interrupt");
+    let r = f.rt.wait(&p, None);
+    assert_eq!((r.status.as_str(), r.is_error), ("interrupted", true));
+    assert_eq!(f.rt.inspect(&p).expect("view").state, State::Idle);
+    assert_eq!(f.rt.inspect(&child).expect("view").state, State::Running);
+    f.mock.release();
+    let c = f.rt.wait(&child, None);
+    assert_eq!((c.status.as_str(), c.text.as_str()), ("done", "held-done"));
 }
 
 #[test]

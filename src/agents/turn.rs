@@ -6,8 +6,8 @@
 use super::harness;
 use super::state::{Inner, Job, St, State, TaskResult};
 use crate::client::callbacks::{with_stop, RunStop};
-use crate::client::shape::{assistant_message, calls_of, Usage};
-use crate::client::{Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
+use crate::client::shape::{call_count, Usage};
+use crate::client::{Callbacks, Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
 use crate::error::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 use std::sync::{Arc, MutexGuard};
@@ -61,7 +61,7 @@ impl Provider for Gated {
         if let Ok(raw) = &outcome {
             let mut usage = Usage::default();
             usage.add(style, raw);
-            let calls = calls_of(style, &assistant_message(style, raw)).len() as u64;
+            let calls = call_count(style, raw) as u64;
             roll_up(&mut self.inner.lock(), self.index, usage.total, calls);
         }
         outcome
@@ -195,18 +195,20 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         config,
         u32::try_from(max_turns).unwrap_or(u32::MAX),
         provider,
-    );
+    )
+    .sharing_metrics(Arc::clone(&inner.metrics));
     // The definition's hook over the runtime's, slot by slot (contract
     // §4.7: replaced, never merged).
     let hook = |slot: Slot| def.hooks.get(slot).or_else(|| inner.hooks.get(slot));
+    let mut callbacks = Callbacks::default();
     for slot in HOOK_SLOTS {
         if let Some(f) = hook(slot) {
-            client.set_callback(slot, Some(Arc::clone(f)));
+            callbacks.set(slot, Some(Arc::clone(f)));
         }
     }
     if !def.guardrails.is_empty() {
         let before = hook(Slot::BeforeTool).map(Arc::clone);
-        client.set_callback(Slot::BeforeTool, harness::guard(&def.guardrails, before));
+        callbacks.set(Slot::BeforeTool, harness::guard(&def.guardrails, before));
     }
     let wait_for = match (&job.answer, interpreter) {
         (Some(a), _) => Some(one_shot(a.clone())),
@@ -219,7 +221,8 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         }
         (None, None) => None,
     };
-    client.set_callback(Slot::WaitFor, wait_for);
+    callbacks.set(Slot::WaitFor, wait_for);
+    client.set_callbacks(callbacks);
     let request = RunRequest {
         prompt: job.input.clone(),
         history,

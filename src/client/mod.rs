@@ -71,7 +71,9 @@ pub struct Client {
     pub(crate) provider: Arc<dyn Provider>,
     callbacks: RwLock<Arc<Callbacks>>,
     /// SPEC §8 Observability: what `metrics()` renders.
-    pub(crate) metrics: metrics::Registry,
+    /// Shared with other clients when one owner runs many (the agent
+    /// runtime's turns: [`Client::sharing_metrics`]).
+    pub(crate) metrics: Arc<metrics::Registry>,
     /// SPEC §8 Conversation memory: the default store of `ask`.
     pub(crate) store: memory::InMemoryStore,
     /// The durable store the client's `store` key names, which `ask` uses
@@ -272,11 +274,28 @@ impl Client {
             max_turns,
             provider,
             callbacks: RwLock::new(Arc::new(Callbacks::default())),
-            metrics: metrics::Registry::new(),
+            metrics: Arc::new(metrics::Registry::new()),
             store: memory::InMemoryStore::new(),
             durable: None,
             observer: RwLock::new(None),
         }
+    }
+
+    /// This client recording its metrics into `registry` (which other
+    /// clients may share) instead of a registry of its own.
+    pub fn sharing_metrics(mut self, registry: Arc<metrics::Registry>) -> Client {
+        self.metrics = registry;
+        self
+    }
+
+    /// Sets every slot at once to `callbacks` (what [`Client::set_callback`]
+    /// does slot by slot). Runs already under way keep the slots they
+    /// started with.
+    pub fn set_callbacks(&self, callbacks: Callbacks) {
+        *self
+            .callbacks
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(callbacks);
     }
 
     pub fn config(&self) -> &ClientConfig {

@@ -69,6 +69,18 @@ pub fn calls_of(style: Style, message: &Value) -> Vec<Call> {
     }
 }
 
+/// How many tool calls an answer carries: `calls_of` of its
+/// `assistant_message`, counted (on the openai style without copying the
+/// message or parsing any call's arguments).
+pub fn call_count(style: Style, raw: &Value) -> usize {
+    match style {
+        Style::OpenAi => openai::message(raw).map_or(0, |m| {
+            openai::call_views(m, openai::WithoutFunction::Kept).count()
+        }),
+        _ => calls_of(style, &assistant_message(style, raw)).len(),
+    }
+}
+
 /// The final text of an answer.
 pub fn final_text(style: Style, raw: &Value) -> String {
     match style {
