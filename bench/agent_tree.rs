@@ -3,7 +3,10 @@
 //! model that answers at once, so what is measured is the runtime and the
 //! loop around each call. Run N trees one after another (N from the
 //! command line, default 300) and print the wall time and the process CPU
-//! time (every thread, from /proc/self/stat) per tree and per model call.
+//! time (every thread, from /proc/self/stat) per tree and per model call;
+//! then the same 18 model calls through the plain loop (`Client::run`, no
+//! runtime), and the difference per model call: the runtime's overhead
+//! over the plain loop.
 //! The Python port's figure for the same tree comes from
 //! bench/agents_python.py.
 //!
@@ -20,7 +23,11 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 use toolnexus::agents::{Llm, Registry, Runtime, RuntimeOptions};
-use toolnexus::client::{Exchange, Provider};
+use toolnexus::cancel::CancelToken;
+use toolnexus::client::{Client, Exchange, Provider, RunData, RunRequest};
+use toolnexus::native::native_tool;
+use toolnexus::tool::{ExecContext, ToolResult};
+use toolnexus::toolkit::Toolkit;
 use toolnexus::translate::ClientConfig;
 
 struct Model;
@@ -43,11 +50,16 @@ fn message(model: &str, tools: usize) -> Value {
 
 impl Provider for Model {
     fn complete(&self, ex: Exchange<'_>) -> toolnexus::error::Result<Value> {
-        let body = ex.body.to_value();
-        let model = body["model"].as_str().unwrap_or("");
-        let tools = body["messages"]
-            .as_array()
-            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+        // The body as the loop built it (model and transcript, borrowed),
+        // not its wire JSON: the model reads what the Python port's
+        // in-process model reads (`request["model"]`, `request["messages"]`).
+        let model = ex.body.model;
+        let tools = ex
+            .body
+            .messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
         let msg = message(model, tools);
         let finish = if msg.get("tool_calls").is_some() {
             "tool_calls"
@@ -86,6 +98,66 @@ fn one_tree(config: &ClientConfig) {
     assert_eq!(r.status, "done", "{}", r.text);
     assert_eq!(r.total_tokens, 18 * 5);
     rt.close("root", true, None).expect("close");
+}
+
+/// The plain loop beside the runtime: the same 18 model calls, with the
+/// same model, as 13 `Client::run`s one after another on this thread (a
+/// leaf's run, a worker's whose `task` tool answers at once with what a leaf
+/// answers, the coordinator's whose `task` answers with what a worker
+/// answers). A host driving the loop itself builds its clients and toolkits
+/// once, so they are built here before the trees; what the runtime adds over
+/// this is its overhead per model call.
+struct Plain {
+    leaf: (Client, Toolkit),
+    worker: (Client, Toolkit),
+    coordinator: (Client, Toolkit),
+}
+
+impl Plain {
+    fn new(config: &ClientConfig) -> Plain {
+        let side = |model: &str, soul: &str, answer: Option<&'static str>| {
+            let mut c = config.clone();
+            c.model = model.to_string();
+            c.system_prompt = Some(soul.to_string());
+            let client = Client::with_provider(c, 10, Arc::new(Model));
+            let kit = Toolkit::build_from_json(r#"{"builtins":false}"#).expect("toolkit");
+            if let Some(answer) = answer {
+                kit.register(native_tool(
+                    "task",
+                    "answers at once",
+                    None,
+                    Arc::new(move |_: &Value, _: &ExecContext| ToolResult::ok(answer)),
+                ));
+            }
+            (client, kit)
+        };
+        Plain {
+            leaf: side("m-leaf", "You answer.", None),
+            worker: side("m-worker", "You work.", Some("leaf done")),
+            coordinator: side("m-coord", "You coordinate.", Some("m-worker done with 2")),
+        }
+    }
+
+    fn tree(&self) {
+        let cancel = CancelToken::new();
+        let run = |(client, kit): &(Client, Toolkit), prompt: &str| {
+            let request = RunRequest {
+                prompt: prompt.to_string(),
+                history: Vec::new(),
+            };
+            let r = client
+                .run(kit, &request, &cancel, RunData::default())
+                .expect("run");
+            assert_eq!(r["status"], "done", "{r}");
+        };
+        for _ in 0..8 {
+            run(&self.leaf, "piece 0");
+        }
+        for _ in 0..4 {
+            run(&self.worker, "part 0");
+        }
+        run(&self.coordinator, "go");
+    }
 }
 
 /// utime + stime of the whole process, in seconds.
@@ -159,6 +231,14 @@ fn main() {
         .expect("runtime");
         rt.close("root", true, None).expect("close");
     }
+    let plain = Plain::new(&config);
+    plain.tree();
+    let (p0, q0) = (Instant::now(), cpu_seconds());
+    for _ in 0..n {
+        plain.tree();
+    }
+    let plain_wall = p0.elapsed().as_secs_f64() / f64::from(n);
+    let plain_cpu = (cpu_seconds() - q0) / f64::from(n);
     println!(
         "rust runtime build + close alone: wall {:.3} ms, CPU {:.3} ms",
         b0.elapsed().as_secs_f64() * 1e3 / f64::from(n),
@@ -169,5 +249,15 @@ fn main() {
         wall * 1e3,
         cpu * 1e3,
         cpu * 1e6 / 18.0
+    );
+    println!(
+        "rust plain loop, same 18 calls: wall {:.3} ms, CPU {:.3} ms per tree ({:.1} us CPU per model call)",
+        plain_wall * 1e3,
+        plain_cpu * 1e3,
+        plain_cpu * 1e6 / 18.0
+    );
+    println!(
+        "rust runtime overhead over the plain loop: {:.1} us CPU per model call",
+        (cpu - plain_cpu) * 1e6 / 18.0
     );
 }
