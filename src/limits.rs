@@ -21,7 +21,8 @@ pub const EVENT_BYTES: usize = 64 << 20;
 pub const LINE_BYTES: usize = 64 << 20;
 
 /// The most bytes the file tools (`read`, `edit`, `apply_patch`) load from
-/// one file; a larger file is an error result.
+/// one file; a larger file is an error result. `toolnexus count-tokens`
+/// reads its request (a file or stdin) to this cap too.
 pub const FILE_BYTES: u64 = 64 << 20;
 
 /// One request body to the routes served beside `/mcp` (the A2A agent's

@@ -433,6 +433,7 @@ fn completions_and_man_pages_cover_every_subcommand() {
         "call",
         "serve",
         "run",
+        "count-tokens",
         "agents",
         "completions",
         "man",
@@ -476,7 +477,7 @@ fn completions_and_man_pages_cover_every_subcommand() {
     assert!(page.contains(".TH toolnexus 1"), "{page}");
     for sub in subcommands {
         assert!(
-            page.contains(&format!("toolnexus\\-{sub}")),
+            page.contains(&format!("toolnexus\\-{}", sub.replace('-', "\\-"))),
             "the man page lacks {sub}: {page}"
         );
     }
@@ -652,4 +653,299 @@ fn agents_run_names_a_bad_config_or_agent_and_fails_a_failed_run() {
     let o = with(&bad.to_string_lossy(), "x");
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("client"), "{}", stderr(&o));
+}
+
+/// `toolnexus count-tokens ARGS` with `input` on stdin and no provider key
+/// in the environment but `env`'s.
+fn count_tokens(args: &[&str], input: &str, env: &[(&str, &str)]) -> Output {
+    use std::io::Write;
+    let mut cmd = Command::new(BIN);
+    cmd.arg("count-tokens").args(args);
+    for v in ["OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run toolnexus: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn count_tokens_asks_the_styles_counting_endpoint_and_prints_the_count() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let request = json!({"system": "Be brief.", "maxTokens": 100,
+        "messages": [{"role": "user", "content": "What is 2+3?"}]});
+    let file = dir.path().join("request.json");
+    std::fs::write(&file, request.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let file = file.to_string_lossy().into_owned();
+
+    // A request file, the provider from the flags.
+    let mock = translate_mock::MockProvider::start(vec![translate_mock::Canned::json(
+        200,
+        &json!({"input_tokens": 42}),
+    )]);
+    let base = mock.base();
+    let o = count_tokens(
+        &[
+            "--no-builtins",
+            "--base-url",
+            &base,
+            "--style",
+            "anthropic",
+            "--model",
+            "claude-test",
+            "--api-key",
+            "sk-flag",
+            "--request",
+            &file,
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "{\"inputTokens\":42,\"style\":\"anthropic\",\"model\":\"claude-test\"}\n"
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].method, "POST");
+    assert_eq!(reqs[0].path, "/v1/messages/count_tokens");
+    assert_eq!(reqs[0].header("x-api-key"), Some("sk-flag"));
+    let body = reqs[0].json_body();
+    assert_eq!(body["model"], json!("claude-test"));
+    assert!(body["system"].to_string().contains("Be brief."), "{body}");
+    assert!(
+        body["messages"].to_string().contains("What is 2+3?"),
+        "{body}"
+    );
+    assert!(
+        body.get("max_tokens").is_none(),
+        "no generation keys: {body}"
+    );
+    assert!(body.get("tools").is_none(), "no toolkit, no tools: {body}");
+
+    // The request on stdin, the client as JSON, the key from the
+    // environment, and the toolkit's tools declared before the request's.
+    let mock = translate_mock::MockProvider::start(vec![translate_mock::Canned::json(
+        200,
+        &json!({"input_tokens": 7}),
+    )]);
+    let client = json!({"baseUrl": format!("{}/v1", mock.base()), "model": "m1",
+                        "headers": {"x-team": "blue"}})
+    .to_string();
+    let with_tool = json!({"messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "lookup",
+            "parameters": {"type": "object", "properties": {}}}}]});
+    let o = count_tokens(
+        &["--client", &client, "--no-builtins", "--skills", SKILLS],
+        &with_tool.to_string(),
+        &[("OPENAI_API_KEY", "sk-env")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let answer: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        answer,
+        json!({"inputTokens": 7, "style": "openai", "model": "m1"})
+    );
+    assert!(
+        stderr(&o).contains("source builtin: disabled"),
+        "the toolkit's status on stderr: {}",
+        stderr(&o)
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].path, "/v1/responses/input_tokens");
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-env"));
+    assert_eq!(reqs[0].header("x-team"), Some("blue"));
+    let names: Vec<Value> = reqs[0].json_body()["tools"]
+        .as_array()
+        .map(|t| t.iter().map(|t| t["name"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(names, vec![json!("skill"), json!("lookup")]);
+
+    // One prompt, Gemini, --json: stdout holds the answer and nothing else.
+    let mock = translate_mock::MockProvider::start(vec![translate_mock::Canned::json(
+        200,
+        &json!({"totalTokens": 5}),
+    )]);
+    let base = mock.base();
+    let o = count_tokens(
+        &[
+            "--no-builtins",
+            "--base-url",
+            &base,
+            "--style",
+            "gemini",
+            "--model",
+            "gem",
+            "--api-key",
+            "g-key",
+            "--prompt",
+            "hello there",
+            "--json",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "{\"inputTokens\":5,\"style\":\"gemini\",\"model\":\"gem\"}\n"
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs[0].path, "/v1beta/models/gem:countTokens");
+    let body = reqs[0].json_body();
+    assert_eq!(
+        body["generateContentRequest"]["contents"],
+        json!([{"role": "user", "parts": [{"text": "hello there"}]}]),
+        "{body}"
+    );
+}
+
+#[test]
+fn count_tokens_names_bad_input_and_prints_nothing_but_the_answer() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mock = translate_mock::MockProvider::start(vec![translate_mock::Canned::json(
+        400,
+        &json!({"error": {"message": "model not found"}}),
+    )]);
+    let base = mock.base();
+    let provider = [
+        "--no-builtins",
+        "--base-url",
+        base.as_str(),
+        "--style",
+        "anthropic",
+        "--model",
+        "m",
+        "--api-key",
+        "k",
+    ];
+    let with = |extra: &[&str], input: &str| {
+        let mut args = provider.to_vec();
+        args.extend_from_slice(extra);
+        count_tokens(&args, input, &[])
+    };
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| panic!("{e}"));
+        p.to_string_lossy().into_owned()
+    };
+    let bad = |o: &Output, code: i32, names: &str| {
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
+        assert_eq!(stdout(o), "", "nothing on stdout");
+        assert!(stderr(o).contains(names), "{names}: {}", stderr(o));
+    };
+
+    let missing = dir.path().join("absent.json");
+    let missing = missing.to_string_lossy();
+    bad(
+        &with(&["--request", &missing], ""),
+        3,
+        &format!("--request {missing}: cannot read it"),
+    );
+    let broken = file("broken.json", "{\"messages\": [");
+    bad(
+        &with(&["--request", &broken], ""),
+        3,
+        &format!("--request {broken}: not valid JSON"),
+    );
+    let list = file("list.json", "[]");
+    bad(
+        &with(&["--request", &list], ""),
+        3,
+        "expected a JSON object",
+    );
+    let folder = dir.path().to_string_lossy().into_owned();
+    bad(
+        &with(&["--request", &folder], ""),
+        3,
+        "not a regular file (a directory)",
+    );
+    bad(
+        &with(&[], "{not json"),
+        3,
+        "the request on stdin: not valid JSON",
+    );
+    bad(
+        &with(&["--request", "-"], " \n"),
+        3,
+        "the request on stdin: empty",
+    );
+    let no_messages = file("empty.json", "{\"system\": \"x\"}");
+    bad(
+        &with(&["--request", &no_messages], ""),
+        3,
+        "request.messages is required",
+    );
+    bad(
+        &count_tokens(
+            &[
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+                "--prompt",
+                "hi",
+                "--style",
+                "klingon",
+            ],
+            "",
+            &[],
+        ),
+        2,
+        "klingon",
+    );
+    let client = json!({"baseUrl": base, "style": "klingon", "model": "m"}).to_string();
+    bad(
+        &count_tokens(&["--client", &client, "--prompt", "hi"], "", &[]),
+        3,
+        "client.style",
+    );
+    bad(
+        &count_tokens(&["--client", "{nope", "--prompt", "hi"], "", &[]),
+        3,
+        "--client: not valid JSON",
+    );
+    bad(
+        &count_tokens(&["--model", "m", "--prompt", "hi"], "", &[]),
+        3,
+        "client.baseUrl is required",
+    );
+    bad(
+        &with(&["--prompt", "hi", "--request", &list], ""),
+        2,
+        "--prompt",
+    );
+    assert!(
+        mock.requests().is_empty(),
+        "no bad input reached the provider"
+    );
+
+    // --json: the failure as JSON on stdout, with the same exit code.
+    let o = with(&["--request", &missing, "--json"], "");
+    assert_eq!(o.status.code(), Some(3));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v["error"]["code"], json!("bad_input"), "{v}");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("--request"));
+
+    // The provider's error status: a failure while running.
+    let o = with(&["--prompt", "hi"], "");
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("400"), "{}", stderr(&o));
+    assert_eq!(mock.requests().len(), 1);
 }

@@ -2,10 +2,14 @@ package toolnexus
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -74,4 +78,81 @@ func TestACPClientBadConfigIsInvalidConfig(t *testing.T) {
 	// Not JSON at all.
 	_, err := NewACPClient("{")
 	wantCode(t, err, "invalid_json", StatusInvalidJSON)
+}
+
+func TestACPClientTakesTheHooksAndCallbacksOfNewClient(t *testing.T) {
+	agent, err := filepath.Abs("../../tests/acp_agents/sdk_echo_agent.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	note := func(s string) {
+		mu.Lock()
+		seen = append(seen, s)
+		mu.Unlock()
+	}
+	c, err := NewACPClient(map[string]any{"command": acpPython(t), "args": []string{agent}, "permissionTimeoutMs": 10000},
+		ClientOptions{
+			Hooks: Hooks{
+				// The transcript the agent is prompted with is the hook's.
+				BeforeLLM: func(ctx context.Context, ev LLMEvent) (*LLMOverride, error) {
+					note(fmt.Sprintf("beforeLLM %s turn %d %s", ev.Model, ev.Turn, ev.Messages))
+					return &LLMOverride{Messages: json.RawMessage(`[{"role":"user","content":"rewritten"}]`)}, nil
+				},
+				AfterLLM: func(ctx context.Context, ev LLMResponseEvent) error {
+					note("afterLLM " + string(ev.Response))
+					return nil
+				},
+			},
+			OnMetric: func(m MetricEvent) { note("metric " + m.Event + " " + m.Model) },
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Run(context.Background(), nil, "hi there")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "ECHO[SUPERSEDES-ALL-PRIOR: rewritten]"; res.Text != want {
+		t.Fatalf("got %q, want %q", res.Text, want)
+	}
+	mu.Lock()
+	got := strings.Join(seen, "\n")
+	mu.Unlock()
+	for _, want := range []string{"beforeLLM acp turn 0 ", `"hi there"`, "afterLLM ", "ECHO[SUPERSEDES-ALL-PRIOR: rewritten]",
+		"metric llm acp", "metric run acp"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("%q missing from what the callbacks saw:\n%s", want, got)
+		}
+	}
+
+	// A hook's error ends the run with it, as on any client.
+	failing, err := NewACPClient(map[string]any{"command": acpPython(t), "args": []string{agent}, "permissionTimeoutMs": 10000},
+		ClientOptions{Hooks: Hooks{BeforeLLM: func(context.Context, LLMEvent) (*LLMOverride, error) { return nil, errDenied }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer failing.Close()
+	_, err = failing.Run(context.Background(), nil, "hi")
+	if !errors.Is(err, errDenied) || !errors.Is(err, &Error{Code: "callback_error"}) || !strings.Contains(err.Error(), "beforeLLM") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestACPClientRefusesOptionsThatDoNotApply(t *testing.T) {
+	cfg := map[string]any{"command": "/nonexistent/agent"}
+	for name, opts := range map[string][]ClientOptions{
+		"at most one": {{}, {}},
+		"Config":      {{Config: cfg}},
+		"HTTPClient": {{HTTPClient: func(context.Context, HTTPRequest) (HTTPResponse, error) {
+			return HTTPResponse{}, nil
+		}}},
+	} {
+		c, err := NewACPClient(cfg, opts...)
+		if c != nil || err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("%s: got %v, %v", name, c, err)
+		}
+	}
 }

@@ -126,6 +126,10 @@ type ClientOptions struct {
 	OnError func(ctx context.Context, info ErrorInfo) (string, error)
 	// OnMetric gets each SPEC §8 metric event (llm, tool, run); it observes.
 	OnMetric func(ev MetricEvent)
+	// HTTPClient makes the runs' LLM calls in the library's stead (the
+	// httpClient slot, SPEC §8 Gap 2; docs/client-loop.md, "Request
+	// transforms"). Nil: the library's own HTTP client.
+	HTTPClient HTTPClientFunc
 	// Store keeps Ask's conversations; nil: in memory, for the client's life.
 	Store ConversationStore
 }
@@ -294,6 +298,9 @@ func (o *ClientOptions) slots() []slotFunc {
 			return v, nil
 		}})
 	}
+	if f := o.HTTPClient; f != nil {
+		s = append(s, httpClientSlot(f))
+	}
 	return append(s, o.extSlots()...)
 }
 
@@ -347,8 +354,14 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	if status != C.TN_OK {
 		return nil, statusError(status, body)
 	}
-	c := wrapClient(ptr)
-	for _, s := range opts.slots() {
+	return withSlots(wrapClient(ptr), opts.slots())
+}
+
+// withSlots registers each slot on the new client c; on a failure c is
+// closed and the error returned.
+func withSlots(c *Client, slots []slotFunc) (*Client, error) {
+	ptr := c.state.ptr
+	for _, s := range slots {
 		s := s
 		h := cgo.NewHandle(&s)
 		liveSlots.Lock()
@@ -379,7 +392,27 @@ func NewClient(opts ClientOptions) (*Client, error) {
 // "provider_error" ("timeout" when a handshake call takes too long). Each
 // turn of Run is one prompt on that session; Stream is refused. Close ends
 // the agent.
-func NewACPClient(cfg any) (*Client, error) {
+//
+// options, at most one, registers callbacks as NewClient does: the Hooks
+// (BeforeLLM sees the transcript the agent is prompted with, and may
+// replace it; AfterLLM the agent's answer), WaitFor, OnError (it hears of
+// a failed turn, which is never sent twice), OnMetric and Store. Its Config
+// must be nil (cfg is the config) and its HTTPClient too (an agent is no
+// HTTP endpoint).
+func NewACPClient(cfg any, options ...ClientOptions) (*Client, error) {
+	var opts ClientOptions
+	switch {
+	case len(options) > 1:
+		return nil, fmt.Errorf("toolnexus: NewACPClient takes at most one ClientOptions, got %d", len(options))
+	case len(options) == 1:
+		opts = options[0]
+		if opts.Config != nil {
+			return nil, errors.New("toolnexus: NewACPClient: ClientOptions.Config must be nil (the ACP config is cfg)")
+		}
+		if opts.HTTPClient != nil {
+			return nil, errors.New("toolnexus: NewACPClient: ClientOptions.HTTPClient does not apply (an ACP agent is a child process, not an HTTP endpoint)")
+		}
+	}
 	text, err := jsonText(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("toolnexus: acp config: %w", err)
@@ -396,7 +429,7 @@ func NewACPClient(cfg any) (*Client, error) {
 	if status != C.TN_OK {
 		return nil, statusError(status, body)
 	}
-	return wrapClient(ptr), nil
+	return withSlots(wrapClient(ptr), opts.slots())
 }
 
 // wrapClient gives a native client its Go owner, freed by Close or, as a

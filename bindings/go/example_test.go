@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	toolnexus "github.com/toolnexus/toolnexus-rs/bindings/go"
 )
@@ -542,6 +543,41 @@ func ExampleNewACPClient() {
 	}
 	fmt.Println(res.Text, res.Status)
 	// Output: ECHO[SUPERSEDES-ALL-PRIOR: hi there] done
+}
+
+func ExampleNewACPClient_hooks() {
+	python := "python3"
+	if _, err := os.Stat("../../.venv/bin/python3"); err == nil {
+		python = "../../.venv/bin/python3"
+	}
+	// NewClient's hooks and callbacks, on an ACP agent: here BeforeLLM
+	// rewrites what the agent is prompted with, and OnMetric counts turns.
+	var turns atomic.Int32
+	c, err := toolnexus.NewACPClient(map[string]any{
+		"command": python,
+		"args":    []string{"../../tests/acp_agents/sdk_echo_agent.py"},
+	}, toolnexus.ClientOptions{
+		Hooks: toolnexus.Hooks{
+			BeforeLLM: func(ctx context.Context, ev toolnexus.LLMEvent) (*toolnexus.LLMOverride, error) {
+				return &toolnexus.LLMOverride{Messages: json.RawMessage(`[{"role":"user","content":"Be brief. Hi!"}]`)}, nil
+			},
+		},
+		OnMetric: func(m toolnexus.MetricEvent) {
+			if m.Event == "llm" {
+				turns.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	res, err := c.Run(context.Background(), nil, "hi there")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Text, turns.Load())
+	// Output: ECHO[SUPERSEDES-ALL-PRIOR: Be brief. Hi!] 1
 }
 
 func ExampleNewClient() {

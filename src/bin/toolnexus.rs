@@ -1,12 +1,14 @@
 //! `toolnexus`: the library from a terminal. Lists the resolved tools,
 //! calls one, serves the whole toolkit as one MCP server over stdio or
-//! streamable HTTP, runs the client loop as a REPL (SPEC §9), and runs an
-//! agent and its sub-agents on one prompt (SPEC §7D).
+//! streamable HTTP, runs the client loop as a REPL (SPEC §9), counts a
+//! request's input tokens at the provider, and runs an agent and its
+//! sub-agents on one prompt (SPEC §7D).
 //!
 //! Exit codes: 0 done; 1 the called tool answered `isError: true`; 2 a bad
 //! command line (clap's own code); 3 bad input (a config file, a skills
 //! folder, arguments JSON, an unknown tool, an address that cannot be
-//! bound); 4 the server or the run failed while running.
+//! bound, a client config or a request to count); 4 the server, the run or
+//! the provider call failed while running.
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Map, Value};
@@ -151,6 +153,47 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Ask the provider how many input tokens a request is, at its style's
+    /// counting endpoint (nothing is generated), and print
+    /// `{"inputTokens", "style", "model"}` on stdout.
+    CountTokens {
+        #[command(flatten)]
+        toolkit: ToolkitArgs,
+        /// The client config as JSON (baseUrl, style, model, apiKey,
+        /// headers, retries, requestParams, or upstreams for failover); the
+        /// flags below override its keys.
+        #[arg(long, value_name = "JSON")]
+        client: Option<String>,
+        /// The provider's base URL, e.g. https://api.anthropic.com.
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// The provider's wire style (default openai, or the --client's).
+        #[arg(long, value_enum)]
+        style: Option<Style>,
+        /// The model id, e.g. claude-sonnet-4-5.
+        #[arg(long)]
+        model: Option<String>,
+        /// The API key (else OPENROUTER_API_KEY, OPENAI_API_KEY or
+        /// ANTHROPIC_API_KEY from the environment; not for a --client with
+        /// upstreams, whose entries carry their own).
+        #[arg(long, value_name = "KEY")]
+        api_key: Option<String>,
+        /// The request: a file holding translate's OpenAI-shaped request
+        /// ({messages, system?, tools?, toolChoice?, ...}), or `-` for stdin
+        /// (the default when stdin is not a terminal).
+        #[arg(long, value_name = "FILE")]
+        request: Option<PathBuf>,
+        /// Count this one user message instead of a request.
+        #[arg(long, value_name = "TEXT", conflicts_with = "request")]
+        prompt: Option<String>,
+        /// The most the call may take, retries included (default 600000, or
+        /// the --client's timeoutMs).
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+        /// Failures as JSON on stdout too (the answer always is JSON).
+        #[arg(long)]
+        json: bool,
+    },
     /// Sub-agents (SPEC §7D): agents defined as data, run as a tree.
     Agents {
         #[command(subcommand)]
@@ -226,6 +269,18 @@ enum Style {
     Responses,
 }
 
+impl Style {
+    /// The client config's `style` value.
+    fn name(self) -> &'static str {
+        match self {
+            Style::Openai => "openai",
+            Style::Anthropic => "anthropic",
+            Style::Gemini => "gemini",
+            Style::Responses => "responses",
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 struct ToolkitArgs {
     /// An MCP config file (mcp.json: `mcpServers` / `servers` / `mcp`, plus
@@ -286,6 +341,7 @@ fn main() -> ExitCode {
         | Command::Call { json, .. }
         | Command::Serve { json, .. }
         | Command::Run { json, .. }
+        | Command::CountTokens { json, .. }
         | Command::Completions { json, .. }
         | Command::Man { json, .. }
         | Command::Agents {
@@ -354,6 +410,29 @@ fn main() -> ExitCode {
             };
             let show = Show { quiet, json };
             run(&toolkit, &client, once.as_deref(), show)
+        }
+        Command::CountTokens {
+            toolkit,
+            client,
+            base_url,
+            style,
+            model,
+            api_key,
+            request,
+            prompt,
+            timeout_ms,
+            json,
+        } => {
+            let provider = CountClient {
+                client,
+                base_url,
+                style,
+                model,
+                api_key,
+                timeout_ms,
+            };
+            let asked = CountRequest { request, prompt };
+            count_tokens(&toolkit, provider, &asked, json)
         }
         Command::Agents {
             command:
@@ -479,10 +558,22 @@ const MAX_CONFIG_BYTES: u64 = 16 << 20;
 /// is read: it is opened without blocking (a FIFO with no writer would hold
 /// the command forever) and checked before a byte is read, and at most
 /// [`MAX_CONFIG_BYTES`] are taken from it.
-fn read_config(path: &PathBuf) -> Result<Map<String, Value>, Failure> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
+fn read_config(path: &std::path::Path) -> Result<Map<String, Value>, Failure> {
     let named = |what: String| bad_input(format!("--config {}: {what}", path.display()));
+    let bytes = read_regular_file(path, MAX_CONFIG_BYTES, "a config", &named)?;
+    json_object(bytes, &named)
+}
+
+/// A regular file's bytes, at most `cap` of them (`what` names the file in
+/// the too-large error): opened without blocking and checked to be a
+/// regular file before a byte is read.
+fn read_regular_file(
+    path: &std::path::Path,
+    cap: u64,
+    what: &str,
+    named: &dyn Fn(String) -> Failure,
+) -> Result<Vec<u8>, Failure> {
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
@@ -497,16 +588,35 @@ fn read_config(path: &PathBuf) -> Result<Map<String, Value>, Failure> {
             file_kind(&meta.file_type())
         )));
     }
+    read_capped(file, cap, what, named)
+}
+
+/// At most `cap` bytes from `from`; more is an error naming the cap.
+fn read_capped(
+    from: impl std::io::Read,
+    cap: u64,
+    what: &str,
+    named: &dyn Fn(String) -> Failure,
+) -> Result<Vec<u8>, Failure> {
+    use std::io::Read;
     let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
+    from.take(cap + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| named(format!("cannot read it: {e}")))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+    if bytes.len() as u64 > cap {
         return Err(named(format!(
-            "larger than {} MiB, the most a config may hold",
-            MAX_CONFIG_BYTES >> 20
+            "larger than {} MiB, the most {what} may hold",
+            cap >> 20
         )));
     }
+    Ok(bytes)
+}
+
+/// `bytes` as one JSON object, or an error saying what they are instead.
+fn json_object(
+    bytes: Vec<u8>,
+    named: &dyn Fn(String) -> Failure,
+) -> Result<Map<String, Value>, Failure> {
     let text = String::from_utf8(bytes).map_err(|e| named(format!("not UTF-8 text: {e}")))?;
     match serde_json::from_str::<Value>(&text) {
         Ok(Value::Object(m)) => Ok(m),
@@ -979,13 +1089,7 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>, show: Show) -> Res
     use toolnexus::client::{AskRequest, Client, HostFn, RunData, Slot};
     let mut cfg = Map::new();
     cfg.insert("baseUrl".into(), json!(c.base_url));
-    let style = match c.style {
-        Style::Openai => "openai",
-        Style::Anthropic => "anthropic",
-        Style::Gemini => "gemini",
-        Style::Responses => "responses",
-    };
-    cfg.insert("style".into(), json!(style));
+    cfg.insert("style".into(), json!(c.style.name()));
     cfg.insert("model".into(), json!(c.model));
     if let Some(s) = &c.system {
         cfg.insert("systemPrompt".into(), json!(s));
@@ -1087,6 +1191,151 @@ fn run(args: &ToolkitArgs, c: &RunClient, once: Option<&str>, show: Show) -> Res
     outcome
 }
 
+/// The provider `count-tokens` asks: `--client`'s JSON with the flags on
+/// top.
+struct CountClient {
+    client: Option<String>,
+    base_url: Option<String>,
+    style: Option<Style>,
+    model: Option<String>,
+    api_key: Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+impl CountClient {
+    /// The client config JSON, checked as translate checks it.
+    fn config(self) -> Result<Value, Failure> {
+        let mut cfg = match self.client.as_deref().map(serde_json::from_str::<Value>) {
+            None => Map::new(),
+            Some(Ok(Value::Object(m))) => m,
+            Some(Ok(_)) => return Err(bad_input("--client: expected a JSON object")),
+            Some(Err(e)) => return Err(bad_input(format!("--client: not valid JSON: {e}"))),
+        };
+        if let Some(u) = self.base_url {
+            cfg.insert("baseUrl".into(), json!(u));
+        }
+        if let Some(s) = self.style {
+            cfg.insert("style".into(), json!(s.name()));
+        }
+        if let Some(m) = self.model {
+            cfg.insert("model".into(), json!(m));
+        }
+        if let Some(k) = self.api_key {
+            cfg.insert("apiKey".into(), json!(k));
+        } else if !cfg.contains_key("apiKey") && !cfg.contains_key("upstreams") {
+            // With upstreams each entry has its own key: none is added.
+            if let Some(k) = api_key(None) {
+                cfg.insert("apiKey".into(), json!(k));
+            }
+        }
+        match self.timeout_ms {
+            Some(ms) => {
+                cfg.insert("timeoutMs".into(), json!(ms));
+            }
+            None => {
+                cfg.entry("timeoutMs")
+                    .or_insert_with(|| json!(DEFAULT_RUN_TIMEOUT_MS));
+            }
+        }
+        let cfg = Value::Object(cfg);
+        toolnexus::provider::ClientConfig::from_json(&cfg).map_err(|e| bad_input(e.message))?;
+        Ok(cfg)
+    }
+}
+
+/// What `count-tokens` counts: a request file (or stdin), or one prompt.
+struct CountRequest {
+    request: Option<PathBuf>,
+    prompt: Option<String>,
+}
+
+impl CountRequest {
+    /// Where the request comes from, as errors name it.
+    fn source(&self) -> String {
+        match (&self.prompt, &self.request) {
+            (Some(_), _) => "--prompt".into(),
+            (None, Some(path)) if path.as_os_str() != "-" => {
+                format!("--request {}", path.display())
+            }
+            (None, _) => "the request on stdin".into(),
+        }
+    }
+
+    /// The request's JSON text, read whole (at most
+    /// [`toolnexus::limits::FILE_BYTES`]) and checked to be a JSON object.
+    fn text(&self) -> Result<String, Failure> {
+        use std::io::IsTerminal;
+        let cap = toolnexus::limits::FILE_BYTES;
+        if let Some(p) = &self.prompt {
+            let message = json!({"role": "user", "content": p});
+            return Ok(json!({ "messages": [message] }).to_string());
+        }
+        let source = self.source();
+        let named = |what: String| bad_input(format!("{source}: {what}"));
+        let bytes = match &self.request {
+            Some(path) if path.as_os_str() != "-" => {
+                read_regular_file(path, cap, "a request", &named)?
+            }
+            given => {
+                if given.is_none() && std::io::stdin().is_terminal() {
+                    return Err(bad_input(
+                        "no request: give --request FILE, --prompt TEXT, or pipe the request's JSON on stdin",
+                    ));
+                }
+                read_capped(std::io::stdin().lock(), cap, "a request", &named)?
+            }
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(named(
+                "empty (the request's JSON, or --prompt TEXT, is what is counted)".into(),
+            ));
+        }
+        json_object(bytes, &named).map(|m| Value::Object(m).to_string())
+    }
+}
+
+/// `toolnexus count-tokens`: the client checked, the request read, the
+/// toolkit built (its tools are declared before the request's own, as
+/// `tn_count_tokens` declares a toolkit's), one counting call, its answer
+/// on stdout. A bad client, request or toolkit is bad input (3); a
+/// provider's error, a timeout or a call that fails is 4.
+fn count_tokens(
+    args: &ToolkitArgs,
+    provider: CountClient,
+    asked: &CountRequest,
+    json: bool,
+) -> Result<u8, Failure> {
+    use toolnexus::error::ErrorCode;
+    let client = provider.config()?;
+    let request = asked.text()?;
+    let (tk, _) = build(args)?;
+    if !json {
+        report_status(&tk);
+    }
+    let declared = tk.openai_declarations();
+    let counted = toolnexus::translate::count_tokens_json(&client, &request, &declared, None);
+    tk.close();
+    match counted {
+        Ok(answer) => {
+            print_out(&(answer + "\n"));
+            Ok(0)
+        }
+        // The client was checked above: what is left is the request's.
+        Err(e) => Err(match e.code {
+            ErrorCode::InvalidJson
+            | ErrorCode::InvalidConfig
+            | ErrorCode::InvalidArgument
+            | ErrorCode::InvalidUtf8
+            | ErrorCode::NullArgument
+            | ErrorCode::UnknownFormat => bad_input(format!("{}: {}", asked.source(), e.message)),
+            _ => Failure {
+                code: EXIT_FAILED,
+                message: e.message,
+            },
+        }),
+    }
+}
+
 /// How `agents run` prints its outcome.
 struct AgentsOutput {
     json: bool,
@@ -1098,7 +1347,7 @@ struct AgentsOutput {
 /// incomplete, pending, ...), 3 for a bad config or agent.
 fn agents_run(
     args: &ToolkitArgs,
-    config: &PathBuf,
+    config: &std::path::Path,
     agent: &str,
     prompt: &str,
     out: AgentsOutput,

@@ -41,6 +41,8 @@ __all__ = [
     "Answer",
     "Client",
     "ConversationStore",
+    "HTTPRequest",
+    "HTTPResponse",
     "Hooks",
     "InMemoryStore",
     "Request",
@@ -415,6 +417,109 @@ def _adapt_generate(fn: Callable[[dict[str, Any]], Any]) -> Callable[[Any], Any]
     return generate
 
 
+# The most of an answer HTTPRequest.send reads: the library's own cap on a
+# provider's answer (src/limits.rs RESPONSE_BODY_BYTES).
+_MAX_HTTP_RESPONSE_BYTES = 64 << 20
+
+
+@dataclass
+class HTTPResponse:
+    """What the provider answered an :class:`HTTPRequest`, read as the
+    library reads a socket's answer: a 429 or 5xx ``status`` is retried
+    within the client's ``retries`` (a ``Retry-After`` header honoured),
+    any other error status is the run's :class:`ProviderError`, and a 2xx
+    ``body`` is the provider's answer in the client's style (for a streamed
+    request its whole server-sent-events text). ``body`` is text, bytes
+    (read as UTF-8) or a JSON value (sent on as its text); ``status`` must
+    be 100 to 599."""
+
+    status: int
+    body: Any = ""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        body = self.body
+        if isinstance(body, (bytes, bytearray)):
+            body = bytes(body).decode("utf-8", errors="replace")
+        out: dict[str, Any] = {"status": self.status, "body": body}
+        if self.headers:
+            out["headers"] = dict(self.headers)
+        return out
+
+
+@dataclass
+class HTTPRequest:
+    """One LLM call a run would make (the ``httpClient`` slot's event, SPEC
+    §8 Gap 2): a POST of ``body``, the request's JSON text, to ``url`` with
+    ``headers`` (lower-case names; the client's credentials among them).
+    ``stream`` is true for a streamed run, whose answer is the provider's
+    whole server-sent-events text. ``raw`` is the event as the library sent
+    it. :meth:`send` makes it with ``urllib``; change a copy first
+    (``dataclasses.replace``) to send it elsewhere."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: str
+    stream: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> "HTTPRequest":
+        return cls(
+            method=v.get("method") or "POST",
+            url=v.get("url") or "",
+            headers={str(k): str(x) for k, x in (v.get("headers") or {}).items()},
+            body=v.get("body") or "",
+            stream=bool(v.get("stream")),
+            raw=v,
+        )
+
+    def json(self) -> Any:
+        """The body, parsed."""
+        return json.loads(self.body)
+
+    def send(self, timeout: Optional[float] = None, opener: Any = None) -> HTTPResponse:
+        """Makes the request with ``urllib.request`` (``opener``: an
+        ``OpenerDirector`` to use instead of ``urlopen``'s, e.g. one without
+        the environment's proxies) and gives the answer: every status is an
+        answer (the library decides what an error status means); a header
+        sent several times is joined with ``", "``. An answer past 64 MiB,
+        the library's cap, raises ``ValueError``."""
+        import urllib.error
+        import urllib.request
+
+        req = urllib.request.Request(
+            self.url, data=self.body.encode("utf-8"), headers=dict(self.headers), method=self.method or "POST"
+        )
+        open_ = opener.open if opener is not None else urllib.request.urlopen
+        try:
+            resp = open_(req, timeout=timeout) if timeout is not None else open_(req)
+        except urllib.error.HTTPError as e:
+            resp = e
+        with resp:
+            body = resp.read(_MAX_HTTP_RESPONSE_BYTES + 1)
+            if len(body) > _MAX_HTTP_RESPONSE_BYTES:
+                raise ValueError(f"{self.url} answered more than {_MAX_HTTP_RESPONSE_BYTES >> 20} MiB")
+            headers = {k: ", ".join(resp.headers.get_all(k) or []) for k in dict.fromkeys(resp.headers.keys())}
+            return HTTPResponse(status=resp.status if hasattr(resp, "status") else resp.code, body=body,
+                                headers=headers)
+
+
+def _adapt_http_client(fn: Callable[[HTTPRequest], Any]) -> Callable[[Any], Any]:
+    def transport(ev: Any) -> Any:
+        r = fn(HTTPRequest.from_json(ev if isinstance(ev, dict) else {}))
+        if isinstance(r, HTTPResponse):
+            return r.to_json()
+        if isinstance(r, dict):
+            return r
+        raise TypeError(
+            f"http_client must return an HTTPResponse or a {{status, headers?, body}} dict, got {type(r).__name__}"
+        )
+
+    return transport
+
+
 class ConversationStore(Protocol):
     """Where :meth:`Client.ask` keeps conversations: ``get`` gives the
     messages saved under ``id`` (``None`` for an id never saved)."""
@@ -615,6 +720,13 @@ class Client:
       [{"id"?, "name", "arguments"}]}``, with an optional ``"usage"``.
       ``config`` then holds only ``model``, ``systemPrompt``, ``maxTurns``,
       ``retries``, ``timeoutMs``, ``requestParams``.
+    - ``http_client(HTTPRequest) -> HTTPResponse`` makes the runs' LLM
+      calls in the library's stead (the ``httpClient`` slot, SPEC §8 Gap 2;
+      docs/client-loop.md, "Request transforms"): it may send the request
+      anywhere (:meth:`HTTPRequest.send` is ``urllib``) or answer it
+      itself; it is called once per attempt, and an exception ends the run
+      with :class:`CallbackError`. MCP servers and HTTP tools keep their own
+      transport.
     - :meth:`Client.acp` builds a client whose model is an ACP agent (a
       child process over stdio) instead.
 
@@ -634,8 +746,9 @@ class Client:
         on_metric: Optional[Callable[[dict[str, Any]], Any]] = None,
         store: Optional[ConversationStore] = None,
         generate: Optional[Callable[[dict[str, Any]], Any]] = None,
+        http_client: Optional[Callable[[HTTPRequest], Any]] = None,
     ) -> None:
-        self._open(config, wait_for, hooks, on_error, on_metric, store, generate, acp=False)
+        self._open(config, wait_for, hooks, on_error, on_metric, store, generate, acp=False, http_client=http_client)
 
     @classmethod
     def acp(
@@ -659,7 +772,8 @@ class Client:
         handshake :class:`ProviderError` (:class:`TimeoutError` when a
         handshake call takes too long). Each turn of a run is one prompt on
         that session; :meth:`stream` is refused. :meth:`close` ends the
-        agent. The keyword arguments are :class:`Client`'s."""
+        agent. The keyword arguments are :class:`Client`'s (but
+        ``generate`` and ``http_client``: an agent is neither)."""
         client = cls.__new__(cls)
         client._open(config, wait_for, hooks, on_error, on_metric, store, None, acp=True)
         return client
@@ -675,9 +789,16 @@ class Client:
         generate: Optional[Callable[[dict[str, Any]], Any]],
         *,
         acp: bool,
+        http_client: Optional[Callable[[HTTPRequest], Any]] = None,
     ) -> None:
         lib = _native.load()
         defaults = _hooks_of(hooks)
+        if http_client is not None:
+            if generate is not None:
+                raise ValueError("http_client does not apply to an in-process client (generate): it makes no HTTP call")
+            if not callable(http_client):
+                raise TypeError(f"http_client must be callable, got {type(http_client).__name__}")
+            defaults["httpClient"] = _adapt_http_client(http_client)
         if on_error is not None:
             defaults["onError"] = _adapt_on_error(on_error)
         if on_metric is not None:
