@@ -86,6 +86,23 @@ pub fn media_type_of(path: &str) -> Option<(&'static str, PartKind)> {
         .map(|(_, mime, kind)| (*mime, *kind))
 }
 
+/// A `data:` URL's media type and base64 payload (`data:image/png;base64,…`
+/// → `("image/png", "…")`; no media type → `application/octet-stream`);
+/// `None` for any other URL, and for a `data:` URL that is not base64.
+pub fn data_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    let mime = meta.strip_suffix(";base64")?;
+    Some((
+        if mime.is_empty() {
+            "application/octet-stream"
+        } else {
+            mime
+        },
+        data,
+    ))
+}
+
 /// Standard padded base64 without line breaks.
 pub fn encode_base64(bytes: &[u8]) -> String {
     use base64::Engine as _;

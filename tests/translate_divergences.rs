@@ -159,3 +159,49 @@ fn without_any_key_no_credential_header_is_sent() {
         }
     }
 }
+
+/// The helper's answer for a recorded translate_helpers.json case's args.
+fn helper_case(id: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/conformance/vectors/translate_helpers.json");
+    let all: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("vectors"))
+        .expect("vectors JSON");
+    let case = all["cases"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == id))
+        .unwrap_or_else(|| panic!("no case {id}"))
+        .clone();
+    let args = case["args"].as_array().expect("args").clone();
+    toolnexus::translate::call_helper(case["fn"].as_str().expect("fn"), &args).expect("helper")
+}
+
+/// helper/openaiMessagesToAnthropic/user-mixed-parts-flattened and
+/// user-image-only-passthrough: an OpenAI `image_url` part reaches
+/// Anthropic as an `image` block in its place (the recording dropped it
+/// beside text, and passed it through as given alone); a `data:` URL as a
+/// base64 source.
+#[test]
+fn an_image_url_part_is_an_anthropic_image_block() {
+    let image = json!({"type": "image", "source": {"type": "url", "url": "http://x/y.png"}});
+    assert_eq!(
+        helper_case("helper/openaiMessagesToAnthropic/user-mixed-parts-flattened"),
+        json!({"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "see"}, image.clone()]}],
+            "system": ""})
+    );
+    assert_eq!(
+        helper_case("helper/openaiMessagesToAnthropic/user-image-only-passthrough"),
+        json!({"messages": [{"role": "user", "content": [image]}], "system": ""})
+    );
+    let data = json!([[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        {"type": "text", "text": "what is it?"}]}]]);
+    let got =
+        toolnexus::translate::call_helper("openaiMessagesToAnthropic", data.as_array().unwrap())
+            .expect("helper");
+    assert_eq!(
+        got["messages"][0]["content"],
+        json!([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+               {"type": "text", "text": "what is it?"}])
+    );
+}

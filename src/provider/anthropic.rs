@@ -60,8 +60,66 @@ pub fn auth_headers(api_key: Option<&str>, out: &mut Vec<(String, String)>) {
 // the loop's turn (`super::turn`)
 // ---------------------------------------------------------------------------
 
+/// How a `requestParams` entry goes into an Anthropic body.
+pub enum Param {
+    /// As it is.
+    AsIs,
+    /// Under Anthropic's name, with this value.
+    Mapped(&'static str, Value),
+    /// Not at all: an OpenAI name whose Anthropic name is set too (that
+    /// one wins).
+    Dropped,
+}
+
+/// An OpenAI request parameter that the Messages API names otherwise (it
+/// refuses a top-level field it does not know) goes under Anthropic's name:
+/// `stop` → `stop_sequences` (a string as a list of one),
+/// `max_completion_tokens` → `max_tokens`, `reasoning_effort` → `thinking`
+/// (`none` → `{type: "disabled"}`; `minimal` and `low` → a budget of 1,024
+/// tokens, Anthropic's minimum; `medium` → 2,048; `high` → 4,096; the
+/// budget must stay below `max_tokens`, which is not raised for it). Any
+/// other parameter goes as it is.
+pub fn param(key: &str, value: &Value, params: &Map<String, Value>) -> Param {
+    let (name, value) = match (key, value) {
+        ("stop", Value::String(s)) => ("stop_sequences", json!([s])),
+        ("stop", Value::Array(_)) => ("stop_sequences", value.clone()),
+        ("max_completion_tokens", _) => ("max_tokens", value.clone()),
+        ("reasoning_effort", Value::String(effort)) => {
+            let thinking = match effort.as_str() {
+                "none" => json!({"type": "disabled"}),
+                "minimal" | "low" => json!({"type": "enabled", "budget_tokens": 1024}),
+                "medium" => json!({"type": "enabled", "budget_tokens": 2048}),
+                "high" => json!({"type": "enabled", "budget_tokens": 4096}),
+                _ => return Param::AsIs,
+            };
+            ("thinking", thinking)
+        }
+        _ => return Param::AsIs,
+    };
+    if params.contains_key(name) {
+        Param::Dropped
+    } else {
+        Param::Mapped(name, value)
+    }
+}
+
+/// `requestParams` merged last so they win (the reserved keys left out),
+/// each as [`param`] says.
+fn params_last<'a>(e: &mut Entries<'a>, params: &'a Map<String, Value>) {
+    for (k, v) in params {
+        if super::RESERVED_PARAMS.contains(&k.as_str()) {
+            continue;
+        }
+        match param(k, v, params) {
+            Param::AsIs => turn::set(e, k.as_str(), Field::Value(v)),
+            Param::Mapped(name, value) => turn::set(e, name, Field::Owned(value)),
+            Param::Dropped => {}
+        }
+    }
+}
+
 /// The loop's body: `{model, max_tokens, system, messages, tools?,
-/// stream?}`, then `requestParams` as they are.
+/// stream?}`, then `requestParams` (OpenAI names mapped, [`param`]).
 pub(crate) fn body_entries<'a>(b: &Body<'a>) -> Entries<'a> {
     let mut e: Entries<'a> = Vec::with_capacity(6 + b.params.len());
     e.push(("model", Field::Str(b.model)));
@@ -74,7 +132,7 @@ pub(crate) fn body_entries<'a>(b: &Body<'a>) -> Entries<'a> {
     if b.stream {
         e.push(("stream", Field::Bool(true)));
     }
-    turn::params_last(&mut e, b.params);
+    params_last(&mut e, b.params);
     e
 }
 
@@ -400,9 +458,11 @@ impl<'a> Conversation<'a> {
         self.drain();
         let content = m.get("content");
         let text = openai::content_text(self.bump, content);
-        if has_cache_control(m) {
+        if has_cache_control(m) || has_image_url(content) {
             // Prompt caching: every part keeps its own block, so each
-            // breakpoint stays where the host put it.
+            // breakpoint stays where the host put it. OpenAI image parts:
+            // each its `image` block, in the order the host put them among
+            // the text.
             let blocks = cached_blocks(self.bump, m);
             if !blocks.is_empty() {
                 let t = turn(self.bump, "user", array(blocks));
@@ -434,7 +494,8 @@ fn has_cache_control(m: Node) -> bool {
 
 /// A message's content as Anthropic blocks, each part its own block with
 /// its `cache_control` (text parts as text blocks, §1B media as native
-/// blocks, provider blocks as given); a string content is one text block.
+/// blocks, OpenAI `image_url` parts as `image` blocks, provider blocks as
+/// given); a string content is one text block.
 /// A message-level `cache_control` goes on the last block.
 fn cached_blocks<'a>(bump: &'a Bump, m: Node<'a>) -> BVec<'a, Node<'a>> {
     let mut blocks = BVec::new_in(bump);
@@ -449,6 +510,8 @@ fn cached_blocks<'a>(bump: &'a Bump, m: Node<'a>) -> BVec<'a, Node<'a>> {
                     text_block(bump, t)
                 } else if is_media_part(p) {
                     anthropic_part_block(bump, p)
+                } else if let Some(image) = image_url_block(bump, p) {
+                    image
                 } else {
                     blocks.push(p);
                     continue;
@@ -475,6 +538,40 @@ fn with_cache_control<'a>(bump: &'a Bump, block: Node<'a>, c: Option<Node<'a>>) 
     }
     b.insert("cache_control", c);
     b.build()
+}
+
+/// An OpenAI `image_url` part as an Anthropic `image` block: a `data:`
+/// URL as a `base64` source, any other URL as a `url` source (Anthropic
+/// fetches it). `None` for any other part.
+fn image_url_block<'a>(bump: &'a Bump, p: Node<'a>) -> Option<Node<'a>> {
+    if node::str_of(p.get("type")) != "image_url" {
+        return None;
+    }
+    let url = p.get("image_url").and_then(|u| match u {
+        Node::Str(s) => Some(s),
+        _ => u.get("url").and_then(Node::as_str),
+    })?;
+    let source = match crate::parts::data_url(url) {
+        Some((mime, data)) => object(
+            bump,
+            &[
+                ("type", Node::Str("base64")),
+                ("media_type", Node::Str(mime)),
+                ("data", Node::Str(data)),
+            ],
+        ),
+        None => object(bump, &[("type", Node::Str("url")), ("url", Node::Str(url))]),
+    };
+    Some(object(
+        bump,
+        &[("type", Node::Str("image")), ("source", source)],
+    ))
+}
+
+/// Whether a content array has an OpenAI `image_url` part.
+fn has_image_url(content: Option<Node>) -> bool {
+    matches!(content, Some(Node::Array(parts))
+        if parts.iter().any(|p| node::str_of(p.get("type")) == "image_url"))
 }
 
 /// The text blocks of a message that asks for prompt caching (see
@@ -1138,6 +1235,51 @@ pub(crate) fn whole_text(answer: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The OpenAI names Anthropic refuses go under its own (issue 29's
+    /// LiteLLM diff); its own name, when also given, wins.
+    #[test]
+    fn openai_params_go_under_anthropic_names() {
+        let params = json!({"stop": "END", "max_completion_tokens": 50, "reasoning_effort": "high",
+            "temperature": 0.1, "messages": [], "metadata": {"user_id": "u"}});
+        let params = params.as_object().unwrap();
+        let body = Body {
+            style: crate::provider::Style::Anthropic,
+            model: "m",
+            system: "",
+            messages: &[],
+            tools: &[],
+            params,
+            stream: false,
+        };
+        let got = serde_json::to_value(
+            body_entries(&body)
+                .into_iter()
+                .collect::<std::collections::BTreeMap<_, _>>(),
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            json!({"model": "m", "max_tokens": 50, "system": "", "messages": [],
+                "stop_sequences": ["END"], "thinking": {"type": "enabled", "budget_tokens": 4096},
+                "temperature": 0.1, "metadata": {"user_id": "u"}})
+        );
+        let both = json!({"stop": ["a", "b"], "stop_sequences": ["c"], "reasoning_effort": "none"});
+        let both = both.as_object().unwrap();
+        assert!(matches!(param("stop", &both["stop"], both), Param::Dropped));
+        assert!(matches!(
+            param("stop_sequences", &both["stop_sequences"], both),
+            Param::AsIs
+        ));
+        assert!(matches!(
+            param("reasoning_effort", &both["reasoning_effort"], both),
+            Param::Mapped("thinking", v) if v == json!({"type": "disabled"})
+        ));
+        assert!(matches!(
+            param("reasoning_effort", &json!("extreme"), both),
+            Param::AsIs
+        ));
+    }
 
     /// The loop and translate read an answer's calls and text alike (one
     /// reader, [`call_views`] and [`text_pieces`]); only the strings they

@@ -197,11 +197,28 @@ fn thinking_config(effort: &str) -> Option<Value> {
     Some(json!({"thinkingBudget": budget, "includeThoughts": budget > 0}))
 }
 
+/// Anthropic's `thinking` parameter (which OpenAI-shaped hosts send for
+/// Anthropic and LiteLLM takes for every provider) as a `thinkingConfig`:
+/// `{type: "enabled", budget_tokens}` → that budget with the thoughts
+/// included, `{type: "disabled"}` → a budget of 0.
+fn anthropic_thinking(t: &Map<String, Value>) -> Option<Value> {
+    match (
+        t.get("type").and_then(Value::as_str),
+        t.get("budget_tokens"),
+    ) {
+        (Some("enabled"), Some(Value::Number(n))) => {
+            Some(json!({"thinkingBudget": n, "includeThoughts": true}))
+        }
+        (Some("disabled"), _) => Some(json!({"thinkingBudget": 0, "includeThoughts": false})),
+        _ => None,
+    }
+}
+
 /// Merges OpenAI-style request parameters into a Gemini body: the sampling
 /// ones (`temperature`, `top_p`, `max_tokens`, `stop`, `seed`, …) into
 /// `generationConfig` under Gemini's names, `response_format` as
-/// `responseMimeType`/`responseSchema`, `reasoning_effort` as
-/// `thinkingConfig`; every other key (Gemini's own: `generationConfig`,
+/// `responseMimeType`/`responseSchema`, `reasoning_effort` (and
+/// Anthropic's `thinking`) as `thinkingConfig`; every other key (Gemini's own: `generationConfig`,
 /// `safetySettings`, `toolConfig`, `cachedContent`, …) is set as given, a
 /// `generationConfig` object merged key by key. `skip` names keys the
 /// caller owns.
@@ -240,6 +257,14 @@ pub fn merge_params(body: &mut Map<String, Value>, params: &Map<String, Value>, 
                     gen.insert("thinkingConfig".into(), t);
                 }
             }
+            ("thinking", Value::Object(t)) => match anthropic_thinking(t) {
+                Some(config) => {
+                    gen.insert("thinkingConfig".into(), config);
+                }
+                None => {
+                    body.insert(k.clone(), v.clone());
+                }
+            },
             ("generationConfig", Value::Object(g)) => {
                 gen.extend(g.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
@@ -273,21 +298,6 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
-/// A `data:` URL's media type and base64 payload.
-fn data_url(url: &str) -> Option<(&str, &str)> {
-    let rest = url.strip_prefix("data:")?;
-    let (meta, data) = rest.split_once(',')?;
-    let mime = meta.strip_suffix(";base64")?;
-    Some((
-        if mime.is_empty() {
-            "application/octet-stream"
-        } else {
-            mime
-        },
-        data,
-    ))
-}
-
 /// A media type guessed from a URL's extension (Gemini's `fileData` needs
 /// one).
 fn mime_of_url(url: &str) -> &'static str {
@@ -315,7 +325,7 @@ fn content_part(p: &Value) -> Option<Value> {
     if let Value::String(s) = p {
         return Some(json!({"text": s}));
     }
-    let media = |url: &str| match data_url(url) {
+    let media = |url: &str| match crate::parts::data_url(url) {
         Some((mime, data)) => json!({"inlineData": {"mimeType": mime, "data": data}}),
         None => json!({"fileData": {"mimeType": mime_of_url(url), "fileUri": url}}),
     };
@@ -479,8 +489,25 @@ pub fn contents_from_openai(messages: &[Value]) -> (Vec<Value>, String) {
             }
             _ => {
                 let parts = user_parts(m.get("content"));
-                if !parts.is_empty() {
-                    contents.push(json!({"role": "user", "parts": parts}));
+                if parts.is_empty() {
+                    continue;
+                }
+                // A user message right after another joins its turn (one
+                // turn, the parts in order); tool results keep a turn of
+                // their own.
+                let joins = |c: &Value| {
+                    c["role"] == "user"
+                        && !c["parts"]
+                            .as_array()
+                            .is_some_and(|p| p.iter().any(|p| p.get("functionResponse").is_some()))
+                };
+                match contents.last_mut() {
+                    Some(last) if joins(last) => {
+                        if let Some(Value::Array(before)) = last.get_mut("parts") {
+                            before.extend(parts);
+                        }
+                    }
+                    _ => contents.push(json!({"role": "user", "parts": parts})),
                 }
             }
         }
@@ -1109,6 +1136,48 @@ mod tests {
             Value::Object(body),
             json!({"safetySettings": [], "generationConfig": {
                 "temperature": 0.2, "maxOutputTokens": 9, "stopSequences": ["END"], "topK": 3}})
+        );
+    }
+
+    #[test]
+    fn consecutive_user_messages_are_one_turn_and_tool_results_their_own() {
+        let messages = vec![
+            json!({"role": "user", "content": "one"}),
+            json!({"role": "user", "content": ""}),
+            json!({"role": "user", "content": "two"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "done"}),
+            json!({"role": "user", "content": "three"}),
+        ];
+        let (contents, _) = contents_from_openai(&messages);
+        assert_eq!(
+            Value::Array(contents),
+            json!([
+                {"role": "user", "parts": [{"text": "one"}, {"text": "two"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}, "id": "c1"}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "f", "id": "c1", "response": {"output": "done"}}}]},
+                {"role": "user", "parts": [{"text": "three"}]}
+            ])
+        );
+    }
+
+    #[test]
+    fn anthropics_thinking_param_is_a_thinking_config() {
+        let mut body = Map::new();
+        let params = json!({"thinking": {"type": "enabled", "budget_tokens": 2048}});
+        merge_params(&mut body, params.as_object().unwrap(), &[]);
+        assert_eq!(
+            Value::Object(body),
+            json!({"generationConfig": {"thinkingConfig": {"thinkingBudget": 2048, "includeThoughts": true}}})
+        );
+        let mut body = Map::new();
+        let params = json!({"thinking": {"type": "adaptive"}});
+        merge_params(&mut body, params.as_object().unwrap(), &[]);
+        assert_eq!(
+            Value::Object(body),
+            params,
+            "a shape it does not know goes as it is"
         );
     }
 

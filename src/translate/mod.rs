@@ -143,9 +143,20 @@ pub fn provider_body<'a>(
         Style::Responses => return responses::request_body(bump, client, request, declared),
     };
     for (k, v) in &client.request_params {
-        if !RESERVED_PARAMS.contains(&k.as_str()) {
-            body.insert(k, node::from_value(bump, v));
+        if RESERVED_PARAMS.contains(&k.as_str()) {
+            continue;
         }
+        if client.style == Style::Anthropic {
+            match anthropic::param(k, v, &client.request_params) {
+                anthropic::Param::AsIs => {}
+                anthropic::Param::Mapped(name, value) => {
+                    body.insert(name, node::copy_value(bump, &value));
+                    continue;
+                }
+                anthropic::Param::Dropped => continue,
+            }
+        }
+        body.insert(k, node::from_value(bump, v));
     }
     let body = body.build();
     if client.style == Style::Anthropic {
