@@ -76,26 +76,52 @@ pub enum Param {
 /// `stop` → `stop_sequences` (a string as a list of one),
 /// `max_completion_tokens` → `max_tokens`, `reasoning_effort` → `thinking`
 /// (`none` → `{type: "disabled"}`; `minimal` and `low` → a budget of 1,024
-/// tokens, Anthropic's minimum; `medium` → 2,048; `high` → 4,096; the
-/// budget must stay below `max_tokens`, which is not raised for it). Any
-/// other parameter goes as it is.
-pub fn param(key: &str, value: &Value, params: &Map<String, Value>) -> Param {
+/// tokens, Anthropic's minimum; `medium` → 2,048; `high` → 4,096; each cut
+/// to leave 1,024 of `max_tokens` (the parameters', else the body's, else
+/// the default 4,096)
+/// for the answer, since Anthropic refuses a budget that is not below
+/// `max_tokens`, and never under 1,024). Any other parameter goes as it
+/// is.
+///
+/// `body_max_tokens` is the `max_tokens` the body has before the
+/// parameters go in (translate's request's), if not the default.
+pub fn param(
+    key: &str,
+    value: &Value,
+    params: &Map<String, Value>,
+    body_max_tokens: Option<u64>,
+) -> Param {
     let (name, value) = match (key, value) {
         ("stop", Value::String(s)) => ("stop_sequences", json!([s])),
         ("stop", Value::Array(_)) => ("stop_sequences", value.clone()),
         ("max_completion_tokens", _) => ("max_tokens", value.clone()),
         ("reasoning_effort", Value::String(effort)) => {
-            let thinking = match effort.as_str() {
-                "none" => json!({"type": "disabled"}),
-                "minimal" | "low" => json!({"type": "enabled", "budget_tokens": 1024}),
-                "medium" => json!({"type": "enabled", "budget_tokens": 2048}),
-                "high" => json!({"type": "enabled", "budget_tokens": 4096}),
+            let budget: u64 = match effort.as_str() {
+                "none" => return mapped("thinking", json!({"type": "disabled"}), params),
+                "minimal" | "low" => 1024,
+                "medium" => 2048,
+                "high" => 4096,
                 _ => return Param::AsIs,
             };
-            ("thinking", thinking)
+            let max_tokens = ["max_tokens", "max_completion_tokens"]
+                .iter()
+                .find_map(|k| params.get(*k).and_then(Value::as_u64))
+                .or(body_max_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS);
+            let budget = budget.min(max_tokens.saturating_sub(1024)).max(1024);
+            (
+                "thinking",
+                json!({"type": "enabled", "budget_tokens": budget}),
+            )
         }
         _ => return Param::AsIs,
     };
+    mapped(name, value, params)
+}
+
+/// `value` under Anthropic's `name`, unless the parameters set that name
+/// themselves (then theirs wins).
+fn mapped(name: &'static str, value: Value, params: &Map<String, Value>) -> Param {
     if params.contains_key(name) {
         Param::Dropped
     } else {
@@ -110,7 +136,7 @@ fn params_last<'a>(e: &mut Entries<'a>, params: &'a Map<String, Value>) {
         if super::RESERVED_PARAMS.contains(&k.as_str()) {
             continue;
         }
-        match param(k, v, params) {
+        match param(k, v, params, None) {
             Param::AsIs => turn::set(e, k.as_str(), Field::Value(v)),
             Param::Mapped(name, value) => turn::set(e, name, Field::Owned(value)),
             Param::Dropped => {}
@@ -1261,23 +1287,46 @@ mod tests {
         assert_eq!(
             got,
             json!({"model": "m", "max_tokens": 50, "system": "", "messages": [],
-                "stop_sequences": ["END"], "thinking": {"type": "enabled", "budget_tokens": 4096},
+                "stop_sequences": ["END"], "thinking": {"type": "enabled", "budget_tokens": 1024},
                 "temperature": 0.1, "metadata": {"user_id": "u"}})
         );
         let both = json!({"stop": ["a", "b"], "stop_sequences": ["c"], "reasoning_effort": "none"});
         let both = both.as_object().unwrap();
-        assert!(matches!(param("stop", &both["stop"], both), Param::Dropped));
         assert!(matches!(
-            param("stop_sequences", &both["stop_sequences"], both),
+            param("stop", &both["stop"], both, None),
+            Param::Dropped
+        ));
+        assert!(matches!(
+            param("stop_sequences", &both["stop_sequences"], both, None),
             Param::AsIs
         ));
         assert!(matches!(
-            param("reasoning_effort", &both["reasoning_effort"], both),
+            param("reasoning_effort", &both["reasoning_effort"], both, None),
             Param::Mapped("thinking", v) if v == json!({"type": "disabled"})
         ));
         assert!(matches!(
-            param("reasoning_effort", &json!("extreme"), both),
+            param("reasoning_effort", &json!("extreme"), both, None),
             Param::AsIs
+        ));
+        // The budget leaves 1,024 of max_tokens for the answer: the default
+        // 4,096 takes "high" down to 3,072; a larger max_tokens keeps it.
+        let high = |params: Value| match param(
+            "reasoning_effort",
+            &json!("high"),
+            params.as_object().unwrap(),
+            None,
+        ) {
+            Param::Mapped("thinking", v) => v["budget_tokens"].as_u64(),
+            _ => None,
+        };
+        assert_eq!(high(json!({"reasoning_effort": "high"})), Some(3072));
+        assert_eq!(high(json!({"max_tokens": 16000})), Some(4096));
+        assert_eq!(high(json!({"max_completion_tokens": 3000})), Some(1976));
+        // Translate's request's own max_tokens counts when the parameters
+        // set none.
+        assert!(matches!(
+            param("reasoning_effort", &json!("high"), &Map::new(), Some(8192)),
+            Param::Mapped("thinking", v) if v["budget_tokens"] == 4096
         ));
     }
 

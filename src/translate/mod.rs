@@ -147,7 +147,11 @@ pub fn provider_body<'a>(
             continue;
         }
         if client.style == Style::Anthropic {
-            match anthropic::param(k, v, &client.request_params) {
+            let own = request
+                .max_tokens
+                .filter(|n| n.as_f64() > 0.0)
+                .and_then(|n| u64::try_from(n.as_f64() as i64).ok());
+            match anthropic::param(k, v, &client.request_params, own) {
                 anthropic::Param::AsIs => {}
                 anthropic::Param::Mapped(name, value) => {
                     body.insert(name, node::copy_value(bump, &value));
