@@ -77,9 +77,12 @@ fn pack_relative_relocs() {
 /// code, so a run's ~1 MB of functions spread over the 10 MB .text made most
 /// of that text resident. Only lld knows --symbol-ordering-file, so a tiny
 /// cdylib is linked with it first, through the same rustc, target and
-/// RUSTFLAGS; with another linker the library links as before. Names the
-/// file lists that a build no longer has are skipped (the order only moves
-/// code, never adds or drops any).
+/// RUSTFLAGS; with another linker the library links as before. The file's
+/// names come from an earlier build: link/cc-order (the linker
+/// .cargo/config.toml names) matches them to this build's, whose thin-LTO
+/// and legacy-mangling hashes differ, before lld places them; names no
+/// build has are skipped (the order only moves code, never adds or drops
+/// any).
 fn symbol_order(dir: &std::path::Path) {
     use std::process::{Command, Stdio};
     println!("cargo:rerun-if-changed=link/symbol-order.txt");

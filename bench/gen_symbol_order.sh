@@ -9,7 +9,8 @@
 # with --on-metric --render) and lists every function of the library those runs
 # executed, then rebuilds the release library with the new order. Run it after
 # changes to the loop, the MCP client or the dependencies; a stale list only
-# loses some of the benefit (names a build no longer has are skipped).
+# loses some of the benefit (link/cc-order matches the names to each build's,
+# whose hashes differ; names a build no longer has are skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "gen_symbol_order.sh: valgrind is needed" >&2; exit 1; }
