@@ -366,7 +366,10 @@ tn_status tn_toolkit_add_agent(const tn_toolkit *toolkit,
 /*
  Builds a sub-agent runtime from `config_json` = `{agents: {name:
  {does, soul?, model?, tools?, team?, budget?, …}}, client?, clock?:
- "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?}`.
+ "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?,
+ store?}` (`store`: a store selector, as the A2A block's; transcripts and
+ checkpoints are written through to it, and `tn_agents_free` waits up to
+ 10 s for the writes still queued).
  Agents' `tools` are looked up in `toolkit` (NULL: none may be named; the
  runtime keeps its own reference, so the toolkit may be freed first).
 

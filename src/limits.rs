@@ -65,6 +65,11 @@ pub const POOLED_THREADS_IDLE: usize = 64;
 /// runs out of one thread's stack.
 pub const AGENT_INLINE_TURNS: usize = 4;
 
+/// How long dropping an agents runtime waits for the writes its store still
+/// has queued (transcripts, checkpoints: `agents::durable`); a store that
+/// has not answered by then keeps its writer thread, which ends when it does.
+pub const AGENT_STORE_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The most A2A tasks a served agent runs at once, each on a thread of its
 /// own (a run holds a thread for as long as its model and tools take).
 pub const SERVED_TASKS: usize = 32;

@@ -27,7 +27,7 @@ type AgentsOptions struct {
 	// Config is the runtime config (a JSON string or []byte, or a value to
 	// marshal): {agents: {name: {does, soul?, model?, tools?, team?,
 	// budget?, …}}, client?, clock?: "manual"|"system", inboxCap?,
-	// maxConcurrentTurns?, shutdownMs?}.
+	// maxConcurrentTurns?, shutdownMs?, store?} (store: a store selector).
 	Config any
 	// Toolkit holds the tools agents name in "tools" (nil: none may be
 	// named). The runtime keeps its own reference: the toolkit may be

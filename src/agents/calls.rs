@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 /// The keys a runtime config takes.
 const CONFIG_KEYS: &str =
-    "agents, client, clock, inboxCap, maxConcurrentTurns, shutdownMs, callbacks, compaction";
+    "agents, client, clock, inboxCap, maxConcurrentTurns, shutdownMs, callbacks, compaction, store";
 
 /// The verbs [`Agents::call`] answers.
 pub const VERBS: &str = "spawn, post, wake, wait, interrupt, close, resume, list, inspect, trace, transcript, advance, start";
@@ -101,7 +101,9 @@ impl std::fmt::Debug for Agents {
 
 impl Agents {
     /// Builds a runtime from `{agents: {name: definition}, client?, clock?:
-    /// "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?}`.
+    /// "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?,
+    /// store?}` (`store`: a store selector; transcripts and checkpoints are
+    /// written through to it, see `agents::durable`).
     /// With `generate`, each LLM call goes to it and `client` (optional)
     /// gives only `model` (default `"in-process"`) and `style`; without, `client` is the HTTP client
     /// config and is required. Agents' `tools` are looked up in `toolkit`.
@@ -208,6 +210,16 @@ impl Agents {
         };
         if let Some(c) = &clock {
             opts.clock = Arc::clone(c) as Arc<dyn Clock>;
+        }
+        match obj.get("store") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => opts.store = Some(crate::store::resolve(Some(s))?),
+            Some(other) => {
+                return Err(Error::invalid_config(format!(
+                    "agents config: store must be a store selector string (\"memory\", \"file:<dir>\", \"sqlite:<path>\", \"postgres://…\", \"host:<name>\"), got {}",
+                    type_name(other)
+                )))
+            }
         }
         Ok(Agents {
             rt: Runtime::new(opts)?,
@@ -383,7 +395,9 @@ impl Agents {
     }
 
     /// Force-closes every handle (the host is letting go of the runtime):
-    /// running turns are cancelled, waits end.
+    /// running turns are cancelled, waits end; then waits (at most
+    /// [`crate::limits::AGENT_STORE_FLUSH`]) for the writes the runtime's
+    /// store still has queued.
     pub fn shutdown(&self) {
         let started =
             std::mem::take(&mut *self.started.lock().unwrap_or_else(PoisonError::into_inner));
@@ -393,6 +407,10 @@ impl Agents {
         for id in self.rt.list().into_iter().rev().map(|v| v.id) {
             let _ = self.rt.close(&id, true, Some("runtime freed"));
         }
+        // What the store still has queued is written before the host goes
+        // on (the runtime itself may outlive this call a little, in a
+        // call returning on another thread).
+        self.rt.flush(crate::limits::AGENT_STORE_FLUSH);
     }
 
     fn known<'a>(&self, id: &'a str) -> Result<&'a str> {
@@ -995,6 +1013,39 @@ mod tests {
         }
     }
 
+    /// `"store"` in the config: transcripts are written through to it,
+    /// and dropping the runtime waits for the writes (nothing acknowledged
+    /// is lost when the host frees it at once).
+    #[test]
+    fn the_config_s_store_has_the_transcripts_once_the_runtime_is_gone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let selector = format!("file:{}", dir.path().display());
+        let mut c = config();
+        c["store"] = json!(selector);
+        let a = agents(c).expect("built");
+        let none = CancelToken::new();
+        a.call("spawn", &json!({"agent": "greeter"}), &none)
+            .expect("spawned");
+        let id = "root/greeter.1";
+        a.call("wake", &json!({"id": id, "prompt": "say hi"}), &none)
+            .expect("woken");
+        assert_eq!(
+            a.call("wait", &json!({"id": id}), &none).expect("waited")["text"],
+            "hi"
+        );
+        drop(a);
+        let store = crate::store::resolve(Some(&selector)).expect("store");
+        let saved = store
+            .get(crate::store::Kind::Conversation, id)
+            .expect("get")
+            .expect("saved");
+        assert_eq!(
+            saved[1],
+            json!({"role": "assistant", "content": "hi"}),
+            "{saved}"
+        );
+    }
+
     #[test]
     fn configs_are_checked() {
         let e = agents(json!({"agents": {}, "colck": "manual"})).unwrap_err();
@@ -1013,6 +1064,18 @@ mod tests {
         }
         let e = Agents::from_json(&json!({"agents": {}}), None, None).unwrap_err();
         assert!(e.message.contains("client"), "{}", e.message);
+        let e = agents(json!({"agents": {}, "store": "redis://x"})).unwrap_err();
+        assert_eq!(
+            e.message,
+            "unknown A2A store: \"redis://x\" (expected \"memory\" or \"file:<dir>\")"
+        );
+        let e = agents(json!({"agents": {}, "store": 7})).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("agents config: store must be a store selector string"),
+            "{}",
+            e.message
+        );
         let a = agents(json!({"agents": {"g": {"does": "d"}}})).expect("system clock");
         let e = a
             .call("advance", &json!({"ms": 1}), &CancelToken::new())

@@ -47,6 +47,7 @@ pub mod calls;
 pub mod clock;
 pub mod compaction;
 pub mod def;
+mod durable;
 pub mod harness;
 pub mod home;
 pub mod inbox;

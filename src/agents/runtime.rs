@@ -8,13 +8,15 @@
 
 use super::clock::{Clock, SystemClock};
 use super::def::{Budget, Registry};
+use super::durable::Durable;
 use super::inbox::InboxItem;
 use super::state::{Handle, HandleView, Inner, OnClose, OnSpawn, St, State, TaskResult};
 use super::{task, turn};
 use crate::cancel::{CancelToken, OnCancel};
 use crate::client::provider::GenerateProvider;
 use crate::client::{Callbacks, HostFn, HttpProvider, Provider};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::Kind;
 use crate::toolkit::Toolkit;
 use crate::translate::ClientConfig;
 use serde_json::{json, Value};
@@ -48,6 +50,9 @@ pub struct RuntimeOptions {
     pub hooks: Callbacks,
     pub on_close: Option<OnClose>,
     pub on_spawn: Option<OnSpawn>,
+    /// Where transcripts and checkpoints are also written (`None`: this
+    /// process's memory only); see `agents::durable`.
+    pub store: Option<Arc<dyn crate::store::Store>>,
 }
 
 impl RuntimeOptions {
@@ -63,6 +68,7 @@ impl RuntimeOptions {
             hooks: Callbacks::default(),
             on_close: None,
             on_spawn: None,
+            store: None,
         }
     }
 }
@@ -104,6 +110,28 @@ impl Runtime {
         };
         let root = Handle::fresh("root".into());
         let clock = opts.clock;
+        // The store's writer tells the trace of a write that failed, once
+        // the runtime it writes for exists.
+        let runtime: Arc<std::sync::OnceLock<Weak<Inner>>> = Arc::default();
+        let durable = match opts.store {
+            None => None,
+            Some(store) => {
+                let rt = Arc::clone(&runtime);
+                let on_failure = Box::new(move |kind: Kind, id: &str, why: &str| {
+                    let Some(inner) = rt.get().and_then(Weak::upgrade) else {
+                        return;
+                    };
+                    let mut st = inner.lock();
+                    if let Some(&i) = st.index.get(id) {
+                        st.trace(i, format!("{} not saved: {why}", kind.as_str()));
+                    }
+                });
+                Some(
+                    Durable::start(store, on_failure)
+                        .map_err(|e| Error::new(ErrorCode::Internal, e))?,
+                )
+            }
+        };
         let inner = Arc::new_cyclic(|me| Inner {
             st: Mutex::new(St {
                 handles: vec![root],
@@ -132,10 +160,12 @@ impl Runtime {
             hooks: opts.hooks,
             on_close: opts.on_close,
             on_spawn: opts.on_spawn,
+            durable,
             me: me.clone(),
             run_turn: turn::run,
             task_tool: task::tool,
         });
+        let _ = runtime.set(Arc::downgrade(&inner));
         let weak = Arc::downgrade(&inner);
         clock.subscribe(Box::new(move || {
             if let Some(inner) = weak.upgrade() {
@@ -360,9 +390,29 @@ impl Runtime {
         self.inner.lock().trace.clone()
     }
 
-    /// A handle's stored transcript (empty when none).
+    /// A handle's stored transcript (empty when none): this runtime's, or
+    /// with a store, what the store holds for a handle of this id that has
+    /// not run here.
     pub fn transcript(&self, id: &str) -> Vec<Value> {
-        self.inner.lock().store.get(id).cloned().unwrap_or_default()
+        if let Some(m) = self.inner.lock().store.get(id) {
+            return m.clone();
+        }
+        match self
+            .inner
+            .durable
+            .as_ref()
+            .map(|d| d.load(Kind::Conversation, id))
+        {
+            Some(Ok(Some(Value::Array(m)))) => m,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Waits until the runtime's store has every transcript and checkpoint
+    /// written so far, at most `within`; `true` when it has (and when
+    /// there is no store).
+    pub fn flush(&self, within: std::time::Duration) -> bool {
+        self.inner.durable.as_ref().is_none_or(|d| d.flush(within))
     }
 
     /// The most LLM calls seen in flight at once.

@@ -323,6 +323,8 @@ pub(crate) struct Inner {
     pub hooks: Callbacks,
     pub on_close: Option<OnClose>,
     pub on_spawn: Option<OnSpawn>,
+    /// The store transcripts and checkpoints are written through to.
+    pub durable: Option<super::durable::Durable>,
     pub me: Weak<Inner>,
     /// Runs a turn (set by the runtime to the turn file's runner).
     pub run_turn: RunTurn,
@@ -333,6 +335,14 @@ pub(crate) struct Inner {
 impl Inner {
     pub fn lock(&self) -> MutexGuard<'_, St> {
         self.st.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Removes handle `i`'s checkpoint record from the runtime's store
+    /// (its suspension is over).
+    pub fn checkpoint_done(&self, st: &St, i: usize) {
+        if let Some(d) = &self.durable {
+            d.delete(crate::store::Kind::Checkpoint, &st.handles[i].id);
+        }
     }
 
     /// Sleeps on the condition variable until told, or until `deadline_ms`
@@ -832,6 +842,7 @@ impl Inner {
                 h.pending = None;
                 h.checkpoint = None;
                 h.state = State::Idle;
+                self.checkpoint_done(&st, i);
                 self.restore_drained(&mut st, i);
                 st.trace(
                     i,
@@ -914,6 +925,7 @@ impl Inner {
             State::Suspended => {
                 st.handles[i].pending = None;
                 st.handles[i].checkpoint = None;
+                self.checkpoint_done(&st, i);
                 self.restore_drained(&mut st, i);
             }
             _ => {}
@@ -978,6 +990,7 @@ impl Inner {
         h.pending = None;
         h.state = State::Idle;
         let input = h.checkpoint.take().unwrap_or_default();
+        self.checkpoint_done(st, i);
         st.trace(i, "suspended→idle (resume)");
         self.start(st, i, input, answer, "resume");
     }

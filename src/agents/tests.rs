@@ -1072,3 +1072,169 @@ fn a_definition_s_guardrails_deny_its_tool_calls_before_the_runtime_hook() {
     assert_eq!(r.text, "found:data(x)");
     assert_eq!(hook_calls.load(Ordering::SeqCst), 1);
 }
+
+/// A runtime on a store (`"store"` in the config): the selector's store.
+fn sqlite_store(dir: &tempfile::TempDir) -> Arc<dyn crate::store::Store> {
+    let path = dir.path().join("agents.db");
+    crate::store::resolve(Some(&format!("sqlite:{}", path.display()))).expect("sqlite store")
+}
+
+#[test]
+fn a_store_holds_every_transcript_and_a_runtime_started_on_it_carries_on() {
+    use crate::store::Kind;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reg = json!({"a": {"does": "x", "soul": "s", "model": "m-count"}});
+    let store = sqlite_store(&dir);
+    let first = fx_with(reg.clone(), |o| o.store = Some(Arc::clone(&store)));
+    let (id, r) = first.rt.run("a", "one").expect("run");
+    assert_eq!(r.text, "msgs:2");
+    assert!(first.rt.flush(BOUND));
+    drop(first);
+    // Another process's view of the same file: the transcript is there.
+    let other = sqlite_store(&dir);
+    let saved = other
+        .get(Kind::Conversation, &id)
+        .expect("get")
+        .expect("saved");
+    assert_eq!(saved.as_array().map(Vec::len), Some(3), "{saved}");
+    // A new runtime on the store: the same deterministic id picks up the
+    // transcript (the model sees the earlier turn), and reads it before
+    // its first turn too.
+    let second = fx_with(reg, |o| o.store = Some(other));
+    assert_eq!(second.rt.transcript(&id).len(), 3);
+    let (again, r) = second.rt.run("a", "two").expect("run");
+    assert_eq!((again.as_str(), r.text.as_str()), (id.as_str(), "msgs:4"));
+    assert!(second.rt.flush(BOUND));
+    let saved = sqlite_store(&dir)
+        .get(Kind::Conversation, &id)
+        .expect("get")
+        .expect("saved");
+    assert_eq!(saved.as_array().map(Vec::len), Some(5), "{saved}");
+}
+
+#[test]
+fn a_suspended_handle_has_its_checkpoint_in_the_store_until_it_resumes() {
+    use crate::store::Kind;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = sqlite_store(&dir);
+    let reg = json!({"parent": {"does": "delegates", "model": "m-parent", "team": ["asker"]},
+                     "asker": {"does": "needs approvals", "model": "m-asker", "tools": ["check_secret"]}});
+    let f = fx_with(reg, |o| o.store = Some(Arc::clone(&store)));
+    let (id, r) = f.rt.run("parent", "go").expect("run");
+    assert_eq!(r.status, "pending");
+    let asker = format!("{id}/asker.1");
+    assert!(f.rt.flush(BOUND));
+    let cp = store
+        .get(Kind::Checkpoint, &asker)
+        .expect("get")
+        .expect("the asker's checkpoint");
+    assert_eq!(cp["id"], json!(asker), "{cp}");
+    assert_eq!(cp["pending"]["kind"], "approval", "{cp}");
+    assert_eq!(
+        cp["pending"]["data"]["path"],
+        json!(["root", "parent.1", "asker.1"])
+    );
+    assert!(cp["input"].is_string() && cp["turns"].is_u64(), "{cp}");
+    // Rewound: no transcript of the turn that parked.
+    assert_eq!(store.get(Kind::Conversation, &asker).expect("get"), None);
+
+    let r = f.rt.resume(json!({"ok": true})).expect("resume");
+    assert_eq!(r.text, "parent-final: asker-done: secret-token");
+    assert!(f.rt.flush(BOUND));
+    for h in [&id, &asker] {
+        assert_eq!(store.get(Kind::Checkpoint, h).expect("get"), None, "{h}");
+    }
+    let parent = store
+        .get(Kind::Conversation, &id)
+        .expect("get")
+        .expect("the parent's transcript");
+    assert!(
+        parent.to_string().contains("asker-done: secret-token"),
+        "{parent}"
+    );
+}
+
+#[test]
+fn interrupting_a_suspended_handle_deletes_its_checkpoint_from_the_store() {
+    use crate::store::Kind;
+    let store: Arc<dyn crate::store::Store> = Arc::new(crate::store::MemoryStore::default());
+    let reg = json!({"asker": {"does": "needs approvals", "model": "m-asker", "tools": ["check_secret"]}});
+    let f = fx_with(reg, |o| o.store = Some(Arc::clone(&store)));
+    let (id, r) = f.rt.run("asker", "go").expect("run");
+    assert_eq!(r.status, "pending");
+    assert!(f.rt.flush(BOUND));
+    assert!(store.get(Kind::Checkpoint, &id).expect("get").is_some());
+    f.rt.interrupt(&id).expect("interrupt");
+    assert!(f.rt.flush(BOUND));
+    assert_eq!(store.get(Kind::Checkpoint, &id).expect("get"), None);
+}
+
+/// A store whose every write fails.
+struct Broken;
+
+impl crate::store::Store for Broken {
+    fn get(&self, _: crate::store::Kind, _: &str) -> std::result::Result<Option<Value>, String> {
+        Ok(None)
+    }
+    fn save(&self, _: crate::store::Kind, _: &str, _: &Value) -> std::result::Result<(), String> {
+        Err("the disk is full".into())
+    }
+    fn delete(&self, _: crate::store::Kind, _: &str) -> std::result::Result<bool, String> {
+        Err("the disk is full".into())
+    }
+    fn selector(&self) -> String {
+        "host:broken".into()
+    }
+}
+
+/// A store that cannot be read.
+struct Unreadable;
+
+impl crate::store::Store for Unreadable {
+    fn get(&self, _: crate::store::Kind, _: &str) -> std::result::Result<Option<Value>, String> {
+        Err("connection refused".into())
+    }
+    fn save(&self, _: crate::store::Kind, _: &str, _: &Value) -> std::result::Result<(), String> {
+        Ok(())
+    }
+    fn delete(&self, _: crate::store::Kind, _: &str) -> std::result::Result<bool, String> {
+        Ok(false)
+    }
+    fn selector(&self) -> String {
+        "host:unreadable".into()
+    }
+}
+
+#[test]
+fn a_write_the_store_refuses_is_in_the_trace_and_the_turn_keeps_its_result() {
+    let f = fx_with(json!({"a": {"does": "x", "model": "m-ok"}}), |o| {
+        o.store = Some(Arc::new(Broken));
+    });
+    let (id, r) = f.rt.run("a", "hi").expect("run");
+    assert_eq!((r.status.as_str(), r.text.as_str()), ("done", "ok"));
+    assert!(f.rt.flush(BOUND));
+    assert!(
+        f.rt.trace()
+            .contains(&format!("{id}: conversation not saved: the disk is full")),
+        "{:?}",
+        f.rt.trace()
+    );
+    assert_eq!(f.rt.transcript(&id).len(), 2, "the runtime's own copy");
+}
+
+#[test]
+fn a_store_that_cannot_be_read_fails_the_turn_naming_it() {
+    let f = fx_with(json!({"a": {"does": "x", "model": "m-ok"}}), |o| {
+        o.store = Some(Arc::new(Unreadable));
+    });
+    let (_, r) = f.rt.run("a", "hi").expect("run");
+    assert_eq!(r.status, "error");
+    assert_eq!(
+        r.text,
+        "cannot load the transcript of root/a.1 from the agents store host:unreadable: connection refused"
+    );
+    assert!(
+        f.mock.wire().is_empty(),
+        "no model call without the history"
+    );
+}

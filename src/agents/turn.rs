@@ -9,6 +9,7 @@ use crate::client::callbacks::{with_stop, RunStop};
 use crate::client::shape::{call_count, Usage};
 use crate::client::{Callbacks, Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
 use crate::error::{Error, ErrorCode, Result};
+use crate::store::Kind;
 use serde_json::{json, Value};
 use std::sync::{Arc, MutexGuard};
 
@@ -172,16 +173,36 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
             },
         };
         let h = &st.handles[i];
-        let history = st.store.get(&h.id).cloned().unwrap_or_default();
+        let history = st.store.get(&h.id).cloned();
+        let id = h.id.clone();
         let interpreter = st.chain(i).into_iter().find(|&a| {
             st.handles[a]
                 .def
                 .as_ref()
                 .is_some_and(|d| d.wait_for.is_some())
         });
-        (def, history, interpreter, toolkit, h.eff.turns())
+        (def, history, id, interpreter, toolkit, h.eff.turns())
     };
-    let (def, history, interpreter, toolkit, max_turns) = prepared;
+    let (def, history, id, interpreter, toolkit, max_turns) = prepared;
+    // A transcript this runtime has not held yet may be in its store (one
+    // an earlier runtime on the same store wrote), read outside the lock.
+    let history = match (history, &inner.durable) {
+        (Some(m), _) => m,
+        (None, None) => Vec::new(),
+        (None, Some(d)) => match d.load(Kind::Conversation, &id) {
+            Ok(Some(Value::Array(m))) => m,
+            Ok(_) => Vec::new(),
+            Err(e) => {
+                let why = format!(
+                    "cannot load the transcript of {id} from the agents store {}: {e}",
+                    d.selector()
+                );
+                let st = inner.lock();
+                settle(&inner, st, &job, Err(Error::new(ErrorCode::Internal, why)));
+                return;
+            }
+        },
+    };
     let mut config = inner.config.clone();
     if let Some(m) = &def.model {
         config.model = m.clone();
@@ -313,6 +334,11 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             h.state = State::Suspended;
             h.pending = Some(request.clone());
             h.checkpoint = Some(job.input.clone());
+            if let Some(d) = &inner.durable {
+                let record = json!({"id": id, "input": job.input, "pending": request,
+                                    "turns": h.turns});
+                d.save(Kind::Checkpoint, &id, record);
+            }
             st.trace(
                 i,
                 format!("running→suspended (pending \"{kind}\", durable)"),
@@ -324,6 +350,9 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
         other => {
             let messages = run.get_mut("messages").map(Value::take);
             if let Some(Value::Array(m)) = messages {
+                if let Some(d) = &inner.durable {
+                    d.save(Kind::Conversation, &id, Value::Array(m.clone()));
+                }
                 st.store.insert(id, m);
             }
             let h = &mut st.handles[i];

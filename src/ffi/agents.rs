@@ -35,7 +35,10 @@ impl super::handle::Handle for tn_agents {
 
 /// Builds a sub-agent runtime from `config_json` = `{agents: {name:
 /// {does, soul?, model?, tools?, team?, budget?, …}}, client?, clock?:
-/// "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?}`.
+/// "manual"|"system", inboxCap?, maxConcurrentTurns?, shutdownMs?,
+/// store?}` (`store`: a store selector, as the A2A block's; transcripts and
+/// checkpoints are written through to it, and `tn_agents_free` waits up to
+/// 10 s for the writes still queued).
 /// Agents' `tools` are looked up in `toolkit` (NULL: none may be named; the
 /// runtime keeps its own reference, so the toolkit may be freed first).
 ///

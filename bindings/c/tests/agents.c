@@ -8,10 +8,12 @@
  * resume waits for its turn, and from inside its own generate callback; the
  * host callbacks of tn_agents_set_callback (onSpawn, onClose, onMetric, a
  * verify judge, a guardrail, summarize and countTokens for compaction) and
- * a callback that never answers, cancelled by an interrupt. Run plain,
+ * a callback that never answers, cancelled by an interrupt; a runtime on a
+ * SQLite store ("store"), read back by a second runtime. Run plain,
  * under ASan+UBSan and under valgrind. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "toolnexus.h"
 #include "check.h"
@@ -618,6 +620,47 @@ static void test_hung_callback_interrupted(void) {
     tn_agents_free(a);
 }
 
+/* A runtime on a SQLite store ("store" in the config): an explorer's
+ * transcript is in the file once the runtime is freed, and a second
+ * runtime on the same file reads it for the handle of the same id. */
+static void test_store(void) {
+    char dir[] = "/tmp/tn-agents-store-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char config[512];
+    snprintf(config, sizeof config,
+             "{\"client\":{\"model\":\"local\"},\"store\":\"sqlite:%s/agents.db\",\"agents\":{"
+             "\"explore\":{\"does\":\"read-only research\",\"soul\":\"You explore.\"}}}",
+             dir);
+    for (int run = 0; run < 2; run++) {
+        tn_agents *a = NULL;
+        char *err = NULL;
+        tn_status st = tn_agents_new(config, NULL, generate, NULL, NULL, &a, &err);
+        CHECK(st == TN_OK, "new: %d %s", st, err ? err : "");
+        char *out = ok(a, "spawn", "{\"agent\":\"explore\"}");
+        CHECK(contains(out, "\"id\":\"root/explore.1\""), "%s", out);
+        tn_string_free(out);
+        if (run == 0) {
+            tn_string_free(ok(a, "wake", "{\"id\":\"root/explore.1\",\"prompt\":\"find A\"}"));
+            out = ok(a, "wait", "{\"id\":\"root/explore.1\"}");
+            CHECK(contains(out, "\"text\":\"found A\""), "%s", out);
+            tn_string_free(out);
+        } else {
+            out = ok(a, "transcript", "{\"id\":\"root/explore.1\"}");
+            CHECK(contains(out, "\"content\":\"find A\"") && contains(out, "\"content\":\"found A\""),
+                  "the first runtime's transcript: %s", out);
+            tn_string_free(out);
+        }
+        tn_agents_free(a);
+    }
+    const char *files[] = {"agents.db", "agents.db-wal", "agents.db-shm"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        remove(path);
+    }
+    CHECK(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
+}
+
 int main(void) {
     test_callbacks();
     test_compaction_callbacks();
@@ -627,6 +670,7 @@ int main(void) {
     test_errors();
     test_free_inside_generate();
     test_free_from_another_thread();
+    test_store();
     printf("agents: %d checks passed\n", passed);
     return 0;
 }

@@ -294,3 +294,33 @@ def test_errors(toolkit):
         # A system clock has no advance.
         with pytest.raises(tn.InvalidArgumentError, match="manual"):
             rt.advance(1)
+
+
+def test_a_runtime_on_a_file_store_leaves_its_transcripts_there(tmp_path):
+    """``"store"`` in the config: the transcript is a JSON file of the store
+    once the runtime is closed, and a new runtime on the store carries the
+    conversation on (the model sees the first turn)."""
+    config = dict(ONE_AGENT, store=f"file:{tmp_path}")
+    seen = []
+
+    def model(event):
+        seen.append(len(event["messages"]))
+        return {"content": f"turn {len(seen)}", "usage": USAGE}
+
+    with tn.Agents(config, generate=model) as rt:
+        hid, result = rt.run("g", "hello")
+        assert (hid, result.status, result.text) == ("root/g.1", "done", "turn 1")
+    saved = json.loads((tmp_path / "conversations" / "root_g_1.json").read_text())
+    assert [m["role"] for m in saved] == ["user", "assistant"]
+    assert saved[1]["content"] == "turn 1"
+    with tn.Agents(config, generate=model) as rt:
+        hid, result = rt.run("g", "again")
+        assert (hid, result.text) == ("root/g.1", "turn 2")
+    assert seen == [1, 3]
+
+
+def test_an_unknown_store_selector_is_the_pinned_error():
+    with pytest.raises(tn.InvalidConfigError) as e:
+        tn.Agents(dict(ONE_AGENT, store="redis://x"), generate=lambda ev: "hi")
+    assert str(e.value).endswith(
+        'unknown A2A store: "redis://x" (expected "memory" or "file:<dir>")'), str(e.value)

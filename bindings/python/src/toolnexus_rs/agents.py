@@ -144,7 +144,8 @@ class Agents:
     """A sub-agent runtime (SPEC §7D) built from ``config``, a dict or its
     JSON text: ``{"agents": {name: {"does", "soul"?, "model"?, "tools"?,
     "team"?, "budget"?, ...}}, "client"?, "clock"?: "manual"|"system",
-    "inboxCap"?, "maxConcurrentTurns"?, "shutdownMs"?}``.
+    "inboxCap"?, "maxConcurrentTurns"?, "shutdownMs"?, "store"?}`` (``store``:
+    a store selector; transcripts and checkpoints are written through to it).
 
     - ``toolkit``: where the tools agents name in ``"tools"`` come from (the
       runtime holds its own reference: the Toolkit may be closed first).

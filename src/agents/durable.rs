@@ -1,0 +1,274 @@
+//! The runtime's records in a store the host chose (the agents config's
+//! `"store"`: any selector of [`crate::store`]): each handle's transcript as
+//! a `conversation` record under the handle's id, and each suspended
+//! handle's checkpoint (the turn input it replays, its pending Request, its
+//! turns so far) as a `checkpoint` record, deleted when the suspension ends
+//! (resumed, interrupted or closed).
+//!
+//! The runtime keeps working from its own memory; the store is written
+//! through by one writer thread, in the order the runtime asked, never
+//! under the runtime's lock (a host store's callback may call back into the
+//! library) and never on a turn's thread (a slow database holds up no
+//! turn). A record written again before the writer reached it is written
+//! once, with its latest value, so the queue holds at most one entry per
+//! record. A read the runtime's memory cannot answer (a handle's first turn
+//! in a runtime that starts on a store another one filled) sees what is
+//! queued first, then the store. Dropping the runtime waits for what is
+//! queued, up to [`crate::limits::AGENT_STORE_FLUSH`]. A write that fails
+//! is a line of the runtime's trace (`<id>: conversation not saved: …`);
+//! the turn it came from keeps its result.
+
+use crate::store::{Kind, Store};
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+type Key = (Kind, String);
+
+/// Told of a write that failed: the record's kind, its id, the store's
+/// sentence.
+pub(crate) type OnFailure = Box<dyn Fn(Kind, &str, &str) + Send + Sync>;
+
+#[derive(Default)]
+struct Queue {
+    order: VecDeque<Key>,
+    /// The value each queued record is to have; `None` deletes it.
+    latest: HashMap<Key, Option<Value>>,
+    /// The record the writer is writing now, with its value.
+    writing: Option<(Key, Option<Value>)>,
+    closing: bool,
+}
+
+struct Shared {
+    store: Arc<dyn Store>,
+    q: Mutex<Queue>,
+    cv: Condvar,
+    on_failure: OnFailure,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.q.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The runtime's store and its writer.
+pub(crate) struct Durable {
+    shared: Arc<Shared>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Durable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Durable")
+            .field("store", &self.shared.store.selector())
+            .finish()
+    }
+}
+
+impl Durable {
+    /// Starts the writer of `store`.
+    pub fn start(store: Arc<dyn Store>, on_failure: OnFailure) -> Result<Durable, String> {
+        let shared = Arc::new(Shared {
+            store,
+            q: Mutex::new(Queue::default()),
+            cv: Condvar::new(),
+            on_failure,
+        });
+        let me = Arc::clone(&shared);
+        let writer = std::thread::Builder::new()
+            .name("tn-agents-store".into())
+            .spawn(move || write_all(&me))
+            .map_err(|e| format!("cannot start the agents store's writer thread: {e}"))?;
+        Ok(Durable {
+            shared,
+            writer: Some(writer),
+        })
+    }
+
+    /// The selector of the store.
+    pub fn selector(&self) -> String {
+        self.shared.store.selector()
+    }
+
+    /// Queues `record` as the value of (`kind`, `id`).
+    pub fn save(&self, kind: Kind, id: &str, record: Value) {
+        self.put(kind, id, Some(record));
+    }
+
+    /// Queues the removal of (`kind`, `id`).
+    pub fn delete(&self, kind: Kind, id: &str) {
+        self.put(kind, id, None);
+    }
+
+    fn put(&self, kind: Kind, id: &str, value: Option<Value>) {
+        let key = (kind, id.to_string());
+        let mut q = self.shared.lock();
+        if q.latest.insert(key.clone(), value).is_none() {
+            q.order.push_back(key);
+        }
+        self.shared.cv.notify_all();
+    }
+
+    /// The record (`kind`, `id`) as the runtime last asked it to be: what
+    /// is queued, else what is being written, else what the store holds.
+    pub fn load(&self, kind: Kind, id: &str) -> Result<Option<Value>, String> {
+        let key = (kind, id.to_string());
+        {
+            let q = self.shared.lock();
+            if let Some(v) = q.latest.get(&key) {
+                return Ok(v.clone());
+            }
+            if let Some((k, v)) = &q.writing {
+                if *k == key {
+                    return Ok(v.clone());
+                }
+            }
+        }
+        self.shared.store.get(kind, id)
+    }
+
+    /// Waits until every queued write is done, at most `within`; `true`
+    /// when they are.
+    pub fn flush(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        let mut q = self.shared.lock();
+        while !q.order.is_empty() || q.writing.is_some() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            q = self
+                .shared
+                .cv
+                .wait_timeout(q, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
+}
+
+impl Drop for Durable {
+    fn drop(&mut self) {
+        // The writer itself may hold the runtime's last reference (telling
+        // it of a failed write): it goes on with the queue and ends, and
+        // never waits for itself.
+        let on_writer = self
+            .writer
+            .as_ref()
+            .is_some_and(|w| w.thread().id() == std::thread::current().id());
+        let done = !on_writer && self.flush(crate::limits::AGENT_STORE_FLUSH);
+        self.shared.lock().closing = true;
+        self.shared.cv.notify_all();
+        if let Some(w) = self.writer.take() {
+            // A store that does not answer keeps its writer; the writer
+            // ends when it does (it holds nothing of the runtime's).
+            if done {
+                let _ = w.join();
+            }
+        }
+    }
+}
+
+fn write_all(shared: &Shared) {
+    loop {
+        let (key, value) = {
+            let mut q = shared.lock();
+            loop {
+                if let Some(key) = q.order.pop_front() {
+                    let value = q.latest.remove(&key).unwrap_or(None);
+                    q.writing = Some((key.clone(), value.clone()));
+                    break (key, value);
+                }
+                if q.closing {
+                    return;
+                }
+                q = shared.cv.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        let (kind, id) = (key.0, key.1.as_str());
+        let written = match &value {
+            Some(v) => shared.store.save(kind, id, v),
+            None => shared.store.delete(kind, id).map(|_| ()),
+        };
+        if let Err(e) = written {
+            (shared.on_failure)(kind, id, &e);
+        }
+        shared.lock().writing = None;
+        shared.cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+    use serde_json::json;
+
+    /// A store that fails every write and counts them.
+    #[derive(Default)]
+    struct Failing {
+        writes: Mutex<usize>,
+    }
+
+    impl Store for Failing {
+        fn get(&self, _: Kind, _: &str) -> Result<Option<Value>, String> {
+            Ok(None)
+        }
+        fn save(&self, _: Kind, _: &str, _: &Value) -> Result<(), String> {
+            *self.writes.lock().expect("lock") += 1;
+            Err("disk full".into())
+        }
+        fn delete(&self, _: Kind, _: &str) -> Result<bool, String> {
+            Err("disk full".into())
+        }
+        fn selector(&self) -> String {
+            "failing".into()
+        }
+    }
+
+    #[test]
+    fn writes_land_in_order_and_a_later_value_wins() {
+        let store = Arc::new(MemoryStore::default());
+        let d = Durable::start(store.clone(), Box::new(|_, _, _| {})).expect("start");
+        for n in 0..100 {
+            d.save(Kind::Conversation, "root/a.1", json!([n]));
+        }
+        d.save(Kind::Checkpoint, "root/a.1", json!({"input": "x"}));
+        d.delete(Kind::Checkpoint, "root/a.1");
+        assert_eq!(
+            d.load(Kind::Conversation, "root/a.1").expect("load"),
+            Some(json!([99]))
+        );
+        assert!(d.flush(Duration::from_secs(20)));
+        assert_eq!(
+            store.get(Kind::Conversation, "root/a.1").expect("get"),
+            Some(json!([99]))
+        );
+        assert_eq!(store.get(Kind::Checkpoint, "root/a.1").expect("get"), None);
+    }
+
+    #[test]
+    fn a_failed_write_is_reported_with_its_record() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        let d = Durable::start(
+            Arc::new(Failing::default()),
+            Box::new(move |k, id, e| {
+                s.lock()
+                    .expect("lock")
+                    .push(format!("{} {id}: {e}", k.as_str()));
+            }),
+        )
+        .expect("start");
+        d.save(Kind::Conversation, "root/a.1", json!([]));
+        assert!(d.flush(Duration::from_secs(20)));
+        assert_eq!(
+            *seen.lock().expect("lock"),
+            vec!["conversation root/a.1: disk full".to_string()]
+        );
+    }
+}
