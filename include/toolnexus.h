@@ -1227,12 +1227,18 @@ void tn_serve_stop(tn_server *server);
  per kind. A failure (`tn_reply_set_error`, a missing or wrong answer) is
  reported by the operation that needed the store as an error naming it:
  `store "host:<name>": get failed: <message>`. The callback may run on
- any thread, concurrently; no lock is held while it runs, so it may call
- back into the library. The operation waits for it: a callback that
- blocks holds up the request that needed the store.
+ any thread, concurrently (a thread of the library's); no lock is held
+ while it runs, so it may call back into the library.
+
+ The operation waits for the callback at most 30 s (`timeoutMs` of
+ `tn_store_register_with` sets another wait): past it the operation
+ fails with `store "host:<name>": get did not answer within 30000 ms`,
+ the callback's late answer is dropped, and `tn_reply_cancelled` turns
+ true for it; it keeps `user_data` alive until it returns.
 
  `user_data_free` (nullable) runs once, when the store is released: after
- `tn_store_unregister` and the end of the last server or agent using it,
+ `tn_store_unregister` and the end of the last server or agent using it
+ (and of the last callback still running past its wait),
  or at once when this call fails. A name already registered is
  `TN_INVALID_ARGUMENT` (unregister it first), as is an empty one; a NULL
  callback `TN_NULL_ARGUMENT`. `*out_error` (nullable) receives the error
@@ -1248,6 +1254,24 @@ tn_status tn_store_register(const char *name,
                             void *user_data,
                             tn_user_data_free user_data_free,
                             char **out_error);
+
+/*
+ `tn_store_register` with options: `options_json` is NULL (the
+ defaults) or `{"timeoutMs"?: n}`, how long an operation waits for the
+ callback, in milliseconds (1 to 86,400,000; default 30,000). Options
+ that do not parse are `TN_INVALID_JSON`, an unknown key or a bad value
+ `TN_INVALID_ARGUMENT`; `user_data_free` then runs before this returns.
+
+ # Safety
+ As `tn_store_register`; `options_json` is NULL or NUL-terminated
+ (borrowed for the call).
+ */
+tn_status tn_store_register_with(const char *name,
+                                 const char *options_json,
+                                 tn_callback callback,
+                                 void *user_data,
+                                 tn_user_data_free user_data_free,
+                                 char **out_error);
 
 /*
  Forgets the host store registered as `name`: new selectors

@@ -3,8 +3,10 @@ package toolnexus_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	toolnexus "github.com/toolnexus/toolnexus-rs/bindings/go"
 )
@@ -91,4 +93,46 @@ func ExampleWithToolsChanged() {
 	_ = json.Unmarshal(status, &s)
 	fmt.Println(s.Generation)
 	// Output: 0
+}
+
+// slowStore is a Store whose Get waits for a database that never answers
+// in time.
+type slowStore struct {
+	exampleStore
+	release chan struct{}
+}
+
+func (s *slowStore) Get(kind, id string) (json.RawMessage, error) {
+	<-s.release
+	return nil, nil
+}
+
+func ExampleWithStoreTimeout() {
+	store := &slowStore{exampleStore{records: map[string]json.RawMessage{}}, make(chan struct{})}
+	// A Get still blocked ends when the host shuts its database down.
+	defer close(store.release)
+	err := toolnexus.RegisterStore("example-slow", store, toolnexus.WithStoreTimeout(100*time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = toolnexus.UnregisterStore("example-slow") }()
+
+	model := fakeModel()
+	defer model.Close()
+	c, err := toolnexus.NewClient(toolnexus.ClientOptions{Config: map[string]any{
+		"baseUrl": model.URL, "style": "openai", "model": "fake", "store": "host:example-slow"}})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	// Ask reads the conversation first: the store does not answer in time.
+	_, err = c.Ask(context.Background(), nil, "Hi.", toolnexus.WithID("chat-8"))
+	var e *toolnexus.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Code)
+		fmt.Println(e.Message)
+	}
+	// Output:
+	// callback_error
+	// store "host:example-slow": get did not answer within 100 ms
 }

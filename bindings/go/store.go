@@ -5,7 +5,7 @@ package toolnexus
 #include <stdlib.h>
 #include "toolnexus.h"
 
-tn_status tngo_store_register(const char *name, uintptr_t handle, char **out_error);
+tn_status tngo_store_register(const char *name, const char *options_json, uintptr_t handle, char **out_error);
 */
 import "C"
 
@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/cgo"
+	"time"
 )
 
 // Store is a host's own place for durable records (issue 27): the tasks of
@@ -26,17 +27,36 @@ import (
 // Delete reports whether there was one. An error (or a panic, recovered)
 // fails the operation that needed the store with an error naming it:
 // `store "host:<name>": save failed: <error>`. The methods may be called
-// from many goroutines at once.
+// from many goroutines at once. The operation waits for a method at most
+// 30 s (WithStoreTimeout sets another wait), then fails with
+// `store "host:<name>": get did not answer within 30000 ms`; the method's
+// late answer is dropped.
 type Store interface {
 	Get(kind, id string) (json.RawMessage, error)
 	Save(kind, id string, record json.RawMessage) error
 	Delete(kind, id string) (bool, error)
 }
 
+// StoreOption tunes RegisterStore.
+type StoreOption func(*storeOptions)
+
+type storeOptions struct {
+	timeout time.Duration
+}
+
+// WithStoreTimeout sets how long an operation waits for the store's
+// method before it fails naming the store, the operation and the wait
+// (default 30 s; from 1 ms to 24 h, rounded down to whole milliseconds).
+// A method that blocks past it keeps its goroutine until it returns, but
+// no longer holds up the request that needed the store.
+func WithStoreTimeout(d time.Duration) StoreOption {
+	return func(o *storeOptions) { o.timeout = d }
+}
+
 // RegisterStore makes s the store "host:<name>" names, in this process. A
 // name already registered is an error (UnregisterStore it first), as is an
-// empty one.
-func RegisterStore(name string, s Store) error {
+// empty one, or a timeout out of range.
+func RegisterStore(name string, s Store, opts ...StoreOption) error {
 	if s == nil {
 		return &Error{Code: "null_argument", Status: StatusNullArgument, Message: "RegisterStore: the store is nil"}
 	}
@@ -44,11 +64,25 @@ func RegisterStore(name string, s Store) error {
 	if err != nil {
 		return err
 	}
+	var o storeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var coptions *C.char
+	if o.timeout != 0 {
+		ms := o.timeout.Milliseconds()
+		if ms == 0 && o.timeout > 0 {
+			ms = 1
+		}
+		options, _ := json.Marshal(map[string]int64{"timeoutMs": ms})
+		boptions, _ := cBorrowed("store options", string(options))
+		coptions = cPtr(boptions)
+	}
 	h := cgo.NewHandle(s)
 	var cerr *C.char
 	// The library owns the handle from here: it is deleted by the release
 	// callback, at once when the registration is refused.
-	if status := C.tngo_store_register(cPtr(bname), C.uintptr_t(h), &cerr); status != C.TN_OK {
+	if status := C.tngo_store_register(cPtr(bname), coptions, C.uintptr_t(h), &cerr); status != C.TN_OK {
 		return statusError(status, takeString(cerr))
 	}
 	return nil

@@ -13,6 +13,7 @@ static void tngo_store_release(void *user_data) {
     goStoreRelease((uintptr_t)user_data);
 }
 
-tn_status tngo_store_register(const char *name, uintptr_t handle, char **out_error) {
-    return tn_store_register(name, tngo_store_trampoline, (void *)handle, tngo_store_release, out_error);
+tn_status tngo_store_register(const char *name, const char *options_json, uintptr_t handle, char **out_error) {
+    return tn_store_register_with(name, options_json, tngo_store_trampoline, (void *)handle, tngo_store_release,
+                                  out_error);
 }

@@ -159,6 +159,32 @@ impl HostCallback {
         if stopped() {
             return Err("the run was cancelled or out of time before the callback".into());
         }
+        let until = Until {
+            token: Some(stop.cancel.clone()),
+            deadline: stop.deadline,
+            stopped: &stopped,
+        };
+        match self.call_pooled(event, data, until) {
+            Pooled::Answered(answer) => answer,
+            Pooled::Abandoned => {
+                Err("the run was cancelled or out of time while the callback ran".into())
+            }
+            Pooled::NoThread => Err("cannot start a thread to run the callback".into()),
+        }
+    }
+
+    /// Runs the callback on a thread of the host-call pool while the caller
+    /// waits until it answers or `until` says to stop (looked at every
+    /// 10 ms, and at the deadline). A call stopped waiting for is
+    /// [`Pooled::Abandoned`]: the callback sees `tn_reply_cancelled`, its
+    /// late answer is dropped, and it keeps `user_data` alive until it
+    /// returns.
+    pub(super) fn call_pooled(
+        self: &Arc<Self>,
+        event: &Value,
+        data: RunData,
+        until: Until<'_>,
+    ) -> Pooled {
         let text = CString::new(event.to_string()).unwrap_or_default();
         let abandoned = Arc::new(AtomicBool::new(false));
         let answer = Arc::new(Mutex::new(None));
@@ -169,12 +195,12 @@ impl HostCallback {
                 Arc::clone(&abandoned),
                 Arc::clone(&answer),
             );
-            let (token, run_data) = (stop.cancel.clone(), data.0);
+            let (token, run_data) = (until.token.clone(), data.0);
             Box::new(move || {
                 let mut reply = tn_reply {
                     answer: None,
                     run_data: run_data as *mut c_void,
-                    stop: Some(token),
+                    stop: token,
                     abandoned: Some(abandoned),
                 };
                 // SAFETY: the host's registered function; the event string
@@ -189,30 +215,50 @@ impl HostCallback {
             })
         };
         if !super::host::pool::run(job, done_tx) {
-            return Err("cannot start a thread to run the callback".into());
+            return Pooled::NoThread;
         }
         loop {
-            let wait = stop.deadline.map_or(CANCEL_POLL, |d| {
-                d.saturating_duration_since(Instant::now()).min(CANCEL_POLL)
-            });
+            // With no token to look at, sleep until the deadline.
+            let wait = match until.deadline {
+                Some(d) if until.token.is_none() => d.saturating_duration_since(Instant::now()),
+                Some(d) => d.saturating_duration_since(Instant::now()).min(CANCEL_POLL),
+                None => CANCEL_POLL,
+            };
             match done.recv_timeout(wait) {
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) if stopped() => {
+                Err(RecvTimeoutError::Timeout) if (until.stopped)() => {
                     abandoned.store(true, Ordering::SeqCst);
-                    return Err(
-                        "the run was cancelled or out of time while the callback ran".into(),
-                    );
+                    return Pooled::Abandoned;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }
         let answer = answer.lock().unwrap_or_else(PoisonError::into_inner).take();
-        match answer {
+        Pooled::Answered(match answer {
             None => Ok(None),
             Some(Ok(v)) => Ok(Some(v)),
             Some(Err(message)) => Err(message),
-        }
+        })
     }
+}
+
+/// How long [`HostCallback::call_pooled`] waits: until `stopped` says so
+/// (a cancel, a deadline passed), waking at `deadline` if there is one.
+pub(super) struct Until<'a> {
+    /// The token `tn_reply_cancelled` looks at, if any.
+    pub(super) token: Option<CancelToken>,
+    pub(super) deadline: Option<Instant>,
+    pub(super) stopped: &'a dyn Fn() -> bool,
+}
+
+/// How a pooled callback ended.
+pub(super) enum Pooled {
+    /// It returned: what it set (nothing, an answer or an error).
+    Answered(Result<Option<Value>, String>),
+    /// The caller stopped waiting before it returned.
+    Abandoned,
+    /// No thread could be started to run it.
+    NoThread,
 }
 
 /// Builds a client from client JSON: the `tn_translate` client keys

@@ -499,3 +499,119 @@ fn a_host_store_answers_through_its_callback_and_names_itself_when_wrong() {
     drop(s);
     assert_eq!(FREED.load(Ordering::SeqCst), 3);
 }
+
+/// How many calls of `store_hanging` saw `tn_reply_cancelled` turn true.
+static HANG_SAW_CANCEL: AtomicUsize = AtomicUsize::new(0);
+
+/// A host store that hangs on the id `"slow"` until its answer is no longer
+/// awaited (bounded, 30 s), then answers anyway; the id `"null"` answers
+/// null at once.
+unsafe extern "C" fn store_hanging(
+    _user_data: *mut c_void,
+    event: *const c_char,
+    reply: *mut tn_reply,
+) {
+    // SAFETY: NUL-terminated for the call's length.
+    let ev = json(&unsafe { CStr::from_ptr(event) }.to_string_lossy());
+    if ev["id"] == "slow" {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // SAFETY: the live reply.
+        while !unsafe { tn_reply_cancelled(reply) } && std::time::Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        // SAFETY: the live reply.
+        if unsafe { tn_reply_cancelled(reply) } {
+            HANG_SAW_CANCEL.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let answer = if ev["id"] == "slow" {
+        c"{\"late\":true}"
+    } else {
+        c"null"
+    };
+    // SAFETY: the live reply and NUL-terminated JSON.
+    unsafe { tn_reply_set_json(reply, answer.as_ptr()) };
+}
+
+#[test]
+fn a_host_store_that_hangs_fails_its_operation_at_the_registered_timeout() {
+    use crate::store::{self, Kind};
+    static FREED: AtomicUsize = AtomicUsize::new(0);
+    let mut err = ptr::null_mut();
+    // Options that are not JSON, not an object, an unknown key, a wait out
+    // of range: refused, each user_data released at once.
+    for (options, status, says) in [
+        (c"{nope", TN_INVALID_JSON, "options_json is not valid JSON"),
+        (c"[1]", TN_INVALID_ARGUMENT, "expected an object"),
+        (
+            c"{\"timeout\":5}",
+            TN_INVALID_ARGUMENT,
+            "unknown key 'timeout'",
+        ),
+        (
+            c"{\"timeoutMs\":0}",
+            TN_INVALID_ARGUMENT,
+            "timeoutMs: expected milliseconds from 1 to 86400000, got 0",
+        ),
+        (
+            c"{\"timeoutMs\":\"5\"}",
+            TN_INVALID_ARGUMENT,
+            r#"got \"5\""#,
+        ),
+    ] {
+        // SAFETY: NUL-terminated strings, a fresh user_data, a local out-pointer.
+        let st = unsafe {
+            tn_store_register_with(
+                c"glue-hang".as_ptr(),
+                options.as_ptr(),
+                Some(store_hanging),
+                counter(&FREED),
+                Some(free_counter),
+                &mut err,
+            )
+        };
+        assert_eq!(st, status, "{options:?}");
+        assert!(take(err).contains(says), "{options:?}");
+    }
+    assert_eq!(FREED.load(Ordering::SeqCst), 5);
+
+    let data = counter(&FREED);
+    // SAFETY: as above.
+    let st = unsafe {
+        tn_store_register_with(
+            c"glue-hang".as_ptr(),
+            c"{\"timeoutMs\":50}".as_ptr(),
+            Some(store_hanging),
+            data,
+            Some(free_counter),
+            &mut err,
+        )
+    };
+    assert_eq!(st, TN_OK);
+    assert!(err.is_null());
+    let s = store::resolve(Some("host:glue-hang")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.get(Kind::Task, "slow"),
+        Err("store \"host:glue-hang\": get did not answer within 50 ms".into())
+    );
+    assert_eq!(
+        s.delete(Kind::Task, "slow"),
+        Err("store \"host:glue-hang\": delete did not answer within 50 ms".into())
+    );
+    // The store keeps answering what it answers in time.
+    assert_eq!(s.get(Kind::Task, "null"), Ok(None));
+    // SAFETY: a NUL-terminated name; NULL out_error is allowed.
+    assert_eq!(
+        unsafe { tn_store_unregister(c"glue-hang".as_ptr(), ptr::null_mut()) },
+        TN_OK
+    );
+    drop(s);
+    // Released once both abandoned callbacks returned, each having seen
+    // tn_reply_cancelled.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while FREED.load(Ordering::SeqCst) < 6 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(FREED.load(Ordering::SeqCst), 6);
+    assert_eq!(HANG_SAW_CANCEL.load(Ordering::SeqCst), 2);
+}

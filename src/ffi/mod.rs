@@ -13,7 +13,7 @@
 //! - `client.rs`     the client loop: `tn_client_new`, `tn_run`, resume
 //! - `client_ext.rs` `tn_ask`, `tn_stream`, in-process clients, metrics
 //! - `serve.rs`      the toolkit as an MCP server: `tn_serve` and friends
-//! - `store.rs`      host stores: `tn_store_register`, `tn_store_unregister`
+//! - `store.rs`      host stores: `tn_store_register(_with)`, `tn_store_unregister`
 //! - `glue_tests.rs` the glue's tests without I/O, for Miri
 //!
 //! Every exported function runs its body through `boundary`: NULL checks,

@@ -9,7 +9,10 @@
  * tn_reply_cancelled), and tn_client_set_callback with a NULL out_error;
  * a host store (tn_store_register) keeping ask's conversations, refused
  * registrations, garbage and failures naming the store, and the store kept
- * alive by the client past tn_store_unregister.
+ * alive by the client past tn_store_unregister; a host store whose callback
+ * hangs behind a served A2A agent (tn_store_register_with's timeoutMs): its
+ * GetTask answers a JSON-RPC error naming the store at the deadline and the
+ * server answers the next request.
  *
  * Exits non-zero on the first failed check; prints "N passed, 0 failed". */
 #define _POSIX_C_SOURCE 200809L
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "toolnexus.h"
@@ -572,9 +576,117 @@ static void test_host_store(void) {
     tn_toolkit_free(tk);
 }
 
+/* ---- a host store that hangs, behind a served A2A agent ------------------- */
+
+static atomic_int slow_frees;
+static atomic_int slow_saw_cancel;
+
+static void slow_free(void *user_data) {
+    (void)user_data;
+    atomic_fetch_add(&slow_frees, 1);
+}
+
+/* Hangs on the id "hang" until the library stops waiting (at most 30 s),
+ * then answers anyway (dropped); knows no other task. */
+static void slow_store(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    if (contains(event_json, "\"id\":\"hang\"")) {
+        for (int i = 0; i < 15000 && !tn_reply_cancelled(reply); i++) sleep_ms(2);
+        if (tn_reply_cancelled(reply)) atomic_fetch_add(&slow_saw_cancel, 1);
+        tn_reply_set_json(reply, "{\"id\":\"hang\",\"status\":{\"state\":\"completed\"}}");
+        return;
+    }
+    tn_reply_set_json(reply, "null");
+}
+
+/* POSTs body to http://127.0.0.1:port/ and returns the whole response
+ * (malloc'd), or NULL. */
+static char *http_post(int port, const char *body) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return NULL;
+    struct timeval tv = {30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        close(fd);
+        return NULL;
+    }
+    char head[256];
+    int n = snprintf(head, sizeof head,
+                     "POST / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     port, strlen(body));
+    if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n ||
+        send(fd, body, strlen(body), MSG_NOSIGNAL) != (ssize_t)strlen(body)) {
+        close(fd);
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *out = malloc(cap);
+    for (;;) {
+        if (len + 1 == cap) out = realloc(out, cap *= 2);
+        ssize_t r = recv(fd, out + len, cap - len - 1, 0);
+        if (r <= 0) break;
+        len += (size_t)r;
+    }
+    out[len] = 0;
+    close(fd);
+    return out;
+}
+
+static void test_hanging_store(void) {
+    char *err = NULL;
+    tn_status st = tn_store_register_with("c-slow", "{\"timeoutMs\":0}", slow_store, NULL, slow_free, &err);
+    CHECK(st == TN_INVALID_ARGUMENT && contains(err, "timeoutMs"), "%d %s", st, err);
+    tn_string_free(err);
+    CHECK(atomic_load(&slow_frees) == 1, "a refused registration frees its user_data");
+    st = tn_store_register_with("c-slow", "{\"timeoutMs\":200}", slow_store, NULL, slow_free, &err);
+    CHECK(st == TN_OK && err == NULL, "%d %s", st, err);
+
+    tn_toolkit *tk = NULL;
+    CHECK(tn_toolkit_build("{\"builtins\":false}", &tk, &err) == TN_OK, "toolkit: %s", err);
+    tn_client *client = NULL;
+    st = tn_client_new_in_process("{\"model\":\"local\"}", generate, NULL, NULL, &client, &err);
+    CHECK(st == TN_OK, "%d %s", st, err);
+    tn_server *server = NULL;
+    char *out = NULL;
+    st = tn_serve_with_client(tk, client, "{\"addr\":\"127.0.0.1:0\",\"a2a\":{\"store\":\"host:c-slow\"}}", NULL,
+                              NULL, NULL, NULL, &server, &out);
+    CHECK(st == TN_OK && server != NULL, "serve: %d %s", st, out);
+    const char *colon = strstr(out, "127.0.0.1:");
+    int port = colon ? atoi(colon + strlen("127.0.0.1:")) : 0;
+    CHECK(port > 0, "the server's url: %s", out);
+    tn_string_free(out);
+
+    char *answer = http_post(port, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{\"id\":\"hang\"}}");
+    CHECK(contains(answer, "\"code\":-32603") &&
+              contains(answer, "store \\\"host:c-slow\\\": get did not answer within 200 ms"),
+          "a hanging store's GetTask: %s", answer);
+    free(answer);
+    /* The next request is answered (the store answers it in time). */
+    answer = http_post(port, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"GetTask\",\"params\":{\"id\":\"nope\"}}");
+    CHECK(contains(answer, "{\"code\":-32001,\"message\":\"Task not found: nope\"}"), "the next GetTask: %s",
+          answer);
+    free(answer);
+
+    tn_serve_stop(server);
+    tn_client_free(client);
+    tn_toolkit_free(tk);
+    CHECK(tn_store_unregister("c-slow", &err) == TN_OK, "unregister: %s", err);
+    /* Released once the abandoned callback returned, having seen
+     * tn_reply_cancelled. */
+    for (int i = 0; i < 15000 && atomic_load(&slow_frees) < 2; i++) sleep_ms(2);
+    CHECK(atomic_load(&slow_frees) == 2 && atomic_load(&slow_saw_cancel) == 1, "frees %d, saw cancel %d",
+          atomic_load(&slow_frees), atomic_load(&slow_saw_cancel));
+}
+
 int main(void) {
     test_in_process();
     test_host_store();
+    test_hanging_store();
     test_stream();
     test_blocking_hook();
     printf("%d passed, 0 failed\n", passed);

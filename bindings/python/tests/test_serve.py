@@ -219,3 +219,121 @@ def test_serve_a2a_refusals_and_closing_the_toolkit_stops_its_servers(tk):
     tk.close()  # stops the server first
     assert server.wait(0) is True
     assert tn_serve._hooks_live() == 0
+
+
+def stream(base, method, text, version=None):
+    """A streaming send read as server-sent events with urllib: the results
+    of the JSON-RPC answers, in order, once the server ended the stream."""
+    part = {"text": text} if version == "1.0" else {"kind": "text", "text": text}
+    body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": method,
+                       "params": {"message": {"role": "user", "messageId": "m", "parts": [part]}}}).encode()
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if version:
+        headers["A2A-Version"] = version
+    req = urllib.request.Request(f"{base}/", data=body, headers=headers, method="POST")
+    results = []
+    with urllib.request.urlopen(req, timeout=30) as res:
+        assert res.status == 200 and res.headers["content-type"].startswith("text/event-stream")
+        for line in res:  # ends when the server ends the stream
+            line = line.decode("utf-8").rstrip("\r\n")
+            if line.startswith("data:"):
+                answer = json.loads(line[len("data:"):])
+                assert answer["id"] == 9 and "result" in answer, answer
+                results.append(answer["result"])
+    return results
+
+
+def test_serve_a2a_streamed_send_is_server_sent_events_on_both_wires(tk):
+    with tn.Client({"model": "m"}, generate=generate) as client, \
+            tk.serve(a2a={}, client=client) as server:
+        base = server.base
+        # A2A 0.3: message/stream; the task, then its status and artifact updates.
+        got = stream(base, "message/stream", "stream me")
+        assert [r["kind"] for r in got] == ["task", "status-update", "artifact-update", "status-update"], got
+        assert [r["status"]["state"] for r in got if "status" in r] == ["submitted", "working", "completed"]
+        tid = got[0]["id"]
+        assert got[2]["artifact"]["parts"] == [{"kind": "text", "text": "served: stream me"}]
+        assert (got[1]["taskId"], got[1]["final"], got[3]["taskId"], got[3]["final"]) == (tid, False, tid, True)
+        assert artifact_text(settled(base, tid)) == "served: stream me"
+
+        # A2A 1.0: SendStreamingMessage with the header; wrapped results.
+        got = stream(base, "SendStreamingMessage", "stream one oh", version="1.0")
+        assert [next(iter(r)) for r in got] == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"], got
+        states = [got[0]["task"]["status"]["state"], got[1]["statusUpdate"]["status"]["state"],
+                  got[3]["statusUpdate"]["status"]["state"]]
+        assert states == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+        assert got[2]["artifactUpdate"]["artifact"]["parts"] == [{"text": "served: stream one oh"}]
+
+
+def test_serve_a2a_cancel_task_of_a_running_task(tk):
+    arrived, release, returned = threading.Event(), threading.Event(), threading.Event()
+
+    def held(ev):
+        arrived.set()
+        release.wait(60)
+        returned.set()
+        return "too late"
+
+    with tn.Client({"model": "m"}, generate=held) as client, tk.serve(a2a={}, client=client) as server:
+        base = server.base
+        try:
+            tid = send(base, "hold on")
+            assert arrived.wait(30), "the task's run never asked the model"
+            assert post(f"{base}/", "GetTask", {"id": tid})["result"]["status"]["state"] == "working"
+            r = post(f"{base}/", "CancelTask", {"id": tid})
+            assert r["result"]["id"] == tid and r["result"]["status"]["state"] == "canceled", r
+            assert settled(base, tid)["status"]["state"] == "canceled"
+        finally:
+            release.set()
+        assert returned.wait(30)
+        # The model's late answer changes nothing.
+        assert settled(base, tid)["status"]["state"] == "canceled"
+        assert post(f"{base}/", "CancelTask", {"id": tid})["error"] == {
+            "code": -32002, "message": f"Task cannot be canceled: {tid} is canceled"}
+        for method, version in (("CancelTask", None), ("tasks/cancel", None), ("CancelTask", "1.0")):
+            assert post(f"{base}/", method, {"id": "nope"}, version)["error"] == {
+                "code": -32001, "message": "Task not found: nope"}, (method, version)
+
+
+class HangingRecords:
+    """Records in a dict whose get of the id "hang" blocks until released."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.records: dict[tuple[str, str], object] = {}
+        self.release = threading.Event()
+
+    def get(self, kind, id):  # noqa: A002
+        if id == "hang":
+            self.release.wait(60)
+        with self.lock:
+            return self.records.get((kind, id))
+
+    def save(self, kind, id, record):  # noqa: A002
+        with self.lock:
+            self.records[(kind, id)] = record
+
+    def delete(self, kind, id):  # noqa: A002
+        with self.lock:
+            return self.records.pop((kind, id), None) is not None
+
+
+def test_serve_a2a_on_a_host_store_that_hangs_answers_at_its_timeout(tk):
+    records = HangingRecords()
+    with pytest.raises(tn.InvalidArgumentError) as e:
+        tn.register_store("py-hang", records, timeout=-1)
+    assert "timeoutMs" in e.value.message
+    tn.register_store("py-hang", records, timeout=0.2)
+    try:
+        with tn.Client({"model": "m"}, generate=generate) as client, \
+                tk.serve(a2a={"store": "host:py-hang"}, client=client) as server:
+            base = server.base
+            assert post(f"{base}/", "GetTask", {"id": "hang"})["error"] == {
+                "code": -32603, "message": 'store "host:py-hang": get did not answer within 200 ms'}
+            # The server goes on serving: a task runs to completion in the store.
+            tid = send(base, "after the hang")
+            assert artifact_text(settled(base, tid)) == "served: after the hang"
+            assert ("task", tid) in records.records
+    finally:
+        records.release.set()
+        tn.unregister_store("py-hang")

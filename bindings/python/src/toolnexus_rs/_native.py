@@ -220,6 +220,10 @@ def _declare(lib: ctypes.CDLL) -> None:
             [ctypes.c_char_p, CLIENT_CALLBACK, ctypes.c_void_p, USER_DATA_FREE, c_void_p_p],
             status,
         ),
+        "tn_store_register_with": (
+            [ctypes.c_char_p, ctypes.c_char_p, CLIENT_CALLBACK, ctypes.c_void_p, USER_DATA_FREE, c_void_p_p],
+            status,
+        ),
         "tn_store_unregister": ([ctypes.c_char_p, c_void_p_p], status),
         # Serving (src/ffi/serve.rs). The hooks and their finalizer travel
         # as plain pointers (NULL for none).

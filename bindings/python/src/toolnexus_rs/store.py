@@ -17,7 +17,10 @@ wherever one is accepted (a client config's ``"store"``, an A2A block's
 any JSON value. The methods may be called on any thread, concurrently. An
 exception (or an answer that is not JSON) fails the operation that needed
 the store with an error naming it: ``store "host:<name>": save failed:
-<message>`` (a :class:`CallbackError` from :meth:`Client.ask`).
+<message>`` (a :class:`CallbackError` from :meth:`Client.ask`). An
+operation waits for a method at most 30 s (``register_store``'s
+``timeout``), then fails with ``store "host:<name>": get did not answer
+within 30000 ms``; the method's late answer is dropped.
 """
 from __future__ import annotations
 
@@ -105,10 +108,15 @@ _CALLBACK = _native.CLIENT_CALLBACK(_call)
 _RELEASE = _native.USER_DATA_FREE(_release)
 
 
-def register_store(name: str, store: Store) -> None:
+def register_store(name: str, store: Store, *, timeout: Optional[float] = None) -> None:
     """Makes ``store`` the one ``"host:<name>"`` names, in this process. A
     name already registered raises :class:`InvalidArgumentError`
-    (:func:`unregister_store` it first), as does an empty one."""
+    (:func:`unregister_store` it first), as does an empty one.
+
+    ``timeout`` (seconds; default 30, at most a day) is how long an
+    operation waits for one of the store's methods: past it the operation
+    fails naming the store, the operation and the wait, and a method still
+    running keeps its thread until it returns, its answer dropped."""
     from . import _error
 
     for method in ("get", "save", "delete"):
@@ -116,13 +124,17 @@ def register_store(name: str, store: Store) -> None:
             raise TypeError(f"register_store: the store has no {method}(kind, id...) method")
     lib = _native.load()
     cname = _native.cstr(name, "store name")
+    options = None
+    if timeout is not None:
+        ms = int(timeout * 1000)
+        options = json.dumps({"timeoutMs": 1 if ms == 0 and timeout > 0 else ms}).encode()
     key = next(_KEYS)
     with _LIVE_LOCK:
         _LIVE[key] = store
     err = ctypes.c_void_p()
     # The library owns the entry from here: _release drops it, at once when
     # the registration is refused.
-    status = lib.tn_store_register(cname, _CALLBACK, key, _RELEASE, ctypes.byref(err))
+    status = lib.tn_store_register_with(cname, options, _CALLBACK, key, _RELEASE, ctypes.byref(err))
     text = _native.take(lib, err)
     if status != 0:
         raise _error(status, text)
