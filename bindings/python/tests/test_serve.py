@@ -19,6 +19,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from parity import tn  # noqa: E402
+from proc_helpers import wait_for  # noqa: E402
+from toolnexus_rs import store as tn_store  # noqa: E402
 from toolnexus_rs import serve as tn_serve  # noqa: E402
 
 
@@ -320,6 +322,7 @@ class HangingRecords:
 
 def test_serve_a2a_on_a_host_store_that_hangs_answers_at_its_timeout(tk):
     records = HangingRecords()
+    before = tn_store._live_count()
     with pytest.raises(tn.InvalidArgumentError) as e:
         tn.register_store("py-hang", records, timeout=-1)
     assert "timeoutMs" in e.value.message
@@ -337,3 +340,6 @@ def test_serve_a2a_on_a_host_store_that_hangs_answers_at_its_timeout(tk):
     finally:
         records.release.set()
         tn.unregister_store("py-hang")
+    # The abandoned get returns once released, and the store goes with it
+    # (no later test sees it live).
+    assert wait_for(lambda: tn_store._live_count() == before, 20)
