@@ -1,16 +1,19 @@
 //! The Gemini-safe schema cleaner (on the way to Gemini only) over every
 //! tool schema the repository's tests already use — the ten builtins, the
 //! schemas in the conformance vectors, the MCP servers the tests run
-//! (the official Python SDK's server and the hand-written odd one) — and
-//! over hostile ones: a 10 MB schema, `$ref` cycles, a definition graph
+//! (the official Python SDK's server and the hand-written odd one) — over
+//! a corpus of real public MCP servers' tool schemas
+//! (tests/data/mcp-schema-corpus.md), and over hostile ones: a 10 MB schema, `$ref` cycles, a definition graph
 //! that doubles at every level, nesting far past the cut, and remote
 //! references that a loopback canary server proves are never fetched.
 
 mod translate_mock;
 
 use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 use toolnexus::provider::gemini_schema::{clean, only_allowed_keys, MAX_DEPTH};
 use toolnexus::toolkit::Toolkit;
@@ -96,6 +99,171 @@ fn the_test_mcp_servers_schemas_come_out_gemini_safe() {
         let f = &d["function"];
         assert_gemini_safe(f["name"].as_str().unwrap_or("?"), &f["parameters"]);
     }
+}
+
+/// The corpus's lines: each `{"source", "server", "tool", "inputSchema"}`.
+/// Read through the system's `gzip` (no gzip crate in the tree).
+fn corpus() -> Vec<Value> {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp-schema-corpus.jsonl.gz");
+    let out = Command::new("gzip")
+        .arg("-dc")
+        .arg(&path)
+        .output()
+        .expect("run gzip -dc (the corpus is gzipped)");
+    assert!(
+        out.status.success(),
+        "gzip -dc {}: {:?}",
+        path.display(),
+        out
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8 corpus");
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect()
+}
+
+/// The JSON Schema keywords a schema uses, at any depth: property names,
+/// `enum`/`const`/`default`/`examples` values and `required` names are data,
+/// not keywords, and are not looked into.
+fn keywords(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.insert(k.clone());
+                match k.as_str() {
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas" => {
+                        if let Value::Object(named) = x {
+                            named.values().for_each(|s| keywords(s, out));
+                        }
+                    }
+                    "enum" | "const" | "default" | "examples" | "example" | "required"
+                    | "title" | "description" => {}
+                    _ => keywords(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| keywords(x, out)),
+        _ => {}
+    }
+}
+
+/// Whether any node of the schema has a `type` that is an array.
+fn has_type_array(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.iter().any(|(k, x)| match k.as_str() {
+            "type" => x.is_array(),
+            "enum" | "const" | "default" | "examples" | "example" | "required" => false,
+            "properties" | "patternProperties" | "$defs" | "definitions" => x
+                .as_object()
+                .is_some_and(|n| n.values().any(has_type_array)),
+            _ => has_type_array(x),
+        }),
+        Value::Array(a) => a.iter().any(has_type_array),
+        _ => false,
+    }
+}
+
+/// The nodes of a cleaned schema that name no type and have no `anyOf`
+/// (Gemini refuses them: "type: must be specified"), each with its path.
+fn typeless(v: &Value, at: String, out: &mut Vec<(String, Value)>) {
+    let Value::Object(m) = v else { return };
+    if !m.contains_key("type") && !m.contains_key("anyOf") {
+        out.push((at.clone(), v.clone()));
+    }
+    if let Some(Value::Object(props)) = m.get("properties") {
+        for (name, p) in props {
+            typeless(p, format!("{at}/properties/{name}"), out);
+        }
+    }
+    if let Some(items) = m.get("items") {
+        typeless(items, format!("{at}/items"), out);
+    }
+    if let Some(Value::Array(members)) = m.get("anyOf") {
+        for (i, x) in members.iter().enumerate() {
+            typeless(x, format!("{at}/anyOf/{i}"), out);
+        }
+    }
+}
+
+/// The keys of a cleaned node that constrain no value.
+const ANNOTATIONS: [&str; 5] = ["title", "description", "default", "example", "nullable"];
+
+#[test]
+fn a_corpus_of_real_mcp_servers_schemas_comes_out_gemini_safe() {
+    let rows = corpus();
+    let mut sources = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let (mut refs, mut alternatives, mut type_arrays, mut consts, mut additional) = (0, 0, 0, 0, 0);
+    let (mut untyped_top, mut other_top) = (0, 0);
+    let mut failures = Vec::new();
+    // Typeless nodes left after cleaning, and those of a kind the cleaner
+    // gives a type to (an enum; an anyOf member that constrains nothing).
+    let (mut untyped, mut untyped_schemas, mut inferable) = (0, 0, Vec::new());
+    for row in &rows {
+        let source = row["source"].as_str().expect("source");
+        let repo: Vec<&str> = source.splitn(3, '/').take(2).collect();
+        sources.insert(repo.join("/"));
+        let schema = &row["inputSchema"];
+        assert!(schema.is_object(), "{source}: {schema}");
+        assert!(seen.insert(schema.to_string()), "{source}: a duplicate");
+        let mut k = BTreeSet::new();
+        keywords(schema, &mut k);
+        let uses = |names: &[&str]| names.iter().any(|n| k.contains(*n));
+        refs += usize::from(uses(&["$ref", "$defs", "definitions"]));
+        alternatives += usize::from(uses(&["anyOf", "oneOf"]));
+        type_arrays += usize::from(has_type_array(schema));
+        consts += usize::from(uses(&["const"]));
+        additional += usize::from(uses(&["additionalProperties"]));
+        match schema.get("type") {
+            Some(t) if t == "object" => {}
+            None => untyped_top += 1,
+            Some(_) => other_top += 1,
+        }
+        let what = format!("{source} {} {}", row["server"], row["tool"]);
+        let checked = std::panic::catch_unwind(|| assert_gemini_safe(&what, schema));
+        if checked.is_err() {
+            failures.push(what.clone());
+        }
+        let mut left = Vec::new();
+        typeless(&clean(schema), String::new(), &mut left);
+        untyped += left.len();
+        untyped_schemas += usize::from(!left.is_empty());
+        for (at, node) in left {
+            let keys: Vec<&String> = node
+                .as_object()
+                .map(|m| m.keys().collect())
+                .unwrap_or_default();
+            let in_union = at.rsplit('/').nth(1) == Some("anyOf");
+            if node.get("enum").is_some()
+                || (in_union && keys.iter().all(|k| ANNOTATIONS.contains(&k.as_str())))
+            {
+                inferable.push(format!("{what} at {at}: {node}"));
+            }
+        }
+    }
+    println!(
+        "corpus: {} schemas from {} sources; $ref/$defs {refs}, anyOf/oneOf {alternatives}, \
+         type arrays {type_arrays}, const {consts}, additionalProperties {additional}, \
+         top not an object {} (no type {untyped_top}, another type {other_top}); \
+         after cleaning, {untyped} nodes in {untyped_schemas} schemas still name no type",
+        rows.len(),
+        sources.len(),
+        untyped_top + other_top,
+    );
+    assert!(rows.len() >= 1000, "{} schemas", rows.len());
+    assert!(sources.len() >= 5, "{sources:?}");
+    assert!(
+        failures.is_empty(),
+        "{} failed: {failures:#?}",
+        failures.len()
+    );
+    assert!(
+        inferable.is_empty(),
+        "{} typeless nodes the cleaner should type: {inferable:#?}",
+        inferable.len()
+    );
 }
 
 #[test]

@@ -17,10 +17,25 @@
 //! - a type array and an `anyOf`/`oneOf` with a `null` member become
 //!   `nullable`; a single remaining member is merged in; `oneOf` is read as
 //!   `anyOf`; `allOf` members are merged;
+//! - a type array naming several types becomes `anyOf` members, each with
+//!   the keywords of its type (the array member its `items`, the object
+//!   member its `properties`, …);
+//! - an `anyOf` member left with nothing that constrains a value (a
+//!   format-only alternative such as `{"format": "ipv4"}`, `{}`, `true`)
+//!   makes the union accept whatever the node's own type accepts: the
+//!   union is dropped and the node keeps its type. When the node names no
+//!   type, such members are dropped and the others kept (what the model
+//!   sends through them the tool accepts); a member that constrains but
+//!   names no type takes the node's type;
 //! - `const` becomes a one-value `enum`; an `enum` that is not all strings
-//!   is dropped; `exclusiveMinimum`/`exclusiveMaximum` numbers become
+//!   is dropped; a node that names no type takes one from its `enum` or
+//!   `const` values: `string` for strings (Gemini's enums are strings),
+//!   `integer`, `number` or `boolean` when all are of that kind;
+//!   `exclusiveMinimum`/`exclusiveMaximum` numbers become
 //!   `minimum`/`maximum`; a `format` Gemini does not know is dropped; an
 //!   array without `items` gets string items;
+//! - a node that allows any value (`{}`, a description only) is left
+//!   without a type: there is nothing to say it with;
 //! - every other keyword is dropped;
 //! - the top level is always `type: object`.
 
@@ -119,13 +134,22 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// What [`flat_keys`] learnt of a node beyond the keys it copied.
+struct Flat {
+    nullable: bool,
+    /// The types of a type array naming more than one (one is copied as
+    /// `type`); [`split_types`] makes them `anyOf` members.
+    types: Vec<&'static str>,
+}
+
 /// The keywords of a schema node that hold no schema, copied into `out` as
-/// Gemini takes them; gives whether the node is nullable. Kept out of
-/// [`Cleaner::node`] so that the recursive frame stays small (the cleaner
-/// may run on a host thread with a small stack).
+/// Gemini takes them. Kept out of [`Cleaner::node`] so that the recursive
+/// frame stays small (the cleaner may run on a host thread with a small
+/// stack).
 #[inline(never)]
-fn flat_keys(s: &Map<String, Value>, out: &mut Map<String, Value>) -> bool {
+fn flat_keys(s: &Map<String, Value>, out: &mut Map<String, Value>) -> Flat {
     let mut nullable = s.get("nullable").and_then(Value::as_bool) == Some(true);
+    let mut types = Vec::new();
     // type: a string, or an array of them.
     match s.get("type") {
         Some(Value::String(t)) if t == "null" => nullable = true,
@@ -133,10 +157,10 @@ fn flat_keys(s: &Map<String, Value>, out: &mut Map<String, Value>) -> bool {
             out.insert("type".into(), json!(t));
         }
         Some(Value::Array(list)) => {
-            let named: Vec<&str> = list
+            let named: Vec<&'static str> = list
                 .iter()
                 .filter_map(Value::as_str)
-                .filter(|t| TYPES.contains(t))
+                .filter_map(|t| TYPES.iter().copied().find(|known| *known == t))
                 .collect();
             if list.iter().any(|t| t.as_str() == Some("null")) {
                 nullable = true;
@@ -146,10 +170,7 @@ fn flat_keys(s: &Map<String, Value>, out: &mut Map<String, Value>) -> bool {
                 [one] => {
                     out.insert("type".into(), json!(one));
                 }
-                many => {
-                    let members = many.iter().map(|t| json!({ "type": t })).collect();
-                    out.insert("anyOf".into(), Value::Array(members));
-                }
+                many => types = many.to_vec(),
             }
         }
         _ => {}
@@ -203,7 +224,7 @@ fn flat_keys(s: &Map<String, Value>, out: &mut Map<String, Value>) -> bool {
         }
         _ => {}
     }
-    nullable
+    Flat { nullable, types }
 }
 
 impl<'a> Cleaner<'a> {
@@ -223,10 +244,16 @@ impl<'a> Cleaner<'a> {
             return self.reference(r, s, depth);
         }
         let mut out = Map::new();
-        let mut nullable = flat_keys(s, &mut out);
+        let flat = flat_keys(s, &mut out);
         self.properties(s, &mut out, depth);
         self.items(s, &mut out, depth);
-        nullable |= self.alternatives(s, &mut out, depth);
+        let mut nullable = flat.nullable | self.alternatives(s, &mut out, depth);
+        if !flat.types.is_empty() && !out.contains_key("anyOf") {
+            split_types(&mut out, &flat.types);
+        }
+        if !out.contains_key("type") && !out.contains_key("anyOf") {
+            nullable |= infer_from_values(s, &mut out);
+        }
         if nullable {
             out.insert("nullable".into(), Value::Bool(true));
         }
@@ -295,18 +322,44 @@ impl<'a> Cleaner<'a> {
             .or_else(|| s.get("oneOf"))
             .and_then(Value::as_array);
         if let Some(list) = alternatives {
+            let parent_type = out.get("type").cloned();
             let mut members = Vec::new();
+            let mut unconstrained = false;
             for m in list {
                 if m.get("type").and_then(Value::as_str) == Some("null") && m.get("$ref").is_none()
                 {
                     nullable = true;
                     continue;
                 }
-                let c = self.node(m, depth + 1);
+                let mut c = self.node(m, depth + 1);
                 if c.get("nullable") == Some(&Value::Bool(true)) {
                     nullable = true;
                 }
+                let Value::Object(cm) = &mut c else { continue };
+                if !cm.contains_key("type") && !cm.contains_key("anyOf") {
+                    if cm.get("nullable") == Some(&Value::Bool(true))
+                        && cm.keys().all(|k| ANNOTATIONS.contains(&k.as_str()))
+                    {
+                        // Only null (`{"type": ["null"]}`): read above.
+                        continue;
+                    }
+                    if cm.keys().all(|k| ANNOTATIONS.contains(&k.as_str())) {
+                        // Nothing left that constrains a value (a
+                        // format-only alternative, `{}`, `true`).
+                        unconstrained = true;
+                        continue;
+                    }
+                    if let Some(t) = &parent_type {
+                        // JSON Schema applies the parent's type to every
+                        // member anyway; Gemini wants it said.
+                        cm.insert("type".into(), t.clone());
+                    }
+                }
                 members.push(c);
+            }
+            if unconstrained && parent_type.is_some() {
+                // The union accepts whatever the parent's own type does.
+                members.clear();
             }
             match members.len() {
                 0 => {}
@@ -356,6 +409,105 @@ impl<'a> Cleaner<'a> {
         }
         inlined
     }
+}
+
+/// The keys of a cleaned node that annotate and constrain nothing.
+const ANNOTATIONS: [&str; 5] = ["title", "description", "default", "example", "nullable"];
+
+/// A type array's types (more than one) as `anyOf` members, each taking
+/// the keywords of the cleaned node that apply to its type (an array's
+/// `items`, an object's `properties`, a string's `enum`, …); what applies
+/// to any type (`description`, `default`, `nullable`) stays on the node.
+#[inline(never)]
+fn split_types(out: &mut Map<String, Value>, types: &[&str]) {
+    const ARRAY: [&str; 3] = ["items", "minItems", "maxItems"];
+    const OBJECT: [&str; 5] = [
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "propertyOrdering",
+    ];
+    const STRING: [&str; 4] = ["enum", "pattern", "minLength", "maxLength"];
+    const NUMBER: [&str; 2] = ["minimum", "maximum"];
+    // A `properties` alone makes [`Cleaner::properties`] say `object`.
+    out.remove("type");
+    let format = out.remove("format");
+    let members = types
+        .iter()
+        .map(|t| {
+            let mut m = Map::new();
+            m.insert("type".into(), json!(t));
+            let keys: &[&str] = match *t {
+                "array" => &ARRAY,
+                "object" => &OBJECT,
+                "string" => &STRING,
+                "number" | "integer" => &NUMBER,
+                _ => &[],
+            };
+            for k in keys {
+                if let Some(v) = out.get(*k) {
+                    m.insert((*k).into(), v.clone());
+                }
+            }
+            let numeric = matches!(*t, "number" | "integer");
+            match format.as_ref().and_then(Value::as_str) {
+                Some(f @ ("date-time" | "enum")) if *t == "string" => {
+                    m.insert("format".into(), json!(f));
+                }
+                Some(f @ ("int32" | "int64" | "float" | "double")) if numeric => {
+                    m.insert("format".into(), json!(f));
+                }
+                _ => {}
+            }
+            if *t == "array" && !m.contains_key("items") {
+                m.insert("items".into(), json!({"type": "string"}));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    for k in ARRAY.iter().chain(&OBJECT).chain(&STRING).chain(&NUMBER) {
+        out.remove(*k);
+    }
+    out.insert("anyOf".into(), Value::Array(members));
+}
+
+/// A type for a node that names none, from the values its `enum` or
+/// `const` allows: `string` when they are strings (Gemini's enums are
+/// strings), and then the enum; `integer`, `number` or `boolean` when they
+/// are all of that kind (the enum dropped, as on a node that names its
+/// type). A `null` among them makes the node nullable. When the values are
+/// of mixed kinds and some are strings, the node takes the strings only:
+/// whatever the model picks from them the tool accepts. Gives whether a
+/// `null` was seen.
+#[inline(never)]
+fn infer_from_values(s: &Map<String, Value>, out: &mut Map<String, Value>) -> bool {
+    let values: Vec<&Value> = match (s.get("enum"), s.get("const")) {
+        (Some(Value::Array(e)), _) => e.iter().collect(),
+        (_, Some(c)) => vec![c],
+        _ => return false,
+    };
+    let nullable = values.iter().any(|v| v.is_null());
+    let values: Vec<&Value> = values.into_iter().filter(|v| !v.is_null()).collect();
+    let strings: Vec<Value> = values
+        .iter()
+        .filter(|v| v.is_string())
+        .map(|v| (*v).clone())
+        .collect();
+    let kind = if !strings.is_empty() {
+        out.insert("enum".into(), Value::Array(strings));
+        "string"
+    } else if !values.is_empty() && values.iter().all(|v| v.is_boolean()) {
+        "boolean"
+    } else if !values.is_empty() && values.iter().all(|v| v.is_i64() || v.is_u64()) {
+        "integer"
+    } else if !values.is_empty() && values.iter().all(|v| v.is_number()) {
+        "number"
+    } else {
+        return nullable;
+    };
+    out.insert("type".into(), json!(kind));
+    nullable
 }
 
 /// Merges a cleaned schema into `out`: properties and required joined,
@@ -497,7 +649,7 @@ mod tests {
             json!({"properties": {
                 "a": {"type": "string", "nullable": true},
                 "b": {"type": "integer", "minimum": 0, "nullable": true},
-                "c": {"enum": ["x"]},
+                "c": {"type": "string", "enum": ["x"]},
                 "d": {"type": "array", "items": {"type": "string"}},
                 "e": {"type": "integer"}
             }, "type": "object"})
@@ -506,5 +658,95 @@ mod tests {
             clean(&json!({"type": "string", "description": "s"})),
             json!({"type": "object", "description": "s", "properties": {}})
         );
+    }
+
+    /// The cleaned schema of one property `p`, checked idempotent.
+    fn prop(p: Value) -> Value {
+        let c = clean(&json!({"type": "object", "properties": {"p": p}}));
+        assert_eq!(clean(&c), c, "idempotent");
+        assert!(only_allowed_keys(&c), "{c}");
+        c["properties"]["p"].clone()
+    }
+
+    #[test]
+    fn type_arrays_become_members_that_carry_their_own_keywords() {
+        // Before: `items` stayed on the node and the array member had none,
+        // so a second cleaning gave that member string items.
+        assert_eq!(
+            prop(
+                json!({"type": ["string", "array"], "items": {"type": "integer"},
+                "minLength": 2, "description": "one or many"})
+            ),
+            json!({"description": "one or many", "anyOf": [
+                {"type": "string", "minLength": 2},
+                {"type": "array", "items": {"type": "integer"}}
+            ]})
+        );
+        assert_eq!(
+            prop(json!({"type": ["object", "null", "array"],
+                "properties": {"a": {"type": "string"}}, "required": ["a"]})),
+            json!({"nullable": true, "anyOf": [
+                {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                {"type": "array", "items": {"type": "string"}}
+            ]})
+        );
+    }
+
+    #[test]
+    fn format_only_alternatives_leave_the_parents_type() {
+        assert_eq!(
+            prop(json!({"type": "string", "description": "an address",
+                "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]})),
+            json!({"type": "string", "description": "an address"})
+        );
+        assert_eq!(
+            prop(json!({"type": "string",
+                "oneOf": [{"format": "ipv4"}, {"type": "null"}, true]})),
+            json!({"type": "string", "nullable": true})
+        );
+        // Members that constrain but name no type take the parent's.
+        assert_eq!(
+            prop(json!({"type": "string",
+                "anyOf": [{"minLength": 7}, {"pattern": "^[0-9a-f:]+$"}]})),
+            json!({"type": "string", "anyOf": [
+                {"type": "string", "minLength": 7},
+                {"type": "string", "pattern": "^[0-9a-f:]+$"}
+            ]})
+        );
+    }
+
+    #[test]
+    fn an_untyped_union_keeps_its_members_that_constrain() {
+        assert_eq!(
+            prop(json!({"anyOf": [{}, {"type": "integer"}, {"type": "string"}]})),
+            json!({"anyOf": [{"type": "integer"}, {"type": "string"}]})
+        );
+        assert_eq!(
+            prop(json!({"anyOf": [{"description": "anything"}, {"type": "integer"}]})),
+            json!({"type": "integer"})
+        );
+        // Any value or null: nothing to name a type with, left as is.
+        assert_eq!(
+            prop(json!({"anyOf": [{}, {"type": "null"}], "description": "d"})),
+            json!({"description": "d", "nullable": true})
+        );
+    }
+
+    #[test]
+    fn enums_without_a_type_take_one_from_their_values() {
+        assert_eq!(
+            prop(json!({"enum": ["a", "b"]})),
+            json!({"type": "string", "enum": ["a", "b"]})
+        );
+        assert_eq!(prop(json!({"enum": [1, 2]})), json!({"type": "integer"}));
+        assert_eq!(prop(json!({"enum": [1.5, 2]})), json!({"type": "number"}));
+        assert_eq!(prop(json!({"const": true})), json!({"type": "boolean"}));
+        assert_eq!(
+            prop(json!({"enum": ["a", 1, null]})),
+            json!({"type": "string", "enum": ["a"], "nullable": true})
+        );
+        // Nothing to name a type with: left as is.
+        assert_eq!(prop(json!({"enum": [1, true]})), json!({}));
+        assert_eq!(prop(json!({"enum": [{"a": 1}]})), json!({}));
     }
 }
