@@ -3,6 +3,18 @@
 use serde_json::Value;
 
 /// The JSON type name used in error messages ("expected an array, got a string").
+/// An object of `entries`, in order, the values moved in. What `json!`
+/// does for literal keys, without its detour: `json!` turns an interpolated
+/// value into a `Value` through `serde_json::to_value`, which copies a
+/// `Vec<Value>` or a `Map` member by member.
+pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    let mut m = serde_json::Map::with_capacity(N);
+    for (k, v) in entries {
+        m.insert(k.to_string(), v);
+    }
+    Value::Object(m)
+}
+
 pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",

@@ -65,6 +65,17 @@ pub const POOLED_THREADS_IDLE: usize = 64;
 /// runs out of one thread's stack.
 pub const AGENT_INLINE_TURNS: usize = 4;
 
+/// The Gemini declarations translate keeps made (a tool's schema cleaned
+/// for Gemini, by the tool's JSON text: `provider::gemini`); a full memo
+/// starts over empty.
+pub const GEMINI_MEMO_TOOLS: usize = 512;
+
+/// The longest tool (its JSON text) whose Gemini declaration is kept: a
+/// larger one is made afresh each time, so the memo holds at most
+/// `GEMINI_MEMO_TOOLS` × this much source text (8 MiB) and what it made of
+/// it (smaller: cleaning drops keywords).
+pub const GEMINI_MEMO_TOOL_BYTES: usize = 16 << 10;
+
 /// How long dropping an agents runtime waits for the writes its store still
 /// has queued (transcripts, checkpoints: `agents::durable`); a store that
 /// has not answered by then keeps its writer thread, which ends when it does.

@@ -484,3 +484,43 @@ fn a_halted_gemini_run_resumes_with_its_results_in_order() {
     assert_eq!(parts[0]["functionResponse"]["response"]["output"], "3");
     assert_eq!(parts[1]["functionResponse"]["response"]["output"], "7");
 }
+
+/// Translate keeps the Gemini declarations it made (a request carries the
+/// same tools turn after turn): a tool given again is declared the same,
+/// and a tool that differs by one byte, or is too long to keep, is
+/// declared afresh — never another tool's declaration.
+#[test]
+fn the_declaration_memo_never_answers_for_another_tool() {
+    use toolnexus::provider::gemini::declaration;
+    use toolnexus::translate::{node, provider_body, ClientConfig, Request};
+    let client =
+        ClientConfig::from_json(&client_json("http://127.0.0.1:9", json!({}))).expect("client");
+    let tool = |desc: &str, prop: &str| {
+        json!({"type": "function", "function": {"name": "f", "description": desc,
+            "parameters": {"type": "object", "$defs": {"e": {"type": "string", "format": "email"}},
+                "properties": {prop: {"$ref": "#/$defs/e"}, "n": {"type": ["integer", "null"]}}}}})
+    };
+    let declared = |t: &Value| -> Value {
+        let text =
+            json!({"messages": [{"role": "user", "content": "hi"}], "tools": [t]}).to_string();
+        let bump = bumpalo::Bump::new();
+        let (n, _) = node::parse_source(&bump, &text).expect("json");
+        let request = Request::from_node(n).expect("request");
+        provider_body(&bump, &client, &request, &[]).to_value()["tools"][0]["functionDeclarations"]
+            [0]
+        .clone()
+    };
+    let long = "d".repeat(20_000);
+    for t in [
+        tool("one", "x"),
+        tool("one", "x"),
+        tool("onf", "x"),
+        tool("one", "y"),
+        tool(&long, "x"),
+        tool(&long, "x"),
+    ] {
+        assert_eq!(declared(&t), declaration(&t), "{t}");
+    }
+    assert_eq!(declared(&tool("onf", "x"))["description"], "onf");
+    assert!(declared(&tool("one", "y"))["parameters"]["properties"]["y"].is_object());
+}

@@ -1076,7 +1076,7 @@ impl StreamState {
                     }
                     s.message = Some(m.clone());
                 }
-                if let Some(u) = ev.value.pointer("/message/usage") {
+                if let Some(u) = ev.value.get("message").and_then(|m| m.get("usage")) {
                     let read = n(u.get("cache_read_input_tokens"));
                     s.told.prompt = n(u.get("input_tokens"))
                         .saturating_add(read)

@@ -24,14 +24,22 @@
 
 use super::gather::{Pieces, Usage};
 use crate::error::{Error, ErrorCode};
+use crate::json::write_escaped;
 use serde_json::{json, Map, Value};
 
 /// Writes the chunks of one stream through `out` (which gets whole SSE
 /// events, `data: …\n\n`; it answers `false` to stop the stream).
+///
+/// Each event is written straight into one buffer the writer keeps, the
+/// part every chunk shares (`data: {"id":…,"object":…,"created":…,
+/// "model":…,"choices":`) encoded once: byte for byte what encoding the
+/// chunk as a `serde_json::Value` gives, without building one per piece.
 pub struct ChunkWriter<'a> {
     id: String,
-    created: u64,
-    model: String,
+    /// `data: {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":`
+    head: Vec<u8>,
+    /// The event being written.
+    buf: Vec<u8>,
     out: &'a mut dyn FnMut(&str) -> bool,
     started: bool,
     tools: usize,
@@ -53,10 +61,18 @@ impl<'a> ChunkWriter<'a> {
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        let mut head = Vec::with_capacity(96 + id.len() + model.len());
+        head.extend_from_slice(b"data: {\"id\":");
+        write_escaped(&mut head, &id);
+        head.extend_from_slice(b",\"object\":\"chat.completion.chunk\",\"created\":");
+        head.extend_from_slice(created.to_string().as_bytes());
+        head.extend_from_slice(b",\"model\":");
+        write_escaped(&mut head, model);
+        head.extend_from_slice(b",\"choices\":");
         ChunkWriter {
             id,
-            created,
-            model: model.to_string(),
+            head,
+            buf: Vec::with_capacity(256),
             out,
             started: false,
             tools: 0,
@@ -70,35 +86,61 @@ impl<'a> ChunkWriter<'a> {
         &self.id
     }
 
-    fn write(&mut self, data: &str) -> Result<(), Error> {
+    /// Sends the event in `buf`.
+    fn send(&mut self) -> Result<(), Error> {
         self.written += 1;
-        if (self.out)(&super::sse::event(data)) {
+        let event = std::str::from_utf8(&self.buf)
+            .map_err(|e| Error::new(ErrorCode::Internal, format!("a chunk is not UTF-8: {e}")))?;
+        if (self.out)(event) {
             Ok(())
         } else {
             Err(stopped())
         }
     }
 
+    /// One chunk: the shared head, `choices` (and `usage`) as `fill`
+    /// writes them, the end of the event.
+    fn chunk_with(&mut self, fill: impl FnOnce(&mut Vec<u8>)) -> Result<(), Error> {
+        self.buf.clear();
+        self.buf.extend_from_slice(&self.head);
+        fill(&mut self.buf);
+        self.buf.extend_from_slice(b"}\n\n");
+        self.send()
+    }
+
     fn chunk(&mut self, choices: Value, usage: Option<Value>) -> Result<(), Error> {
-        let mut c = json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": choices,
-        });
-        if let Some(u) = usage {
-            c["usage"] = u;
-        }
-        self.write(&c.to_string())
+        self.chunk_with(|b| {
+            b.extend_from_slice(choices.to_string().as_bytes());
+            if let Some(u) = usage {
+                b.extend_from_slice(b",\"usage\":");
+                b.extend_from_slice(u.to_string().as_bytes());
+            }
+        })
+    }
+
+    /// A choice chunk whose delta `fill` writes (`{…}`).
+    fn delta_with(&mut self, fill: impl FnOnce(&mut Vec<u8>)) -> Result<(), Error> {
+        self.begin()?;
+        self.chunk_with(|b| {
+            b.extend_from_slice(b"[{\"index\":0,\"delta\":");
+            fill(b);
+            b.extend_from_slice(b",\"finish_reason\":null}]");
+        })
+    }
+
+    /// A choice chunk of one string field: `{"<key>":"<text>"}`.
+    fn delta_text(&mut self, key: &str, text: &str) -> Result<(), Error> {
+        self.delta_with(|b| {
+            b.extend_from_slice(b"{\"");
+            b.extend_from_slice(key.as_bytes());
+            b.extend_from_slice(b"\":");
+            write_escaped(b, text);
+            b.push(b'}');
+        })
     }
 
     fn delta(&mut self, delta: Value) -> Result<(), Error> {
-        self.begin()?;
-        self.chunk(
-            json!([{"index": 0, "delta": delta, "finish_reason": null}]),
-            None,
-        )
+        self.delta_with(|b| b.extend_from_slice(delta.to_string().as_bytes()))
     }
 
     /// The last choice chunk (`tool_calls` whenever a call was made), the
@@ -127,7 +169,9 @@ impl<'a> ChunkWriter<'a> {
             usage["completion_tokens_details"] = json!({ "reasoning_tokens": u.reasoning });
         }
         self.chunk(json!([]), Some(usage))?;
-        self.write("[DONE]")?;
+        self.buf.clear();
+        self.buf.extend_from_slice(b"data: [DONE]\n\n");
+        self.send()?;
         Ok(finish)
     }
 }
@@ -141,24 +185,25 @@ impl Pieces for ChunkWriter<'_> {
             return Ok(());
         }
         self.started = true;
-        self.chunk(
-            json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
-            None,
-        )
+        self.chunk_with(|b| {
+            b.extend_from_slice(
+                br#"[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]"#,
+            );
+        })
     }
 
     fn text(&mut self, t: &str) -> Result<(), Error> {
         if t.is_empty() {
             return Ok(());
         }
-        self.delta(json!({ "content": t }))
+        self.delta_text("content", t)
     }
 
     fn reasoning(&mut self, t: &str) -> Result<(), Error> {
         if t.is_empty() {
             return Ok(());
         }
-        self.delta(json!({ "reasoning_content": t }))
+        self.delta_text("reasoning_content", t)
     }
 
     /// Starts a tool call; gives its index. `extra` goes on the call's
@@ -184,7 +229,13 @@ impl Pieces for ChunkWriter<'_> {
         if fragment.is_empty() {
             return Ok(());
         }
-        self.delta(json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}))
+        self.delta_with(|b| {
+            b.extend_from_slice(b"{\"tool_calls\":[{\"index\":");
+            b.extend_from_slice(index.to_string().as_bytes());
+            b.extend_from_slice(b",\"function\":{\"arguments\":");
+            write_escaped(b, fragment);
+            b.extend_from_slice(b"}}]}");
+        })
     }
 
     /// Records the finish reason (the last one given wins).
@@ -239,4 +290,125 @@ pub fn write_whole(answer: &Value, w: &mut ChunkWriter) -> Result<&'static str, 
         reasoning: n(u.get("reasoningTokens")),
     });
     w.end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The event a chunk of `choices` (and `usage`) is, as a
+    /// `serde_json::Value` encodes it.
+    fn expected(
+        id: &str,
+        created: u64,
+        model: &str,
+        choices: Value,
+        usage: Option<Value>,
+    ) -> String {
+        let mut c = json!({"id": id, "object": "chat.completion.chunk", "created": created,
+                           "model": model, "choices": choices});
+        if let Some(u) = usage {
+            c["usage"] = u;
+        }
+        format!("data: {c}\n\n")
+    }
+
+    #[test]
+    fn every_chunk_is_what_encoding_it_as_a_value_gives() {
+        let id = "chatcmpl-\"q\"\\\u{1}é";
+        let model = "m\n😀";
+        let text = "a \"quoted\" \\ line\nwith\ttabs, \u{7f}, \u{2028} and 😀 \u{0}";
+        let mut events: Vec<String> = Vec::new();
+        let mut sink = |e: &str| {
+            events.push(e.to_string());
+            true
+        };
+        let mut w = ChunkWriter::new(id.to_string(), model, &mut sink);
+        let created = {
+            let head = String::from_utf8(w.head.clone()).expect("utf-8");
+            let at = head.find("\"created\":").expect("created") + 10;
+            head[at..]
+                .split(',')
+                .next()
+                .expect("n")
+                .parse::<u64>()
+                .expect("a number")
+        };
+        w.text(text).expect("text");
+        w.reasoning(text).expect("reasoning");
+        let at = w
+            .tool_start(
+                "call_1",
+                "look\"up",
+                Some(("extra_content", json!({"k": 1}))),
+            )
+            .expect("start");
+        w.tool_args(at, "{\"q\": \"x\\ny\"}").expect("args");
+        w.usage(Usage {
+            prompt: 3,
+            completion: 4,
+            total: None,
+            cached: 1,
+            reasoning: 2,
+        });
+        assert_eq!(w.end().expect("end"), "tool_calls");
+        let delta = |d: Value| json!([{"index": 0, "delta": d, "finish_reason": null}]);
+        let want = vec![
+            expected(
+                id,
+                created,
+                model,
+                delta(json!({"role": "assistant", "content": ""})),
+                None,
+            ),
+            expected(id, created, model, delta(json!({"content": text})), None),
+            expected(
+                id,
+                created,
+                model,
+                delta(json!({"reasoning_content": text})),
+                None,
+            ),
+            expected(
+                id,
+                created,
+                model,
+                delta(
+                    json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": "look\"up", "arguments": ""}, "extra_content": {"k": 1}}]}),
+                ),
+                None,
+            ),
+            expected(
+                id,
+                created,
+                model,
+                delta(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"q\": \"x\\ny\"}"}}]}),
+                ),
+                None,
+            ),
+            expected(
+                id,
+                created,
+                model,
+                json!([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]),
+                None,
+            ),
+            expected(
+                id,
+                created,
+                model,
+                json!([]),
+                Some(
+                    json!({"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7,
+                    "prompt_tokens_details": {"cached_tokens": 1},
+                    "completion_tokens_details": {"reasoning_tokens": 2}}),
+                ),
+            ),
+            "data: [DONE]\n\n".to_string(),
+        ];
+        drop(w);
+        assert_eq!(events, want);
+    }
 }

@@ -30,6 +30,7 @@ use super::node::{self, Node};
 use super::turn::{self, Body, Call, Entries, Fed, Field, Request};
 use super::{ClientConfig, RESERVED_PARAMS};
 use crate::error::Error;
+use crate::json::object;
 use crate::limits::RESPONSE_BODY_BYTES;
 use bumpalo::Bump;
 use serde_json::{json, Map, Value};
@@ -130,8 +131,13 @@ pub fn declaration(openai: &Value) -> Value {
 
 /// `tools: [{functionDeclarations: [...]}]` for a list of declarations
 /// already in Gemini shape; `None` for none.
-pub fn tools_value(declarations: &[Value]) -> Option<Value> {
-    (!declarations.is_empty()).then(|| json!([{"functionDeclarations": declarations}]))
+pub fn tools_value(declarations: Vec<Value>) -> Option<Value> {
+    (!declarations.is_empty()).then(|| {
+        Value::Array(vec![object([(
+            "functionDeclarations",
+            Value::Array(declarations),
+        )])])
+    })
 }
 
 /// OpenAI `tool_choice` as `toolConfig`: `"auto"` → AUTO, `"none"` → NONE,
@@ -160,7 +166,7 @@ pub fn tool_config(choice: &Value) -> Option<Value> {
     if let Some(n) = names {
         cfg.insert("allowedFunctionNames".into(), Value::Array(n));
     }
-    Some(json!({"functionCallingConfig": cfg}))
+    Some(object([("functionCallingConfig", Value::Object(cfg))]))
 }
 
 // ---------------------------------------------------------------------------
@@ -410,7 +416,7 @@ pub fn function_response(id: &str, name: &str, output: &str, is_error: bool) -> 
         r.insert("id".into(), Value::String(id.to_string()));
     }
     r.insert("response".into(), response_object(output, is_error));
-    json!({ "functionResponse": r })
+    object([("functionResponse", Value::Object(r))])
 }
 
 /// OpenAI chat messages as Gemini `contents`, and the system text the
@@ -428,7 +434,7 @@ pub fn contents_from_openai(messages: &[Value]) -> (Vec<Value>, String) {
     let mut responses: Vec<Value> = Vec::new();
     let flush = |responses: &mut Vec<Value>, contents: &mut Vec<Value>| {
         if !responses.is_empty() {
-            contents.push(json!({"role": "user", "parts": std::mem::take(responses)}));
+            contents.push(role_parts("user", std::mem::take(responses)));
         }
     };
     for m in messages {
@@ -456,7 +462,7 @@ pub fn contents_from_openai(messages: &[Value]) -> (Vec<Value>, String) {
                 let mut parts = Vec::new();
                 let text = content_text(m.get("content"));
                 if !text.is_empty() {
-                    parts.push(json!({"text": text}));
+                    parts.push(object([("text", Value::String(text))]));
                 }
                 let calls = m.get("tool_calls").and_then(Value::as_array);
                 for tc in calls.into_iter().flatten() {
@@ -484,7 +490,7 @@ pub fn contents_from_openai(messages: &[Value]) -> (Vec<Value>, String) {
                     parts.push(Value::Object(part));
                 }
                 if !parts.is_empty() {
-                    contents.push(json!({"role": "model", "parts": parts}));
+                    contents.push(role_parts("model", parts));
                 }
             }
             _ => {
@@ -507,7 +513,7 @@ pub fn contents_from_openai(messages: &[Value]) -> (Vec<Value>, String) {
                             before.extend(parts);
                         }
                     }
-                    _ => contents.push(json!({"role": "user", "parts": parts})),
+                    _ => contents.push(role_parts("user", parts)),
                 }
             }
         }
@@ -604,8 +610,12 @@ pub fn finish_reason(raw: &Value, has_calls: bool) -> &'static str {
     if has_calls {
         return "tool_calls";
     }
+    // `get` chains, not `pointer`: a pointer's path is unescaped (`~1`,
+    // `~0`) on every call, and this runs on every streamed event.
     let reason = raw
-        .pointer("/candidates/0/finishReason")
+        .get("candidates")
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("finishReason"))
         .and_then(Value::as_str);
     match reason {
         Some("MAX_TOKENS") => "length",
@@ -613,7 +623,13 @@ pub fn finish_reason(raw: &Value, has_calls: bool) -> &'static str {
             "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY"
             | "LANGUAGE",
         ) => "content_filter",
-        None if raw.pointer("/promptFeedback/blockReason").is_some() => "content_filter",
+        None if raw
+            .get("promptFeedback")
+            .and_then(|f| f.get("blockReason"))
+            .is_some() =>
+        {
+            "content_filter"
+        }
         _ => "stop",
     }
 }
@@ -685,7 +701,7 @@ pub(crate) fn body_entries<'a>(b: &Body<'a>) -> Entries<'a> {
             Field::Owned(system_instruction(b.system)),
         ));
     }
-    if let Some(t) = tools_value(b.tools) {
+    if let Some(t) = tools_value(b.tools.to_vec()) {
         e.push(("tools", Field::Owned(t)));
     }
     let mut mapped = Map::new();
@@ -746,7 +762,15 @@ pub fn result_parts(f: &Fed) -> Vec<Value> {
 
 /// The one `user` content that carries a turn's result parts.
 pub fn results_content(parts: Vec<Value>) -> Value {
-    json!({"role": "user", "parts": parts})
+    role_parts("user", parts)
+}
+
+/// `{"role": role, "parts": parts}`.
+fn role_parts(role: &str, parts: Vec<Value>) -> Value {
+    object([
+        ("role", Value::String(role.into())),
+        ("parts", Value::Array(parts)),
+    ])
 }
 
 /// The user turn a run starts with.
@@ -774,30 +798,79 @@ pub fn request_body<'a>(
     let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
     let (contents, hoisted) = contents_from_openai(&messages);
     let system = turn::chosen_system(request, client, hoisted);
-    let declarations: Vec<Value> = declared
+    let declarations: Vec<Node<'a>> = declared
         .iter()
         .chain(request.tools)
-        .map(|t| declaration(&t.to_value()))
+        .map(|&t| cached_declaration(bump, t))
         .collect();
-    let mut body = Map::new();
-    body.insert("contents".into(), Value::Array(contents));
+    let mut body = node::ObjectBuilder::new(bump);
+    body.insert("contents", node::copy_value(bump, &Value::Array(contents)));
     if !turn::is_blank(&system) {
-        body.insert("systemInstruction".into(), system_instruction(&system));
-    }
-    if let Some(tools) = tools_value(&declarations) {
-        body.insert("tools".into(), tools);
-    }
-    if let Some(c) = request.tool_choice.and_then(|c| tool_config(&c.to_value())) {
-        body.insert("toolConfig".into(), c);
-    }
-    if let Some(n) = request.positive_max_tokens() {
         body.insert(
-            "generationConfig".into(),
-            serde_json::json!({"maxOutputTokens": n.to_value()}),
+            "systemInstruction",
+            node::copy_value(bump, &system_instruction(&system)),
         );
     }
-    merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
-    node::copy_value(bump, &Value::Object(body))
+    if !declarations.is_empty() {
+        let wrapper = node::object(
+            bump,
+            &[(
+                "functionDeclarations",
+                Node::Array(bump.alloc_slice_copy(&declarations)),
+            )],
+        );
+        body.insert("tools", Node::Array(bump.alloc_slice_copy(&[wrapper])));
+    }
+    // The small keys go through merge_params's map (it merges into
+    // generationConfig and moves it last), then into the body in order,
+    // each replacing a key already set in its place.
+    let mut rest = Map::new();
+    if let Some(c) = request.tool_choice.and_then(|c| tool_config(&c.to_value())) {
+        rest.insert("toolConfig".into(), c);
+    }
+    if let Some(n) = request.positive_max_tokens() {
+        rest.insert(
+            "generationConfig".into(),
+            object([("maxOutputTokens", n.to_value())]),
+        );
+    }
+    merge_params(&mut rest, &client.request_params, &RESERVED_PARAMS);
+    for (k, v) in &rest {
+        body.insert(bump.alloc_str(k), node::copy_value(bump, v));
+    }
+    body.build()
+}
+
+/// [`declaration`] of a tool in the arena, from a bounded process-wide
+/// memo of the declarations already made: a request carries the same tools
+/// turn after turn, and cleaning their schemas for Gemini is most of the
+/// conversion. Keyed by the tool's exact JSON text, so a hit is the same
+/// declaration the tool would give afresh; a tool longer than
+/// [`crate::limits::GEMINI_MEMO_TOOL_BYTES`] is not kept, and a full memo
+/// ([`crate::limits::GEMINI_MEMO_TOOLS`]) starts over empty.
+fn cached_declaration<'a>(bump: &'a Bump, tool: Node<'a>) -> Node<'a> {
+    use crate::limits::{GEMINI_MEMO_TOOLS, GEMINI_MEMO_TOOL_BYTES};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, PoisonError};
+    type Memo = Mutex<Option<HashMap<Box<str>, Arc<Value>>>>;
+    static MEMO: Memo = Mutex::new(None);
+    let text = tool.encode_in(bump);
+    if text.len() > GEMINI_MEMO_TOOL_BYTES {
+        return node::copy_value(bump, &declaration(&tool.to_value()));
+    }
+    let lock = || MEMO.lock().unwrap_or_else(PoisonError::into_inner);
+    let known = lock().as_ref().and_then(|m| m.get(text).cloned());
+    let made = known.unwrap_or_else(|| {
+        let made = Arc::new(declaration(&tool.to_value()));
+        let mut memo = lock();
+        let memo = memo.get_or_insert_with(HashMap::new);
+        if memo.len() >= GEMINI_MEMO_TOOLS {
+            memo.clear();
+        }
+        memo.insert(text.into(), Arc::clone(&made));
+        made
+    });
+    node::copy_value(bump, &made)
 }
 
 /// The `countTokens` body: translate's `generateContent` body (`body`)
@@ -933,7 +1006,8 @@ impl StreamState {
             s.finish_reason = Some(f.clone());
         }
         let parts = candidate
-            .pointer("/content/parts")
+            .get("content")
+            .and_then(|c| c.get("parts"))
             .and_then(Value::as_array)
             .map_or(&[][..], Vec::as_slice);
         for (n, part) in parts.iter().enumerate() {

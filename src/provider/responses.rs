@@ -16,7 +16,9 @@
 //! - The streamed answer's state (`StreamState`, driven by
 //!   [`super::stream`]).
 //!
-//! Everything here is pure JSON work on [`serde_json::Value`].
+//! Everything here is pure JSON work: translate's request on the arena's
+//! [`Node`]s (a request's subtrees shared, not copied), the rest on
+//! [`serde_json::Value`].
 
 use super::gather::{
     append_string, provider_stream_error, read_event, too_many_calls, Budget, NotObject, Pieces,
@@ -44,25 +46,32 @@ pub fn count_endpoint(base: &str) -> String {
 /// One OpenAI chat declaration (`{type, function:{name, description,
 /// parameters}}`) as a flat Responses function tool; a flat one is kept.
 pub fn tool(openai: &Value) -> Value {
+    let bump = Bump::new();
+    tool_node(&bump, node::copy_value(&bump, openai)).to_value()
+}
+
+/// [`tool`] in the arena: the name, description and schema are the
+/// declaration's own nodes, not copies.
+pub fn tool_node<'a>(bump: &'a Bump, openai: Node<'a>) -> Node<'a> {
     let Some(f) = openai.get("function") else {
-        return openai.clone();
+        return openai;
     };
-    let mut t = Map::new();
-    t.insert("type".into(), json!("function"));
+    let mut t: Vec<(&'a str, Node<'a>)> = Vec::with_capacity(5);
+    t.push(("type", Node::Str("function")));
     for key in ["name", "description", "parameters", "strict"] {
         if let Some(v) = f.get(key).filter(|v| !v.is_null()) {
-            t.insert(key.into(), v.clone());
+            t.push((key, v));
         }
     }
-    Value::Object(t)
+    node::object(bump, &t)
 }
 
 /// OpenAI chat `tool_choice` in Responses shape (a named function is
 /// `{type: "function", name}`).
-pub fn tool_choice(choice: &Value) -> Value {
-    match choice.pointer("/function/name") {
-        Some(name) => json!({"type": "function", "name": name}),
-        None => choice.clone(),
+pub fn tool_choice<'a>(bump: &'a Bump, choice: Node<'a>) -> Node<'a> {
+    match choice.get("function").and_then(|f| f.get("name")) {
+        Some(name) => node::object(bump, &[("type", Node::Str("function")), ("name", name)]),
+        None => choice,
     }
 }
 
@@ -102,56 +111,67 @@ pub fn merge_params(body: &mut Map<String, Value>, params: &Map<String, Value>, 
     }
 }
 
-/// The text of an OpenAI `content` (a string, or the `text` of its parts).
-fn content_text(content: Option<&Value>) -> String {
+/// The text of an OpenAI `content` (a string, or the `text` of its parts;
+/// any other value as its JSON).
+fn content_text<'a>(bump: &'a Bump, content: Option<Node<'a>>) -> &'a str {
     match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
+        Some(Node::Array(parts)) => {
+            let mut text = bumpalo::collections::String::new_in(bump);
+            for t in parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Node::as_str))
+            {
+                text.push_str(t);
+            }
+            text.into_bump_str()
+        }
+        Some(other) => other.display(bump),
+        None => "",
     }
 }
 
 /// A user message's content in Responses shape: a string stays a string;
 /// parts become `input_text`, `input_image`, `input_file`.
-fn user_content(content: Option<&Value>) -> Value {
-    let Some(Value::Array(parts)) = content else {
-        return Value::String(content_text(content));
+fn user_content<'a>(bump: &'a Bump, content: Option<Node<'a>>) -> Node<'a> {
+    let Some(Node::Array(parts)) = content else {
+        return Node::Str(content_text(bump, content));
     };
-    let mapped = parts
-        .iter()
-        .filter_map(|p| match p.get("type").and_then(Value::as_str) {
-            Some("text") => Some(json!({"type": "input_text", "text": p.get("text")?})),
+    let part = |p: &Node<'a>| -> Option<Node<'a>> {
+        let p = *p;
+        match p.get("type").and_then(Node::as_str) {
+            Some("text") => Some(node::object(
+                bump,
+                &[("type", Node::Str("input_text")), ("text", p.get("text")?)],
+            )),
             Some("image_url") => {
-                let url = match p.get("image_url")? {
-                    Value::String(u) => Value::String(u.clone()),
-                    o => o.get("url")?.clone(),
+                let image = p.get("image_url")?;
+                let url = match image {
+                    Node::Str(_) => image,
+                    o => o.get("url")?,
                 };
-                let mut v = json!({"type": "input_image", "image_url": url});
-                if let Some(d) = p.pointer("/image_url/detail") {
-                    v["detail"] = d.clone();
+                let mut v = vec![("type", Node::Str("input_image")), ("image_url", url)];
+                if let Some(d) = image.get("detail") {
+                    v.push(("detail", d));
                 }
-                Some(v)
+                Some(node::object(bump, &v))
             }
             Some("file") => {
                 let f = p.get("file")?;
-                let mut v = json!({"type": "input_file"});
+                let mut v = vec![("type", Node::Str("input_file"))];
                 for key in ["file_data", "file_id", "filename"] {
                     if let Some(x) = f.get(key) {
-                        v[key] = x.clone();
+                        v.push((key, x));
                     }
                 }
-                Some(v)
+                Some(node::object(bump, &v))
             }
             _ => p
                 .get("text")
-                .map(|t| json!({"type": "input_text", "text": t})),
-        })
-        .collect();
-    Value::Array(mapped)
+                .map(|t| node::object(bump, &[("type", Node::Str("input_text")), ("text", t)])),
+        }
+    };
+    let mapped: Vec<Node<'a>> = parts.iter().filter_map(part).collect();
+    Node::Array(bump.alloc_slice_copy(&mapped))
 }
 
 /// OpenAI chat messages as Responses `input` items, and the text of the
@@ -160,57 +180,76 @@ fn user_content(content: Option<&Value>) -> Value {
 /// user → a `message`; assistant → its `reasoning_items` (verbatim, when
 /// the host kept them from an answer), a `message` of `output_text` when it
 /// has text, then one `function_call` per tool call; tool → a
-/// `function_call_output`.
-pub fn input_from_openai(messages: &[Value]) -> (Vec<Value>, String) {
+/// `function_call_output`. The items share the messages' nodes (the arena
+/// copies nothing it can point at).
+pub fn input_from_openai<'a>(bump: &'a Bump, messages: &[Node<'a>]) -> (Vec<Node<'a>>, String) {
     let mut items = Vec::with_capacity(messages.len());
-    let mut system: Vec<String> = Vec::new();
-    for m in messages {
-        match m.get("role").and_then(Value::as_str).unwrap_or("user") {
+    let mut system: Vec<&str> = Vec::new();
+    let empty = Node::Str("");
+    for &m in messages {
+        match m.get("role").and_then(Node::as_str).unwrap_or("user") {
             "system" | "developer" => {
-                let t = content_text(m.get("content"));
+                let t = content_text(bump, m.get("content"));
                 if !t.trim().is_empty() {
                     system.push(t);
                 }
             }
             "assistant" => {
-                if let Some(Value::Array(r)) = m.get("reasoning_items") {
-                    items.extend(r.iter().cloned());
+                if let Some(Node::Array(r)) = m.get("reasoning_items") {
+                    items.extend_from_slice(r);
                 }
-                let text = content_text(m.get("content"));
+                let text = content_text(bump, m.get("content"));
                 if !text.is_empty() {
-                    items.push(json!({"type": "message", "role": "assistant",
-                        "content": [{"type": "output_text", "text": text}]}));
+                    let part = node::object(
+                        bump,
+                        &[
+                            ("type", Node::Str("output_text")),
+                            ("text", Node::Str(text)),
+                        ],
+                    );
+                    items.push(node::object(
+                        bump,
+                        &[
+                            ("type", Node::Str("message")),
+                            ("role", Node::Str("assistant")),
+                            ("content", Node::Array(bump.alloc_slice_copy(&[part]))),
+                        ],
+                    ));
                 }
-                for tc in m
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
+                for tc in m.get("tool_calls").and_then(Node::as_array).unwrap_or(&[]) {
                     let f = tc.get("function");
                     let arguments = match f.and_then(|f| f.get("arguments")) {
-                        Some(Value::String(s)) => s.clone(),
-                        Some(Value::Null) | None => "{}".to_string(),
-                        Some(other) => other.to_string(),
+                        Some(Node::Str(s)) => Node::Str(s),
+                        Some(Node::Null) | None => Node::Str("{}"),
+                        Some(other) => Node::Str(other.display(bump)),
                     };
-                    items.push(json!({
-                        "type": "function_call",
-                        "call_id": tc.get("id").cloned().unwrap_or(json!("")),
-                        "name": f.and_then(|f| f.get("name")).cloned().unwrap_or(json!("")),
-                        "arguments": arguments,
-                    }));
+                    items.push(node::object(
+                        bump,
+                        &[
+                            ("type", Node::Str("function_call")),
+                            ("call_id", tc.get("id").unwrap_or(empty)),
+                            ("name", f.and_then(|f| f.get("name")).unwrap_or(empty)),
+                            ("arguments", arguments),
+                        ],
+                    ));
                 }
             }
-            "tool" => items.push(json!({
-                "type": "function_call_output",
-                "call_id": m.get("tool_call_id").cloned().unwrap_or(json!("")),
-                "output": content_text(m.get("content")),
-            })),
-            role => items.push(json!({
-                "type": "message",
-                "role": role,
-                "content": user_content(m.get("content")),
-            })),
+            "tool" => items.push(node::object(
+                bump,
+                &[
+                    ("type", Node::Str("function_call_output")),
+                    ("call_id", m.get("tool_call_id").unwrap_or(empty)),
+                    ("output", Node::Str(content_text(bump, m.get("content")))),
+                ],
+            )),
+            role => items.push(node::object(
+                bump,
+                &[
+                    ("type", Node::Str("message")),
+                    ("role", Node::Str(role)),
+                    ("content", user_content(bump, m.get("content"))),
+                ],
+            )),
         }
     }
     (items, system.join("\n\n"))
@@ -410,31 +449,36 @@ pub fn request_body<'a>(
     request: &Request<'a>,
     declared: &[Node<'a>],
 ) -> Node<'a> {
-    let messages: Vec<Value> = request.messages.iter().map(|m| m.to_value()).collect();
-    let (input, hoisted) = input_from_openai(&messages);
+    let (input, hoisted) = input_from_openai(bump, request.messages);
     let system = turn::chosen_system(request, client, hoisted);
-    let tools: Vec<Value> = declared
+    let tools: Vec<Node<'a>> = declared
         .iter()
         .chain(request.tools)
-        .map(|t| tool(&t.to_value()))
+        .map(|&t| tool_node(bump, t))
         .collect();
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(client.model.clone()));
-    body.insert("input".into(), Value::Array(input));
+    let mut body = node::ObjectBuilder::new(bump);
+    body.insert("model", Node::Str(&client.model));
+    body.insert("input", Node::Array(bump.alloc_slice_copy(&input)));
     if !turn::is_blank(&system) {
-        body.insert("instructions".into(), Value::String(system));
+        body.insert("instructions", Node::Str(bump.alloc_str(&system)));
     }
     if !tools.is_empty() {
-        body.insert("tools".into(), Value::Array(tools));
+        body.insert("tools", Node::Array(bump.alloc_slice_copy(&tools)));
     }
     if let Some(c) = request.tool_choice {
-        body.insert("tool_choice".into(), tool_choice(&c.to_value()));
+        body.insert("tool_choice", tool_choice(bump, c));
     }
     if let Some(n) = request.positive_max_tokens() {
-        body.insert("max_output_tokens".into(), n.to_value());
+        body.insert("max_output_tokens", n);
     }
-    merge_params(&mut body, &client.request_params, &RESERVED_PARAMS);
-    node::copy_value(bump, &Value::Object(body))
+    // The parameters as a Responses body has them, each replacing a key
+    // already set in its place (as the map they are merged into would).
+    let mut params = Map::new();
+    merge_params(&mut params, &client.request_params, &RESERVED_PARAMS);
+    for (k, v) in &params {
+        body.insert(bump.alloc_str(k), node::copy_value(bump, v));
+    }
+    body.build()
 }
 
 /// The body keys `/responses/input_tokens` takes: what shapes the input
@@ -684,17 +728,22 @@ mod tests {
 
     #[test]
     fn chat_messages_become_input_items() {
-        let (items, system) = input_from_openai(&[
+        let bump = Bump::new();
+        let messages: Vec<Node> = [
             json!({"role": "system", "content": "S"}),
             json!({"role": "user", "content": [{"type": "text", "text": "hi"},
                 {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}),
             json!({"role": "assistant", "content": "ok", "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]}),
             json!({"role": "tool", "tool_call_id": "c1", "content": "done"}),
-        ]);
+        ]
+        .iter()
+        .map(|m| node::copy_value(&bump, m))
+        .collect();
+        let (items, system) = input_from_openai(&bump, &messages);
         assert_eq!(system, "S");
         assert_eq!(
-            Value::Array(items),
+            Value::Array(items.iter().map(|i| i.to_value()).collect()),
             json!([
                 {"type": "message", "role": "user", "content": [
                     {"type": "input_text", "text": "hi"},
