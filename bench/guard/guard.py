@@ -22,6 +22,10 @@ of the release build:
                       style (benches/translate_workload through the
                       guard_translate binary: 1,100 minus 100 conversions,
                       over 1,000)
+  translate_gemini_request, translate_responses_request
+                      the same workload's request alone as a Gemini /
+                      a Responses body (guard_translate N STYLE: 550
+                      minus 50, over 500)
   run_overhead        the host process per tn_run of the overhead scenario
                       (bench/c/bench_overhead.c: 2 model round trips, 2 MCP
                       tool calls; 60 minus 10 runs, over 50)
@@ -334,6 +338,11 @@ def measure(w, only=None):
         b, _ = callgrind(w, "tr.b", [w.translate_bin, "100"])
         rows["translate_conversion"] = per(a, b, 1000)
 
+    def translate_style(style):
+        a, _ = callgrind(w, f"tr.{style}.a", [w.translate_bin, "550", style])
+        b, _ = callgrind(w, f"tr.{style}.b", [w.translate_bin, "50", style])
+        rows[f"translate_{style}_request"] = per(a, b, 500)
+
     def overhead(run):
         a, out = callgrind(w, "run.a", run + ["60"])
         if b'"final_ok":true' not in out:
@@ -372,6 +381,8 @@ def measure(w, only=None):
             jobs.append(functools.partial(overhead, run))
     # The longest first, so that the pool ends together.
     for row, job in [("serve_stdio_read", served), ("translate_conversion", translate),
+                     ("translate_gemini_request", functools.partial(translate_style, "gemini")),
+                     ("translate_responses_request", functools.partial(translate_style, "responses")),
                      ("agent_turn", agents), ("build_1000_skills", skills), ("first_render_1000", render),
                      ("execute_skill", execute), ("cold_start", cold)]:
         if want(row):
