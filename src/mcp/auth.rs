@@ -1130,6 +1130,20 @@ impl OAuth {
         self.current(&mut st).await
     }
 
+    /// Stores `credentials` as a finished flow does (their tokens
+    /// remembered for redaction): a cached token without a flow, for the
+    /// benchmark of the per-request cost (benches/mcp_oauth.rs).
+    #[doc(hidden)]
+    pub async fn keep_credentials(
+        &self,
+        credentials: StoredCredentials,
+    ) -> Result<(), AuthFailure> {
+        self.remember_credentials(Some(&credentials));
+        CredentialStore::save(&StoreHandle(Arc::clone(&self.store)), credentials)
+            .await
+            .map_err(|e| self.describe("store", &e))
+    }
+
     async fn manager<'a>(
         &self,
         st: &'a mut State,
