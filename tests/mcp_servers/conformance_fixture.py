@@ -15,9 +15,11 @@ test://template/{id}/data; the prompts test_simple_prompt,
 test_prompt_with_arguments, test_prompt_with_embedded_resource,
 test_prompt_with_image; completion for prompt arguments; logging.
 
-usage: conformance_fixture.py   (stdio)
+usage: conformance_fixture.py                      (stdio)
+       conformance_fixture.py streamable-http PORT (PORT 0: a free one, printed as `PORT n`)
 """
 import json
+import sys
 import warnings
 
 import anyio
@@ -351,4 +353,17 @@ async def main():
         await server.run(read, write, server.create_initialization_options(NotificationOptions()))
 
 
-anyio.run(main)
+def serve_http(port):
+    """The same server on the SDK's own streamable HTTP transport, with the
+    SDK's defaults: the Python SDK's figure in bench/mcp_conformance_peers.sh."""
+    import uvicorn
+    from own_port import listen_here
+
+    port = listen_here(port)
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="error")
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "streamable-http":
+    serve_http(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+else:
+    anyio.run(main)
