@@ -312,6 +312,12 @@ pub fn parse_source<'a>(
 ) -> Result<(Node<'a>, Source<'a>), serde_json::Error> {
     let mut fast = Fast::new(bump, text);
     fast.record = true;
+    // Room up front for what a request of this size holds (a container
+    // about every 40 bytes), so the scratch vectors do not grow step by
+    // step while it is read.
+    fast.spans.reserve(text.len() / 40);
+    fast.entries.reserve(64);
+    fast.items.reserve(32);
     if let Some(node) = fast.document() {
         let mut spans = fast.spans;
         // The arena hands out addresses downward, so the spans usually come
@@ -479,7 +485,12 @@ impl<'s> Writer<'s> {
                 self.out.push(b',');
             }
             self.string_then(k, true);
-            self.node(*item);
+            // A string member written from here: no call through `node`.
+            if let Node::Str(v) = item {
+                self.string(v)
+            } else {
+                self.node(*item)
+            }
         }
         self.out.push(b'}');
     }
@@ -1000,6 +1011,13 @@ macro_rules! read_value {
                 $fast.literal(b"null")?;
                 ($put)(Node::Null)
             }
+            b' ' | b'\n' | b'\t' | b'\r' => {
+                // Whitespace before a value: skipped here, where a value
+                // was expected, and never looked for ahead of one.
+                $fast.ws();
+                let v = $fast.value()?;
+                ($put)(v)
+            }
             _ => return None,
         }
     };
@@ -1093,15 +1111,26 @@ impl<'a> Fast<'a> {
     /// `None` for anything else.
     #[inline]
     fn more(&mut self, close: u8) -> Option<bool> {
-        self.ws();
-        let b = self.peek()?;
+        let mut b = self.peek()?;
+        if b != b',' && b != close {
+            self.ws();
+            b = self.peek()?;
+        }
         self.i += 1;
         if b == b',' {
-            self.ws();
             Some(true)
         } else {
             (b == close).then_some(false)
         }
+    }
+
+    /// The byte at `self.i` once it is not whitespace, having skipped any:
+    /// the caller has looked for the byte it expects first, so compact text
+    /// never reaches here.
+    #[inline(never)]
+    fn past_ws(&mut self) -> Option<u8> {
+        self.ws();
+        self.peek()
     }
 
     #[inline(never)]
@@ -1109,21 +1138,24 @@ impl<'a> Fast<'a> {
         let (open, dirty) = (self.i, self.dirty);
         self.enter()?;
         let mark = self.entries.len();
-        self.ws();
-        if self.peek()? == b'}' {
+        let mut b = self.peek()?;
+        if b != b'"' && b != b'}' {
+            b = self.past_ws()?;
+        }
+        if b == b'}' {
             self.i += 1;
         } else {
+            // Each member's whitespace (after the comma before it, around
+            // its colon) is looked for only where the expected byte is not.
             loop {
-                if self.peek()? != b'"' {
+                if self.peek()? != b'"' && self.past_ws()? != b'"' {
                     return None;
                 }
                 let key = self.string()?;
-                self.ws();
-                if self.peek()? != b':' {
+                if self.peek()? != b':' && self.past_ws()? != b':' {
                     return None;
                 }
                 self.i += 1;
-                self.ws();
                 read_value!(self, |v| self.entries.push((key, v)));
                 if !self.more(b'}')? {
                     break;
@@ -1160,8 +1192,11 @@ impl<'a> Fast<'a> {
         let (open, dirty) = (self.i, self.dirty);
         self.enter()?;
         let mark = self.items.len();
-        self.ws();
-        if self.peek()? == b']' {
+        let mut b = self.peek()?;
+        if let b' ' | b'\n' | b'\t' | b'\r' = b {
+            b = self.past_ws()?;
+        }
+        if b == b']' {
             self.i += 1;
         } else {
             loop {
@@ -1207,7 +1242,7 @@ impl<'a> Fast<'a> {
             match b.get(i)? {
                 b'"' => {
                     self.i = i + 1;
-                    return self.text.get(start..i);
+                    return crate::sys::text::between_ascii(self.text, start, i);
                 }
                 b'\\' => return self.escaped(open, i),
                 0..=0x1f => return None,

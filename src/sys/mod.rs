@@ -8,8 +8,10 @@
 //! - `prefetch.rs` a cache-line prefetch hint
 //! - `scope.rs`    borrowing jobs on the pooled threads, waited for as
 //!   `std::thread::scope` waits for its threads
+//! - `text.rs`     a `str` cut between ASCII bytes with no out-of-line check
 
 pub(crate) mod prefetch;
 pub(crate) mod scope;
 pub(crate) mod signal;
 pub(crate) mod sse2;
+pub(crate) mod text;

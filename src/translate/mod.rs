@@ -45,6 +45,8 @@ use crate::provider::RESERVED_PARAMS;
 pub use crate::provider::{ClientConfig, Style, MAX_RETRIES, MAX_RETRY_BASE_MS};
 
 const REQUEST_KEYS: &str = "messages, tools, toolChoice, system, maxTokens";
+/// [`REQUEST_KEYS`] one by one (a test keeps the two the same).
+const REQUEST_KEY_LIST: [&str; 5] = ["messages", "tools", "toolChoice", "system", "maxTokens"];
 
 // ---------------------------------------------------------------------------
 // the request
@@ -85,10 +87,7 @@ impl<'a> Request<'a> {
                 v.type_name()
             )));
         };
-        if let Some((k, _)) = entries
-            .iter()
-            .find(|(k, _)| !REQUEST_KEYS.split(", ").any(|c| c == *k))
-        {
+        if let Some((k, _)) = entries.iter().find(|(k, _)| !REQUEST_KEY_LIST.contains(k)) {
             let hint = if *k == "toolkit" {
                 " (a toolkit is passed as its own argument to tn_translate)"
             } else {
@@ -682,4 +681,15 @@ pub fn call_helper(name: &str, args: &[Value]) -> Result<Value> {
             .to_node(&bump)
             .to_value(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{REQUEST_KEYS, REQUEST_KEY_LIST};
+
+    /// The keys the error text names are the keys the check accepts.
+    #[test]
+    fn the_named_request_keys_are_the_accepted_ones() {
+        assert_eq!(REQUEST_KEY_LIST.join(", "), REQUEST_KEYS);
+    }
 }
