@@ -305,7 +305,8 @@ def executed_in_lib(cg_file):
             if kind == "ob":
                 ob = obs.get(num)
             elif kind == "fn" and ob and "libtoolnexus" in ob:
-                out.add(fns[num])
+                # `name'2`: callgrind's name for a recursive activation.
+                out.add(re.sub(r"'\d+$", "", fns[num]))
     return out
 
 
