@@ -90,6 +90,16 @@ pub struct Agents {
     started: Mutex<Vec<StartedAgent>>,
 }
 
+impl Drop for Agents {
+    /// Waits for the store's queued writes (at most
+    /// [`crate::limits::AGENT_STORE_FLUSH`]) here: a turn thread may still
+    /// hold the runtime, and the runtime's own drop would then wait on that
+    /// thread, after the host has gone on.
+    fn drop(&mut self) {
+        self.rt.flush(crate::limits::AGENT_STORE_FLUSH);
+    }
+}
+
 impl std::fmt::Debug for Agents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Agents")
