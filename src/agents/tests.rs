@@ -1413,3 +1413,43 @@ fn a_tree_that_cannot_be_carried_on_is_resume_s_error_naming_the_record() {
         "cannot read checkpoint \"root\" in the agents store host:unreadable: connection refused"
     );
 }
+
+#[test]
+fn an_ancestor_that_is_not_suspended_comes_back_idle_with_its_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = fx_with(approval_tree(), |o| o.store = Some(sqlite_store(&dir)));
+    // The host spawns the asker under a parent that never runs a turn.
+    let budget = Budget {
+        max_tokens: Some(500),
+        ..Budget::default()
+    };
+    let parent = first
+        .rt
+        .spawn("root", "parent", Some(&budget))
+        .expect("parent");
+    let asker = first.rt.spawn(&parent, "asker", None).expect("asker");
+    first.rt.wake(&asker, Some("go")).expect("wake");
+    assert_eq!(first.rt.wait(&asker, None).status, "pending");
+    let before: Vec<HandleView> = first.rt.list();
+    assert!(first.rt.flush(BOUND));
+    drop(first);
+
+    let again = fx_with(approval_tree(), |o| o.store = Some(sqlite_store(&dir)));
+    assert_eq!(again.rt.list(), before, "the same views, pools included");
+    assert!(again.rt.trace().contains(&format!(
+        "{parent}: restored from the agents store sqlite:{} (idle)",
+        dir.path().join("agents.db").display()
+    )));
+    let r = again.rt.resume(json!({"ok": true})).expect("resume");
+    assert_eq!(
+        (r.status.as_str(), r.text.as_str()),
+        ("done", "asker-done: secret-token")
+    );
+    let views = again.rt.list();
+    assert_eq!(views[0].state, State::Idle);
+    // Each call costs 40 (the mock's usage): one before the restart, two
+    // after (the replayed tool call, then the answer), rolled up into the
+    // parent and taken from its pool.
+    assert_eq!(before[0].tokens, 40);
+    assert_eq!((views[0].tokens, views[0].pool_tokens), (120, Some(380)));
+}
