@@ -155,8 +155,10 @@ func NewAgents(opts AgentsOptions) (*Agents, error) {
 }
 
 // Close closes every handle (running turns are cancelled, waits in flight
-// end with "interrupted" or "closed") and frees the runtime once no call
-// uses it. It does not wait, so Generate may call it; idempotent.
+// end with "interrupted" or "closed"; a suspension parked in the runtime's
+// store stays there, for a new runtime on the store to Resume) and frees the
+// runtime once no call uses it. It does not wait, so Generate may call it;
+// idempotent.
 func (a *Agents) Close() error {
 	if a == nil || a.state == nil {
 		return nil
@@ -189,20 +191,9 @@ func (s *agentsState) close() {
 }
 
 // forceCloseAll closes every handle at once, leaves first, as tn_agents_free
-// does.
+// does; a durable suspension stays in the store, for a later runtime.
 func forceCloseAll(ptr *C.tn_agents) {
-	list, err := rawCall(ptr, "list", "{}", nil)
-	if err != nil {
-		return
-	}
-	var views []HandleView
-	if json.Unmarshal(list, &views) != nil {
-		return
-	}
-	for i := len(views) - 1; i >= 0; i-- {
-		args, _ := json.Marshal(map[string]any{"id": views[i].ID, "force": true, "reason": "runtime closed"})
-		_, _ = rawCall(ptr, "close", string(args), nil)
-	}
+	_, _ = rawCall(ptr, "shutdown", `{"reason":"runtime closed"}`, nil)
 }
 
 // rawCall is one tn_agents_call on a pointer the caller keeps valid.
@@ -257,7 +248,7 @@ func (s *agentsState) release() {
 
 // Call runs one verb with args (JSON text, []byte, a value to marshal, or
 // nil for {}) and gives its JSON answer: spawn, post, wake, wait,
-// interrupt, close, resume, list, inspect, trace, transcript, advance (see
+// interrupt, close, shutdown, resume, list, inspect, trace, transcript, advance (see
 // tn_agents_call in toolnexus.h). Cancelling ctx (or its deadline) ends a
 // wait with an "interrupted" result, as Close does. A verb the runtime
 // refuses is an *Error with code "invalid_argument".

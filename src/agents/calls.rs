@@ -25,7 +25,7 @@ const CONFIG_KEYS: &str =
     "agents, client, clock, inboxCap, maxConcurrentTurns, shutdownMs, callbacks, compaction, store";
 
 /// The verbs [`Agents::call`] answers.
-pub const VERBS: &str = "spawn, post, wake, wait, interrupt, close, resume, list, inspect, trace, transcript, advance, start";
+pub const VERBS: &str = "spawn, post, wake, wait, interrupt, close, shutdown, resume, list, inspect, trace, transcript, advance, start";
 
 /// The callback slots every runtime has (called outside any run).
 const ALWAYS: [&str; 3] = ["onSpawn", "onClose", "onBeat"];
@@ -88,6 +88,16 @@ pub struct Agents {
     slots: Arc<Slots>,
     /// The agents `start`ed on a heartbeat; stopped when this is dropped.
     started: Mutex<Vec<StartedAgent>>,
+}
+
+impl Drop for Agents {
+    /// Waits for the store's queued writes (at most
+    /// [`crate::limits::AGENT_STORE_FLUSH`]) here: a turn thread may still
+    /// hold the runtime, and the runtime's own drop would then wait on that
+    /// thread, after the host has gone on.
+    fn drop(&mut self) {
+        self.rt.flush(crate::limits::AGENT_STORE_FLUSH);
+    }
 }
 
 impl std::fmt::Debug for Agents {
@@ -337,6 +347,10 @@ impl Agents {
                 self.rt.close(id, force, reason).map_err(refused)?;
                 Ok(ok())
             }
+            "shutdown" => {
+                self.close_all(opt_str(a, verb, "reason")?.unwrap_or("runtime freed"));
+                Ok(ok())
+            }
             "resume" => {
                 let answer = a
                     .get("answer")
@@ -395,7 +409,8 @@ impl Agents {
     }
 
     /// Force-closes every handle (the host is letting go of the runtime):
-    /// running turns are cancelled, waits end; then waits (at most
+    /// running turns are cancelled, waits end, suspensions stay in the
+    /// store for a later runtime; then waits (at most
     /// [`crate::limits::AGENT_STORE_FLUSH`]) for the writes the runtime's
     /// store still has queued.
     pub fn shutdown(&self) {
@@ -404,13 +419,21 @@ impl Agents {
         for s in &started {
             s.stop();
         }
-        for id in self.rt.list().into_iter().rev().map(|v| v.id) {
-            let _ = self.rt.close(&id, true, Some("runtime freed"));
-        }
+        self.close_all("runtime freed");
         // What the store still has queued is written before the host goes
         // on (the runtime itself may outlive this call a little, in a
         // call returning on another thread).
         self.rt.flush(crate::limits::AGENT_STORE_FLUSH);
+    }
+
+    /// Force-closes every handle, leaves first, leaving each durable
+    /// suspension in the store for a later runtime (the host is letting
+    /// this one go).
+    fn close_all(&self, reason: &str) {
+        self.rt.keep_suspensions();
+        for id in self.rt.list().into_iter().rev().map(|v| v.id) {
+            let _ = self.rt.close(&id, true, Some(reason));
+        }
     }
 
     fn known<'a>(&self, id: &'a str) -> Result<&'a str> {

@@ -99,6 +99,19 @@ impl Budget {
         Ok(b)
     }
 
+    /// The fields set, by their canonical names: what [`Budget::from_json`]
+    /// reads back.
+    pub fn to_json(&self) -> Value {
+        let mut copy = *self;
+        let mut obj = Map::new();
+        for name in BUDGET_FIELDS {
+            if let Some(Some(n)) = copy.field(name).map(|f| *f) {
+                obj.insert(name.to_string(), Value::from(n));
+            }
+        }
+        Value::Object(obj)
+    }
+
     /// This budget with every field `over` sets replacing its own.
     pub fn merged(self, over: &Budget) -> Budget {
         Budget {

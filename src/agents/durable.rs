@@ -3,7 +3,12 @@
 //! a `conversation` record under the handle's id, and each suspended
 //! handle's checkpoint (the turn input it replays, its pending Request, its
 //! turns so far) as a `checkpoint` record, deleted when the suspension ends
-//! (resumed, interrupted or closed).
+//! (resumed, interrupted or closed). While any handle is suspended, one
+//! more `checkpoint` record, under the root's id ([`TREE`]), names the
+//! whole suspended tree ([`SavedTree`]): what a runtime started later on
+//! the same store rebuilds, so that its `resume` goes on where this one
+//! stopped. It is one record, written whole, so a process that dies
+//! between two writes leaves either the old tree or the new one.
 //!
 //! The runtime keeps working from its own memory; the store is written
 //! through by one writer thread, in the order the runtime asked, never
@@ -19,6 +24,7 @@
 //! the turn it came from keeps its result.
 
 use crate::store::{Kind, Store};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -26,6 +32,56 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 type Key = (Kind, String);
+
+/// The id of the `checkpoint` record that names the suspended tree: the
+/// root's (the root never suspends, so no handle's record has it).
+pub(crate) const TREE: &str = "root";
+
+/// One handle of a suspended tree: its own `checkpoint` record, and its
+/// entry in the tree's. Everything a later runtime needs to carry it on
+/// under the same id: where it hangs, which agent it is, its counts and
+/// pools, and, when it is suspended itself, the turn input it replays and
+/// the Request it waits on (an ancestor that is not suspended has neither).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SavedHandle {
+    pub id: String,
+    pub agent: String,
+    pub parent: String,
+    /// `agent:prompt` of the `task` call that spawned it (the key a
+    /// replayed call reattaches by).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_key: Option<String>,
+    /// Children ever spawned under it (the `.n` of the next one's id).
+    pub spawned: u64,
+    pub turns: u64,
+    pub tokens: u64,
+    pub own_tokens: u64,
+    pub tool_calls: u64,
+    /// Its effective budget, as `{maxTurns?, …}`.
+    pub budget: Value,
+    pub pool_tokens: Option<i64>,
+    pub pool_tool_calls: Option<i64>,
+    pub pool_children: Option<u64>,
+    /// What was left of its wall budget (the clock is the process's own,
+    /// so what carries over is the time left).
+    pub wall_left_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Value>,
+}
+
+/// The record [`TREE`]: every suspended handle and each of its ancestors
+/// below the root, parents first, and the root's spawn counter (so a later
+/// runtime never hands out an id the tree holds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SavedTree {
+    pub id: String,
+    pub spawned: u64,
+    pub handles: Vec<SavedHandle>,
+}
 
 /// Told of a write that failed: the record's kind, its id, the store's
 /// sentence.

@@ -31,6 +31,9 @@
 //!   turn gate around each LLM call; the roll-up; the escalator; settling
 //!   the outcome (done, incomplete, pending with rewind, error).
 //! - `task.rs` — the `task` tool: team-only delegation with reattach by key.
+//! - `durable.rs` — the store behind a runtime: the records (transcripts,
+//!   checkpoints, the suspended tree a restarted runtime carries on) and
+//!   the one writer thread that writes them in order.
 //! - `calls.rs` — the runtime as JSON (contract §4.12): built from one
 //!   config object, its verbs as `(verb, args) → JSON` calls by handle id;
 //!   what the C ABI drives.

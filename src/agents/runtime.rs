@@ -8,7 +8,7 @@
 
 use super::clock::{Clock, SystemClock};
 use super::def::{Budget, Registry};
-use super::durable::Durable;
+use super::durable::{Durable, TREE};
 use super::inbox::InboxItem;
 use super::state::{Handle, HandleView, Inner, OnClose, OnSpawn, St, State, TaskResult};
 use super::{task, turn};
@@ -144,6 +144,8 @@ impl Runtime {
                 store: HashMap::new(),
                 capture: false,
                 captured: None,
+                releasing: false,
+                restore_error: None,
             }),
             cv: Condvar::new(),
             sleepers_cv: Condvar::new(),
@@ -166,6 +168,11 @@ impl Runtime {
             task_tool: task::tool,
         });
         let _ = runtime.set(Arc::downgrade(&inner));
+        // A suspended tree an earlier runtime left in the store is carried
+        // on here (read before any turn of this runtime can write one).
+        if let Some(d) = &inner.durable {
+            inner.restore(d.load(Kind::Checkpoint, TREE), &d.selector());
+        }
         let weak = Arc::downgrade(&inner);
         clock.subscribe(Box::new(move || {
             if let Some(inner) = weak.upgrade() {
@@ -413,6 +420,13 @@ impl Runtime {
     /// there is no store).
     pub fn flush(&self, within: std::time::Duration) -> bool {
         self.inner.durable.as_ref().is_none_or(|d| d.flush(within))
+    }
+
+    /// The host is letting the runtime go: handles closed from now on
+    /// leave their suspensions in the store, for a later runtime on it to
+    /// resume.
+    pub(crate) fn keep_suspensions(&self) {
+        self.inner.lock().releasing = true;
     }
 
     /// The most LLM calls seen in flight at once.

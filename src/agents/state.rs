@@ -9,9 +9,11 @@
 
 use super::clock::Clock;
 use super::def::{AgentDef, Budget, Registry};
+use super::durable::{SavedHandle, SavedTree, TREE};
 use super::inbox::{drain_block, InboxItem};
 use crate::cancel::CancelToken;
 use crate::client::{Callbacks, Provider};
+use crate::store::Kind;
 use crate::tool::Tool;
 use crate::toolkit::Toolkit;
 use crate::translate::ClientConfig;
@@ -258,6 +260,13 @@ pub(crate) struct St {
     /// [`start`]: Inner::start
     pub capture: bool,
     pub captured: Option<Job>,
+    /// The host is letting the runtime go: a suspension that ends by that
+    /// (every handle closed) stays in the store, for a later runtime.
+    pub releasing: bool,
+    /// Why the suspended tree an earlier runtime left in the store could
+    /// not be carried on here: what `resume` answers when nothing here is
+    /// suspended.
+    pub restore_error: Option<String>,
 }
 
 impl St {
@@ -337,12 +346,172 @@ impl Inner {
         self.st.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Removes handle `i`'s checkpoint record from the runtime's store
-    /// (its suspension is over).
+    /// Writes handle `i`'s checkpoint record (it has just suspended) and
+    /// the suspended tree to the runtime's store.
+    pub fn checkpoint_saved(&self, st: &St, i: usize) {
+        if let Some(d) = &self.durable {
+            let record = serde_json::to_value(saved_handle(st, i, self.clock.now_ms()));
+            d.save(
+                Kind::Checkpoint,
+                &st.handles[i].id,
+                record.unwrap_or_default(),
+            );
+            self.tree_changed(st, d);
+        }
+    }
+
+    /// Removes handle `i`'s checkpoint record from the runtime's store and
+    /// the handle from the suspended tree (its suspension is over) — unless
+    /// the host is letting the runtime go, when both stay for a later one.
     pub fn checkpoint_done(&self, st: &St, i: usize) {
         if let Some(d) = &self.durable {
-            d.delete(crate::store::Kind::Checkpoint, &st.handles[i].id);
+            if st.releasing {
+                return;
+            }
+            self.tree_changed(st, d);
+            d.delete(Kind::Checkpoint, &st.handles[i].id);
         }
+    }
+
+    /// The suspended tree's record as it is now; gone with the last
+    /// suspension.
+    fn tree_changed(&self, st: &St, d: &super::durable::Durable) {
+        let now = self.clock.now_ms();
+        let kept: Vec<usize> = {
+            let mut keep = vec![false; st.handles.len()];
+            for (i, h) in st.handles.iter().enumerate() {
+                if durably_suspended(h) {
+                    for a in st.chain(i) {
+                        keep[a] = true;
+                    }
+                }
+            }
+            // Parents before children: a handle's index is above its
+            // parent's.
+            (1..st.handles.len()).filter(|&i| keep[i]).collect()
+        };
+        if kept.is_empty() {
+            d.delete(Kind::Checkpoint, TREE);
+            return;
+        }
+        let tree = SavedTree {
+            id: TREE.to_string(),
+            spawned: st.handles[0].spawned,
+            handles: kept.iter().map(|&i| saved_handle(st, i, now)).collect(),
+        };
+        d.save(
+            Kind::Checkpoint,
+            TREE,
+            serde_json::to_value(tree).unwrap_or_default(),
+        );
+    }
+
+    /// Carries on the suspended tree an earlier runtime left in the store
+    /// (`loaded`: the [`TREE`] record as read), under the same ids, each
+    /// handle as it was; a record that cannot be read or carried on leaves
+    /// the runtime as it is, with the reason kept for `resume`.
+    pub fn restore(&self, loaded: std::result::Result<Option<Value>, String>, selector: &str) {
+        let what = format!("checkpoint \"{TREE}\" in the agents store {selector}");
+        let tree = match loaded {
+            Ok(None) => return,
+            Ok(Some(v)) => serde_json::from_value::<SavedTree>(v)
+                .map_err(|e| format!("{what} is not a suspended tree: {e}")),
+            Err(e) => Err(format!("cannot read {what}: {e}")),
+        };
+        let mut st = self.lock();
+        let restored = tree.and_then(|t| self.rebuild(&mut st, &t, &what, selector));
+        if let Err(e) = restored {
+            st.restore_error = Some(e);
+        }
+    }
+
+    /// Adds the handles of `tree` under the root, all or none.
+    fn rebuild(
+        &self,
+        st: &mut St,
+        tree: &SavedTree,
+        what: &str,
+        selector: &str,
+    ) -> std::result::Result<(), String> {
+        let now = self.clock.now_ms();
+        // The tree's handles go after the runtime's own, in its order.
+        let base = st.handles.len();
+        let mut index: HashMap<&str, usize> = HashMap::from([(TREE, 0)]);
+        let mut built: Vec<Handle> = Vec::new();
+        for s in &tree.handles {
+            let malformed = |why: String| format!("{what} is not a suspended tree: {why}");
+            let p = *index.get(s.parent.as_str()).ok_or_else(|| {
+                malformed(format!("{} comes before its parent {}", s.id, s.parent))
+            })?;
+            if !s.id.starts_with(&format!("{}/", s.parent)) {
+                return Err(malformed(format!("{} under {}", s.id, s.parent)));
+            }
+            if index.contains_key(s.id.as_str()) || st.index.contains_key(&s.id) {
+                return Err(malformed(format!("{} twice", s.id)));
+            }
+            if s.pending.is_some() != s.input.is_some() {
+                return Err(malformed(format!(
+                    "{} has a pending Request without its turn input, or the other way round",
+                    s.id
+                )));
+            }
+            let def = self.registry.get(&s.agent).cloned().ok_or_else(|| {
+                format!(
+                    "{what}: {} is an agent \"{}\" this runtime does not define (known: {})",
+                    s.id,
+                    s.agent,
+                    self.registry.names().join(", ")
+                )
+            })?;
+            let eff = Budget::from_json(&s.budget, &format!("{what}: {}'s budget", s.id))
+                .map_err(|e| e.message)?;
+            let depth = if p == 0 { 1 } else { built[p - base].depth + 1 };
+            index.insert(&s.id, base + built.len());
+            built.push(Handle {
+                def: Some(def),
+                parent: Some(p),
+                depth,
+                spawned: s.spawned,
+                state: if s.pending.is_some() {
+                    State::Suspended
+                } else {
+                    State::Idle
+                },
+                eff,
+                pool_tokens: s.pool_tokens,
+                pool_tool_calls: s.pool_tool_calls,
+                pool_children: s.pool_children,
+                wall_deadline: s.wall_left_ms.map(|l| now.saturating_add(l)),
+                tokens: s.tokens,
+                own_tokens: s.own_tokens,
+                tool_calls: s.tool_calls,
+                turns: s.turns,
+                pending: s.pending.clone(),
+                checkpoint: s.input.clone(),
+                task_key: s.task_key.clone(),
+                ..Handle::fresh(s.id.clone())
+            });
+        }
+        st.handles[0].spawned = st.handles[0].spawned.max(tree.spawned);
+        for h in built {
+            let i = st.handles.len();
+            if let Some(p) = h.parent {
+                st.handles[p].children.push(i);
+            }
+            st.index.insert(h.id.clone(), i);
+            let line = match &h.pending {
+                Some(p) => format!(
+                    "restored from the agents store {selector} (suspended, pending \"{}\", turns so far: {})",
+                    kind_of(Some(p)),
+                    h.turns
+                ),
+                None => format!("restored from the agents store {selector} (idle)"),
+            };
+            st.handles.push(h);
+            st.trace(i, line);
+        }
+        self.notify(st);
+        Ok(())
     }
 
     /// Sleeps on the condition variable until told, or until `deadline_ms`
@@ -958,7 +1127,14 @@ impl Inner {
     pub fn resume(&self, answer: Value) -> std::result::Result<TaskResult, String> {
         let ok = answer.get("ok").and_then(Value::as_bool).unwrap_or(false);
         let mut st = self.lock();
-        let leaf = deepest_suspended(&st, 0).ok_or_else(|| "no suspended handle".to_string())?;
+        let Some(leaf) = deepest_suspended(&st, 0) else {
+            // Nothing suspended here: an earlier runtime's tree this one
+            // could not carry on says why.
+            return Err(st
+                .restore_error
+                .clone()
+                .unwrap_or_else(|| "no suspended handle".to_string()));
+        };
         let turns = st.handles[leaf].turns;
         st.trace(
             leaf,
@@ -1008,12 +1184,43 @@ fn closed_result() -> TaskResult {
     TaskResult::new("closed", "closed", true)
 }
 
+/// Suspended with no interpreter anywhere: parked until `resume`.
+fn durably_suspended(h: &Handle) -> bool {
+    h.state == State::Suspended && h.pending.is_some()
+}
+
+/// Handle `i` as its checkpoint record holds it.
+fn saved_handle(st: &St, i: usize, now: u64) -> SavedHandle {
+    let h = &st.handles[i];
+    let suspended = durably_suspended(h);
+    SavedHandle {
+        id: h.id.clone(),
+        agent: h.def.as_ref().map(|d| d.name.clone()).unwrap_or_default(),
+        parent: h
+            .parent
+            .map(|p| st.handles[p].id.clone())
+            .unwrap_or_default(),
+        task_key: h.task_key.clone(),
+        spawned: h.spawned,
+        turns: h.turns,
+        tokens: h.tokens,
+        own_tokens: h.own_tokens,
+        tool_calls: h.tool_calls,
+        budget: h.eff.to_json(),
+        pool_tokens: h.pool_tokens,
+        pool_tool_calls: h.pool_tool_calls,
+        pool_children: h.pool_children,
+        wall_left_ms: h.wall_deadline.map(|d| d.saturating_sub(now)),
+        input: h.checkpoint.clone().filter(|_| suspended),
+        pending: h.pending.clone().filter(|_| suspended),
+    }
+}
+
 fn deepest_suspended(st: &St, i: usize) -> Option<usize> {
     for &c in &st.handles[i].children {
         if let Some(found) = deepest_suspended(st, c) {
             return Some(found);
         }
     }
-    let h = &st.handles[i];
-    (h.state == State::Suspended && h.pending.is_some()).then_some(i)
+    durably_suspended(&st.handles[i]).then_some(i)
 }

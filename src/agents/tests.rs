@@ -1238,3 +1238,218 @@ fn a_store_that_cannot_be_read_fails_the_turn_naming_it() {
         "no model call without the history"
     );
 }
+
+/// The durable-resume tree (contract §4.6's fixture): `parent` delegates
+/// to `asker`, whose tool asks for an approval; no `waitFor` anywhere.
+fn approval_tree() -> Value {
+    json!({"parent": {"does": "delegates", "model": "m-parent", "team": ["asker"]},
+           "asker": {"does": "needs approvals", "model": "m-asker", "tools": ["check_secret"]}})
+}
+
+/// The trace from the resume on.
+fn from_resume(rt: &Runtime) -> Vec<String> {
+    let trace = rt.trace();
+    let at = trace
+        .iter()
+        .position(|l| l.contains("resume with Answer(ok=true) at checkpoint"))
+        .expect("a resume line");
+    trace[at..].to_vec()
+}
+
+/// Parks the approval tree on `store`, waits for its writes and drops the
+/// runtime (a process that exits).
+fn park_and_exit(store: Arc<dyn crate::store::Store>) -> String {
+    let first = fx_with(approval_tree(), |o| o.store = Some(store));
+    let (id, r) = first.rt.run("parent", "go").expect("run");
+    assert_eq!(r.status, "pending");
+    assert!(first.rt.flush(BOUND));
+    id
+}
+
+#[test]
+fn a_runtime_restarted_on_the_store_resumes_the_suspended_tree() {
+    use crate::store::Kind;
+    // The same tree in one process, never interrupted.
+    let one = fx(approval_tree());
+    let (id, r) = one.rt.run("parent", "go").expect("run");
+    assert_eq!(r.status, "pending");
+    let want = one.rt.resume(json!({"ok": true})).expect("resume");
+    assert_eq!(want.text, "parent-final: asker-done: secret-token");
+    let asker = format!("{id}/asker.1");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let selectors = [
+        format!("sqlite:{}", dir.path().join("agents.db").display()),
+        format!("file:{}", dir.path().join("records").display()),
+    ];
+    for selector in selectors {
+        let open = || crate::store::resolve(Some(&selector)).expect("store");
+        assert_eq!(park_and_exit(open()), id);
+        let store = open();
+        let again = fx_with(approval_tree(), |o| o.store = Some(Arc::clone(&store)));
+        // The restarted runtime shows the parked tree before the resume.
+        let views: Vec<(String, State, Option<String>)> = again
+            .rt
+            .list()
+            .into_iter()
+            .map(|v| (v.id, v.state, v.pending_kind))
+            .collect();
+        let parked = Some("approval".to_string());
+        assert_eq!(
+            views,
+            vec![
+                (id.clone(), State::Suspended, parked.clone()),
+                (asker.clone(), State::Suspended, parked)
+            ],
+            "{selector}"
+        );
+        let got = again.rt.resume(json!({"ok": true})).expect("resume");
+        assert_eq!(got, want, "{selector}");
+        let ids: Vec<String> = again.rt.list().into_iter().map(|v| v.id).collect();
+        assert_eq!(ids, vec![id.clone(), asker.clone()], "no second spawn");
+        assert_eq!(from_resume(&again.rt), from_resume(&one.rt), "{selector}");
+        assert!(
+            again.rt.trace().contains(&format!(
+                "{id}: task replay → REATTACH to {asker} (state idle)"
+            )),
+            "{:?}",
+            again.rt.trace()
+        );
+        assert!(again.rt.flush(BOUND));
+        for record in ["root", id.as_str(), asker.as_str()] {
+            assert_eq!(
+                store.get(Kind::Checkpoint, record).expect("get"),
+                None,
+                "{selector} {record}"
+            );
+        }
+        assert_eq!(
+            again.rt.resume(json!({"ok": true})).expect_err("none left"),
+            "no suspended handle"
+        );
+        // The restored spawn counter: a new run gets a new id.
+        assert_eq!(
+            again.rt.spawn("root", "parent", None).expect("spawn"),
+            "root/parent.2"
+        );
+    }
+}
+
+#[test]
+fn a_host_letting_go_of_the_runtime_leaves_its_suspension_for_the_next() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let selector = format!("sqlite:{}", dir.path().join("agents.db").display());
+    let first = fx_with(approval_tree(), |o| {
+        o.store = Some(crate::store::resolve(Some(&selector)).expect("store"));
+    });
+    let (id, r) = first.rt.run("parent", "go").expect("run");
+    assert_eq!(r.status, "pending");
+    // What `tn_agents_free` does: every handle closed, the store flushed.
+    first.rt.keep_suspensions();
+    first
+        .rt
+        .close("root", true, Some("runtime freed"))
+        .expect("close");
+    assert!(first.rt.flush(BOUND));
+    drop(first);
+    let again = fx_with(approval_tree(), |o| {
+        o.store = Some(crate::store::resolve(Some(&selector)).expect("store"));
+    });
+    let r = again.rt.resume(json!({"ok": true})).expect("resume");
+    assert_eq!(
+        (r.status.as_str(), r.text.as_str()),
+        ("done", "parent-final: asker-done: secret-token")
+    );
+    assert_eq!(again.rt.list().len(), 2, "{id}: {:?}", again.rt.list());
+}
+
+#[test]
+fn a_tree_that_cannot_be_carried_on_is_resume_s_error_naming_the_record() {
+    use crate::store::Kind;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agents.db");
+    let selector = format!("sqlite:{}", path.display());
+    let what = format!("checkpoint \"root\" in the agents store {selector}");
+    // Nothing in the store: today's sentence.
+    let empty = fx_with(approval_tree(), |o| o.store = Some(sqlite_store(&dir)));
+    assert_eq!(
+        empty.rt.resume(json!({"ok": true})).expect_err("nothing"),
+        "no suspended handle"
+    );
+    drop(empty);
+
+    // A definition the new runtime does not have.
+    park_and_exit(sqlite_store(&dir));
+    let fewer = json!({"parent": {"does": "delegates", "model": "m-parent"}});
+    let f = fx_with(fewer, |o| o.store = Some(sqlite_store(&dir)));
+    assert_eq!(
+        f.rt.resume(json!({"ok": true})).expect_err("no asker"),
+        format!("{what}: root/parent.1/asker.1 is an agent \"asker\" this runtime does not define (known: parent)")
+    );
+    assert!(f.rt.list().is_empty(), "all or nothing: {:?}", f.rt.list());
+    drop(f);
+
+    // A record that is not a tree.
+    let store = sqlite_store(&dir);
+    store
+        .save(
+            Kind::Checkpoint,
+            "root",
+            &json!({"id": "root", "handles": 7}),
+        )
+        .expect("save");
+    let f = fx_with(approval_tree(), |o| o.store = Some(store));
+    let e = f.rt.resume(json!({"ok": true})).expect_err("corrupt");
+    assert!(
+        e.starts_with(&format!("{what} is not a suspended tree: ")),
+        "{e}"
+    );
+    drop(f);
+
+    // A store that cannot be read.
+    let f = fx_with(approval_tree(), |o| o.store = Some(Arc::new(Unreadable)));
+    assert_eq!(
+        f.rt.resume(json!({"ok": true})).expect_err("unreadable"),
+        "cannot read checkpoint \"root\" in the agents store host:unreadable: connection refused"
+    );
+}
+
+#[test]
+fn an_ancestor_that_is_not_suspended_comes_back_idle_with_its_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = fx_with(approval_tree(), |o| o.store = Some(sqlite_store(&dir)));
+    // The host spawns the asker under a parent that never runs a turn.
+    let budget = Budget {
+        max_tokens: Some(500),
+        ..Budget::default()
+    };
+    let parent = first
+        .rt
+        .spawn("root", "parent", Some(&budget))
+        .expect("parent");
+    let asker = first.rt.spawn(&parent, "asker", None).expect("asker");
+    first.rt.wake(&asker, Some("go")).expect("wake");
+    assert_eq!(first.rt.wait(&asker, None).status, "pending");
+    let before: Vec<HandleView> = first.rt.list();
+    assert!(first.rt.flush(BOUND));
+    drop(first);
+
+    let again = fx_with(approval_tree(), |o| o.store = Some(sqlite_store(&dir)));
+    assert_eq!(again.rt.list(), before, "the same views, pools included");
+    assert!(again.rt.trace().contains(&format!(
+        "{parent}: restored from the agents store sqlite:{} (idle)",
+        dir.path().join("agents.db").display()
+    )));
+    let r = again.rt.resume(json!({"ok": true})).expect("resume");
+    assert_eq!(
+        (r.status.as_str(), r.text.as_str()),
+        ("done", "asker-done: secret-token")
+    );
+    let views = again.rt.list();
+    assert_eq!(views[0].state, State::Idle);
+    // Each call costs 40 (the mock's usage): one before the restart, two
+    // after (the replayed tool call, then the answer), rolled up into the
+    // parent and taken from its pool.
+    assert_eq!(before[0].tokens, 40);
+    assert_eq!((views[0].tokens, views[0].pool_tokens), (120, Some(380)));
+}

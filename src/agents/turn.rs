@@ -334,11 +334,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             h.state = State::Suspended;
             h.pending = Some(request.clone());
             h.checkpoint = Some(job.input.clone());
-            if let Some(d) = &inner.durable {
-                let record = json!({"id": id, "input": job.input, "pending": request,
-                                    "turns": h.turns});
-                d.save(Kind::Checkpoint, &id, record);
-            }
+            inner.checkpoint_saved(&st, i);
             st.trace(
                 i,
                 format!("running→suspended (pending \"{kind}\", durable)"),

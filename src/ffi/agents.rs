@@ -125,7 +125,13 @@ pub unsafe extern "C" fn tn_agents_new(
 ///   "timeout"`), `cancel` is triggered (`status: "interrupted"`) or the
 ///   runtime is freed (`"interrupted"` or `"closed"`).
 /// - `interrupt {id}`, `close {id, force?, reason?}` → `{ok:true}`
-/// - `resume {answer}` → the TaskResult of the resumed tree
+/// - `shutdown {reason?="runtime freed"}` → `{ok:true}`: force-closes
+///   every handle, leaves first, as `tn_agents_free` does first, leaving
+///   each durable suspension in the runtime's store for a later runtime to
+///   resume (a binding's close calls it before the free; the last verb
+///   before it)
+/// - `resume {answer}` → the TaskResult of the resumed tree; with nothing
+///   suspended, the tree an earlier runtime left in the store, if any
 /// - `list` → `[HandleView]`; `inspect {id}` → the HandleView
 /// - `trace` → `[string]`, the transitions so far; `transcript {id}` → its
 ///   stored messages

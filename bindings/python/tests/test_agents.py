@@ -319,6 +319,62 @@ def test_a_runtime_on_a_file_store_leaves_its_transcripts_there(tmp_path):
     assert seen == [1, 3]
 
 
+def test_a_new_runtime_on_the_store_resumes_what_a_freed_one_parked(tmp_path):
+    """The parent delegates to the asker, whose tool waits for an approval
+    and nobody answers: the tree parks. The runtime is freed (a process that
+    exits); a new one on the same store, with the same agents, holds the
+    parked tree and resumes it, reattaching the parent's task to the same
+    asker."""
+    config = {
+        "client": {"model": "local"},
+        "store": f"sqlite:{tmp_path}/agents.db",
+        "agents": {
+            "parent": {"does": "delegates", "soul": "You delegate.", "team": ["asker"]},
+            "asker": {"does": "asks first", "soul": "You ask.", "tools": ["check"]},
+        },
+    }
+
+    def model(event):
+        done = [m["content"] for m in event["messages"] if m["role"] == "tool"]
+        if "You ask." in json.dumps(event):
+            if done:
+                return {"content": f"asker-done: {done[-1]}", "usage": USAGE}
+            return {"toolCalls": [{"name": "check", "arguments": {}}], "usage": USAGE}
+        if done:
+            return {"content": f"parent-final: {done[-1]}", "usage": USAGE}
+        return {"toolCalls": [{"name": "task", "arguments": {"agent": "asker", "prompt": "get it"}}],
+                "usage": USAGE}
+
+    def toolkit_with(check):
+        tk = tn.Toolkit({"builtins": False})
+        tk.register("check", "needs an approval")(check)
+        return tk
+
+    parked = {"output": "approve?", "isError": True,
+              "metadata": {"pending": {"id": "r1", "kind": "approval", "prompt": "approve?"}}}
+    asker = "root/parent.1/asker.1"
+    tk = toolkit_with(lambda args: parked)
+    with tn.Agents(config, toolkit=tk, generate=model) as rt:
+        hid, r = rt.run("parent", "go")
+        assert (hid, r.status, r.pending.kind) == ("root/parent.1", "pending", "approval")
+    tk.close()
+
+    # The next process: its tool gets the approval it was waiting for (the
+    # asker's own tool runs again on resume).
+    tk = toolkit_with(lambda args: "secret-token")
+    with tn.Agents(config, toolkit=tk, generate=model) as rt:
+        assert [(v["id"], v["state"]) for v in rt.list()] == [
+            ("root/parent.1", "suspended"), (asker, "suspended")]
+        r = rt.resume({"ok": True})
+        assert (r.status, r.text) == ("done", "parent-final: asker-done: secret-token")
+        assert [v["id"] for v in rt.list()] == ["root/parent.1", asker]
+        assert f"root/parent.1: task replay → REATTACH to {asker} (state idle)" in rt.trace()
+    with tn.Agents(config, toolkit=tk, generate=model) as rt:
+        with pytest.raises(tn.ToolnexusError, match="no suspended handle"):
+            rt.resume({"ok": True})
+    tk.close()
+
+
 def test_an_unknown_store_selector_is_the_pinned_error():
     with pytest.raises(tn.InvalidConfigError) as e:
         tn.Agents(dict(ONE_AGENT, store="redis://x"), generate=lambda ev: "hi")

@@ -129,13 +129,11 @@ class _Core:
                 t.cancel()
             # What tn_agents_free does first, done now: the free may wait
             # for the last call in flight, but no handle runs on meanwhile.
-            views = self.raw_call(ptr, "list", b"{}", None) or []
-            for v in reversed(views):
-                args = json.dumps({"id": v["id"], "force": True, "reason": "runtime closed"}).encode("utf-8")
-                try:
-                    self.raw_call(ptr, "close", args, None)
-                except ToolnexusError:
-                    pass
+            # A durable suspension stays in the store, for a later runtime.
+            try:
+                self.raw_call(ptr, "shutdown", b'{"reason":"runtime closed"}', None)
+            except ToolnexusError:
+                pass
         finally:
             self.release()
 
