@@ -56,14 +56,16 @@ pub fn tool_node<'a>(bump: &'a Bump, openai: Node<'a>) -> Node<'a> {
     let Some(f) = openai.get("function") else {
         return openai;
     };
-    let mut t: Vec<(&'a str, Node<'a>)> = Vec::with_capacity(5);
-    t.push(("type", Node::Str("function")));
+    // On the stack: one tool's five entries at most, copied to the arena once.
+    let mut t = [("type", Node::Str("function")); 5];
+    let mut n = 1;
     for key in ["name", "description", "parameters", "strict"] {
         if let Some(v) = f.get(key).filter(|v| !v.is_null()) {
-            t.push((key, v));
+            t[n] = (key, v);
+            n += 1;
         }
     }
-    node::object(bump, &t)
+    node::object(bump, &t[..n])
 }
 
 /// OpenAI chat `tool_choice` in Responses shape (a named function is
@@ -451,11 +453,15 @@ pub fn request_body<'a>(
 ) -> Node<'a> {
     let (input, hoisted) = input_from_openai(bump, request.messages);
     let system = turn::chosen_system(request, client, hoisted);
-    let tools: Vec<Node<'a>> = declared
-        .iter()
-        .chain(request.tools)
-        .map(|&t| tool_node(bump, t))
-        .collect();
+    let mut tools =
+        bumpalo::collections::Vec::with_capacity_in(declared.len() + request.tools.len(), bump);
+    tools.extend(
+        declared
+            .iter()
+            .chain(request.tools)
+            .map(|&t| tool_node(bump, t)),
+    );
+    let tools = tools.into_bump_slice();
     let mut body = node::ObjectBuilder::new(bump);
     body.insert("model", Node::Str(&client.model));
     body.insert("input", Node::Array(bump.alloc_slice_copy(&input)));
@@ -463,7 +469,7 @@ pub fn request_body<'a>(
         body.insert("instructions", Node::Str(bump.alloc_str(&system)));
     }
     if !tools.is_empty() {
-        body.insert("tools", Node::Array(bump.alloc_slice_copy(&tools)));
+        body.insert("tools", Node::Array(tools));
     }
     if let Some(c) = request.tool_choice {
         body.insert("tool_choice", tool_choice(bump, c));
