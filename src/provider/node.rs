@@ -10,7 +10,6 @@
 //! value. Parse errors are serde_json's own.
 
 use crate::json;
-use crate::sys::text;
 use bumpalo::collections::{String as BString, Vec as BVec};
 use bumpalo::Bump;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -378,8 +377,9 @@ impl<'s> Writer<'s> {
         self.string_then(s, false)
     }
 
-    /// `s` as a string literal, followed by a colon when `colon`.
-    #[inline]
+    /// `s` as a string literal, followed by a colon when `colon`: inline,
+    /// what copies a literal; the rest in [`Writer::string_slow`].
+    #[inline(always)]
     fn string_then(&mut self, s: &str, colon: bool) {
         if let Some((at, src)) = self.source_of(s) {
             // Parsed strings lie between their quotes in the text: the
@@ -394,34 +394,40 @@ impl<'s> Writer<'s> {
                     }
                 }
             }
+            return self.string_slow(s, colon, None);
+        }
+        let addr = s.as_ptr() as usize;
+        let len = s.len() | if colon { COLON_BIT } else { 0 };
+        // Two ways per set: the later string is looked at first, and a new
+        // one pushes the older of the two out.
+        let set = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) * 2;
+        for way in [set, set + 1] {
+            let (seen_addr, seen_len, at, end) = self.written[way];
+            if seen_addr == addr && seen_len == len {
+                return self.copy_within(at, end);
+            }
+        }
+        self.string_slow(s, colon, Some(set))
+    }
+
+    /// The rest of [`Writer::string_then`], out of line: a parsed string
+    /// whose literal is not there to copy (`set` `None`), or a string from
+    /// no source met for the first time lately, remembered in `set`.
+    #[inline(never)]
+    fn string_slow(&mut self, s: &str, colon: bool, set: Option<usize>) {
+        let at = self.out.len();
+        if set.is_none() || needs_no_escape(s.as_bytes()) {
             self.plain(s);
         } else {
-            let addr = s.as_ptr() as usize;
-            let len = s.len() | if colon { COLON_BIT } else { 0 };
-            // Two ways per set: the later string is looked at first, and a
-            // new one pushes the older of the two out.
-            let set = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) * 2;
-            for way in [set, set + 1] {
-                let (seen_addr, seen_len, at, end) = self.written[way];
-                if seen_addr == addr && seen_len == len {
-                    return self.copy_within(at, end);
-                }
-            }
-            let at = self.out.len();
-            if needs_no_escape(s.as_bytes()) {
-                self.plain(s);
-            } else {
-                json::write_escaped(&mut self.out, s);
-            }
-            if colon {
-                self.out.push(b':');
-            }
-            self.written[set + 1] = self.written[set];
-            self.written[set] = (addr, len, at, self.out.len());
-            return;
+            json::write_escaped(&mut self.out, s);
         }
         if colon {
             self.out.push(b':');
+        }
+        if let Some(set) = set {
+            let len = s.len() | if colon { COLON_BIT } else { 0 };
+            self.written[set + 1] = self.written[set];
+            self.written[set] = (s.as_ptr() as usize, len, at, self.out.len());
         }
     }
 
@@ -1236,8 +1242,9 @@ impl<'a> Fast<'a> {
         let mut i = start;
         loop {
             // Sixteen bytes at a time up to the first that ends plain text
-            // (eight near the end of the text, or without SSE2).
-            if let Some(stops) = text::string_stops16(b, i) {
+            // (eight near the end of the text).
+            if let Some(Ok(block)) = b.get(i..i + 16).map(<&[u8; 16]>::try_from) {
+                let stops = json::block_mask(block);
                 if stops == 0 {
                     i += 16;
                     continue;
@@ -1254,7 +1261,7 @@ impl<'a> Fast<'a> {
             match b.get(i)? {
                 b'"' => {
                     self.i = i + 1;
-                    return text::between_ascii(self.text, start, i);
+                    return crate::sys::text::between_ascii(self.text, start, i);
                 }
                 b'\\' => return self.escaped(open, i),
                 0..=0x1f => return None,
@@ -1269,7 +1276,8 @@ impl<'a> Fast<'a> {
     fn escaped(&mut self, open: usize, mut i: usize) -> Option<&'a str> {
         let b = self.b;
         loop {
-            if let Some(stops) = text::string_stops16(b, i) {
+            if let Some(Ok(block)) = b.get(i..i + 16).map(<&[u8; 16]>::try_from) {
+                let stops = json::block_mask(block);
                 i += stops.trailing_zeros().min(16) as usize;
                 if stops == 0 {
                     continue;
