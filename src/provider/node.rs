@@ -1672,6 +1672,15 @@ mod tests {
             let set: std::collections::HashSet<&str> = entries.iter().map(|(k, _)| *k).collect();
             assert_eq!(distinct_keys(&entries), set.len() == n, "{entries:?}");
         }
+        // Small objects from a few names, so that repeats are common.
+        for _ in 0..5_000 {
+            let n = r.next(6);
+            let entries: Vec<(&str, Node)> = (0..n)
+                .map(|_| (names[r.next(5) * 3 + 2].as_str(), Node::Null))
+                .collect();
+            let set: std::collections::HashSet<&str> = entries.iter().map(|(k, _)| *k).collect();
+            assert_eq!(distinct_keys(&entries), set.len() == n, "{entries:?}");
+        }
     }
 
     /// A container of a source is known by its address and length alone.
