@@ -60,6 +60,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BASELINE = os.path.join(HERE, "baseline.json")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import gen_symbol_order  # noqa: E402 - bench/ is put on the path just above
 TOLERANCE_PCT = 5.0
 RSS_TOLERANCE_PCT = 10.0
 STALE_PCT = 5.0
@@ -292,22 +294,9 @@ def library_functions(lib):
 
 
 def executed_in_lib(cg_file):
-    obs, fns, out, ob = {}, {}, set(), None
-    with open(cg_file, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            m = re.match(r"^(c?ob|c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
-            if not m:
-                continue
-            kind, num, name = m.groups()
-            table = obs if kind.endswith("ob") else fns
-            if name:
-                table[num] = name
-            if kind == "ob":
-                ob = obs.get(num)
-            elif kind == "fn" and ob and "libtoolnexus" in ob:
-                # `name'2`: callgrind's name for a recursive activation.
-                out.add(re.sub(r"'\d+$", "", fns[num]))
-    return out
+    """The library functions a callgrind run executed: the symbol-order
+    generator's own reading (bench/gen_symbol_order.py)."""
+    return gen_symbol_order.executed(cg_file, "libtoolnexus")
 
 
 def measure(w, only=None):
