@@ -44,9 +44,8 @@ use std::cell::OnceCell;
 use crate::provider::RESERVED_PARAMS;
 pub use crate::provider::{ClientConfig, Style, MAX_RETRIES, MAX_RETRY_BASE_MS};
 
-const REQUEST_KEYS: &str = "messages, tools, toolChoice, system, maxTokens";
-/// [`REQUEST_KEYS`] one by one (a test keeps the two the same).
-const REQUEST_KEY_LIST: [&str; 5] = ["messages", "tools", "toolChoice", "system", "maxTokens"];
+/// The keys a request may have (an unknown one is refused, naming these).
+const REQUEST_KEYS: [&str; 5] = ["messages", "tools", "toolChoice", "system", "maxTokens"];
 
 // ---------------------------------------------------------------------------
 // the request
@@ -87,14 +86,15 @@ impl<'a> Request<'a> {
                 v.type_name()
             )));
         };
-        if let Some((k, _)) = entries.iter().find(|(k, _)| !REQUEST_KEY_LIST.contains(k)) {
+        if let Some((k, _)) = entries.iter().find(|(k, _)| !REQUEST_KEYS.contains(k)) {
             let hint = if *k == "toolkit" {
                 " (a toolkit is passed as its own argument to tn_translate)"
             } else {
                 ""
             };
             return Err(Error::invalid_config(format!(
-                "request: unknown key '{k}'{hint} (known keys: {REQUEST_KEYS})"
+                "request: unknown key '{k}'{hint} (known keys: {})",
+                REQUEST_KEYS.join(", ")
             )));
         }
         let messages = match typed(v, "messages", "an array", Node::as_array)? {
@@ -685,11 +685,20 @@ pub fn call_helper(name: &str, args: &[Value]) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::{REQUEST_KEYS, REQUEST_KEY_LIST};
+    use super::Request;
+    use crate::provider::node;
 
-    /// The keys the error text names are the keys the check accepts.
+    /// An unknown request key is refused with the keys a request may have,
+    /// each named once, in the documented order.
     #[test]
-    fn the_named_request_keys_are_the_accepted_ones() {
-        assert_eq!(REQUEST_KEY_LIST.join(", "), REQUEST_KEYS);
+    fn an_unknown_request_key_names_the_accepted_ones() {
+        let bump = bumpalo::Bump::new();
+        let request = node::parse(&bump, r#"{"messages":[],"toolkit":{}}"#).expect("JSON");
+        let err = Request::from_node(request).expect_err("toolkit is no request key");
+        assert_eq!(
+            err.to_string(),
+            "invalid_config: request: unknown key 'toolkit' (a toolkit is passed as its own argument to \
+             tn_translate) (known keys: messages, tools, toolChoice, system, maxTokens)"
+        );
     }
 }
