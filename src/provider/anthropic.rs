@@ -322,7 +322,7 @@ pub fn openai_tools_to_anthropic<'a>(
             m.push("description", description.unwrap_or(Node::Null));
         }
         let schema = match function.get("parameters") {
-            Some(p @ Node::Object(_)) => p,
+            Some(p) if p.is_object() => p,
             _ => EMPTY_OBJECT_SCHEMA,
         };
         m.push("input_schema", schema);

@@ -8,6 +8,11 @@
 //! does: numbers go through the same parser and printer, objects keep their
 //! key order, and a key given twice keeps its first position and its last
 //! value. Parse errors are serde_json's own.
+//!
+//! A request's tool schemas (`tools[].function.parameters`), the bulk of
+//! most requests and copied as they are by three styles of four, are
+//! checked but not built when their text is already the writer's
+//! ([`Deferred`]); they are read when something looks inside.
 
 use crate::json;
 use bumpalo::collections::{String as BString, Vec as BVec};
@@ -100,6 +105,44 @@ pub enum Node<'a> {
     Str(&'a str),
     Array(&'a [Node<'a>]),
     Object(&'a [(&'a str, Node<'a>)]),
+    /// An object whose text was checked but not yet read: see [`Deferred`].
+    /// It answers every question as the object read from its text does.
+    Deferred(&'a Deferred<'a>),
+}
+
+/// An object [`parse_source`] left as its text: a tool's `parameters`,
+/// which most bodies copy as they are. Its text is exactly what the writer
+/// writes for it (compact, no escape, no repeated key, only plain
+/// integers), so it is written by copying the text, and read into the arena
+/// only when something looks inside it — each time it does (no cache: a
+/// cell here would tie [`Node`]'s lifetime down; the one reader that looks
+/// inside, Gemini's schema cleaning, reads each schema once).
+pub struct Deferred<'a> {
+    text: &'a str,
+    bump: &'a Bump,
+}
+
+impl<'a> Deferred<'a> {
+    /// `self[key]`, read from its text (out of line: [`Node::get`] stays
+    /// small enough to inline where it looks up a constant key).
+    #[cold]
+    #[inline(never)]
+    fn get(&self, key: &str) -> Option<Node<'a>> {
+        self.node().get(key)
+    }
+
+    /// The object, read from its text.
+    pub fn node(&self) -> Node<'a> {
+        // The text was checked to be one the fast reader reads in full, so
+        // the fallback never shows; it keeps a reader's slip from panicking.
+        parse(self.bump, self.text).unwrap_or(EMPTY_OBJECT)
+    }
+}
+
+impl fmt::Debug for Deferred<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.debug_tuple("Deferred").field(&self.text).finish()
+    }
 }
 
 /// `{}`.
@@ -110,6 +153,7 @@ impl<'a> Node<'a> {
     pub fn get(self, key: &str) -> Option<Node<'a>> {
         match self {
             Node::Object(entries) => entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v),
+            Node::Deferred(d) => d.get(key),
             _ => None,
         }
     }
@@ -129,7 +173,16 @@ impl<'a> Node<'a> {
     }
 
     pub fn is_object(self) -> bool {
-        matches!(self, Node::Object(_))
+        matches!(self, Node::Object(_) | Node::Deferred(_))
+    }
+
+    /// The node with a [`Deferred`] object read: for a caller that matches
+    /// on the variants itself.
+    pub fn resolved(self) -> Node<'a> {
+        match self {
+            Node::Deferred(d) => d.node(),
+            other => other,
+        }
     }
 
     pub fn is_null(self) -> bool {
@@ -145,7 +198,7 @@ impl<'a> Node<'a> {
             Node::Number(_) => "a number",
             Node::Str(_) => "a string",
             Node::Array(_) => "an array",
-            Node::Object(_) => "an object",
+            Node::Object(_) | Node::Deferred(_) => "an object",
         }
     }
 
@@ -201,6 +254,7 @@ impl<'a> Node<'a> {
                     .map(|(k, v)| (k.to_string(), v.to_value()))
                     .collect(),
             ),
+            Node::Deferred(d) => d.node().to_value(),
         }
     }
 }
@@ -312,6 +366,7 @@ pub fn parse_source<'a>(
 ) -> Result<(Node<'a>, Source<'a>), serde_json::Error> {
     let mut fast = Fast::new(bump, text);
     fast.record = true;
+    fast.at = AT_REQUEST;
     // Room up front for what a request of this size holds (a container
     // about every 40 bytes), so the scratch vectors do not grow step by
     // step while it is read.
@@ -542,6 +597,8 @@ impl<'s> Writer<'s> {
             Node::Str(s) => self.string(s),
             Node::Array(items) => self.array(items),
             Node::Object(entries) => self.object(entries),
+            // Its text is what this writer writes for it.
+            Node::Deferred(d) => self.out.extend_from_slice(d.text.as_bytes()),
         }
     }
 }
@@ -561,6 +618,7 @@ impl Serialize for Node<'_> {
                 }
                 m.end()
             }
+            Node::Deferred(d) => d.node().serialize(s),
         }
     }
 }
@@ -706,22 +764,23 @@ impl<'a> ObjectBuilder<'a> {
     }
 }
 
-/// Whether no key of `entries` is given twice. Each key sets one of 64
-/// bits picked by its length, first and last byte; only when two keys pick
-/// the same bit are the keys compared.
+/// One of 64 bits for a key, picked by its length, first and last byte:
+/// two keys with different bits are different keys.
+#[inline]
+fn key_bit(b: &[u8]) -> u64 {
+    let (first, last) = (b.first().copied(), b.last().copied());
+    let h =
+        b.len() as u64 | u64::from(first.unwrap_or(0)) << 16 | u64::from(last.unwrap_or(0)) << 24;
+    1u64 << (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+}
+
+/// Whether no key of `entries` is given twice. Each key sets its
+/// [`key_bit`]; only when two keys pick the same bit are the keys compared.
 fn distinct_keys(entries: &[(&str, Node)]) -> bool {
-    let bit = |k: &str| {
-        let b = k.as_bytes();
-        let (first, last) = (b.first().copied(), b.last().copied());
-        let h = b.len() as u64
-            | u64::from(first.unwrap_or(0)) << 16
-            | u64::from(last.unwrap_or(0)) << 24;
-        1u64 << (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
-    };
     let mut seen = 0u64;
     let mut clash = 0u64;
     for (k, _) in entries {
-        let b = bit(k);
+        let b = key_bit(k.as_bytes());
         clash |= seen & b;
         seen |= b;
     }
@@ -931,6 +990,144 @@ fn needs_no_escape(s: &[u8]) -> bool {
     flags == 0
 }
 
+/// The end (one past its closing quote) of the string whose opening quote
+/// is `b[i]`, if it holds no escape and no control character.
+#[inline(always)]
+fn plain_string_end(b: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        if let Some(Ok(block)) = b.get(i..i + 16).map(<&[u8; 16]>::try_from) {
+            let stops = json::block_mask(block);
+            if stops == 0 {
+                i += 16;
+                continue;
+            }
+            i += stops.trailing_zeros() as usize;
+        } else if let Some(w) = b.get(i..i + 8) {
+            let flags = first_escape(json::word(w));
+            if flags == 0 {
+                i += 8;
+                continue;
+            }
+            i += (flags.trailing_zeros() / 8) as usize;
+        }
+        match *b.get(i)? {
+            b'"' => return Some(i + 1),
+            b'\\' | 0..=0x1f => return None,
+            _ => i += 1,
+        }
+    }
+}
+
+/// The end of the number at `b[i]` if it is one the fast reader reads as
+/// written: an integer of at most 18 digits, not `-0`, with no fraction or
+/// exponent.
+#[inline]
+fn plain_int_end(b: &[u8], start: usize) -> Option<usize> {
+    let negative = b.get(start) == Some(&b'-');
+    let digits = start + usize::from(negative);
+    let mut i = digits;
+    match *b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => {
+            i += 1;
+            while let Some(b'0'..=b'9') = b.get(i) {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    let plain = i - digits <= 18
+        && !matches!(b.get(i), Some(b'.' | b'e' | b'E'))
+        && !(negative && i - digits == 1 && b[digits] == b'0');
+    plain.then_some(i)
+}
+
+/// How deep [`clean_object_end`] follows nesting before it gives the
+/// object back to the reader.
+const CLEAN_LEVELS: usize = 16;
+
+/// The end of the object whose `{` is `b[start]` (read at nesting `depth`)
+/// if its text is exactly what the writer writes for it: valid JSON with no
+/// whitespace, no escape, no control character, no repeated key (checked by
+/// [`key_bit`]: keys that merely share a bit count as repeated) and only
+/// numbers [`plain_int_end`] takes, nested at most [`CLEAN_LEVELS`] deep.
+/// `None` for anything else, which the reader then reads as it reads any
+/// object; nothing is built either way.
+fn clean_object_end(b: &[u8], start: usize, depth: u32) -> Option<usize> {
+    let mut seen = [0u64; CLEAN_LEVELS];
+    // Bit l set: the container open at level l is an object.
+    let mut objects = 0u32;
+    let mut level = 0usize;
+    let mut i = start;
+    // A key and its colon, at `i`, in the object open at `level - 1`.
+    macro_rules! key {
+        () => {{
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let end = plain_string_end(b, i)?;
+            let bit = key_bit(b.get(i + 1..end - 1)?);
+            let seen = &mut seen[level - 1];
+            if *seen & bit != 0 || b.get(end) != Some(&b':') {
+                return None;
+            }
+            *seen |= bit;
+            i = end + 1;
+        }};
+    }
+    loop {
+        // A value starts at `i`.
+        match *b.get(i)? {
+            open @ (b'{' | b'[') => {
+                if level == CLEAN_LEVELS || depth as usize + level >= FAST_DEPTH as usize {
+                    return None;
+                }
+                let object = open == b'{';
+                objects = objects & !(1 << level) | u32::from(object) << level;
+                seen[level] = 0;
+                level += 1;
+                i += 1;
+                let close = if object { b'}' } else { b']' };
+                if b.get(i) != Some(&close) {
+                    if object {
+                        key!();
+                    }
+                    continue;
+                }
+                i += 1;
+                level -= 1;
+            }
+            b'"' => i = plain_string_end(b, i)?,
+            b'-' | b'0'..=b'9' => i = plain_int_end(b, i)?,
+            b't' if b[i..].starts_with(b"true") => i += 4,
+            b'f' if b[i..].starts_with(b"false") => i += 5,
+            b'n' if b[i..].starts_with(b"null") => i += 4,
+            _ => return None,
+        }
+        // After a value: closing brackets, then a comma or the end.
+        loop {
+            if level == 0 {
+                return Some(i);
+            }
+            let object = objects >> (level - 1) & 1 == 1;
+            match *b.get(i)? {
+                b',' => {
+                    i += 1;
+                    if object {
+                        key!();
+                    }
+                    break;
+                }
+                b'}' if object => level -= 1,
+                b']' if !object => level -= 1,
+                _ => return None,
+            }
+            i += 1;
+        }
+    }
+}
+
 /// The text of a string literal's `body` (between its quotes), its escapes
 /// decoded as serde_json decodes them; `None` for any escape that is not
 /// one of JSON's or a `\u` escape that is half of a surrogate pair without
@@ -1058,7 +1255,22 @@ struct Fast<'a> {
     /// given twice. A container is written as the writer writes it when
     /// the count is the same at its end as at its start.
     dirty: u64,
+    /// Where the value about to be read sits on the way to a tool's
+    /// `parameters` (one of the `AT_*` values; [`AT_NONE`] everywhere else,
+    /// and always when nothing is deferred): see [`Deferred`].
+    at: u8,
 }
+
+/// [`Fast::at`]: nowhere on the way to a tool's schema.
+const AT_NONE: u8 = 0;
+/// The request object itself.
+const AT_REQUEST: u8 = 1;
+/// Its `tools` array.
+const AT_TOOLS: u8 = 2;
+/// One of those tools.
+const AT_TOOL: u8 = 3;
+/// A tool's `function`, whose `parameters` object is deferred.
+const AT_FUNCTION: u8 = 4;
 
 impl<'a> Fast<'a> {
     fn new(bump: &'a Bump, text: &'a str) -> Self {
@@ -1074,6 +1286,7 @@ impl<'a> Fast<'a> {
             record: false,
             spans: Vec::new(),
             dirty: 0,
+            at: AT_NONE,
         }
     }
 
@@ -1146,7 +1359,7 @@ impl<'a> Fast<'a> {
 
     #[inline(never)]
     fn object(&mut self) -> Option<&'a [(&'a str, Node<'a>)]> {
-        let (open, dirty) = (self.i, self.dirty);
+        let (open, dirty, here) = (self.i, self.dirty, self.at);
         self.enter()?;
         let mark = self.entries.len();
         let mut b = self.peek()?;
@@ -1167,6 +1380,27 @@ impl<'a> Fast<'a> {
                     return None;
                 }
                 self.i += 1;
+                if here != AT_NONE {
+                    if here == AT_FUNCTION && key == "parameters" && self.peek() == Some(b'{') {
+                        if let Some(end) = clean_object_end(self.b, self.i, self.depth) {
+                            let deferred = self.bump.alloc(Deferred {
+                                text: self.text.get(self.i..end)?,
+                                bump: self.bump,
+                            });
+                            self.entries.push((key, Node::Deferred(deferred)));
+                            self.i = end;
+                            if !self.more(b'}')? {
+                                break;
+                            }
+                            continue;
+                        }
+                    }
+                    self.at = match (here, key) {
+                        (AT_REQUEST, "tools") => AT_TOOLS,
+                        (AT_TOOL, "function") => AT_FUNCTION,
+                        _ => AT_NONE,
+                    };
+                }
                 read_value!(self, |v| self.entries.push((key, v)));
                 if !self.more(b'}')? {
                     break;
@@ -1210,7 +1444,18 @@ impl<'a> Fast<'a> {
         if b == b']' {
             self.i += 1;
         } else {
+            let (steer, item_at) = (
+                self.at != AT_NONE,
+                if self.at == AT_TOOLS {
+                    AT_TOOL
+                } else {
+                    AT_NONE
+                },
+            );
             loop {
+                if steer {
+                    self.at = item_at;
+                }
                 read_value!(self, |v| self.items.push(v));
                 if !self.more(b']')? {
                     break;
@@ -1614,6 +1859,113 @@ mod tests {
         }
         // The copying was tried, not only the walk.
         assert!(copied > 1_500, "{copied} documents had containers to copy");
+    }
+
+    /// A tool's `parameters` read by [`parse_source`] answers as serde_json
+    /// reads it, whether it was deferred or read at once: the same value,
+    /// the same members, the same bytes written, the same error for a
+    /// broken one. Random documents, valid or not, stand in for the schema.
+    #[test]
+    fn deferred_parameters_answer_as_serde_json_reads_them() {
+        let mut r = Lcg(11);
+        let (mut deferred, mut read) = (0, 0);
+        let noise = [
+            "", ",", "]", "}", ":", "\"", "\\", "\u{1}", "x", "0", "-", ".", "e", " ",
+        ];
+        for case in 0..20_000 {
+            let mut schema = String::new();
+            random_doc(&mut r, 0, case % 4 != 0, &mut schema);
+            if case % 3 == 2 && !schema.is_empty() {
+                let mut at = r.next(schema.len() + 1);
+                while !schema.is_char_boundary(at) {
+                    at -= 1;
+                }
+                schema.insert_str(at, noise[r.next(noise.len())]);
+            }
+            let text = format!(
+                r#"{{"messages":[],"tools":[{{"type":"function","function":{{"name":"t","parameters":{schema}}}}},{{"function":{{"parameters":{schema},"name":"u"}}}}]}}"#
+            );
+            let bump = Bump::new();
+            let theirs = serde_json::from_str::<Value>(&text);
+            match (parse_source(&bump, &text), theirs) {
+                (Ok((ours, source)), Ok(theirs)) => {
+                    assert_eq!(ours.to_value(), theirs, "{text:?}");
+                    let expected = theirs.to_string().into_bytes();
+                    assert_eq!(ours.to_vec_from(&[source], 0), expected, "{text:?}");
+                    let tools = ours.get("tools").and_then(Node::as_array).expect("tools");
+                    for (tool, want) in tools.iter().zip(theirs["tools"].as_array().expect("tools"))
+                    {
+                        let p = tool.get("function").and_then(|f| f.get("parameters"));
+                        let p = p.expect("parameters");
+                        let want = &want["function"]["parameters"];
+                        match p {
+                            Node::Deferred(_) => deferred += 1,
+                            _ => read += 1,
+                        }
+                        assert_eq!(p.is_object(), want.is_object(), "{text:?}");
+                        assert_eq!(p.type_name(), crate::json::type_name(want), "{text:?}");
+                        assert_eq!(p.to_vec(), want.to_string().into_bytes(), "{text:?}");
+                        assert_eq!(p.resolved().to_value(), *want, "{text:?}");
+                        for (k, v) in want.as_object().into_iter().flatten() {
+                            assert_eq!(p.get(k).map(Node::to_value).as_ref(), Some(v), "{text:?}");
+                        }
+                        assert!(p.get("no such key").is_none(), "{text:?}");
+                    }
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text:?}"),
+                (a, b) => panic!("{text:?}: ours {a:?}, serde_json {b:?}"),
+            }
+        }
+        // Both ways were taken, many times.
+        assert!(
+            deferred > 2_000 && read > 2_000,
+            "{deferred} deferred, {read} read"
+        );
+    }
+
+    /// What [`clean_object_end`] takes, and what it leaves to the reader.
+    #[test]
+    fn clean_objects_are_the_writer_s_own_text() {
+        let end = |t: &str| clean_object_end(t.as_bytes(), 0, 0);
+        for t in [
+            "{}",
+            r#"{"a":1}"#,
+            r#"{"a":[],"b":{},"c":[1,-2,0,true,false,null,"x"]}"#,
+            r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#,
+            r#"{"é":"ü","n":123456789012345678}"#,
+        ] {
+            assert_eq!(end(t), Some(t.len()), "{t}");
+            assert_eq!(end(&format!("{t},")), Some(t.len()), "{t}");
+        }
+        for t in [
+            "{ }",
+            r#"{"a": 1}"#,
+            r#"{"a":1.5}"#,
+            r#"{"a":1e3}"#,
+            r#"{"a":-0}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1234567890123456789}"#,
+            r#"{"a":"
+"}"#,
+            "{\"a\":\"\u{1}\"}",
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":[1,]}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":[}"#,
+            r#"{"a""#,
+            r#"{"a":{"#,
+            "{",
+        ] {
+            assert_eq!(end(t), None, "{t}");
+        }
+        // Nesting past its own bound, and past the reader's, is left to it.
+        let deep = |n: usize| format!("{}1{}", r#"{"a":"#.repeat(n), "}".repeat(n));
+        assert!(end(&deep(CLEAN_LEVELS)).is_some());
+        assert_eq!(end(&deep(CLEAN_LEVELS + 1)), None);
+        let t = deep(2);
+        assert_eq!(clean_object_end(t.as_bytes(), 0, FAST_DEPTH - 1), None);
+        assert!(clean_object_end(t.as_bytes(), 0, FAST_DEPTH - 2).is_some());
     }
 
     /// Strings long enough for the sixteen-byte scan, with an escape, a raw

@@ -701,4 +701,56 @@ mod tests {
              tn_translate) (known keys: messages, tools, toolChoice, system, maxTokens)"
         );
     }
+
+    /// A tool's schema is deferred when its text is already compact (and
+    /// read when it is not): the body of every style is the same either
+    /// way, and the same as from the request as a `Value`.
+    #[test]
+    fn a_schema_compact_or_spread_out_gives_the_same_body_in_every_style() {
+        use super::{provider_body, ClientConfig};
+        let schema = r#"{"type":"object","properties":{"city":{"type":"string","description":"City"},"days":{"type":"integer","minimum":1},"units":{"enum":["c","f"]}},"required":["city"]}"#;
+        let request = |schema: &str| {
+            format!(
+                r#"{{"messages":[{{"role":"user","content":"hi"}}],"tools":[{{"type":"function","function":{{"name":"weather","description":"Weather","parameters":{schema}}}}}]}}"#
+            )
+        };
+        let compact = request(schema);
+        let value: serde_json::Value = serde_json::from_str(&compact).expect("JSON");
+        let spread = request(
+            &serde_json::to_string_pretty(&value["tools"][0]["function"]["parameters"])
+                .expect("JSON"),
+        );
+        for style in ["openai", "anthropic", "gemini", "responses"] {
+            let client = serde_json::json!({"style": style, "baseUrl": "http://127.0.0.1:9", "model": "m", "apiKey": "k"});
+            let config = ClientConfig::from_json(&client).expect("client");
+            let body = |text: &str| {
+                let bump = bumpalo::Bump::new();
+                let (tree, source) = node::parse_source(&bump, text).expect("JSON");
+                let request = Request::from_node(tree).expect("request");
+                let tools = tree
+                    .get("tools")
+                    .and_then(node::Node::as_array)
+                    .expect("tools");
+                let p = tools[0]
+                    .get("function")
+                    .and_then(|f| f.get("parameters"))
+                    .expect("schema");
+                let deferred = matches!(p, node::Node::Deferred(_));
+                let body = provider_body(&bump, &config, &request, &[]).to_vec_from(&[source], 0);
+                (String::from_utf8(body).expect("UTF-8"), deferred)
+            };
+            let (from_compact, deferred) = body(&compact);
+            let (from_spread, read) = body(&spread);
+            assert!(
+                deferred && !read,
+                "{style}: the compact schema deferred, the spread one read"
+            );
+            assert_eq!(from_compact, from_spread, "{style}");
+            let bump = bumpalo::Bump::new();
+            let request = Request::from_node(node::from_value(&bump, &value)).expect("request");
+            let from_value = provider_body(&bump, &config, &request, &[]).to_vec();
+            assert_eq!(from_compact.as_bytes(), from_value, "{style}");
+            assert!(from_compact.contains("City"), "{style}: {from_compact}");
+        }
+    }
 }
