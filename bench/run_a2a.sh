@@ -29,6 +29,9 @@
 #
 #   bench/run_a2a.sh [ROUNDS] [RUNS]     (defaults 5 rounds of 300 round trips)
 #   TASKS=200 CALLS=5000                 the GetTask part's sizes
+#   RS_BEFORE=path/libtoolnexus.so       also an earlier build of ours (round
+#                                        trip and memory GetTask), in the same
+#                                        rounds: a before/after beside the port
 #
 # Every round runs each case once, in an order rotated from round to round,
 # each against a fresh server process; the tables are medians over rounds
@@ -64,7 +67,7 @@ if [ ! -x bench/.venv/bin/python ]; then
   python3 -m venv bench/.venv
   bench/.venv/bin/pip install --quiet toolnexus==0.21.0
 fi
-export TOOLNEXUS_LIB=$PWD/target/release/libtoolnexus.so
+export TOOLNEXUS_LIB=${CARGO_TARGET_DIR:-$PWD/target}/release/libtoolnexus.so
 export PYTHONPATH=$PWD/bindings/python/src
 py=bench/.venv/bin/python
 
@@ -93,6 +96,7 @@ record() { # KIND NAME JSON
 
 cases=(rt-rs rt-port out-rs out-port get-memory get-sqlite get-port get-floor)
 [ -n "$pg" ] && cases+=(get-postgres)
+[ -n "${RS_BEFORE:-}" ] && cases+=(rt-before get-before)
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq "$rounds"); do
   n=${#cases[@]}
@@ -101,6 +105,8 @@ for round in $(seq "$rounds"); do
     case $c in
       rt-rs) start rs memory
              record rt toolnexus-rs "$("$work/a2a_client" "$base" rt "$runs" "$warmup")"; stop ;;
+      rt-before) TOOLNEXUS_LIB=$RS_BEFORE start rs memory
+             record rt "toolnexus-rs, before" "$("$work/a2a_client" "$base" rt "$runs" "$warmup")"; stop ;;
       rt-port) start port
              record rt "Python port 0.21.0" "$("$work/a2a_client" "$base" rt "$runs" "$warmup")"; stop ;;
       out-rs|out-port) start rs memory
@@ -113,6 +119,7 @@ for round in $(seq "$rounds"); do
       get-*)
         case $c in
           get-memory) name="toolnexus-rs, memory"; start rs memory ;;
+          get-before) name="toolnexus-rs before, memory"; TOOLNEXUS_LIB=$RS_BEFORE start rs memory ;;
           get-sqlite) name="toolnexus-rs, sqlite"; rm -f "$work/tasks.db"*; start rs "sqlite:$work/tasks.db" ;;
           get-postgres) name="toolnexus-rs, postgres"; start rs "$pg" ;;
           get-port) name="Python port 0.21.0, memory"; start port ;;
@@ -164,11 +171,12 @@ for name in order("rt"):
           f"| {span([pct(x['send_ms'], 50) for x in res], ms)} "
           f"| {span([statistics.mean(x['polls']) for x in res], lambda x: f'{x:.2f}')} "
           f"| {'yes' if all(x['ok'] for x in res) else 'NO'} |")
-if len(p50) == 2:
-    a, b = list(p50.values())
-    ratios = [y / x for x, y in zip(a, b)] if list(p50)[0] == "toolnexus-rs" else [x / y for x, y in zip(a, b)]
-    print(f"\nPython port p50 / toolnexus-rs p50, per round: median {statistics.median(ratios):.1f}x "
-          f"(range {min(ratios):.1f}–{max(ratios):.1f}x)")
+port = p50.get("Python port 0.21.0")
+for name, ours in p50.items():
+    if port and name != "Python port 0.21.0":
+        ratios = [y / x for x, y in zip(ours, port)]
+        print(f"\nPython port p50 / {name} p50, per round: median {statistics.median(ratios):.1f}x "
+              f"(range {min(ratios):.1f}–{max(ratios):.1f}x)")
 if order("out"):
     print(f"\nOutbound: an agent tool calling our agent (pollEvery 1 ms), {sys.argv[6]} calls per round; "
           "median over rounds (range)\n")

@@ -4,13 +4,15 @@
 //! caps (M2). Driven through the `toolnexus serve` command, as a host runs
 //! it, and in process.
 
+mod quiet_panic;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolnexus::mcp_server::{self, ServeConfig};
+use toolnexus::mcp_server::{self, Beside, BesideAnswer, BesideRequest, ServeConfig};
 use toolnexus::toolkit::Toolkit;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolnexus");
@@ -914,4 +916,73 @@ fn a_call_whose_arguments_are_a_huge_array_is_answered_without_holding_them() {
         (200, json!({"code": -32601, "message": "tools/call"}))
     );
     assert!(peak < 128 * 1024, "the server's peak RSS was {peak} kB");
+}
+
+/// Routes beside `/mcp` that answer `ok` on `/ok` and panic on `/boom`;
+/// `waits` says whether the server runs them on a blocking thread or on
+/// the connection's own task.
+struct Fragile {
+    waits: bool,
+}
+
+impl Beside for Fragile {
+    fn answer(&self, req: &BesideRequest<'_>) -> BesideAnswer {
+        if req.path == "/boom" {
+            quiet_panic::quietly(|| panic!("a bug in a route"));
+        }
+        BesideAnswer {
+            status: 200,
+            content_type: "text/plain",
+            headers: Vec::new(),
+            body: b"ok".to_vec(),
+            stream: None,
+        }
+    }
+
+    fn waits(&self) -> bool {
+        self.waits
+    }
+}
+
+/// One GET of `path` from `addr` over a fresh connection: (status, body).
+fn get(addr: &str, path: &str) -> (u16, String) {
+    let mut conn = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+    let head = format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
+    let _ = conn.write_all(head.as_bytes());
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok());
+    (status.unwrap_or(0), body.to_string())
+}
+
+/// A route beside `/mcp` that panics is answered 500 and the server goes
+/// on serving, whether its routes run on a blocking thread (a store that
+/// may wait) or on the connection's own task (the memory store's A2A
+/// agent answers there).
+#[test]
+fn a_route_beside_mcp_that_panics_is_a_500_and_the_server_goes_on() {
+    let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
+    for waits in [false, true] {
+        let routes: Arc<dyn Beside> = Arc::new(Fragile { waits });
+        let server = mcp_server::serve_beside(Arc::clone(&tk), &cfg, None, Some(routes))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let addr = server
+            .url()
+            .unwrap_or_default()
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string();
+        assert_eq!(get(&addr, "/ok"), (200, "ok".into()), "waits: {waits}");
+        assert_eq!(
+            get(&addr, "/boom"),
+            (500, "internal error\n".into()),
+            "waits: {waits}"
+        );
+        assert_eq!(get(&addr, "/ok"), (200, "ok".into()), "waits: {waits}");
+        server.stop();
+    }
 }

@@ -6,7 +6,7 @@
 //!   keys in upstream's order; its skills are the skill source's (never raw
 //!   tools), narrowed to `a2a.skills` when given;
 //! - any other `POST`: JSON-RPC 2.0 — `SendMessage` stores a `submitted`
-//!   task, answers it at once and fulfils it on a thread of its own through
+//!   task, answers it at once and fulfils it on a pooled thread through
 //!   the client (`ask` on the conversation of the message's `contextId`,
 //!   else a stateless `run`); `GetTask` answers the stored task; a body that
 //!   is not JSON is -32700, an unknown task -32001, any other method -32601;
@@ -323,6 +323,8 @@ pub struct Agent {
     config: A2aConfig,
     skills: Vec<(String, String)>,
     shared: Arc<Shared>,
+    /// Whether its store may wait (see [`Beside::waits`]).
+    waits: bool,
 }
 
 /// What every task of an agent reaches.
@@ -389,6 +391,7 @@ impl Agent {
         Ok(Agent {
             skills: toolkit.skill_infos(),
             config,
+            waits: store.selector() != "memory",
             shared: Arc::new(Shared {
                 store,
                 runner,
@@ -824,6 +827,13 @@ impl Beside for Agent {
             }
             _ => not_found(),
         }
+    }
+
+    /// Only the memory store answers without waiting (a file, a database
+    /// or a host's store may wait); a send hands its task to a pooled
+    /// thread and a read copies a record, both at once.
+    fn waits(&self) -> bool {
+        self.waits
     }
 
     /// Cancels the tasks not yet ended and waits for their threads (each

@@ -1,10 +1,11 @@
 //! The served agent's tasks in flight: at most
 //! [`SERVED_TASKS`](crate::limits::SERVED_TASKS) run at once, each on a
-//! thread of its own; the next
+//! thread of the library's pool ([`crate::runtime::run_pooled`]: no thread
+//! start per task); the next
 //! [`SERVED_TASKS_QUEUED`](crate::limits::SERVED_TASKS_QUEUED) wait their
 //! turn (still acknowledged `submitted`), and a send beyond those is refused
 //! before anything is stored. A thread that finishes a task takes the next
-//! one waiting, so no more threads than the first cap ever exist.
+//! one waiting, so no more than the first cap run tasks at once.
 //!
 //! Each task acknowledged and not yet ended has a [`CancelToken`] here,
 //! which `tasks/cancel` / `CancelTask` triggers.
@@ -93,9 +94,8 @@ impl Tasks {
         pool.running += 1;
         drop(pool);
         let me = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name("toolnexus-a2a-task".into())
-            .spawn(move || me.work(job));
+        let spawned =
+            crate::runtime::run_pooled("toolnexus-a2a-task", Box::new(move || me.work(job)));
         if spawned.is_err() {
             self.pool().running -= 1;
             self.idle.notify_all();

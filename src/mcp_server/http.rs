@@ -23,6 +23,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -147,7 +148,8 @@ fn base_url(local: SocketAddr) -> String {
     format!("http://{}", SocketAddr::new(ip, local.port()))
 }
 
-/// A request for the routes beside `/mcp`, answered on a blocking thread.
+/// A request for the routes beside `/mcp`, answered on a blocking thread
+/// (or here, when they never wait: [`Beside::waits`]).
 async fn answer_beside(
     beside: &Arc<dyn Beside>,
     base: &str,
@@ -170,18 +172,34 @@ async fn answer_beside(
             )
         }
     };
-    let (beside, base) = (Arc::clone(beside), base.to_string());
-    let answered = tokio::task::spawn_blocking(move || {
-        beside.answer(&BesideRequest {
-            method: parts.method.as_str(),
-            path: parts.uri.path(),
-            headers: &parts.headers,
-            body: &body,
-            base: &base,
+    let answered = if beside.waits() {
+        let (beside, base) = (Arc::clone(beside), base.to_string());
+        tokio::task::spawn_blocking(move || {
+            beside.answer(&BesideRequest {
+                method: parts.method.as_str(),
+                path: parts.uri.path(),
+                headers: &parts.headers,
+                body: &body,
+                base: &base,
+            })
         })
-    })
-    .await;
-    let Ok(a) = answered else {
+        .await
+        .ok()
+    } else {
+        // Never waits: answered here, a panic caught as the blocking
+        // thread's join would have caught it.
+        catch_unwind(AssertUnwindSafe(|| {
+            beside.answer(&BesideRequest {
+                method: parts.method.as_str(),
+                path: parts.uri.path(),
+                headers: &parts.headers,
+                body: &body,
+                base,
+            })
+        }))
+        .ok()
+    };
+    let Some(a) = answered else {
         return text_answer(
             hyper::StatusCode::INTERNAL_SERVER_ERROR,
             "internal error\n".into(),

@@ -75,8 +75,17 @@ use tokio_util::sync::CancellationToken;
 pub trait Beside: Send + Sync {
     /// The answer to one request: status, content type, body. `base` is
     /// the server's `http://host:port` (a wildcard bind reads as
-    /// `127.0.0.1`). Runs on a blocking thread of the runtime.
+    /// `127.0.0.1`). Runs on a blocking thread of the runtime, unless
+    /// [`Beside::waits`] says it never waits.
     fn answer(&self, req: &BesideRequest<'_>) -> BesideAnswer;
+
+    /// Whether [`Beside::answer`] may wait on something outside the
+    /// process (a disk, a database, a host's callback). When it never does,
+    /// the connection's own task answers, without handing each request to
+    /// a blocking thread and back (two thread wake-ups per request).
+    fn waits(&self) -> bool {
+        true
+    }
 
     /// The server is stopping: end the work begun for these routes and
     /// let go of what the host lent them, by `until` at the latest. A
