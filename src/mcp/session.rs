@@ -8,7 +8,7 @@
 //! never appear in it.
 
 use super::auth::{AuthClock, OAuth, SessionTies};
-use super::config::{ServerConfig, Transport as ServerTransport};
+use super::config::{Lifecycle, ServerConfig, Transport as ServerTransport};
 use super::direct::{self, Direct, Timing};
 use super::elicit::{self, Calls, WaitFor};
 use super::fault::{is_stdin_closed, Fault};
@@ -22,10 +22,12 @@ use crate::tool::{default_schema, Relay, Stop, ToolResult};
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, PeerRequestOptions,
+    RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
+use rmcp::transport::{IntoTransport, StreamableHttpClientTransport};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -166,6 +168,32 @@ impl Side {
             self.stopped.clone(),
         )
     }
+
+    /// Starts a session on `transport` as the server's `protocolVersion`
+    /// says: `initialize` offering 2025-11-25, or `server/discover` first
+    /// (rmcp's lifecycle modes; `Auto` falls back to that `initialize`).
+    async fn start<T, E, A>(
+        &self,
+        transport: T,
+        lifecycle: Lifecycle,
+    ) -> Result<Service, ClientInitializeError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let modern = vec![rmcp::model::ProtocolVersion::V_2026_07_28];
+        let mode = match lifecycle {
+            Lifecycle::Initialize => ClientLifecycleMode::Initialize,
+            Lifecycle::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: modern,
+                legacy_version: Some(elicit::OFFERED_VERSION),
+            },
+            Lifecycle::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: modern,
+            },
+        };
+        self.handler().serve_with_lifecycle(transport, mode).await
+    }
 }
 
 /// Connects one server and lists its tools. The caller bounds the whole
@@ -212,9 +240,11 @@ async fn connect_inner(
                 .with_call_tokens(cfg.reset_timeout_on_progress);
             let direct = Direct::new(transport.pipe());
             let transport = transport.with_taker(Arc::clone(&direct) as Arc<dyn lines::Taker>);
-            let init =
-                tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
-                    .await;
+            let init = tokio::time::timeout(
+                cfg.timeout,
+                side.start(KnownIds::new(transport), cfg.lifecycle),
+            )
+            .await;
             match init {
                 Ok(Ok(service)) => {
                     let direct = goes_direct(service.peer()).then_some(direct);
@@ -309,7 +339,8 @@ async fn connect_inner(
 }
 
 impl Session {
-    /// The protocol revision the server answered `initialize` with.
+    /// The protocol revision negotiated: the one the server answered
+    /// `initialize` with, or the one chosen from its `server/discover`.
     pub fn protocol_version(&self) -> Option<String> {
         self.peer
             .peer_info()
@@ -417,7 +448,10 @@ async fn connect_remote(
                 .map_err(|d| fail("connect", d))?;
         let served = phase
             .clock()
-            .bound(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
+            .bound(
+                cfg.timeout,
+                side.start(KnownIds::new(transport), cfg.lifecycle),
+            )
             .await
             .ok_or(());
         match served {
@@ -456,7 +490,10 @@ async fn connect_remote(
         .await
         .map_err(report)?;
     phase.set("initialize");
-    match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport))).await {
+    // HTTP+SSE is the transport of 2024-11-05: no server there has
+    // `server/discover`.
+    let legacy = side.start(KnownIds::new(transport), Lifecycle::Initialize);
+    match tokio::time::timeout(cfg.timeout, legacy).await {
         Ok(Ok(service)) => Ok((service, None, None)),
         Ok(Err(e)) => Err(fail("initialize", describe_init_error(&e))),
         Err(_) => Err(fail("initialize", Fault::no_answer_within(cfg.timeout))),
@@ -538,6 +575,8 @@ fn http_client(timeout: Duration) -> Result<reqwest::Client, Fault> {
 fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> Fault {
     use rmcp::service::ClientInitializeError as E;
     match e {
+        // `protocolVersion: "auto"`: the fallback's failure is the one to tell.
+        E::LegacyFallbackFailed { fallback, .. } => return describe_init_error(fallback),
         E::ConnectionClosed(_) => return Fault::PeerEof("the server closed the connection"),
         E::JsonRpcError(data) => return Fault::RpcError(data.code.0),
         E::TransportError { error, .. } => {
