@@ -54,6 +54,11 @@ impl Drop for KillOnDrop {
 }
 
 fn live(transport: &str) -> Live {
+    live_at(transport, None)
+}
+
+/// [`live`] with the server's `protocolVersion` setting.
+fn live_at(transport: &str, protocol: Option<&str>) -> Live {
     let (http, port) = match transport {
         "stdio" => (None, 0),
         _ => {
@@ -68,7 +73,11 @@ fn live(transport: &str) -> Live {
             v.push(e.clone());
         }
     });
-    let cfg = json!({"mcpConfig": {"mcpServers": {"live": entry(transport, port)}}});
+    let mut server = entry(transport, port);
+    if let Some(p) = protocol {
+        server["protocolVersion"] = json!(p);
+    }
+    let cfg = json!({"mcpConfig": {"mcpServers": {"live": server}}});
     let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
         .unwrap_or_else(|e| panic!("{e}"));
     let tk = Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"));
@@ -138,6 +147,18 @@ fn names(v: &Value) -> Vec<String> {
 
 fn added_and_removed_tools_are_served_live(transport: &str) {
     let l = live(transport);
+    // By default a session starts with `initialize` at 2025-11-25, even
+    // with a server (this SDK's) that would take 2026-07-28.
+    assert_eq!(
+        status_of(&l.tk)["protocolVersions"]["live"],
+        json!("2025-11-25")
+    );
+    served_live(&l);
+}
+
+/// What [`added_and_removed_tools_are_served_live`] checks, on a toolkit
+/// over the changing server.
+fn served_live(l: &Live) {
     assert!(
         l.has("live_add") && !l.has("live_extra"),
         "{:?}",
@@ -203,6 +224,32 @@ fn added_and_removed_tools_are_served_live_over_streamable_http() {
     added_and_removed_tools_are_served_live("http");
 }
 
+/// `"protocolVersion": "auto"` with the SDK's server, which answers
+/// `server/discover`: the session is at 2026-07-28, where the server sends
+/// its changes only on a `subscriptions/listen` stream (the fixture
+/// publishes them on its subscription bus and sends nothing unasked), and
+/// the toolkit hears them there.
+fn changes_come_on_the_listen_stream(transport: &str) {
+    let l = live_at(transport, Some("auto"));
+    assert_eq!(
+        status_of(&l.tk)["protocolVersions"]["live"],
+        json!("2026-07-28"),
+        "{}",
+        status_of(&l.tk)
+    );
+    served_live(&l);
+}
+
+#[test]
+fn changes_come_on_the_listen_stream_over_stdio() {
+    changes_come_on_the_listen_stream("stdio");
+}
+
+#[test]
+fn changes_come_on_the_listen_stream_over_streamable_http() {
+    changes_come_on_the_listen_stream("http");
+}
+
 /// A re-list that fails keeps the tools served and puts the failure in the
 /// status; the next one that answers serves the new list and clears it.
 #[test]
@@ -247,8 +294,8 @@ fn a_failed_refresh_keeps_the_tools_and_says_so() {
 /// toolkit lists it at most once per `LIST_CHANGED_MIN_INTERVAL` (plus one)
 /// over the time the flood really took, answers calls meanwhile, and ends
 /// up serving the list as it is.
-fn a_flood_costs_a_bounded_number_of_relists(transport: &str) {
-    let l = live(transport);
+fn a_flood_costs_a_bounded_number_of_relists(transport: &str, protocol: Option<&str>) {
+    let l = live_at(transport, protocol);
     let before = l.lists();
     let started = Instant::now();
     let flooding = {
@@ -293,12 +340,18 @@ fn a_flood_costs_a_bounded_number_of_relists(transport: &str) {
 
 #[test]
 fn a_flood_costs_a_bounded_number_of_relists_over_stdio() {
-    a_flood_costs_a_bounded_number_of_relists("stdio");
+    a_flood_costs_a_bounded_number_of_relists("stdio", None);
+}
+
+/// The same flood on a 2026-07-28 session's listen stream.
+#[test]
+fn a_flood_on_the_listen_stream_costs_a_bounded_number_of_relists() {
+    a_flood_costs_a_bounded_number_of_relists("stdio", Some("auto"));
 }
 
 #[test]
 fn a_flood_costs_a_bounded_number_of_relists_over_streamable_http() {
-    a_flood_costs_a_bounded_number_of_relists("http");
+    a_flood_costs_a_bounded_number_of_relists("http", None);
 }
 
 /// The gateway over stdio advertises `tools.listChanged` and tells its
@@ -429,4 +482,202 @@ fn a_clash_after_a_refresh_is_renamed_and_warned() {
             && warnings.contains("is served as \\\"live_x_t_2\\\""),
         "{warnings}"
     );
+}
+
+/// A server of 2026-07-28 on rmcp's server side, over streamable HTTP on
+/// loopback: it answers `server/discover` (rmcp does), serves `add(name)`
+/// and every tool added, and tells a change only on the
+/// `subscriptions/listen` streams open at the time (rmcp's
+/// `SubscriptionSink`), never unasked.
+mod modern {
+    use rmcp::handler::server::ServerHandler;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+        InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+        SubscriptionFilter, Tool,
+    };
+    use rmcp::service::{RequestContext, RoleServer, SubscriptionContext, SubscriptionSink};
+    use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    use serde_json::json;
+    use std::convert::Infallible;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    pub struct Modern {
+        added: Arc<Mutex<Vec<String>>>,
+        sinks: Arc<Mutex<Vec<SubscriptionSink>>>,
+        /// How many listen streams were opened.
+        pub listens: Arc<Mutex<usize>>,
+    }
+
+    fn tool(name: &str, description: &str) -> Tool {
+        let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        let serde_json::Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
+    }
+
+    impl ServerHandler for Modern {
+        fn get_info(&self) -> InitializeResult {
+            InitializeResult::new(
+                ServerCapabilities::builder()
+                    .enable_tools()
+                    .enable_tool_list_changed()
+                    .build(),
+            )
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, ErrorData> {
+            let mut tools = vec![tool("add", "Add the tool NAME and announce it.")];
+            for name in self.added.lock().map(|a| a.clone()).unwrap_or_default() {
+                tools.push(tool(&name, "An added tool."));
+            }
+            Ok(ListToolsResult::with_all_items(tools))
+        }
+
+        async fn call_tool(
+            &self,
+            request: CallToolRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            let text = if request.name == "add" {
+                let name = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("name"))
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("unnamed")
+                    .to_string();
+                if let Ok(mut added) = self.added.lock() {
+                    added.push(name.clone());
+                }
+                let sinks = self.sinks.lock().map(|s| s.clone()).unwrap_or_default();
+                for sink in sinks {
+                    let _ = sink.notify_tool_list_changed().await;
+                }
+                format!("added {name}")
+            } else {
+                format!("I am {}", request.name)
+            };
+            Ok(CallToolResponse::from(CallToolResult::success(vec![
+                ContentBlock::text(text),
+            ])))
+        }
+
+        fn accepted_subscription_filter(
+            &self,
+            requested: &SubscriptionFilter,
+        ) -> Option<SubscriptionFilter> {
+            Some(requested.clone())
+        }
+
+        async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+            if let Ok(mut sinks) = self.sinks.lock() {
+                sinks.push(context.sink().clone());
+            }
+            if let Ok(mut n) = self.listens.lock() {
+                *n += 1;
+            }
+            context.cancelled().await;
+            Ok(())
+        }
+    }
+
+    /// The server on a loopback port of its own, on a thread of its own;
+    /// it lives as long as the test process.
+    pub fn start() -> (u16, Modern) {
+        let server = Modern::default();
+        let handler = server.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap_or_else(|e| panic!("runtime: {e}"));
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .unwrap_or_else(|e| panic!("bind: {e}"));
+                let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+                let service = Arc::new(StreamableHttpService::new(
+                    move || Ok(handler.clone()),
+                    Arc::new(NeverSessionManager::default()),
+                    StreamableHttpServerConfig::default().with_legacy_session_mode(false),
+                ));
+                let _ = tx.send(port);
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let service = Arc::clone(&service);
+                    tokio::spawn(async move {
+                        let route = hyper::service::service_fn(move |req| {
+                            let service = Arc::clone(&service);
+                            async move { Ok::<_, Infallible>(service.handle(req).await) }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), route)
+                            .await;
+                    });
+                }
+            });
+        });
+        let port = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("the modern server did not start: {e}"));
+        (port, server)
+    }
+}
+
+/// A server of 2026-07-28 written on rmcp's server side: with
+/// `"protocolVersion": "auto"` the session is at 2026-07-28, the toolkit
+/// opens a listen stream, and a tool the server adds and announces there
+/// is served, the host told.
+#[test]
+fn an_rmcp_server_of_2026_is_heard_on_its_listen_stream() {
+    let (port, server) = modern::start();
+    let events: Events = Arc::default();
+    let sink = Arc::clone(&events);
+    let opts = BuildOptions::default().with_tools_changed(move |e: &Value| {
+        if let Ok(mut v) = sink.lock() {
+            v.push(e.clone());
+        }
+    });
+    let cfg = json!({"mcpConfig": {"mcpServers": {"live": {
+        "url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 20000,
+        "protocolVersion": "auto"}}}});
+    let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tk = Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let status = status_of(&tk);
+    assert_eq!(status["statuses"]["live"], json!("connected"), "{status}");
+    assert_eq!(
+        status["protocolVersions"]["live"],
+        json!("2026-07-28"),
+        "{status}"
+    );
+    let l = Live {
+        tk: Arc::new(tk),
+        events,
+        _http: None,
+    };
+    // The listen stream is open before the change, or the change is lost.
+    wait_until("the toolkit's listen stream", || {
+        (server.listens.lock().map(|n| *n).unwrap_or(0) >= 1).then_some(())
+    });
+    assert!(!l.has("live_late"), "{:?}", l.tk.tool_names());
+    assert_eq!(l.call("live_add", json!({"name": "late"})), "added late");
+    let added = l.event("the event of late added", |e| {
+        names(&e["added"]) == ["live_late"]
+    });
+    assert_eq!(added["server"], json!("live"), "{added}");
+    assert!(l.has("live_late"), "{:?}", l.tk.tool_names());
+    assert_eq!(l.call("live_late", json!({})), "I am late");
 }

@@ -21,10 +21,11 @@ pub use crate::jsonrpc::shape::shape_call_result;
 use crate::tool::{default_schema, Relay, Stop, ToolResult};
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
+    SubscriptionFilter,
 };
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, PeerRequestOptions,
-    RoleClient, RunningService, ServiceError,
+    RoleClient, RunningService, ServiceError, Subscription,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{IntoTransport, StreamableHttpClientTransport};
@@ -96,6 +97,9 @@ pub struct Session {
     _requests: Option<DropGuard>,
     /// The server's OAuth state: its tokens are redacted from results too.
     auth: Option<Arc<OAuth>>,
+    /// A 2026-07-28 session's `subscriptions/listen` stream, opened by the
+    /// connect, until its listener takes it (`super::refresh`).
+    listening: Mutex<Option<Subscription>>,
 }
 
 /// Where a connect attempt is, so a deadline can name the phase it hit, the
@@ -293,6 +297,11 @@ async fn connect_inner(
         }
     };
     let peer = service.peer().clone();
+    // Before tools/list: a change between the two is then not lost.
+    let listening = match listen_filter(&peer) {
+        Some(filter) => open_listen(&cfg.name, &peer, filter, cfg.timeout / 4).await,
+        None => None,
+    };
     phase.set("tools/list");
     let tools = match phase
         .clock()
@@ -333,6 +342,7 @@ async fn connect_inner(
             stopped: side.stopped,
             _requests: requests,
             auth,
+            listening: Mutex::new(listening),
         },
         tools,
     ))
@@ -417,6 +427,54 @@ impl Session {
             )),
         }
     }
+}
+
+/// On a session negotiated at 2026-07-28 (no `initialize`: servers send
+/// list changes only on a `subscriptions/listen` stream), the changes to
+/// listen for: the lists the server advertised `listChanged` for. `None`
+/// on a session of 2025, where they come unasked, and when the server
+/// advertised none.
+fn listen_filter(peer: &Peer<RoleClient>) -> Option<SubscriptionFilter> {
+    let info = peer.peer_info()?;
+    if info.protocol_version.has_initialize() {
+        return None;
+    }
+    let caps = &info.capabilities;
+    let mut filter = SubscriptionFilter::default();
+    if caps.tools.as_ref().and_then(|c| c.list_changed) == Some(true) {
+        filter.tools_list_changed = Some(true);
+    }
+    if caps.prompts.as_ref().and_then(|c| c.list_changed) == Some(true) {
+        filter.prompts_list_changed = Some(true);
+    }
+    if caps.resources.as_ref().and_then(|c| c.list_changed) == Some(true) {
+        filter.resources_list_changed = Some(true);
+    }
+    (filter != SubscriptionFilter::default()).then_some(filter)
+}
+
+/// Opens the session's `subscriptions/listen` stream, bounded by `timeout`
+/// (a quarter of the server's: its tools/list still fits the connect's
+/// bound). A server that refuses it (or never acknowledges it)
+/// stays connected, its changes unheard: a warning says so.
+async fn open_listen(
+    server: &str,
+    peer: &Peer<RoleClient>,
+    filter: SubscriptionFilter,
+    timeout: Duration,
+) -> Option<Subscription> {
+    let failed = match tokio::time::timeout(timeout, peer.listen(filter)).await {
+        Ok(Ok(stream)) => return Some(stream),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no acknowledgment within {} ms", timeout.as_millis()),
+    };
+    crate::log::emit(crate::log::Level::Warn, "mcp", || {
+        format!(
+            "mcp server \"{server}\": subscriptions/listen failed ({failed}); its list changes \
+             are not heard"
+        )
+    });
+    None
 }
 
 /// Whether a stdio session's tools/calls can go direct: its protocol has an
@@ -862,6 +920,16 @@ impl Session {
     /// Cancelled once the session closes.
     pub(super) fn stopped(&self) -> &CancellationToken {
         &self.stopped
+    }
+
+    /// The session's peer (for its `subscriptions/listen`).
+    pub(super) fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    /// The `subscriptions/listen` stream the connect opened, once.
+    pub(super) fn take_listening(&self) -> Option<Subscription> {
+        self.listening.lock().ok().and_then(|mut l| l.take())
     }
 
     /// tools/list again (after the server announced a change), bounded by
