@@ -681,3 +681,121 @@ fn an_rmcp_server_of_2026_is_heard_on_its_listen_stream() {
     assert!(l.has("live_late"), "{:?}", l.tk.tool_names());
     assert_eq!(l.call("live_late", json!({})), "I am late");
 }
+
+/// The HTTP gateway tells a client of 2026-07-28 on its
+/// `subscriptions/listen` stream (rmcp's client, `server/discover` only):
+/// acknowledged first, then `notifications/tools/list_changed` carrying the
+/// subscription's id once a proxied server's tools changed, and the next
+/// list has the new tool. A second listener that never reads its stream
+/// blocks neither the gateway nor the first listener.
+#[test]
+fn the_http_gateway_tells_a_2026_client_on_its_listen_stream() {
+    use rmcp::model::{GetMeta, ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use std::io::Write;
+
+    let l = live("stdio");
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::clone(&l.tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url().unwrap_or_default().to_string();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let (client, mut stream) = rt.block_on(async {
+        let client = ()
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::with_client(
+                    toolnexus::net::reqwest_builder()
+                        .and_then(|b| b.build().map_err(|e| e.to_string()))
+                        .unwrap_or_else(|e| panic!("reqwest: {e}")),
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                        url.as_str(),
+                    ),
+                ),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("discover: {e}"));
+        let info = client.peer().peer_info().unwrap_or_else(|| panic!("no peer info"));
+        assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let stream = tokio::time::timeout(PATIENCE, client.peer().listen(filter))
+            .await
+            .unwrap_or_else(|_| panic!("no acknowledgment"))
+            .unwrap_or_else(|e| panic!("listen: {e}"));
+        assert_eq!(stream.acknowledged().tools_list_changed, Some(true));
+        (client, stream)
+    });
+
+    // A listener that opens its stream and never reads it.
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse::<u16>()
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let mut deaf = std::net::TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "deaf", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let _ = write!(
+        deaf,
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: subscriptions/listen\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+
+    // Changes, many of them: the flood's announcements and a tool added.
+    assert_eq!(
+        l.call("live_flood", json!({"count": 200, "ms": 200})),
+        "flooded 200"
+    );
+    assert_eq!(l.call("live_add", json!({"name": "extra"})), "added extra");
+    // (With the flood's `flooded` when the two came within one quiet
+    // period.)
+    l.event("the event of extra added", |e| {
+        names(&e["added"]).contains(&"live_extra".into())
+    });
+
+    rt.block_on(async {
+        let id = stream.id().clone();
+        // Coalesced: one or more notifications, each of this subscription,
+        // until the list has the new tool.
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let note = tokio::time::timeout_at(deadline, stream.next())
+                .await
+                .unwrap_or_else(|_| panic!("no list_changed on the listen stream"))
+                .unwrap_or_else(|e| panic!("listen stream: {e}"))
+                .unwrap_or_else(|| panic!("the listen stream ended: {:?}", stream.end()));
+            assert!(
+                matches!(note, ServerNotification::ToolListChangedNotification(_)),
+                "not a tools list_changed: {note:?}"
+            );
+            // `_meta["io.modelcontextprotocol/subscriptionId"]`: the listen
+            // request's id.
+            assert_eq!(note.get_meta().subscription_id().as_ref(), Some(&id));
+            let tools = client
+                .peer()
+                .list_all_tools()
+                .await
+                .unwrap_or_else(|e| panic!("tools/list: {e}"));
+            if tools.iter().any(|t| t.name == "live_extra") {
+                break;
+            }
+        }
+        let _ = stream.cancel().await;
+        let _ = client.cancel().await;
+    });
+    drop(deaf);
+}

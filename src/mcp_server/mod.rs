@@ -53,12 +53,12 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 #[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
 use rmcp::model::{LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -905,6 +905,67 @@ impl ServerHandler for Handler {
         up.set_level(params_of(&request), Some(&cancel)).await;
         self.0.logs_wanted.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// A 2026-07-28 client's `subscriptions/listen`: the list changes it
+    /// asks for, when the toolkit's MCP tools are live (rmcp keeps only
+    /// those the capabilities advertise, and answers `-32601` without).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.0.toolkit.mcp_changes()?;
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.prompts_list_changed = requested.prompts_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
+        Some(accepted)
+    }
+
+    /// One listen stream (rmcp sent its acknowledgment and stamps each
+    /// notification with the subscription's id): every change after it
+    /// opened, as [`pass_changes_on`] tells a stdio client of 2025.
+    async fn listen(&self, context: SubscriptionContext) -> std::result::Result<(), ErrorData> {
+        if let Some(changes) = self.0.toolkit.mcp_changes() {
+            let sink = context.sink().clone();
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = listen_on(sink, changes) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Tells a listen stream's `sink` each change of `changes` it accepted:
+/// the watch holds the latest generations only, so a listener that reads
+/// slowly (rmcp's send waits on it) gets the changes coalesced, never a
+/// queue. Ends when the toolkit is gone or the stream is.
+async fn listen_on(
+    sink: rmcp::service::SubscriptionSink,
+    mut changes: tokio::sync::watch::Receiver<crate::mcp::Generations>,
+) {
+    let accepted = sink.accepted().clone();
+    let wants = |on: Option<bool>| on == Some(true);
+    let mut told = *changes.borrow_and_update();
+    while changes.changed().await.is_ok() {
+        let now = *changes.borrow_and_update();
+        let sent = async {
+            if now.tools != told.tools && wants(accepted.tools_list_changed) {
+                sink.notify_tool_list_changed().await?;
+            }
+            if now.prompts != told.prompts && wants(accepted.prompts_list_changed) {
+                sink.notify_prompt_list_changed().await?;
+            }
+            if now.resources != told.resources && wants(accepted.resources_list_changed) {
+                sink.notify_resource_list_changed().await?;
+            }
+            Ok::<(), rmcp::service::SubscriptionSendError>(())
+        };
+        if sent.await.is_err() {
+            return;
+        }
+        told = now;
     }
 }
 
