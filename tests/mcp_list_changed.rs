@@ -799,3 +799,96 @@ fn the_http_gateway_tells_a_2026_client_on_its_listen_stream() {
     });
     drop(deaf);
 }
+
+/// `mcpServer.unprefixed` names follow the tools as they are now: a tool a
+/// proxied server adds later is served under its own name when no other
+/// tool has it, and once a second server adds one of that name both are
+/// served prefixed (what a gateway started then would serve).
+#[test]
+fn a_later_tool_is_served_unprefixed_unless_it_clashes() {
+    let events: Events = Arc::default();
+    let sink = Arc::clone(&events);
+    let opts = BuildOptions::default().with_tools_changed(move |e: &Value| {
+        if let Ok(mut v) = sink.lock() {
+            v.push(e.clone());
+        }
+    });
+    let cfg = json!({"mcpConfig": {"mcpServers": {
+        "live": entry("stdio", 0),
+        "other": entry("stdio", 0),
+    }}});
+    let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let l = Live {
+        tk: Arc::new(Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"))),
+        events,
+        _http: None,
+    };
+    let serve =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0", "mcp": {"unprefixed": true}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let server =
+        mcp_server::serve(Arc::clone(&l.tk), &serve, None).unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url().unwrap_or_default().to_string();
+    let listed = |steps: Value| -> (Vec<String>, Vec<Value>) {
+        let out = sdk_client(&json!({"steps": steps}), &["http", &url]);
+        let names = out[0]["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["name"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (names, out)
+    };
+
+    // Both servers have `add`: it stays prefixed.
+    let (served, _) = listed(json!([{"op": "list"}]));
+    assert!(
+        served.contains(&"live_add".into()) && served.contains(&"other_add".into()),
+        "{served:?}"
+    );
+    let warned = |tool: &str, remote: &str| {
+        let w = format!(
+            "mcpServer.unprefixed: \"{tool}\" is served under its prefixed name: \"{remote}\" \
+             is another tool's name too"
+        );
+        status_of(&l.tk)["warnings"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x == &json!(w)))
+    };
+    assert!(warned("live_add", "add"), "{}", status_of(&l.tk));
+    assert_eq!(l.call("live_add", json!({"name": "solo"})), "added solo");
+    l.event("live's solo", |e| names(&e["added"]) == ["live_solo"]);
+    let (served, out) = listed(json!([
+        {"op": "list"},
+        {"op": "call", "name": "solo", "arguments": {}}
+    ]));
+    assert!(
+        served.contains(&"solo".into()) && !served.contains(&"live_solo".into()),
+        "{served:?}"
+    );
+    assert!(!warned("live_solo", "solo"), "{}", status_of(&l.tk));
+    assert_eq!(text_of(&out[1]), "I am solo");
+
+    // The other server's `solo` clashes: both are served prefixed now.
+    assert_eq!(l.call("other_add", json!({"name": "solo"})), "added solo");
+    l.event("other's solo", |e| names(&e["added"]) == ["other_solo"]);
+    let (served, out) = listed(json!([
+        {"op": "list"},
+        {"op": "call", "name": "other_solo", "arguments": {}}
+    ]));
+    assert!(
+        served.contains(&"live_solo".into())
+            && served.contains(&"other_solo".into())
+            && !served.contains(&"solo".into()),
+        "{served:?}"
+    );
+    assert!(
+        warned("live_solo", "solo") && warned("other_solo", "solo"),
+        "{}",
+        status_of(&l.tk)
+    );
+    assert_eq!(text_of(&out[1]), "I am solo");
+}
