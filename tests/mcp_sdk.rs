@@ -222,3 +222,56 @@ fn protocol_version_auto_falls_back_to_initialize_and_2026_07_28_does_not() {
         "{error}"
     );
 }
+
+/// Not a check: the connect cost of `"auto"` beside the default (connect to
+/// tools listed, interleaved rounds), printed as medians and ranges, for
+/// bench/README.md ("protocolVersion auto at connect"). Run with
+/// `cargo test --test mcp_sdk -- --ignored --nocapture auto_connect_cost`.
+#[test]
+#[ignore]
+fn auto_connect_cost() {
+    let http = HttpServer::start("streamable-http");
+    let url = format!("http://127.0.0.1:{}/mcp", http.port);
+    type Entry = Box<dyn Fn(&str) -> serde_json::Value>;
+    let cases: Vec<(&str, Entry)> = vec![
+        (
+            "2024-11-05 stdio (direct_server.py)",
+            Box::new(
+                |v: &str| json!({"command": ["python3", server_script("direct_server.py")], "protocolVersion": v}),
+            ),
+        ),
+        (
+            "SDK stdio (sdk_server.py)",
+            Box::new(
+                |v: &str| json!({"command": ["python3", server_script("sdk_server.py"), "stdio"], "protocolVersion": v}),
+            ),
+        ),
+        (
+            "SDK streamable HTTP (sdk_server.py)",
+            Box::new(move |v: &str| json!({"url": url.clone(), "protocolVersion": v})),
+        ),
+    ];
+    for (label, entry) in &cases {
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+        for _ in 0..15 {
+            for (i, version) in ["2025-11-25", "auto"].iter().enumerate() {
+                let mut server = entry(version);
+                server["timeout"] = json!(20000);
+                let started = std::time::Instant::now();
+                let source = connect(json!({"mcpServers": {"s": server}}));
+                times[i].push(started.elapsed().as_secs_f64() * 1000.0);
+                assert_eq!(status(&source, "s"), "connected", "{:?}", source.errors);
+            }
+        }
+        for (i, version) in ["2025-11-25", "auto"].iter().enumerate() {
+            let t = &mut times[i];
+            t.sort_by(f64::total_cmp);
+            eprintln!(
+                "{label}, {version}: median {:.1} ms ({:.1}-{:.1})",
+                t[t.len() / 2],
+                t[0],
+                t[t.len() - 1]
+            );
+        }
+    }
+}
