@@ -81,6 +81,9 @@ pub struct Toolkit {
     /// changes it), and the tools generation the snapshot was made from.
     mcp_live: Option<Arc<crate::mcp::Live>>,
     mcp_seen: AtomicU64,
+    /// Naming warnings of a gateway serving this toolkit (its
+    /// `mcpServer.unprefixed` names), as of its last look at the tools.
+    served_warnings: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Toolkit {
@@ -135,6 +138,7 @@ impl Toolkit {
             sessions: Mutex::new(sessions),
             mcp_live,
             mcp_seen: AtomicU64::new(0),
+            served_warnings: Mutex::new(Vec::new()),
         };
         tk.rebuild();
         Ok(tk)
@@ -201,6 +205,21 @@ impl Toolkit {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .origins()
+    }
+
+    /// How many times the MCP tools changed since the build (0 without MCP
+    /// servers): what a cache of something made from them is keyed on.
+    pub fn mcp_tools_generation(&self) -> u64 {
+        self.mcp_live.as_ref().map_or(0, |l| l.tools_generation())
+    }
+
+    /// Sets the naming warnings of a gateway serving this toolkit, shown in
+    /// `status.warnings` (replacing the ones it set before).
+    pub fn set_served_warnings(&self, warnings: Vec<String>) {
+        *self
+            .served_warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = warnings;
     }
 
     /// The process ids of the MCP servers this toolkit started and still owns.
@@ -464,6 +483,16 @@ impl Toolkit {
                 }
             }
             generation = live.tools_generation();
+        }
+        for w in self
+            .served_warnings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
         }
         json!({
             "statuses": pairs(&self.status.statuses),

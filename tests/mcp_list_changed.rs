@@ -54,6 +54,11 @@ impl Drop for KillOnDrop {
 }
 
 fn live(transport: &str) -> Live {
+    live_at(transport, None)
+}
+
+/// [`live`] with the server's `protocolVersion` setting.
+fn live_at(transport: &str, protocol: Option<&str>) -> Live {
     let (http, port) = match transport {
         "stdio" => (None, 0),
         _ => {
@@ -68,7 +73,11 @@ fn live(transport: &str) -> Live {
             v.push(e.clone());
         }
     });
-    let cfg = json!({"mcpConfig": {"mcpServers": {"live": entry(transport, port)}}});
+    let mut server = entry(transport, port);
+    if let Some(p) = protocol {
+        server["protocolVersion"] = json!(p);
+    }
+    let cfg = json!({"mcpConfig": {"mcpServers": {"live": server}}});
     let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
         .unwrap_or_else(|e| panic!("{e}"));
     let tk = Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"));
@@ -138,6 +147,18 @@ fn names(v: &Value) -> Vec<String> {
 
 fn added_and_removed_tools_are_served_live(transport: &str) {
     let l = live(transport);
+    // By default a session starts with `initialize` at 2025-11-25, even
+    // with a server (this SDK's) that would take 2026-07-28.
+    assert_eq!(
+        status_of(&l.tk)["protocolVersions"]["live"],
+        json!("2025-11-25")
+    );
+    served_live(&l);
+}
+
+/// What [`added_and_removed_tools_are_served_live`] checks, on a toolkit
+/// over the changing server.
+fn served_live(l: &Live) {
     assert!(
         l.has("live_add") && !l.has("live_extra"),
         "{:?}",
@@ -203,6 +224,32 @@ fn added_and_removed_tools_are_served_live_over_streamable_http() {
     added_and_removed_tools_are_served_live("http");
 }
 
+/// `"protocolVersion": "auto"` with the SDK's server, which answers
+/// `server/discover`: the session is at 2026-07-28, where the server sends
+/// its changes only on a `subscriptions/listen` stream (the fixture
+/// publishes them on its subscription bus and sends nothing unasked), and
+/// the toolkit hears them there.
+fn changes_come_on_the_listen_stream(transport: &str) {
+    let l = live_at(transport, Some("auto"));
+    assert_eq!(
+        status_of(&l.tk)["protocolVersions"]["live"],
+        json!("2026-07-28"),
+        "{}",
+        status_of(&l.tk)
+    );
+    served_live(&l);
+}
+
+#[test]
+fn changes_come_on_the_listen_stream_over_stdio() {
+    changes_come_on_the_listen_stream("stdio");
+}
+
+#[test]
+fn changes_come_on_the_listen_stream_over_streamable_http() {
+    changes_come_on_the_listen_stream("http");
+}
+
 /// A re-list that fails keeps the tools served and puts the failure in the
 /// status; the next one that answers serves the new list and clears it.
 #[test]
@@ -247,8 +294,8 @@ fn a_failed_refresh_keeps_the_tools_and_says_so() {
 /// toolkit lists it at most once per `LIST_CHANGED_MIN_INTERVAL` (plus one)
 /// over the time the flood really took, answers calls meanwhile, and ends
 /// up serving the list as it is.
-fn a_flood_costs_a_bounded_number_of_relists(transport: &str) {
-    let l = live(transport);
+fn a_flood_costs_a_bounded_number_of_relists(transport: &str, protocol: Option<&str>) {
+    let l = live_at(transport, protocol);
     let before = l.lists();
     let started = Instant::now();
     let flooding = {
@@ -293,12 +340,18 @@ fn a_flood_costs_a_bounded_number_of_relists(transport: &str) {
 
 #[test]
 fn a_flood_costs_a_bounded_number_of_relists_over_stdio() {
-    a_flood_costs_a_bounded_number_of_relists("stdio");
+    a_flood_costs_a_bounded_number_of_relists("stdio", None);
+}
+
+/// The same flood on a 2026-07-28 session's listen stream.
+#[test]
+fn a_flood_on_the_listen_stream_costs_a_bounded_number_of_relists() {
+    a_flood_costs_a_bounded_number_of_relists("stdio", Some("auto"));
 }
 
 #[test]
 fn a_flood_costs_a_bounded_number_of_relists_over_streamable_http() {
-    a_flood_costs_a_bounded_number_of_relists("http");
+    a_flood_costs_a_bounded_number_of_relists("http", None);
 }
 
 /// The gateway over stdio advertises `tools.listChanged` and tells its
@@ -429,4 +482,413 @@ fn a_clash_after_a_refresh_is_renamed_and_warned() {
             && warnings.contains("is served as \\\"live_x_t_2\\\""),
         "{warnings}"
     );
+}
+
+/// A server of 2026-07-28 on rmcp's server side, over streamable HTTP on
+/// loopback: it answers `server/discover` (rmcp does), serves `add(name)`
+/// and every tool added, and tells a change only on the
+/// `subscriptions/listen` streams open at the time (rmcp's
+/// `SubscriptionSink`), never unasked.
+mod modern {
+    use rmcp::handler::server::ServerHandler;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+        InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+        SubscriptionFilter, Tool,
+    };
+    use rmcp::service::{RequestContext, RoleServer, SubscriptionContext, SubscriptionSink};
+    use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    use serde_json::json;
+    use std::convert::Infallible;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    pub struct Modern {
+        added: Arc<Mutex<Vec<String>>>,
+        sinks: Arc<Mutex<Vec<SubscriptionSink>>>,
+        /// How many listen streams were opened.
+        pub listens: Arc<Mutex<usize>>,
+    }
+
+    fn tool(name: &str, description: &str) -> Tool {
+        let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        let serde_json::Value::Object(schema) = schema else {
+            unreachable!()
+        };
+        Tool::new(name.to_string(), description.to_string(), Arc::new(schema))
+    }
+
+    impl ServerHandler for Modern {
+        fn get_info(&self) -> InitializeResult {
+            InitializeResult::new(
+                ServerCapabilities::builder()
+                    .enable_tools()
+                    .enable_tool_list_changed()
+                    .build(),
+            )
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, ErrorData> {
+            let mut tools = vec![tool("add", "Add the tool NAME and announce it.")];
+            for name in self.added.lock().map(|a| a.clone()).unwrap_or_default() {
+                tools.push(tool(&name, "An added tool."));
+            }
+            Ok(ListToolsResult::with_all_items(tools))
+        }
+
+        async fn call_tool(
+            &self,
+            request: CallToolRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            let text = if request.name == "add" {
+                let name = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("name"))
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("unnamed")
+                    .to_string();
+                if let Ok(mut added) = self.added.lock() {
+                    added.push(name.clone());
+                }
+                let sinks = self.sinks.lock().map(|s| s.clone()).unwrap_or_default();
+                for sink in sinks {
+                    let _ = sink.notify_tool_list_changed().await;
+                }
+                format!("added {name}")
+            } else {
+                format!("I am {}", request.name)
+            };
+            Ok(CallToolResponse::from(CallToolResult::success(vec![
+                ContentBlock::text(text),
+            ])))
+        }
+
+        fn accepted_subscription_filter(
+            &self,
+            requested: &SubscriptionFilter,
+        ) -> Option<SubscriptionFilter> {
+            Some(requested.clone())
+        }
+
+        async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+            if let Ok(mut sinks) = self.sinks.lock() {
+                sinks.push(context.sink().clone());
+            }
+            if let Ok(mut n) = self.listens.lock() {
+                *n += 1;
+            }
+            context.cancelled().await;
+            Ok(())
+        }
+    }
+
+    /// The server on a loopback port of its own, on a thread of its own;
+    /// it lives as long as the test process.
+    pub fn start() -> (u16, Modern) {
+        let server = Modern::default();
+        let handler = server.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap_or_else(|e| panic!("runtime: {e}"));
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .unwrap_or_else(|e| panic!("bind: {e}"));
+                let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+                let service = Arc::new(StreamableHttpService::new(
+                    move || Ok(handler.clone()),
+                    Arc::new(NeverSessionManager::default()),
+                    StreamableHttpServerConfig::default().with_legacy_session_mode(false),
+                ));
+                let _ = tx.send(port);
+                loop {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let service = Arc::clone(&service);
+                    tokio::spawn(async move {
+                        let route = hyper::service::service_fn(move |req| {
+                            let service = Arc::clone(&service);
+                            async move { Ok::<_, Infallible>(service.handle(req).await) }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), route)
+                            .await;
+                    });
+                }
+            });
+        });
+        let port = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("the modern server did not start: {e}"));
+        (port, server)
+    }
+}
+
+/// A server of 2026-07-28 written on rmcp's server side: with
+/// `"protocolVersion": "auto"` the session is at 2026-07-28, the toolkit
+/// opens a listen stream, and a tool the server adds and announces there
+/// is served, the host told.
+#[test]
+fn an_rmcp_server_of_2026_is_heard_on_its_listen_stream() {
+    let (port, server) = modern::start();
+    let events: Events = Arc::default();
+    let sink = Arc::clone(&events);
+    let opts = BuildOptions::default().with_tools_changed(move |e: &Value| {
+        if let Ok(mut v) = sink.lock() {
+            v.push(e.clone());
+        }
+    });
+    let cfg = json!({"mcpConfig": {"mcpServers": {"live": {
+        "url": format!("http://127.0.0.1:{port}/mcp"), "timeout": 20000,
+        "protocolVersion": "auto"}}}});
+    let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tk = Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"));
+    let status = status_of(&tk);
+    assert_eq!(status["statuses"]["live"], json!("connected"), "{status}");
+    assert_eq!(
+        status["protocolVersions"]["live"],
+        json!("2026-07-28"),
+        "{status}"
+    );
+    let l = Live {
+        tk: Arc::new(tk),
+        events,
+        _http: None,
+    };
+    // The listen stream is open before the change, or the change is lost.
+    wait_until("the toolkit's listen stream", || {
+        (server.listens.lock().map(|n| *n).unwrap_or(0) >= 1).then_some(())
+    });
+    assert!(!l.has("live_late"), "{:?}", l.tk.tool_names());
+    assert_eq!(l.call("live_add", json!({"name": "late"})), "added late");
+    let added = l.event("the event of late added", |e| {
+        names(&e["added"]) == ["live_late"]
+    });
+    assert_eq!(added["server"], json!("live"), "{added}");
+    assert!(l.has("live_late"), "{:?}", l.tk.tool_names());
+    assert_eq!(l.call("live_late", json!({})), "I am late");
+}
+
+/// The HTTP gateway tells a client of 2026-07-28 on its
+/// `subscriptions/listen` stream (rmcp's client, `server/discover` only):
+/// acknowledged first, then `notifications/tools/list_changed` carrying the
+/// subscription's id once a proxied server's tools changed, and the next
+/// list has the new tool. A second listener that never reads its stream
+/// blocks neither the gateway nor the first listener.
+#[test]
+fn the_http_gateway_tells_a_2026_client_on_its_listen_stream() {
+    use rmcp::model::{GetMeta, ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use std::io::Write;
+
+    let l = live("stdio");
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::clone(&l.tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url().unwrap_or_default().to_string();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let (client, mut stream) = rt.block_on(async {
+        let client = ()
+            .serve_with_lifecycle(
+                StreamableHttpClientTransport::with_client(
+                    toolnexus::net::reqwest_builder()
+                        .and_then(|b| b.build().map_err(|e| e.to_string()))
+                        .unwrap_or_else(|e| panic!("reqwest: {e}")),
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                        url.as_str(),
+                    ),
+                ),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("discover: {e}"));
+        let info = client.peer().peer_info().unwrap_or_else(|| panic!("no peer info"));
+        assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let stream = tokio::time::timeout(PATIENCE, client.peer().listen(filter))
+            .await
+            .unwrap_or_else(|_| panic!("no acknowledgment"))
+            .unwrap_or_else(|e| panic!("listen: {e}"));
+        assert_eq!(stream.acknowledged().tools_list_changed, Some(true));
+        (client, stream)
+    });
+
+    // A listener that opens its stream and never reads it.
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse::<u16>()
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let mut deaf = std::net::TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientInfo": {"name": "deaf", "version": "1"},
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let _ = write!(
+        deaf,
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: subscriptions/listen\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+
+    // Changes, many of them: the flood's announcements and a tool added.
+    assert_eq!(
+        l.call("live_flood", json!({"count": 200, "ms": 200})),
+        "flooded 200"
+    );
+    assert_eq!(l.call("live_add", json!({"name": "extra"})), "added extra");
+    // (With the flood's `flooded` when the two came within one quiet
+    // period.)
+    l.event("the event of extra added", |e| {
+        names(&e["added"]).contains(&"live_extra".into())
+    });
+
+    rt.block_on(async {
+        let id = stream.id().clone();
+        // Coalesced: one or more notifications, each of this subscription,
+        // until the list has the new tool.
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let note = tokio::time::timeout_at(deadline, stream.next())
+                .await
+                .unwrap_or_else(|_| panic!("no list_changed on the listen stream"))
+                .unwrap_or_else(|e| panic!("listen stream: {e}"))
+                .unwrap_or_else(|| panic!("the listen stream ended: {:?}", stream.end()));
+            assert!(
+                matches!(note, ServerNotification::ToolListChangedNotification(_)),
+                "not a tools list_changed: {note:?}"
+            );
+            // `_meta["io.modelcontextprotocol/subscriptionId"]`: the listen
+            // request's id.
+            assert_eq!(note.get_meta().subscription_id().as_ref(), Some(&id));
+            let tools = client
+                .peer()
+                .list_all_tools()
+                .await
+                .unwrap_or_else(|e| panic!("tools/list: {e}"));
+            if tools.iter().any(|t| t.name == "live_extra") {
+                break;
+            }
+        }
+        let _ = stream.cancel().await;
+        let _ = client.cancel().await;
+    });
+    drop(deaf);
+}
+
+/// `mcpServer.unprefixed` names follow the tools as they are now: a tool a
+/// proxied server adds later is served under its own name when no other
+/// tool has it, and once a second server adds one of that name both are
+/// served prefixed (what a gateway started then would serve).
+#[test]
+fn a_later_tool_is_served_unprefixed_unless_it_clashes() {
+    let events: Events = Arc::default();
+    let sink = Arc::clone(&events);
+    let opts = BuildOptions::default().with_tools_changed(move |e: &Value| {
+        if let Ok(mut v) = sink.lock() {
+            v.push(e.clone());
+        }
+    });
+    let cfg = json!({"mcpConfig": {"mcpServers": {
+        "live": entry("stdio", 0),
+        "other": entry("stdio", 0),
+    }}});
+    let cfg = toolnexus::config::ToolkitConfig::from_json_text(&cfg.to_string())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let l = Live {
+        tk: Arc::new(Toolkit::build_with(&cfg, &opts).unwrap_or_else(|e| panic!("{e}"))),
+        events,
+        _http: None,
+    };
+    let serve =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0", "mcp": {"unprefixed": true}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let server =
+        mcp_server::serve(Arc::clone(&l.tk), &serve, None).unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url().unwrap_or_default().to_string();
+    let listed = |steps: Value| -> (Vec<String>, Vec<Value>) {
+        let out = sdk_client(&json!({"steps": steps}), &["http", &url]);
+        let names = out[0]["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t["name"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (names, out)
+    };
+
+    // Both servers have `add`: it stays prefixed.
+    let (served, _) = listed(json!([{"op": "list"}]));
+    assert!(
+        served.contains(&"live_add".into()) && served.contains(&"other_add".into()),
+        "{served:?}"
+    );
+    let warned = |tool: &str, remote: &str| {
+        let w = format!(
+            "mcpServer.unprefixed: \"{tool}\" is served under its prefixed name: \"{remote}\" \
+             is another tool's name too"
+        );
+        status_of(&l.tk)["warnings"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x == &json!(w)))
+    };
+    assert!(warned("live_add", "add"), "{}", status_of(&l.tk));
+    assert_eq!(l.call("live_add", json!({"name": "solo"})), "added solo");
+    l.event("live's solo", |e| names(&e["added"]) == ["live_solo"]);
+    let (served, out) = listed(json!([
+        {"op": "list"},
+        {"op": "call", "name": "solo", "arguments": {}}
+    ]));
+    assert!(
+        served.contains(&"solo".into()) && !served.contains(&"live_solo".into()),
+        "{served:?}"
+    );
+    assert!(!warned("live_solo", "solo"), "{}", status_of(&l.tk));
+    assert_eq!(text_of(&out[1]), "I am solo");
+
+    // The other server's `solo` clashes: both are served prefixed now.
+    assert_eq!(l.call("other_add", json!({"name": "solo"})), "added solo");
+    l.event("other's solo", |e| names(&e["added"]) == ["other_solo"]);
+    let (served, out) = listed(json!([
+        {"op": "list"},
+        {"op": "call", "name": "other_solo", "arguments": {}}
+    ]));
+    assert!(
+        served.contains(&"live_solo".into())
+            && served.contains(&"other_solo".into())
+            && !served.contains(&"solo".into()),
+        "{served:?}"
+    );
+    assert!(
+        warned("live_solo", "solo") && warned("other_solo", "solo"),
+        "{}",
+        status_of(&l.tk)
+    );
+    assert_eq!(text_of(&out[1]), "I am solo");
 }

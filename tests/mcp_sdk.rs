@@ -9,12 +9,17 @@ use toolnexus::mcp::McpSource;
 
 /// What every transport must show for the same server.
 fn assert_sdk_server_works(source: &McpSource, server: &str) {
-    assert_eq!(status(source, server), "connected", "{:?}", source.errors);
     // We offer 2025-11-25 (the newest revision with an `initialize`) and the
     // SDK agrees to it.
+    assert_sdk_server_works_at(source, server, "2025-11-25");
+}
+
+/// [`assert_sdk_server_works`] on a session negotiated at `version`.
+fn assert_sdk_server_works_at(source: &McpSource, server: &str, version: &str) {
+    assert_eq!(status(source, server), "connected", "{:?}", source.errors);
     assert_eq!(
         source.protocols,
-        vec![(server.to_string(), "2025-11-25".to_string())]
+        vec![(server.to_string(), version.to_string())]
     );
     let mut got = names(source);
     got.sort();
@@ -158,4 +163,115 @@ fn a_dead_http_server_fails_calls_fast_with_the_server_named() {
         "{}",
         r.output
     );
+}
+
+/// `"protocolVersion": "auto"`: `server/discover` first. This SDK's server
+/// (dual-era since mcp 2.x) advertises 2026-07-28 there, so the session is
+/// at 2026-07-28 (no `initialize`), over stdio and streamable HTTP alike,
+/// and every call works on it; over legacy HTTP+SSE (reached by fallback)
+/// there is no discover and the session is 2025-11-25's.
+#[test]
+fn protocol_version_auto_takes_2026_07_28_where_the_server_advertises_it() {
+    let source = connect(json!({"mcpServers": {"py": {
+        "command": ["python3", server_script("sdk_server.py"), "stdio"],
+        "timeout": 20000, "protocolVersion": "auto"
+    }}}));
+    assert_sdk_server_works_at(&source, "py", "2026-07-28");
+    let server = HttpServer::start("streamable-http");
+    let source = connect(json!({"mcpServers": {"web": {
+        "url": format!("http://127.0.0.1:{}/mcp", server.port),
+        "timeout": 20000, "protocolVersion": "auto"
+    }}}));
+    assert_sdk_server_works_at(&source, "web", "2026-07-28");
+    let server = HttpServer::start("sse");
+    let source = connect(json!({"mcpServers": {"old": {
+        "url": format!("http://127.0.0.1:{}/sse", server.port),
+        "timeout": 20000, "protocolVersion": "auto"
+    }}}));
+    assert_sdk_server_works_at(&source, "old", "2025-11-25");
+}
+
+/// A server of 2024-11-05 answers `server/discover` with `-32601`:
+/// `"auto"` falls back to `initialize` and the session is that server's
+/// revision; `"2026-07-28"` does not fall back, and the status says why.
+#[test]
+fn protocol_version_auto_falls_back_to_initialize_and_2026_07_28_does_not() {
+    let entry = |version: &str| {
+        json!({"mcpServers": {"old": {
+            "command": ["python3", server_script("direct_server.py")],
+            "timeout": 20000, "protocolVersion": version
+        }}})
+    };
+    let source = connect(entry("auto"));
+    assert_eq!(status(&source, "old"), "connected", "{:?}", source.errors);
+    assert_eq!(
+        source.protocols,
+        vec![("old".to_string(), "2024-11-05".to_string())]
+    );
+    let echoed = call(&source, "old_echo", json!({"text": "still here"}));
+    assert_eq!(
+        (echoed.output.as_str(), echoed.is_error),
+        ("still here", false)
+    );
+
+    let source = connect(entry("2026-07-28"));
+    assert_eq!(status(&source, "old"), "failed");
+    let error = &source.errors[0].1;
+    assert!(
+        error.starts_with("mcp server \"old\" failed at initialize: rpc-error (code -32601)"),
+        "{error}"
+    );
+}
+
+/// Not a check: the connect cost of `"auto"` beside the default (connect to
+/// tools listed, interleaved rounds), printed as medians and ranges, for
+/// bench/README.md ("protocolVersion auto at connect"). Run with
+/// `cargo test --test mcp_sdk -- --ignored --nocapture auto_connect_cost`.
+#[test]
+#[ignore]
+fn auto_connect_cost() {
+    let http = HttpServer::start("streamable-http");
+    let url = format!("http://127.0.0.1:{}/mcp", http.port);
+    type Entry = Box<dyn Fn(&str) -> serde_json::Value>;
+    let cases: Vec<(&str, Entry)> = vec![
+        (
+            "2024-11-05 stdio (direct_server.py)",
+            Box::new(
+                |v: &str| json!({"command": ["python3", server_script("direct_server.py")], "protocolVersion": v}),
+            ),
+        ),
+        (
+            "SDK stdio (sdk_server.py)",
+            Box::new(
+                |v: &str| json!({"command": ["python3", server_script("sdk_server.py"), "stdio"], "protocolVersion": v}),
+            ),
+        ),
+        (
+            "SDK streamable HTTP (sdk_server.py)",
+            Box::new(move |v: &str| json!({"url": url.clone(), "protocolVersion": v})),
+        ),
+    ];
+    for (label, entry) in &cases {
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(), Vec::new()];
+        for _ in 0..15 {
+            for (i, version) in ["2025-11-25", "auto"].iter().enumerate() {
+                let mut server = entry(version);
+                server["timeout"] = json!(20000);
+                let started = std::time::Instant::now();
+                let source = connect(json!({"mcpServers": {"s": server}}));
+                times[i].push(started.elapsed().as_secs_f64() * 1000.0);
+                assert_eq!(status(&source, "s"), "connected", "{:?}", source.errors);
+            }
+        }
+        for (i, version) in ["2025-11-25", "auto"].iter().enumerate() {
+            let t = &mut times[i];
+            t.sort_by(f64::total_cmp);
+            eprintln!(
+                "{label}, {version}: median {:.1} ms ({:.1}-{:.1})",
+                t[t.len() / 2],
+                t[0],
+                t[t.len() - 1]
+            );
+        }
+    }
 }

@@ -132,7 +132,28 @@ pub struct ServerConfig {
     pub wait_for: HostWaitFor,
     /// The host's `authorize` for OAuth ([`McpConfig::set_authorize`]).
     pub authorize: super::auth::HostAuthorize,
+    /// `protocolVersion`: how the session starts ([`Lifecycle`]).
+    pub lifecycle: Lifecycle,
 }
+
+/// How a session starts (the server's `protocolVersion` setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lifecycle {
+    /// `"2025-11-25"` (the default): `initialize` offering 2025-11-25, as
+    /// every server of 2025 expects; no probe.
+    #[default]
+    Initialize,
+    /// `"auto"`: `server/discover` first; 2026-07-28 where the server
+    /// advertises it, else `initialize` offering 2025-11-25 (one round trip
+    /// more against a server of 2025).
+    Auto,
+    /// `"2026-07-28"`: `server/discover` only; a server without 2026-07-28
+    /// fails to connect.
+    Discover,
+}
+
+/// The values `protocolVersion` takes.
+const LIFECYCLES: &str = "\"2025-11-25\", \"auto\" or \"2026-07-28\"";
 
 /// A host `waitFor` carried by a server's config. Not data: its Debug says
 /// only whether it is set, and it is not part of what makes two configs equal.
@@ -266,6 +287,7 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         tools_filter: Vec::new(),
         wait_for: HostWaitFor::default(),
         authorize: super::auth::HostAuthorize::default(),
+        lifecycle: Lifecycle::default(),
     };
     let Value::Object(m) = value else {
         return invalid(format!("expected an object, got {}", type_name(value)));
@@ -338,6 +360,17 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
             ))
         }
     };
+    let lifecycle = match m.get("protocolVersion") {
+        None | Some(Value::Null) => Lifecycle::Initialize,
+        Some(Value::String(v)) if v == "2025-11-25" => Lifecycle::Initialize,
+        Some(Value::String(v)) if v == "auto" => Lifecycle::Auto,
+        Some(Value::String(v)) if v == "2026-07-28" => Lifecycle::Discover,
+        Some(other) => {
+            return invalid(format!(
+                "protocolVersion: expected {LIFECYCLES}, got {other}"
+            ))
+        }
+    };
     let transport = match parse_transport(m) {
         Ok(t) => t,
         Err(msg) => Transport::Invalid(msg),
@@ -353,6 +386,7 @@ fn parse_server(name: &str, value: &Value) -> ServerConfig {
         tools_filter,
         wait_for: HostWaitFor::default(),
         authorize: super::auth::HostAuthorize::default(),
+        lifecycle,
     }
 }
 
@@ -559,6 +593,11 @@ mod tests {
                 json!({"resourcesAsTools": 1}),
                 "resourcesAsTools: expected true or false, got a number",
             ),
+            (
+                json!({"protocolVersion": "2025-06-18"}),
+                "protocolVersion: expected \"2025-11-25\", \"auto\" or \"2026-07-28\", \
+                 got \"2025-06-18\"",
+            ),
         ] {
             let mut entry = json!({"command": ["x"]});
             if let (Some(e), Value::Object(b)) = (entry.as_object_mut(), bad) {
@@ -569,5 +608,21 @@ mod tests {
                 Transport::Invalid(why.into())
             );
         }
+    }
+
+    #[test]
+    fn protocol_version_picks_the_lifecycle() {
+        let of = |v: Value| {
+            let mut entry = json!({"command": ["x"]});
+            entry["protocolVersion"] = v;
+            parse_server("s", &entry).lifecycle
+        };
+        assert_eq!(
+            parse_server("s", &json!({"command": ["x"]})).lifecycle,
+            Lifecycle::Initialize
+        );
+        assert_eq!(of(json!("2025-11-25")), Lifecycle::Initialize);
+        assert_eq!(of(json!("auto")), Lifecycle::Auto);
+        assert_eq!(of(json!("2026-07-28")), Lifecycle::Discover);
     }
 }

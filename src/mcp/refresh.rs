@@ -20,6 +20,10 @@
 //!   generation}`. A list equal to the one served changes nothing.
 //! - A re-list that fails keeps the server's tools as they were; the
 //!   failure is the server's status error until a later re-list answers.
+//! - On a session negotiated at 2026-07-28 the server sends its changes only
+//!   on a `subscriptions/listen` stream: the session's connect opens one
+//!   (rmcp's `Peer::listen`) for the lists the server advertised
+//!   `listChanged` for, and its listener ([`listen`]) sets the same flags.
 //! - `prompts/list_changed` and `resources/list_changed` change no tool
 //!   (the `resourcesAsTools` tools ask the server each time); they are
 //!   counted for the gateway to pass on.
@@ -30,6 +34,8 @@ use super::session::{RemoteTool, Session};
 use super::{capped, free_name, resource_tools, McpTool, MAX_NAME};
 use crate::limits::{LIST_CHANGED_MAX_DELAY, LIST_CHANGED_MIN_INTERVAL, LIST_CHANGED_QUIET};
 use crate::tool::{sanitize, Source, Tool};
+use rmcp::model::{ServerNotification, SubscriptionFilter};
+use rmcp::service::{Peer, RoleClient, Subscription, SubscriptionEnd};
 use serde_json::{json, Value};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -242,6 +248,16 @@ impl Live {
             .collect();
         for (index, session) in sessions.into_iter().enumerate() {
             let (relays, stopped) = (Arc::clone(session.relays()), session.stopped().clone());
+            if let Some(stream) = session.take_listening() {
+                let (peer, relays) = (session.peer().clone(), Arc::clone(&relays));
+                let (name, stopped) = (session.name.clone(), stopped.clone());
+                crate::runtime::get().spawn(async move {
+                    tokio::select! {
+                        _ = stopped.cancelled() => {}
+                        () = listen(&name, peer, stream, relays) => {}
+                    }
+                });
+            }
             let live = Arc::downgrade(self);
             let session = Arc::downgrade(&session);
             crate::runtime::get().spawn(async move {
@@ -391,6 +407,92 @@ async fn follow(
         };
         for event in live_now.relisted(index, listed) {
             live_now.tell(event).await;
+        }
+    }
+}
+
+/// The flags of the lists `filter` names.
+fn kinds_of(filter: &SubscriptionFilter) -> u8 {
+    let mut kinds = 0;
+    for (on, kind) in [
+        (filter.tools_list_changed, LISTED_TOOLS),
+        (filter.prompts_list_changed, LISTED_PROMPTS),
+        (filter.resources_list_changed, LISTED_RESOURCES),
+    ] {
+        if on == Some(true) {
+            kinds |= kind;
+        }
+    }
+    kinds
+}
+
+/// A 2026-07-28 session's listener on `stream`, the `subscriptions/listen`
+/// stream its connect opened (before its tools/list, so no change between
+/// the two is lost): each change sets the session's flag as a 2025
+/// server's unasked notification does (the follower does the rest). A
+/// stream that lagged or broke is opened again after
+/// [`LIST_CHANGED_MAX_DELAY`], every list it listens to then counted as
+/// changed (a change may have come between); one the server ended or
+/// refused is not. Ends when the session closes (its caller) or the
+/// session's transport is gone.
+async fn listen(
+    server: &str,
+    peer: Peer<RoleClient>,
+    mut stream: Subscription,
+    relays: Arc<super::relay::Relays>,
+) {
+    let filter = stream.acknowledged().clone();
+    loop {
+        loop {
+            match stream.next().await {
+                Ok(Some(note)) => match note {
+                    ServerNotification::ToolListChangedNotification(_) => {
+                        relays.list_changed(LISTED_TOOLS);
+                    }
+                    ServerNotification::PromptListChangedNotification(_) => {
+                        relays.list_changed(LISTED_PROMPTS);
+                    }
+                    ServerNotification::ResourceListChangedNotification(_) => {
+                        relays.list_changed(LISTED_RESOURCES);
+                    }
+                    _ => {}
+                },
+                Ok(None) => break,
+                Err(e) => {
+                    crate::log::emit(crate::log::Level::Warn, "mcp", || {
+                        format!(
+                            "mcp server \"{server}\": its subscriptions/listen stream failed \
+                             ({e})"
+                        )
+                    });
+                    break;
+                }
+            }
+        }
+        match stream.end() {
+            Some(SubscriptionEnd::Lagged { .. } | SubscriptionEnd::Abrupt) | None => {}
+            Some(_) => return,
+        }
+        drop(stream);
+        if peer.is_transport_closed() {
+            return;
+        }
+        tokio::time::sleep(LIST_CHANGED_MAX_DELAY).await;
+        stream = match peer.listen(filter.clone()).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                crate::log::emit(crate::log::Level::Warn, "mcp", || {
+                    format!(
+                        "mcp server \"{server}\": subscriptions/listen failed again ({e}); \
+                         its list changes are no longer heard"
+                    )
+                });
+                return;
+            }
+        };
+        let kinds = kinds_of(stream.acknowledged());
+        if kinds != 0 {
+            relays.list_changed(kinds);
         }
     }
 }

@@ -8,7 +8,7 @@
 //! never appear in it.
 
 use super::auth::{AuthClock, OAuth, SessionTies};
-use super::config::{ServerConfig, Transport as ServerTransport};
+use super::config::{Lifecycle, ServerConfig, Transport as ServerTransport};
 use super::direct::{self, Direct, Timing};
 use super::elicit::{self, Calls, WaitFor};
 use super::fault::{is_stdin_closed, Fault};
@@ -21,11 +21,14 @@ pub use crate::jsonrpc::shape::shape_call_result;
 use crate::tool::{default_schema, Relay, Stop, ToolResult};
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientRequest, CustomRequest, ServerResult,
+    SubscriptionFilter,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, PeerRequestOptions,
+    RoleClient, RunningService, ServiceError, Subscription,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
+use rmcp::transport::{IntoTransport, StreamableHttpClientTransport};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,6 +97,9 @@ pub struct Session {
     _requests: Option<DropGuard>,
     /// The server's OAuth state: its tokens are redacted from results too.
     auth: Option<Arc<OAuth>>,
+    /// A 2026-07-28 session's `subscriptions/listen` stream, opened by the
+    /// connect, until its listener takes it (`super::refresh`).
+    listening: Mutex<Option<Subscription>>,
 }
 
 /// Where a connect attempt is, so a deadline can name the phase it hit, the
@@ -166,6 +172,32 @@ impl Side {
             self.stopped.clone(),
         )
     }
+
+    /// Starts a session on `transport` as the server's `protocolVersion`
+    /// says: `initialize` offering 2025-11-25, or `server/discover` first
+    /// (rmcp's lifecycle modes; `Auto` falls back to that `initialize`).
+    async fn start<T, E, A>(
+        &self,
+        transport: T,
+        lifecycle: Lifecycle,
+    ) -> Result<Service, ClientInitializeError>
+    where
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let modern = vec![rmcp::model::ProtocolVersion::V_2026_07_28];
+        let mode = match lifecycle {
+            Lifecycle::Initialize => ClientLifecycleMode::Initialize,
+            Lifecycle::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: modern,
+                legacy_version: Some(elicit::OFFERED_VERSION),
+            },
+            Lifecycle::Discover => ClientLifecycleMode::Discover {
+                preferred_versions: modern,
+            },
+        };
+        self.handler().serve_with_lifecycle(transport, mode).await
+    }
 }
 
 /// Connects one server and lists its tools. The caller bounds the whole
@@ -212,9 +244,11 @@ async fn connect_inner(
                 .with_call_tokens(cfg.reset_timeout_on_progress);
             let direct = Direct::new(transport.pipe());
             let transport = transport.with_taker(Arc::clone(&direct) as Arc<dyn lines::Taker>);
-            let init =
-                tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
-                    .await;
+            let init = tokio::time::timeout(
+                cfg.timeout,
+                side.start(KnownIds::new(transport), cfg.lifecycle),
+            )
+            .await;
             match init {
                 Ok(Ok(service)) => {
                     let direct = goes_direct(service.peer()).then_some(direct);
@@ -263,6 +297,11 @@ async fn connect_inner(
         }
     };
     let peer = service.peer().clone();
+    // Before tools/list: a change between the two is then not lost.
+    let listening = match listen_filter(&peer) {
+        Some(filter) => open_listen(&cfg.name, &peer, filter, cfg.timeout / 4).await,
+        None => None,
+    };
     phase.set("tools/list");
     let tools = match phase
         .clock()
@@ -303,13 +342,15 @@ async fn connect_inner(
             stopped: side.stopped,
             _requests: requests,
             auth,
+            listening: Mutex::new(listening),
         },
         tools,
     ))
 }
 
 impl Session {
-    /// The protocol revision the server answered `initialize` with.
+    /// The protocol revision negotiated: the one the server answered
+    /// `initialize` with, or the one chosen from its `server/discover`.
     pub fn protocol_version(&self) -> Option<String> {
         self.peer
             .peer_info()
@@ -388,6 +429,54 @@ impl Session {
     }
 }
 
+/// On a session negotiated at 2026-07-28 (no `initialize`: servers send
+/// list changes only on a `subscriptions/listen` stream), the changes to
+/// listen for: the lists the server advertised `listChanged` for. `None`
+/// on a session of 2025, where they come unasked, and when the server
+/// advertised none.
+fn listen_filter(peer: &Peer<RoleClient>) -> Option<SubscriptionFilter> {
+    let info = peer.peer_info()?;
+    if info.protocol_version.has_initialize() {
+        return None;
+    }
+    let caps = &info.capabilities;
+    let mut filter = SubscriptionFilter::default();
+    if caps.tools.as_ref().and_then(|c| c.list_changed) == Some(true) {
+        filter.tools_list_changed = Some(true);
+    }
+    if caps.prompts.as_ref().and_then(|c| c.list_changed) == Some(true) {
+        filter.prompts_list_changed = Some(true);
+    }
+    if caps.resources.as_ref().and_then(|c| c.list_changed) == Some(true) {
+        filter.resources_list_changed = Some(true);
+    }
+    (filter != SubscriptionFilter::default()).then_some(filter)
+}
+
+/// Opens the session's `subscriptions/listen` stream, bounded by `timeout`
+/// (a quarter of the server's: its tools/list still fits the connect's
+/// bound). A server that refuses it (or never acknowledges it)
+/// stays connected, its changes unheard: a warning says so.
+async fn open_listen(
+    server: &str,
+    peer: &Peer<RoleClient>,
+    filter: SubscriptionFilter,
+    timeout: Duration,
+) -> Option<Subscription> {
+    let failed = match tokio::time::timeout(timeout, peer.listen(filter)).await {
+        Ok(Ok(stream)) => return Some(stream),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no acknowledgment within {} ms", timeout.as_millis()),
+    };
+    crate::log::emit(crate::log::Level::Warn, "mcp", || {
+        format!(
+            "mcp server \"{server}\": subscriptions/listen failed ({failed}); its list changes \
+             are not heard"
+        )
+    });
+    None
+}
+
 /// Whether a stdio session's tools/calls can go direct: its protocol has an
 /// initialize handshake, so rmcp adds no per-request `_meta` and lets the
 /// server ask for elicitation whenever (see `super::direct`).
@@ -417,7 +506,10 @@ async fn connect_remote(
                 .map_err(|d| fail("connect", d))?;
         let served = phase
             .clock()
-            .bound(cfg.timeout, side.handler().serve(KnownIds::new(transport)))
+            .bound(
+                cfg.timeout,
+                side.start(KnownIds::new(transport), cfg.lifecycle),
+            )
             .await
             .ok_or(());
         match served {
@@ -456,7 +548,10 @@ async fn connect_remote(
         .await
         .map_err(report)?;
     phase.set("initialize");
-    match tokio::time::timeout(cfg.timeout, side.handler().serve(KnownIds::new(transport))).await {
+    // HTTP+SSE is the transport of 2024-11-05: no server there has
+    // `server/discover`.
+    let legacy = side.start(KnownIds::new(transport), Lifecycle::Initialize);
+    match tokio::time::timeout(cfg.timeout, legacy).await {
         Ok(Ok(service)) => Ok((service, None, None)),
         Ok(Err(e)) => Err(fail("initialize", describe_init_error(&e))),
         Err(_) => Err(fail("initialize", Fault::no_answer_within(cfg.timeout))),
@@ -538,6 +633,8 @@ fn http_client(timeout: Duration) -> Result<reqwest::Client, Fault> {
 fn describe_init_error(e: &rmcp::service::ClientInitializeError) -> Fault {
     use rmcp::service::ClientInitializeError as E;
     match e {
+        // `protocolVersion: "auto"`: the fallback's failure is the one to tell.
+        E::LegacyFallbackFailed { fallback, .. } => return describe_init_error(fallback),
         E::ConnectionClosed(_) => return Fault::PeerEof("the server closed the connection"),
         E::JsonRpcError(data) => return Fault::RpcError(data.code.0),
         E::TransportError { error, .. } => {
@@ -823,6 +920,16 @@ impl Session {
     /// Cancelled once the session closes.
     pub(super) fn stopped(&self) -> &CancellationToken {
         &self.stopped
+    }
+
+    /// The session's peer (for its `subscriptions/listen`).
+    pub(super) fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    /// The `subscriptions/listen` stream the connect opened, once.
+    pub(super) fn take_listening(&self) -> Option<Subscription> {
+        self.listening.lock().ok().and_then(|mut l| l.take())
     }
 
     /// tools/list again (after the server announced a change), bounded by

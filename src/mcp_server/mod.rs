@@ -53,12 +53,12 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 #[allow(deprecated)] // logging is deprecated by SEP-2577 and still in 2025-11-25
 use rmcp::model::{LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -145,9 +145,9 @@ struct Gateway {
     /// `Profile::unprefixed`: proxied MCP tools and prompts under their own
     /// names where that clashes with nothing.
     unprefixed: bool,
-    /// toolkit name → served name, and back (`unprefixed` only).
-    served_as: HashMap<String, String>,
-    served_from: HashMap<String, String>,
+    /// The `unprefixed` names of the MCP tools as they are now (made again
+    /// when the toolkit's MCP tools changed).
+    names: Mutex<Arc<Unprefixed>>,
     /// A client asked for log lines (`logging/setLevel`): from then on every
     /// `tools/call` takes rmcp's path, whose answer can stream the proxied
     /// server's log notifications before the result (the plain paths answer
@@ -336,18 +336,16 @@ impl Gateway {
             InitializeResult::new(capabilities(&toolkit.mcp_upstreams(), live)).with_server_info(
                 Implementation::new(profile.name.clone(), profile.version.clone()),
             );
-        let (served_as, served_from) = if profile.unprefixed {
-            unprefixed_names(&toolkit)
-        } else {
-            Default::default()
+        let names = match profile.unprefixed {
+            true => unprefixed_names(&toolkit),
+            false => Unprefixed::default(),
         };
         Gateway {
             toolkit,
             info,
             exposed: profile.tools.as_ref().map(|t| t.iter().cloned().collect()),
             unprefixed: profile.unprefixed,
-            served_as,
-            served_from,
+            names: Mutex::new(Arc::new(names)),
             logs_wanted: Default::default(),
             client_asks: Default::default(),
             answers: Mutex::default(),
@@ -475,31 +473,48 @@ impl Gateway {
             .is_none_or(|set| set.contains(name) || set.contains(served))
     }
 
-    /// The name a toolkit tool is served under.
-    fn served_name<'a>(&'a self, name: &'a str) -> &'a str {
-        match self.served_as.get(name) {
+    /// The `unprefixed` names of the MCP tools now: those of the last
+    /// tools generation seen, or made again from the toolkit's tools when
+    /// they changed since (a tool that appeared later gets its own name too
+    /// when nothing clashes with it).
+    fn names(&self) -> Arc<Unprefixed> {
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.unprefixed {
+            let generation = self.toolkit.mcp_tools_generation();
+            if names.generation != generation {
+                *names = Arc::new(unprefixed_names(&self.toolkit));
+            }
+        }
+        Arc::clone(&names)
+    }
+
+    /// The name a toolkit tool is served under (`names` from [`Gateway::names`]).
+    fn served_name_in(&self, names: &Unprefixed, name: &str) -> String {
+        match names.served_as.get(name) {
             // A tool registered since under the plain name takes it back.
-            Some(plain) if self.toolkit.find(plain).is_none() => plain,
-            _ => name,
+            Some(plain) if self.toolkit.find(plain).is_none() => plain.clone(),
+            _ => name.to_string(),
         }
     }
 
     /// The toolkit tool a served name stands for.
     fn toolkit_name(&self, served: String) -> String {
-        if self.served_from.is_empty() || self.toolkit.find(&served).is_some() {
+        if !self.unprefixed || self.toolkit.find(&served).is_some() {
             return served;
         }
-        self.served_from.get(&served).cloned().unwrap_or(served)
+        let names = self.names();
+        names.served_from.get(&served).cloned().unwrap_or(served)
     }
 
     fn list(&self) -> Vec<rmcp::model::Tool> {
+        let names = self.names();
         self.toolkit
             .tools()
             .into_iter()
-            .filter(|t| self.exposes(&t.name, self.served_name(&t.name)))
+            .filter(|t| self.exposes(&t.name, &self.served_name_in(&names, &t.name)))
             .map(|mut t| {
-                if !self.served_as.is_empty() {
-                    t.name = self.served_name(&t.name).to_string();
+                if !names.served_as.is_empty() {
+                    t.name = self.served_name_in(&names, &t.name);
                 }
                 let schema = match t.input_schema {
                     Value::Object(m) => m,
@@ -628,10 +643,23 @@ fn capabilities(up: &crate::mcp::Upstreams, live: bool) -> ServerCapabilities {
         .unwrap_or_else(|_| ServerCapabilities::builder().enable_tools().build())
 }
 
+/// `Profile::unprefixed`'s names of one tools generation.
+#[derive(Default)]
+struct Unprefixed {
+    /// The toolkit's MCP tools generation they were made from.
+    generation: u64,
+    /// toolkit name → served name, and back.
+    served_as: HashMap<String, String>,
+    served_from: HashMap<String, String>,
+}
+
 /// `Profile::unprefixed`'s names: each MCP tool under its own name on its
 /// server, unless another toolkit tool has that name or two MCP tools share
-/// it (then all of them keep their prefixed names).
-fn unprefixed_names(toolkit: &Toolkit) -> (HashMap<String, String>, HashMap<String, String>) {
+/// it (then all of them keep their prefixed names, and the toolkit's
+/// `status.warnings` names each). A function of the tools now alone: a tool that appears later is
+/// named as if it had been there at the start.
+fn unprefixed_names(toolkit: &Toolkit) -> Unprefixed {
+    let generation = toolkit.mcp_tools_generation();
     let origins = toolkit.mcp_origins();
     let names: HashSet<String> = toolkit.tool_names().into_iter().collect();
     let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -640,14 +668,27 @@ fn unprefixed_names(toolkit: &Toolkit) -> (HashMap<String, String>, HashMap<Stri
     }
     let mut served_as = HashMap::new();
     let mut served_from = HashMap::new();
+    let mut warnings = Vec::new();
     for (name, remote) in &origins {
-        if name == remote || counts.get(remote.as_str()) != Some(&1) || names.contains(remote) {
+        if name == remote {
+            continue;
+        }
+        if counts.get(remote.as_str()) != Some(&1) || names.contains(remote) {
+            warnings.push(format!(
+                "mcpServer.unprefixed: \"{name}\" is served under its prefixed name: \
+                 \"{remote}\" is another tool's name too"
+            ));
             continue;
         }
         served_as.insert(name.clone(), remote.clone());
         served_from.insert(remote.clone(), name.clone());
     }
-    (served_as, served_from)
+    toolkit.set_served_warnings(warnings);
+    Unprefixed {
+        generation,
+        served_as,
+        served_from,
+    }
 }
 
 /// A relay that passes a proxied call's server notifications on to the
@@ -914,6 +955,67 @@ impl ServerHandler for Handler {
         up.set_level(params_of(&request), Some(&cancel)).await;
         self.0.logs_wanted.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// A 2026-07-28 client's `subscriptions/listen`: the list changes it
+    /// asks for, when the toolkit's MCP tools are live (rmcp keeps only
+    /// those the capabilities advertise, and answers `-32601` without).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.0.toolkit.mcp_changes()?;
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.prompts_list_changed = requested.prompts_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
+        Some(accepted)
+    }
+
+    /// One listen stream (rmcp sent its acknowledgment and stamps each
+    /// notification with the subscription's id): every change after it
+    /// opened, as [`pass_changes_on`] tells a stdio client of 2025.
+    async fn listen(&self, context: SubscriptionContext) -> std::result::Result<(), ErrorData> {
+        if let Some(changes) = self.0.toolkit.mcp_changes() {
+            let sink = context.sink().clone();
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = listen_on(sink, changes) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Tells a listen stream's `sink` each change of `changes` it accepted:
+/// the watch holds the latest generations only, so a listener that reads
+/// slowly (rmcp's send waits on it) gets the changes coalesced, never a
+/// queue. Ends when the toolkit is gone or the stream is.
+async fn listen_on(
+    sink: rmcp::service::SubscriptionSink,
+    mut changes: tokio::sync::watch::Receiver<crate::mcp::Generations>,
+) {
+    let accepted = sink.accepted().clone();
+    let wants = |on: Option<bool>| on == Some(true);
+    let mut told = *changes.borrow_and_update();
+    while changes.changed().await.is_ok() {
+        let now = *changes.borrow_and_update();
+        let sent = async {
+            if now.tools != told.tools && wants(accepted.tools_list_changed) {
+                sink.notify_tool_list_changed().await?;
+            }
+            if now.prompts != told.prompts && wants(accepted.prompts_list_changed) {
+                sink.notify_prompt_list_changed().await?;
+            }
+            if now.resources != told.resources && wants(accepted.resources_list_changed) {
+                sink.notify_resource_list_changed().await?;
+            }
+            Ok::<(), rmcp::service::SubscriptionSendError>(())
+        };
+        if sent.await.is_err() {
+            return;
+        }
+        told = now;
     }
 }
 

@@ -19,6 +19,10 @@ Tools:
 
 Every tool answers plain text (no structured output).
 
+A session at 2026-07-28 (a client that sent server/discover) hears the
+changes only on its subscriptions/listen stream (the SDK's subscription
+bus); one of 2025 hears them unasked, as that revision has it.
+
 Works with mcp 1.x (FastMCP) and mcp 2.x (MCPServer)."""
 import sys
 
@@ -61,6 +65,19 @@ else:
     server = Counting("tn-sdk-changing", log_level="ERROR")
 
 
+def modern(ctx) -> bool:
+    """Whether the request came on a 2026-07-28 session (no initialize)."""
+    version = getattr(ctx, "protocol_version", None)
+    return version is not None and version >= "2026-07-28"
+
+
+async def tools_changed(ctx) -> None:
+    if modern(ctx):
+        await ctx.notify_tools_changed()
+    else:
+        await ctx.session.send_tool_list_changed()
+
+
 def named(name: str):
     async def tool() -> str:
         return f"I am {name}"
@@ -71,14 +88,14 @@ def named(name: str):
 @server.tool(structured_output=False, description="Add the tool NAME and announce the change.")
 async def add(name: str, ctx: Context) -> str:
     server.add_tool(named(name), name=name, description=f"The tool {name}.", structured_output=False)
-    await ctx.session.send_tool_list_changed()
+    await tools_changed(ctx)
     return f"added {name}"
 
 
 @server.tool(structured_output=False, description="Remove the tool NAME and announce the change.")
 async def remove(name: str, ctx: Context) -> str:
     server.remove_tool(name)
-    await ctx.session.send_tool_list_changed()
+    await tools_changed(ctx)
     return f"removed {name}"
 
 
@@ -90,7 +107,7 @@ async def flood(count: int, ms: int, ctx: Context) -> str:
         pass
     pause = ms / 1000.0 / max(count, 1)
     for _ in range(count):
-        await ctx.session.send_tool_list_changed()
+        await tools_changed(ctx)
         await anyio.sleep(pause)
     return f"flooded {count}"
 
@@ -109,9 +126,9 @@ async def break_list(broken: bool) -> str:
 @server.tool(structured_output=False, description="Announce a change of the prompts or resources list.")
 async def announce(kind: str, ctx: Context) -> str:
     if kind == "prompts":
-        await ctx.session.send_prompt_list_changed()
+        await (ctx.notify_prompts_changed() if modern(ctx) else ctx.session.send_prompt_list_changed())
     else:
-        await ctx.session.send_resource_list_changed()
+        await (ctx.notify_resources_changed() if modern(ctx) else ctx.session.send_resource_list_changed())
     return f"announced {kind}"
 
 
