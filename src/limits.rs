@@ -110,3 +110,9 @@ pub const LIST_CHANGED_MAX_DELAY: std::time::Duration = std::time::Duration::fro
 /// tools: however fast a server announces changes, it is listed at most
 /// twice a second, and what waits meanwhile is one flag, never a queue.
 pub const LIST_CHANGED_MIN_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The list-change messages waiting for one `GET /mcp` stream of the HTTP
+/// gateway. A client that does not read holds its own stream back, and the
+/// changes meanwhile are one (a `watch` of the generations), so nothing
+/// grows past this.
+pub const GET_STREAM_QUEUED: usize = 4;

@@ -431,6 +431,92 @@ fn the_http_gateway_lists_the_changed_tools() {
     assert_eq!(text_of(&out[1]), "I am extra");
 }
 
+/// Opens `GET /mcp` on `addr` with `host` as its Host; the connection and
+/// the head of the answer.
+fn get_stream(addr: &str, host: &str) -> (std::net::TcpStream, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{e}"));
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok();
+    write!(
+        s,
+        "GET /mcp HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            other => panic!(
+                "the head ended early ({other:?}): {:?}",
+                String::from_utf8_lossy(&head)
+            ),
+        }
+    }
+    (s, String::from_utf8_lossy(&head).into_owned())
+}
+
+/// A 2025 client's `GET /mcp` stream on the stateless HTTP gateway hears
+/// each change of the MCP tools as `notifications/tools/list_changed`
+/// (an SSE `message`); a client that never reads its stream holds back no
+/// other; a Host the gateway does not serve gets no stream.
+#[test]
+fn the_http_gateway_tells_a_2025_client_on_its_get_stream() {
+    use std::io::Read;
+    let l = live("stdio");
+    let cfg =
+        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
+    let server = mcp_server::serve(Arc::clone(&l.tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url().unwrap_or_default().to_string();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let (mut stream, head) = get_stream(&addr, &addr);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{head}"
+    );
+    // A second listener that never reads.
+    let (_idle, idle_head) = get_stream(&addr, &addr);
+    assert!(idle_head.starts_with("HTTP/1.1 200"), "{idle_head}");
+    let (_, refused) = get_stream(&addr, "evil.example:80");
+    assert!(!refused.starts_with("HTTP/1.1 200"), "{refused}");
+    for name in ["extra", "more"] {
+        assert_eq!(
+            l.call("live_add", json!({"name": name})),
+            format!("added {name}")
+        );
+        l.event("the event of the tool added", |e| {
+            names(&e["added"]) == [format!("live_{name}")]
+        });
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 512];
+        while !String::from_utf8_lossy(&seen).contains("notifications/tools/list_changed") {
+            match stream.read(&mut buf) {
+                Ok(n) if n > 0 => seen.extend_from_slice(&buf[..n]),
+                other => panic!(
+                    "the stream ended ({other:?}): {:?}",
+                    String::from_utf8_lossy(&seen)
+                ),
+            }
+        }
+        let seen = String::from_utf8_lossy(&seen).into_owned();
+        assert!(
+            seen.contains(
+                "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+            ),
+            "{seen}"
+        );
+    }
+    // The tools are served meanwhile.
+    let out = sdk_client(&json!({"steps": [{"op": "list"}]}), &["http", &url]);
+    let listed = out[0]["tools"].to_string();
+    assert!(listed.contains("\"live_more\""), "{listed}");
+}
+
 /// Refreshed tools go through the build's naming: a tool that now clashes
 /// after sanitizing with another server's is renamed (`nameCollisions:
 /// "rename"`, config order deciding as at build), the status warns, and

@@ -321,6 +321,11 @@ async fn route(routes: &Routes, req: hyper::Request<Incoming>) -> Answer {
         return res;
     }
     if req.method() != hyper::Method::POST {
+        if req.method() == hyper::Method::GET {
+            if let Some(stream) = change_stream(routes, req.headers()) {
+                return stream;
+            }
+        }
         return routes.service.handle(req).await;
     }
     if announced_length(req.headers()).is_some_and(|l| l > routes.max_body) {
@@ -455,12 +460,7 @@ fn plain_post(headers: &hyper::HeaderMap, hosts: &[String]) -> bool {
             _ => None,
         }
     };
-    let host_ok = one(&HOST)
-        .and_then(|h| h.parse::<hyper::http::uri::Authority>().ok())
-        .is_some_and(|a| {
-            let host = a.host().trim_matches('[').trim_matches(']');
-            hosts.is_empty() || hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
-        });
+    let host_ok = host_allowed(one(&HOST), hosts);
     let (mut json, mut sse) = (false, false);
     for value in headers.get_all(ACCEPT) {
         let Ok(value) = value.to_str() else {
@@ -490,6 +490,114 @@ fn plain_post(headers: &hyper::HeaderMap, hosts: &[String]) -> bool {
         _ => false,
     };
     host_ok && json && sse && type_ok && length_ok && version_ok
+}
+
+/// Whether the one `Host` given names an allowed host (any, when `hosts`
+/// is empty): rmcp's DNS-rebinding check, made here for the requests
+/// answered without its service.
+fn host_allowed(host: Option<&str>, hosts: &[String]) -> bool {
+    host.and_then(|h| h.parse::<hyper::http::uri::Authority>().ok())
+        .is_some_and(|a| {
+            let host = a.host().trim_matches('[').trim_matches(']');
+            hosts.is_empty() || hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+        })
+}
+
+/// `GET /mcp` from a client of a revision before 2026-07-28
+/// (`Accept: text/event-stream`, an allowed `Host`, no later
+/// `MCP-Protocol-Version`): the stream a server sends unasked messages on.
+/// The gateway is stateless, so all it sends there is what no request
+/// asked for: `notifications/tools/list_changed` after every change of
+/// the toolkit's MCP tools, and the `prompts/` and `resources/` ones when
+/// a proxied server announced those, as the stdio gateway tells its
+/// client. `None` (rmcp answers, 405) for a toolkit without MCP servers
+/// and for any other GET.
+fn change_stream(routes: &Routes, headers: &hyper::HeaderMap) -> Option<Answer> {
+    use hyper::header::{HeaderName, HeaderValue, ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HOST};
+    const VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+    let mut hosts = headers.get_all(HOST).iter();
+    let host = match (hosts.next(), hosts.next()) {
+        (Some(h), None) => h.to_str().ok(),
+        _ => None,
+    };
+    let streams = headers.get_all(ACCEPT).iter().any(|v| {
+        v.to_str().is_ok_and(|v| {
+            v.split(',').any(|t| {
+                let essence = t.split_once(';').map_or(t, |(e, _)| e);
+                essence.trim().eq_ignore_ascii_case("text/event-stream")
+            })
+        })
+    });
+    let version_ok = headers
+        .get_all(&VERSION)
+        .iter()
+        .all(|v| v.to_str().is_ok_and(crate::jsonrpc::plain_path_named));
+    if !(streams && version_ok && host_allowed(host, &routes.hosts)) {
+        return None;
+    }
+    let changes = routes.gateway.toolkit.mcp_changes()?;
+    let (tx, rx) = tokio::sync::mpsc::channel(crate::limits::GET_STREAM_QUEUED);
+    tokio::spawn(forward_changes(changes, tx, routes.stop.clone()));
+    let mut res = hyper::Response::new(BodyExt::boxed(http_body_util::StreamBody::new(Messages {
+        rx,
+    })));
+    let h = res.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Some(res)
+}
+
+/// Sends one `GET /mcp` stream the list changes after it opened, one SSE
+/// `message` event each, until the client goes or the server stops.
+async fn forward_changes(
+    mut changes: tokio::sync::watch::Receiver<crate::mcp::Generations>,
+    tx: tokio::sync::mpsc::Sender<Bytes>,
+    stop: CancellationToken,
+) {
+    let mut told = *changes.borrow_and_update();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tx.closed() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+        let now = *changes.borrow_and_update();
+        for (was, is, kind) in [
+            (told.tools, now.tools, "tools"),
+            (told.prompts, now.prompts, "prompts"),
+            (told.resources, now.resources, "resources"),
+        ] {
+            if was == is {
+                continue;
+            }
+            let event = format!(
+                "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/{kind}/list_changed\"}}\n\n"
+            );
+            tokio::select! {
+                () = stop.cancelled() => return,
+                sent = tx.send(Bytes::from(event)) => if sent.is_err() { return },
+            }
+        }
+        told = now;
+    }
+}
+
+/// A `GET /mcp` stream's body: each message as it comes.
+struct Messages {
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+}
+
+impl futures_core::Stream for Messages {
+    type Item = std::result::Result<hyper::body::Frame<Bytes>, Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.rx
+            .poll_recv(cx)
+            .map(|m| m.map(|m| Ok(hyper::body::Frame::data(m))))
+    }
 }
 
 /// Runs a plain request as rmcp's handler would and answers it as rmcp's
