@@ -431,6 +431,95 @@ fn the_http_gateway_lists_the_changed_tools() {
     assert_eq!(text_of(&out[1]), "I am extra");
 }
 
+/// A client handler that counts the tool list changes it is told unasked
+/// (those of a listen stream go to the stream, not here).
+#[derive(Clone, Default)]
+struct Unasked(Arc<std::sync::atomic::AtomicUsize>);
+
+impl rmcp::ClientHandler for Unasked {
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<rmcp::RoleClient>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The stdio gateway tells a client of 2026-07-28 (rmcp's client,
+/// `server/discover` only) each change on its `subscriptions/listen`
+/// stream and never unasked, as that revision has it; a client of 2025
+/// (`the_stdio_gateway_passes_the_change_on`) is told unasked.
+#[test]
+fn the_stdio_gateway_tells_a_2026_client_on_its_listen_stream_only() {
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use toolnexus::mcp_server::Profile;
+
+    let l = live("stdio");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let unasked = Unasked::default();
+    let (client, mut stream, _server) = rt.block_on(async {
+        let (client_end, server_end) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(server_end);
+        let server =
+            mcp_server::serve_lines(Arc::clone(&l.tk), &Profile::default(), None, read, write);
+        let client = unasked
+            .clone()
+            .serve_with_lifecycle(
+                tokio::io::split(client_end),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("discover: {e}"));
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let stream = tokio::time::timeout(PATIENCE, client.peer().listen(filter))
+            .await
+            .unwrap_or_else(|_| panic!("no acknowledgment"))
+            .unwrap_or_else(|e| panic!("listen: {e}"));
+        (client, stream, server)
+    });
+    for name in ["extra", "more"] {
+        assert_eq!(
+            l.call("live_add", json!({"name": name})),
+            format!("added {name}")
+        );
+        let tool = format!("live_{name}");
+        rt.block_on(async {
+            let deadline = tokio::time::Instant::now() + PATIENCE;
+            loop {
+                let note = tokio::time::timeout_at(deadline, stream.next())
+                    .await
+                    .unwrap_or_else(|_| panic!("no list_changed on the listen stream"))
+                    .unwrap_or_else(|e| panic!("listen stream: {e}"))
+                    .unwrap_or_else(|| panic!("the listen stream ended"));
+                assert!(
+                    matches!(note, ServerNotification::ToolListChangedNotification(_)),
+                    "{note:?}"
+                );
+                let tools = client
+                    .peer()
+                    .list_all_tools()
+                    .await
+                    .unwrap_or_else(|e| panic!("tools/list: {e}"));
+                if tools.iter().any(|t| t.name == tool.as_str()) {
+                    break;
+                }
+            }
+        });
+    }
+    assert_eq!(
+        unasked.0.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "told unasked"
+    );
+    rt.block_on(async {
+        let _ = client.cancel().await;
+    });
+}
+
 /// Opens `GET /mcp` on `addr` with `host` as its Host; the connection and
 /// the head of the answer.
 fn get_stream(addr: &str, host: &str) -> (std::net::TcpStream, String) {

@@ -740,6 +740,16 @@ async fn pass_changes_on(
     let mut told = *changes.borrow_and_update();
     while changes.changed().await.is_ok() {
         let now = *changes.borrow_and_update();
+        // Only a client that began with `initialize` (2025 revisions) is
+        // told unasked; one of 2026-07-28 (rmcp keeps no peer info for it)
+        // hears changes on its `subscriptions/listen` stream alone.
+        let unasked = peer
+            .peer_info()
+            .is_some_and(|i| i.protocol_version.has_initialize());
+        if !unasked {
+            told = now;
+            continue;
+        }
         if now.tools != told.tools && peer.notify_tool_list_changed().await.is_err() {
             return;
         }
