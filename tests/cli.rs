@@ -135,6 +135,56 @@ fn call_prints_the_tool_result_and_the_exit_code_says_how_it_went() {
     );
 }
 
+/// An MCP server's question in the middle of `call` (elicitation, on the
+/// official Python SDK): `--elicit decline` declines it, and the server's
+/// tool says so; `--elicit none` does not offer elicitation, so the
+/// server's question is refused. (The terminal's own answers:
+/// `src/bin/toolnexus/elicit.rs`'s tests.)
+#[test]
+fn call_answers_an_mcp_servers_question_as_elicit_says() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cfg = config_file(
+        dir.path(),
+        &json!({"mcpServers": {
+            "el": {"command": [python(), server_script("sdk_elicit_server.py"), "stdio"], "timeout": 20000}
+        }}),
+    );
+    let output = |mode: &str| {
+        let o = run(&[
+            "call",
+            "el_ask_name",
+            "--config",
+            &cfg,
+            "--no-builtins",
+            "--elicit",
+            mode,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{mode}: {}", stderr(&o));
+        let r: Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
+        let text = r["output"].as_str().unwrap_or_default().to_string();
+        // The SDK's tool answers its text as `{"result": ...}` too.
+        match serde_json::from_str::<Value>(&text) {
+            Ok(v) if v["result"].is_string() => {
+                v["result"].as_str().unwrap_or_default().to_string()
+            }
+            _ => text,
+        }
+    };
+    assert_eq!(output("decline"), "decline");
+    let refused = output("none");
+    assert!(refused.starts_with("refused:"), "{refused}");
+    let caps = run(&[
+        "call",
+        "el_client_caps",
+        "--config",
+        &cfg,
+        "--no-builtins",
+        "--elicit",
+        "decline",
+    ]);
+    assert!(stdout(&caps).contains("form"), "{}", stdout(&caps));
+}
+
 #[test]
 fn bad_flags_and_files_are_named_on_stderr_with_their_own_exit_codes() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

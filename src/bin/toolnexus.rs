@@ -10,6 +10,9 @@
 //! bound, a client config or a request to count); 4 the server, the run or
 //! the provider call failed while running.
 
+#[path = "toolnexus/elicit.rs"]
+mod elicit;
+
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use serde_json::{json, Map, Value};
 use std::io::Write;
@@ -303,6 +306,55 @@ struct ToolkitArgs {
     /// `none`.
     #[arg(long, value_enum, value_name = "MODE")]
     authorize: Option<AuthorizeMode>,
+    /// How an MCP server's question in the middle of a call (elicitation)
+    /// is answered: `terminal` asks it at the terminal (`/dev/tty`), field
+    /// by field; `decline` declines every question; `none` does not offer
+    /// elicitation (a server that asks anyway gets an error). Default:
+    /// `terminal` when the process has a terminal, else `none`; for
+    /// `serve`, `none` (the gateway's own client answers).
+    #[arg(long, value_enum, value_name = "MODE")]
+    elicit: Option<ElicitMode>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ElicitMode {
+    Terminal,
+    Decline,
+    None,
+}
+
+/// The terminal the CLI asks questions on.
+const TTY: &str = "/dev/tty";
+
+/// The build's `waitFor` for `mode` (see `ToolkitArgs::elicit`).
+fn elicit_with(mode: Option<ElicitMode>) -> Option<toolnexus::mcp::WaitFor> {
+    let open = || std::fs::OpenOptions::new().read(true).write(true).open(TTY);
+    let mode = mode.unwrap_or(if open().is_ok() {
+        ElicitMode::Terminal
+    } else {
+        ElicitMode::None
+    });
+    match mode {
+        ElicitMode::None => None,
+        ElicitMode::Decline => Some(Arc::new(|_: &Value, _: &toolnexus::cancel::CancelToken| {
+            Ok(elicit::declined())
+        })),
+        ElicitMode::Terminal => {
+            // One question at a time on the one terminal.
+            let asking = Arc::new(std::sync::Mutex::new(()));
+            Some(Arc::new(
+                move |request: &Value, _: &toolnexus::cancel::CancelToken| {
+                    let _one = asking
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let tty = open().map_err(|e| format!("{TTY}: {e}"))?;
+                    let mut out = tty.try_clone().map_err(|e| format!("{TTY}: {e}"))?;
+                    let mut input = std::io::BufReader::new(tty);
+                    Ok(elicit::ask(request, &mut input, &mut out))
+                },
+            ))
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -452,6 +504,7 @@ fn main() -> ExitCode {
                 skills,
                 no_builtins,
                 authorize: None,
+                elicit: None,
             };
             let out = AgentsOutput { json, trace };
             agents_run(&toolkit, &config, &agent, &prompt, out)
@@ -688,6 +741,7 @@ fn build(args: &ToolkitArgs) -> Result<(Toolkit, Option<Value>), Failure> {
     };
     let opts = toolnexus::toolkit::BuildOptions {
         authorize,
+        wait_for: elicit_with(args.elicit),
         ..Default::default()
     };
     let text = Value::Object(cfg).to_string();
@@ -873,6 +927,12 @@ fn serve(args: &ToolkitArgs, served: Served) -> Result<u8, Failure> {
             toolnexus::client::Client::from_json(&json_flag("client", &t)?)
                 .map_err(|e| bad_input(format!("--client: {}", e.message)))?,
         )),
+    };
+    // A gateway passes a proxied server's questions to its own client; the
+    // terminal answers them only when asked to (`--elicit terminal`).
+    let args = &ToolkitArgs {
+        elicit: Some(args.elicit.unwrap_or(ElicitMode::None)),
+        ..args.clone()
     };
     let (tk, block) = build(args)?;
     let mut profile = match &block {
