@@ -209,7 +209,7 @@ async fn answer_beside(
         None => hyper::Response::new(Full::new(Bytes::from(a.body)).boxed()),
         Some(rx) => {
             let first = (!a.body.is_empty()).then(|| Bytes::from(a.body));
-            hyper::Response::new(BodyExt::boxed(http_body_util::StreamBody::new(Chunks {
+            hyper::Response::new(BodyExt::boxed(http_body_util::StreamBody::new(Frames {
                 first,
                 rx,
             })))
@@ -229,25 +229,44 @@ async fn answer_beside(
     res
 }
 
-/// A streamed answer's body: its first bytes, then each chunk as it comes.
-struct Chunks {
+/// A streamed body: its first bytes, if any, then each frame its channel
+/// gives until the channel ends. One type for both channels that feed one:
+/// a streamed answer's (unbounded, its chunks as they come) and a `GET /mcp`
+/// stream's (bounded by [`crate::limits::GET_STREAM_QUEUED`]).
+struct Frames<R> {
     first: Option<Bytes>,
-    rx: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+    rx: R,
 }
 
-impl futures_core::Stream for Chunks {
+/// What a [`Frames`] reads from.
+trait FrameSource: Unpin {
+    fn poll_frame(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Bytes>>;
+}
+
+impl FrameSource for tokio::sync::mpsc::UnboundedReceiver<Vec<u8>> {
+    fn poll_frame(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Bytes>> {
+        self.poll_recv(cx).map(|c| c.map(Bytes::from))
+    }
+}
+
+impl FrameSource for tokio::sync::mpsc::Receiver<Bytes> {
+    fn poll_frame(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Bytes>> {
+        self.poll_recv(cx)
+    }
+}
+
+impl<R: FrameSource> futures_core::Stream for Frames<R> {
     type Item = std::result::Result<hyper::body::Frame<Bytes>, Infallible>;
 
     fn poll_next(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        if let Some(first) = self.first.take() {
-            return std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(first))));
-        }
-        self.rx
-            .poll_recv(cx)
-            .map(|chunk| chunk.map(|c| Ok(hyper::body::Frame::data(Bytes::from(c)))))
+        let next = match self.first.take() {
+            Some(first) => std::task::Poll::Ready(Some(first)),
+            None => self.rx.poll_frame(cx),
+        };
+        next.map(|b| b.map(|b| Ok(hyper::body::Frame::data(b))))
     }
 }
 
@@ -538,7 +557,8 @@ fn change_stream(routes: &Routes, headers: &hyper::HeaderMap) -> Option<Answer> 
     let changes = routes.gateway.toolkit.mcp_changes()?;
     let (tx, rx) = tokio::sync::mpsc::channel(crate::limits::GET_STREAM_QUEUED);
     tokio::spawn(forward_changes(changes, tx, routes.stop.clone()));
-    let mut res = hyper::Response::new(BodyExt::boxed(http_body_util::StreamBody::new(Messages {
+    let mut res = hyper::Response::new(BodyExt::boxed(http_body_util::StreamBody::new(Frames {
+        first: None,
         rx,
     })));
     let h = res.headers_mut();
@@ -579,24 +599,6 @@ async fn forward_changes(
             }
         }
         told = now;
-    }
-}
-
-/// A `GET /mcp` stream's body: each message as it comes.
-struct Messages {
-    rx: tokio::sync::mpsc::Receiver<Bytes>,
-}
-
-impl futures_core::Stream for Messages {
-    type Item = std::result::Result<hyper::body::Frame<Bytes>, Infallible>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        self.rx
-            .poll_recv(cx)
-            .map(|m| m.map(|m| Ok(hyper::body::Frame::data(m))))
     }
 }
 

@@ -990,11 +990,14 @@ fn needs_no_escape(s: &[u8]) -> bool {
     flags == 0
 }
 
-/// The end (one past its closing quote) of the string whose opening quote
-/// is `b[i]`, if it holds no escape and no control character.
+/// Past the plain text of a string from `b[i]`: the index of the first byte
+/// that may end it (a quote, a backslash or a control character), found
+/// sixteen bytes at a time, or eight near the end of the text; within the
+/// last eight bytes it stops where it is, and the caller looks at that byte
+/// itself. The one scan of the reader's strings ([`Fast::string`],
+/// [`plain_string_end`]).
 #[inline(always)]
-fn plain_string_end(b: &[u8], mut i: usize) -> Option<usize> {
-    i += 1;
+fn past_plain(b: &[u8], mut i: usize) -> usize {
     loop {
         if let Some(Ok(block)) = b.get(i..i + 16).map(<&[u8; 16]>::try_from) {
             let stops = json::block_mask(block);
@@ -1002,15 +1005,26 @@ fn plain_string_end(b: &[u8], mut i: usize) -> Option<usize> {
                 i += 16;
                 continue;
             }
-            i += stops.trailing_zeros() as usize;
+            return i + stops.trailing_zeros() as usize;
         } else if let Some(w) = b.get(i..i + 8) {
             let flags = first_escape(json::word(w));
             if flags == 0 {
                 i += 8;
                 continue;
             }
-            i += (flags.trailing_zeros() / 8) as usize;
+            return i + (flags.trailing_zeros() / 8) as usize;
         }
+        return i;
+    }
+}
+
+/// The end (one past its closing quote) of the string whose opening quote
+/// is `b[i]`, if it holds no escape and no control character.
+#[inline(always)]
+fn plain_string_end(b: &[u8], mut i: usize) -> Option<usize> {
+    i += 1;
+    loop {
+        i = past_plain(b, i);
         match *b.get(i)? {
             b'"' => return Some(i + 1),
             b'\\' | 0..=0x1f => return None,
@@ -1486,23 +1500,7 @@ impl<'a> Fast<'a> {
         let b = self.b;
         let mut i = start;
         loop {
-            // Sixteen bytes at a time up to the first that ends plain text
-            // (eight near the end of the text).
-            if let Some(Ok(block)) = b.get(i..i + 16).map(<&[u8; 16]>::try_from) {
-                let stops = json::block_mask(block);
-                if stops == 0 {
-                    i += 16;
-                    continue;
-                }
-                i += stops.trailing_zeros() as usize;
-            } else if let Some(w) = b.get(i..i + 8) {
-                let flags = first_escape(json::word(w));
-                if flags == 0 {
-                    i += 8;
-                    continue;
-                }
-                i += (flags.trailing_zeros() / 8) as usize;
-            }
+            i = past_plain(b, i);
             match b.get(i)? {
                 b'"' => {
                     self.i = i + 1;
