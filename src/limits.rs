@@ -81,6 +81,12 @@ pub const GEMINI_MEMO_TOOL_BYTES: usize = 16 << 10;
 /// has not answered by then keeps its writer thread, which ends when it does.
 pub const AGENT_STORE_FLUSH: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The most suspended trees an agents store keeps aside, as
+/// `root.unrestored.<n>`, for runtimes that could not restore them; with
+/// all of these taken, a runtime leaves the record where it is and saves
+/// no tree of its own.
+pub const AGENT_UNRESTORED_TREES: u32 = 1000;
+
 /// The most A2A tasks a served agent runs at once, each on a thread of its
 /// own (a run holds a thread for as long as its model and tools take).
 pub const SERVED_TASKS: usize = 32;

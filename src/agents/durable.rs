@@ -95,7 +95,21 @@ struct Queue {
     /// The record the writer is writing now, with its value.
     writing: Option<(Key, Option<Value>)>,
     closing: bool,
+    /// Resumes in progress: while any is, the writer writes nothing (see
+    /// [`Durable::hold`]).
+    holds: usize,
+    /// A test's stand-in for the process dying (see [`Durable::crash_when`]).
+    #[cfg(test)]
+    crash: Option<Crash>,
+    #[cfg(test)]
+    dead: bool,
 }
+
+/// Told of each write the writer is about to do (kind, id, the value or
+/// `None` for a removal): `true` when the process is to die right there,
+/// so that this write and every later one never reach the store.
+#[cfg(test)]
+pub(crate) type Crash = Box<dyn FnMut(Kind, &str, Option<&Value>) -> bool + Send>;
 
 struct Shared {
     store: Arc<dyn Store>,
@@ -166,6 +180,50 @@ impl Durable {
             q.order.push_back(key);
         }
         self.shared.cv.notify_all();
+        // A test that crashes the process at a chosen write sees each write
+        // land before the next is asked (no two merged into one), so every
+        // window between two writes is one it can pick.
+        #[cfg(test)]
+        if q.crash.is_some() {
+            while q.holds == 0 && (!q.order.is_empty() || q.writing.is_some()) {
+                q = self
+                    .shared
+                    .cv
+                    .wait(q)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
+
+    /// Holds every write back until [`Durable::release`]: what a resume
+    /// does, so that the store keeps the suspended tree as it was before
+    /// the resume until the resume's outcome is known (a process that dies
+    /// during it leaves the store as if the resume never started).
+    pub fn hold(&self) {
+        self.shared.lock().holds += 1;
+    }
+
+    /// Ends a [`Durable::hold`]; with no other hold left, the writer goes
+    /// on, writing the record `first` (when queued) before the others.
+    pub fn release(&self, first: (Kind, &str)) {
+        let mut q = self.shared.lock();
+        q.holds = q.holds.saturating_sub(1);
+        if q.holds == 0 {
+            let key = (first.0, first.1.to_string());
+            if let Some(at) = q.order.iter().position(|k| *k == key) {
+                q.order.remove(at);
+                q.order.push_front(key);
+            }
+        }
+        self.shared.cv.notify_all();
+    }
+
+    /// From the write `crash` says `true` of on, nothing reaches the store
+    /// (a process that died there); every write lands before the next is
+    /// queued, so the window is exact.
+    #[cfg(test)]
+    pub fn crash_when(&self, crash: Crash) {
+        self.shared.lock().crash = Some(crash);
     }
 
     /// The record (`kind`, `id`) as the runtime last asked it to be: what
@@ -234,6 +292,10 @@ fn write_all(shared: &Shared) {
         let (key, value) = {
             let mut q = shared.lock();
             loop {
+                if q.holds > 0 && !q.closing {
+                    q = shared.cv.wait(q).unwrap_or_else(PoisonError::into_inner);
+                    continue;
+                }
                 if let Some(key) = q.order.pop_front() {
                     let value = q.latest.remove(&key).unwrap_or(None);
                     q.writing = Some((key.clone(), value.clone()));
@@ -246,6 +308,19 @@ fn write_all(shared: &Shared) {
             }
         };
         let (kind, id) = (key.0, key.1.as_str());
+        #[cfg(test)]
+        {
+            let mut q = shared.lock();
+            let q = &mut *q;
+            if let Some(crash) = q.crash.as_mut() {
+                q.dead = q.dead || crash(kind, id, value.as_ref());
+            }
+            if q.dead {
+                q.writing = None;
+                shared.cv.notify_all();
+                continue;
+            }
+        }
         let written = match &value {
             Some(v) => shared.store.save(kind, id, v),
             None => shared.store.delete(kind, id).map(|_| ()),

@@ -146,6 +146,7 @@ impl Runtime {
                 captured: None,
                 releasing: false,
                 restore_error: None,
+                tree_not_ours: false,
             }),
             cv: Condvar::new(),
             sleepers_cv: Condvar::new(),
@@ -427,6 +428,15 @@ impl Runtime {
     /// resume.
     pub(crate) fn keep_suspensions(&self) {
         self.inner.lock().releasing = true;
+    }
+
+    /// A test's stand-in for the process dying at a chosen write of the
+    /// store (see `Durable::crash_when`).
+    #[cfg(test)]
+    pub(crate) fn crash_when(&self, crash: super::durable::Crash) {
+        if let Some(d) = &self.inner.durable {
+            d.crash_when(crash);
+        }
     }
 
     /// The most LLM calls seen in flight at once.

@@ -178,6 +178,15 @@ pub(crate) struct Handle {
     /// Suspended inline while an interpreter answers (not durable).
     pub escalating: bool,
     pub task_key: Option<String>,
+    /// The input of the turn in flight, kept only on a runtime with a
+    /// store: what a parent whose `task` call waits on a parked child
+    /// replays after a restart (see [`Inner::parked`]).
+    pub turn_input: Option<String>,
+    /// The LLM calls of the turn in flight so far (added to `turns` when
+    /// it ends).
+    pub turn_calls: u64,
+    /// The turn (the parent's `gen`) whose `task` call waits on this child.
+    pub awaited_in: Option<u64>,
     /// Its scoped tools and `task` tool, built for its first turn (an idle
     /// handle holds none: 10,000 idle handles stay small).
     pub toolkit: Option<Arc<Toolkit>>,
@@ -217,6 +226,9 @@ impl Handle {
             checkpoint: None,
             escalating: false,
             task_key: None,
+            turn_input: None,
+            turn_calls: 0,
+            awaited_in: None,
             toolkit: None,
         }
     }
@@ -267,6 +279,9 @@ pub(crate) struct St {
     /// not be carried on here: what `resume` answers when nothing here is
     /// suspended.
     pub restore_error: Option<String>,
+    /// The store's [`TREE`] record could not be read when the runtime
+    /// started: it is left as it is, never overwritten by this runtime.
+    pub tree_not_ours: bool,
 }
 
 impl St {
@@ -350,7 +365,16 @@ impl Inner {
     /// the suspended tree to the runtime's store.
     pub fn checkpoint_saved(&self, st: &St, i: usize) {
         if let Some(d) = &self.durable {
-            let record = serde_json::to_value(saved_handle(st, i, self.clock.now_ms()));
+            let own = st.handles[i]
+                .checkpoint
+                .clone()
+                .zip(st.handles[i].pending.clone());
+            let parked = own.map(|(input, pending)| Parked {
+                input,
+                pending,
+                calls: 0,
+            });
+            let record = serde_json::to_value(saved_handle(st, i, self.clock.now_ms(), parked));
             d.save(
                 Kind::Checkpoint,
                 &st.handles[i].id,
@@ -373,14 +397,71 @@ impl Inner {
         }
     }
 
+    /// Handle `i`'s turn of number `gen` ended other than pending (done,
+    /// failed, interrupted, closed): when its `task` call waited on a parked
+    /// child, the suspended tree holds it as waiting on that call no more.
+    pub fn turn_over(&self, st: &mut St, i: usize, gen: u64) {
+        let Some(d) = &self.durable else {
+            return;
+        };
+        st.handles[i].turn_input = None;
+        let waited = st.handles[i]
+            .children
+            .iter()
+            .any(|&c| st.handles[c].awaited_in == Some(gen));
+        if waited && !st.releasing {
+            self.tree_changed(st, d);
+        }
+    }
+
+    /// What each handle waits on, as the suspended tree records it (see
+    /// [`Parked`]); children come after their parents, so one pass from
+    /// the last handle up sees each child before its parent.
+    fn parked(st: &St) -> Vec<Option<Parked>> {
+        let mut out: Vec<Option<Parked>> = vec![None; st.handles.len()];
+        for i in (1..st.handles.len()).rev() {
+            let h = &st.handles[i];
+            if durably_suspended(h) {
+                out[i] = Some(Parked {
+                    input: h.checkpoint.clone().unwrap_or_default(),
+                    pending: h.pending.clone().unwrap_or_default(),
+                    calls: 0,
+                });
+                continue;
+            }
+            let (State::Running, false, Some(input)) = (h.state, h.escalating, &h.turn_input)
+            else {
+                continue;
+            };
+            let child = h.children.iter().find_map(|&c| {
+                let parked = out[c].as_ref()?;
+                (st.handles[c].awaited_in == Some(h.gen)).then_some(parked)
+            });
+            if let Some(c) = child {
+                let mut pending = c.pending.clone();
+                with_path(&mut pending, &h.id);
+                out[i] = Some(Parked {
+                    input: input.clone(),
+                    pending,
+                    calls: h.turn_calls,
+                });
+            }
+        }
+        out
+    }
+
     /// The suspended tree's record as it is now; gone with the last
     /// suspension.
     fn tree_changed(&self, st: &St, d: &super::durable::Durable) {
+        if st.tree_not_ours {
+            return;
+        }
         let now = self.clock.now_ms();
+        let mut parked = Self::parked(st);
         let kept: Vec<usize> = {
             let mut keep = vec![false; st.handles.len()];
-            for (i, h) in st.handles.iter().enumerate() {
-                if durably_suspended(h) {
+            for (i, p) in parked.iter().enumerate() {
+                if p.is_some() {
                     for a in st.chain(i) {
                         keep[a] = true;
                     }
@@ -397,7 +478,10 @@ impl Inner {
         let tree = SavedTree {
             id: TREE.to_string(),
             spawned: st.handles[0].spawned,
-            handles: kept.iter().map(|&i| saved_handle(st, i, now)).collect(),
+            handles: kept
+                .iter()
+                .map(|&i| saved_handle(st, i, now, parked[i].take()))
+                .collect(),
         };
         d.save(
             Kind::Checkpoint,
@@ -409,20 +493,68 @@ impl Inner {
     /// Carries on the suspended tree an earlier runtime left in the store
     /// (`loaded`: the [`TREE`] record as read), under the same ids, each
     /// handle as it was; a record that cannot be read or carried on leaves
-    /// the runtime as it is, with the reason kept for `resume`.
+    /// the runtime as it is, with the reason kept for `resume`. Such a
+    /// record is never overwritten: one that was read moves aside, to the
+    /// first free id `root.unrestored.<n>`; one that could not be read
+    /// stays, and this runtime writes no tree record of its own.
     pub fn restore(&self, loaded: std::result::Result<Option<Value>, String>, selector: &str) {
         let what = format!("checkpoint \"{TREE}\" in the agents store {selector}");
-        let tree = match loaded {
+        let (record, tree) = match loaded {
             Ok(None) => return,
-            Ok(Some(v)) => serde_json::from_value::<SavedTree>(v)
-                .map_err(|e| format!("{what} is not a suspended tree: {e}")),
-            Err(e) => Err(format!("cannot read {what}: {e}")),
+            Ok(Some(v)) => {
+                let tree = serde_json::from_value::<SavedTree>(v.clone())
+                    .map_err(|e| format!("{what} is not a suspended tree: {e}"));
+                (Some(v), tree)
+            }
+            Err(e) => (None, Err(format!("cannot read {what}: {e}"))),
         };
+        let restored = {
+            let mut st = self.lock();
+            tree.and_then(|t| self.rebuild(&mut st, &t, &what, selector))
+        };
+        let Err(e) = restored else {
+            return;
+        };
+        let aside = record.and_then(|v| self.set_aside(v));
         let mut st = self.lock();
-        let restored = tree.and_then(|t| self.rebuild(&mut st, &t, &what, selector));
-        if let Err(e) = restored {
-            st.restore_error = Some(e);
+        match aside {
+            Some(id) => {
+                st.trace(
+                    0,
+                    format!("{what} not restored, kept as checkpoint \"{id}\": {e}"),
+                );
+                st.restore_error = Some(format!("{e} (the record is kept as checkpoint \"{id}\")"));
+            }
+            None => {
+                st.tree_not_ours = true;
+                st.trace(
+                    0,
+                    format!("{what} not restored and left as it is; this runtime saves no suspended tree: {e}"),
+                );
+                st.restore_error = Some(format!(
+                    "{e} (the record is left as it is; this runtime saves no suspended tree)"
+                ));
+            }
         }
+    }
+
+    /// Moves the tree record `record` to the first free id
+    /// `root.unrestored.<n>`; `None` when no free id can be found.
+    fn set_aside(&self, record: Value) -> Option<String> {
+        let d = self.durable.as_ref()?;
+        for n in 1..=crate::limits::AGENT_UNRESTORED_TREES {
+            let id = format!("{TREE}.unrestored.{n}");
+            match d.load(Kind::Checkpoint, &id) {
+                Ok(None) => {
+                    d.save(Kind::Checkpoint, &id, record);
+                    d.delete(Kind::Checkpoint, TREE);
+                    return Some(id);
+                }
+                Ok(Some(_)) => {}
+                Err(_) => return None,
+            }
+        }
+        None
     }
 
     /// Adds the handles of `tree` under the root, all or none.
@@ -662,6 +794,10 @@ impl Inner {
         let h = &mut st.handles[i];
         h.state = State::Running;
         h.gen += 1;
+        h.turn_calls = 0;
+        if self.durable.is_some() {
+            h.turn_input = Some(input.clone());
+        }
         h.cancel = Some(cancel.clone());
         let gen = h.gen;
         st.trace(i, format!("idle→running ({why})"));
@@ -990,7 +1126,9 @@ impl Inner {
         if let Some(c) = st.handles[i].cancel.take() {
             c.cancel();
         }
+        let gen = st.handles[i].gen;
         st.handles[i].gen += 1;
+        self.turn_over(st, i, gen);
         st.handles[i].escalating = false;
         self.restore_drained(st, i);
         self.release_slot(st, i);
@@ -1124,7 +1262,29 @@ impl Inner {
     /// SPEC §10 durable resume: the deepest suspended handle replays its
     /// checkpoint with `answer`, then each suspended ancestor below the root
     /// replays its own (its `task` call reattaches to the finished child).
+    ///
+    /// The store's writes wait for the resume's end (see
+    /// [`super::durable::Durable::hold`]): then the suspended tree as it is
+    /// lands first, and the rest after it. Until then the store holds the
+    /// tree as before the resume, from which a runtime restarted after a
+    /// crash does the same resume again, its `task` calls reattaching.
     pub fn resume(&self, answer: Value) -> std::result::Result<TaskResult, String> {
+        let Some(d) = &self.durable else {
+            return self.resume_chain(answer);
+        };
+        d.hold();
+        let r = self.resume_chain(answer);
+        if r.is_ok() {
+            let st = self.lock();
+            if !st.releasing {
+                self.tree_changed(&st, d);
+            }
+        }
+        d.release((Kind::Checkpoint, TREE));
+        r
+    }
+
+    fn resume_chain(&self, answer: Value) -> std::result::Result<TaskResult, String> {
         let ok = answer.get("ok").and_then(Value::as_bool).unwrap_or(false);
         let mut st = self.lock();
         let Some(leaf) = deepest_suspended(&st, 0) else {
@@ -1189,10 +1349,41 @@ fn durably_suspended(h: &Handle) -> bool {
     h.state == State::Suspended && h.pending.is_some()
 }
 
-/// Handle `i` as its checkpoint record holds it.
-fn saved_handle(st: &St, i: usize, now: u64) -> SavedHandle {
+/// What a handle of the suspended tree waits on: the turn input it
+/// replays, the Request, and the LLM calls its turn in flight made (a
+/// parent whose `task` call waits on a parked child has not counted them in
+/// its turns yet).
+#[derive(Clone)]
+struct Parked {
+    input: String,
+    pending: Value,
+    calls: u64,
+}
+
+/// Sets `request`'s `data.path` to the segments of handle `id`.
+pub(crate) fn with_path(request: &mut Value, id: &str) {
+    let path: Vec<Value> = id
+        .split('/')
+        .map(|s| Value::String(s.to_string()))
+        .collect();
+    if let Value::Object(req) = request {
+        let data = req
+            .entry("data")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !data.is_object() {
+            *data = Value::Object(serde_json::Map::new());
+        }
+        if let Value::Object(d) = data {
+            d.insert("path".into(), Value::Array(path));
+        }
+    }
+}
+
+/// Handle `i` as its checkpoint record holds it, `parked` on what it waits.
+fn saved_handle(st: &St, i: usize, now: u64, parked: Option<Parked>) -> SavedHandle {
     let h = &st.handles[i];
-    let suspended = durably_suspended(h);
+    let calls = parked.as_ref().map_or(0, |p| p.calls);
+    let (input, pending) = parked.map(|p| (p.input, p.pending)).unzip();
     SavedHandle {
         id: h.id.clone(),
         agent: h.def.as_ref().map(|d| d.name.clone()).unwrap_or_default(),
@@ -1202,7 +1393,7 @@ fn saved_handle(st: &St, i: usize, now: u64) -> SavedHandle {
             .unwrap_or_default(),
         task_key: h.task_key.clone(),
         spawned: h.spawned,
-        turns: h.turns,
+        turns: h.turns + calls,
         tokens: h.tokens,
         own_tokens: h.own_tokens,
         tool_calls: h.tool_calls,
@@ -1211,8 +1402,8 @@ fn saved_handle(st: &St, i: usize, now: u64) -> SavedHandle {
         pool_tool_calls: h.pool_tool_calls,
         pool_children: h.pool_children,
         wall_left_ms: h.wall_deadline.map(|d| d.saturating_sub(now)),
-        input: h.checkpoint.clone().filter(|_| suspended),
-        pending: h.pending.clone().filter(|_| suspended),
+        input,
+        pending,
     }
 }
 

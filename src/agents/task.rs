@@ -75,8 +75,13 @@ fn call(
         .iter()
         .copied()
         .find(|&c| st.handles[c].task_key.as_deref() == Some(key.as_str()));
+    // This turn's call waits on the child: were the child to park, the
+    // suspended tree holds this handle as waiting on it (see
+    // `Inner::parked`).
+    let turn = st.handles[parent].gen;
     let child = match existing {
         Some(c) => {
+            st.handles[c].awaited_in = Some(turn);
             let (id, state) = (st.handles[c].id.clone(), st.handles[c].state);
             st.trace(
                 parent,
@@ -96,6 +101,7 @@ fn call(
                 return ToolResult::error(format!("task: {id} vanished"));
             };
             st.handles[c].task_key = Some(key);
+            st.handles[c].awaited_in = Some(turn);
             // A child that starts now runs its turn here, on the thread
             // that would otherwise only wait for it (no hand-over to
             // another thread and back), unless this thread already runs

@@ -1384,7 +1384,7 @@ fn a_tree_that_cannot_be_carried_on_is_resume_s_error_naming_the_record() {
     let f = fx_with(fewer, |o| o.store = Some(sqlite_store(&dir)));
     assert_eq!(
         f.rt.resume(json!({"ok": true})).expect_err("no asker"),
-        format!("{what}: root/parent.1/asker.1 is an agent \"asker\" this runtime does not define (known: parent)")
+        format!("{what}: root/parent.1/asker.1 is an agent \"asker\" this runtime does not define (known: parent) (the record is kept as checkpoint \"root.unrestored.1\")")
     );
     assert!(f.rt.list().is_empty(), "all or nothing: {:?}", f.rt.list());
     drop(f);
@@ -1410,7 +1410,7 @@ fn a_tree_that_cannot_be_carried_on_is_resume_s_error_naming_the_record() {
     let f = fx_with(approval_tree(), |o| o.store = Some(Arc::new(Unreadable)));
     assert_eq!(
         f.rt.resume(json!({"ok": true})).expect_err("unreadable"),
-        "cannot read checkpoint \"root\" in the agents store host:unreadable: connection refused"
+        "cannot read checkpoint \"root\" in the agents store host:unreadable: connection refused (the record is left as it is; this runtime saves no suspended tree)"
     );
 }
 
@@ -1452,4 +1452,280 @@ fn an_ancestor_that_is_not_suspended_comes_back_idle_with_its_budget() {
     // parent and taken from its pool.
     assert_eq!(before[0].tokens, 40);
     assert_eq!((views[0].tokens, views[0].pool_tokens), (120, Some(380)));
+}
+
+/// A store's writes as `save|delete <kind> <id>` into `log`, and a crash:
+/// from write `at` on (counted from 0), none reaches the store.
+fn crash_at(at: usize, log: Arc<Mutex<Vec<String>>>) -> super::durable::Crash {
+    Box::new(move |kind, id, value| {
+        let mut log = log.lock().expect("lock");
+        let verb = if value.is_some() { "save" } else { "delete" };
+        log.push(format!("{verb} {} {id}", kind.as_str()));
+        log.len() > at
+    })
+}
+
+fn memory_store() -> Arc<dyn crate::store::Store> {
+    Arc::new(crate::store::MemoryStore::default())
+}
+
+/// The approval tree run and resumed in one process, never interrupted.
+fn uninterrupted() -> (String, TaskResult) {
+    let one = fx(approval_tree());
+    let (id, r) = one.rt.run("parent", "go").expect("run");
+    assert_eq!(r.status, "pending");
+    let want = one.rt.resume(json!({"ok": true})).expect("resume");
+    assert_eq!(want.text, "parent-final: asker-done: secret-token");
+    (id, want)
+}
+
+/// A runtime on `store` carries the approval tree on: both handles back
+/// suspended, the resume's result `want`, the parent's `task` call
+/// reattaching to the asker (no second spawn).
+fn carries_on(store: &Arc<dyn crate::store::Store>, id: &str, want: &TaskResult, at: &str) {
+    let asker = format!("{id}/asker.1");
+    let again = fx_with(approval_tree(), |o| o.store = Some(Arc::clone(store)));
+    let views: Vec<(String, State)> = again
+        .rt
+        .list()
+        .into_iter()
+        .map(|v| (v.id, v.state))
+        .collect();
+    assert_eq!(
+        views,
+        vec![
+            (id.to_string(), State::Suspended),
+            (asker.clone(), State::Suspended)
+        ],
+        "{at}"
+    );
+    let got = again.rt.resume(json!({"ok": true})).expect("resume");
+    assert_eq!(&got, want, "{at}: {:?}", again.rt.trace());
+    let ids: Vec<String> = again.rt.list().into_iter().map(|v| v.id).collect();
+    assert_eq!(
+        ids,
+        vec![id.to_string(), asker.clone()],
+        "{at}: no second spawn"
+    );
+    assert!(
+        again.rt.trace().contains(&format!(
+            "{id}: task replay → REATTACH to {asker} (state idle)"
+        )),
+        "{at}: {:?}",
+        again.rt.trace()
+    );
+}
+
+#[test]
+fn a_crash_after_the_child_parks_restores_the_parent_waiting_on_its_task_call() {
+    use crate::store::Kind;
+    let (id, want) = uninterrupted();
+    // The first runtime's writes, none lost.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    {
+        let first = fx_with(approval_tree(), |o| o.store = Some(memory_store()));
+        first.rt.crash_when(crash_at(usize::MAX, Arc::clone(&log)));
+        assert_eq!(
+            first.rt.run("parent", "go").expect("run").1.status,
+            "pending"
+        );
+        assert!(first.rt.flush(BOUND));
+    }
+    let writes = log.lock().expect("lock").clone();
+    let tree = writes
+        .iter()
+        .position(|w| w == "save checkpoint root")
+        .expect("a tree record");
+    // The asker parks (its checkpoint, the tree) before the parent does.
+    assert_eq!(
+        writes[..tree + 1].to_vec(),
+        vec![
+            format!("save checkpoint {id}/asker.1"),
+            "save checkpoint root".into()
+        ]
+    );
+    // The process dies before each write in turn.
+    for n in 0..=writes.len() {
+        let store = memory_store();
+        let first = fx_with(approval_tree(), |o| o.store = Some(Arc::clone(&store)));
+        first.rt.crash_when(crash_at(n, Arc::default()));
+        assert_eq!(
+            first.rt.run("parent", "go").expect("run").1.status,
+            "pending"
+        );
+        assert!(first.rt.flush(BOUND));
+        drop(first);
+        let at = format!("crash before write {n} of {writes:?}");
+        if store.get(Kind::Checkpoint, "root").expect("get").is_none() {
+            assert!(n <= tree, "{at}");
+            let again = fx_with(approval_tree(), |o| o.store = Some(Arc::clone(&store)));
+            assert_eq!(
+                again
+                    .rt
+                    .resume(json!({"ok": true}))
+                    .expect_err("nothing parked"),
+                "no suspended handle",
+                "{at}"
+            );
+            continue;
+        }
+        carries_on(&store, &id, &want, &at);
+    }
+}
+
+#[test]
+fn a_crash_during_a_resume_leaves_a_tree_the_next_runtime_reattaches_to() {
+    use crate::store::Kind;
+    let (id, want) = uninterrupted();
+    // Parks the tree, then resumes it on a restarted runtime that dies
+    // before write `at` of the resume.
+    let resume_dying_at = |at: usize, log: Arc<Mutex<Vec<String>>>| {
+        let store = memory_store();
+        assert_eq!(park_and_exit(Arc::clone(&store)), id);
+        let second = fx_with(approval_tree(), |o| o.store = Some(Arc::clone(&store)));
+        second.rt.crash_when(crash_at(at, log));
+        // In its own memory the runtime goes on.
+        let got = second.rt.resume(json!({"ok": true})).expect("resume");
+        assert_eq!(got, want);
+        assert!(second.rt.flush(BOUND));
+        store
+    };
+    let log = Arc::new(Mutex::new(Vec::new()));
+    resume_dying_at(usize::MAX, Arc::clone(&log));
+    let writes = log.lock().expect("lock").clone();
+    for at in 0..=writes.len() {
+        let store = resume_dying_at(at, Arc::default());
+        let at = format!("crash before write {at} of {writes:?}");
+        if store.get(Kind::Checkpoint, "root").expect("get").is_none() {
+            // The resume had ended: nothing left to carry on.
+            let again = fx_with(approval_tree(), |o| o.store = Some(Arc::clone(&store)));
+            assert_eq!(
+                again.rt.resume(json!({"ok": true})).expect_err("none left"),
+                "no suspended handle",
+                "{at}"
+            );
+            continue;
+        }
+        carries_on(&store, &id, &want, &at);
+    }
+    // The tree's end lands first, the transcripts after it.
+    assert_eq!(
+        writes.first().map(String::as_str),
+        Some("delete checkpoint root"),
+        "{writes:?}"
+    );
+}
+
+#[test]
+fn a_tree_a_runtime_cannot_restore_is_kept_aside_never_overwritten() {
+    use crate::store::Kind;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let selector = format!("sqlite:{}", dir.path().join("agents.db").display());
+    park_and_exit(sqlite_store(&dir));
+    let store = sqlite_store(&dir);
+    let parked = store
+        .get(Kind::Checkpoint, "root")
+        .expect("get")
+        .expect("a tree");
+    // A runtime without the parent's definition parks a tree of its own.
+    let asker_only = json!({"asker": {"does": "needs approvals", "model": "m-asker", "tools": ["check_secret"]}});
+    let other = fx_with(asker_only.clone(), |o| o.store = Some(sqlite_store(&dir)));
+    let why = format!("checkpoint \"root\" in the agents store {selector}: root/parent.1 is an agent \"parent\" this runtime does not define (known: asker)");
+    assert_eq!(
+        other
+            .rt
+            .resume(json!({"ok": true}))
+            .expect_err("not restored"),
+        format!("{why} (the record is kept as checkpoint \"root.unrestored.1\")")
+    );
+    assert!(
+        other.rt.trace().contains(&format!(
+            "root: checkpoint \"root\" in the agents store {selector} not restored, kept as checkpoint \"root.unrestored.1\": {why}"
+        )),
+        "{:?}",
+        other.rt.trace()
+    );
+    let (own, r) = other.rt.run("asker", "go").expect("run");
+    assert_eq!(
+        (own.as_str(), r.status.as_str()),
+        ("root/asker.1", "pending")
+    );
+    assert!(other.rt.flush(BOUND));
+    drop(other);
+    assert_eq!(
+        store
+            .get(Kind::Checkpoint, "root.unrestored.1")
+            .expect("get"),
+        Some(parked),
+        "the earlier tree, whole"
+    );
+    // The other runtime's own tree is in `root`, for the next one.
+    let next = fx_with(asker_only, |o| o.store = Some(sqlite_store(&dir)));
+    let ids: Vec<String> = next.rt.list().into_iter().map(|v| v.id).collect();
+    assert_eq!(ids, vec!["root/asker.1".to_string()]);
+}
+
+/// A store whose first read of the tree record fails.
+struct ReadFailsOnce {
+    inner: Arc<dyn crate::store::Store>,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl crate::store::Store for ReadFailsOnce {
+    fn get(
+        &self,
+        kind: crate::store::Kind,
+        id: &str,
+    ) -> std::result::Result<Option<Value>, String> {
+        use std::sync::atomic::Ordering;
+        if id == "root" && !self.failed.swap(true, Ordering::SeqCst) {
+            return Err("timed out".into());
+        }
+        self.inner.get(kind, id)
+    }
+    fn save(
+        &self,
+        kind: crate::store::Kind,
+        id: &str,
+        v: &Value,
+    ) -> std::result::Result<(), String> {
+        self.inner.save(kind, id, v)
+    }
+    fn delete(&self, kind: crate::store::Kind, id: &str) -> std::result::Result<bool, String> {
+        self.inner.delete(kind, id)
+    }
+    fn selector(&self) -> String {
+        "host:flaky".into()
+    }
+}
+
+#[test]
+fn a_tree_that_could_not_be_read_is_left_as_it_is() {
+    use crate::store::Kind;
+    let store = memory_store();
+    park_and_exit(Arc::clone(&store));
+    let parked = store.get(Kind::Checkpoint, "root").expect("get");
+    assert!(parked.is_some());
+    let flaky = Arc::new(ReadFailsOnce {
+        inner: Arc::clone(&store),
+        failed: Default::default(),
+    });
+    let asker_only = json!({"asker": {"does": "needs approvals", "model": "m-asker", "tools": ["check_secret"]}});
+    let other = fx_with(asker_only, |o| o.store = Some(flaky));
+    assert_eq!(
+        other.rt.resume(json!({"ok": true})).expect_err("not read"),
+        "cannot read checkpoint \"root\" in the agents store host:flaky: timed out (the record is left as it is; this runtime saves no suspended tree)"
+    );
+    let (_, r) = other.rt.run("asker", "go").expect("run");
+    assert_eq!(r.status, "pending");
+    assert!(other.rt.flush(BOUND));
+    drop(other);
+    assert_eq!(
+        store.get(Kind::Checkpoint, "root").expect("get"),
+        parked,
+        "untouched"
+    );
+    // The next runtime carries the earlier tree on.
+    let (id, want) = uninterrupted();
+    carries_on(&store, &id, &want, "after the flaky read");
 }

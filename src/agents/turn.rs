@@ -10,7 +10,7 @@ use crate::client::shape::{call_count, Usage};
 use crate::client::{Callbacks, Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::Kind;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::{Arc, MutexGuard};
 
 /// The hook slots a handle's runs take from the runtime.
@@ -77,6 +77,7 @@ impl Provider for Gated {
 /// from the pools of the handle and every ancestor.
 fn roll_up(st: &mut St, i: usize, tokens: u64, calls: u64) {
     st.handles[i].own_tokens += tokens;
+    st.handles[i].turn_calls += 1;
     let t = i64::try_from(tokens).unwrap_or(i64::MAX);
     let c = i64::try_from(calls).unwrap_or(i64::MAX);
     for a in st.chain(i) {
@@ -283,6 +284,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
         Ok(run) => run,
         Err(e) => {
             st.handles[i].state = State::Idle;
+            inner.turn_over(&mut st, i, job.gen);
             inner.restore_drained(&mut st, i);
             let (status, text) = if e.code == ErrorCode::Cancelled {
                 ("interrupted", "interrupted".to_string())
@@ -315,16 +317,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
                 .get_mut("pending")
                 .map(Value::take)
                 .unwrap_or(Value::Null);
-            let path: Vec<Value> = id.split('/').map(|s| json!(s)).collect();
-            if let Value::Object(req) = &mut request {
-                let data = req.entry("data").or_insert_with(|| json!({}));
-                if !data.is_object() {
-                    *data = json!({});
-                }
-                if let Value::Object(d) = data {
-                    d.insert("path".into(), Value::Array(path));
-                }
-            }
+            super::state::with_path(&mut request, &id);
             let kind = request
                 .get("kind")
                 .and_then(Value::as_str)
@@ -351,8 +344,9 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
                 }
                 st.store.insert(id, m);
             }
+            st.handles[i].state = State::Idle;
+            inner.turn_over(&mut st, i, job.gen);
             let h = &mut st.handles[i];
-            h.state = State::Idle;
             h.drained.clear();
             let (turns, tokens) = (h.turns, h.tokens);
             let r = if other == "done" {
