@@ -425,3 +425,108 @@ func TestAgentsErrors(t *testing.T) {
 		t.Fatalf("a panicking Generate: %+v %v", r, err)
 	}
 }
+
+// restartModel is the in-process model of the restart test: the parent
+// delegates to the asker, whose relay tool "check" halts the run until the
+// host answers it; then each sums up what came back.
+func restartModel(_ context.Context, event json.RawMessage) (any, error) {
+	ev := string(event)
+	usage := map[string]any{"promptTokens": 3, "completionTokens": 2}
+	switch {
+	case strings.Contains(ev, "You ask.") && strings.Contains(ev, "secret-token"):
+		return map[string]any{"content": "asker-done: secret-token", "usage": usage}, nil
+	case strings.Contains(ev, "You ask."):
+		return map[string]any{"toolCalls": []any{map[string]any{"name": "check", "arguments": map[string]any{}}}, "usage": usage}, nil
+	case strings.Contains(ev, "asker-done: secret-token"):
+		return map[string]any{"content": "parent-final: asker-done: secret-token", "usage": usage}, nil
+	}
+	return map[string]any{"toolCalls": []any{map[string]any{"name": "task",
+		"arguments": map[string]any{"agent": "asker", "prompt": "get it"}}}, "usage": usage}, nil
+}
+
+// restartRuntime is a runtime of the restart test's agents on store ("":
+// none).
+func restartRuntime(t *testing.T, store string) *Agents {
+	t.Helper()
+	config := map[string]any{"client": map[string]any{"model": "local"}, "agents": map[string]any{
+		"parent": map[string]any{"does": "delegates", "soul": "You delegate.", "team": []string{"asker"}},
+		"asker":  map[string]any{"does": "asks first", "soul": "You ask.", "tools": []string{"check"}}}}
+	if store != "" {
+		config["store"] = store
+	}
+	tk, err := Build(context.Background(), `{"builtins":false,"relayTools":[{"name":"check"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	a, err := NewAgents(AgentsOptions{Config: config, Toolkit: tk, Generate: restartModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestAgentsRestartOnTheStoreResumesTheParkedTree: a runtime on a file
+// store parks the tree on the relay call and is closed (a process that
+// exits); a new runtime on the same store lists it suspended and resumes
+// it to the result an uninterrupted run gives, the parent's task call
+// reattaching to the same asker (issue 26).
+func TestAgentsRestartOnTheStoreResumesTheParkedTree(t *testing.T) {
+	ctx := context.Background()
+	answer := AnswerOutput("", "secret-token")
+	park := func(a *Agents) *Request {
+		id, r, err := a.Run(ctx, "parent", "go")
+		if err != nil || id != "root/parent.1" || r.Status != "pending" || r.Pending == nil || r.Pending.Kind != "tool_call" {
+			t.Fatalf("parked: %s %+v %v", id, r, err)
+		}
+		return r.Pending
+	}
+	once := restartRuntime(t, "")
+	park(once)
+	want, err := once.Resume(ctx, answer)
+	if err != nil || want.Status != "done" || want.Text != "parent-final: asker-done: secret-token" {
+		t.Fatalf("uninterrupted: %+v %v", want, err)
+	}
+	once.Close()
+
+	store := "file:" + t.TempDir()
+	first := restartRuntime(t, store)
+	parked := park(first)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again := restartRuntime(t, store)
+	defer again.Close()
+	views, err := again.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range views {
+		got = append(got, v.ID+" "+v.State+" "+v.PendingKind)
+	}
+	if fmt.Sprint(got) != "[root/parent.1 suspended tool_call root/parent.1/asker.1 suspended tool_call]" {
+		t.Fatalf("the parked tree: %v", got)
+	}
+	w, err := again.Wait(ctx, "root/parent.1", 0)
+	if err != nil || w.Status != "pending" || w.Pending == nil || w.Pending.ID != parked.ID {
+		t.Fatalf("wait on the restored parent: %+v %v", w, err)
+	}
+	r, err := again.Resume(ctx, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != want.Status || r.Text != want.Text || r.Turns != want.Turns ||
+		r.TotalTokens != want.TotalTokens || r.OwnTokens != want.OwnTokens || r.IsError {
+		t.Fatalf("after the restart %+v, uninterrupted %+v", r, want)
+	}
+	views, _ = again.List(ctx)
+	if len(views) != 2 {
+		t.Fatalf("no second spawn: %+v", views)
+	}
+	lines, _ := again.Trace(ctx)
+	if !strings.Contains(strings.Join(lines, "\n"), "root/parent.1: task replay → REATTACH to root/parent.1/asker.1 (state idle)") {
+		t.Fatalf("the task call reattaches: %v", lines)
+	}
+}

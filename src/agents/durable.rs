@@ -8,7 +8,10 @@
 //! whole suspended tree ([`SavedTree`]): what a runtime started later on
 //! the same store rebuilds, so that its `resume` goes on where this one
 //! stopped. It is one record, written whole, so a process that dies
-//! between two writes leaves either the old tree or the new one.
+//! between two writes leaves either the old tree or the new one; during a
+//! resume nothing is written ([`Durable::hold`]) until the resume ends, and
+//! then the tree first, so that at every write the store names a tree a
+//! restarted runtime carries on without a second spawn.
 //!
 //! The runtime keeps working from its own memory; the store is written
 //! through by one writer thread, in the order the runtime asked, never

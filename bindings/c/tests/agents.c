@@ -9,8 +9,10 @@
  * host callbacks of tn_agents_set_callback (onSpawn, onClose, onMetric, a
  * verify judge, a guardrail, summarize and countTokens for compaction) and
  * a callback that never answers, cancelled by an interrupt; a runtime on a
- * SQLite store ("store"), read back by a second runtime. Run plain,
- * under ASan+UBSan and under valgrind. */
+ * SQLite store ("store"), read back by a second runtime; and a tree
+ * parked on a relay tool's call, freed, and resumed by a second runtime on
+ * the same store to the result of an uninterrupted run. Run plain, under
+ * ASan+UBSan and under valgrind. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -661,6 +663,114 @@ static void test_store(void) {
     CHECK(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
 }
 
+/* ---- a restart on the store (issue 26) ---------------------------------- */
+
+/* The parent delegates to the asker, whose relay tool `check` halts the
+ * run until the host answers it; then each sums up what came back. */
+static void restart_generate(void *user_data, const char *event_json, tn_reply *reply) {
+    (void)user_data;
+    const char *usage = "\"usage\":{\"promptTokens\":3,\"completionTokens\":2}";
+    char out[256];
+    if (contains(event_json, "You ask.")) {
+        if (contains(event_json, "secret-token"))
+            snprintf(out, sizeof out, "{\"content\":\"asker-done: secret-token\",%s}", usage);
+        else
+            snprintf(out, sizeof out, "{\"toolCalls\":[{\"name\":\"check\",\"arguments\":{}}],%s}", usage);
+    } else if (contains(event_json, "asker-done: secret-token")) {
+        snprintf(out, sizeof out, "{\"content\":\"parent-final: asker-done: secret-token\",%s}", usage);
+    } else {
+        snprintf(out, sizeof out,
+                 "{\"toolCalls\":[{\"name\":\"task\",\"arguments\":{\"agent\":\"asker\",\"prompt\":\"get it\"}}],%s}",
+                 usage);
+    }
+    tn_reply_set_json(reply, out);
+}
+
+/* A runtime of the restart's agents, on `store` (NULL: none). */
+static tn_agents *restart_runtime(const char *store) {
+    char config[768];
+    snprintf(config, sizeof config,
+             "{\"client\":{\"model\":\"local\"},%s%s%s\"agents\":{"
+             "\"parent\":{\"does\":\"delegates\",\"soul\":\"You delegate.\",\"team\":[\"asker\"]},"
+             "\"asker\":{\"does\":\"asks first\",\"soul\":\"You ask.\",\"tools\":[\"check\"]}}}",
+             store ? "\"store\":\"" : "", store ? store : "", store ? "\"," : "");
+    tn_toolkit *tk = NULL;
+    char *err = NULL;
+    tn_status st = tn_toolkit_build("{\"builtins\":false,\"relayTools\":[{\"name\":\"check\"}]}", &tk, &err);
+    CHECK(st == TN_OK, "toolkit: %d %s", st, err ? err : "");
+    tn_agents *a = NULL;
+    st = tn_agents_new(config, tk, restart_generate, NULL, NULL, &a, &err);
+    CHECK(st == TN_OK, "new: %d %s", st, err ? err : "");
+    tn_toolkit_free(tk);
+    return a;
+}
+
+/* Spawns the parent and runs it until the tree parks on the relay call. */
+static void park_parent(tn_agents *a) {
+    char *out = ok(a, "spawn", "{\"agent\":\"parent\"}");
+    CHECK(contains(out, "\"id\":\"root/parent.1\""), "%s", out);
+    tn_string_free(out);
+    tn_string_free(ok(a, "wake", "{\"id\":\"root/parent.1\",\"prompt\":\"go\"}"));
+    out = ok(a, "wait", "{\"id\":\"root/parent.1\"}");
+    CHECK(contains(out, "\"status\":\"pending\"") && contains(out, "\"kind\":\"tool_call\""), "%s", out);
+    tn_string_free(out);
+}
+
+static const char *ANSWER = "{\"answer\":{\"ok\":true,\"data\":{\"output\":\"secret-token\"}}}";
+
+/* Runtime 1 parks the tree on a SQLite store and is freed; runtime 2 on the
+ * same store lists it suspended and resumes it to the result an
+ * uninterrupted run gives, its task call reattaching to the same asker. */
+static void test_restart(void) {
+    tn_agents *once = restart_runtime(NULL);
+    park_parent(once);
+    char *want = ok(once, "resume", ANSWER);
+    CHECK(contains(want, "\"status\":\"done\"") && contains(want, "parent-final: asker-done: secret-token"), "%s",
+          want);
+    tn_agents_free(once);
+
+    char dir[] = "/tmp/tn-agents-restart-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char store[128];
+    snprintf(store, sizeof store, "sqlite:%s/agents.db", dir);
+    tn_agents *first = restart_runtime(store);
+    park_parent(first);
+    tn_agents_free(first);
+
+    tn_agents *again = restart_runtime(store);
+    char *out = ok(again, "list", NULL);
+    CHECK(contains(out, "\"id\":\"root/parent.1\",\"state\":\"suspended\"") &&
+              contains(out, "\"id\":\"root/parent.1/asker.1\",\"state\":\"suspended\"") &&
+              contains(out, "\"pendingKind\":\"tool_call\""),
+          "the parked tree: %s", out);
+    tn_string_free(out);
+    out = ok(again, "resume", ANSWER);
+    CHECK(strcmp(out, want) == 0, "the same result as without the restart:\n%s\n%s", out, want);
+    tn_string_free(out);
+    out = ok(again, "list", NULL);
+    CHECK(!contains(out, "asker.2"), "no second spawn: %s", out);
+    tn_string_free(out);
+    out = ok(again, "trace", NULL);
+    CHECK(contains(out, "root/parent.1: task replay → REATTACH to root/parent.1/asker.1 (state idle)"), "%s", out);
+    tn_string_free(out);
+    tn_agents_free(again);
+    tn_string_free(want);
+
+    tn_agents *after = restart_runtime(store);
+    tn_status st = call(after, "resume", ANSWER, NULL, &out);
+    CHECK(st != TN_OK && out && contains(out, "no suspended handle"), "nothing left: %d %s", st, out ? out : "(null)");
+    tn_string_free(out);
+    tn_agents_free(after);
+
+    const char *files[] = {"agents.db", "agents.db-wal", "agents.db-shm"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        remove(path);
+    }
+    CHECK(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
+}
+
 int main(void) {
     test_callbacks();
     test_compaction_callbacks();
@@ -671,6 +781,7 @@ int main(void) {
     test_free_inside_generate();
     test_free_from_another_thread();
     test_store();
+    test_restart();
     printf("agents: %d checks passed\n", passed);
     return 0;
 }
