@@ -31,6 +31,10 @@ type Layers = Vec<Vec<Arc<Tool>>>;
 struct Snapshot {
     tools: BTreeMap<String, Arc<Tool>>,
     rendered: [OnceLock<Vec<u8>>; 3],
+    /// The OpenAI declarations as values, made on first use and shared by
+    /// every run of this snapshot's tools (a client run used to build them
+    /// again, schemas copied, for each run).
+    declared: OnceLock<Arc<Vec<Value>>>,
 }
 
 impl std::ops::Deref for Snapshot {
@@ -175,6 +179,7 @@ impl Toolkit {
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(Snapshot {
             tools: map,
             rendered: Default::default(),
+            declared: OnceLock::new(),
         });
         if let Some((generation, _)) = live {
             self.mcp_seen.store(generation, Ordering::Release);
@@ -335,9 +340,18 @@ impl Toolkit {
 
     /// The OpenAI declarations of every tool, for translate.
     pub fn openai_declarations(&self) -> Vec<Value> {
+        Vec::clone(&self.openai_declared())
+    }
+
+    /// [`Toolkit::openai_declarations`], made once per tool set (a
+    /// registration or an MCP list change makes a new one) and shared.
+    pub fn openai_declared(&self) -> Arc<Vec<Value>> {
         let snap = self.snapshot();
-        let tools: Vec<&Tool> = snap.values().map(|t| &**t).collect();
-        adapter::openai_values(&tools)
+        let made = snap.declared.get_or_init(|| {
+            let tools: Vec<&Tool> = snap.values().map(|t| &**t).collect();
+            Arc::new(adapter::openai_values(&tools))
+        });
+        Arc::clone(made)
     }
 
     /// `tn_render`: a format name, or JSON text `{"format": F, "tools": [names]}`

@@ -216,3 +216,75 @@ fn sixteen_threads_mix_native_and_http_tools_and_every_result_is_right() {
     }
     assert_eq!(executed.load(Ordering::Relaxed), THREADS * CALLS);
 }
+
+/// Records the names of the tools each model call declares, and answers
+/// at once.
+struct Declared(std::sync::Mutex<Vec<Vec<String>>>);
+
+impl toolnexus::client::Provider for Declared {
+    fn complete(&self, ex: toolnexus::client::Exchange<'_>) -> toolnexus::error::Result<Value> {
+        let names = ex
+            .body
+            .tools
+            .iter()
+            .map(|t| {
+                let name = t.pointer("/function/name").or_else(|| t.get("name"));
+                name.and_then(Value::as_str).unwrap_or("?").to_string()
+            })
+            .collect();
+        self.0.lock().expect("lock").push(names);
+        Ok(json!({"choices": [{"index": 0, "finish_reason": "stop",
+                               "message": {"role": "assistant", "content": "ok"}}]}))
+    }
+
+    fn streams(&self) -> bool {
+        false
+    }
+}
+
+/// A run declares the tools the toolkit holds when it starts: a tool
+/// registered (or replaced) between two runs is in the second run's
+/// declarations, on every style (the openai declarations are made once per
+/// tool set and shared by runs, so a registration must make new ones).
+#[test]
+fn each_run_declares_the_tools_registered_before_it() {
+    use toolnexus::cancel::CancelToken;
+    use toolnexus::client::{Client, RunData, RunRequest};
+    use toolnexus::toolkit::Toolkit;
+    for style in ["openai", "gemini", "responses", "anthropic"] {
+        let config = toolnexus::translate::ClientConfig::from_json(&json!({
+            "baseUrl": "http://in-process.invalid", "model": "m", "style": style
+        }))
+        .expect("config");
+        let seen = Arc::new(Declared(Default::default()));
+        let client = Client::with_provider(config, 4, seen.clone());
+        let kit = Toolkit::build_from_json(r#"{"builtins":false}"#).expect("toolkit");
+        let request = RunRequest {
+            prompt: "go".into(),
+            history: vec![],
+        };
+        let run = |kit: &Toolkit| {
+            // The reply is openai's shape: other styles read no text from
+            // it, and the run ends at its first model call all the same.
+            client
+                .run(kit, &request, &CancelToken::new(), RunData::default())
+                .expect("run");
+        };
+        kit.register(add());
+        run(&kit);
+        run(&kit);
+        kit.register(native_tool(
+            "sub",
+            "Subtracts.",
+            None,
+            Arc::new(|_: &Value, _: &ExecContext| ToolResult::ok("0")),
+        ));
+        run(&kit);
+        let seen = seen.0.lock().expect("lock").clone();
+        assert_eq!(
+            seen,
+            vec![vec!["add"], vec!["add"], vec!["add", "sub"]],
+            "{style}"
+        );
+    }
+}

@@ -367,12 +367,12 @@ impl Client {
             // Gemini-safe schemas on the way to Gemini only (the toolkit
             // and its `gemini` render keep the full ones).
             Style::Gemini => Ok(toolkit
-                .openai_declarations()
+                .openai_declared()
                 .iter()
                 .map(crate::provider::gemini::declaration)
                 .collect()),
             Style::Responses => Ok(toolkit
-                .openai_declarations()
+                .openai_declared()
                 .iter()
                 .map(crate::provider::responses::tool)
                 .collect()),
@@ -386,6 +386,15 @@ impl Client {
                     )),
                 }
             }
+        }
+    }
+
+    /// [`Client::declarations`] as the run keeps them: on the openai style
+    /// the toolkit's own shared list (no copy per run).
+    fn declared(&self, toolkit: &Toolkit) -> Result<Arc<Vec<Value>>> {
+        match self.config.style {
+            Style::OpenAi => Ok(toolkit.openai_declared()),
+            _ => self.declarations(toolkit).map(Arc::new),
         }
     }
 
@@ -410,7 +419,7 @@ impl Client {
             data,
             system,
             messages,
-            tools: self.declarations(toolkit)?,
+            tools: self.declared(toolkit)?,
             tool_calls: Vec::new(),
             turns: 0,
             usage: Default::default(),

@@ -33,7 +33,9 @@ pub(crate) struct Run<'a> {
     pub data: RunData,
     pub system: String,
     pub messages: Vec<Value>,
-    pub tools: Vec<Value>,
+    /// The toolkit's declarations (shared with its other runs until a
+    /// `beforeLLM` hook replaces them).
+    pub tools: Arc<Vec<Value>>,
     pub tool_calls: Vec<Value>,
     pub turns: u32,
     pub usage: Usage,
@@ -61,13 +63,18 @@ pub(crate) struct Settled {
 impl Settled {
     /// The call's `toolCalls` entry: `{name, args, output, isError, metadata}`.
     pub fn record(self) -> Value {
-        json!({
-            "name": self.call.name,
-            "args": self.call.args,
-            "output": self.result.output,
-            "isError": self.result.is_error,
-            "metadata": self.result.metadata.map_or(Value::Null, Value::Object),
-        })
+        // The call's parts moved in (`json!` would copy each through
+        // `to_value` and drop the original).
+        crate::json::object([
+            ("name", Value::String(self.call.name)),
+            ("args", self.call.args),
+            ("output", Value::String(self.result.output)),
+            ("isError", Value::Bool(self.result.is_error)),
+            (
+                "metadata",
+                self.result.metadata.map_or(Value::Null, Value::Object),
+            ),
+        ])
     }
 }
 
@@ -242,7 +249,7 @@ impl Run<'_> {
         }
         let event = json!({
             "messages": self.messages,
-            "tools": self.tools,
+            "tools": *self.tools,
             "model": self.model(),
             "turn": turn,
         });
@@ -260,7 +267,7 @@ impl Run<'_> {
             match reply.remove(key) {
                 None | Some(Value::Null) => {}
                 Some(Value::Array(list)) if slot == 0 => self.messages = list,
-                Some(Value::Array(list)) => self.tools = list,
+                Some(Value::Array(list)) => self.tools = Arc::new(list),
                 Some(other) => {
                     return Err(bad_reply(
                         Slot::BeforeLlm,
@@ -786,7 +793,8 @@ impl Run<'_> {
 
     /// The RunResult (CONTRACT.md §8).
     fn finish(&mut self, text: String, status: Status) -> Value {
-        let mut out = Map::new();
+        // Room for every key at once: no regrowth of the map as it fills.
+        let mut out = Map::with_capacity(10);
         out.insert("text".into(), Value::String(text));
         out.insert(
             "messages".into(),

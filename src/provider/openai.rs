@@ -250,7 +250,11 @@ pub fn usage<'a, V: View<'a>>(raw: V) -> Option<(u64, u64, u64)> {
 /// wire form says whose output moved media is, see
 /// [`super::blocks::wire_messages`]).
 pub fn result_message(f: &Fed) -> Value {
-    let mut m = json!({"role": "tool", "tool_call_id": f.id, "content": f.output});
+    let mut m = crate::json::object([
+        ("role", "tool".into()),
+        ("tool_call_id", f.id.into()),
+        ("content", f.output.into()),
+    ]);
     if !f.parts.is_empty() {
         m["parts"] = turn::parts_value(f.parts);
         m["name"] = Value::from(f.name);

@@ -153,11 +153,11 @@ impl Usage {
     }
 
     pub fn to_json(self) -> Value {
-        json!({
-            "promptTokens": self.prompt,
-            "completionTokens": self.completion,
-            "totalTokens": self.total,
-        })
+        crate::json::object([
+            ("promptTokens", Value::from(self.prompt)),
+            ("completionTokens", Value::from(self.completion)),
+            ("totalTokens", Value::from(self.total)),
+        ])
     }
 }
 
@@ -180,11 +180,11 @@ pub(crate) fn parts_value(parts: &[crate::parts::Part]) -> Value {
 
 /// The system message openai runs start with.
 pub fn system_message(system: &str) -> Value {
-    json!({"role": "system", "content": system})
+    crate::json::object([("role", "system".into()), ("content", system.into())])
 }
 
 pub fn user_message(prompt: &str) -> Value {
-    json!({"role": "user", "content": prompt})
+    crate::json::object([("role", "user".into()), ("content", prompt.into())])
 }
 
 // ---------------------------------------------------------------------------
