@@ -231,6 +231,8 @@ fn main() {
         .expect("runtime");
         rt.close("root", true, None).expect("close");
     }
+    let build_wall = b0.elapsed().as_secs_f64() / f64::from(n);
+    let build_cpu = (cpu_seconds() - d0) / f64::from(n);
     let plain = Plain::new(&config);
     plain.tree();
     let (p0, q0) = (Instant::now(), cpu_seconds());
@@ -241,8 +243,8 @@ fn main() {
     let plain_cpu = (cpu_seconds() - q0) / f64::from(n);
     println!(
         "rust runtime build + close alone: wall {:.3} ms, CPU {:.3} ms",
-        b0.elapsed().as_secs_f64() * 1e3 / f64::from(n),
-        (cpu_seconds() - d0) * 1e3 / f64::from(n)
+        build_wall * 1e3,
+        build_cpu * 1e3
     );
     println!(
         "rust agent tree: wall {:.3} ms, CPU {:.3} ms per tree ({:.1} us CPU per model call) over {n} trees",
