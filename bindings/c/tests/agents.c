@@ -622,6 +622,18 @@ static void test_hung_callback_interrupted(void) {
     tn_agents_free(a);
 }
 
+/* Removes the temporary directory `dir` of a SQLite store `dir/agents.db`
+ * (the database and its WAL files). */
+static void remove_store(const char *dir) {
+    const char *files[] = {"agents.db", "agents.db-wal", "agents.db-shm"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        remove(path);
+    }
+    CHECK(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
+}
+
 /* A runtime on a SQLite store ("store" in the config): an explorer's
  * transcript is in the file once the runtime is freed, and a second
  * runtime on the same file reads it for the handle of the same id. */
@@ -654,13 +666,7 @@ static void test_store(void) {
         }
         tn_agents_free(a);
     }
-    const char *files[] = {"agents.db", "agents.db-wal", "agents.db-shm"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char path[256];
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        remove(path);
-    }
-    CHECK(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
+    remove_store(dir);
 }
 
 /* ---- a restart on the store (issue 26) ---------------------------------- */
@@ -762,13 +768,7 @@ static void test_restart(void) {
     tn_string_free(out);
     tn_agents_free(after);
 
-    const char *files[] = {"agents.db", "agents.db-wal", "agents.db-shm"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char path[256];
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        remove(path);
-    }
-    CHECK(rmdir(dir) == 0, "rmdir %s: %s", dir, strerror(errno));
+    remove_store(dir);
 }
 
 int main(void) {
