@@ -142,6 +142,60 @@ fn post(addr: &str, body: &[u8]) -> String {
     String::from_utf8_lossy(&answer).into_owned()
 }
 
+/// `toolnexus serve` (stdio, builtins only), its input and output piped.
+fn stdio_serve() -> Child {
+    Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A whole stdio session: `lines` in, the input closed, the server's exit
+/// (0) awaited; its output, and each line of it that is JSON.
+fn stdio_session(lines: &str) -> (String, Vec<Value>) {
+    let mut child = stdio_serve();
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(lines.as_bytes());
+    }
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.read_to_string(&mut out);
+    }
+    assert_eq!(exit_within(&mut child), Some(0));
+    let answers = out
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    (out, answers)
+}
+
+/// `host:port` of a gateway URL (`http://host:port/mcp`).
+fn host_port(url: &str) -> String {
+    url.trim()
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string()
+}
+
+/// `host:port` of an in-process server.
+fn served_addr(server: &mcp_server::Server) -> String {
+    host_port(server.url().unwrap_or_default())
+}
+
+/// `host:port` of the URL a `toolnexus serve --http` child printed first.
+fn printed_addr(child: &mut Child) -> String {
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    let addr = host_port(&line);
+    assert!(addr.contains(':'), "no URL printed: {line:?}");
+    addr
+}
+
 /// `toolnexus serve --http 127.0.0.1:0` with builtins only, and the
 /// `host:port` it printed.
 fn serve_http_cli() -> (Child, String) {
@@ -152,16 +206,7 @@ fn serve_http_cli() -> (Child, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    let addr = line
-        .trim()
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
-    assert!(addr.contains(':'), "no URL printed: {line:?}");
+    let addr = printed_addr(&mut child);
     (child, addr)
 }
 
@@ -222,15 +267,7 @@ fn sigterm_to_a_stdio_server_ends_the_bash_groups_of_its_calls_in_flight() {
 fn stop_in_process_waits_for_the_bash_groups_of_its_calls_in_flight() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
-    let cfg =
-        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
-    let server = mcp_server::serve(Arc::clone(&tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
-    let addr = server
-        .url()
-        .unwrap_or_default()
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
+    let (server, addr) = serve_http_with(&tk, json!({}));
     let files: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("g{i}"))).collect();
     let posts: Vec<_> = files
         .iter()
@@ -260,30 +297,12 @@ fn stop_in_process_waits_for_the_bash_groups_of_its_calls_in_flight() {
 /// `printf ... | toolnexus serve` wants their answers.
 #[test]
 fn instant_calls_piped_in_with_the_end_of_the_input_are_answered() {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
     let mut lines = format!("{INIT}\n{INITIALIZED}\n");
     for i in 1..=3 {
         lines.push_str(&bash_call(i, &format!("echo hi{i}")));
         lines.push('\n');
     }
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(lines.as_bytes());
-    }
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = stdout.read_to_string(&mut out);
-    }
-    assert_eq!(exit_within(&mut child), Some(0));
-    let answers: Vec<Value> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let (out, answers) = stdio_session(&lines);
     for i in 1..=3u64 {
         let a = answers
             .iter()
@@ -323,15 +342,7 @@ fn post_raw(addr: &str, body: &[u8]) -> (u16, String, String) {
 #[test]
 fn malformed_json_rpc_over_http_gets_a_json_rpc_error() {
     let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
-    let cfg =
-        ServeConfig::from_value(&json!({"addr": "127.0.0.1:0"})).unwrap_or_else(|e| panic!("{e}"));
-    let server = mcp_server::serve(Arc::clone(&tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
-    let addr = server
-        .url()
-        .unwrap_or_default()
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
+    let (server, addr) = serve_http_with(&tk, json!({}));
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     let cases: Vec<(&str, Vec<u8>, Value)> = vec![
         ("bad JSON", b"{bad".to_vec(), json!(-32700)),
@@ -388,27 +399,9 @@ fn malformed_json_rpc_over_http_gets_a_json_rpc_error() {
 /// array holding one answer per request in it.
 #[test]
 fn a_batch_on_stdio_gets_one_answer_per_request() {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
     let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"ping"}]"#;
     let lines = format!("{INIT}\n{INITIALIZED}\n{batch}\n[]\n");
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(lines.as_bytes());
-    }
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = stdout.read_to_string(&mut out);
-    }
-    assert_eq!(exit_within(&mut child), Some(0));
-    let answers: Vec<Value> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
+    let (out, answers) = stdio_session(&lines);
     let array = answers
         .iter()
         .find(|a| a.is_array())
@@ -436,12 +429,7 @@ fn serve_http_with(tk: &Arc<Toolkit>, extra: Value) -> (mcp_server::Server, Stri
     }
     let cfg = ServeConfig::from_value(&config).unwrap_or_else(|e| panic!("{e}"));
     let server = mcp_server::serve(Arc::clone(tk), &cfg, None).unwrap_or_else(|e| panic!("{e}"));
-    let addr = server
-        .url()
-        .unwrap_or_default()
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
+    let addr = served_addr(&server);
     (server, addr)
 }
 
@@ -626,16 +614,7 @@ fn a_flood_of_slow_header_connections_does_not_shut_out_a_client_that_retries() 
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    let addr = line
-        .trim()
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
-    assert!(addr.contains(':'), "no URL printed: {line:?}");
+    let addr = printed_addr(&mut child);
     let mut slow = Vec::new();
     for _ in 0..1100 {
         match std::net::TcpStream::connect(&addr) {
@@ -749,13 +728,7 @@ fn zeros_batch(items: usize) -> Vec<u8> {
 #[test]
 fn a_huge_batch_line_is_refused_without_holding_a_tree_of_it() {
     let items = 8 << 20;
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = stdio_serve();
     let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
     let writer = std::thread::spawn(move || {
         let mut input = format!("{INIT}\n{INITIALIZED}\n").into_bytes();
@@ -872,13 +845,7 @@ fn a_call_whose_arguments_are_a_huge_array_is_answered_without_holding_them() {
             .to_vec();
     line.extend_from_slice(&zeros_batch(items));
     line.extend_from_slice(b"}}\n");
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = stdio_serve();
     let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
     let writer = std::thread::spawn(move || {
         let mut input = format!("{INIT}\n{INITIALIZED}\n").into_bytes();
@@ -970,12 +937,7 @@ fn a_route_beside_mcp_that_panics_is_a_500_and_the_server_goes_on() {
         let routes: Arc<dyn Beside> = Arc::new(Fragile { waits });
         let server = mcp_server::serve_beside(Arc::clone(&tk), &cfg, None, Some(routes))
             .unwrap_or_else(|e| panic!("{e}"));
-        let addr = server
-            .url()
-            .unwrap_or_default()
-            .trim_start_matches("http://")
-            .trim_end_matches("/mcp")
-            .to_string();
+        let addr = served_addr(&server);
         assert_eq!(get(&addr, "/ok"), (200, "ok".into()), "waits: {waits}");
         assert_eq!(
             get(&addr, "/boom"),
