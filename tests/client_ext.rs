@@ -218,6 +218,17 @@ fn ask(prompt: &str, id: Option<&str>) -> AskRequest {
     }
 }
 
+/// A streamed `ask` of `prompt` (no conversation id) on `tk`.
+fn streamed(client: &Client, tk: &Toolkit, prompt: &str) -> toolnexus::error::Result<Value> {
+    client.ask(
+        tk,
+        &ask(prompt, None),
+        &CancelToken::new(),
+        RunData(0),
+        true,
+    )
+}
+
 /// The events of a streamed run with their bulky parts left out.
 fn outline(events: &[Value]) -> Vec<Value> {
     events
@@ -240,15 +251,7 @@ fn streamed_run_gives_its_events_in_order(
     let (on_event, events) = recorder();
     client.set_callback(Slot::OnEvent, Some(on_event));
     let tk = adder();
-    let result = client
-        .ask(
-            &tk,
-            &ask("add 2 and 3", None),
-            &CancelToken::new(),
-            RunData(0),
-            true,
-        )
-        .expect("streamed run");
+    let result = streamed(&client, &tk, "add 2 and 3").expect("streamed run");
     assert_eq!(result["text"], "The sum is 5.");
     assert_eq!(result["turns"], 2);
     assert_eq!(result["toolCalls"][0]["output"], "5");
@@ -300,15 +303,7 @@ fn on_metric_and_the_prometheus_text_follow_real_runs() {
         prompt: "add".into(),
         history: Vec::new(),
     };
-    client
-        .ask(
-            &tk,
-            &ask("add", None),
-            &CancelToken::new(),
-            RunData(0),
-            true,
-        )
-        .expect("streamed run");
+    streamed(&client, &tk, "add").expect("streamed run");
     let events = metrics.lock().expect("metrics").clone();
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     assert_eq!(kinds, ["llm", "tool", "llm", "run"]);
@@ -576,15 +571,7 @@ fn a_suspension_is_a_pending_event_and_a_pending_metric_never_an_error() {
     let (on_event, events) = recorder();
     client.set_callback(Slot::OnEvent, Some(on_event));
     let tk = suspending();
-    let result = client
-        .ask(
-            &tk,
-            &ask("log in", None),
-            &CancelToken::new(),
-            RunData(0),
-            true,
-        )
-        .expect("halted run");
+    let result = streamed(&client, &tk, "log in").expect("halted run");
     assert_eq!(result["status"], "pending");
     let types: Vec<String> = events
         .lock()
@@ -607,15 +594,7 @@ fn a_suspension_is_a_pending_event_and_a_pending_metric_never_an_error() {
         Ok(Some(json!({"id": request["id"], "ok": true})))
     });
     client.set_callback(Slot::WaitFor, Some(wait));
-    let result = client
-        .ask(
-            &tk,
-            &ask("log in", None),
-            &CancelToken::new(),
-            RunData(0),
-            true,
-        )
-        .expect("resolved run");
+    let result = streamed(&client, &tk, "log in").expect("resolved run");
     assert_eq!(result["text"], "in");
     let events = events.lock().expect("events");
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
@@ -672,15 +651,7 @@ fn an_mcp_tools_progress_is_a_tool_progress_event_of_a_streamed_run() {
     let config = json!({"builtins": false, "mcpConfig": {"mcpServers": {"p": {
         "command": [python, script, "stdio"], "timeout": 20000}}}});
     let tk = Toolkit::build_from_json(&config.to_string()).expect("toolkit");
-    let result = client
-        .ask(
-            &tk,
-            &ask("work", None),
-            &CancelToken::new(),
-            RunData(0),
-            true,
-        )
-        .expect("streamed run");
+    let result = streamed(&client, &tk, "work").expect("streamed run");
     assert_eq!(result["text"], "ok");
     let events = events.lock().expect("events");
     let kinds: Vec<&str> = events
@@ -727,13 +698,7 @@ fn run_add(client: &Client, streamed: bool) -> toolnexus::error::Result<Value> {
     };
     let tk = adder();
     if streamed {
-        client.ask(
-            &tk,
-            &ask("add 2 and 3", None),
-            &CancelToken::new(),
-            RunData(0),
-            true,
-        )
+        self::streamed(client, &tk, "add 2 and 3")
     } else {
         client.run(&tk, &request, &CancelToken::new(), RunData(0))
     }
