@@ -10,7 +10,7 @@
 #[path = "common/a2a_agent.rs"]
 mod a2a_agent;
 
-use a2a_agent::served;
+use a2a_agent::{kinds_and_states, served};
 use serde_json::{json, Value};
 use std::process::Command;
 
@@ -37,21 +37,6 @@ fn js_client(sdk: &str, base: &str, mode: &str, text: &str) -> Value {
     );
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-/// `kind:state-or-text` of each event a stream gave.
-fn kinds_and_states(r: &Value) -> Vec<String> {
-    r["events"]
-        .as_array()
-        .map(|evs| {
-            evs.iter()
-                .map(|e| {
-                    let what = e["state"].as_str().or(e["text"].as_str()).unwrap_or("");
-                    format!("{}:{what}", e["kind"].as_str().unwrap_or("?"))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Each SDK line, the wire it is tried on, and the card version it

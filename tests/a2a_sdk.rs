@@ -7,7 +7,7 @@
 #[path = "common/a2a_agent.rs"]
 mod a2a_agent;
 
-use a2a_agent::served;
+use a2a_agent::{kinds_and_states, served};
 use serde_json::{json, Value};
 use std::process::Command;
 use toolnexus::toolkit::Toolkit;
@@ -86,20 +86,6 @@ fn sdk_stream(base: &str, text: &str, cancel: bool) -> Value {
     assert!(out.status.success(), "sdk stream client failed:\n{stderr}");
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn kinds_and_states(r: &Value) -> Vec<String> {
-    r["events"]
-        .as_array()
-        .map(|evs| {
-            evs.iter()
-                .map(|e| {
-                    let what = e["state"].as_str().or(e["text"].as_str()).unwrap_or("");
-                    format!("{}:{what}", e["kind"].as_str().unwrap_or("?"))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

@@ -83,3 +83,19 @@ pub fn served(block: Value) -> (Server, String) {
         .to_string();
     (server, base)
 }
+
+/// `kind:state-or-text` of each event of a stream an SDK client gave
+/// (its `events` list).
+pub fn kinds_and_states(r: &Value) -> Vec<String> {
+    r["events"]
+        .as_array()
+        .map(|evs| {
+            evs.iter()
+                .map(|e| {
+                    let what = e["state"].as_str().or(e["text"].as_str()).unwrap_or("");
+                    format!("{}:{what}", e["kind"].as_str().unwrap_or("?"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
