@@ -30,6 +30,16 @@ fn hi() -> RunRequest {
     }
 }
 
+/// A run of "Hi" on the empty toolkit, never cancelled.
+fn run_hi(c: &Client) -> toolnexus::error::Result<Value> {
+    c.run(
+        empty_toolkit(),
+        &hi(),
+        &CancelToken::new(),
+        RunData::default(),
+    )
+}
+
 /// A server whose answer takes about 3 s to arrive: a head, then 150 spaces
 /// one every 20 ms, then a whole final answer. Without a deadline over the
 /// whole response, a run against it succeeds.
@@ -68,14 +78,7 @@ fn drip_server() -> String {
 #[test]
 fn the_whole_run_deadline_bounds_a_dripping_answer() {
     let c = client(&drip_server(), json!({"timeoutMs": 300}));
-    let err = c
-        .run(
-            empty_toolkit(),
-            &hi(),
-            &CancelToken::new(),
-            RunData::default(),
-        )
-        .expect_err("the run times out");
+    let err = run_hi(&c).expect_err("the run times out");
     assert_eq!(err.code, ErrorCode::Timeout, "{err}");
     assert!(err.message.contains("timeoutMs (300 ms)"), "{err}");
 }
@@ -110,14 +113,7 @@ fn a_failing_callback_ends_the_run_naming_its_slot() {
             Err("the host's logger is down".to_string())
         })),
     );
-    let err = c
-        .run(
-            empty_toolkit(),
-            &hi(),
-            &CancelToken::new(),
-            RunData::default(),
-        )
-        .expect_err("the callback fails the run");
+    let err = run_hi(&c).expect_err("the callback fails the run");
     assert_eq!(err.code, ErrorCode::CallbackError);
     assert!(
         err.message.contains("afterLLM") && err.message.contains("logger is down"),
@@ -127,14 +123,7 @@ fn a_failing_callback_ends_the_run_naming_its_slot() {
     c.set_callback(Slot::AfterLlm, None);
     let mock2 = MockProvider::start(vec![Canned::json(200, &answer)]);
     let c2 = client(&mock2.base(), json!({}));
-    let ok = c2
-        .run(
-            empty_toolkit(),
-            &hi(),
-            &CancelToken::new(),
-            RunData::default(),
-        )
-        .expect("runs");
+    let ok = run_hi(&c2).expect("runs");
     assert_eq!(ok["text"], "hello");
     assert_eq!(ok["status"], "done");
 }
@@ -151,14 +140,7 @@ fn a_bad_reply_shape_is_a_callback_error() {
             Ok(Some(json!({"messages": "not a list"})))
         })),
     );
-    let err = c
-        .run(
-            empty_toolkit(),
-            &hi(),
-            &CancelToken::new(),
-            RunData::default(),
-        )
-        .expect_err("bad reply");
+    let err = run_hi(&c).expect_err("bad reply");
     assert_eq!(err.code, ErrorCode::CallbackError);
     assert!(err.message.contains("beforeLLM"), "{err}");
     assert!(
@@ -384,14 +366,7 @@ fn an_answer_asking_for_more_calls_than_the_cap_fails_the_run() {
         "message": {"role": "assistant", "content": "ok"}}]});
     let mock = MockProvider::start(vec![Canned::json(200, &answer), Canned::json(200, &done)]);
     let c = client(&mock.base(), json!({}));
-    let err = c
-        .run(
-            empty_toolkit(),
-            &hi(),
-            &CancelToken::new(),
-            RunData::default(),
-        )
-        .expect_err("too many calls");
+    let err = run_hi(&c).expect_err("too many calls");
     assert_eq!(err.code, ErrorCode::ProviderError, "{err}");
     assert!(err.message.contains("1025 tool calls"), "{err}");
     assert!(err.message.contains("at most 1024"), "{err}");
