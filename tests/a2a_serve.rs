@@ -726,20 +726,9 @@ fn toolnexus_serve_http_with_a2a_and_a_client() {
 
 #[test]
 fn two_servers_on_one_postgres_answer_each_others_tasks() {
-    let url = std::env::var("TN_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let hostport = url
-        .split('@')
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or("127.0.0.1:5432")
-        .to_string();
-    if TcpStream::connect(&hostport).is_err() {
-        eprintln!(
-            "two servers on one postgres: SKIPPED, no server at {hostport} (set TN_TEST_POSTGRES)"
-        );
+    let Some((url, _)) = postgres("two servers on one postgres") else {
         return;
-    }
+    };
     let a = serve_with(Some(json!({"store": url})));
     let b = serve_with(Some(json!({"store": url})));
     // A context of this run only: the database outlives the test.
@@ -969,18 +958,9 @@ fn an_unreachable_postgres_stops_toolnexus_serve_with_a_clear_error() {
 
 #[test]
 fn two_toolnexus_serve_processes_share_one_postgres_and_outlive_each_other() {
-    let url = std::env::var("TN_TEST_POSTGRES")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let hostport = url
-        .split('@')
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or("127.0.0.1:5432")
-        .to_string();
-    if TcpStream::connect(&hostport).is_err() {
-        eprintln!("two serve processes on one postgres: SKIPPED, no server at {hostport} (set TN_TEST_POSTGRES)");
+    let Some((url, _)) = postgres("two serve processes on one postgres") else {
         return;
-    }
+    };
     let open = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let provider = held_provider("from postgres", Arc::clone(&open));
     let (a, a_base) = spawn_serve(&json!({"store": url}), &provider);
