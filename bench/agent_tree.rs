@@ -18,6 +18,11 @@
 //! process's peak, from /proc/self/status).
 //!
 //!     cargo run --release --example agent_tree -- idle 10000
+//!
+//! With `AGENT_TREE_ONLY=trees` (or `plain`) it runs N trees through the
+//! runtime (or the plain loop) and nothing else, untimed: for callgrind
+//! and perf, which count the whole process (two counts of N and 2N trees
+//! give the cost of N).
 
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -212,6 +217,20 @@ fn main() {
     if idle_mode {
         idle(n as usize, &config);
         return;
+    }
+    // AGENT_TREE_ONLY=trees / plain: that work alone, N times, nothing
+    // timed (for callgrind and perf, which count the whole process).
+    match std::env::var("AGENT_TREE_ONLY").as_deref() {
+        Ok("trees") => {
+            (0..n).for_each(|_| one_tree(&config));
+            return;
+        }
+        Ok("plain") => {
+            let plain = Plain::new(&config);
+            (0..n).for_each(|_| plain.tree());
+            return;
+        }
+        _ => {}
     }
     one_tree(&config);
     let (w0, c0) = (Instant::now(), cpu_seconds());
