@@ -29,6 +29,9 @@ type Layers = Vec<Vec<Arc<Tool>>>;
 /// which makes a new snapshot, so a rendering never goes stale.
 #[derive(Default)]
 struct Snapshot {
+    /// Which rebuild made it (0: none yet): what a cache of something made
+    /// from the tools (a gateway's `tools/list`) compares.
+    generation: u64,
     tools: BTreeMap<String, Arc<Tool>>,
     rendered: [OnceLock<Vec<u8>>; 3],
     /// The OpenAI declarations as values, made on first use and shared by
@@ -85,6 +88,8 @@ pub struct Toolkit {
     /// changes it), and the tools generation the snapshot was made from.
     mcp_live: Option<Arc<crate::mcp::Live>>,
     mcp_seen: AtomicU64,
+    /// How many snapshots were made (each one's [`Snapshot::generation`]).
+    rebuilds: AtomicU64,
     /// Naming warnings of a gateway serving this toolkit (its
     /// `mcpServer.unprefixed` names), as of its last look at the tools.
     served_warnings: Mutex<Vec<String>>,
@@ -142,6 +147,7 @@ impl Toolkit {
             sessions: Mutex::new(sessions),
             mcp_live,
             mcp_seen: AtomicU64::new(0),
+            rebuilds: AtomicU64::new(0),
             served_warnings: Mutex::new(Vec::new()),
         };
         tk.rebuild();
@@ -177,6 +183,7 @@ impl Toolkit {
             map.remove(name);
         }
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(Snapshot {
+            generation: self.rebuilds.fetch_add(1, Ordering::Relaxed) + 1,
             tools: map,
             rendered: Default::default(),
             declared: OnceLock::new(),
@@ -312,6 +319,19 @@ impl Toolkit {
     /// Every tool in name order, as the toolkit has them now.
     pub fn tools(&self) -> Vec<Tool> {
         self.snapshot().values().map(|t| Tool::clone(t)).collect()
+    }
+
+    /// Every tool in name order, shared (no copy of any), with the
+    /// generation of the tool set they come from: a later registration,
+    /// removal or MCP list change gives another generation.
+    pub fn tools_shared(&self) -> (u64, Vec<Arc<Tool>>) {
+        let snap = self.snapshot();
+        (snap.generation, snap.values().cloned().collect())
+    }
+
+    /// The generation [`Toolkit::tools_shared`] gives for the tools now.
+    pub fn tools_generation(&self) -> u64 {
+        self.snapshot().generation
     }
 
     /// The skills the skill source serves, in its order: `(name,

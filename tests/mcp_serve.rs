@@ -911,3 +911,95 @@ fn a_lines_client_that_vanishes_mid_call_cancels_the_proxied_call_on_its_server(
         "the SDK server never saw the abandoned call cancelled"
     );
 }
+
+/// `tools/list` follows the toolkit: a tool registered after a first list
+/// (the gateway keeps the list it made, per tool set) is in the next one,
+/// on the gateway's own route and through rmcp alike, with its schema; a
+/// tool registered again under the same name is listed as it is now.
+#[test]
+fn tools_list_follows_registrations_made_while_serving() {
+    let tk = Arc::new(
+        Toolkit::build_from_json(r#"{"builtins":false}"#).unwrap_or_else(|e| panic!("{e}")),
+    );
+    let tool = |name: &str, description: &str, schema: Value| {
+        Tool::new(
+            name,
+            description,
+            Some(schema),
+            Source::Native,
+            Arc::new(|_: &Value, _: &toolnexus::tool::ExecContext| ToolResult::ok("")),
+        )
+    };
+    tk.register(tool("alpha", "first", json!({"type": "object"})));
+    let served = serve_http(&tk, json!({}));
+    let addr = url(&served)
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let plain = "accept: application/json, text/event-stream\r\n";
+    let weighted = "accept: application/json;q=1.0, text/event-stream;q=0.9\r\n";
+    let list = |headers: &str| -> Vec<(String, String, Value)> {
+        let (status, _, body) = post(
+            &addr,
+            headers,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        );
+        assert_eq!(status, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap_or_default();
+        v["result"]["tools"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|t| {
+                        (
+                            t["name"].as_str().unwrap_or("?").to_string(),
+                            t["description"].as_str().unwrap_or("?").to_string(),
+                            t["inputSchema"].clone(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let entry = |n: &str, d: &str, s: Value| (n.to_string(), d.to_string(), s);
+    for headers in [plain, weighted] {
+        assert_eq!(
+            list(headers),
+            [entry("alpha", "first", json!({"type": "object"}))]
+        );
+    }
+    tk.register(tool(
+        "beta",
+        "second",
+        json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+    ));
+    for headers in [plain, weighted, plain] {
+        assert_eq!(
+            list(headers),
+            [
+                entry("alpha", "first", json!({"type": "object"})),
+                entry(
+                    "beta",
+                    "second",
+                    json!({"type": "object", "properties": {"x": {"type": "string"}}})
+                ),
+            ]
+        );
+    }
+    tk.register(tool(
+        "alpha",
+        "first, again",
+        json!({"type": "object", "required": []}),
+    ));
+    for headers in [weighted, plain] {
+        assert_eq!(
+            list(headers)[0],
+            entry(
+                "alpha",
+                "first, again",
+                json!({"type": "object", "required": []})
+            )
+        );
+    }
+    served.server.stop();
+}

@@ -148,6 +148,10 @@ struct Gateway {
     /// The `unprefixed` names of the MCP tools as they are now (made again
     /// when the toolkit's MCP tools changed).
     names: Mutex<Arc<Unprefixed>>,
+    /// The last `tools/list` answer's tools and the toolkit's tools
+    /// generation they were made from: made again only when the tools
+    /// changed (no copy of every schema per list).
+    listed: Mutex<Option<(u64, Arc<[rmcp::model::Tool]>)>>,
     /// A client asked for log lines (`logging/setLevel`): from then on every
     /// `tools/call` takes rmcp's path, whose answer can stream the proxied
     /// server's log notifications before the result (the plain paths answer
@@ -346,6 +350,7 @@ impl Gateway {
             exposed: profile.tools.as_ref().map(|t| t.iter().cloned().collect()),
             unprefixed: profile.unprefixed,
             names: Mutex::new(Arc::new(names)),
+            listed: Mutex::new(None),
             logs_wanted: Default::default(),
             client_asks: Default::default(),
             answers: Mutex::default(),
@@ -506,18 +511,27 @@ impl Gateway {
         names.served_from.get(&served).cloned().unwrap_or(served)
     }
 
+    /// The served tools, for `tools/list`: made from the toolkit's tools
+    /// once per tools generation and kept; each list copies the kept
+    /// entries (their schemas are shared).
     fn list(&self) -> Vec<rmcp::model::Tool> {
+        let generation = self.toolkit.tools_generation();
+        if let Some((made, tools)) = &*self.listed.lock().unwrap_or_else(PoisonError::into_inner) {
+            if *made == generation {
+                return tools.to_vec();
+            }
+        }
+        let (generation, tools) = self.toolkit.tools_shared();
         let names = self.names();
-        self.toolkit
-            .tools()
-            .into_iter()
-            .filter(|t| self.exposes(&t.name, &self.served_name_in(&names, &t.name)))
-            .map(|mut t| {
-                if !names.served_as.is_empty() {
-                    t.name = self.served_name_in(&names, &t.name);
+        let listed: Vec<rmcp::model::Tool> = tools
+            .iter()
+            .filter_map(|t| {
+                let served = self.served_name_in(&names, &t.name);
+                if !self.exposes(&t.name, &served) {
+                    return None;
                 }
-                let schema = match t.input_schema {
-                    Value::Object(m) => m,
+                let schema = match &t.input_schema {
+                    Value::Object(m) => m.clone(),
                     // A schema that is no object cannot go on the wire as
                     // one; the default says "some object".
                     _ => match crate::tool::default_schema() {
@@ -525,9 +539,16 @@ impl Gateway {
                         _ => Map::new(),
                     },
                 };
-                rmcp::model::Tool::new_with_raw(t.name, Some(t.description.into()), schema)
+                Some(rmcp::model::Tool::new_with_raw(
+                    served,
+                    Some(t.description.clone().into()),
+                    schema,
+                ))
             })
-            .collect()
+            .collect();
+        *self.listed.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((generation, Arc::from(listed.as_slice())));
+        listed
     }
 
     /// A `tools/call` up to the tool's own result (the `onCall` event
