@@ -66,6 +66,19 @@ fn url(s: &Served) -> &str {
     s.server.url().unwrap_or_default()
 }
 
+/// `host:port` of a served gateway, for raw requests.
+fn host_port(s: &Served) -> String {
+    url(s)
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string()
+}
+
+/// The Accept header the gateway answers on its own route, and the same
+/// media types with weights, which go through rmcp's service.
+const PLAIN_ACCEPT: &str = "accept: application/json, text/event-stream\r\n";
+const WEIGHTED_ACCEPT: &str = "accept: application/json;q=1.0, text/event-stream;q=0.9\r\n";
+
 #[test]
 fn the_sdk_client_lists_and_calls_every_source_over_http() {
     let tk = gateway_toolkit();
@@ -324,10 +337,7 @@ fn only_the_mcp_path_is_served_and_stop_closes_the_port() {
     use std::io::{Read, Write};
     let tk = Arc::new(Toolkit::build_from_json("{}").unwrap_or_else(|e| panic!("{e}")));
     let served = serve_http(&tk, Value::Null);
-    let addr = url(&served)
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
+    let addr = host_port(&served);
     let mut conn = std::net::TcpStream::connect(&addr).unwrap_or_else(|e| panic!("{e}"));
     let _ = conn.write_all(b"GET /other HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
     let mut answer = String::new();
@@ -396,14 +406,8 @@ fn a_plain_call_or_list_gets_the_answer_rmcp_gives_byte_for_byte() {
                           "params": {"name": "read", "arguments": {"path": png}}})
     .to_string();
     let served = serve_http(&tk, json!({"tools": ["read", "shout"]}));
-    let addr = url(&served)
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
-    // The plain Accept is answered by the gateway's own route; the same
-    // media types with a weight go through rmcp's service.
-    let plain = "accept: application/json, text/event-stream\r\n";
-    let weighted = "accept: application/json;q=1.0, text/event-stream;q=0.9\r\n";
+    let addr = host_port(&served);
+    let (plain, weighted) = (PLAIN_ACCEPT, WEIGHTED_ACCEPT);
     let versioned =
         "accept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\n";
     let cases = [
@@ -932,12 +936,8 @@ fn tools_list_follows_registrations_made_while_serving() {
     };
     tk.register(tool("alpha", "first", json!({"type": "object"})));
     let served = serve_http(&tk, json!({}));
-    let addr = url(&served)
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
-    let plain = "accept: application/json, text/event-stream\r\n";
-    let weighted = "accept: application/json;q=1.0, text/event-stream;q=0.9\r\n";
+    let addr = host_port(&served);
+    let (plain, weighted) = (PLAIN_ACCEPT, WEIGHTED_ACCEPT);
     let list = |headers: &str| -> Vec<(String, String, Value)> {
         let (status, _, body) = post(
             &addr,
