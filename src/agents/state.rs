@@ -365,15 +365,7 @@ impl Inner {
     /// the suspended tree to the runtime's store.
     pub fn checkpoint_saved(&self, st: &St, i: usize) {
         if let Some(d) = &self.durable {
-            let own = st.handles[i]
-                .checkpoint
-                .clone()
-                .zip(st.handles[i].pending.clone());
-            let parked = own.map(|(input, pending)| Parked {
-                input,
-                pending,
-                calls: 0,
-            });
+            let parked = Parked::own(&st.handles[i]);
             let record = serde_json::to_value(saved_handle(st, i, self.clock.now_ms(), parked));
             d.save(
                 Kind::Checkpoint,
@@ -422,11 +414,7 @@ impl Inner {
         for i in (1..st.handles.len()).rev() {
             let h = &st.handles[i];
             if durably_suspended(h) {
-                out[i] = Some(Parked {
-                    input: h.checkpoint.clone().unwrap_or_default(),
-                    pending: h.pending.clone().unwrap_or_default(),
-                    calls: 0,
-                });
+                out[i] = Parked::own(h);
                 continue;
             }
             let (State::Running, false, Some(input)) = (h.state, h.escalating, &h.turn_input)
@@ -1358,6 +1346,18 @@ struct Parked {
     input: String,
     pending: Value,
     calls: u64,
+}
+
+impl Parked {
+    /// A handle parked on its own Request: its checkpoint (the turn input
+    /// it replays) and that Request; `None` when it holds no Request.
+    fn own(h: &Handle) -> Option<Parked> {
+        Some(Parked {
+            input: h.checkpoint.clone().unwrap_or_default(),
+            pending: h.pending.clone()?,
+            calls: 0,
+        })
+    }
 }
 
 /// Sets `request`'s `data.path` to the segments of handle `id`.
