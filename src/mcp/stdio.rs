@@ -143,7 +143,9 @@ pub fn spawn(
 /// without a newline costs bounded memory.
 async fn drain(mut stderr: tokio::process::ChildStderr, server: String) {
     use crate::log::{emit, enabled, Level};
-    let mut buf = vec![0u8; 16 * 1024];
+    // Read into spare capacity: a zeroed buffer would touch its four pages
+    // for every server, chatty or not.
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut line: Vec<u8> = Vec::new();
     let mut cut = false;
     let flush = |line: &mut Vec<u8>, cut: &mut bool| {
@@ -158,10 +160,12 @@ async fn drain(mut stderr: tokio::process::ChildStderr, server: String) {
         line.clear();
         *cut = false;
     };
-    while let Ok(n) = stderr.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
+    loop {
+        buf.clear();
+        let n = match stderr.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
         if !enabled(Level::Info) {
             line.clear();
             continue;
