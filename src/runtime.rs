@@ -49,7 +49,17 @@ use tokio::runtime::{Builder, Runtime};
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
 /// Worker threads of the runtime when nobody asked for another number.
-pub const DEFAULT_WORKER_THREADS: usize = 2;
+///
+/// One: the workers only multiplex I/O and frame protocol messages. The
+/// work a call does runs on the host's thread (`block_on`), the blocking
+/// pool (tool executions, host callbacks) or the library's pooled threads
+/// (agent turns, A2A tasks), never on a worker. A second worker bought no
+/// throughput there and cost every process that starts the runtime a
+/// thread, its malloc arena and their first-touch page faults: loop init
+/// (a build with one stdio MCP server, `bench/c/bench_overhead.c`, 10
+/// interleaved rounds) went from 1.54 to 1.33 ms, its CPU time from 1.13
+/// to 0.89 ms, with the loop's per-run latency no worse (bench/README.md).
+pub const DEFAULT_WORKER_THREADS: usize = 1;
 
 /// The worker count [`get`] starts the runtime with (0: the default).
 static WORKERS: AtomicUsize = AtomicUsize::new(0);
@@ -59,7 +69,9 @@ static WORKERS: AtomicUsize = AtomicUsize::new(0);
 /// runs on that thread, so a message that passes through several tasks
 /// (a served request, the proxied MCP call it makes, the answer) wakes one
 /// thread per message; with two, tokio wakes the idle worker as well each
-/// time the busy one picks up work. The `toolnexus serve` command uses one.
+/// time the busy one picks up work. One is the default
+/// ([`DEFAULT_WORKER_THREADS`]); a host that serves many connections at
+/// once on a large machine may want more.
 pub fn set_worker_threads(n: usize) -> bool {
     if RUNTIME.get().is_some() {
         return false;
@@ -102,16 +114,27 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
 }
 
 /// [`block_on`], also from a thread that is inside a tokio runtime (where
-/// `block_on` would panic): there the future runs to completion on a scoped
-/// plain thread while the caller waits. The MCP client's sync entry points
-/// and the ACP session (`provider::acp`) wait through this.
+/// `block_on` would panic). On one of this runtime's workers the worker's
+/// duties are handed over first (`block_in_place`) and the future runs on
+/// this thread: a worker that only waited would stop driving the very I/O
+/// and timers the future waits on, and with one worker (the default) the
+/// wait would never end (a toolkit whose MCP sessions were dropped on a
+/// worker closed them through here and hung). Inside any other runtime the
+/// future runs to completion on a scoped plain thread while the caller
+/// waits. The MCP client's sync entry points and the ACP session
+/// (`provider::acp`) wait through this.
 pub fn block_on_anywhere<F>(fut: F) -> F::Output
 where
     F: Future + Send,
     F::Output: Send,
 {
-    if tokio::runtime::Handle::try_current().is_err() {
+    let Ok(current) = tokio::runtime::Handle::try_current() else {
         return block_on(fut);
+    };
+    if current.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        && on_a_runtime_thread()
+    {
+        return tokio::task::block_in_place(|| block_on(fut));
     }
     std::thread::scope(|s| match s.spawn(|| block_on(fut)).join() {
         Ok(out) => out,
@@ -390,5 +413,21 @@ mod tests {
 
     fn libc_sigpipe() -> u32 {
         Signal::SIGPIPE as i32 as u32
+    }
+
+    /// A wait from one of the runtime's workers (a toolkit's MCP sessions
+    /// closed when its last handle is dropped inside a task) must not stop
+    /// that worker driving the timers and I/O the wait is for: with one
+    /// worker this hung for good before the worker handed its duties over.
+    #[test]
+    fn a_wait_on_a_worker_thread_keeps_the_runtime_driving_its_timers() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        get().spawn(async move {
+            assert!(on_a_runtime_thread());
+            block_on_anywhere(tokio::time::sleep(std::time::Duration::from_millis(5)));
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the wait on the worker ended");
     }
 }

@@ -354,7 +354,7 @@ func goServeRelease(handle C.uintptr_t) {
 }
 
 // SetIOThreads sets how many worker threads the library's I/O runtime (MCP
-// sessions, HTTP, served toolkits) starts with: 1 to 64, 2 when never set.
+// sessions, HTTP, served toolkits) starts with: 1 to 64, 1 when never set.
 // One suits a program that serves a toolkit or proxies MCP servers on a
 // small machine (each message then wakes one thread, not two). The runtime
 // starts with the first call that needs it (a build with MCP servers, an

@@ -93,11 +93,12 @@ impl HostOnCall {
 pub const TN_MAX_IO_THREADS: u32 = 64;
 
 /// Sets how many worker threads the library's I/O runtime (MCP sessions,
-/// HTTP, served toolkits) starts with: 1 to `TN_MAX_IO_THREADS`; 2 when
-/// never set. One worker is what a host that serves a toolkit over stdio,
-/// or proxies MCP servers, wants on a small machine: each message then
-/// wakes one thread instead of two (the `toolnexus serve` command's
-/// `--io-threads`, default 1). The runtime starts with the first call that
+/// HTTP, served toolkits) starts with: 1 to `TN_MAX_IO_THREADS`; 1 when
+/// never set. The workers only move bytes and frame messages (a call's
+/// work runs on the calling thread, the blocking pool or the library's
+/// pooled threads), so one is enough for most hosts and each message then
+/// wakes one thread, not two; a host serving many connections at once on
+/// a large machine may want more. The runtime starts with the first call that
 /// needs it (a build with MCP servers, an HTTP tool or webfetch, a
 /// translate or a run, serving), so call this before any other; once it
 /// runs this fails with `TN_INVALID_ARGUMENT`, naming the count running,

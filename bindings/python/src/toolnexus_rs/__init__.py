@@ -166,7 +166,7 @@ def _call(fn: Callable[..., int], *args: Any, interrupt: Optional[Callable[[], N
 
 def set_io_threads(threads: int) -> None:
     """How many worker threads the library's I/O runtime (MCP sessions,
-    HTTP, served toolkits) starts with: 1 to 64, 2 when never set. It starts
+    HTTP, served toolkits) starts with: 1 to 64, 1 when never set. It starts
     with the first call that needs it (a build with MCP servers, an HTTP
     tool, ``translate``, a client run), so call this first; once it runs
     this raises :class:`InvalidArgumentError` naming the count running, and
