@@ -114,31 +114,61 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
 }
 
 /// [`block_on`], also from a thread that is inside a tokio runtime (where
-/// `block_on` would panic). On one of this runtime's workers the worker's
-/// duties are handed over first (`block_in_place`) and the future runs on
-/// this thread: a worker that only waited would stop driving the very I/O
-/// and timers the future waits on, and with one worker (the default) the
-/// wait would never end (a toolkit whose MCP sessions were dropped on a
-/// worker closed them through here and hung). Inside any other runtime the
-/// future runs to completion on a scoped plain thread while the caller
-/// waits. The MCP client's sync entry points and the ACP session
-/// (`provider::acp`) wait through this.
+/// `block_on` would panic): [`wait_anywhere`], with a panic of the future
+/// passed on to the caller. The MCP client's sync entry points and the ACP
+/// session (`provider::acp`) wait through this.
 pub fn block_on_anywhere<F>(fut: F) -> F::Output
 where
     F: Future + Send,
     F::Output: Send,
 {
+    match wait_anywhere("toolnexus-wait", fut) {
+        Ok(out) => out,
+        Err(NotWaited::Panicked(panic)) => std::panic::resume_unwind(panic),
+        Err(NotWaited::NoThread(e)) => panic!("toolnexus: cannot start a thread to wait on: {e}"),
+    }
+}
+
+/// Why [`wait_anywhere`] has no output to give.
+pub enum NotWaited {
+    /// The waiting thread could not be started.
+    NoThread(std::io::Error),
+    /// The future panicked on the waiting thread.
+    Panicked(Box<dyn std::any::Any + Send>),
+}
+
+/// Runs `fut` to completion from any thread, the one rule for waiting on
+/// this runtime:
+/// - outside any tokio runtime: [`block_on`] in place;
+/// - on one of this runtime's workers: the worker's duties are handed over
+///   first (`block_in_place`) and the future runs on this thread. A worker
+///   that only waited would stop driving the very I/O and timers the
+///   future waits on; with one worker (the default) the wait would never
+///   end (a toolkit whose MCP sessions were dropped on a worker closed them
+///   this way and hung);
+/// - inside some other runtime, which cannot block in place: on a
+///   short-lived thread named `thread_name` while the caller waits.
+pub fn wait_anywhere<F>(thread_name: &str, fut: F) -> Result<F::Output, NotWaited>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
     let Ok(current) = tokio::runtime::Handle::try_current() else {
-        return block_on(fut);
+        return Ok(block_on(fut));
     };
     if current.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
         && on_a_runtime_thread()
     {
-        return tokio::task::block_in_place(|| block_on(fut));
+        return Ok(tokio::task::block_in_place(|| block_on(fut)));
     }
-    std::thread::scope(|s| match s.spawn(|| block_on(fut)).join() {
-        Ok(out) => out,
-        Err(panic) => std::panic::resume_unwind(panic),
+    std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name(thread_name.into())
+            .spawn_scoped(s, || block_on(fut))
+        {
+            Ok(waiting) => waiting.join().map_err(NotWaited::Panicked),
+            Err(e) => Err(NotWaited::NoThread(e)),
+        }
     })
 }
 

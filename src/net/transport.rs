@@ -32,7 +32,6 @@ use std::pin::{pin, Pin};
 use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use tokio::runtime::RuntimeFlavor;
 use tower_service::Service;
 use url::Url;
 
@@ -94,33 +93,15 @@ pub(crate) fn run(prepared: Prepared, timeout: Duration, cancel: Option<&CancelT
     })
 }
 
-/// `runtime::block_on` from a host thread. Two callers need more care:
-/// - a task on the shared runtime itself (a worker thread) hands its worker
-///   duties over first (`block_in_place`), so the runtime keeps driving I/O;
-///   blocking all its workers would otherwise stall every call for good;
-/// - a caller inside some other tokio runtime cannot block on ours in place,
-///   so the wait moves to a short-lived thread of its own.
+/// `runtime::wait_anywhere` (from a host thread, a task on the shared
+/// runtime or another runtime alike); a wait that could not run, or whose
+/// future panicked, is a transport failure.
 fn block_on<F>(fut: F) -> Outcome
 where
     F: Future<Output = Outcome> + Send,
 {
-    let Ok(current) = tokio::runtime::Handle::try_current() else {
-        return runtime::block_on(fut);
-    };
-    let on_shared_worker = current.runtime_flavor() == RuntimeFlavor::MultiThread
-        && std::thread::current().name() == Some(runtime::THREAD_NAME);
-    if on_shared_worker {
-        return tokio::task::block_in_place(|| runtime::block_on(fut));
-    }
-    std::thread::scope(|scope| {
-        match std::thread::Builder::new()
-            .name("toolnexus-http-wait".into())
-            .spawn_scoped(scope, || runtime::block_on(fut))
-        {
-            Ok(handle) => handle.join().unwrap_or(Outcome::Failed(Failure::Transport)),
-            Err(_) => Outcome::Failed(Failure::Transport),
-        }
-    })
+    runtime::wait_anywhere("toolnexus-http-wait", fut)
+        .unwrap_or(Outcome::Failed(Failure::Transport))
 }
 
 /// The TLS-capable connector every HTTP tool shares. `None` when TLS could
