@@ -37,19 +37,45 @@ use toolnexus::translate::ClientConfig;
 
 struct Model;
 
+/// An object from owned values, moved in (the `json!` macro would copy
+/// each interpolated `Value` through `to_value`, a deep copy the model
+/// need not make).
+fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 fn message(model: &str, tools: usize) -> Value {
     let task = |agent: &str, prompt: String| {
-        json!({"id": prompt.replace(' ', "-"), "type": "function",
-               "function": {"name": "task",
-                            "arguments": json!({"agent": agent, "prompt": prompt}).to_string()}})
+        let arguments = object([("agent", agent.into()), ("prompt", prompt.as_str().into())]);
+        object([
+            ("id", prompt.replace(' ', "-").into()),
+            ("type", "function".into()),
+            (
+                "function",
+                object([
+                    ("name", "task".into()),
+                    ("arguments", arguments.to_string().into()),
+                ]),
+            ),
+        ])
     };
+    let calls = |agent: &str, what: &str, n: usize| {
+        object([
+            ("role", "assistant".into()),
+            ("content", Value::Null),
+            (
+                "tool_calls",
+                (0..n).map(|i| task(agent, format!("{what} {i}"))).collect(),
+            ),
+        ])
+    };
+    let says =
+        |content: String| object([("role", "assistant".into()), ("content", content.into())]);
     match (model, tools) {
-        ("m-coord", 0) => json!({"role": "assistant", "content": null,
-            "tool_calls": (0..4).map(|i| task("worker", format!("part {i}"))).collect::<Vec<_>>()}),
-        ("m-worker", 0) => json!({"role": "assistant", "content": null,
-            "tool_calls": (0..2).map(|i| task("leaf", format!("piece {i}"))).collect::<Vec<_>>()}),
-        ("m-leaf", _) => json!({"role": "assistant", "content": "leaf done"}),
-        (m, n) => json!({"role": "assistant", "content": format!("{m} done with {n}")}),
+        ("m-coord", 0) => calls("worker", "part", 4),
+        ("m-worker", 0) => calls("leaf", "piece", 2),
+        ("m-leaf", _) => says("leaf done".to_string()),
+        (m, n) => says(format!("{m} done with {n}")),
     }
 }
 
@@ -71,10 +97,20 @@ impl Provider for Model {
         } else {
             "stop"
         };
-        Ok(
-            json!({"choices": [{"index": 0, "message": msg, "finish_reason": finish}],
-                  "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}),
-        )
+        let usage = object([
+            ("prompt_tokens", 3.into()),
+            ("completion_tokens", 2.into()),
+            ("total_tokens", 5.into()),
+        ]);
+        let choice = object([
+            ("index", 0.into()),
+            ("message", msg),
+            ("finish_reason", finish.into()),
+        ]);
+        Ok(object([
+            ("choices", Value::Array(vec![choice])),
+            ("usage", usage),
+        ]))
     }
 
     fn streams(&self) -> bool {
