@@ -702,7 +702,7 @@ class Toolkit:
             finally:
                 _current.call = outer
 
-        cb = _native.TOOL_CALLBACK(trampoline)
+        cb = _native.callback(_native.TOOL_CALLBACK, trampoline)
         # The library may still run the callback after close() (a call it
         # stopped waiting for): the callback object lives until the library's
         # user_data_free says the last call has returned — and no longer, so
@@ -749,7 +749,7 @@ def _release_callback(user_data: Optional[int]) -> None:
 
 
 # Module-level, so it outlives every toolkit.
-_RELEASE = _native.USER_DATA_FREE(_release_callback)
+_RELEASE = _native.callback(_native.USER_DATA_FREE, _release_callback)
 _RELEASE_PTR = ctypes.cast(_RELEASE, ctypes.c_void_p)
 
 
@@ -853,7 +853,7 @@ def translate_stream(
             raised.append(e)
             return 1
 
-    callback = _native.CHUNK_CALLBACK(relay)
+    callback = _native.callback(_native.CHUNK_CALLBACK, relay)
     try:
         text = _call(
             lib.tn_translate_stream,

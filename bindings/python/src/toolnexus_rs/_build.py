@@ -69,7 +69,7 @@ def _provider_callback(lib: ctypes.CDLL, provider: SkillProvider) -> Any:
             message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             lib.tn_reply_set_error(reply, message.replace("\0", "\ufffd").encode("utf-8", "replace"))
 
-    return REPLY_CALLBACK(trampoline)
+    return _native.callback(REPLY_CALLBACK, trampoline)
 
 
 def _wait_for_callback(lib: ctypes.CDLL, wait_for: Callable[[Any], Any]) -> Any:
@@ -93,7 +93,7 @@ def _wait_for_callback(lib: ctypes.CDLL, wait_for: Callable[[Any], Any]) -> Any:
             message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             lib.tn_reply_set_error(reply, message.replace("\0", "\ufffd").encode("utf-8", "replace"))
 
-    return REPLY_CALLBACK(trampoline)
+    return _native.callback(REPLY_CALLBACK, trampoline)
 
 
 def _authorize_callback(lib: ctypes.CDLL, authorize: Callable[[dict], str]) -> Any:
@@ -114,7 +114,7 @@ def _authorize_callback(lib: ctypes.CDLL, authorize: Callable[[dict], str]) -> A
             message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             lib.tn_reply_set_error(reply, message.replace("\0", "\ufffd").encode("utf-8", "replace"))
 
-    return REPLY_CALLBACK(trampoline)
+    return _native.callback(REPLY_CALLBACK, trampoline)
 
 
 def _tools_changed_callback(lib: ctypes.CDLL, tools_changed: Callable[[dict], Any]) -> Any:
@@ -127,7 +127,7 @@ def _tools_changed_callback(lib: ctypes.CDLL, tools_changed: Callable[[dict], An
         except BaseException:  # noqa: BLE001 — isolated by the library
             pass
 
-    return REPLY_CALLBACK(trampoline)
+    return _native.callback(REPLY_CALLBACK, trampoline)
 
 
 def _set_slot(lib: ctypes.CDLL, opts: int, slot: bytes, callback: Any) -> tuple[int, Optional[str]]:

@@ -5,10 +5,12 @@ without a ``restype`` truncates a returned pointer to a C ``int``.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import ctypes.util
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Optional
@@ -268,3 +270,141 @@ def cstr(value: Any, what: str) -> bytes:
     if b"\0" in data:
         raise ValueError(f"{what}: JSON text cannot hold a NUL byte")
     return data
+
+
+# ------------------------------------------------ thread states kept
+# The library calls back into Python on threads of its own (the I/O
+# runtime's blocking pool, its pooled threads for agent turns and A2A tasks,
+# and others). On such a thread ctypes makes a Python thread state for each
+# call and deletes it on return; making one maps its frame stack and
+# deleting it unmaps that again, a TLB flush on every CPU each time: about
+# 7 us a callback, where the call itself takes under 1. So the first
+# callback on a thread keeps that state (one more PyGILState_Ensure, never
+# matched on the callback's path; the GIL is still released between
+# callbacks) and stores it under a pthread key whose destructor frees it
+# when the thread ends:
+# - the key holds the kept state's id (ids are never reused), and the
+#   destructor looks it up among the interpreter's live states, so a state
+#   that Python deleted itself (a thread Python started ends that way) is
+#   left alone;
+# - if Python's own key for the thread still names the kept state, ctypes
+#   resumes it for the destructor's call; the matching PyGILState_Release
+#   then lets ctypes' release delete it;
+# - if the C library cleared Python's key first (glibc clears every key of
+#   an ending thread before it calls any destructor), ctypes runs the
+#   destructor under a new state, and the kept one is cleared and deleted.
+# At interpreter exit the key is deleted first, so that no thread ending
+# later calls into a finalized interpreter; the states still kept are then
+# the interpreter's to free, as any thread's.
+
+_kept = threading.local()
+_key_lock = threading.Lock()
+_key: Optional[Any] = None  # (libc, the pthread_key_t), once made
+_keeping = os.name == "posix"
+_PYGILSTATE_LOCKED = 0
+
+
+def _pyapi(name: str, args: list[Any], res: Any) -> Any:
+    # Indexing gives a function object of our own: pythonapi's attributes
+    # are shared with every other user of ctypes in the process.
+    fn = ctypes.pythonapi[name]
+    fn.argtypes = args
+    fn.restype = res
+    return fn
+
+
+_state_get = _pyapi("PyThreadState_Get", [], ctypes.c_void_p)
+_state_id = _pyapi("PyThreadState_GetID", [ctypes.c_void_p], ctypes.c_uint64)
+_interpreter = _pyapi("PyInterpreterState_Get", [], ctypes.c_void_p)
+_first_state = _pyapi("PyInterpreterState_ThreadHead", [ctypes.c_void_p], ctypes.c_void_p)
+_next_state = _pyapi("PyThreadState_Next", [ctypes.c_void_p], ctypes.c_void_p)
+_state_clear = _pyapi("PyThreadState_Clear", [ctypes.c_void_p], None)
+_state_delete = _pyapi("PyThreadState_Delete", [ctypes.c_void_p], None)
+_gil_ensure = _pyapi("PyGILState_Ensure", [], ctypes.c_int)
+_gil_release = _pyapi("PyGILState_Release", [ctypes.c_int], None)
+
+
+def _give_back(value: Optional[int]) -> None:
+    """The pthread key's destructor, on the thread that ends; ``value`` is
+    the kept state's id plus one."""
+    try:
+        if not value:
+            return
+        state = _first_state(_interpreter())
+        while state and _state_id(state) != value - 1:
+            state = _next_state(state)
+        if not state:
+            return
+        if _state_get() == state:
+            _gil_release(_PYGILSTATE_LOCKED)
+        else:
+            _state_clear(state)
+            _state_delete(state)
+    except BaseException:  # noqa: BLE001 — nothing may raise into C
+        pass
+
+
+_GIVE_BACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_give_back)
+
+
+def _thread_key() -> Optional[Any]:
+    global _key, _keeping
+    with _key_lock:
+        if _key is None and _keeping:
+            try:
+                libc = ctypes.CDLL(None)
+                key = (ctypes.c_ulong if sys.platform == "darwin" else ctypes.c_uint)()
+                create = libc["pthread_key_create"]
+                create.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+                if create(ctypes.byref(key), ctypes.cast(_GIVE_BACK, ctypes.c_void_p)) != 0:
+                    _keeping = False
+                    return None
+                set_value = libc["pthread_setspecific"]
+                set_value.argtypes = [type(key), ctypes.c_void_p]
+                delete = libc["pthread_key_delete"]
+                delete.argtypes = [type(key)]
+                _key = (set_value, delete, key)
+                atexit.register(_stop_keeping)
+            except (OSError, AttributeError):
+                _keeping = False
+        return _key if _keeping else None
+
+
+def _stop_keeping() -> None:
+    global _keeping
+    with _key_lock:
+        if _key is not None and _keeping:
+            _keeping = False
+            _, delete, key = _key
+            delete(key)
+
+
+def keep_thread_state() -> None:
+    """Called first by every callback this package hands the library: on
+    a thread (a thread state) seen for the first time, keeps that state for
+    the thread's life (above). Never raises."""
+    try:
+        if getattr(_kept, "seen", False):
+            return
+        _kept.seen = True
+        found = _thread_key()
+        if found is None:
+            return
+        set_value, _, key = found
+        if set_value(key, _state_id(_state_get()) + 1) != 0:
+            return
+        _gil_ensure()
+    except BaseException:  # noqa: BLE001 — nothing may raise into C
+        pass
+
+
+def callback(ctype: Any, fn: Any) -> Any:
+    """``fn`` as a C function pointer of ``ctype`` for the library to call,
+    on any thread: every callback this package hands the library is made
+    here, so that each keeps its thread's Python state (above)."""
+
+    def entry(*args: Any) -> Any:
+        keep_thread_state()
+        return fn(*args)
+
+    return ctype(entry)

@@ -171,7 +171,7 @@ class Agents:
         err = ctypes.c_void_p()
         gen_ptr, key, release = None, None, None
         if generate is not None:
-            cb = _native.CLIENT_CALLBACK(_generate_trampoline(lib, _adapt_generate(generate)))
+            cb = _native.callback(_native.CLIENT_CALLBACK, _generate_trampoline(lib, _adapt_generate(generate)))
             # Alive until the library's user_data_free: a turn thread may
             # still call it after the runtime is freed.
             key = _keep_callback(cb)
@@ -227,7 +227,7 @@ class Agents:
         lib = core.lib
         cb_ptr, key, release = None, None, None
         if fn is not None:
-            cb = _native.CLIENT_CALLBACK(_generate_trampoline(lib, fn))
+            cb = _native.callback(_native.CLIENT_CALLBACK, _generate_trampoline(lib, fn))
             key = _keep_callback(cb)
             cb_ptr, release = ctypes.cast(cb, ctypes.c_void_p), _RELEASE_PTR
         err = ctypes.c_void_p()

@@ -641,7 +641,7 @@ class _Core:
                 except BaseException:  # noqa: BLE001
                     pass
 
-        return _native.CLIENT_CALLBACK(callback)
+        return _native.callback(_native.CLIENT_CALLBACK, callback)
 
     def register(self, slot: str) -> None:
         """Puts this slot's trampoline on the native client (once)."""

@@ -35,7 +35,7 @@ def _release(user_data: Optional[int]) -> None:
         _live.pop(user_data or 0, None)
 
 
-_RELEASE = _native.USER_DATA_FREE(_release)
+_RELEASE = _native.callback(_native.USER_DATA_FREE, _release)
 _registered_exit = False
 
 
@@ -90,7 +90,7 @@ def set_logger(
         except BaseException:  # noqa: BLE001 — a logger never fails the library
             pass
 
-    cb = _native.LOG_CALLBACK(deliver)
+    cb = _native.callback(_native.LOG_CALLBACK, deliver)
     with _lock:
         ident = next(_ids)
         _live[ident] = cb

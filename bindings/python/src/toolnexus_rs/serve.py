@@ -61,9 +61,9 @@ def _release(user_data: Optional[int]) -> None:
 # One trampoline per hook and one finalizer for every server: alive for the
 # process, handed to the library as plain pointers.
 _SERVE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
-_ON_CALL = _SERVE_CALLBACK(_hear(0))
-_ON_TASK = _SERVE_CALLBACK(_hear(1))
-_RELEASE = _native.USER_DATA_FREE(_release)
+_ON_CALL = _native.callback(_SERVE_CALLBACK, _hear(0))
+_ON_TASK = _native.callback(_SERVE_CALLBACK, _hear(1))
+_RELEASE = _native.callback(_native.USER_DATA_FREE, _release)
 _ON_CALL_PTR = ctypes.cast(_ON_CALL, ctypes.c_void_p)
 _ON_TASK_PTR = ctypes.cast(_ON_TASK, ctypes.c_void_p)
 _RELEASE_PTR = ctypes.cast(_RELEASE, ctypes.c_void_p)

@@ -104,8 +104,8 @@ def _release(user_data: Optional[int]) -> None:
 
 
 # One trampoline and one finalizer for every store: alive for the process.
-_CALLBACK = _native.CLIENT_CALLBACK(_call)
-_RELEASE = _native.USER_DATA_FREE(_release)
+_CALLBACK = _native.callback(_native.CLIENT_CALLBACK, _call)
+_RELEASE = _native.callback(_native.USER_DATA_FREE, _release)
 
 
 def register_store(name: str, store: Store, *, timeout: Optional[float] = None) -> None:
