@@ -140,6 +140,7 @@ impl Runtime {
                 turns_in_flight: 0,
                 max_observed_turns: 0,
                 sleepers: 0,
+                shared_sleepers: 0,
                 waited: HashMap::new(),
                 store: HashMap::new(),
                 capture: false,
@@ -149,6 +150,7 @@ impl Runtime {
                 tree_not_ours: false,
             }),
             cv: Condvar::new(),
+            #[cfg(test)]
             sleepers_cv: Condvar::new(),
             registry: opts.registry,
             config,
@@ -283,10 +285,7 @@ impl Runtime {
             if left.is_zero() {
                 return false;
             }
-            st = match self.inner.cv.wait_timeout(st, left) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
+            st = self.inner.sleep_for(st, Some(left));
         }
     }
 
@@ -306,10 +305,7 @@ impl Runtime {
             if left.is_zero() {
                 return false;
             }
-            st = match self.inner.cv.wait_timeout(st, left) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
+            st = self.inner.sleep_for(st, Some(left));
         }
     }
 

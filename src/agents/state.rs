@@ -261,6 +261,10 @@ pub(crate) struct St {
     pub max_observed_turns: usize,
     /// Waiters asleep in `wait` right now.
     pub sleepers: usize,
+    /// Threads asleep on [`Inner::cv`] right now: a change with none to
+    /// wake leaves the variable alone (a `notify_all` is a system call
+    /// even when nobody waits, and a tree makes dozens of changes).
+    pub shared_sleepers: usize,
     /// The handles someone waits on in `wait`, by index.
     pub waited: HashMap<usize, Waited>,
     /// The one conversation store: each handle's transcript by its id.
@@ -328,7 +332,8 @@ pub(crate) struct Inner {
     /// Woken when a waiter falls asleep in `wait` (what a test waits on to
     /// know a wait's deadline is fixed). Its own variable: a waiter going to
     /// sleep must not wake the others, or two waiters wake each other for
-    /// as long as both wait.
+    /// as long as both wait. Only tests wait on it.
+    #[cfg(test)]
     pub sleepers_cv: Condvar,
     pub registry: Registry,
     pub config: ClientConfig,
@@ -640,15 +645,35 @@ impl Inner {
         match deadline_ms {
             Some(d) if !self.clock.is_manual() => {
                 let left = d.saturating_sub(self.clock.now_ms());
-                match self
-                    .cv
-                    .wait_timeout(g, std::time::Duration::from_millis(left.max(1)))
-                {
-                    Ok((g, _)) => g,
-                    Err(p) => p.into_inner().0,
-                }
+                self.sleep_for(g, Some(std::time::Duration::from_millis(left.max(1))))
             }
-            _ => self.cv.wait(g).unwrap_or_else(PoisonError::into_inner),
+            _ => self.sleep_for(g, None),
+        }
+    }
+
+    /// Sleeps on the condition variable until told, or for at most `max`
+    /// of real time; counted in [`St::shared_sleepers`] meanwhile.
+    pub fn sleep_for<'a>(
+        &self,
+        mut g: MutexGuard<'a, St>,
+        max: Option<std::time::Duration>,
+    ) -> MutexGuard<'a, St> {
+        g.shared_sleepers += 1;
+        let mut g = match max {
+            Some(max) => match self.cv.wait_timeout(g, max) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            },
+            None => self.cv.wait(g).unwrap_or_else(PoisonError::into_inner),
+        };
+        g.shared_sleepers -= 1;
+        g
+    }
+
+    /// Wakes whoever sleeps on the shared variable, if anyone does.
+    pub fn wake_shared(&self, st: &St) {
+        if st.shared_sleepers > 0 {
+            self.cv.notify_all();
         }
     }
 
@@ -656,7 +681,7 @@ impl Inner {
     /// shared variable, and the waiters of each handle whose awaited
     /// fields changed. Every change of a handle's state ends with this.
     pub fn notify(&self, st: &mut St) {
-        self.cv.notify_all();
+        self.wake_shared(st);
         let St {
             handles, waited, ..
         } = st;
@@ -672,7 +697,7 @@ impl Inner {
     /// Wakes every waiter, on the shared variable and on each handle (the
     /// clock moved, a wait's token was cancelled, the runtime shuts down).
     pub fn notify_everyone(&self, st: &St) {
-        self.cv.notify_all();
+        self.wake_shared(st);
         for w in st.waited.values() {
             w.cv.notify_all();
         }
@@ -1102,6 +1127,8 @@ impl Inner {
                 }
             }
             st.sleepers += 1;
+            // Only `Runtime::await_sleepers` (tests) waits on it.
+            #[cfg(test)]
             self.sleepers_cv.notify_all();
             st = self.sleep_on(st, i, deadline);
             st.sleepers -= 1;

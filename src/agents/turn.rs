@@ -37,7 +37,7 @@ impl Drop for Slot_<'_> {
     fn drop(&mut self) {
         let mut st = self.0.lock();
         st.turns_in_flight = st.turns_in_flight.saturating_sub(1);
-        self.0.cv.notify_all();
+        self.0.wake_shared(&st);
     }
 }
 
