@@ -115,8 +115,14 @@ impl Tasks {
                 Some(next) => job = next,
                 None => {
                     pool.running -= 1;
+                    // Only `stop` waits for a slot to be let go, and only
+                    // once it has set `stopped` (a notify is a system call
+                    // even when nobody waits).
+                    let told = pool.stopped;
                     drop(pool);
-                    self.idle.notify_all();
+                    if told {
+                        self.idle.notify_all();
+                    }
                     return;
                 }
             }
