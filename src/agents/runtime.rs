@@ -123,7 +123,7 @@ impl Runtime {
                     };
                     let mut st = inner.lock();
                     if let Some(&i) = st.index.get(id) {
-                        st.trace(i, format!("{} not saved: {why}", kind.as_str()));
+                        st.trace(i, format_args!("{} not saved: {why}", kind.as_str()));
                     }
                 });
                 Some(

@@ -514,7 +514,7 @@ impl Inner {
             Some(id) => {
                 st.trace(
                     0,
-                    format!("{what} not restored, kept as checkpoint \"{id}\": {e}"),
+                    format_args!("{what} not restored, kept as checkpoint \"{id}\": {e}"),
                 );
                 st.restore_error = Some(format!("{e} (the record is kept as checkpoint \"{id}\")"));
             }
@@ -522,7 +522,7 @@ impl Inner {
                 st.tree_not_ours = true;
                 st.trace(
                     0,
-                    format!("{what} not restored and left as it is; this runtime saves no suspended tree: {e}"),
+                    format_args!("{what} not restored and left as it is; this runtime saves no suspended tree: {e}"),
                 );
                 st.restore_error = Some(format!(
                     "{e} (the record is left as it is; this runtime saves no suspended tree)"
@@ -779,7 +779,7 @@ impl Inner {
     /// walk, the parent's slot, the drain, the flip to running, the turn.
     fn admit(&self, st: &mut St, i: usize, prompt: Option<String>, why: &str) {
         if let Some(limit) = self.exhausted(st, i) {
-            st.trace(i, format!("wake REFUSED (budget exhausted ({limit}))"));
+            st.trace(i, format_args!("wake REFUSED (budget exhausted ({limit}))"));
             let r = TaskResult::new(
                 "incomplete",
                 format!("budget exhausted ({limit}); partial work preserved"),
@@ -813,7 +813,7 @@ impl Inner {
         }
         h.cancel = Some(cancel.clone());
         let gen = h.gen;
-        st.trace(i, format!("idle→running ({why})"));
+        st.trace(i, format_args!("idle→running ({why})"));
         self.notify(st);
         let job = Job {
             index: i,
@@ -843,7 +843,7 @@ impl Inner {
             st.handles[i].state = State::Idle;
             self.restore_drained(st, i);
             self.release_slot(st, i);
-            st.trace(i, format!("running→idle (error: {why})"));
+            st.trace(i, format_args!("running→idle (error: {why})"));
             self.settle(st, i, TaskResult::new("error", why, true));
         }
     }
@@ -948,7 +948,7 @@ impl Inner {
         st.index.insert(id.clone(), i);
         st.trace(
             i,
-            format!("spawned (depth {depth}, tokens {})", show_pool(pool)),
+            format_args!("spawned (depth {depth}, tokens {})", show_pool(pool)),
         );
         self.notify(&mut st);
         drop(st);
@@ -1027,7 +1027,7 @@ impl Inner {
             let cap = self.inbox_cap;
             st.trace(
                 i,
-                format!("post REJECTED (inbox full, cap {cap}) from {}", item.from),
+                format_args!("post REJECTED (inbox full, cap {cap}) from {}", item.from),
             );
             self.notify(&mut st);
             return Err(format!("inbox full: {id} (cap {cap})"));
@@ -1060,7 +1060,7 @@ impl Inner {
             if st.handles[p].running_children >= max {
                 st.handles[p].queue.push_back((i, prompt));
                 st.handles[i].queued = true;
-                st.trace(i, format!("wake QUEUED (parent concurrency {max})"));
+                st.trace(i, format_args!("wake QUEUED (parent concurrency {max})"));
                 self.notify(st);
                 return Ok(());
             }
@@ -1168,7 +1168,7 @@ impl Inner {
                 self.restore_drained(&mut st, i);
                 st.trace(
                     i,
-                    format!("suspended→idle (interrupt cancelled pending \"{kind}\")"),
+                    format_args!("suspended→idle (interrupt cancelled pending \"{kind}\")"),
                 );
                 self.settle(
                     &mut st,
@@ -1183,7 +1183,7 @@ impl Inner {
                 let n = st.handles[i].inbox.len();
                 st.trace(
                     i,
-                    format!(
+                    format_args!(
                         "{}→idle (interrupted; inbox intact: {n} items)",
                         from.as_str()
                     ),
@@ -1259,7 +1259,7 @@ impl Inner {
             }
         }
         st.handles[i].state = State::Closed;
-        st.trace(i, format!("{}→closed ({reason})", from.as_str()));
+        st.trace(i, format_args!("{}→closed ({reason})", from.as_str()));
         if interrupted || from == State::Suspended || st.handles[i].result.is_none() {
             self.settle(&mut st, i, closed_result());
         } else {
@@ -1313,7 +1313,7 @@ impl Inner {
         let turns = st.handles[leaf].turns;
         st.trace(
             leaf,
-            format!("resume with Answer(ok={ok}) at checkpoint (turns so far: {turns})"),
+            format_args!("resume with Answer(ok={ok}) at checkpoint (turns so far: {turns})"),
         );
         self.replay(&mut st, leaf, Some(answer));
         let mut r = self.wait_index(st, leaf, None, None);

@@ -85,7 +85,7 @@ fn call(
             let (id, state) = (st.handles[c].id.clone(), st.handles[c].state);
             st.trace(
                 parent,
-                format!("task replay → REATTACH to {id} (state {})", state.as_str()),
+                format_args!("task replay → REATTACH to {id} (state {})", state.as_str()),
             );
             c
         }

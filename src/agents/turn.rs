@@ -106,7 +106,7 @@ fn escalator(inner: &Arc<Inner>, i: usize, gen: u64, interpreter: usize, f: Host
             }
             st.handles[i].state = State::Suspended;
             st.handles[i].escalating = true;
-            st.trace(i, format!("running→suspended (pending \"{kind}\")"));
+            st.trace(i, format_args!("running→suspended (pending \"{kind}\")"));
             let who = if interpreter == i {
                 "self".to_string()
             } else {
@@ -114,7 +114,7 @@ fn escalator(inner: &Arc<Inner>, i: usize, gen: u64, interpreter: usize, f: Host
             };
             st.trace(
                 i,
-                format!("escalate → {who} answers (\"nearest interpreter\")"),
+                format_args!("escalate → {who} answers (\"nearest interpreter\")"),
             );
             inner.notify(&mut st);
         }
@@ -127,7 +127,7 @@ fn escalator(inner: &Arc<Inner>, i: usize, gen: u64, interpreter: usize, f: Host
                 Ok(Some(a)) => a.get("ok").and_then(Value::as_bool).unwrap_or(false),
                 _ => false,
             };
-            st.trace(i, format!("suspended→running (Answer ok={ok})"));
+            st.trace(i, format_args!("suspended→running (Answer ok={ok})"));
             inner.notify(&mut st);
         }
         answer
@@ -291,7 +291,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             } else {
                 ("error", e.message.clone())
             };
-            st.trace(i, format!("running→idle ({status}: {})", e.message));
+            st.trace(i, format_args!("running→idle ({status}: {})", e.message));
             inner.settle(&mut st, i, TaskResult::new(status, text, true));
             return;
         }
@@ -330,7 +330,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             inner.checkpoint_saved(&st, i);
             st.trace(
                 i,
-                format!("running→suspended (pending \"{kind}\", durable)"),
+                format_args!("running→suspended (pending \"{kind}\", durable)"),
             );
             let mut r = TaskResult::new("pending", text, false);
             r.pending = Some(request);
@@ -352,7 +352,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             let r = if other == "done" {
                 st.trace(
                     i,
-                    format!("running→idle (done, turns={turns}, tokens={tokens})"),
+                    format_args!("running→idle (done, turns={turns}, tokens={tokens})"),
                 );
                 TaskResult::new("done", text, false)
             } else {
@@ -361,7 +361,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
                     .and_then(Value::as_str)
                     .unwrap_or("maxTurns")
                     .to_string();
-                st.trace(i, format!("running→idle (incomplete: {limit})"));
+                st.trace(i, format_args!("running→idle (incomplete: {limit})"));
                 // The completion gate's text names what failed to verify.
                 let text = if limit == "completion" {
                     text
