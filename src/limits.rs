@@ -97,6 +97,16 @@ pub const SERVED_TASKS: usize = 32;
 /// and nothing is stored for it.
 pub const SERVED_TASKS_QUEUED: usize = 1024;
 
+/// The most finished A2A tasks (completed, failed, canceled, rejected) the
+/// memory store keeps; past it the one that finished longest ago is
+/// forgotten (a GetTask for it is then an unknown task). Tasks still
+/// running or waiting for input are never dropped.
+pub const MEMORY_STORE_FINISHED_TASKS: usize = 10_000;
+
+/// The most conversations (A2A `contextId`s) the memory store keeps; past
+/// it the one saved longest ago is forgotten, and its context starts anew.
+pub const MEMORY_STORE_CONVERSATIONS: usize = 1_000;
+
 /// The most answers the served toolkit gives one JSON-RPC batch (each an
 /// invalid request: MCP has no batches): a batch that would get more is
 /// answered by one error, so a line of a few bytes per item never makes

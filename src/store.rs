@@ -154,31 +154,174 @@ fn registered(name: &str) -> Result<Arc<dyn Store>> {
     })
 }
 
-/// Records held in this process.
-#[derive(Default)]
+/// Records held in this process. A served agent's clients choose how many
+/// tasks and conversations there are, so the memory store keeps a bounded
+/// number: past [`crate::limits::MEMORY_STORE_FINISHED_TASKS`] finished
+/// tasks (completed, failed, canceled, rejected) the one that finished
+/// longest ago is forgotten, and past
+/// [`crate::limits::MEMORY_STORE_CONVERSATIONS`] conversations the one saved
+/// longest ago. A task still running or waiting for input is never dropped.
+/// A store that must keep everything is `sqlite:` or `postgres://`.
 pub struct MemoryStore {
-    records: Mutex<HashMap<(Kind, String), Value>>,
+    records: Mutex<Records>,
+    finished_cap: usize,
+    conversation_cap: usize,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::with_caps(
+            crate::limits::MEMORY_STORE_FINISHED_TASKS,
+            crate::limits::MEMORY_STORE_CONVERSATIONS,
+        )
+    }
+}
+
+/// The records, each with the number of the save that wrote it, and per
+/// kind that is capped the saves in order (an entry whose number no longer
+/// matches its record's is stale and skipped).
+#[derive(Default)]
+struct Records {
+    map: HashMap<(Kind, String), (u64, Value)>,
+    saves: u64,
+    /// Finished tasks, in the order they were saved finished.
+    finished: std::collections::VecDeque<(u64, String)>,
+    finished_live: usize,
+    /// Conversations, in the order they were saved.
+    conversations: std::collections::VecDeque<(u64, String)>,
+    conversations_live: usize,
+}
+
+/// A task state after which nothing changes (SPEC §7B; stored in upstream's
+/// wire form whatever profile a client speaks).
+fn finished(record: &Value) -> bool {
+    matches!(
+        record.pointer("/status/state").and_then(Value::as_str),
+        Some("completed" | "failed" | "canceled" | "rejected")
+    )
+}
+
+impl Records {
+    /// Whether the record stored under `key` was written by save `n` (and
+    /// so the queue entry `n` for it is live).
+    fn written_by(&self, kind: Kind, id: &str, n: u64) -> bool {
+        // (A key built per check: eviction and compaction are rare.)
+        self.map
+            .get(&(kind, id.to_string()))
+            .is_some_and(|(at, _)| *at == n)
+    }
+
+    /// Takes the oldest live entries off `kind`'s queue, removing their
+    /// records, until at most `cap` are live; then drops stale entries
+    /// when they outnumber the live ones, so the queue stays bounded too.
+    fn trim(&mut self, kind: Kind, cap: usize) {
+        loop {
+            let (queue, live) = self.queue(kind);
+            if *live <= cap {
+                break;
+            }
+            let Some((n, id)) = queue.pop_front() else {
+                break;
+            };
+            if self.written_by(kind, &id, n) {
+                self.map.remove(&(kind, id));
+                *self.queue(kind).1 -= 1;
+            }
+        }
+        let (queue, live) = self.queue(kind);
+        if queue.len() > 2 * *live + 64 {
+            let mut queue = std::mem::take(queue);
+            queue.retain(|(n, id)| self.written_by(kind, id, *n));
+            *self.queue(kind).0 = queue;
+        }
+    }
+
+    fn queue(
+        &mut self,
+        kind: Kind,
+    ) -> (&mut std::collections::VecDeque<(u64, String)>, &mut usize) {
+        match kind {
+            Kind::Conversation => (&mut self.conversations, &mut self.conversations_live),
+            _ => (&mut self.finished, &mut self.finished_live),
+        }
+    }
+
+    /// Whether the record now under `key` counts in its kind's queue.
+    fn queued(kind: Kind, record: &Value) -> bool {
+        match kind {
+            Kind::Task => finished(record),
+            Kind::Conversation => true,
+            Kind::Checkpoint => false,
+        }
+    }
+
+    fn remove(&mut self, kind: Kind, id: &str) -> Option<Value> {
+        let (_, old) = self.map.remove(&(kind, id.to_string()))?;
+        if Self::queued(kind, &old) {
+            *self.queue(kind).1 -= 1;
+        }
+        Some(old)
+    }
 }
 
 impl MemoryStore {
-    fn records(&self) -> std::sync::MutexGuard<'_, HashMap<(Kind, String), Value>> {
+    /// A memory store keeping at most `finished_tasks` finished tasks and
+    /// `conversations` conversations.
+    pub fn with_caps(finished_tasks: usize, conversations: usize) -> Self {
+        MemoryStore {
+            records: Mutex::new(Records::default()),
+            finished_cap: finished_tasks,
+            conversation_cap: conversations,
+        }
+    }
+
+    fn cap(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Conversation => self.conversation_cap,
+            _ => self.finished_cap,
+        }
+    }
+
+    fn records(&self) -> std::sync::MutexGuard<'_, Records> {
         self.records.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 impl Store for MemoryStore {
     fn get(&self, kind: Kind, id: &str) -> std::result::Result<Option<Value>, String> {
-        Ok(self.records().get(&(kind, id.to_string())).cloned())
+        let records = self.records();
+        Ok(records
+            .map
+            .get(&(kind, id.to_string()))
+            .map(|(_, v)| v.clone()))
     }
 
     fn save(&self, kind: Kind, id: &str, record: &Value) -> std::result::Result<(), String> {
-        self.records()
-            .insert((kind, id.to_string()), record.clone());
+        let record = record.clone();
+        let mut records = self.records();
+        let records = &mut *records;
+        records.remove(kind, id);
+        records.saves += 1;
+        let n = records.saves;
+        let queued = Records::queued(kind, &record);
+        records.map.insert((kind, id.to_string()), (n, record));
+        if queued {
+            let (queue, live) = records.queue(kind);
+            queue.push_back((n, id.to_string()));
+            *live += 1;
+            records.trim(kind, self.cap(kind));
+        }
         Ok(())
     }
 
     fn delete(&self, kind: Kind, id: &str) -> std::result::Result<bool, String> {
-        Ok(self.records().remove(&(kind, id.to_string())).is_some())
+        let mut records = self.records();
+        let removed = records.remove(kind, id).is_some();
+        if removed && kind != Kind::Checkpoint {
+            // (Compacts the queue the removal left a stale entry in.)
+            records.trim(kind, self.cap(kind));
+        }
+        Ok(removed)
     }
 
     fn selector(&self) -> String {
@@ -634,6 +777,89 @@ mod tests {
             "memory"
         );
         assert_eq!(resolve(Some("")).expect("memory").selector(), "memory");
+    }
+
+    fn task(id: &str, state: &str) -> Value {
+        json!({"id": id, "status": {"state": state}})
+    }
+
+    #[test]
+    fn the_memory_store_forgets_the_oldest_finished_tasks_past_its_cap() {
+        let s = MemoryStore::with_caps(3, 2);
+        // Two tasks that never finish, then five that do.
+        s.save(Kind::Task, "run", &task("run", "working"))
+            .expect("save");
+        s.save(Kind::Task, "ask", &task("ask", "input-required"))
+            .expect("save");
+        for (i, state) in ["completed", "failed", "canceled", "rejected", "completed"]
+            .iter()
+            .enumerate()
+        {
+            let id = format!("done{i}");
+            s.save(Kind::Task, &id, &task(&id, "submitted"))
+                .expect("save");
+            s.save(Kind::Task, &id, &task(&id, state)).expect("save");
+        }
+        let kept = |id: &str| s.get(Kind::Task, id).expect("get").is_some();
+        // The two that finished first are gone, the last three kept, and
+        // the unfinished ones are never dropped.
+        assert!(!kept("done0") && !kept("done1"));
+        assert!(kept("done2") && kept("done3") && kept("done4"));
+        assert!(kept("run") && kept("ask"));
+        // A task saved again (finished again) counts as finishing now.
+        s.save(Kind::Task, "done2", &task("done2", "completed"))
+            .expect("save");
+        s.save(Kind::Task, "later", &task("later", "completed"))
+            .expect("save");
+        assert!(!kept("done3") && kept("done2") && kept("later") && kept("done4"));
+        // A deleted task frees its place.
+        assert_eq!(s.delete(Kind::Task, "done4"), Ok(true));
+        s.save(Kind::Task, "again", &task("again", "failed"))
+            .expect("save");
+        assert!(kept("done2") && kept("later") && kept("again"));
+        // Checkpoints are never capped.
+        for i in 0..10 {
+            s.save(Kind::Checkpoint, &format!("c{i}"), &json!({"n": i}))
+                .expect("save");
+        }
+        assert_eq!(s.get(Kind::Checkpoint, "c0"), Ok(Some(json!({"n": 0}))));
+    }
+
+    #[test]
+    fn the_memory_store_forgets_the_least_recently_saved_conversation_past_its_cap() {
+        let s = MemoryStore::with_caps(3, 2);
+        s.save(Kind::Conversation, "a", &json!([1])).expect("save");
+        s.save(Kind::Conversation, "b", &json!([2])).expect("save");
+        // Saving `a` again makes `b` the one saved longest ago.
+        s.save(Kind::Conversation, "a", &json!([1, 1]))
+            .expect("save");
+        s.save(Kind::Conversation, "c", &json!([3])).expect("save");
+        assert_eq!(s.get(Kind::Conversation, "b"), Ok(None));
+        assert_eq!(s.get(Kind::Conversation, "a"), Ok(Some(json!([1, 1]))));
+        assert_eq!(s.get(Kind::Conversation, "c"), Ok(Some(json!([3]))));
+    }
+
+    #[test]
+    fn the_memory_store_stays_bounded_under_many_saves_of_one_record() {
+        let s = MemoryStore::with_caps(4, 4);
+        for i in 0..10_000 {
+            s.save(Kind::Conversation, "same", &json!([i]))
+                .expect("save");
+            s.save(Kind::Task, "t", &task("t", "completed"))
+                .expect("save");
+        }
+        {
+            let r = s.records();
+            assert_eq!(r.map.len(), 2);
+            // Stale entries are compacted away: the queues stay small.
+            assert!(
+                r.finished.len() <= 2 * r.finished_live + 65,
+                "{}",
+                r.finished.len()
+            );
+            assert!(r.conversations.len() <= 2 * r.conversations_live + 65);
+        }
+        assert_eq!(s.get(Kind::Conversation, "same"), Ok(Some(json!([9999]))));
     }
 
     #[test]
