@@ -329,25 +329,22 @@ pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
         .map(drop)
 }
 
-/// Runs `here` on this thread and every job of `jobs` on the pooled threads
-/// ([`run_pooled`], named `name` when one is started), and returns once all
-/// of them have ended, so the jobs may borrow from the caller, as with
-/// `std::thread::scope` but without a thread start per job. A job whose
-/// thread cannot be started is dropped unrun (a caller that also works
-/// through the same items on this thread loses nothing). A panic in a job
-/// ends that job only.
-pub fn run_scoped<'a, R>(
-    name: &str,
-    jobs: Vec<Box<dyn FnOnce() + Send + 'a>>,
-    here: impl FnOnce() -> R,
+/// Runs `here` on this thread with a scope whose jobs run on the pooled
+/// threads ([`run_pooled`], named `name` when one is started), and returns
+/// once every job a thread started has ended, so the jobs may borrow from
+/// the caller, as with `std::thread::scope` but without a thread start per
+/// job. A job no thread has started by the time `here` ends is dropped
+/// unrun, as is one whose thread cannot be started: jobs handed over here
+/// must be helpers of work `here` also does itself (see
+/// [`crate::sys::scope`]). A panic in a job ends that job only.
+pub(crate) fn run_scoped<'env, R>(
+    name: &'env str,
+    here: impl for<'scope> FnOnce(&'scope crate::sys::scope::Scope<'scope, 'env>) -> R,
 ) -> R {
-    crate::sys::scope::scoped(
-        jobs,
-        &|job| {
-            let _ = run_pooled(name, job);
-        },
-        here,
-    )
+    let spawn = move |job: crate::sys::scope::StaticJob| {
+        let _ = run_pooled(name, job);
+    };
+    crate::sys::scope::scoped(spawn, here)
 }
 
 /// How many of the pool's threads wait for a job now.

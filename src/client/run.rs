@@ -890,10 +890,48 @@ fn run_bounded<C: Send, T: Send>(
     };
     // The other workers on the pooled threads (no thread start per call
     // once the pool has threads waiting), this thread the first of them.
-    let helpers: Vec<Box<dyn FnOnce() + Send + '_>> = (1..workers.clamp(1, n.max(1)))
-        .map(|_| Box::new(worker) as Box<dyn FnOnce() + Send + '_>)
-        .collect();
-    crate::runtime::run_scoped("tn-tools", helpers, worker);
+    // Helpers are handed over as they are needed: this thread hands the
+    // first before it starts, and each helper, as it starts, hands two
+    // more while calls are still waiting to be taken. Calls that end at
+    // once are all done here before a helper wakes (and a helper not
+    // started by then is taken back, not waited for); calls that block
+    // reach every worker within a few thread wake-ups (the doubling's
+    // depth: 8 for 256 workers).
+    let helpers = workers.clamp(1, n.max(1)) - 1;
+    let handed = AtomicUsize::new(0);
+    struct Crew<'w, W> {
+        worker: &'w W,
+        next: &'w AtomicUsize,
+        handed: &'w AtomicUsize,
+        helpers: usize,
+        n: usize,
+    }
+    fn hand<'scope, 'env, W: Fn() + Sync>(
+        scope: &'scope crate::sys::scope::Scope<'scope, 'env>,
+        crew: &'scope Crew<'scope, W>,
+    ) {
+        if crew.next.load(Ordering::Relaxed) >= crew.n
+            || crew.handed.fetch_add(1, Ordering::Relaxed) >= crew.helpers
+        {
+            return;
+        }
+        scope.spawn(Box::new(move || {
+            hand(scope, crew);
+            hand(scope, crew);
+            (crew.worker)();
+        }));
+    }
+    let crew = Crew {
+        worker: &worker,
+        next: &next,
+        handed: &handed,
+        helpers,
+        n,
+    };
+    crate::runtime::run_scoped("tn-tools", |scope| {
+        hand(scope, &crew);
+        worker();
+    });
     outcomes
         .into_iter()
         .map(|slot| {
@@ -956,6 +994,34 @@ mod tests {
         let values: Vec<u32> = out.into_iter().map(|r| r.expect("ok")).collect();
         assert_eq!(values, (0..50).map(|i| i * 2).collect::<Vec<u32>>());
         assert!(run_bounded(Vec::<u32>::new(), 4, Ok).is_empty());
+    }
+
+    #[test]
+    fn bounded_work_that_blocks_fans_out_to_every_worker() {
+        // Each item waits until all eight run at once (or 20 s pass): done
+        // only if the helpers, handed over one by one, reach all eight.
+        use std::sync::{Condvar, Mutex};
+        use std::time::{Duration, Instant};
+        let met = (Mutex::new(0usize), Condvar::new());
+        let out = run_bounded((0..8).collect(), 8, |i: u32| {
+            let (count, cv) = &met;
+            let mut n = count.lock().expect("lock");
+            *n += 1;
+            cv.notify_all();
+            let until = Instant::now() + Duration::from_secs(20);
+            while *n < 8 && Instant::now() < until {
+                n = cv
+                    .wait_timeout(n, Duration::from_millis(50))
+                    .expect("wait")
+                    .0;
+            }
+            Ok((i, *n))
+        });
+        for (i, r) in out.into_iter().enumerate() {
+            let (item, seen) = r.expect("ok");
+            assert_eq!(item as usize, i);
+            assert_eq!(seen, 8, "item {i} never saw all eight running at once");
+        }
     }
 
     #[test]

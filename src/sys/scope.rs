@@ -1,16 +1,22 @@
-//! Borrowing jobs on threads that outlive them. [`scoped`] hands each job
-//! to a spawner that takes only `'static` jobs (the library's pooled
-//! threads, `runtime::run_pooled`) and does not return, nor unwind, before
-//! every job it handed over has run or been dropped. What the jobs borrow
-//! therefore outlives them: the guarantee `std::thread::scope` gives,
-//! without a thread start per job. No crate offers this over a pool of our
-//! own (rayon's scope runs on rayon's fixed-size pool, where a job that
-//! blocks for long, as a tool call may, holds one of a few threads).
+//! Borrowing jobs on threads that outlive them. [`scoped`] gives its
+//! caller a [`Scope`] whose jobs go to a spawner that takes only `'static`
+//! jobs (the library's pooled threads, `runtime::run_pooled`), and does not
+//! return, nor unwind, before every job handed over has run or been
+//! dropped. What the jobs borrow therefore outlives them: the guarantee
+//! `std::thread::scope` gives, without a thread start per job. No crate
+//! offers this over a pool of our own (rayon's scope runs on rayon's
+//! fixed-size pool, where a job that blocks for long, as a tool call may,
+//! holds one of a few threads).
+//!
+//! One thing `std::thread::scope` cannot do: a job that no thread has
+//! started by the time the caller's own work ends is taken back and
+//! dropped unrun, so the caller waits only for jobs already running. A
+//! caller whose jobs help it through a list of items it also works through
+//! itself loses nothing by that, and does not wait for a helper to wake up
+//! only to find the list done.
 
+use std::marker::PhantomData;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-
-/// A job that may borrow from the caller of [`scoped`].
-pub(crate) type Job<'a> = Box<dyn FnOnce() + Send + 'a>;
 
 /// What a spawner receives: it must run the job or drop it.
 pub(crate) type StaticJob = Box<dyn FnOnce() + Send + 'static>;
@@ -42,70 +48,129 @@ impl Latch {
     }
 }
 
-/// A handed-over job: counted done once the job and everything it owns are
-/// gone, whether it ran, panicked or was dropped unrun.
-struct Tracked<'a> {
-    job: Option<Job<'a>>,
+/// A handed-over job, until a thread takes it to run or the scope takes it
+/// back. Shared (an `Arc`) by the scope and the `'static` job the spawner
+/// holds, which may outlive the scope: after the job is taken the slot
+/// holds nothing that borrows.
+struct Slot {
+    /// The job, its lifetime erased (see [`Scope::spawn`]).
+    job: Mutex<Option<StaticJob>>,
     latch: Arc<Latch>,
 }
 
-impl Tracked<'_> {
-    fn run(mut self) {
-        if let Some(job) = self.job.take() {
+impl Slot {
+    /// Takes the job, if nothing took it yet, runs it or drops it, and
+    /// counts it done once it and everything it owns are gone (also when
+    /// it panics).
+    fn take(&self, run: bool) {
+        let job = self
+            .job
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(job) = job else { return };
+        struct Done<'l>(&'l Latch);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.done();
+            }
+        }
+        let _done = Done(&self.latch);
+        if run {
             job();
+        } else {
+            drop(job);
         }
     }
 }
 
-impl Drop for Tracked<'_> {
+/// What the spawner holds: runs the slot's job when called, drops it
+/// (counted done) when dropped uncalled.
+struct Runner(Arc<Slot>);
+
+impl Drop for Runner {
     fn drop(&mut self) {
-        drop(self.job.take());
-        self.latch.done();
+        self.0.take(false);
     }
 }
 
-/// Waits for every handed-over job when [`scoped`] returns or unwinds.
-struct WaitAll(Arc<Latch>);
-
-impl Drop for WaitAll {
-    fn drop(&mut self) {
-        self.0.wait();
-    }
+/// Where jobs that may borrow for `'env` are handed over, inside
+/// [`scoped`]. Jobs may hand over more jobs through it.
+pub(crate) struct Scope<'scope, 'env: 'scope> {
+    spawn: Box<dyn Fn(StaticJob) + Sync + 'env>,
+    latch: Arc<Latch>,
+    slots: Mutex<Vec<Arc<Slot>>>,
+    // Invariant in both, as `std::thread::Scope`.
+    scope: PhantomData<&'scope mut &'scope ()>,
+    env: PhantomData<&'env mut &'env ()>,
 }
 
-/// Hands every job of `jobs` to `spawn`, runs `here` on this thread, then
-/// waits until each handed-over job has run or been dropped, and gives
-/// `here`'s result. A panic in `here` (or in `spawn`) still waits for the
-/// jobs already handed over before it goes on up; jobs not yet handed over
-/// are dropped unrun. A spawner that neither runs nor drops a job hangs
-/// this call: `spawn` must do one or the other.
-pub(crate) fn scoped<'a, R>(
-    jobs: Vec<Job<'a>>,
-    spawn: &dyn Fn(StaticJob),
-    here: impl FnOnce() -> R,
-) -> R {
-    let latch = Arc::new(Latch {
-        left: Mutex::new(0),
-        zero: Condvar::new(),
-    });
-    let _wait = WaitAll(Arc::clone(&latch));
-    for job in jobs {
-        latch.add();
-        let tracked = Tracked {
-            job: Some(job),
-            latch: Arc::clone(&latch),
-        };
-        let job: Job<'a> = Box::new(move || tracked.run());
+impl<'scope> Scope<'scope, '_> {
+    /// Hands `job` to the spawner. It runs on the spawner's thread, or is
+    /// dropped unrun: by the spawner, or by the scope when no thread has
+    /// taken it by the time the caller's own work ends.
+    pub(crate) fn spawn(&'scope self, job: Box<dyn FnOnce() + Send + 'scope>) {
+        self.latch.add();
         // SAFETY: only the lifetime changes (the same trait object, the
-        // same layout). The job cannot outlive what it borrows: `_wait`
-        // blocks this function's return and its unwinding until `tracked`
-        // is dropped, which happens after the job has run or when the
-        // spawner drops it unrun, and `Tracked::drop` drops the job (and
-        // everything it owns) before it counts it done.
-        let job: StaticJob = unsafe { std::mem::transmute::<Job<'a>, StaticJob>(job) };
-        spawn(job);
+        // same layout). The job cannot outlive what it borrows: `scoped`
+        // neither returns nor unwinds before the latch counts every job
+        // handed over done, and a job is counted done only after it has
+        // run (or panicked) or been dropped, with everything it owns (see
+        // `Slot::take`), whoever takes it from its slot.
+        let job: StaticJob =
+            unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + 'scope>, StaticJob>(job) };
+        let slot = Arc::new(Slot {
+            job: Mutex::new(Some(job)),
+            latch: Arc::clone(&self.latch),
+        });
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::clone(&slot));
+        let runner = Runner(slot);
+        (self.spawn)(Box::new(move || runner.0.take(true)));
     }
-    here()
+
+    /// Takes back every job no thread has started and drops it unrun.
+    fn reclaim(&self) {
+        let slots = std::mem::take(&mut *self.slots.lock().unwrap_or_else(PoisonError::into_inner));
+        for slot in slots {
+            slot.take(false);
+        }
+    }
+}
+
+/// Runs `here` on this thread with a [`Scope`] to hand jobs over through
+/// (to `spawn`, which must run or drop each); when `here` ends (returns or
+/// panics), takes back the jobs not started yet, then waits until every
+/// other job has run, and gives `here`'s result (or goes on up with its
+/// panic). A spawner that neither runs nor drops a job hangs this call.
+pub(crate) fn scoped<'env, R>(
+    spawn: impl Fn(StaticJob) + Sync + 'env,
+    here: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
+) -> R {
+    let scope = Scope {
+        spawn: Box::new(spawn),
+        latch: Arc::new(Latch {
+            left: Mutex::new(0),
+            zero: Condvar::new(),
+        }),
+        slots: Mutex::new(Vec::new()),
+        scope: PhantomData,
+        env: PhantomData,
+    };
+    /// Takes back and waits when `here` returns or unwinds.
+    struct End<'s, 'scope, 'env>(&'s Scope<'scope, 'env>);
+    impl Drop for End<'_, '_, '_> {
+        fn drop(&mut self) {
+            self.0.reclaim();
+            self.0.latch.wait();
+        }
+    }
+    let end = End(&scope);
+    let r = here(end.0);
+    drop(end);
+    r
 }
 
 #[cfg(test)]
@@ -120,70 +185,142 @@ mod tests {
         });
     }
 
+    /// Until `job` has started on its thread.
+    fn started(flag: &AtomicUsize, want: usize) {
+        while flag.load(Ordering::SeqCst) < want {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
     fn jobs_that_borrow_have_all_run_when_it_returns() {
         let seen = AtomicUsize::new(0);
+        let running = AtomicUsize::new(0);
         let words = ["a".to_string(), "bb".to_string(), "ccc".to_string()];
-        let jobs: Vec<Job<'_>> = words
-            .iter()
-            .map(|w| {
-                let seen = &seen;
-                Box::new(move || {
+        let here = scoped(on_a_thread, |scope| {
+            for w in &words {
+                let (seen, running) = (&seen, &running);
+                scope.spawn(Box::new(move || {
+                    running.fetch_add(1, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(20));
                     seen.fetch_add(w.len(), Ordering::SeqCst);
-                }) as Job<'_>
-            })
-            .collect();
-        let here = scoped(jobs, &on_a_thread, || seen.load(Ordering::SeqCst));
+                }));
+            }
+            // Every job started: none can be taken back.
+            started(&running, 3);
+            seen.load(Ordering::SeqCst)
+        });
         assert!(here < 6, "the jobs ran on other threads, after a sleep");
         assert_eq!(seen.load(Ordering::SeqCst), 6);
     }
 
     #[test]
+    fn a_job_may_hand_over_another_and_both_are_waited_for() {
+        let seen = AtomicUsize::new(0);
+        let running = AtomicUsize::new(0);
+        scoped(on_a_thread, |scope| {
+            let (seen, running) = (&seen, &running);
+            scope.spawn(Box::new(move || {
+                running.fetch_add(1, Ordering::SeqCst);
+                scope.spawn(Box::new(move || {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(20));
+                    seen.fetch_add(2, Ordering::SeqCst);
+                }));
+                seen.fetch_add(1, Ordering::SeqCst);
+            }));
+            started(running, 2);
+        });
+        assert_eq!(seen.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn a_job_no_thread_started_is_taken_back_unrun_and_not_waited_for() {
+        // A spawner that keeps the jobs: no thread takes them before the
+        // caller's work ends.
+        let kept: Mutex<Vec<StaticJob>> = Mutex::new(Vec::new());
+        let keep = |job: StaticJob| kept.lock().expect("lock").push(job);
+        let ran = AtomicUsize::new(0);
+        let dropped = Arc::new(AtomicUsize::new(0));
+        struct Counted(Arc<AtomicUsize>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let out = scoped(keep, |scope| {
+            for _ in 0..3 {
+                let ran = &ran;
+                let counted = Counted(Arc::clone(&dropped));
+                scope.spawn(Box::new(move || {
+                    let _counted = counted;
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }));
+            }
+            7
+        });
+        assert_eq!(out, 7);
+        assert_eq!(dropped.load(Ordering::SeqCst), 3, "taken back and dropped");
+        // What the spawner still holds runs nothing now: its job is gone.
+        for job in kept.lock().expect("lock").drain(..) {
+            job();
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
     fn a_panicking_job_is_counted_done_and_the_others_still_run() {
         let seen = AtomicUsize::new(0);
-        let jobs: Vec<Job<'_>> = (0..4)
-            .map(|i| {
-                let seen = &seen;
-                Box::new(move || {
+        let running = AtomicUsize::new(0);
+        scoped(on_a_thread, |scope| {
+            for i in 0..4 {
+                let (seen, running) = (&seen, &running);
+                scope.spawn(Box::new(move || {
+                    running.fetch_add(1, Ordering::SeqCst);
                     if i == 1 {
                         crate::quiet_panic::quietly(|| panic!("job {i} fails"));
                     }
                     seen.fetch_add(1, Ordering::SeqCst);
-                }) as Job<'_>
-            })
-            .collect();
-        scoped(jobs, &on_a_thread, || ());
+                }));
+            }
+            started(&running, 4);
+        });
         assert_eq!(seen.load(Ordering::SeqCst), 3);
     }
 
     #[test]
     fn jobs_the_spawner_drops_unrun_do_not_hold_it_up() {
         let ran = AtomicUsize::new(0);
-        let jobs: Vec<Job<'_>> = (0..3)
-            .map(|_| {
-                let ran = &ran;
-                Box::new(move || {
-                    ran.fetch_add(1, Ordering::SeqCst);
-                }) as Job<'_>
-            })
-            .collect();
         let dropped = |job: StaticJob| drop(job);
-        assert_eq!(scoped(jobs, &dropped, || 7), 7);
+        let out = scoped(dropped, |scope| {
+            for _ in 0..3 {
+                let ran = &ran;
+                scope.spawn(Box::new(move || {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }));
+            }
+            7
+        });
+        assert_eq!(out, 7);
         assert_eq!(ran.load(Ordering::SeqCst), 0);
     }
 
     #[test]
     fn a_panic_here_still_waits_for_the_jobs() {
         let done = Arc::new(AtomicUsize::new(0));
-        let d = Arc::clone(&done);
+        let running = Arc::new(AtomicUsize::new(0));
+        let (d, r) = (Arc::clone(&done), Arc::clone(&running));
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let jobs: Vec<Job<'_>> = vec![Box::new(move || {
-                std::thread::sleep(Duration::from_millis(50));
-                d.fetch_add(1, Ordering::SeqCst);
-            })];
             crate::quiet_panic::quietly(|| {
-                scoped(jobs, &on_a_thread, || -> () { panic!("here fails") })
+                scoped(on_a_thread, |scope| -> () {
+                    scope.spawn(Box::new(move || {
+                        r.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(50));
+                        d.fetch_add(1, Ordering::SeqCst);
+                    }));
+                    started(&running, 1);
+                    panic!("here fails")
+                })
             })
         }));
         assert!(outcome.is_err());
