@@ -164,8 +164,6 @@ fn registered(name: &str) -> Result<Arc<dyn Store>> {
 /// A store that must keep everything is `sqlite:` or `postgres://`.
 pub struct MemoryStore {
     records: Mutex<Records>,
-    finished_cap: usize,
-    conversation_cap: usize,
 }
 
 impl Default for MemoryStore {
@@ -177,19 +175,34 @@ impl Default for MemoryStore {
     }
 }
 
-/// The records, each with the number of the save that wrote it, and per
-/// kind that is capped the saves in order (an entry whose number no longer
-/// matches its record's is stale and skipped).
-#[derive(Default)]
+/// The records, each with the number of the save that wrote it, and the
+/// capped ones (finished tasks, conversations) in the order they were
+/// saved.
 struct Records {
     map: HashMap<(Kind, String), (u64, Value)>,
     saves: u64,
-    /// Finished tasks, in the order they were saved finished.
-    finished: std::collections::VecDeque<(u64, String)>,
-    finished_live: usize,
-    /// Conversations, in the order they were saved.
-    conversations: std::collections::VecDeque<(u64, String)>,
-    conversations_live: usize,
+    finished: Queue,
+    conversations: Queue,
+}
+
+/// The records of one kind that count against a cap, oldest first. An
+/// entry whose save number no longer matches its record's (the record was
+/// saved again or deleted since) is stale and skipped.
+struct Queue {
+    order: std::collections::VecDeque<(u64, String)>,
+    /// How many entries are not stale.
+    live: usize,
+    cap: usize,
+}
+
+impl Queue {
+    fn new(cap: usize) -> Queue {
+        Queue {
+            order: std::collections::VecDeque::new(),
+            live: 0,
+            cap,
+        }
+    }
 }
 
 /// A task state after which nothing changes (SPEC §7B; stored in upstream's
@@ -201,66 +214,59 @@ fn finished(record: &Value) -> bool {
     )
 }
 
+/// Whether the entry `(n, id)` of `kind`'s queue names the record stored.
+fn live(map: &HashMap<(Kind, String), (u64, Value)>, kind: Kind, n: u64, id: &str) -> bool {
+    // (A key built per check: eviction and compaction are rare.)
+    map.get(&(kind, id.to_string()))
+        .is_some_and(|(at, _)| *at == n)
+}
+
 impl Records {
-    /// Whether the record stored under `key` was written by save `n` (and
-    /// so the queue entry `n` for it is live).
-    fn written_by(&self, kind: Kind, id: &str, n: u64) -> bool {
-        // (A key built per check: eviction and compaction are rare.)
-        self.map
-            .get(&(kind, id.to_string()))
-            .is_some_and(|(at, _)| *at == n)
-    }
-
-    /// Takes the oldest live entries off `kind`'s queue, removing their
-    /// records, until at most `cap` are live; then drops stale entries
-    /// when they outnumber the live ones, so the queue stays bounded too.
-    fn trim(&mut self, kind: Kind, cap: usize) {
-        loop {
-            let (queue, live) = self.queue(kind);
-            if *live <= cap {
-                break;
-            }
-            let Some((n, id)) = queue.pop_front() else {
-                break;
-            };
-            if self.written_by(kind, &id, n) {
-                self.map.remove(&(kind, id));
-                *self.queue(kind).1 -= 1;
-            }
-        }
-        let (queue, live) = self.queue(kind);
-        if queue.len() > 2 * *live + 64 {
-            let mut queue = std::mem::take(queue);
-            queue.retain(|(n, id)| self.written_by(kind, id, *n));
-            *self.queue(kind).0 = queue;
-        }
-    }
-
-    fn queue(
-        &mut self,
-        kind: Kind,
-    ) -> (&mut std::collections::VecDeque<(u64, String)>, &mut usize) {
+    /// The queue `record`, stored under `kind`, counts in: finished tasks
+    /// and every conversation; nothing else is capped.
+    fn queue(&mut self, kind: Kind, record: &Value) -> Option<&mut Queue> {
         match kind {
-            Kind::Conversation => (&mut self.conversations, &mut self.conversations_live),
-            _ => (&mut self.finished, &mut self.finished_live),
-        }
-    }
-
-    /// Whether the record now under `key` counts in its kind's queue.
-    fn queued(kind: Kind, record: &Value) -> bool {
-        match kind {
-            Kind::Task => finished(record),
-            Kind::Conversation => true,
-            Kind::Checkpoint => false,
+            Kind::Task if finished(record) => Some(&mut self.finished),
+            Kind::Conversation => Some(&mut self.conversations),
+            _ => None,
         }
     }
 
     fn remove(&mut self, kind: Kind, id: &str) -> Option<Value> {
         let (_, old) = self.map.remove(&(kind, id.to_string()))?;
-        if Self::queued(kind, &old) {
-            *self.queue(kind).1 -= 1;
+        if let Some(q) = self.queue(kind, &old) {
+            q.live -= 1;
         }
         Some(old)
+    }
+
+    /// Forgets the oldest records of `kind`'s queue until no more than its
+    /// cap are live, then drops the stale entries once they outnumber the
+    /// live ones, so the queue stays bounded too.
+    fn trim(&mut self, kind: Kind) {
+        let Records {
+            map,
+            finished,
+            conversations,
+            ..
+        } = self;
+        let q = match kind {
+            Kind::Task => finished,
+            Kind::Conversation => conversations,
+            Kind::Checkpoint => return,
+        };
+        while q.live > q.cap {
+            let Some((n, id)) = q.order.pop_front() else {
+                break;
+            };
+            if live(map, kind, n, &id) {
+                map.remove(&(kind, id));
+                q.live -= 1;
+            }
+        }
+        if q.order.len() > 2 * q.live + 64 {
+            q.order.retain(|(n, id)| live(map, kind, *n, id));
+        }
     }
 }
 
@@ -269,16 +275,12 @@ impl MemoryStore {
     /// `conversations` conversations.
     pub fn with_caps(finished_tasks: usize, conversations: usize) -> Self {
         MemoryStore {
-            records: Mutex::new(Records::default()),
-            finished_cap: finished_tasks,
-            conversation_cap: conversations,
-        }
-    }
-
-    fn cap(&self, kind: Kind) -> usize {
-        match kind {
-            Kind::Conversation => self.conversation_cap,
-            _ => self.finished_cap,
+            records: Mutex::new(Records {
+                map: HashMap::new(),
+                saves: 0,
+                finished: Queue::new(finished_tasks),
+                conversations: Queue::new(conversations),
+            }),
         }
     }
 
@@ -299,27 +301,24 @@ impl Store for MemoryStore {
     fn save(&self, kind: Kind, id: &str, record: &Value) -> std::result::Result<(), String> {
         let record = record.clone();
         let mut records = self.records();
-        let records = &mut *records;
         records.remove(kind, id);
         records.saves += 1;
         let n = records.saves;
-        let queued = Records::queued(kind, &record);
-        records.map.insert((kind, id.to_string()), (n, record));
-        if queued {
-            let (queue, live) = records.queue(kind);
-            queue.push_back((n, id.to_string()));
-            *live += 1;
-            records.trim(kind, self.cap(kind));
+        if let Some(q) = records.queue(kind, &record) {
+            q.order.push_back((n, id.to_string()));
+            q.live += 1;
         }
+        records.map.insert((kind, id.to_string()), (n, record));
+        records.trim(kind);
         Ok(())
     }
 
     fn delete(&self, kind: Kind, id: &str) -> std::result::Result<bool, String> {
         let mut records = self.records();
         let removed = records.remove(kind, id).is_some();
-        if removed && kind != Kind::Checkpoint {
+        if removed {
             // (Compacts the queue the removal left a stale entry in.)
-            records.trim(kind, self.cap(kind));
+            records.trim(kind);
         }
         Ok(removed)
     }
@@ -823,6 +822,15 @@ mod tests {
                 .expect("save");
         }
         assert_eq!(s.get(Kind::Checkpoint, "c0"), Ok(Some(json!({"n": 0}))));
+        // Many checkpoint saves and deletes leave the tasks' queue alone:
+        // the next finished task still pushes out the oldest one.
+        for _ in 0..200 {
+            s.save(Kind::Checkpoint, "c", &json!({})).expect("save");
+            assert_eq!(s.delete(Kind::Checkpoint, "c"), Ok(true));
+        }
+        s.save(Kind::Task, "last", &task("last", "completed"))
+            .expect("save");
+        assert!(!kept("done2") && kept("later") && kept("again") && kept("last"));
     }
 
     #[test]
@@ -853,11 +861,11 @@ mod tests {
             assert_eq!(r.map.len(), 2);
             // Stale entries are compacted away: the queues stay small.
             assert!(
-                r.finished.len() <= 2 * r.finished_live + 65,
+                r.finished.order.len() <= 2 * r.finished.live + 65,
                 "{}",
-                r.finished.len()
+                r.finished.order.len()
             );
-            assert!(r.conversations.len() <= 2 * r.conversations_live + 65);
+            assert!(r.conversations.order.len() <= 2 * r.conversations.live + 65);
         }
         assert_eq!(s.get(Kind::Conversation, "same"), Ok(Some(json!([9999]))));
     }

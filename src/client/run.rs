@@ -999,7 +999,8 @@ mod tests {
     #[test]
     fn bounded_work_that_blocks_fans_out_to_every_worker() {
         // Each item waits until all eight run at once (or 20 s pass): done
-        // only if the helpers, handed over one by one, reach all eight.
+        // only if the helpers, each handed over by one already started,
+        // reach all eight.
         use std::sync::{Condvar, Mutex};
         use std::time::{Duration, Instant};
         let met = (Mutex::new(0usize), Condvar::new());
