@@ -19,6 +19,14 @@
 //!
 //!     cargo run --release --example agent_tree -- idle 10000
 //!
+//! `closed N` runs N trees one after another in one long-lived runtime,
+//! closing each coordinator (and so its whole tree) once it answers, as a
+//! host serving one request per tree would, and prints the resident memory
+//! after the first 2,000 trees and after all N: what each closed tree goes
+//! on holding.
+//!
+//!     cargo run --release --example agent_tree -- closed 20000
+//!
 //! With `AGENT_TREE_ONLY=trees` (or `plain`) it runs N trees through the
 //! runtime (or the plain loop) and nothing else, untimed: for callgrind
 //! and perf, which count the whole process (two counts of N and 2N trees
@@ -221,6 +229,29 @@ fn status_kb(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// N trees run and closed in one runtime: the memory each goes on holding.
+fn closed(n: usize, config: &ClientConfig) {
+    let opts = RuntimeOptions::new(registry(), Llm::Provider(config.clone(), Arc::new(Model)));
+    let rt = Runtime::new(opts).expect("runtime");
+    let first = n.min(2_000);
+    let tree = |_| {
+        let (id, r) = rt.run("coordinator", "go").expect("run");
+        assert_eq!(r.status, "done", "{}", r.text);
+        rt.close(&id, false, None).expect("close");
+    };
+    (0..first).for_each(tree);
+    let early = status_kb("VmRSS");
+    (first..n).for_each(tree);
+    let late = status_kb("VmRSS");
+    println!(
+        "rust closed trees: {n} in one runtime, VmRSS after {first} {early} kB, after {n} {late} kB \
+         ({:.0} bytes per closed tree past the first {first}), trace {} lines",
+        late.saturating_sub(early) as f64 * 1024.0 / (n - first).max(1) as f64,
+        rt.trace().len()
+    );
+    rt.close("root", true, None).expect("close");
+}
+
 /// N idle handles in one runtime: the memory they add.
 fn idle(n: usize, config: &ClientConfig) {
     let opts = RuntimeOptions::new(registry(), Llm::Provider(config.clone(), Arc::new(Model)));
@@ -241,8 +272,11 @@ fn idle(n: usize, config: &ClientConfig) {
 
 fn main() {
     let mut args = std::env::args().skip(1).peekable();
-    let idle_mode = args.peek().is_some_and(|a| a == "idle");
-    if idle_mode {
+    let mode = args
+        .peek()
+        .filter(|a| *a == "idle" || *a == "closed")
+        .cloned();
+    if mode.is_some() {
         args.next();
     }
     let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(300);
@@ -250,9 +284,10 @@ fn main() {
         &json!({"baseUrl": "http://in-process.invalid", "model": "in-process"}),
     )
     .expect("config");
-    if idle_mode {
-        idle(n as usize, &config);
-        return;
+    match mode.as_deref() {
+        Some("idle") => return idle(n as usize, &config),
+        Some("closed") => return closed(n as usize, &config),
+        _ => {}
     }
     // AGENT_TREE_ONLY=trees / plain: that work alone, N times, nothing
     // timed (for callgrind and perf, which count the whole process).

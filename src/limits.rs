@@ -107,6 +107,22 @@ pub const MEMORY_STORE_FINISHED_TASKS: usize = 10_000;
 /// it the one saved longest ago is forgotten, and its context starts anew.
 pub const MEMORY_STORE_CONVERSATIONS: usize = 1_000;
 
+/// The closed agent handles an agent runtime remembers; past it, the one
+/// closed longest ago is forgotten with its subtree (once no turn of it or
+/// of its parent is still out and nobody waits on it; a closed handle
+/// under a parent still open is forgotten with that parent): its
+/// transcript and unread inbox are let go of, and `inspect`, `wait` and
+/// the verbs answer for it as for an unknown handle. Its transcript is
+/// then what the runtime's store holds, or nothing without one. A closed
+/// handle never runs again, so nothing it could still do is lost; a
+/// long-lived runtime that closes what it spawns stays bounded.
+pub const AGENT_CLOSED_KEPT: usize = 1_000;
+
+/// The transition trace lines an agent runtime keeps; past it, the oldest
+/// line is dropped for each new one (a long-lived runtime's trace is its
+/// latest lines, not its whole life).
+pub const AGENT_TRACE_LINES: usize = 100_000;
+
 /// The most answers the served toolkit gives one JSON-RPC batch (each an
 /// invalid request: MCP has no batches): a batch that would get more is
 /// answered by one error, so a line of a few bytes per item never makes

@@ -20,7 +20,7 @@ use crate::store::Kind;
 use crate::toolkit::Toolkit;
 use crate::translate::ClientConfig;
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 
 /// Where a runtime's LLM calls go: a client config (the HTTP provider), an
@@ -136,7 +136,14 @@ impl Runtime {
             st: Mutex::new(St {
                 handles: vec![root],
                 index: HashMap::from([("root".to_string(), 0)]),
-                trace: Vec::new(),
+                trace: VecDeque::new(),
+                trace_dropped: 0,
+                trace_cap: crate::limits::AGENT_TRACE_LINES,
+                closed: VecDeque::new(),
+                closed_kept: crate::limits::AGENT_CLOSED_KEPT,
+                lingering: VecDeque::new(),
+                free: Vec::new(),
+                serials: 0,
                 turns_in_flight: 0,
                 max_observed_turns: 0,
                 sleepers: 0,
@@ -295,12 +302,14 @@ impl Runtime {
     pub fn await_trace(&self, needle: &str, max: std::time::Duration) -> bool {
         let until = std::time::Instant::now() + max;
         let mut st = self.inner.lock();
-        let mut seen = 0;
+        // Lines counted from the first ever traced: the front may drop.
+        let mut seen: u64 = 0;
         loop {
-            if st.trace[seen..].iter().any(|l| l.contains(needle)) {
+            let from = usize::try_from(seen.saturating_sub(st.trace_dropped)).unwrap_or(usize::MAX);
+            if st.trace.iter().skip(from).any(|l| l.contains(needle)) {
                 return true;
             }
-            seen = st.trace.len();
+            seen = st.trace_dropped + st.trace.len() as u64;
             let left = until.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 return false;
@@ -389,9 +398,10 @@ impl Runtime {
         st.index.get(id).map(|&i| st.view(i))
     }
 
-    /// The transition trace, one line per event.
+    /// The transition trace, one line per event: the latest
+    /// [`AGENT_TRACE_LINES`](crate::limits::AGENT_TRACE_LINES).
     pub fn trace(&self) -> Vec<String> {
-        self.inner.lock().trace.clone()
+        self.inner.lock().trace.iter().cloned().collect()
     }
 
     /// A handle's stored transcript (empty when none): this runtime's, or

@@ -20,6 +20,7 @@ use crate::translate::ClientConfig;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 
 /// The state of a handle.
@@ -116,6 +117,27 @@ pub(crate) struct Job {
     pub cancel: CancelToken,
     /// A resume's Answer: the one-shot interpreter of this turn.
     pub answer: Option<Value>,
+    /// Marks the handle's turn as out while the job lives.
+    pub _out: Out,
+}
+
+/// Counts a handle's turns out (run by a thread, or waiting to be) for as
+/// long as it lives, dropped on every path: a closed handle is forgotten,
+/// and its slot given to a new handle, only once none is out, so that no
+/// thread still holds its index.
+pub(crate) struct Out(Arc<AtomicUsize>);
+
+impl Out {
+    fn new(count: &Arc<AtomicUsize>) -> Out {
+        count.fetch_add(1, Ordering::SeqCst);
+        Out(Arc::clone(count))
+    }
+}
+
+impl Drop for Out {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Runs a turn on the calling thread and settles its handle.
@@ -190,6 +212,10 @@ pub(crate) struct Handle {
     /// Its scoped tools and `task` tool, built for its first turn (an idle
     /// handle holds none: 10,000 idle handles stay small).
     pub toolkit: Option<Arc<Toolkit>>,
+    /// Its turns out (see [`Out`]); made at its first turn.
+    pub out: Option<Arc<AtomicUsize>>,
+    /// Told apart from an earlier handle in the same slot.
+    pub serial: u64,
 }
 
 impl Handle {
@@ -230,7 +256,16 @@ impl Handle {
             turn_calls: 0,
             awaited_in: None,
             toolkit: None,
+            out: None,
+            serial: 0,
         }
+    }
+
+    /// Whether a turn of this handle is out (see [`Out`]).
+    pub(crate) fn busy(&self) -> bool {
+        self.out
+            .as_ref()
+            .is_some_and(|o| o.load(Ordering::SeqCst) > 0)
     }
 }
 
@@ -256,7 +291,24 @@ pub(crate) struct Waited {
 pub(crate) struct St {
     pub handles: Vec<Handle>,
     pub index: HashMap<String, usize>,
-    pub trace: Vec<String>,
+    /// The latest [`AGENT_TRACE_LINES`](crate::limits::AGENT_TRACE_LINES)
+    /// lines of the transition trace (see [`St::trace`]).
+    pub trace: VecDeque<String>,
+    /// Trace lines dropped from the front so far.
+    pub trace_dropped: u64,
+    pub trace_cap: usize,
+    /// Closed handles still holding their transcript and inbox, the one
+    /// closed longest ago first, by slot and serial (see [`St::retire`]).
+    pub closed: VecDeque<(usize, u64)>,
+    pub closed_kept: usize,
+    /// Closed handles past the kept ones that could not be forgotten yet
+    /// (a turn of theirs, or of their parent, still out; a waiter on
+    /// them), tried again as later handles close.
+    pub lingering: VecDeque<(usize, u64)>,
+    /// Slots of forgotten handles, given to the next spawns.
+    pub free: Vec<usize>,
+    /// The last serial given.
+    pub serials: u64,
     pub turns_in_flight: usize,
     pub max_observed_turns: usize,
     /// Waiters asleep in `wait` right now.
@@ -291,7 +343,128 @@ pub(crate) struct St {
 impl St {
     pub fn trace(&mut self, i: usize, line: impl std::fmt::Display) {
         let id = &self.handles[i].id;
-        self.trace.push(format!("{id}: {line}"));
+        let line = format!("{id}: {line}");
+        if self.trace.len() >= self.trace_cap {
+            self.trace.pop_front();
+            self.trace_dropped += 1;
+        }
+        self.trace.push_back(line);
+    }
+
+    /// Handle `i` has just closed: it lets go of what only a turn could
+    /// use (its toolkit) at once. Past the
+    /// [`closed_kept`](St::closed_kept) latest closed handles, the one
+    /// closed longest ago lets go of its transcript and unread inbox and
+    /// is forgotten (see [`St::forget`]); until then its id, state,
+    /// counts and result stay, for `inspect`, `list` and `wait`.
+    pub fn retire(&mut self, i: usize) {
+        self.handles[i].toolkit = None;
+        let serial = self.handles[i].serial;
+        self.closed.push_back((i, serial));
+        while self.closed.len() > self.closed_kept {
+            let Some((j, serial)) = self.closed.pop_front() else {
+                break;
+            };
+            if self.handles[j].serial != serial {
+                continue;
+            }
+            let h = &mut self.handles[j];
+            h.inbox = VecDeque::new();
+            h.drained = Vec::new();
+            h.queue = VecDeque::new();
+            h.turn_input = None;
+            self.store.remove(&h.id);
+            self.forget_or_linger(j);
+        }
+        // A few that could not be forgotten before, each time.
+        for _ in 0..2 {
+            let Some((j, serial)) = self.lingering.pop_front() else {
+                break;
+            };
+            if self.handles[j].serial == serial {
+                self.forget_or_linger(j);
+            }
+        }
+    }
+
+    fn forget_or_linger(&mut self, j: usize) {
+        let parent_open = self.handles[j]
+            .parent
+            .is_some_and(|p| p != 0 && self.handles[p].state != State::Closed);
+        // Under a parent still open it is forgotten with that parent.
+        if !parent_open && !self.forget(j) {
+            let serial = self.handles[j].serial;
+            self.lingering.push_back((j, serial));
+        }
+    }
+
+    /// Forgets closed handle `j` and its subtree, children first: gone
+    /// from the index, `list` and its parent, its slot free for a new
+    /// handle. Only when nothing can still hold its index: no turn of its
+    /// own or of its parent out, no waiter on it, its parent the root or
+    /// closed. `false` (nothing forgotten of `j`) otherwise.
+    pub fn forget(&mut self, j: usize) -> bool {
+        let h = &self.handles[j];
+        let quiet = |h: &Handle| h.state == State::Closed && !h.busy();
+        let Some(p) = h.parent else {
+            return false;
+        };
+        if j == 0
+            || !quiet(h)
+            || self.waited.contains_key(&j)
+            || (p != 0 && !quiet(&self.handles[p]))
+        {
+            return false;
+        }
+        while let Some(&c) = self.handles[j].children.last() {
+            if !self.forget(c) {
+                return false;
+            }
+        }
+        self.handles[p].children.retain(|&c| c != j);
+        let h = &mut self.handles[j];
+        let vacant = Handle {
+            gen: h.gen + 1,
+            seq: h.seq + 1,
+            state: State::Closed,
+            ..Handle::fresh(String::new())
+        };
+        let gone = std::mem::replace(h, vacant);
+        self.index.remove(&gone.id);
+        self.store.remove(&gone.id);
+        self.free.push(j);
+        true
+    }
+
+    /// Puts a new handle in a forgotten handle's slot, or after the last;
+    /// its index. Its turn and result counters go on from the slot's, so
+    /// nothing of an earlier handle there matches it.
+    pub fn place(&mut self, mut h: Handle) -> usize {
+        self.serials += 1;
+        h.serial = self.serials;
+        match self.free.pop() {
+            Some(i) => {
+                h.gen = self.handles[i].gen;
+                h.seq = self.handles[i].seq;
+                self.handles[i] = h;
+                i
+            }
+            None => {
+                self.handles.push(h);
+                self.handles.len() - 1
+            }
+        }
+    }
+
+    /// The handles under the root, each before its children.
+    pub fn tree_order(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut stack: Vec<usize> = self.handles[0].children.iter().rev().copied().collect();
+        while let Some(i) = stack.pop() {
+            out.push(i);
+            stack.extend(self.handles[i].children.iter().rev());
+        }
+        out
     }
 
     /// `i` and its ancestors, nearest first.
@@ -412,11 +585,11 @@ impl Inner {
     }
 
     /// What each handle waits on, as the suspended tree records it (see
-    /// [`Parked`]); children come after their parents, so one pass from
-    /// the last handle up sees each child before its parent.
+    /// [`Parked`]); one pass over the tree order backwards sees each
+    /// child before its parent.
     fn parked(st: &St) -> Vec<Option<Parked>> {
         let mut out: Vec<Option<Parked>> = vec![None; st.handles.len()];
-        for i in (1..st.handles.len()).rev() {
+        for i in st.tree_order().into_iter().rev() {
             let h = &st.handles[i];
             if durably_suspended(h) {
                 out[i] = Parked::own(h);
@@ -460,9 +633,8 @@ impl Inner {
                     }
                 }
             }
-            // Parents before children: a handle's index is above its
-            // parent's.
-            (1..st.handles.len()).filter(|&i| keep[i]).collect()
+            // Parents before children.
+            st.tree_order().into_iter().filter(|&i| keep[i]).collect()
         };
         if kept.is_empty() {
             d.delete(Kind::Checkpoint, TREE);
@@ -618,8 +790,12 @@ impl Inner {
             });
         }
         st.handles[0].spawned = st.handles[0].spawned.max(tree.spawned);
-        for h in built {
+        // Pushed after the runtime's own (the indices above count on it),
+        // never into a forgotten handle's slot.
+        for mut h in built {
             let i = st.handles.len();
+            st.serials += 1;
+            h.serial = st.serials;
             if let Some(p) = h.parent {
                 st.handles[p].children.push(i);
             }
@@ -813,6 +989,7 @@ impl Inner {
         }
         h.cancel = Some(cancel.clone());
         let gen = h.gen;
+        let out = Out::new(h.out.get_or_insert_with(Default::default));
         st.trace(i, format_args!("idle→running ({why})"));
         self.notify(st);
         let job = Job {
@@ -821,6 +998,7 @@ impl Inner {
             input,
             cancel,
             answer,
+            _out: out,
         };
         if st.capture {
             st.captured = Some(job);
@@ -942,8 +1120,7 @@ impl Inner {
             ..Handle::fresh(id.clone())
         };
         let (depth, pool) = (h.depth, h.pool_tokens);
-        let i = st.handles.len();
-        st.handles.push(h);
+        let i = st.place(h);
         st.handles[p].children.push(i);
         st.index.insert(id.clone(), i);
         st.trace(
@@ -1205,36 +1382,51 @@ impl Inner {
         force: bool,
         reason: Option<&str>,
     ) -> std::result::Result<(), String> {
-        let i = {
+        let (i, serial) = {
             let st = self.lock();
-            self.find(&st, id)?
+            let i = self.find(&st, id)?;
+            (i, st.handles[i].serial)
         };
         let reason = reason
             .unwrap_or(if force { "interrupted" } else { "closed" })
             .to_string();
-        self.close_index(i, force, &reason);
+        self.close_index(i, serial, force, &reason);
         Ok(())
     }
 
-    fn close_index(&self, i: usize, force: bool, reason: &str) {
-        let children = {
+    /// Closes handle `i` (the one of this serial: between the lock's
+    /// holds, a closed handle may be forgotten and its slot given to a new
+    /// one, which this leaves alone) and its subtree, leaf first.
+    fn close_index(&self, i: usize, serial: u64, force: bool, reason: &str) {
+        let open = |st: &St| st.handles[i].serial == serial && st.handles[i].state != State::Closed;
+        let children: Vec<(usize, u64)> = {
             let st = self.lock();
-            if st.handles[i].state == State::Closed {
+            if !open(&st) {
                 return;
             }
-            st.handles[i].children.clone()
+            let h = &st.handles[i];
+            h.children
+                .iter()
+                .map(|&c| (c, st.handles[c].serial))
+                .collect()
         };
-        for c in children {
-            self.close_index(c, force, reason);
+        for (c, serial) in children {
+            self.close_index(c, serial, force, reason);
         }
         let mut st = self.lock();
-        if st.handles[i].state == State::Closed {
+        if !open(&st) {
             return;
         }
         if st.handles[i].state == State::Running && !force {
             let deadline = self.clock.now_ms().saturating_add(self.shutdown_ms);
-            while st.handles[i].state == State::Running && self.clock.now_ms() < deadline {
+            while open(&st)
+                && st.handles[i].state == State::Running
+                && self.clock.now_ms() < deadline
+            {
                 st = self.sleep(st, Some(deadline));
+            }
+            if !open(&st) {
+                return;
             }
         }
         let from = st.handles[i].state;
@@ -1260,6 +1452,7 @@ impl Inner {
         }
         st.handles[i].state = State::Closed;
         st.trace(i, format_args!("{}→closed ({reason})", from.as_str()));
+        st.retire(i);
         if interrupted || from == State::Suspended || st.handles[i].result.is_none() {
             self.settle(&mut st, i, closed_result());
         } else {
@@ -1316,23 +1509,27 @@ impl Inner {
             format_args!("resume with Answer(ok={ok}) at checkpoint (turns so far: {turns})"),
         );
         self.replay(&mut st, leaf, Some(answer));
+        let mut at = (leaf, st.handles[leaf].serial);
         let mut r = self.wait_index(st, leaf, None, None);
-        let mut at = leaf;
         loop {
             if r.status == "pending" {
                 return Ok(r);
             }
             let st = self.lock();
-            let Some(p) = st.handles[at].parent.filter(|p| *p != 0) else {
+            // Closed and forgotten meanwhile: nothing above it to carry on.
+            if st.handles[at.0].serial != at.1 {
+                return Ok(r);
+            }
+            let Some(p) = st.handles[at.0].parent.filter(|p| *p != 0) else {
                 return Ok(r);
             };
             if st.handles[p].state != State::Suspended || st.handles[p].pending.is_none() {
                 return Ok(r);
             }
             let mut st = st;
+            at = (p, st.handles[p].serial);
             self.replay(&mut st, p, None);
             r = self.wait_index(st, p, None, None);
-            at = p;
         }
     }
 

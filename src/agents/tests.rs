@@ -101,6 +101,21 @@ impl Provider for Mock {
                 text(format!("processed {n} items"))
             }
             "m-loop" => calls(&[("lookup", json!({"q": "again"}))]),
+            "m-delegate-hold" if tools.is_empty() => calls(&[
+                ("task", json!({"agent": "explore", "prompt": "find A"})),
+                ("task", json!({"agent": "explore", "prompt": "find B"})),
+            ]),
+            "m-delegate-hold" => {
+                let mut g = self.released.lock().expect("lock");
+                while !*g {
+                    let (next, timeout) = self.release_cv.wait_timeout(g, BOUND).expect("lock");
+                    g = next;
+                    if timeout.timed_out() {
+                        break;
+                    }
+                }
+                text("held-done")
+            }
             "m-ghost" if tools.is_empty() => {
                 calls(&[("task", json!({"agent": "ghost", "prompt": "x"}))])
             }
@@ -1728,4 +1743,270 @@ fn a_tree_that_could_not_be_read_is_left_as_it_is() {
     // The next runtime carries the earlier tree on.
     let (id, want) = uninterrupted();
     carries_on(&store, &id, &want, "after the flaky read");
+}
+
+/// Waits until no handle has a turn out: a thread that has settled a turn
+/// lets go of it a moment later, and a handle is forgotten only after.
+fn turns_let_go(f: &Fx) {
+    let until = std::time::Instant::now() + BOUND;
+    while f.rt.inner.lock().handles.iter().any(|h| h.busy()) {
+        assert!(std::time::Instant::now() < until, "a turn still out");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn past_the_kept_closed_handles_the_oldest_is_forgotten_and_its_slot_reused() {
+    let f = fx(json!({"a": {"does": "x", "soul": "s", "model": "m-count"}}));
+    f.rt.inner.lock().closed_kept = 2;
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        let (id, r) = f.rt.run("a", &format!("hi {n}")).expect("run");
+        assert_eq!(r.text, "msgs:2");
+        f.rt.post(&id, InboxItem::new("external", "external", "unread"))
+            .expect("post");
+        ids.push(id);
+    }
+    let kit = |id: &str| {
+        let st = f.rt.inner.lock();
+        st.handles[st.index[id]].toolkit.is_some()
+    };
+    assert!(
+        kit(&ids[0]),
+        "an idle handle keeps the toolkit of its turns"
+    );
+    turns_let_go(&f);
+    for id in &ids {
+        f.rt.close(id, false, None).expect("close");
+        let st = f.rt.inner.lock();
+        if let Some(&i) = st.index.get(id) {
+            assert!(st.handles[i].toolkit.is_none(), "{id}");
+        }
+    }
+    for id in &ids[..2] {
+        assert_eq!(f.rt.inspect(id), None, "{id} forgotten");
+        let r = f.rt.wait(id, None);
+        assert_eq!(
+            (r.status.as_str(), r.text),
+            ("error", format!("unknown handle \"{id}\""))
+        );
+        assert!(f.rt.transcript(id).is_empty());
+        assert!(f.rt.close(id, false, None).is_err());
+    }
+    for id in &ids[2..] {
+        let view = f.rt.inspect(id).expect("kept");
+        assert_eq!((view.state, view.turns, view.inbox), (State::Closed, 1, 1));
+        assert_eq!(f.rt.transcript(id).len(), 3, "{id}");
+        let r = f.rt.wait(id, None);
+        assert_eq!(
+            (r.status.as_str(), r.text.as_str()),
+            ("done", "msgs:2"),
+            "{id}"
+        );
+    }
+    let listed: Vec<String> = f.rt.list().into_iter().map(|v| v.id).collect();
+    assert_eq!(listed, ids[2..].to_vec());
+    // A new handle takes a forgotten one's slot, under a new id, and runs.
+    let (id, r) = f.rt.run("a", "again").expect("run");
+    assert_eq!((id.as_str(), r.text.as_str()), ("root/a.5", "msgs:2"));
+    let st = f.rt.inner.lock();
+    assert_eq!(st.handles.len(), 5, "root and four slots");
+    assert_eq!((st.index.len(), st.store.len()), (4, 3));
+}
+
+#[test]
+fn many_trees_run_and_closed_in_one_runtime_hold_a_bounded_number_of_slots() {
+    let f = fx(team());
+    f.rt.inner.lock().closed_kept = 10;
+    for n in 0..200 {
+        let (id, r) = f.rt.run("coordinator", "go").expect("run");
+        assert_eq!(r.status, "done", "tree {n}: {}", r.text);
+        turns_let_go(&f);
+        f.rt.close(&id, false, None).expect("close");
+    }
+    let st = f.rt.inner.lock();
+    // Each tree is three handles; ten closed ones kept, the rest forgotten.
+    assert!(st.handles.len() <= 1 + 10 + 3, "{} slots", st.handles.len());
+    assert_eq!((st.index.len(), st.store.len()), (1 + 10, 10));
+    assert!(st.lingering.is_empty());
+    drop(st);
+    assert_eq!(f.rt.list().len(), 10);
+    assert_eq!(
+        f.rt.inspect("root/coordinator.200").expect("kept").state,
+        State::Closed
+    );
+}
+
+#[test]
+fn a_closed_child_of_an_open_parent_is_forgotten_with_its_parent() {
+    let f = fx(team());
+    f.rt.inner.lock().closed_kept = 0;
+    let (parent, r) = f.rt.run("coordinator", "go").expect("run");
+    assert_eq!(r.status, "done");
+    let children: Vec<String> = f.rt.list().into_iter().skip(1).map(|v| v.id).collect();
+    assert_eq!(children.len(), 2);
+    turns_let_go(&f);
+    f.rt.close(&children[0], false, None).expect("close");
+    assert_eq!(
+        f.rt.inspect(&children[0])
+            .expect("its parent is open")
+            .state,
+        State::Closed
+    );
+    f.rt.close(&parent, false, None).expect("close");
+    assert!(f.rt.list().is_empty());
+    let st = f.rt.inner.lock();
+    assert_eq!(
+        (st.index.len(), st.free.len()),
+        (1, 3),
+        "the whole tree forgotten"
+    );
+}
+
+#[test]
+fn a_closed_handle_whose_turn_is_still_out_lingers_until_it_ends() {
+    let f = fx(json!({"h": {"does": "x", "model": "m-hold"},
+                      "a": {"does": "x", "model": "m-ok"}}));
+    f.rt.inner.lock().closed_kept = 0;
+    let h = f.rt.spawn("root", "h", None).expect("spawn");
+    f.rt.wake(&h, Some("hold")).expect("wake");
+    // Forced: closed at once while its model call is still held.
+    f.rt.close(&h, true, None).expect("close");
+    assert_eq!(f.rt.inspect(&h).expect("lingers").state, State::Closed);
+    assert_eq!(f.rt.inner.lock().lingering.len(), 1);
+    f.mock.release();
+    // The next close tries it again.
+    let (a, _) = f.rt.run("a", "x").expect("run");
+    turns_let_go(&f);
+    f.rt.close(&a, false, None).expect("close");
+    assert_eq!(f.rt.inspect(&h), None);
+    assert!(f.rt.inner.lock().lingering.is_empty());
+}
+
+#[test]
+fn a_tree_in_reused_slots_parks_and_a_restarted_runtime_carries_it_on() {
+    let (_, want) = uninterrupted();
+    let store = memory_store();
+    let id = {
+        let first = fx_with(approval_tree(), |o| o.store = Some(Arc::clone(&store)));
+        first.rt.inner.lock().closed_kept = 0;
+        let spawned: Vec<String> = (0..3)
+            .map(|_| first.rt.spawn("root", "parent", None).expect("spawn"))
+            .collect();
+        for p in &spawned {
+            first.rt.close(p, false, None).expect("close");
+        }
+        // The process dies after the asker's checkpoint and the first
+        // tree record: the parent is in it only as waiting on its `task`
+        // call.
+        first.rt.crash_when(crash_at(2, Arc::default()));
+        let (id, r) = first.rt.run("parent", "go").expect("run");
+        assert_eq!(r.status, "pending");
+        let st = first.rt.inner.lock();
+        let (p, c) = (st.index[&id], st.index[&format!("{id}/asker.1")]);
+        assert!(
+            c < p,
+            "the child in a lower slot than its parent ({c} < {p})"
+        );
+        drop(st);
+        assert!(first.rt.flush(BOUND));
+        id
+    };
+    assert_eq!(id, "root/parent.4");
+    carries_on(&store, &id, &want, "a tree in reused slots");
+}
+
+#[test]
+fn a_store_still_answers_for_the_transcript_a_closed_handle_let_go_of() {
+    let f = fx_with(
+        json!({"a": {"does": "x", "soul": "s", "model": "m-count"}}),
+        |o| o.store = Some(memory_store()),
+    );
+    f.rt.inner.lock().closed_kept = 0;
+    let (id, _) = f.rt.run("a", "hi").expect("run");
+    turns_let_go(&f);
+    f.rt.close(&id, false, None).expect("close");
+    assert_eq!(f.rt.inspect(&id), None, "forgotten");
+    assert!(f.rt.inner.lock().store.is_empty(), "let go of in memory");
+    assert!(f.rt.flush(BOUND), "the store has it");
+    let roles: Vec<Value> =
+        f.rt.transcript(&id)
+            .iter()
+            .map(|m| m["role"].clone())
+            .collect();
+    assert_eq!(
+        roles,
+        vec![json!("system"), json!("user"), json!("assistant")]
+    );
+}
+
+#[test]
+fn the_trace_keeps_its_latest_lines_and_a_waiter_still_sees_new_ones() {
+    let f = fx(json!({"a": {"does": "x", "model": "m-ok"},
+                      "h": {"does": "x", "model": "m-hold"}}));
+    f.rt.inner.lock().trace_cap = 4;
+    for _ in 0..3 {
+        f.rt.run("a", "hi").expect("run");
+    }
+    assert_eq!(
+        f.rt.trace(),
+        vec![
+            "root/a.2: running→idle (done, turns=1, tokens=40)",
+            "root/a.3: spawned (depth 1, tokens Infinity)",
+            "root/a.3: idle→running (wake)",
+            "root/a.3: running→idle (done, turns=1, tokens=40)",
+        ]
+    );
+    let h = f.rt.spawn("root", "h", None).expect("spawn");
+    f.rt.wake(&h, Some("hold")).expect("wake");
+    // Released only once the waiter below sleeps: the line it waits for
+    // comes after it has looked at a full trace.
+    let rt = &f.rt;
+    let mock = Arc::clone(&f.mock);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let until = std::time::Instant::now() + BOUND;
+            while rt.inner.lock().shared_sleepers == 0 && std::time::Instant::now() < until {
+                std::thread::yield_now();
+            }
+            mock.release();
+        });
+        assert!(rt.await_trace("root/h.4: running→idle (done", BOUND));
+    });
+    assert_eq!(f.rt.trace().len(), 4);
+    assert!(
+        !f.rt.await_trace("root/a.1:", Duration::from_millis(1)),
+        "dropped"
+    );
+}
+
+#[test]
+fn a_closed_child_is_not_forgotten_while_its_closed_parent_s_turn_is_out() {
+    let f = fx(
+        json!({"boss": {"does": "x", "model": "m-delegate-hold", "team": ["explore"]},
+                      "explore": {"does": "x", "model": "m-ok"}}),
+    );
+    f.rt.inner.lock().closed_kept = 1;
+    let boss = f.rt.spawn("root", "boss", None).expect("spawn");
+    f.rt.wake(&boss, Some("go")).expect("wake");
+    // Its children have answered; its second model call is held.
+    assert!(f
+        .rt
+        .await_trace("root/boss.1/explore.2: running→idle (done", BOUND));
+    f.rt.close(&boss, true, None).expect("close");
+    let second = "root/boss.1/explore.2";
+    assert_eq!(
+        f.rt.inspect(second)
+            .expect("its parent's turn is out")
+            .state,
+        State::Closed
+    );
+    f.mock.release();
+    for _ in 0..2 {
+        let (a, _) = f.rt.run("explore", "x").expect("run");
+        turns_let_go(&f);
+        f.rt.close(&a, false, None).expect("close");
+    }
+    assert_eq!(f.rt.inspect(second), None);
+    assert_eq!(f.rt.inspect(&boss), None);
 }
