@@ -123,6 +123,20 @@ pub const AGENT_CLOSED_KEPT: usize = 1_000;
 /// latest lines, not its whole life).
 pub const AGENT_TRACE_LINES: usize = 100_000;
 
+/// The most label sets one metric family of a client keeps (tools by name
+/// and source, models by name): past it, a new one is counted under
+/// [`METRIC_OTHER`], so a model that calls ever new tool names cannot grow
+/// a long-lived client's metrics without bound.
+pub const METRIC_SERIES: usize = 1_024;
+
+/// The longest label value a metric series is kept under; a longer one
+/// (a tool name a model made up) is counted under [`METRIC_OTHER`].
+pub const METRIC_LABEL_BYTES: usize = 256;
+
+/// Every label value of the series that counts what
+/// [`METRIC_SERIES`] and [`METRIC_LABEL_BYTES`] turn away.
+pub const METRIC_OTHER: &str = "(other)";
+
 /// The most answers the served toolkit gives one JSON-RPC batch (each an
 /// invalid request: MCP has no batches): a batch that would get more is
 /// answered by one error, so a line of a few bytes per item never makes

@@ -10,6 +10,7 @@
 //! The event JSON for an `onMetric` callback is built only when a callback
 //! is set ([`MetricEvent::to_value`] is the caller's to call).
 
+use crate::limits::{METRIC_LABEL_BYTES, METRIC_OTHER, METRIC_SERIES};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -243,8 +244,14 @@ impl<T: Default> Table<T> {
         })
     }
 
-    /// The series for `parts`, created on first sight, and `f` run on it.
+    /// The series for `parts`, created on first sight, and `f` run on it;
+    /// past [`METRIC_SERIES`] label sets, or for a label value longer than
+    /// [`METRIC_LABEL_BYTES`], the one whose every label is
+    /// [`METRIC_OTHER`].
     fn with(&self, parts: &[&str], f: impl FnOnce(&T)) {
+        if parts.iter().any(|p| p.len() > METRIC_LABEL_BYTES) {
+            return self.with(&[METRIC_OTHER; 4][..parts.len().min(4)], f);
+        }
         let slots = self
             .slots
             .get_or_init(|| (0..SLOTS).map(|_| OnceLock::new()).collect());
@@ -260,6 +267,16 @@ impl<T: Default> Table<T> {
         if let Some(e) = overflow.iter().find(|e| key_is(&e.key, parts)) {
             return f(&e.series);
         }
+        let other = [METRIC_OTHER; 4];
+        let parts = if SLOTS + overflow.len() >= METRIC_SERIES {
+            let other = &other[..parts.len().min(4)];
+            if let Some(e) = overflow.iter().find(|e| key_is(&e.key, other)) {
+                return f(&e.series);
+            }
+            other
+        } else {
+            parts
+        };
         overflow.push(Self::new_entry(parts));
         if let Some(e) = overflow.last() {
             f(&e.series);
@@ -810,6 +827,34 @@ toolnexus_llm_request_duration_seconds_sum{model=\"m\"} 70\n"
         assert_eq!(series, SLOTS + 10);
         assert!(text.contains("toolnexus_tool_calls_total{tool=\"t0000\",source=\"native\",is_error=\"false\",pending=\"false\"} 2\n"));
         assert!(text.contains("toolnexus_tool_calls_total{tool=\"t0265\",source=\"native\",is_error=\"false\",pending=\"false\"} 1\n"));
+    }
+
+    #[test]
+    fn made_up_tool_names_past_the_cap_or_too_long_count_under_other() {
+        let r = Registry::new();
+        let call = |tool: &str| {
+            r.record(&MetricEvent::Tool {
+                tool,
+                source: "custom",
+                is_error: true,
+                pending: false,
+                ms: 1.0,
+            });
+        };
+        for i in 0..(METRIC_SERIES + 500) {
+            call(&format!("made_up_{i}"));
+        }
+        call(&"x".repeat(METRIC_LABEL_BYTES + 1));
+        call("made_up_0");
+        let text = r.render();
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("toolnexus_tool_calls_total{"))
+            .collect();
+        assert_eq!(series.len(), METRIC_SERIES + 1, "the cap and one (other)");
+        assert!(series.contains(&"toolnexus_tool_calls_total{tool=\"(other)\",source=\"(other)\",is_error=\"true\",pending=\"false\"} 501"));
+        assert!(series.contains(&"toolnexus_tool_calls_total{tool=\"made_up_0\",source=\"custom\",is_error=\"true\",pending=\"false\"} 2"));
+        assert!(!text.contains(&"x".repeat(METRIC_LABEL_BYTES + 1)));
     }
 
     #[test]
