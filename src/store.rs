@@ -299,17 +299,7 @@ impl Store for MemoryStore {
     }
 
     fn save(&self, kind: Kind, id: &str, record: &Value) -> std::result::Result<(), String> {
-        let record = record.clone();
-        let mut records = self.records();
-        records.remove(kind, id);
-        records.saves += 1;
-        let n = records.saves;
-        if let Some(q) = records.queue(kind, &record) {
-            q.order.push_back((n, id.to_string()));
-            q.live += 1;
-        }
-        records.map.insert((kind, id.to_string()), (n, record));
-        records.trim(kind);
+        self.put(kind, id, record.clone());
         Ok(())
     }
 
@@ -325,6 +315,22 @@ impl Store for MemoryStore {
 
     fn selector(&self) -> String {
         "memory".into()
+    }
+}
+
+impl MemoryStore {
+    /// [`Store::save`] of a record the caller gives up (no copy).
+    pub fn put(&self, kind: Kind, id: &str, record: Value) {
+        let mut records = self.records();
+        records.remove(kind, id);
+        records.saves += 1;
+        let n = records.saves;
+        if let Some(q) = records.queue(kind, &record) {
+            q.order.push_back((n, id.to_string()));
+            q.live += 1;
+        }
+        records.map.insert((kind, id.to_string()), (n, record));
+        records.trim(kind);
     }
 }
 

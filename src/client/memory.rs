@@ -5,10 +5,9 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::json::type_name;
-use crate::store::{Kind, Store};
+use crate::store::{Kind, MemoryStore, Store};
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// A conversation store: `get(id)` gives the transcript saved under `id`
 /// (none before the first save), `save(id, messages)` replaces it. Called
@@ -18,12 +17,15 @@ pub trait ConversationStore: Send + Sync {
     fn save(&self, id: &str, messages: &[Value]) -> Result<()>;
 }
 
-/// The default store: transcripts in a map, copied in and out so that no
-/// caller shares one with the store.
-#[derive(Debug, Default)]
-pub struct InMemoryStore {
-    threads: Mutex<HashMap<String, Vec<Value>>>,
-}
+/// The default store: the conversation records of a memory store
+/// ([`crate::store::MemoryStore`]), copied in and out so that no caller
+/// shares one with the store. Like an A2A agent's memory store it keeps
+/// at most [`MEMORY_STORE_CONVERSATIONS`](crate::limits::MEMORY_STORE_CONVERSATIONS)
+/// conversations: past it the one saved longest ago is forgotten, and an
+/// `ask` under its id starts anew. A host that must keep every
+/// conversation names a durable store (`sqlite:`, `postgres://`, its own).
+#[derive(Default)]
+pub struct InMemoryStore(MemoryStore);
 
 impl InMemoryStore {
     pub fn new() -> Self {
@@ -33,14 +35,15 @@ impl InMemoryStore {
 
 impl ConversationStore for InMemoryStore {
     fn get(&self, id: &str) -> Result<Option<Vec<Value>>> {
-        let threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(threads.get(id).cloned())
+        Ok(match self.0.get(Kind::Conversation, id) {
+            Ok(Some(Value::Array(messages))) => Some(messages),
+            _ => None,
+        })
     }
 
     fn save(&self, id: &str, messages: &[Value]) -> Result<()> {
-        let copy = messages.to_vec();
-        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
-        threads.insert(id.to_string(), copy);
+        self.0
+            .put(Kind::Conversation, id, Value::Array(messages.to_vec()));
         Ok(())
     }
 }
@@ -182,6 +185,25 @@ pub fn check_id(v: &Value) -> Result<Option<String>> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    #[test]
+    fn the_in_memory_store_forgets_the_conversation_saved_longest_ago_past_its_cap() {
+        let store = InMemoryStore::new();
+        let n = crate::limits::MEMORY_STORE_CONVERSATIONS;
+        let say = |i: usize| vec![json!({"role": "user", "content": format!("m{i}")})];
+        for i in 0..n {
+            store.save(&format!("c{i}"), &say(i)).expect("save");
+        }
+        // Saved again: now the latest, so c1 goes first.
+        store.save("c0", &say(0)).expect("save");
+        store.save(&format!("c{n}"), &say(n)).expect("save");
+        assert_eq!(store.get("c1").expect("get"), None);
+        assert_eq!(store.get("c0").expect("get"), Some(say(0)));
+        assert_eq!(store.get(&format!("c{n}")).expect("get"), Some(say(n)));
+        assert_eq!(store.get("c2").expect("get"), Some(say(2)));
+    }
 
     #[test]
     fn the_in_memory_store_keeps_each_id_apart_and_copies() {
