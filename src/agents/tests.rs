@@ -33,6 +33,19 @@ impl Mock {
     fn wire(&self) -> Vec<Value> {
         self.wire.lock().expect("lock").clone()
     }
+
+    /// Answers once released (or after [`BOUND`]).
+    fn held(&self) -> Value {
+        let mut g = self.released.lock().expect("lock");
+        while !*g {
+            let (next, timeout) = self.release_cv.wait_timeout(g, BOUND).expect("lock");
+            g = next;
+            if timeout.timed_out() {
+                break;
+            }
+        }
+        text("held-done")
+    }
 }
 
 fn text(s: impl Into<String>) -> Value {
@@ -79,17 +92,7 @@ impl Provider for Mock {
                 }
                 text("slow-done")
             }
-            "m-hold" => {
-                let mut g = self.released.lock().expect("lock");
-                while !*g {
-                    let (next, timeout) = self.release_cv.wait_timeout(g, BOUND).expect("lock");
-                    g = next;
-                    if timeout.timed_out() {
-                        break;
-                    }
-                }
-                text("held-done")
-            }
+            "m-hold" => self.held(),
             "m-peer" => {
                 let n = last
                     .lines()
@@ -105,17 +108,7 @@ impl Provider for Mock {
                 ("task", json!({"agent": "explore", "prompt": "find A"})),
                 ("task", json!({"agent": "explore", "prompt": "find B"})),
             ]),
-            "m-delegate-hold" => {
-                let mut g = self.released.lock().expect("lock");
-                while !*g {
-                    let (next, timeout) = self.release_cv.wait_timeout(g, BOUND).expect("lock");
-                    g = next;
-                    if timeout.timed_out() {
-                        break;
-                    }
-                }
-                text("held-done")
-            }
+            "m-delegate-hold" => self.held(),
             "m-ghost" if tools.is_empty() => {
                 calls(&[("task", json!({"agent": "ghost", "prompt": "x"}))])
             }
