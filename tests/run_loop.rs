@@ -164,7 +164,7 @@ impl toolnexus::client::Observer for Recorder {
                 format!("tool_result {name} {}", result.is_error)
             }
             Event::Pending { request } => format!("pending {}", request["kind"]),
-            Event::Done { result, .. } => format!("done {}", result["status"]),
+            Event::Done { result, .. } => format!("done {}", result.to_json()["status"]),
             Event::Failed { error, .. } => format!("failed {:?}", error.code),
         };
         if let Ok(mut v) = self.0.lock() {

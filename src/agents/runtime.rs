@@ -306,7 +306,12 @@ impl Runtime {
         let mut seen: u64 = 0;
         loop {
             let from = usize::try_from(seen.saturating_sub(st.trace_dropped)).unwrap_or(usize::MAX);
-            if st.trace.iter().skip(from).any(|l| l.contains(needle)) {
+            if st
+                .trace
+                .iter()
+                .skip(from)
+                .any(|l| l.to_string().contains(needle))
+            {
                 return true;
             }
             seen = st.trace_dropped + st.trace.len() as u64;
@@ -401,7 +406,8 @@ impl Runtime {
     /// The transition trace, one line per event: the latest
     /// [`AGENT_TRACE_LINES`](crate::limits::AGENT_TRACE_LINES).
     pub fn trace(&self) -> Vec<String> {
-        self.inner.lock().trace.iter().cloned().collect()
+        let st = self.inner.lock();
+        st.trace.iter().map(ToString::to_string).collect()
     }
 
     /// A handle's stored transcript (empty when none): this runtime's, or

@@ -154,6 +154,55 @@ fn show_pool(p: Pool) -> String {
     p.map_or_else(|| "Infinity".to_string(), |n| n.to_string())
 }
 
+/// One line of the transition trace (`<id>: <event>`), kept as its parts
+/// and written out when read: the four lines every handle's life makes
+/// (spawned, started, done, closed) cost a `format!` each when they were
+/// text from the start.
+pub(crate) struct TraceLine {
+    id: String,
+    event: TraceEvent,
+}
+
+/// What a [`TraceLine`] says.
+pub(crate) enum TraceEvent {
+    /// Any other line, written when traced.
+    Text(String),
+    /// `spawned (depth D, tokens T)`.
+    Spawned { depth: u64, pool: Pool },
+    /// `idle→running (why)`.
+    Running(String),
+    /// `running→idle (done, turns=N, tokens=T)`.
+    Done { turns: u64, tokens: u64 },
+    /// `<from>→closed (reason)`.
+    Closed { from: State, reason: String },
+}
+
+impl std::fmt::Display for TraceLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let id = &self.id;
+        match &self.event {
+            TraceEvent::Text(line) => write!(f, "{id}: {line}"),
+            TraceEvent::Spawned { depth, pool } => {
+                write!(
+                    f,
+                    "{id}: spawned (depth {depth}, tokens {})",
+                    show_pool(*pool)
+                )
+            }
+            TraceEvent::Running(why) => write!(f, "{id}: idle→running ({why})"),
+            TraceEvent::Done { turns, tokens } => {
+                write!(
+                    f,
+                    "{id}: running→idle (done, turns={turns}, tokens={tokens})"
+                )
+            }
+            TraceEvent::Closed { from, reason } => {
+                write!(f, "{id}: {}→closed ({reason})", from.as_str())
+            }
+        }
+    }
+}
+
 fn carve(own: Option<u64>, parent: Pool) -> Pool {
     let own = own.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
     match (own, parent) {
@@ -293,7 +342,7 @@ pub(crate) struct St {
     pub index: HashMap<String, usize>,
     /// The latest [`AGENT_TRACE_LINES`](crate::limits::AGENT_TRACE_LINES)
     /// lines of the transition trace (see [`St::trace`]).
-    pub trace: VecDeque<String>,
+    pub trace: VecDeque<TraceLine>,
     /// Trace lines dropped from the front so far.
     pub trace_dropped: u64,
     pub trace_cap: usize,
@@ -342,13 +391,18 @@ pub(crate) struct St {
 
 impl St {
     pub fn trace(&mut self, i: usize, line: impl std::fmt::Display) {
-        let id = &self.handles[i].id;
-        let line = format!("{id}: {line}");
+        self.trace_event(i, TraceEvent::Text(line.to_string()));
+    }
+
+    /// Traces `event` of handle `i`, written out only when the trace is
+    /// read.
+    pub fn trace_event(&mut self, i: usize, event: TraceEvent) {
+        let id = self.handles[i].id.clone();
         if self.trace.len() >= self.trace_cap {
             self.trace.pop_front();
             self.trace_dropped += 1;
         }
-        self.trace.push_back(line);
+        self.trace.push_back(TraceLine { id, event });
     }
 
     /// Handle `i` has just closed: it lets go of what only a turn could
@@ -990,7 +1044,7 @@ impl Inner {
         h.cancel = Some(cancel.clone());
         let gen = h.gen;
         let out = Out::new(h.out.get_or_insert_with(Default::default));
-        st.trace(i, format_args!("idle→running ({why})"));
+        st.trace_event(i, TraceEvent::Running(why.to_string()));
         self.notify(st);
         let job = Job {
             index: i,
@@ -1123,10 +1177,7 @@ impl Inner {
         let i = st.place(h);
         st.handles[p].children.push(i);
         st.index.insert(id.clone(), i);
-        st.trace(
-            i,
-            format_args!("spawned (depth {depth}, tokens {})", show_pool(pool)),
-        );
+        st.trace_event(i, TraceEvent::Spawned { depth, pool });
         self.notify(&mut st);
         drop(st);
         if let Some(f) = &self.on_spawn {
@@ -1451,7 +1502,14 @@ impl Inner {
             }
         }
         st.handles[i].state = State::Closed;
-        st.trace(i, format_args!("{}→closed ({reason})", from.as_str()));
+        let shown = reason.to_string();
+        st.trace_event(
+            i,
+            TraceEvent::Closed {
+                from,
+                reason: shown,
+            },
+        );
         st.retire(i);
         if interrupted || from == State::Suspended || st.handles[i].result.is_none() {
             self.settle(&mut st, i, closed_result());

@@ -4,10 +4,12 @@
 //! rolled up into the budget ledger; then the outcome settles the handle.
 
 use super::harness;
-use super::state::{Inner, Job, St, State, TaskResult};
+use super::state::{Inner, Job, St, State, TaskResult, TraceEvent};
 use crate::client::callbacks::{with_stop, RunStop};
 use crate::client::shape::{call_count, Usage};
-use crate::client::{Callbacks, Client, Exchange, HostFn, Provider, RunData, RunRequest, Slot};
+use crate::client::{
+    Callbacks, Client, Exchange, HostFn, Provider, RunData, RunOutcome, RunRequest, RunStatus, Slot,
+};
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::Kind;
 use serde_json::Value;
@@ -265,14 +267,69 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
             &job.cancel,
             RunData::default(),
             gate,
-        ),
-        None => client.run(&toolkit, &request, &job.cancel, RunData::default()),
+        )
+        .map(Ended::from_json),
+        None => client
+            .run_outcome(&toolkit, &request, &job.cancel, RunData::default())
+            .map(Ended::from_outcome),
     });
     let st = inner.lock();
     settle(&inner, st, &job, outcome);
 }
 
-fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<Value>) {
+/// What settling a handle reads of a run's end: the loop's outcome, or
+/// the RunResult of a gated run (the completion gate judges the JSON).
+struct Ended {
+    turns: u64,
+    status: String,
+    text: String,
+    messages: Option<Vec<Value>>,
+    pending: Option<Value>,
+    /// Which limit an incomplete run hit.
+    limit: Option<String>,
+}
+
+impl Ended {
+    fn from_outcome(run: RunOutcome) -> Ended {
+        let status = run.status_name().to_string();
+        let (pending, limit) = match run.status {
+            RunStatus::Pending(request) => (Some(request), None),
+            RunStatus::Incomplete => (None, Some("maxTurns".to_string())),
+            RunStatus::Done => (None, None),
+        };
+        Ended {
+            turns: u64::from(run.turns),
+            status,
+            text: run.text,
+            messages: Some(run.messages),
+            pending,
+            limit,
+        }
+    }
+
+    fn from_json(mut run: Value) -> Ended {
+        let text = |key: &str| run.get(key).and_then(Value::as_str).map(str::to_string);
+        let status = text("status").unwrap_or_else(|| "done".to_string());
+        let limit = text("limit");
+        let words = text("text").unwrap_or_default();
+        let turns = run.get("turns").and_then(Value::as_u64).unwrap_or(0);
+        let messages = match run.get_mut("messages").map(Value::take) {
+            Some(Value::Array(m)) => Some(m),
+            _ => None,
+        };
+        let pending = run.get_mut("pending").map(Value::take);
+        Ended {
+            turns,
+            status,
+            text: words,
+            messages,
+            pending,
+            limit,
+        }
+    }
+}
+
+fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<Ended>) {
     let i = job.index;
     if st.handles[i].gen != job.gen || st.handles[i].state != State::Running {
         return;
@@ -280,7 +337,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
     st.handles[i].cancel = None;
     st.handles[i].escalating = false;
     inner.release_slot(&mut st, i);
-    let mut run = match outcome {
+    let run = match outcome {
         Ok(run) => run,
         Err(e) => {
             st.handles[i].state = State::Idle;
@@ -296,27 +353,21 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             return;
         }
     };
-    let turns = run.get("turns").and_then(Value::as_u64).unwrap_or(0);
-    st.handles[i].turns += turns;
-    let status = run
-        .get("status")
-        .and_then(Value::as_str)
-        .unwrap_or("done")
-        .to_string();
-    let text = run
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    st.handles[i].turns += run.turns;
+    let Ended {
+        status,
+        text,
+        messages,
+        pending,
+        limit,
+        ..
+    } = run;
     let id = st.handles[i].id.clone();
     match status.as_str() {
         "pending" => {
             // Rewind: the stored transcript stays as it was before the
             // turn; the turn's input is the checkpoint to replay.
-            let mut request = run
-                .get_mut("pending")
-                .map(Value::take)
-                .unwrap_or(Value::Null);
+            let mut request = pending.unwrap_or(Value::Null);
             super::state::with_path(&mut request, &id);
             let kind = request
                 .get("kind")
@@ -337,8 +388,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             inner.settle(&mut st, i, r);
         }
         other => {
-            let messages = run.get_mut("messages").map(Value::take);
-            if let Some(Value::Array(m)) = messages {
+            if let Some(m) = messages {
                 if let Some(d) = &inner.durable {
                     d.save(Kind::Conversation, &id, Value::Array(m.clone()));
                 }
@@ -350,17 +400,10 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             h.drained.clear();
             let (turns, tokens) = (h.turns, h.tokens);
             let r = if other == "done" {
-                st.trace(
-                    i,
-                    format_args!("running→idle (done, turns={turns}, tokens={tokens})"),
-                );
+                st.trace_event(i, TraceEvent::Done { turns, tokens });
                 TaskResult::new("done", text, false)
             } else {
-                let limit = run
-                    .get("limit")
-                    .and_then(Value::as_str)
-                    .unwrap_or("maxTurns")
-                    .to_string();
+                let limit = limit.unwrap_or_else(|| "maxTurns".to_string());
                 st.trace(i, format_args!("running→idle (incomplete: {limit})"));
                 // The completion gate's text names what failed to verify.
                 let text = if limit == "completion" {

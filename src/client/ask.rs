@@ -140,25 +140,28 @@ impl Client {
     }
 
     /// Runs `f` (a run, a resume, an ask) and records its `run` metric.
-    pub(crate) fn observed_run(
+    pub(crate) fn observed_run<T: RunFigures>(
         &self,
         data: RunData,
-        f: impl FnOnce() -> Result<Value>,
-    ) -> Result<Value> {
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
         let started = Instant::now();
         let outcome = f();
         let callbacks = self.callbacks();
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let model = self.config.model.as_str();
         let event = match &outcome {
-            Ok(result) => MetricEvent::Run {
-                model,
-                turns: result["turns"].as_u64().unwrap_or(0),
-                tool_calls: result["toolCallCount"].as_u64().unwrap_or(0),
-                total_tokens: result["usage"]["totalTokens"].as_u64().unwrap_or(0),
-                ms,
-                error: None,
-            },
+            Ok(result) => {
+                let (turns, tool_calls, total_tokens) = result.figures();
+                MetricEvent::Run {
+                    model,
+                    turns,
+                    tool_calls,
+                    total_tokens,
+                    ms,
+                    error: None,
+                }
+            }
             Err(e) => MetricEvent::Run {
                 model,
                 turns: 0,
@@ -234,11 +237,11 @@ impl Client {
                 prompt: request.prompt.clone(),
                 history,
             };
-            let result = self.run_mode(toolkit, &run, cancel, data, stream)?;
+            let outcome = self.run_mode(toolkit, &run, cancel, data, stream)?;
             if let (Some(store), Some(id)) = (&store, &request.id) {
-                let messages = result["messages"].as_array().map_or(&[][..], Vec::as_slice);
-                store.save(id, messages)?;
+                store.save(id, &outcome.messages)?;
             }
+            let result = outcome.into_json();
             if stream {
                 let send = |event: Value| -> Result<()> {
                     match callbacks.get(Slot::OnEvent) {
@@ -272,5 +275,31 @@ impl ConversationStore for StoreRef<'_> {
 
     fn save(&self, id: &str, messages: &[Value]) -> Result<()> {
         self.0.save(id, messages)
+    }
+}
+
+/// The `run` metric's figures of a finished run: turns, tool calls, total
+/// tokens.
+pub(crate) trait RunFigures {
+    fn figures(&self) -> (u64, u64, u64);
+}
+
+impl RunFigures for Value {
+    fn figures(&self) -> (u64, u64, u64) {
+        (
+            self["turns"].as_u64().unwrap_or(0),
+            self["toolCallCount"].as_u64().unwrap_or(0),
+            self["usage"]["totalTokens"].as_u64().unwrap_or(0),
+        )
+    }
+}
+
+impl RunFigures for super::RunOutcome {
+    fn figures(&self) -> (u64, u64, u64) {
+        (
+            u64::from(self.turns),
+            self.tool_call_count() as u64,
+            self.usage.total,
+        )
     }
 }

@@ -31,6 +31,7 @@ pub mod inprocess;
 pub mod memory;
 pub mod metrics;
 pub mod observe;
+mod outcome;
 mod progress;
 pub mod provider;
 mod resume;
@@ -50,6 +51,7 @@ use crate::translate::helpers::is_blank;
 pub use ask::AskRequest;
 pub use callbacks::{Callbacks, HostFn, RunData, Slot};
 pub use observe::{Event, Observer};
+pub use outcome::{RunOutcome, RunStatus};
 pub use provider::{Exchange, HttpProvider, Provider};
 pub use run::tool_workers;
 use run::Run;
@@ -441,6 +443,19 @@ impl Client {
         cancel: &CancelToken,
         data: RunData,
     ) -> Result<Value> {
+        self.run_outcome(toolkit, request, cancel, data)
+            .map(RunOutcome::into_json)
+    }
+
+    /// [`Client::run`], its outcome not yet made the RunResult JSON: for
+    /// the crate's callers that read its parts (the agent runtime).
+    pub fn run_outcome(
+        &self,
+        toolkit: &Toolkit,
+        request: &RunRequest,
+        cancel: &CancelToken,
+        data: RunData,
+    ) -> Result<RunOutcome> {
         self.observed_run(data, || {
             self.run_mode(toolkit, request, cancel, data, false)
         })
@@ -455,7 +470,7 @@ impl Client {
         cancel: &CancelToken,
         data: RunData,
         streaming: bool,
-    ) -> Result<Value> {
+    ) -> Result<RunOutcome> {
         let system = self.system_text(toolkit);
         // openai: the system text is message 0, except after a history
         // (which is sent as it is); anthropic: it is the body's `system`.

@@ -7,6 +7,7 @@ use crate::error::Error;
 use crate::tool::ToolResult;
 use serde_json::Value;
 
+use super::outcome::RunOutcome;
 use super::shape::Usage;
 
 /// One thing a run did.
@@ -38,8 +39,8 @@ pub enum Event<'a> {
     },
     /// A tool suspended; sent before `waitFor` is asked (or the run halts).
     Pending { request: &'a Value },
-    /// The run ended with this RunResult.
-    Done { result: &'a Value, ms: u64 },
+    /// The run ended so ([`RunOutcome::to_json`] gives its RunResult).
+    Done { result: &'a RunOutcome, ms: u64 },
     /// The run failed.
     Failed { error: &'a Error, ms: u64 },
 }

@@ -19,7 +19,8 @@
 //! gets `no result supplied on resume for <name>` (an error result).
 
 use super::observe::Event;
-use super::run::{Phase, Settled};
+use super::outcome::Settled;
+use super::run::Phase;
 use super::shape::{self, Call, Fed};
 use super::{Client, ResumeRequest, RunData};
 use crate::cancel::CancelToken;
@@ -282,7 +283,7 @@ pub(super) fn resume(
             result: &settled.result,
             ms: settled.ms,
         });
-        records.push(settled.record());
+        records.push(settled);
     }
     match style {
         Style::OpenAi | Style::Responses => run.messages.extend(kept_messages),
@@ -295,7 +296,7 @@ pub(super) fn resume(
         None => run.drive(0),
     };
     run.report(&outcome);
-    outcome
+    outcome.map(super::RunOutcome::into_json)
 }
 
 /// What a fill-mode Answer supplies.

@@ -7,6 +7,7 @@ use super::callbacks::{
 };
 use super::metrics::MetricEvent;
 use super::observe::{Event, Observer};
+use super::outcome::{RunOutcome, RunStatus, Settled};
 use super::progress::ProgressEvents;
 use super::provider::Exchange;
 use super::shape::{self, Body, Call, Fed, Usage};
@@ -36,7 +37,8 @@ pub(crate) struct Run<'a> {
     /// The toolkit's declarations (shared with its other runs until a
     /// `beforeLLM` hook replaces them).
     pub tools: Arc<Vec<Value>>,
-    pub tool_calls: Vec<Value>,
+    /// The calls run so far, in order: the RunResult's `toolCalls`.
+    pub tool_calls: Vec<Settled>,
     pub turns: u32,
     pub usage: Usage,
     /// SPEC §8 Streaming: provider turns are streamed and the run's events
@@ -50,32 +52,6 @@ pub(crate) struct Run<'a> {
     /// While a streamed run's tools run: their MCP progress, as
     /// `tool_progress` events (see `super::progress`).
     pub progress: Option<ProgressEvents>,
-}
-
-/// A tool call with its (possibly hook-rewritten) arguments and its result.
-pub(crate) struct Settled {
-    pub call: Call,
-    pub result: ToolResult,
-    /// How long the tool ran (measured only for an observer).
-    pub ms: u64,
-}
-
-impl Settled {
-    /// The call's `toolCalls` entry: `{name, args, output, isError, metadata}`.
-    pub fn record(self) -> Value {
-        // The call's parts moved in (`json!` would copy each through
-        // `to_value` and drop the original).
-        crate::json::object([
-            ("name", Value::String(self.call.name)),
-            ("args", self.call.args),
-            ("output", Value::String(self.result.output)),
-            ("isError", Value::Bool(self.result.is_error)),
-            (
-                "metadata",
-                self.result.metadata.map_or(Value::Null, Value::Object),
-            ),
-        ])
-    }
 }
 
 /// What a tool phase came to: the settled calls to feed back, in call order,
@@ -117,7 +93,7 @@ impl Run<'_> {
     }
 
     /// Reports how the run ended.
-    pub fn report(&self, outcome: &Result<Value>) {
+    pub fn report(&self, outcome: &Result<RunOutcome>) {
         let ms = ms_since(self.started);
         match outcome {
             Ok(result) => self.emit(|| Event::Done { result, ms }),
@@ -188,11 +164,11 @@ impl Run<'_> {
     }
 
     /// The LLM turns from `turn` on, until the run ends.
-    pub fn drive(&mut self, mut turn: u32) -> Result<Value> {
+    pub fn drive(&mut self, mut turn: u32) -> Result<RunOutcome> {
         loop {
             if turn >= self.client.max_turns {
                 let text = shape::text_at_limit(self.style(), &self.messages);
-                return Ok(self.finish(text, Status::Incomplete));
+                return Ok(self.finish(text, RunStatus::Incomplete));
             }
             self.check_abort()?;
             let t0 = Instant::now();
@@ -224,7 +200,7 @@ impl Run<'_> {
             shape::append_turn(&mut self.messages, message);
             if calls.is_empty() {
                 let text = shape::final_text(self.style(), &raw);
-                return Ok(self.finish(text, Status::Done));
+                return Ok(self.finish(text, RunStatus::Done));
             }
             for c in &calls {
                 self.emit(|| Event::ToolCall {
@@ -781,58 +757,28 @@ impl Run<'_> {
                 ms: s.ms,
             });
         }
-        self.tool_calls
-            .extend(phase.settled.into_iter().map(Settled::record));
+        self.tool_calls.extend(phase.settled);
         phase.halt
     }
 
     /// Ends a run halted on `request`.
-    pub fn halted(&mut self, request: Value) -> Value {
-        self.finish(prompt_of(&request), Status::Pending(request))
+    pub fn halted(&mut self, request: Value) -> RunOutcome {
+        self.finish(prompt_of(&request), RunStatus::Pending(request))
     }
 
-    /// The RunResult (CONTRACT.md §8).
-    fn finish(&mut self, text: String, status: Status) -> Value {
-        // Room for every key at once: no regrowth of the map as it fills.
-        let mut out = Map::with_capacity(10);
-        out.insert("text".into(), Value::String(text));
-        out.insert(
-            "messages".into(),
-            Value::Array(std::mem::take(&mut self.messages)),
-        );
-        let calls = std::mem::take(&mut self.tool_calls);
-        let count = calls.len();
-        out.insert("toolCalls".into(), Value::Array(calls));
-        out.insert("toolCallCount".into(), json!(count));
-        out.insert("turns".into(), json!(self.turns));
-        out.insert("usage".into(), self.usage.to_json());
-        out.insert("model".into(), json!(self.model()));
-        if let Some(served) = &self.served {
-            out.insert("upstream".into(), served.to_json());
+    /// How the run ended: the RunResult's parts, moved out of the run.
+    fn finish(&mut self, text: String, status: RunStatus) -> RunOutcome {
+        RunOutcome {
+            text,
+            messages: std::mem::take(&mut self.messages),
+            calls: std::mem::take(&mut self.tool_calls),
+            turns: self.turns,
+            usage: self.usage,
+            model: self.model().to_string(),
+            upstream: self.served.as_ref().map(Served::to_json),
+            status,
         }
-        match status {
-            Status::Done => {
-                out.insert("status".into(), json!("done"));
-            }
-            Status::Incomplete => {
-                out.insert("status".into(), json!("incomplete"));
-                out.insert("limit".into(), json!("maxTurns"));
-            }
-            Status::Pending(request) => {
-                out.insert("status".into(), json!("pending"));
-                out.insert("pending".into(), request);
-            }
-        }
-        Value::Object(out)
     }
-}
-
-/// How a run ended.
-enum Status {
-    Done,
-    /// Stopped by `maxTurns` (divergences.json: always loud, both styles).
-    Incomplete,
-    Pending(Value),
 }
 
 pub(crate) fn cancelled() -> Error {
