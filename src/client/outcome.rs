@@ -15,6 +15,15 @@ pub(crate) struct Settled {
 }
 
 impl Settled {
+    /// What a run keeps of a call once its result is in the transcript:
+    /// the parts go (their bytes are in the transcript's result message,
+    /// and `toolCalls` never shows them), so a run that read many images
+    /// holds each once.
+    pub fn kept(mut self) -> Settled {
+        self.result.parts = Box::default();
+        self
+    }
+
     /// The call's `toolCalls` entry: `{name, args, output, isError, metadata}`.
     pub fn record(self) -> Value {
         // The call's parts moved in (`json!` would copy each through
@@ -110,5 +119,45 @@ impl RunOutcome {
     /// The RunResult as [`RunOutcome::into_json`] gives it, from a copy.
     pub fn to_json(&self) -> Value {
         self.clone().into_json()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parts::{Part, PartKind};
+
+    fn with_image() -> Settled {
+        let mut result = ToolResult::ok("an image");
+        result.parts = vec![Part {
+            kind: PartKind::Image,
+            text: None,
+            mime_type: Some("image/png".into()),
+            data: Some("A".repeat(1 << 20)),
+            url: None,
+            name: None,
+        }]
+        .into_boxed_slice();
+        Settled {
+            call: Call {
+                id: "c1".into(),
+                name: "read".into(),
+                args: json!({"path": "a.png"}),
+            },
+            result,
+            ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_kept_call_lets_its_parts_go_and_its_record_is_unchanged() {
+        let kept = with_image().kept();
+        assert!(kept.result.parts.is_empty(), "the image bytes let go");
+        assert_eq!(kept.record(), with_image().record());
+        assert_eq!(
+            with_image().record(),
+            json!({"name": "read", "args": {"path": "a.png"}, "output": "an image",
+                   "isError": false, "metadata": null})
+        );
     }
 }

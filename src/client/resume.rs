@@ -283,7 +283,7 @@ pub(super) fn resume(
             result: &settled.result,
             ms: settled.ms,
         });
-        records.push(settled);
+        records.push(settled.kept());
     }
     match style {
         Style::OpenAi | Style::Responses => run.messages.extend(kept_messages),

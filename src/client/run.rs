@@ -757,7 +757,8 @@ impl Run<'_> {
                 ms: s.ms,
             });
         }
-        self.tool_calls.extend(phase.settled);
+        self.tool_calls
+            .extend(phase.settled.into_iter().map(Settled::kept));
         phase.halt
     }
 
@@ -933,6 +934,81 @@ fn transport_reply(reply: Option<Value>) -> Result<http::TransportReply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Turn 0 calls `img`; any later turn answers "seen".
+    struct CallsImg;
+
+    impl super::super::Provider for CallsImg {
+        fn complete(&self, ex: Exchange<'_>) -> Result<Value> {
+            let later = ex.body.to_value()["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+            let message = if later {
+                json!({"role": "assistant", "content": "seen"})
+            } else {
+                json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c0",
+                       "type": "function", "function": {"name": "img", "arguments": "{}"}}]})
+            };
+            Ok(json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}))
+        }
+
+        fn streams(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_run_holds_a_result_s_media_once_in_its_transcript_not_again_in_its_calls() {
+        let toolkit = Toolkit::build_from_json(r#"{"builtins":false}"#).expect("toolkit");
+        let data = "QUJD".repeat(1 << 18);
+        let bytes = data.clone();
+        toolkit.register(crate::native::native_tool(
+            "img",
+            "an image",
+            None,
+            Arc::new(move |_: &Value, _: &ExecContext| {
+                let mut r = ToolResult::ok("one image");
+                r.parts = vec![crate::parts::Part {
+                    kind: crate::parts::PartKind::Image,
+                    text: None,
+                    mime_type: Some("image/png".into()),
+                    data: Some(bytes.clone()),
+                    url: None,
+                    name: None,
+                }]
+                .into_boxed_slice();
+                r
+            }),
+        ));
+        let config = crate::translate::ClientConfig::from_json(
+            &json!({"baseUrl": "http://model.invalid", "style": "openai", "model": "m"}),
+        )
+        .expect("config");
+        let client = Client::with_provider(config, 4, Arc::new(CallsImg));
+        let request = super::super::RunRequest {
+            prompt: "look".into(),
+            history: Vec::new(),
+        };
+        let outcome = client
+            .run_outcome(&toolkit, &request, &CancelToken::new(), Default::default())
+            .expect("run");
+        assert_eq!(
+            (outcome.text.as_str(), outcome.tool_call_count()),
+            ("seen", 1)
+        );
+        assert!(
+            outcome.calls[0].result.parts.is_empty(),
+            "held again in toolCalls"
+        );
+        let transcript = serde_json::to_string(&outcome.messages).expect("json");
+        assert!(transcript.contains(&data), "the image is in the transcript");
+        let result = outcome.into_json();
+        assert_eq!(
+            result["toolCalls"],
+            json!([{"name": "img", "args": {}, "output": "one image", "isError": false,
+                    "metadata": null}])
+        );
+    }
 
     #[test]
     fn bounded_work_keeps_item_order() {
