@@ -256,6 +256,8 @@ type Exchanged = (StatusCode, HeaderMap, Bytes);
 
 /// Why an exchange on a connection failed.
 enum ExchangeError {
+    /// Not one byte of a response head came back.
+    NoResponse(hyper::Error),
     Hyper(hyper::Error),
     TooLarge,
     /// Any other failure of the body.
@@ -275,7 +277,7 @@ async fn exchange(
         let response = sender
             .send_request(request)
             .await
-            .map_err(ExchangeError::Hyper)?;
+            .map_err(ExchangeError::NoResponse)?;
         let (parts, body) = response.into_parts();
         // An announced size past the cap fails before the body is read.
         let announced = parts
@@ -368,8 +370,11 @@ async fn send(prepared: Prepared) -> Outcome {
 }
 
 /// One request and its response on a pooled (or new) connection to `url`'s
-/// origin. A pooled connection found closed when the request went out is
-/// replaced once.
+/// origin. A pooled connection that the server closed or reset before any
+/// of a response came back (it closed the idle connection as the request
+/// went out: the keep-alive race) is replaced once, whatever the method, as
+/// the provider calls' transport does; one that failed mid-body is replaced
+/// only for an idempotent method.
 async fn round_trip(
     method: &Method,
     url: &Url,
@@ -387,10 +392,7 @@ async fn round_trip(
             checkin(key, conn);
             Ok(r)
         }
-        Err(ExchangeError::Hyper(e))
-            if conn.reused
-                && (e.is_canceled() || (e.is_incomplete_message() && is_idempotent(method))) =>
-        {
+        Err(e) if conn.reused && stale(&e, method) => {
             let mut fresh = connect(url).await?;
             let r = exchange(&mut fresh, outgoing.request())
                 .await
@@ -402,9 +404,25 @@ async fn round_trip(
     }
 }
 
+/// Whether a reused connection's failure is the keep-alive race rather
+/// than an answer: closed or reset before a response head (a head that
+/// did not parse is an answer), or cut short mid-body for a method that
+/// may be sent again.
+fn stale(e: &ExchangeError, method: &Method) -> bool {
+    match e {
+        ExchangeError::NoResponse(e) => !(e.is_parse() || e.is_parse_status() || e.is_user()),
+        ExchangeError::Hyper(e) => {
+            e.is_canceled() || (e.is_incomplete_message() && is_idempotent(method))
+        }
+        ExchangeError::TooLarge | ExchangeError::Other => false,
+    }
+}
+
 fn failure_of(e: ExchangeError) -> Failure {
     match e {
-        ExchangeError::Hyper(_) | ExchangeError::Other => Failure::Transport,
+        ExchangeError::NoResponse(_) | ExchangeError::Hyper(_) | ExchangeError::Other => {
+            Failure::Transport
+        }
         ExchangeError::TooLarge => Failure::TooLarge,
     }
 }
