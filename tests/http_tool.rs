@@ -359,54 +359,23 @@ fn a_kept_alive_connection_the_server_dropped_is_replaced() {
     assert_eq!(server.connections(), 4);
 }
 
-/// Reads one HTTP/1.1 request head (these requests have no body).
-fn read_head(stream: &mut std::net::TcpStream) {
-    use std::io::Read;
-    let mut got = Vec::new();
-    let mut byte = [0u8; 1];
-    while !got.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => got.push(byte[0]),
-            _ => panic!(
-                "the request ended early: {:?}",
-                String::from_utf8_lossy(&got)
-            ),
-        }
-    }
-}
-
 #[test]
 fn a_kept_alive_connection_reset_as_the_next_request_arrives_is_replaced_for_any_method() {
     // The keep-alive race made certain: the server answers on a connection
     // kept alive, then resets it (RST, not FIN) as the next request
     // arrives, without a byte of an answer; a second connection answers.
-    use std::io::Write;
     for method in ["GET", "POST"] {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().map(|a| a.port()).expect("port");
-        let server = thread::spawn(move || {
-            let (mut first, _) = listener.accept().expect("accept");
-            read_head(&mut first);
-            first
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\none")
-                .expect("write");
-            read_head(&mut first);
-            socket2::SockRef::from(&first)
-                .set_linger(Some(Duration::ZERO))
-                .expect("linger");
-            drop(first);
-            let (mut second, _) = listener.accept().expect("accept");
-            read_head(&mut second);
-            second
-                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\ntwo")
-                .expect("write");
-            second
-        });
+        let server = MockServer::with_replies(vec![
+            Reply::text(200, "one"),
+            Reply::reset(),
+            Reply::text(200, "two"),
+        ]);
         let t = tool(json!({"name": "t", "method": method,
-                            "url": format!("http://127.0.0.1:{port}/r")}));
+                            "url": format!("{}/r", server.base())}));
         let outputs: Vec<String> = (0..2).map(|_| call(&t, json!({})).output).collect();
         assert_eq!(outputs, vec!["one", "two"], "{method}");
-        drop(server.join().expect("server"));
+        assert_eq!(server.connections(), 2, "{method}");
+        assert_eq!(server.requests().len(), 3, "{method}: sent again once");
     }
 }
 

@@ -22,6 +22,8 @@ pub struct Reply {
     pub delay: Duration,
     /// Hang up after answering, without saying so in a header.
     pub hang_up: bool,
+    /// Reset the connection (RST) instead of answering.
+    pub reset: bool,
 }
 
 impl Reply {
@@ -33,6 +35,7 @@ impl Reply {
             headers: Vec::new(),
             delay: Duration::ZERO,
             hang_up: false,
+            reset: false,
         }
     }
 
@@ -44,6 +47,7 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             delay: Duration::ZERO,
             hang_up: false,
+            reset: false,
         }
     }
 
@@ -60,6 +64,16 @@ impl Reply {
     pub fn hang_up(mut self) -> Reply {
         self.hang_up = true;
         self
+    }
+
+    /// No answer: the request is read, then the connection is reset (RST,
+    /// not FIN), as a server does that closes an idle kept-alive
+    /// connection just as a request arrives on it.
+    pub fn reset() -> Reply {
+        Reply {
+            reset: true,
+            ..Reply::text(0, "")
+        }
     }
 }
 
@@ -199,6 +213,10 @@ fn serve_connection(stream: TcpStream, shared: &Shared) {
                 .pop_front()
                 .unwrap_or_else(|| Reply::text(404, "not found")),
         };
+        if reply.reset {
+            let _ = socket2::SockRef::from(&writer).set_linger(Some(Duration::ZERO));
+            return;
+        }
         if !reply.delay.is_zero() {
             thread::sleep(reply.delay);
         }
