@@ -281,50 +281,56 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
 /// the RunResult of a gated run (the completion gate judges the JSON).
 struct Ended {
     turns: u64,
-    status: String,
     text: String,
     messages: Option<Vec<Value>>,
-    pending: Option<Value>,
-    /// Which limit an incomplete run hit.
-    limit: Option<String>,
+    end: End,
+}
+
+/// How the turn's run ended.
+enum End {
+    Done,
+    /// Halted on this Request.
+    Pending(Value),
+    /// Stopped by this limit (`maxTurns`, or `completion` for the gate).
+    Incomplete(String),
 }
 
 impl Ended {
     fn from_outcome(run: RunOutcome) -> Ended {
-        let status = run.status_name().to_string();
-        let (pending, limit) = match run.status {
-            RunStatus::Pending(request) => (Some(request), None),
-            RunStatus::Incomplete => (None, Some("maxTurns".to_string())),
-            RunStatus::Done => (None, None),
+        let end = match run.status {
+            RunStatus::Done => End::Done,
+            RunStatus::Pending(request) => End::Pending(request),
+            RunStatus::Incomplete => End::Incomplete("maxTurns".to_string()),
         };
         Ended {
             turns: u64::from(run.turns),
-            status,
             text: run.text,
             messages: Some(run.messages),
-            pending,
-            limit,
+            end,
         }
     }
 
     fn from_json(mut run: Value) -> Ended {
-        let text = |key: &str| run.get(key).and_then(Value::as_str).map(str::to_string);
-        let status = text("status").unwrap_or_else(|| "done".to_string());
-        let limit = text("limit");
-        let words = text("text").unwrap_or_default();
-        let turns = run.get("turns").and_then(Value::as_u64).unwrap_or(0);
+        let text =
+            |run: &Value, key: &str| run.get(key).and_then(Value::as_str).map(str::to_string);
+        let end = match text(&run, "status").as_deref() {
+            None | Some("done") => End::Done,
+            Some("pending") => {
+                End::Pending(run.get_mut("pending").map_or(Value::Null, Value::take))
+            }
+            Some(_) => {
+                End::Incomplete(text(&run, "limit").unwrap_or_else(|| "maxTurns".to_string()))
+            }
+        };
         let messages = match run.get_mut("messages").map(Value::take) {
             Some(Value::Array(m)) => Some(m),
             _ => None,
         };
-        let pending = run.get_mut("pending").map(Value::take);
         Ended {
-            turns,
-            status,
-            text: words,
+            turns: run.get("turns").and_then(Value::as_u64).unwrap_or(0),
+            text: text(&run, "text").unwrap_or_default(),
             messages,
-            pending,
-            limit,
+            end,
         }
     }
 }
@@ -355,19 +361,16 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
     };
     st.handles[i].turns += run.turns;
     let Ended {
-        status,
         text,
         messages,
-        pending,
-        limit,
+        end,
         ..
     } = run;
     let id = st.handles[i].id.clone();
-    match status.as_str() {
-        "pending" => {
+    match end {
+        End::Pending(mut request) => {
             // Rewind: the stored transcript stays as it was before the
             // turn; the turn's input is the checkpoint to replay.
-            let mut request = pending.unwrap_or(Value::Null);
             super::state::with_path(&mut request, &id);
             let kind = request
                 .get("kind")
@@ -387,7 +390,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             r.pending = Some(request);
             inner.settle(&mut st, i, r);
         }
-        other => {
+        end => {
             if let Some(m) = messages {
                 if let Some(d) = &inner.durable {
                     d.save(Kind::Conversation, &id, Value::Array(m.clone()));
@@ -399,11 +402,7 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
             let h = &mut st.handles[i];
             h.drained.clear();
             let (turns, tokens) = (h.turns, h.tokens);
-            let r = if other == "done" {
-                st.trace_event(i, TraceEvent::Done { turns, tokens });
-                TaskResult::new("done", text, false)
-            } else {
-                let limit = limit.unwrap_or_else(|| "maxTurns".to_string());
+            let r = if let End::Incomplete(limit) = end {
                 st.trace(i, format_args!("running→idle (incomplete: {limit})"));
                 // The completion gate's text names what failed to verify.
                 let text = if limit == "completion" {
@@ -414,6 +413,9 @@ fn settle(inner: &Inner, mut st: MutexGuard<'_, St>, job: &Job, outcome: Result<
                 let mut r = TaskResult::new("incomplete", text, true);
                 r.limit = Some(limit);
                 r
+            } else {
+                st.trace_event(i, TraceEvent::Done { turns, tokens });
+                TaskResult::new("done", text, false)
             };
             inner.settle(&mut st, i, r);
         }

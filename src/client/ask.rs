@@ -150,26 +150,17 @@ impl Client {
         let callbacks = self.callbacks();
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let model = self.config.model.as_str();
-        let event = match &outcome {
-            Ok(result) => {
-                let (turns, tool_calls, total_tokens) = result.figures();
-                MetricEvent::Run {
-                    model,
-                    turns,
-                    tool_calls,
-                    total_tokens,
-                    ms,
-                    error: None,
-                }
-            }
-            Err(e) => MetricEvent::Run {
-                model,
-                turns: 0,
-                tool_calls: 0,
-                total_tokens: 0,
-                ms,
-                error: Some(&e.message),
-            },
+        let ((turns, tool_calls, total_tokens), error) = match &outcome {
+            Ok(result) => (result.figures(), None),
+            Err(e) => ((0, 0, 0), Some(e.message.as_str())),
+        };
+        let event = MetricEvent::Run {
+            model,
+            turns,
+            tool_calls,
+            total_tokens,
+            ms,
+            error,
         };
         self.observe(&callbacks, data, &event);
         outcome
