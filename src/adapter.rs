@@ -311,8 +311,17 @@ pub fn openai_values(tools: &[&Tool]) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
-            serde_json::json!({"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.input_schema}})
+            json::object([
+                ("type", "function".into()),
+                (
+                    "function",
+                    json::object([
+                        ("name", t.name.as_str().into()),
+                        ("description", t.description.as_str().into()),
+                        ("parameters", t.input_schema.clone()),
+                    ]),
+                ),
+            ])
         })
         .collect()
 }

@@ -471,11 +471,42 @@ pub trait View<'a>: Copy + 'a {
     fn count(self) -> Option<u64>;
 }
 
+/// Objects up to this many members are searched in order rather than
+/// through their hash index: comparing a few short keys costs less than
+/// hashing the one looked for (serde_json's map hashes with SipHash).
+const SCANNED: usize = 8;
+
+/// `v[key]` of an object (`None` for a missing key or a non-object), as
+/// [`Value::get`] answers it, with a small object searched in order.
+pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(m) if m.len() <= SCANNED => {
+            m.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+        }
+        Value::Object(m) => m.get(key),
+        _ => None,
+    }
+}
+
+/// [`field`], to change the member in place.
+pub fn field_mut<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    let Value::Object(m) = v else {
+        return None;
+    };
+    if m.len() <= SCANNED {
+        m.iter_mut()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+    } else {
+        m.get_mut(key)
+    }
+}
+
 impl<'a> View<'a> for &'a Value {
     type Items = std::slice::Iter<'a, Value>;
 
     fn get(self, key: &str) -> Option<Self> {
-        Value::get(self, key)
+        field(self, key)
     }
 
     fn items(self) -> Option<Self::Items> {
@@ -511,10 +542,38 @@ impl<'a> View<'a> for &'a Value {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn field_answers_what_get_answers_for_small_and_large_objects() {
+        use serde_json::json;
+        // Members past SCANNED go through the map's index.
+        let small = json!({"a": 1, "b": {"c": 2}, "": 3});
+        let large: Value =
+            Value::Object((0..20).map(|i| (format!("k{i}"), Value::from(i))).collect());
+        for (v, key) in [
+            (&small, "a"),
+            (&small, "b"),
+            (&small, ""),
+            (&small, "z"),
+            (&small, "A"),
+            (&large, "k0"),
+            (&large, "k19"),
+            (&large, "k20"),
+            (&Value::Null, "a"),
+            (&json!([1, 2]), "0"),
+            (&json!("a"), "a"),
+        ] {
+            assert_eq!(field(v, key), v.get(key), "{v} [{key}]");
+            let (mut a, mut b) = (v.clone(), v.clone());
+            assert_eq!(field_mut(&mut a, key), b.get_mut(key), "{v} [{key}]");
+        }
+        assert_eq!(field(&small, "b"), Some(&json!({"c": 2})));
+        assert_eq!(field(&large, "k7"), Some(&json!(7)));
+    }
     use super::{
         block_mask, escape_backward, escape_body_with, escape_forward, escape_in_place,
-        escape_mask, needs_escape, write_escaped, write_escaped_body,
+        escape_mask, field, field_mut, needs_escape, write_escaped, write_escaped_body,
     };
+    use serde_json::Value;
 
     fn ours(s: &str) -> String {
         let mut v = Vec::new();

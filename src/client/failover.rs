@@ -8,18 +8,19 @@
 use super::run::Run;
 use crate::error::Result;
 use crate::provider::failover::{self, Served};
+use crate::provider::turn::Usage;
 use serde_json::Value;
 
 impl Run<'_> {
     /// `beforeLLM` and the provider round trip of one turn, through the
-    /// client's upstreams when it has some.
-    pub(super) fn llm_turn(&mut self, turn: u32) -> Result<Value> {
+    /// client's upstreams when it has some: the answer and what it counted.
+    pub(super) fn llm_turn(&mut self, turn: u32) -> Result<(Value, Usage)> {
         let client = self.client;
         if client.config.upstreams.is_empty() || !client.provider.fails_over() {
             self.before_llm(turn)?;
             return self.complete(turn, None);
         }
-        let (raw, served) = failover::run(&client.config, self.deadline, |leg| {
+        let (answer, served) = failover::run(&client.config, self.deadline, |leg| {
             self.served = Some(Served {
                 index: leg.index,
                 base_url: leg.config.base_url.clone(),
@@ -30,6 +31,6 @@ impl Run<'_> {
             self.complete(turn, Some(leg))
         })?;
         self.served = served;
-        Ok(raw)
+        Ok(answer)
     }
 }

@@ -196,6 +196,12 @@ struct ToolSeries {
 /// list (a client with more than this many distinct tools or models).
 const SLOTS: usize = 256;
 
+/// Slots are made [`CHUNK`] at a time, when a probe first reaches them: a
+/// client that sees a few models and tools holds one small block, and a
+/// table made per client (an agent runtime makes one per agent definition)
+/// costs no 4 KiB allocation up front.
+const CHUNK: usize = 16;
+
 struct Entry<T> {
     key: Box<[Box<str>]>,
     series: T,
@@ -207,7 +213,7 @@ type Slot<T> = OnceLock<Box<Entry<T>>>;
 /// A lock-free open-addressing map from a label key to its series: slots
 /// are claimed once and never freed.
 struct Table<T> {
-    slots: OnceLock<Box<[Slot<T>]>>,
+    chunks: [OnceLock<Box<[Slot<T>; CHUNK]>>; SLOTS / CHUNK],
     overflow: Mutex<Vec<Box<Entry<T>>>>,
 }
 
@@ -232,9 +238,16 @@ fn key_is(key: &[Box<str>], parts: &[&str]) -> bool {
 impl<T: Default> Table<T> {
     const fn new() -> Self {
         Table {
-            slots: OnceLock::new(),
+            chunks: [const { OnceLock::new() }; SLOTS / CHUNK],
             overflow: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Slot `i` (below [`SLOTS`]), its chunk made on first use.
+    fn slot(&self, i: usize) -> &Slot<T> {
+        let chunk =
+            self.chunks[i / CHUNK].get_or_init(|| Box::new([const { OnceLock::new() }; CHUNK]));
+        &chunk[i % CHUNK]
     }
 
     fn new_entry(parts: &[&str]) -> Box<Entry<T>> {
@@ -252,12 +265,9 @@ impl<T: Default> Table<T> {
         if parts.iter().any(|p| p.len() > METRIC_LABEL_BYTES) {
             return self.with(&[METRIC_OTHER; 4][..parts.len().min(4)], f);
         }
-        let slots = self
-            .slots
-            .get_or_init(|| (0..SLOTS).map(|_| OnceLock::new()).collect());
         let start = (hash(parts) as usize) % SLOTS;
         for i in 0..SLOTS {
-            let slot = &slots[(start + i) % SLOTS];
+            let slot = self.slot((start + i) % SLOTS);
             let entry = slot.get_or_init(|| Self::new_entry(parts));
             if key_is(&entry.key, parts) {
                 return f(&entry.series);
@@ -285,8 +295,8 @@ impl<T: Default> Table<T> {
 
     /// Every series so far, with its key parts.
     fn each(&self, mut f: impl FnMut(&[Box<str>], &T)) {
-        if let Some(slots) = self.slots.get() {
-            for entry in slots.iter().filter_map(OnceLock::get) {
+        for chunk in self.chunks.iter().filter_map(OnceLock::get) {
+            for entry in chunk.iter().filter_map(OnceLock::get) {
                 f(&entry.key, &entry.series);
             }
         }

@@ -172,15 +172,15 @@ impl Run<'_> {
             }
             self.check_abort()?;
             let t0 = Instant::now();
-            let raw = self.llm_turn(turn);
+            let answer = self.llm_turn(turn);
             self.emit(|| Event::Llm {
                 model: self.model(),
                 turn,
                 ms: ms_since(t0),
-                raw: raw.as_ref().ok(),
+                raw: answer.as_ref().ok().map(|(raw, _)| raw),
             });
-            let raw = raw?;
-            self.usage.add(self.style(), &raw);
+            let (raw, counted) = answer?;
+            self.usage.add_usage(counted);
             let usage = self.usage;
             self.emit(|| Event::Usage { usage });
             if self.callbacks.get(Slot::AfterLlm).is_some() {
@@ -191,15 +191,13 @@ impl Run<'_> {
                 )?;
             }
             self.turns += 1;
-            let message = shape::assistant_message(self.style(), &raw);
-            let calls = shape::calls_of(self.style(), &message);
+            let (message, calls, text) = shape::take_turn(self.style(), raw);
             if calls.len() > stream::MAX_TOOL_CALLS {
                 // Refused before any of them runs.
                 return Err(stream::too_many_calls(calls.len()));
             }
             shape::append_turn(&mut self.messages, message);
-            if calls.is_empty() {
-                let text = shape::final_text(self.style(), &raw);
+            if let Some(text) = text {
                 return Ok(self.finish(text, RunStatus::Done));
             }
             for c in &calls {
@@ -312,8 +310,10 @@ impl Run<'_> {
     }
 
     /// One provider round trip, with `onError` consulted on each failure;
-    /// through one upstream (`leg`) of a client with `upstreams`.
-    pub(super) fn complete(&self, turn: u32, leg: Option<&Leg<'_>>) -> Result<Value> {
+    /// through one upstream (`leg`) of a client with `upstreams`. The answer
+    /// comes back with the usage it counts, read once for the `llm` metric
+    /// and the run's sum.
+    pub(super) fn complete(&self, turn: u32, leg: Option<&Leg<'_>>) -> Result<(Value, Usage)> {
         let params = &self.client.config.request_params;
         // §8A: a transcript holding content parts goes out with them as the
         // style's blocks; one without parts goes out as it is.
@@ -414,7 +414,7 @@ impl Run<'_> {
             Err(e) if e.code == ErrorCode::Timeout && self.deadline.is_some() => {
                 Err(self.timed_out())
             }
-            other => other,
+            other => other.map(|raw| (raw, tokens)),
         }
     }
 

@@ -123,14 +123,15 @@ impl WireOptions {
 /// a tool message or a tool_result block, or a media part in a content
 /// list): when none does, the transcript goes to the provider as it is.
 pub fn transcript_has_parts(messages: &[Value]) -> bool {
+    use crate::json::field;
     messages.iter().any(|m| {
-        m.get("parts").is_some()
-            || m.get("content")
+        field(m, "parts").is_some()
+            || field(m, "content")
                 .and_then(Value::as_array)
                 .is_some_and(|blocks| {
                     blocks
                         .iter()
-                        .any(|b| b.get("parts").is_some() || is_media_value(b))
+                        .any(|b| field(b, "parts").is_some() || is_media_value(b))
                 })
     })
 }

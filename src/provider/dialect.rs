@@ -59,6 +59,27 @@ pub fn assistant_message(style: Style, raw: &Value) -> Value {
     }
 }
 
+/// An answer taken apart for the loop: its assistant message
+/// ([`assistant_message`]; on the openai style moved out of the answer
+/// rather than copied), the tool calls it carries ([`calls_of`]), and, when
+/// it carries none, the run's final text ([`final_text`]).
+pub fn take_turn(style: Style, mut raw: Value) -> (Value, Vec<Call>, Option<String>) {
+    if style != Style::OpenAi {
+        let message = assistant_message(style, &raw);
+        let calls = calls_of(style, &message);
+        let text = calls.is_empty().then(|| final_text(style, &raw));
+        return (message, calls, text);
+    }
+    let calls = openai::message(&raw).map(openai::calls).unwrap_or_default();
+    let text = calls.is_empty().then(|| openai::answer_text(&raw));
+    let taken = crate::json::field_mut(&mut raw, "choices")
+        .and_then(|c| c.get_mut(0))
+        .and_then(|c| crate::json::field_mut(c, "message"))
+        .map(Value::take);
+    let message = taken.unwrap_or_else(|| assistant_message(style, &Value::Null));
+    (message, calls, text)
+}
+
 /// The tool calls of an assistant message, in order.
 pub fn calls_of(style: Style, message: &Value) -> Vec<Call> {
     match style {

@@ -145,6 +145,11 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds one answer's usage, already counted.
+    pub fn add_usage(&mut self, other: Usage) {
+        self.add_counts((other.prompt, other.completion, other.total));
+    }
+
     /// Adds the counts of one answer.
     pub(crate) fn add_counts(&mut self, (p, c, t): (u64, u64, u64)) {
         self.prompt = self.prompt.saturating_add(p);
