@@ -224,6 +224,12 @@ pub struct ExecContext {
     /// gateway passes them on to its own client): `notifications/progress`
     /// (asked for with a progress token on the call), `notifications/message`.
     pub relay: Option<Relay>,
+    /// The tag of the run the call belongs to, when whoever started the
+    /// run gave it one ([`crate::client::Client::tagging_runs`]); the loop
+    /// hands it on and never reads it. The agent runtime tags each handle's
+    /// runs with the handle, so one `task` tool serves every handle of an
+    /// agent definition.
+    pub run_tag: Option<u64>,
 }
 
 /// What an MCP call hands back to whoever runs it (the gateway for a

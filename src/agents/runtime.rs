@@ -163,7 +163,7 @@ impl Runtime {
             config,
             provider,
             toolkit: opts.toolkit,
-            empty_toolkit: std::sync::OnceLock::new(),
+            def_kits: Default::default(),
             metrics: Arc::new(crate::client::metrics::Registry::new()),
             inbox_cap: opts.inbox_cap,
             max_concurrent_turns: opts.max_concurrent_turns,

@@ -145,7 +145,7 @@ pub(crate) type RunTurn = fn(Arc<Inner>, Job);
 
 /// Builds the `task` tool of the handle at an index, for a team of
 /// `(name, does)`.
-pub(crate) type TaskTool = fn(Weak<Inner>, usize, Vec<(String, String)>) -> Tool;
+pub(crate) type TaskTool = fn(Weak<Inner>, Vec<(String, String)>) -> Tool;
 
 /// Token or tool-call pool: `None` is unlimited.
 pub(crate) type Pool = Option<i64>;
@@ -522,14 +522,8 @@ impl St {
     }
 
     /// `i` and its ancestors, nearest first.
-    pub fn chain(&self, i: usize) -> Vec<usize> {
-        let mut out = vec![i];
-        let mut at = i;
-        while let Some(p) = self.handles[at].parent {
-            out.push(p);
-            at = p;
-        }
-        out
+    pub fn chain(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(Some(i), |&at| self.handles[at].parent)
     }
 
     pub fn view(&self, i: usize) -> HandleView {
@@ -566,9 +560,12 @@ pub(crate) struct Inner {
     pub config: ClientConfig,
     pub provider: Arc<dyn Provider>,
     pub toolkit: Option<Arc<Toolkit>>,
-    /// The toolkit of every handle with neither a team nor tools (one for
-    /// the runtime, built for the first such turn).
-    pub empty_toolkit: std::sync::OnceLock<Arc<Toolkit>>,
+    /// The toolkit of each agent definition, built for its first turn and
+    /// shared by every handle of it (the `task` tool finds its caller in the
+    /// run's tag), with the generation of the runtime toolkit's tools it
+    /// was built from: a definition with `tools` gets a new one once those
+    /// change.
+    pub def_kits: Mutex<HashMap<String, (u64, Arc<Toolkit>)>>,
     /// The metrics every turn's client records into (one registry for the
     /// runtime rather than one built and dropped per turn).
     pub metrics: Arc<crate::client::metrics::Registry>,
@@ -991,7 +988,7 @@ impl Inner {
     /// wall deadline passed, by its limit name.
     fn exhausted(&self, st: &St, i: usize) -> Option<&'static str> {
         let now = self.clock.now_ms();
-        st.chain(i).into_iter().find_map(|a| {
+        st.chain(i).find_map(|a| {
             let h = &st.handles[a];
             if h.pool_tokens.is_some_and(|t| t <= 0) {
                 Some("maxTokens")
@@ -1197,28 +1194,25 @@ impl Inner {
         Ok(())
     }
 
-    /// The toolkit of handle `index` of `def`: its tools from the runtime's
-    /// toolkit, plus `task` when it has a team. Builtins never.
-    pub(crate) fn handle_toolkit(
-        &self,
-        def: &AgentDef,
-        index: usize,
-    ) -> std::result::Result<Arc<Toolkit>, String> {
-        let empty = || {
-            let cfg = crate::config::ToolkitConfig {
-                builtins: Some(serde_json::Value::Bool(false)),
-                ..Default::default()
-            };
-            Toolkit::build(&cfg).map_err(|e| e.to_string())
+    /// The toolkit a handle of `def` runs with: its `task` tool when it has
+    /// a team, then its `tools` from the runtime's toolkit; builtins never
+    /// (see [`Inner::def_kits`]).
+    pub(crate) fn def_toolkit(&self, def: &AgentDef) -> std::result::Result<Arc<Toolkit>, String> {
+        let generation = match (&self.toolkit, def.tools.is_empty()) {
+            (Some(t), false) => t.tools_generation(),
+            _ => 0,
         };
-        if def.team.is_empty() && def.tools.is_empty() {
-            if let Some(kit) = self.empty_toolkit.get() {
+        let mut kits = self.def_kits.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((made, kit)) = kits.get(&def.name) {
+            if *made == generation {
                 return Ok(Arc::clone(kit));
             }
-            let kit = Arc::new(empty()?);
-            return Ok(Arc::clone(self.empty_toolkit.get_or_init(|| kit)));
         }
-        let kit = empty()?;
+        let cfg = crate::config::ToolkitConfig {
+            builtins: Some(serde_json::Value::Bool(false)),
+            ..Default::default()
+        };
+        let kit = Toolkit::build(&cfg).map_err(|e| e.to_string())?;
         if !def.team.is_empty() {
             let team = def
                 .team
@@ -1232,7 +1226,7 @@ impl Inner {
                     (n.clone(), does)
                 })
                 .collect();
-            kit.register((self.task_tool)(self.me.clone(), index, team));
+            kit.register((self.task_tool)(self.me.clone(), team));
         }
         for name in &def.tools {
             let tool = self
@@ -1242,7 +1236,9 @@ impl Inner {
                 .ok_or_else(|| format!("agent \"{}\": unknown tool \"{name}\"", def.name))?;
             kit.register(crate::tool::Tool::clone(&tool));
         }
-        Ok(Arc::new(kit))
+        let kit = Arc::new(kit);
+        kits.insert(def.name.clone(), (generation, Arc::clone(&kit)));
+        Ok(kit)
     }
 
     pub fn post(&self, id: &str, item: InboxItem) -> std::result::Result<(), String> {

@@ -10,7 +10,7 @@ use crate::native::native_tool;
 use crate::tool::{ExecContext, Tool, ToolResult};
 use serde_json::{json, Map, Value};
 use std::cell::Cell;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, LazyLock, Weak};
 
 /// The tool's description: the team, sorted by name, as `name: does`.
 pub fn description(team: &[(String, String)]) -> String {
@@ -23,19 +23,26 @@ pub fn description(team: &[(String, String)]) -> String {
     )
 }
 
-/// The `task` tool of the handle at `parent`.
-pub(crate) fn tool(inner: Weak<Inner>, parent: usize, team: Vec<(String, String)>) -> Tool {
+/// The `task` tool of every handle of a definition with `team`: the calling
+/// handle is the one whose run the call belongs to (the run's tag, which
+/// the turn sets to the handle's index).
+pub(crate) fn tool(inner: Weak<Inner>, team: Vec<(String, String)>) -> Tool {
     let desc = description(&team);
     let mut names: Vec<String> = team.into_iter().map(|(n, _)| n).collect();
     names.sort();
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "agent": {"type": "string", "description": "which agent of the team"},
-            "prompt": {"type": "string", "description": "the task, self-contained"}
-        },
-        "required": ["agent", "prompt"]
+    // Made once: every handle with a team has a `task` tool, and a copy of
+    // a made object costs no hashing where building one hashes every key.
+    static SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+        json!({
+            "type": "object",
+            "properties": {
+                "agent": {"type": "string", "description": "which agent of the team"},
+                "prompt": {"type": "string", "description": "the task, self-contained"}
+            },
+            "required": ["agent", "prompt"]
+        })
     });
+    let schema = Value::clone(&SCHEMA);
     native_tool(
         "task",
         desc,
@@ -44,18 +51,12 @@ pub(crate) fn tool(inner: Weak<Inner>, parent: usize, team: Vec<(String, String)
             let Some(inner) = inner.upgrade() else {
                 return ToolResult::error("task: the runtime is gone");
             };
-            call(&inner, parent, &names, args, ctx)
+            call(&inner, &names, args, ctx)
         }),
     )
 }
 
-fn call(
-    inner: &Inner,
-    parent: usize,
-    team: &[String],
-    args: &Value,
-    ctx: &ExecContext,
-) -> ToolResult {
+fn call(inner: &Inner, team: &[String], args: &Value, ctx: &ExecContext) -> ToolResult {
     let (Some(agent), Some(prompt)) = (
         args.get("agent").and_then(Value::as_str),
         args.get("prompt").and_then(Value::as_str),
@@ -70,6 +71,13 @@ fn call(
     }
     let key = format!("{agent}:{prompt}");
     let mut st = inner.lock();
+    let Some(parent) = ctx
+        .run_tag
+        .and_then(|t| usize::try_from(t).ok())
+        .filter(|&p| p < st.handles.len())
+    else {
+        return ToolResult::error("task: called outside a turn of this agent runtime");
+    };
     let existing = st.handles[parent]
         .children
         .iter()

@@ -2003,3 +2003,47 @@ fn a_closed_child_is_not_forgotten_while_its_closed_parent_s_turn_is_out() {
     assert_eq!(f.rt.inspect(second), None);
     assert_eq!(f.rt.inspect(&boss), None);
 }
+
+#[test]
+fn one_toolkit_serves_every_handle_of_a_definition_and_its_task_needs_a_turn() {
+    let f = fx(json!({
+        "lead": {"does": "leads", "model": "m-ok", "team": ["helper"]},
+        "helper": {"does": "helps", "model": "m-ok", "tools": ["lookup"]}}));
+    let inner = &f.rt.inner;
+    let lead = inner.registry.get("lead").cloned().expect("lead");
+    let first = inner.def_toolkit(&lead).expect("kit");
+    let again = inner.def_toolkit(&lead).expect("kit");
+    assert!(Arc::ptr_eq(&first, &again), "one toolkit per definition");
+    // Outside a turn the call has no run tag, so no handle to spawn under.
+    let r = first.execute(
+        "task",
+        json!({"agent": "helper", "prompt": "x"}),
+        &ExecContext::default(),
+    );
+    assert!(r.is_error);
+    assert_eq!(
+        r.output,
+        "task: called outside a turn of this agent runtime"
+    );
+    assert!(f.rt.list().is_empty(), "nothing was spawned");
+    // A definition with tools gets a new toolkit once the runtime's change.
+    let helper = inner.registry.get("helper").cloned().expect("helper");
+    let before = inner.def_toolkit(&helper).expect("kit");
+    let kit = inner.toolkit.as_ref().expect("runtime toolkit");
+    kit.register(native_tool(
+        "lookup",
+        "",
+        None,
+        Arc::new(|_: &Value, _: &ExecContext| ToolResult::ok("replaced")),
+    ));
+    let after = inner.def_toolkit(&helper).expect("kit");
+    assert!(!Arc::ptr_eq(&before, &after));
+    let out = after.execute("lookup", json!({"q": "a"}), &ExecContext::default());
+    assert_eq!(out.output, "replaced");
+    assert_eq!(
+        before
+            .execute("lookup", json!({"q": "a"}), &ExecContext::default())
+            .output,
+        "data(a)"
+    );
+}

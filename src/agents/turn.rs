@@ -82,12 +82,14 @@ fn roll_up(st: &mut St, i: usize, tokens: u64, calls: u64) {
     st.handles[i].turn_calls += 1;
     let t = i64::try_from(tokens).unwrap_or(i64::MAX);
     let c = i64::try_from(calls).unwrap_or(i64::MAX);
-    for a in st.chain(i) {
+    let mut at = Some(i);
+    while let Some(a) = at {
         let h = &mut st.handles[a];
         h.tokens += tokens;
         h.tool_calls += calls;
         h.pool_tokens = h.pool_tokens.map(|p| p.saturating_sub(t));
         h.pool_tool_calls = h.pool_tool_calls.map(|p| p.saturating_sub(c));
+        at = h.parent;
     }
 }
 
@@ -164,7 +166,7 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         };
         let toolkit = match &st.handles[i].toolkit {
             Some(t) => Arc::clone(t),
-            None => match inner.handle_toolkit(&def, i) {
+            None => match inner.def_toolkit(&def) {
                 Ok(t) => {
                     st.handles[i].toolkit = Some(Arc::clone(&t));
                     t
@@ -178,7 +180,7 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         let h = &st.handles[i];
         let history = st.store.get(&h.id).cloned();
         let id = h.id.clone();
-        let interpreter = st.chain(i).into_iter().find(|&a| {
+        let interpreter = st.chain(i).find(|&a| {
             st.handles[a]
                 .def
                 .as_ref()
@@ -220,7 +222,8 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         u32::try_from(max_turns).unwrap_or(u32::MAX),
         provider,
     )
-    .sharing_metrics(Arc::clone(&inner.metrics));
+    .sharing_metrics(Arc::clone(&inner.metrics))
+    .tagging_runs(i as u64);
     // The definition's hook over the runtime's, slot by slot (contract
     // §4.7: replaced, never merged).
     let hook = |slot: Slot| def.hooks.get(slot).or_else(|| inner.hooks.get(slot));

@@ -82,6 +82,9 @@ pub struct Client {
     /// instead of `store` (issue 27).
     pub(crate) durable: Option<Arc<dyn crate::store::Store>>,
     observer: RwLock<Option<Arc<dyn Observer>>>,
+    /// What each tool call of this client's runs carries as its
+    /// [`ExecContext::run_tag`](crate::tool::ExecContext::run_tag).
+    pub(crate) run_tag: Option<u64>,
 }
 
 impl std::fmt::Debug for Client {
@@ -280,6 +283,7 @@ impl Client {
             store: memory::InMemoryStore::new(),
             durable: None,
             observer: RwLock::new(None),
+            run_tag: None,
         }
     }
 
@@ -287,6 +291,13 @@ impl Client {
     /// clients may share) instead of a registry of its own.
     pub fn sharing_metrics(mut self, registry: Arc<metrics::Registry>) -> Client {
         self.metrics = registry;
+        self
+    }
+
+    /// This client's runs tagged with `tag`: each of their tool calls finds
+    /// it in its context's [`run_tag`](crate::tool::ExecContext::run_tag).
+    pub fn tagging_runs(mut self, tag: u64) -> Client {
+        self.run_tag = Some(tag);
         self
     }
 

@@ -730,6 +730,7 @@ impl Run<'_> {
             deadline: self.deadline,
             cancel: Some(self.cancel.clone()),
             relay: None,
+            run_tag: self.client.run_tag,
         }
     }
 
