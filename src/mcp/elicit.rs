@@ -322,6 +322,9 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        if self.relays.reads_in_order() {
+            return;
+        }
         if let Ok(v) = serde_json::to_value(&params) {
             self.relays.progress(v);
         }
@@ -345,6 +348,9 @@ impl ClientHandler for Handler {
         params: LoggingMessageNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        if self.relays.reads_in_order() {
+            return;
+        }
         if let Ok(v) = serde_json::to_value(&params) {
             self.relays.message(v);
         }

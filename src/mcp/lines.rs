@@ -19,10 +19,11 @@
 //! client must reply to. Lines longer than `limits::LINE_BYTES` are
 //! dropped too, without ever holding more than that.
 
+use super::relay::Relays;
 use super::stdio::PipeStdin;
 use crate::jsonrpc::lines::{in_line, LineReader, Lock, Next};
 use crate::jsonrpc::plain::{drop_progress_token, encode_request, read_server_message};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 use std::future::Future;
@@ -42,6 +43,9 @@ pub struct ClientLineTransport {
     /// Who takes answers out of the stream before rmcp sees them (the
     /// session's direct tools/calls, which write to the same pipe).
     taker: Option<Arc<dyn Taker>>,
+    /// Where the server's progress and log notifications go as they are
+    /// read, before any line after them ([`Relays::read_in_order`]).
+    notes: Option<Arc<Relays>>,
     /// Whether a tools/call keeps the progress token rmcp put on it (the
     /// server's `resetTimeoutOnProgress`: its progress restarts the
     /// call's timeout, so it is asked for); every other request goes
@@ -64,12 +68,28 @@ pub trait Taker: Send + Sync {
     fn closed(&self);
 }
 
+/// A progress or a log notification, to `relays` (see
+/// [`ClientLineTransport::with_notes`]).
+fn pass_on(relays: &Relays, note: &ServerNotification) {
+    let (method, params) = match note {
+        ServerNotification::ProgressNotification(p) => {
+            ("notifications/progress", serde_json::to_value(&p.params))
+        }
+        ServerNotification::LoggingMessageNotification(l) => {
+            ("notifications/message", serde_json::to_value(&l.params))
+        }
+        _ => return,
+    };
+    relays.notification(method, params.ok());
+}
+
 impl ClientLineTransport {
     pub fn new(stdout: ChildStdout, stdin: PipeStdin) -> Self {
         ClientLineTransport {
             read: LineReader::new(stdout),
             write: Arc::new(Mutex::new(Some(stdin))),
             taker: None,
+            notes: None,
             call_tokens: false,
         }
     }
@@ -88,6 +108,14 @@ impl ClientLineTransport {
     /// Offers every line to `taker` first.
     pub fn with_taker(mut self, taker: Arc<dyn Taker>) -> Self {
         self.taker = Some(taker);
+        self
+    }
+
+    /// Hands the server's progress and log notifications to `relays` as
+    /// they are read (and still to rmcp, whose handlers then leave them).
+    pub fn with_notes(mut self, relays: Arc<Relays>) -> Self {
+        relays.read_in_order();
+        self.notes = Some(relays);
         self
     }
 
@@ -200,6 +228,9 @@ impl Transport<RoleClient> for ClientLineTransport {
             }
             let msg = read_server_message(self.read.line());
             self.read.clear();
+            if let (Some(relays), Some(JsonRpcMessage::Notification(n))) = (&self.notes, &msg) {
+                pass_on(relays, &n.notification);
+            }
             if msg.is_some() {
                 return msg;
             }
@@ -211,5 +242,67 @@ impl Transport<RoleClient> for ClientLineTransport {
         self.write.lock().await.take();
         self.closed();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::Relay;
+    use serde_json::{json, Value};
+    use std::sync::{Mutex as StdMutex, PoisonError};
+
+    /// A proxied call's server sends its progress and a log line, then its
+    /// answer. By the time the transport hands over the answer, both have
+    /// reached the call's relay: rmcp runs a notification's handler as a
+    /// task of its own, which could run after the answer had ended the call
+    /// (the gateway then lost the call's last progress).
+    #[test]
+    fn progress_and_logs_reach_the_relay_before_the_line_after_them() {
+        let lines = [
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tn-5","progress":100,"total":100}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"done"}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"result":{"content":[]}}"#,
+        ];
+        let script = format!("printf '%s\\n' '{}'; cat >/dev/null", lines.join("' '"));
+        crate::runtime::get().block_on(async move {
+            let command = vec!["sh".to_string(), "-c".to_string(), script];
+            let Ok(spawned) = super::super::stdio::spawn("lines-test", &command, &[], None) else {
+                panic!("sh did not start");
+            };
+            let seen: Arc<StdMutex<Vec<(String, Value)>>> = Arc::default();
+            let log = Arc::clone(&seen);
+            let relay = Relay::new(Arc::new(move |m: &str, p: Value| {
+                log.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((m.to_string(), p));
+            }));
+            let relays = Arc::new(Relays::default());
+            let guard = relays.enter(&relay);
+            guard.watch(&json!("tn-5"));
+            let mut transport = ClientLineTransport::new(spawned.stdout, spawned.stdin)
+                .with_notes(Arc::clone(&relays));
+            let got = |seen: &Arc<StdMutex<Vec<(String, Value)>>>| {
+                seen.lock().map(|v| v.clone()).unwrap_or_default()
+            };
+            let first = transport.receive().await;
+            assert!(matches!(first, Some(JsonRpcMessage::Notification(_))));
+            assert_eq!(
+                got(&seen),
+                vec![(
+                    "notifications/progress".to_string(),
+                    json!({"progress": 100.0, "total": 100.0})
+                )]
+            );
+            let _ = transport.receive().await;
+            let answer = transport.receive().await;
+            assert!(matches!(answer, Some(JsonRpcMessage::Response(_))));
+            let seen = got(&seen);
+            assert_eq!(seen.len(), 2, "{seen:?}");
+            assert_eq!(seen[1].0, "notifications/message");
+            assert_eq!(seen[1].1["data"], json!("done"));
+            assert!(relays.reads_in_order());
+            let _ = transport.close().await;
+        });
     }
 }

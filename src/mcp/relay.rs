@@ -48,6 +48,10 @@ pub struct Relays {
     /// whether or not a call registered it, so a plain direct call's
     /// timeout restarts without a registration (its token names it).
     direct: std::sync::OnceLock<DirectTick>,
+    /// Set when the session's transport hands the server's progress and
+    /// log notifications over as it reads them ([`Relays::read_in_order`]):
+    /// rmcp's handlers then leave them alone.
+    in_order: std::sync::atomic::AtomicBool,
 }
 
 /// What [`Relays::tick_direct`] sets: called with a progress's token.
@@ -179,6 +183,33 @@ impl Relays {
     /// the session's calls go direct).
     pub fn tick_direct(&self, tick: DirectTick) {
         let _ = self.direct.set(tick);
+    }
+
+    /// The session's transport hands over the server's progress and log
+    /// notifications itself, as it reads them, before the lines after them
+    /// (a call's answer among them). rmcp runs each notification's handler
+    /// as a task of its own, so a handler could run after the answer that
+    /// followed it had ended the call, and the call's relay was gone: a
+    /// proxied call's last progress, sent before its result, was lost.
+    pub fn read_in_order(&self) {
+        self.in_order.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Relays::read_in_order`] was set: rmcp's handlers pass on
+    /// nothing then.
+    pub fn reads_in_order(&self) -> bool {
+        self.in_order.load(Ordering::Relaxed)
+    }
+
+    /// A server notification as the transport read it: a progress or a log
+    /// line goes where [`Relays::progress`] and [`Relays::message`] send
+    /// it; anything else is left to rmcp.
+    pub fn notification(&self, method: &str, params: Option<Value>) {
+        match method {
+            "notifications/progress" => self.progress(params.unwrap_or(Value::Null)),
+            "notifications/message" => self.message(params.unwrap_or(Value::Null)),
+            _ => {}
+        }
     }
 
     /// A `notifications/message` from the server.

@@ -241,7 +241,8 @@ async fn connect_inner(
             phase.track(&spawned.child);
             phase.set("initialize");
             let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin)
-                .with_call_tokens(cfg.reset_timeout_on_progress);
+                .with_call_tokens(cfg.reset_timeout_on_progress)
+                .with_notes(Arc::clone(&side.relays));
             let direct = Direct::new(transport.pipe());
             let transport = transport.with_taker(Arc::clone(&direct) as Arc<dyn lines::Taker>);
             let init = tokio::time::timeout(
