@@ -71,16 +71,19 @@ pub trait Taker: Send + Sync {
 /// A progress or a log notification, to `relays` (see
 /// [`ClientLineTransport::with_notes`]).
 fn pass_on(relays: &Relays, note: &ServerNotification) {
-    let (method, params) = match note {
+    match note {
         ServerNotification::ProgressNotification(p) => {
-            ("notifications/progress", serde_json::to_value(&p.params))
+            if let Ok(v) = serde_json::to_value(&p.params) {
+                relays.progress(v);
+            }
         }
         ServerNotification::LoggingMessageNotification(l) => {
-            ("notifications/message", serde_json::to_value(&l.params))
+            if let Ok(v) = serde_json::to_value(&l.params) {
+                relays.message(v);
+            }
         }
-        _ => return,
-    };
-    relays.notification(method, params.ok());
+        _ => {}
+    }
 }
 
 impl ClientLineTransport {

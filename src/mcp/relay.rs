@@ -201,17 +201,6 @@ impl Relays {
         self.in_order.load(Ordering::Relaxed)
     }
 
-    /// A server notification as the transport read it: a progress or a log
-    /// line goes where [`Relays::progress`] and [`Relays::message`] send
-    /// it; anything else is left to rmcp.
-    pub fn notification(&self, method: &str, params: Option<Value>) {
-        match method {
-            "notifications/progress" => self.progress(params.unwrap_or(Value::Null)),
-            "notifications/message" => self.message(params.unwrap_or(Value::Null)),
-            _ => {}
-        }
-    }
-
     /// A `notifications/message` from the server.
     pub fn message(&self, params: Value) {
         let relays: Vec<Relay> = self
