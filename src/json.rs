@@ -1,6 +1,7 @@
 //! Small helpers for reading loosely typed JSON the way every port does.
 
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// The JSON type name used in error messages ("expected an array, got a string").
 /// An object of `entries`, in order, the values moved in. What `json!`
@@ -43,12 +44,28 @@ pub fn display_string(v: &Value) -> String {
 /// object becomes `{}`, as the translate helpers do.
 pub fn normalize_args(args: Value) -> Value {
     match args {
-        Value::String(s) => match serde_json::from_str::<Value>(&s) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => Value::Object(Default::default()),
-        },
+        Value::String(s) => decoded_args(&s),
         Value::Null => Value::Object(Default::default()),
         other => other,
+    }
+}
+
+/// [`normalize_args`] of borrowed arguments: an object (or anything else
+/// passed through) borrowed as it is, never copied; a decoded string or
+/// `{}` made anew.
+pub fn normalized_args(args: &Value) -> Cow<'_, Value> {
+    match args {
+        Value::String(s) => Cow::Owned(decoded_args(s)),
+        Value::Null => Cow::Owned(Value::Object(Default::default())),
+        other => Cow::Borrowed(other),
+    }
+}
+
+/// Arguments given as JSON text: the object it holds, or `{}`.
+fn decoded_args(s: &str) -> Value {
+    match serde_json::from_str::<Value>(s) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => Value::Object(Default::default()),
     }
 }
 
@@ -542,6 +559,36 @@ impl<'a> View<'a> for &'a Value {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn normalized_args_borrows_what_normalize_args_passes_through() {
+        use serde_json::json;
+        use std::borrow::Cow;
+        let object = json!({"q": "a", "n": [1, 2]});
+        assert!(
+            matches!(super::normalized_args(&object), Cow::Borrowed(v) if std::ptr::eq(v, &object))
+        );
+        for args in [
+            object.clone(),
+            json!("{\"q\": \"a\"}"),
+            json!("[1, 2]"),
+            json!("not json"),
+            json!(null),
+            json!([1, 2]),
+            json!(7),
+        ] {
+            assert_eq!(
+                *super::normalized_args(&args),
+                super::normalize_args(args.clone()),
+                "{args}"
+            );
+        }
+        assert_eq!(
+            *super::normalized_args(&json!("{\"q\": \"a\"}")),
+            json!({"q": "a"})
+        );
+        assert_eq!(*super::normalized_args(&json!("[1]")), json!({}));
+    }
+
     #[test]
     fn field_answers_what_get_answers_for_small_and_large_objects() {
         use serde_json::json;

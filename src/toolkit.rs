@@ -5,7 +5,7 @@ use crate::adapter;
 use crate::config::ToolkitConfig;
 pub use crate::error::panic_message;
 use crate::error::{Error, ErrorCode, Result};
-use crate::json::{normalize_args, type_name};
+use crate::json::{normalize_args, normalized_args, type_name};
 use crate::skill;
 use crate::source::build_cancelled;
 use crate::source::{Build, SOURCES};
@@ -547,13 +547,22 @@ impl Toolkit {
     /// Runs the tool `name`. An unknown name, and a tool that panics, are
     /// isError results.
     pub fn execute(&self, name: &str, args: Value, ctx: &ExecContext) -> ToolResult {
+        self.execute_borrowed(name, &args, ctx)
+    }
+
+    /// [`Toolkit::execute`] of borrowed arguments, which are not copied
+    /// when they are an object (the loop keeps its calls' arguments for
+    /// its hooks and its transcript).
+    pub fn execute_borrowed(&self, name: &str, args: &Value, ctx: &ExecContext) -> ToolResult {
         // Hold the snapshot (not the lock) for the call and borrow the tool
         // from it: no lock across the call, and no copy of the declaration.
         let tools = self.snapshot();
         let Some(tool) = tools.get(name) else {
             return ToolResult::error(format!("unknown tool: {name}"));
         };
-        self.execute_found(tool, args, ctx)
+        let args = normalized_args(args);
+        // The deadline counts from here.
+        self.run(tool, &args, &ctx.armed())
     }
 
     /// The tool called `name`, as the toolkit has it now, held for one call
@@ -672,7 +681,7 @@ impl Toolkit {
         let ctx = &*ctx.armed();
         let mut picked = Vec::with_capacity(calls.len());
         for (name, args) in calls {
-            picked.push((tools.get(*name)?, normalize_args((*args).clone())));
+            picked.push((tools.get(*name)?, normalized_args(args)));
         }
         let mut futures = Vec::with_capacity(calls.len());
         for (tool, args) in &picked {

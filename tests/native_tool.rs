@@ -288,3 +288,41 @@ fn each_run_declares_the_tools_registered_before_it() {
         );
     }
 }
+
+/// `execute_borrowed` answers what `execute` answers, for arguments in
+/// each wire form, and leaves the caller's arguments as they were.
+#[test]
+fn execute_borrowed_answers_what_execute_answers() {
+    let kit = toolnexus::toolkit::Toolkit::build_from_json(r#"{"builtins":false}"#).expect("kit");
+    kit.register(native_tool(
+        "echo",
+        "Echoes its arguments.",
+        None,
+        Arc::new(|args: &Value, _: &ExecContext| ToolResult::ok(args.to_string())),
+    ));
+    let ctx = ExecContext::default();
+    for args in [
+        json!({"a": 1, "b": [true]}),
+        json!("{\"a\": 1}"),
+        json!("[1]"),
+        json!(null),
+    ] {
+        let kept = args.clone();
+        let borrowed = kit.execute_borrowed("echo", &args, &ctx);
+        assert_eq!(args, kept, "the arguments are left as they were");
+        let owned = kit.execute("echo", args, &ctx);
+        assert_eq!(
+            (borrowed.output.as_str(), borrowed.is_error),
+            (owned.output.as_str(), owned.is_error),
+            "{kept}"
+        );
+    }
+    assert_eq!(
+        kit.execute_borrowed("echo", &json!("{\"a\": 1}"), &ctx)
+            .output,
+        r#"{"a":1}"#
+    );
+    let unknown = kit.execute_borrowed("nope", &json!({}), &ctx);
+    assert!(unknown.is_error);
+    assert_eq!(unknown.output, "unknown tool: nope");
+}

@@ -227,8 +227,9 @@ impl AgentDef {
                 type_name(v)
             )));
         }
-        let spec: Spec = serde_json::from_value(v.clone())
-            .map_err(|e| Error::invalid_config(format!("{what}: {e}")))?;
+        // Read in place: `from_value` would take a copy of the definition.
+        let spec =
+            Spec::deserialize(v).map_err(|e| Error::invalid_config(format!("{what}: {e}")))?;
         if let Some(n) = &spec.name {
             if n != name {
                 return Err(Error::invalid_config(format!(

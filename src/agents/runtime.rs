@@ -108,7 +108,7 @@ impl Runtime {
             ),
             Llm::Provider(c, p) => (c, p),
         };
-        let root = Handle::fresh("root".into());
+        let root = Handle::fresh("root");
         let clock = opts.clock;
         // The store's writer tells the trace of a write that failed, once
         // the runtime it writes for exists.
@@ -135,7 +135,7 @@ impl Runtime {
         let inner = Arc::new_cyclic(|me| Inner {
             st: Mutex::new(St {
                 handles: vec![root],
-                index: HashMap::from([("root".to_string(), 0)]),
+                index: HashMap::from([(Arc::from("root"), 0)]),
                 trace: VecDeque::new(),
                 trace_dropped: 0,
                 trace_cap: crate::limits::AGENT_TRACE_LINES,

@@ -19,6 +19,7 @@ use crate::toolkit::Toolkit;
 use crate::translate::ClientConfig;
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
@@ -158,8 +159,16 @@ fn show_pool(p: Pool) -> String {
 /// and written out when read: the four lines every handle's life makes
 /// (spawned, started, done, closed) cost a `format!` each when they were
 /// text from the start.
+/// What the turns of one agent definition share (see [`Inner::def_kits`]).
+pub struct DefKit {
+    /// The generation of the runtime toolkit's tools `kit` was built from.
+    pub generation: u64,
+    pub kit: Arc<Toolkit>,
+    pub config: Arc<ClientConfig>,
+}
+
 pub(crate) struct TraceLine {
-    id: String,
+    id: Arc<str>,
     event: TraceEvent,
 }
 
@@ -170,11 +179,14 @@ pub(crate) enum TraceEvent {
     /// `spawned (depth D, tokens T)`.
     Spawned { depth: u64, pool: Pool },
     /// `idle→running (why)`.
-    Running(String),
+    Running(&'static str),
     /// `running→idle (done, turns=N, tokens=T)`.
     Done { turns: u64, tokens: u64 },
     /// `<from>→closed (reason)`.
-    Closed { from: State, reason: String },
+    Closed {
+        from: State,
+        reason: Cow<'static, str>,
+    },
 }
 
 impl std::fmt::Display for TraceLine {
@@ -212,7 +224,7 @@ fn carve(own: Option<u64>, parent: Pool) -> Pool {
 }
 
 pub(crate) struct Handle {
-    pub id: String,
+    pub id: Arc<str>,
     pub def: Option<Arc<AgentDef>>,
     pub parent: Option<usize>,
     pub children: Vec<usize>,
@@ -261,6 +273,9 @@ pub(crate) struct Handle {
     /// Its scoped tools and `task` tool, built for its first turn (an idle
     /// handle holds none: 10,000 idle handles stay small).
     pub toolkit: Option<Arc<Toolkit>>,
+    /// The client configuration of its turns (its definition's model and
+    /// soul over the runtime's), with its toolkit.
+    pub config: Option<Arc<ClientConfig>>,
     /// Its turns out (see [`Out`]); made at its first turn.
     pub out: Option<Arc<AtomicUsize>>,
     /// Told apart from an earlier handle in the same slot.
@@ -270,9 +285,9 @@ pub(crate) struct Handle {
 impl Handle {
     /// A handle that has done nothing yet: idle, no definition or parent,
     /// an empty inbox, no budget of its own and every count at zero.
-    pub(crate) fn fresh(id: String) -> Handle {
+    pub(crate) fn fresh(id: impl Into<Arc<str>>) -> Handle {
         Handle {
-            id,
+            id: id.into(),
             def: None,
             parent: None,
             children: Vec::new(),
@@ -305,6 +320,7 @@ impl Handle {
             turn_calls: 0,
             awaited_in: None,
             toolkit: None,
+            config: None,
             out: None,
             serial: 0,
         }
@@ -339,7 +355,7 @@ pub(crate) struct Waited {
 
 pub(crate) struct St {
     pub handles: Vec<Handle>,
-    pub index: HashMap<String, usize>,
+    pub index: HashMap<Arc<str>, usize>,
     /// The latest [`AGENT_TRACE_LINES`](crate::limits::AGENT_TRACE_LINES)
     /// lines of the transition trace (see [`St::trace`]).
     pub trace: VecDeque<TraceLine>,
@@ -369,7 +385,7 @@ pub(crate) struct St {
     /// The handles someone waits on in `wait`, by index.
     pub waited: HashMap<usize, Waited>,
     /// The one conversation store: each handle's transcript by its id.
-    pub store: HashMap<String, Vec<Value>>,
+    pub store: HashMap<Arc<str>, Vec<Value>>,
     /// Set by a `task` call around its wake of a child: the turn [`start`]
     /// would hand to a pooled thread is left in `captured` instead, for the
     /// calling thread to run (see [`Inner::start`]).
@@ -413,6 +429,7 @@ impl St {
     /// counts and result stay, for `inspect`, `list` and `wait`.
     pub fn retire(&mut self, i: usize) {
         self.handles[i].toolkit = None;
+        self.handles[i].config = None;
         let serial = self.handles[i].serial;
         self.closed.push_back((i, serial));
         while self.closed.len() > self.closed_kept {
@@ -529,7 +546,7 @@ impl St {
     pub fn view(&self, i: usize) -> HandleView {
         let h = &self.handles[i];
         HandleView {
-            id: h.id.clone(),
+            id: h.id.to_string(),
             state: h.state,
             tokens: h.tokens,
             own_tokens: h.own_tokens,
@@ -564,8 +581,8 @@ pub(crate) struct Inner {
     /// shared by every handle of it (the `task` tool finds its caller in the
     /// run's tag), with the generation of the runtime toolkit's tools it
     /// was built from: a definition with `tools` gets a new one once those
-    /// change.
-    pub def_kits: Mutex<HashMap<String, (u64, Arc<Toolkit>)>>,
+    /// change. Beside it, the client configuration of its turns.
+    pub def_kits: Mutex<HashMap<String, DefKit>>,
     /// The metrics every turn's client records into (one registry for the
     /// runtime rather than one built and dropped per turn).
     pub metrics: Arc<crate::client::metrics::Registry>,
@@ -794,7 +811,7 @@ impl Inner {
             if !s.id.starts_with(&format!("{}/", s.parent)) {
                 return Err(malformed(format!("{} under {}", s.id, s.parent)));
             }
-            if index.contains_key(s.id.as_str()) || st.index.contains_key(&s.id) {
+            if index.contains_key(s.id.as_str()) || st.index.contains_key(s.id.as_str()) {
                 return Err(malformed(format!("{} twice", s.id)));
             }
             if s.pending.is_some() != s.input.is_some() {
@@ -1004,7 +1021,7 @@ impl Inner {
 
     /// Admission of a wake, as one step under the lock: the live budget
     /// walk, the parent's slot, the drain, the flip to running, the turn.
-    fn admit(&self, st: &mut St, i: usize, prompt: Option<String>, why: &str) {
+    fn admit(&self, st: &mut St, i: usize, prompt: Option<String>, why: &'static str) {
         if let Some(limit) = self.exhausted(st, i) {
             st.trace(i, format_args!("wake REFUSED (budget exhausted ({limit}))"));
             let r = TaskResult::new(
@@ -1026,7 +1043,14 @@ impl Inner {
     /// on `input` (with `answer` as a one-shot interpreter on a resume): on
     /// a pooled thread, or, while `st.capture` is set, left in
     /// `st.captured` for the caller to run.
-    pub fn start(&self, st: &mut St, i: usize, input: String, answer: Option<Value>, why: &str) {
+    pub fn start(
+        &self,
+        st: &mut St,
+        i: usize,
+        input: String,
+        answer: Option<Value>,
+        why: &'static str,
+    ) {
         if let Some(p) = st.handles[i].parent {
             st.handles[p].running_children += 1;
         }
@@ -1041,7 +1065,7 @@ impl Inner {
         h.cancel = Some(cancel.clone());
         let gen = h.gen;
         let out = Out::new(h.out.get_or_insert_with(Default::default));
-        st.trace_event(i, TraceEvent::Running(why.to_string()));
+        st.trace_event(i, TraceEvent::Running(why));
         self.notify(st);
         let job = Job {
             index: i,
@@ -1168,12 +1192,13 @@ impl Inner {
             pool_tool_calls: carve(eff.max_tool_calls, ph.pool_tool_calls),
             pool_children: eff.max_children,
             wall_deadline: wall,
-            ..Handle::fresh(id.clone())
+            ..Handle::fresh(id.as_str())
         };
         let (depth, pool) = (h.depth, h.pool_tokens);
+        let shared = Arc::clone(&h.id);
         let i = st.place(h);
         st.handles[p].children.push(i);
-        st.index.insert(id.clone(), i);
+        st.index.insert(shared, i);
         st.trace_event(i, TraceEvent::Spawned { depth, pool });
         self.notify(&mut st);
         drop(st);
@@ -1197,15 +1222,26 @@ impl Inner {
     /// The toolkit a handle of `def` runs with: its `task` tool when it has
     /// a team, then its `tools` from the runtime's toolkit; builtins never
     /// (see [`Inner::def_kits`]).
+    #[cfg(test)]
     pub(crate) fn def_toolkit(&self, def: &AgentDef) -> std::result::Result<Arc<Toolkit>, String> {
+        self.def_parts(def).map(|(kit, _)| kit)
+    }
+
+    /// [`Inner::def_toolkit`] and the client configuration of `def`'s
+    /// turns: the runtime's, with the definition's model and its soul as
+    /// the system prompt, made once per definition.
+    pub(crate) fn def_parts(
+        &self,
+        def: &AgentDef,
+    ) -> std::result::Result<(Arc<Toolkit>, Arc<ClientConfig>), String> {
         let generation = match (&self.toolkit, def.tools.is_empty()) {
             (Some(t), false) => t.tools_generation(),
             _ => 0,
         };
         let mut kits = self.def_kits.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((made, kit)) = kits.get(&def.name) {
-            if *made == generation {
-                return Ok(Arc::clone(kit));
+        if let Some(made) = kits.get(&def.name) {
+            if made.generation == generation {
+                return Ok((Arc::clone(&made.kit), Arc::clone(&made.config)));
             }
         }
         let cfg = crate::config::ToolkitConfig {
@@ -1237,8 +1273,19 @@ impl Inner {
             kit.register(crate::tool::Tool::clone(&tool));
         }
         let kit = Arc::new(kit);
-        kits.insert(def.name.clone(), (generation, Arc::clone(&kit)));
-        Ok(kit)
+        let mut config = self.config.clone();
+        if let Some(m) = &def.model {
+            config.model = m.clone();
+        }
+        config.system_prompt = (!def.soul.is_empty()).then(|| def.soul.clone());
+        let config = Arc::new(config);
+        let made = DefKit {
+            generation,
+            kit: Arc::clone(&kit),
+            config: Arc::clone(&config),
+        };
+        kits.insert(def.name.clone(), made);
+        Ok((kit, config))
     }
 
     pub fn post(&self, id: &str, item: InboxItem) -> std::result::Result<(), String> {
@@ -1434,17 +1481,18 @@ impl Inner {
             let i = self.find(&st, id)?;
             (i, st.handles[i].serial)
         };
-        let reason = reason
-            .unwrap_or(if force { "interrupted" } else { "closed" })
-            .to_string();
-        self.close_index(i, serial, force, &reason);
+        let reason = match reason {
+            Some(r) => Cow::Owned(r.to_string()),
+            None => Cow::Borrowed(if force { "interrupted" } else { "closed" }),
+        };
+        self.close_index(i, serial, force, reason);
         Ok(())
     }
 
     /// Closes handle `i` (the one of this serial: between the lock's
     /// holds, a closed handle may be forgotten and its slot given to a new
     /// one, which this leaves alone) and its subtree, leaf first.
-    fn close_index(&self, i: usize, serial: u64, force: bool, reason: &str) {
+    fn close_index(&self, i: usize, serial: u64, force: bool, reason: Cow<'static, str>) {
         let open = |st: &St| st.handles[i].serial == serial && st.handles[i].state != State::Closed;
         let children: Vec<(usize, u64)> = {
             let st = self.lock();
@@ -1458,7 +1506,7 @@ impl Inner {
                 .collect()
         };
         for (c, serial) in children {
-            self.close_index(c, serial, force, reason);
+            self.close_index(c, serial, force, reason.clone());
         }
         let mut st = self.lock();
         if !open(&st) {
@@ -1498,12 +1546,11 @@ impl Inner {
             }
         }
         st.handles[i].state = State::Closed;
-        let shown = reason.to_string();
         st.trace_event(
             i,
             TraceEvent::Closed {
                 from,
-                reason: shown,
+                reason: reason.clone(),
             },
         );
         st.retire(i);
@@ -1516,7 +1563,7 @@ impl Inner {
         drop(st);
         if i != 0 {
             if let Some(f) = &self.on_close {
-                f(&id, reason);
+                f(&id, &reason);
             }
         }
     }
@@ -1663,11 +1710,11 @@ fn saved_handle(st: &St, i: usize, now: u64, parked: Option<Parked>) -> SavedHan
     let calls = parked.as_ref().map_or(0, |p| p.calls);
     let (input, pending) = parked.map(|p| (p.input, p.pending)).unzip();
     SavedHandle {
-        id: h.id.clone(),
+        id: h.id.to_string(),
         agent: h.def.as_ref().map(|d| d.name.clone()).unwrap_or_default(),
         parent: h
             .parent
-            .map(|p| st.handles[p].id.clone())
+            .map(|p| st.handles[p].id.to_string())
             .unwrap_or_default(),
         task_key: h.task_key.clone(),
         spawned: h.spawned,

@@ -105,7 +105,7 @@ fn call(inner: &Inner, team: &[String], args: &Value, ctx: &ExecContext) -> Tool
                 Err(e) => return ToolResult::error(e),
             };
             st = inner.lock();
-            let Some(&c) = st.index.get(&id) else {
+            let Some(&c) = st.index.get(id.as_str()) else {
                 return ToolResult::error(format!("task: {id} vanished"));
             };
             st.handles[c].task_key = Some(key);
@@ -142,7 +142,7 @@ fn call(inner: &Inner, team: &[String], args: &Value, ctx: &ExecContext) -> Tool
     }
     let id = inner.lock().handles[child].id.clone();
     let _ = inner.close(&id, false, None);
-    settled_result(agent, &r)
+    settled_result(agent, r)
 }
 
 thread_local! {
@@ -163,9 +163,9 @@ fn run_here(inner: Arc<Inner>, job: Job) {
     (inner.run_turn)(Arc::clone(&inner), job);
 }
 
-fn settled_result(agent: &str, r: &TaskResult) -> ToolResult {
+fn settled_result(agent: &str, r: TaskResult) -> ToolResult {
     let output = if r.status == "done" {
-        r.text.clone()
+        r.text
     } else {
         format!("[{}] {}", r.status, r.text)
     };

@@ -289,7 +289,7 @@ fn an_unset_run_sends_the_soul_and_prompt_and_stores_three_messages() {
 fn an_idle_handle_holds_no_toolkit_until_its_first_turn_and_then_keeps_one() {
     let f = fx(team());
     let id = f.rt.spawn("root", "explore", None).expect("spawn");
-    let i = *f.rt.inner.lock().index.get(&id).expect("indexed");
+    let i = *f.rt.inner.lock().index.get(id.as_str()).expect("indexed");
     let kit = |f: &Fx| f.rt.inner.lock().handles[i].toolkit.clone();
     assert!(kit(&f).is_none(), "an idle handle builds no toolkit");
     f.rt.wake(&id, Some("go")).expect("wake");
@@ -1772,7 +1772,7 @@ fn past_the_kept_closed_handles_the_oldest_is_forgotten_and_its_slot_reused() {
     for id in &ids {
         f.rt.close(id, false, None).expect("close");
         let st = f.rt.inner.lock();
-        if let Some(&i) = st.index.get(id) {
+        if let Some(&i) = st.index.get(id.as_str()) {
             assert!(st.handles[i].toolkit.is_none(), "{id}");
         }
     }
@@ -1896,7 +1896,10 @@ fn a_tree_in_reused_slots_parks_and_a_restarted_runtime_carries_it_on() {
         let (id, r) = first.rt.run("parent", "go").expect("run");
         assert_eq!(r.status, "pending");
         let st = first.rt.inner.lock();
-        let (p, c) = (st.index[&id], st.index[&format!("{id}/asker.1")]);
+        let (p, c) = (
+            st.index[id.as_str()],
+            st.index[format!("{id}/asker.1").as_str()],
+        );
         assert!(
             c < p,
             "the child in a lower slot than its parent ({c} < {p})"
@@ -2045,5 +2048,50 @@ fn one_toolkit_serves_every_handle_of_a_definition_and_its_task_needs_a_turn() {
             .execute("lookup", json!({"q": "a"}), &ExecContext::default())
             .output,
         "data(a)"
+    );
+}
+
+#[test]
+fn the_turns_of_one_definition_share_one_client_configuration() {
+    let f = fx(json!({
+        "a": {"does": "x", "soul": "soul-a", "model": "m-ok"},
+        "b": {"does": "y", "model": "inherit"}}));
+    let inner = &f.rt.inner;
+    let a = inner.registry.get("a").cloned().expect("a");
+    let (_, first) = inner.def_parts(&a).expect("parts");
+    let (_, again) = inner.def_parts(&a).expect("parts");
+    assert!(
+        Arc::ptr_eq(&first, &again),
+        "one configuration per definition"
+    );
+    assert_eq!(first.model, "m-ok");
+    assert_eq!(first.system_prompt.as_deref(), Some("soul-a"));
+    // Two handles of `a`, then one of `b`: each turn's wire shows its
+    // definition's model and soul, `inherit` the runtime's model and no soul.
+    for (def, prompt) in [("a", "one"), ("a", "two"), ("b", "three")] {
+        let (_, r) = f.rt.run(def, prompt).expect("run");
+        assert_eq!(r.status, "done", "{}", r.text);
+    }
+    let wire = f.mock.wire();
+    let seen: Vec<(String, String)> = wire
+        .iter()
+        .map(|w| {
+            let first = &w["messages"][0];
+            let system = if first["role"] == "system" {
+                first["content"].as_str().unwrap_or("").to_string()
+            } else {
+                String::new()
+            };
+            (w["model"].as_str().unwrap_or("").to_string(), system)
+        })
+        .collect();
+    let want = |m: &str, s: &str| (m.to_string(), s.to_string());
+    assert_eq!(
+        seen,
+        vec![
+            want("m-ok", "soul-a"),
+            want("m-ok", "soul-a"),
+            want("m-default", "")
+        ]
     );
 }

@@ -114,7 +114,7 @@ fn escalator(inner: &Arc<Inner>, i: usize, gen: u64, interpreter: usize, f: Host
             let who = if interpreter == i {
                 "self".to_string()
             } else {
-                st.handles[interpreter].id.clone()
+                st.handles[interpreter].id.to_string()
             };
             st.trace(
                 i,
@@ -154,7 +154,7 @@ fn one_shot(answer: Value) -> HostFn {
 }
 
 /// Runs the turn and settles the handle with its outcome.
-pub(crate) fn run(inner: Arc<Inner>, job: Job) {
+pub(crate) fn run(inner: Arc<Inner>, mut job: Job) {
     let i = job.index;
     let prepared = {
         let mut st = inner.lock();
@@ -164,12 +164,14 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         let Some(def) = st.handles[i].def.clone() else {
             return;
         };
-        let toolkit = match &st.handles[i].toolkit {
-            Some(t) => Arc::clone(t),
-            None => match inner.def_toolkit(&def) {
-                Ok(t) => {
+        let made = (&st.handles[i].toolkit, &st.handles[i].config);
+        let (toolkit, config) = match made {
+            (Some(t), Some(c)) => (Arc::clone(t), Arc::clone(c)),
+            _ => match inner.def_parts(&def) {
+                Ok((t, c)) => {
                     st.handles[i].toolkit = Some(Arc::clone(&t));
-                    t
+                    st.handles[i].config = Some(Arc::clone(&c));
+                    (t, c)
                 }
                 Err(e) => {
                     settle(&inner, st, &job, Err(Error::new(ErrorCode::Internal, e)));
@@ -186,9 +188,17 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
                 .as_ref()
                 .is_some_and(|d| d.wait_for.is_some())
         });
-        (def, history, id, interpreter, toolkit, h.eff.turns())
+        (
+            def,
+            history,
+            id,
+            interpreter,
+            toolkit,
+            config,
+            h.eff.turns(),
+        )
     };
-    let (def, history, id, interpreter, toolkit, max_turns) = prepared;
+    let (def, history, id, interpreter, toolkit, config, max_turns) = prepared;
     // A transcript this runtime has not held yet may be in its store (one
     // an earlier runtime on the same store wrote), read outside the lock.
     let history = match (history, &inner.durable) {
@@ -208,22 +218,10 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
             }
         },
     };
-    let mut config = inner.config.clone();
-    if let Some(m) = &def.model {
-        config.model = m.clone();
-    }
-    config.system_prompt = (!def.soul.is_empty()).then(|| def.soul.clone());
     let provider = Arc::new(Gated {
         inner: Arc::clone(&inner),
         index: i,
     });
-    let client = Client::with_provider(
-        config,
-        u32::try_from(max_turns).unwrap_or(u32::MAX),
-        provider,
-    )
-    .sharing_metrics(Arc::clone(&inner.metrics))
-    .tagging_runs(i as u64);
     // The definition's hook over the runtime's, slot by slot (contract
     // §4.7: replaced, never merged).
     let hook = |slot: Slot| def.hooks.get(slot).or_else(|| inner.hooks.get(slot));
@@ -249,9 +247,18 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
         (None, None) => None,
     };
     callbacks.set(Slot::WaitFor, wait_for);
-    client.set_callbacks(callbacks);
+    let client = Client::assembled(
+        config,
+        u32::try_from(max_turns).unwrap_or(u32::MAX),
+        provider,
+        callbacks,
+        Arc::clone(&inner.metrics),
+    )
+    .tagging_runs(i as u64);
+    // The input goes into the run and comes back after it (a checkpoint
+    // keeps it), not copied.
     let request = RunRequest {
-        prompt: job.input.clone(),
+        prompt: std::mem::take(&mut job.input),
         history,
     };
     // The turn's cancel is what a host callback called outside the loop's
@@ -276,6 +283,7 @@ pub(crate) fn run(inner: Arc<Inner>, job: Job) {
             .run_outcome(&toolkit, &request, &job.cancel, RunData::default())
             .map(Ended::from_outcome),
     });
+    job.input = request.prompt;
     let st = inner.lock();
     settle(&inner, st, &job, outcome);
 }

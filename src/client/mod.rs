@@ -68,7 +68,9 @@ const LOOP_KEYS: [&str; 2] = ["maxTurns", "store"];
 /// A client: its validated config, its provider, and the host's slots. One
 /// client serves many runs on many threads at once.
 pub struct Client {
-    pub(crate) config: ClientConfig,
+    /// Shared, not copied, by clients made from one configuration (the
+    /// agent runtime's turns of one definition).
+    pub(crate) config: Arc<ClientConfig>,
     pub(crate) max_turns: u32,
     pub(crate) provider: Arc<dyn Provider>,
     callbacks: RwLock<Arc<Callbacks>>,
@@ -274,12 +276,35 @@ impl Client {
         max_turns: u32,
         provider: Arc<dyn Provider>,
     ) -> Client {
+        Client::assembled(
+            Arc::new(config),
+            max_turns,
+            provider,
+            Callbacks::default(),
+            Arc::new(metrics::Registry::new()),
+        )
+    }
+
+    /// A client of parts made once and shared: `config` and the metrics
+    /// `registry` (see [`Client::sharing_metrics`]), with `callbacks` in
+    /// its slots from the start. What [`Client::with_provider`] and then
+    /// [`Client::sharing_metrics`] and [`Client::set_callbacks`] make,
+    /// without a configuration copied, a registry made and dropped unused,
+    /// or a set of empty slots replaced: the agent runtime makes one such
+    /// client per turn.
+    pub fn assembled(
+        config: Arc<ClientConfig>,
+        max_turns: u32,
+        provider: Arc<dyn Provider>,
+        callbacks: Callbacks,
+        registry: Arc<metrics::Registry>,
+    ) -> Client {
         Client {
             config,
             max_turns,
             provider,
-            callbacks: RwLock::new(Arc::new(Callbacks::default())),
-            metrics: Arc::new(metrics::Registry::new()),
+            callbacks: RwLock::new(Arc::new(callbacks)),
+            metrics: registry,
             store: memory::InMemoryStore::new(),
             durable: None,
             observer: RwLock::new(None),
@@ -366,11 +391,12 @@ impl Client {
         } else {
             String::new()
         };
-        [prompt, skills.as_str()]
-            .into_iter()
-            .filter(|p| !is_blank(p))
-            .collect::<Vec<_>>()
-            .join("\n\n")
+        match (is_blank(prompt), is_blank(&skills)) {
+            (true, true) => String::new(),
+            (false, true) => prompt.to_string(),
+            (true, false) => skills,
+            (false, false) => format!("{prompt}\n\n{skills}"),
+        }
     }
 
     /// The toolkit's declarations in the client style's shape.
@@ -488,7 +514,11 @@ impl Client {
         let mut messages = if !request.history.is_empty() {
             request.history.clone()
         } else if self.config.style == Style::OpenAi && !is_blank(&system) {
-            vec![shape::system_message(&system)]
+            // Room for the user message, an answer with its calls, their
+            // results and the final answer without growing.
+            let mut m = Vec::with_capacity(6);
+            m.push(shape::system_message(&system));
+            m
         } else {
             Vec::new()
         };

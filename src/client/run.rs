@@ -592,7 +592,7 @@ impl Run<'_> {
         if let Some(progress) = &self.progress {
             ctx.relay = Some(progress.relay(&call.id, &call.name));
         }
-        let result = self.toolkit.execute(&call.name, call.args.clone(), &ctx);
+        let result = self.toolkit.execute_borrowed(&call.name, &call.args, &ctx);
         self.tool_metric(&call.name, started.elapsed(), &result);
         let ms = t0.map_or(0, ms_since);
         let result = if pending_of(&result).is_some() {
@@ -1008,6 +1008,67 @@ mod tests {
             result["toolCalls"],
             json!([{"name": "img", "args": {}, "output": "one image", "isError": false,
                     "metadata": null}])
+        );
+    }
+
+    /// Clients assembled from one configuration and one metrics registry:
+    /// each runs with the callbacks it was given from its first run, and
+    /// both runs land in the one registry.
+    #[test]
+    fn assembled_clients_share_their_configuration_and_metrics_and_start_with_their_callbacks() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let toolkit = Toolkit::build_from_json(r#"{"builtins":false}"#).expect("toolkit");
+        toolkit.register(crate::native::native_tool(
+            "img",
+            "an image",
+            None,
+            Arc::new(|_: &Value, _: &ExecContext| ToolResult::ok("none")),
+        ));
+        let config = Arc::new(
+            crate::translate::ClientConfig::from_json(
+                &json!({"baseUrl": "http://model.invalid", "style": "openai", "model": "m-shared"}),
+            )
+            .expect("config"),
+        );
+        let registry = Arc::new(super::super::metrics::Registry::new());
+        let seen = Arc::new(AtomicUsize::new(0));
+        let client = |tag: usize| {
+            let seen = Arc::clone(&seen);
+            let mut callbacks = Callbacks::default();
+            let hook: crate::client::HostFn = Arc::new(move |_: &Value, _| {
+                seen.fetch_add(tag, Ordering::SeqCst);
+                Ok(None)
+            });
+            callbacks.set(Slot::BeforeTool, Some(hook));
+            Client::assembled(
+                Arc::clone(&config),
+                4,
+                Arc::new(CallsImg),
+                callbacks,
+                Arc::clone(&registry),
+            )
+        };
+        let (one, two) = (client(1), client(10));
+        assert!(Arc::ptr_eq(&one.config, &two.config));
+        let request = super::super::RunRequest {
+            prompt: "look".into(),
+            history: Vec::new(),
+        };
+        for c in [&one, &two] {
+            let outcome = c
+                .run_outcome(&toolkit, &request, &CancelToken::new(), Default::default())
+                .expect("run");
+            assert_eq!(outcome.text, "seen");
+        }
+        assert_eq!(
+            seen.load(Ordering::SeqCst),
+            11,
+            "each client's own hook, once"
+        );
+        let text = registry.render();
+        assert!(
+            text.contains("model=\"m-shared\",status=\"ok\"} 4"),
+            "both clients' LLM calls in the one registry:\n{text}"
         );
     }
 

@@ -21,30 +21,47 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 /// What a spawner receives: it must run the job or drop it.
 pub(crate) type StaticJob = Box<dyn FnOnce() + Send + 'static>;
 
-/// How many handed-over jobs have neither run nor been dropped.
+/// How many handed-over jobs have neither run nor been dropped, and
+/// whether the scope's owner sleeps until none is left: the last job
+/// wakes it only then (a wake-up with no one to wake is a system call for
+/// nothing).
 struct Latch {
-    left: Mutex<usize>,
+    left: Mutex<Count>,
     zero: Condvar,
+}
+
+#[derive(Default)]
+struct Count {
+    left: usize,
+    sleeping: bool,
 }
 
 impl Latch {
     fn add(&self) {
-        *self.left.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.left
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .left += 1;
     }
 
     fn done(&self) {
-        let mut left = self.left.lock().unwrap_or_else(PoisonError::into_inner);
-        *left -= 1;
-        if *left == 0 {
+        let mut count = self.left.lock().unwrap_or_else(PoisonError::into_inner);
+        count.left -= 1;
+        if count.left == 0 && count.sleeping {
             self.zero.notify_all();
         }
     }
 
     fn wait(&self) {
-        let mut left = self.left.lock().unwrap_or_else(PoisonError::into_inner);
-        while *left > 0 {
-            left = self.zero.wait(left).unwrap_or_else(PoisonError::into_inner);
+        let mut count = self.left.lock().unwrap_or_else(PoisonError::into_inner);
+        while count.left > 0 {
+            count.sleeping = true;
+            count = self
+                .zero
+                .wait(count)
+                .unwrap_or_else(PoisonError::into_inner);
         }
+        count.sleeping = false;
     }
 }
 
@@ -152,7 +169,7 @@ pub(crate) fn scoped<'env, R>(
     let scope = Scope {
         spawn: Box::new(spawn),
         latch: Arc::new(Latch {
-            left: Mutex::new(0),
+            left: Mutex::new(Count::default()),
             zero: Condvar::new(),
         }),
         slots: Mutex::new(Vec::new()),
