@@ -560,9 +560,7 @@ impl Toolkit {
         let Some(tool) = tools.get(name) else {
             return ToolResult::error(format!("unknown tool: {name}"));
         };
-        let args = normalized_args(args);
-        // The deadline counts from here.
-        self.run(tool, &args, &ctx.armed())
+        self.run_args(tool, args, ctx)
     }
 
     /// The tool called `name`, as the toolkit has it now, held for one call
@@ -573,9 +571,13 @@ impl Toolkit {
 
     /// [`Toolkit::execute`] of a tool [`Toolkit::find`] gave.
     pub fn execute_found(&self, tool: &Tool, args: Value, ctx: &ExecContext) -> ToolResult {
-        let args = normalize_args(args);
-        // The deadline counts from here.
-        self.run(tool, &args, &ctx.armed())
+        self.run_args(tool, &args, ctx)
+    }
+
+    /// Runs `tool` on `args` normalized (borrowed when already an object),
+    /// its deadline counted from here.
+    fn run_args(&self, tool: &Tool, args: &Value, ctx: &ExecContext) -> ToolResult {
+        self.run(tool, &normalized_args(args), &ctx.armed())
     }
 
     /// The ToolResult JSON text of [`Toolkit::execute_found`] for arguments

@@ -270,12 +270,10 @@ pub(crate) struct Handle {
     pub turn_calls: u64,
     /// The turn (the parent's `gen`) whose `task` call waits on this child.
     pub awaited_in: Option<u64>,
-    /// Its scoped tools and `task` tool, built for its first turn (an idle
-    /// handle holds none: 10,000 idle handles stay small).
-    pub toolkit: Option<Arc<Toolkit>>,
-    /// The client configuration of its turns (its definition's model and
-    /// soul over the runtime's), with its toolkit.
-    pub config: Option<Arc<ClientConfig>>,
+    /// What its turns run with (its definition's toolkit and client
+    /// configuration), taken at its first turn: an idle handle holds none,
+    /// so 10,000 idle handles stay small.
+    pub made: Option<Arc<DefKit>>,
     /// Its turns out (see [`Out`]); made at its first turn.
     pub out: Option<Arc<AtomicUsize>>,
     /// Told apart from an earlier handle in the same slot.
@@ -283,6 +281,12 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
+    /// The toolkit of its turns, once it has run one.
+    #[cfg(test)]
+    pub(crate) fn toolkit(&self) -> Option<Arc<Toolkit>> {
+        self.made.as_ref().map(|m| Arc::clone(&m.kit))
+    }
+
     /// A handle that has done nothing yet: idle, no definition or parent,
     /// an empty inbox, no budget of its own and every count at zero.
     pub(crate) fn fresh(id: impl Into<Arc<str>>) -> Handle {
@@ -319,8 +323,7 @@ impl Handle {
             turn_input: None,
             turn_calls: 0,
             awaited_in: None,
-            toolkit: None,
-            config: None,
+            made: None,
             out: None,
             serial: 0,
         }
@@ -428,8 +431,7 @@ impl St {
     /// is forgotten (see [`St::forget`]); until then its id, state,
     /// counts and result stay, for `inspect`, `list` and `wait`.
     pub fn retire(&mut self, i: usize) {
-        self.handles[i].toolkit = None;
-        self.handles[i].config = None;
+        self.handles[i].made = None;
         let serial = self.handles[i].serial;
         self.closed.push_back((i, serial));
         while self.closed.len() > self.closed_kept {
@@ -582,7 +584,7 @@ pub(crate) struct Inner {
     /// run's tag), with the generation of the runtime toolkit's tools it
     /// was built from: a definition with `tools` gets a new one once those
     /// change. Beside it, the client configuration of its turns.
-    pub def_kits: Mutex<HashMap<String, DefKit>>,
+    pub def_kits: Mutex<HashMap<String, Arc<DefKit>>>,
     /// The metrics every turn's client records into (one registry for the
     /// runtime rather than one built and dropped per turn).
     pub metrics: Arc<crate::client::metrics::Registry>,
@@ -1224,16 +1226,13 @@ impl Inner {
     /// (see [`Inner::def_kits`]).
     #[cfg(test)]
     pub(crate) fn def_toolkit(&self, def: &AgentDef) -> std::result::Result<Arc<Toolkit>, String> {
-        self.def_parts(def).map(|(kit, _)| kit)
+        self.def_parts(def).map(|made| Arc::clone(&made.kit))
     }
 
     /// [`Inner::def_toolkit`] and the client configuration of `def`'s
     /// turns: the runtime's, with the definition's model and its soul as
     /// the system prompt, made once per definition.
-    pub(crate) fn def_parts(
-        &self,
-        def: &AgentDef,
-    ) -> std::result::Result<(Arc<Toolkit>, Arc<ClientConfig>), String> {
+    pub(crate) fn def_parts(&self, def: &AgentDef) -> std::result::Result<Arc<DefKit>, String> {
         let generation = match (&self.toolkit, def.tools.is_empty()) {
             (Some(t), false) => t.tools_generation(),
             _ => 0,
@@ -1241,7 +1240,7 @@ impl Inner {
         let mut kits = self.def_kits.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(made) = kits.get(&def.name) {
             if made.generation == generation {
-                return Ok((Arc::clone(&made.kit), Arc::clone(&made.config)));
+                return Ok(Arc::clone(made));
             }
         }
         let cfg = crate::config::ToolkitConfig {
@@ -1272,20 +1271,18 @@ impl Inner {
                 .ok_or_else(|| format!("agent \"{}\": unknown tool \"{name}\"", def.name))?;
             kit.register(crate::tool::Tool::clone(&tool));
         }
-        let kit = Arc::new(kit);
         let mut config = self.config.clone();
         if let Some(m) = &def.model {
             config.model = m.clone();
         }
         config.system_prompt = (!def.soul.is_empty()).then(|| def.soul.clone());
-        let config = Arc::new(config);
-        let made = DefKit {
+        let made = Arc::new(DefKit {
             generation,
-            kit: Arc::clone(&kit),
-            config: Arc::clone(&config),
-        };
-        kits.insert(def.name.clone(), made);
-        Ok((kit, config))
+            kit: Arc::new(kit),
+            config: Arc::new(config),
+        });
+        kits.insert(def.name.clone(), Arc::clone(&made));
+        Ok(made)
     }
 
     pub fn post(&self, id: &str, item: InboxItem) -> std::result::Result<(), String> {

@@ -290,7 +290,7 @@ fn an_idle_handle_holds_no_toolkit_until_its_first_turn_and_then_keeps_one() {
     let f = fx(team());
     let id = f.rt.spawn("root", "explore", None).expect("spawn");
     let i = *f.rt.inner.lock().index.get(id.as_str()).expect("indexed");
-    let kit = |f: &Fx| f.rt.inner.lock().handles[i].toolkit.clone();
+    let kit = |f: &Fx| f.rt.inner.lock().handles[i].toolkit();
     assert!(kit(&f).is_none(), "an idle handle builds no toolkit");
     f.rt.wake(&id, Some("go")).expect("wake");
     let r = f.rt.wait(&id, None);
@@ -1762,7 +1762,7 @@ fn past_the_kept_closed_handles_the_oldest_is_forgotten_and_its_slot_reused() {
     }
     let kit = |id: &str| {
         let st = f.rt.inner.lock();
-        st.handles[st.index[id]].toolkit.is_some()
+        st.handles[st.index[id]].made.is_some()
     };
     assert!(
         kit(&ids[0]),
@@ -1773,7 +1773,7 @@ fn past_the_kept_closed_handles_the_oldest_is_forgotten_and_its_slot_reused() {
         f.rt.close(id, false, None).expect("close");
         let st = f.rt.inner.lock();
         if let Some(&i) = st.index.get(id.as_str()) {
-            assert!(st.handles[i].toolkit.is_none(), "{id}");
+            assert!(st.handles[i].made.is_none(), "{id}");
         }
     }
     for id in &ids[..2] {
@@ -2058,8 +2058,8 @@ fn the_turns_of_one_definition_share_one_client_configuration() {
         "b": {"does": "y", "model": "inherit"}}));
     let inner = &f.rt.inner;
     let a = inner.registry.get("a").cloned().expect("a");
-    let (_, first) = inner.def_parts(&a).expect("parts");
-    let (_, again) = inner.def_parts(&a).expect("parts");
+    let first = Arc::clone(&inner.def_parts(&a).expect("parts").config);
+    let again = Arc::clone(&inner.def_parts(&a).expect("parts").config);
     assert!(
         Arc::ptr_eq(&first, &again),
         "one configuration per definition"

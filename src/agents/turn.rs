@@ -164,14 +164,12 @@ pub(crate) fn run(inner: Arc<Inner>, mut job: Job) {
         let Some(def) = st.handles[i].def.clone() else {
             return;
         };
-        let made = (&st.handles[i].toolkit, &st.handles[i].config);
-        let (toolkit, config) = match made {
-            (Some(t), Some(c)) => (Arc::clone(t), Arc::clone(c)),
-            _ => match inner.def_parts(&def) {
-                Ok((t, c)) => {
-                    st.handles[i].toolkit = Some(Arc::clone(&t));
-                    st.handles[i].config = Some(Arc::clone(&c));
-                    (t, c)
+        let made = match &st.handles[i].made {
+            Some(m) => Arc::clone(m),
+            None => match inner.def_parts(&def) {
+                Ok(m) => {
+                    st.handles[i].made = Some(Arc::clone(&m));
+                    m
                 }
                 Err(e) => {
                     settle(&inner, st, &job, Err(Error::new(ErrorCode::Internal, e)));
@@ -188,17 +186,9 @@ pub(crate) fn run(inner: Arc<Inner>, mut job: Job) {
                 .as_ref()
                 .is_some_and(|d| d.wait_for.is_some())
         });
-        (
-            def,
-            history,
-            id,
-            interpreter,
-            toolkit,
-            config,
-            h.eff.turns(),
-        )
+        (def, history, id, interpreter, made, h.eff.turns())
     };
-    let (def, history, id, interpreter, toolkit, config, max_turns) = prepared;
+    let (def, history, id, interpreter, made, max_turns) = prepared;
     // A transcript this runtime has not held yet may be in its store (one
     // an earlier runtime on the same store wrote), read outside the lock.
     let history = match (history, &inner.durable) {
@@ -248,7 +238,7 @@ pub(crate) fn run(inner: Arc<Inner>, mut job: Job) {
     };
     callbacks.set(Slot::WaitFor, wait_for);
     let client = Client::assembled(
-        config,
+        Arc::clone(&made.config),
         u32::try_from(max_turns).unwrap_or(u32::MAX),
         provider,
         callbacks,
@@ -272,7 +262,7 @@ pub(crate) fn run(inner: Arc<Inner>, mut job: Job) {
     let outcome = with_stop(stop, || match &def.completion {
         Some(gate) => harness::run_gated(
             &client,
-            &toolkit,
+            &made.kit,
             &request,
             &job.cancel,
             RunData::default(),
@@ -280,7 +270,7 @@ pub(crate) fn run(inner: Arc<Inner>, mut job: Job) {
         )
         .map(Ended::from_json),
         None => client
-            .run_outcome(&toolkit, &request, &job.cancel, RunData::default())
+            .run_outcome(&made.kit, &request, &job.cancel, RunData::default())
             .map(Ended::from_outcome),
     });
     job.input = request.prompt;

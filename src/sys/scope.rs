@@ -26,7 +26,7 @@ pub(crate) type StaticJob = Box<dyn FnOnce() + Send + 'static>;
 /// wakes it only then (a wake-up with no one to wake is a system call for
 /// nothing).
 struct Latch {
-    left: Mutex<Count>,
+    count: Mutex<Count>,
     zero: Condvar,
 }
 
@@ -38,14 +38,14 @@ struct Count {
 
 impl Latch {
     fn add(&self) {
-        self.left
+        self.count
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .left += 1;
     }
 
     fn done(&self) {
-        let mut count = self.left.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
         count.left -= 1;
         if count.left == 0 && count.sleeping {
             self.zero.notify_all();
@@ -53,7 +53,7 @@ impl Latch {
     }
 
     fn wait(&self) {
-        let mut count = self.left.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
         while count.left > 0 {
             count.sleeping = true;
             count = self
@@ -169,7 +169,7 @@ pub(crate) fn scoped<'env, R>(
     let scope = Scope {
         spawn: Box::new(spawn),
         latch: Arc::new(Latch {
-            left: Mutex::new(Count::default()),
+            count: Mutex::new(Count::default()),
             zero: Condvar::new(),
         }),
         slots: Mutex::new(Vec::new()),
