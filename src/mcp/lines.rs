@@ -23,7 +23,7 @@ use super::relay::Relays;
 use super::stdio::PipeStdin;
 use crate::jsonrpc::lines::{in_line, LineReader, Lock, Next};
 use crate::jsonrpc::plain::{drop_progress_token, encode_request, read_server_message};
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 use std::future::Future;
@@ -66,24 +66,6 @@ pub trait Taker: Send + Sync {
     fn offer(&self, line: &[u8]) -> bool;
     /// The transport is gone: nothing will answer.
     fn closed(&self);
-}
-
-/// A progress or a log notification, to `relays` (see
-/// [`ClientLineTransport::with_notes`]).
-fn pass_on(relays: &Relays, note: &ServerNotification) {
-    match note {
-        ServerNotification::ProgressNotification(p) => {
-            if let Ok(v) = serde_json::to_value(&p.params) {
-                relays.progress(v);
-            }
-        }
-        ServerNotification::LoggingMessageNotification(l) => {
-            if let Ok(v) = serde_json::to_value(&l.params) {
-                relays.message(v);
-            }
-        }
-        _ => {}
-    }
 }
 
 impl ClientLineTransport {
@@ -232,7 +214,7 @@ impl Transport<RoleClient> for ClientLineTransport {
             let msg = read_server_message(self.read.line());
             self.read.clear();
             if let (Some(relays), Some(JsonRpcMessage::Notification(n))) = (&self.notes, &msg) {
-                pass_on(relays, &n.notification);
+                relays.pass_on(&n.notification);
             }
             if msg.is_some() {
                 return msg;

@@ -28,6 +28,7 @@
 //! registered or not, that call's idle timeout starts again.
 
 use crate::tool::{Ask, Relay};
+use rmcp::model::ServerNotification;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -193,6 +194,25 @@ impl Relays {
     /// proxied call's last progress, sent before its result, was lost.
     pub fn read_in_order(&self) {
         self.in_order.store(true, Ordering::Relaxed);
+    }
+
+    /// Passes on a server's progress or log notification as its
+    /// transport reads it (see [`Relays::read_in_order`]); any other
+    /// notification is left to rmcp's handlers.
+    pub fn pass_on(&self, note: &ServerNotification) {
+        match note {
+            ServerNotification::ProgressNotification(p) => {
+                if let Ok(v) = serde_json::to_value(&p.params) {
+                    self.progress(v);
+                }
+            }
+            ServerNotification::LoggingMessageNotification(l) => {
+                if let Ok(v) = serde_json::to_value(&l.params) {
+                    self.message(v);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Whether [`Relays::read_in_order`] was set: rmcp's handlers pass on

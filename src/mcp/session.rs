@@ -509,7 +509,10 @@ async fn connect_remote(
             .clock()
             .bound(
                 cfg.timeout,
-                side.start(KnownIds::new(transport), cfg.lifecycle),
+                side.start(
+                    KnownIds::new(transport).with_notes(Arc::clone(&side.relays)),
+                    cfg.lifecycle,
+                ),
             )
             .await
             .ok_or(());
@@ -551,7 +554,10 @@ async fn connect_remote(
     phase.set("initialize");
     // HTTP+SSE is the transport of 2024-11-05: no server there has
     // `server/discover`.
-    let legacy = side.start(KnownIds::new(transport), Lifecycle::Initialize);
+    let legacy = side.start(
+        KnownIds::new(transport).with_notes(Arc::clone(&side.relays)),
+        Lifecycle::Initialize,
+    );
     match tokio::time::timeout(cfg.timeout, legacy).await {
         Ok(Ok(service)) => Ok((service, None, None)),
         Ok(Err(e)) => Err(fail("initialize", describe_init_error(&e))),
