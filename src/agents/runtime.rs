@@ -134,9 +134,11 @@ impl Runtime {
         };
         let inner = Arc::new_cyclic(|me| Inner {
             st: Mutex::new(St {
-                handles: vec![root],
+                handles: vec![Box::new(root)],
                 index: HashMap::from([(Arc::from("root"), 0)]),
-                trace: VecDeque::new(),
+                // Room for a small tree's lines from the start: growing by
+                // copies goes past 1 KiB twice on the way.
+                trace: VecDeque::with_capacity(crate::limits::AGENT_TRACE_LINES.min(64)),
                 trace_dropped: 0,
                 trace_cap: crate::limits::AGENT_TRACE_LINES,
                 closed: VecDeque::new(),

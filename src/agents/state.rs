@@ -357,7 +357,12 @@ pub(crate) struct Waited {
 }
 
 pub(crate) struct St {
-    pub handles: Vec<Handle>,
+    /// Each handle in a box of its own: a handle is several hundred bytes,
+    /// and a vector of them would grow by copies past 1 KiB, each a
+    /// request from glibc's large bins that first consolidates its fast
+    /// bins (four a 13-handle tree).
+    #[allow(clippy::vec_box)]
+    pub handles: Vec<Box<Handle>>,
     pub index: HashMap<Arc<str>, usize>,
     /// The latest [`AGENT_TRACE_LINES`](crate::limits::AGENT_TRACE_LINES)
     /// lines of the transition trace (see [`St::trace`]).
@@ -495,7 +500,7 @@ impl St {
             }
         }
         self.handles[p].children.retain(|&c| c != j);
-        let h = &mut self.handles[j];
+        let h: &mut Handle = &mut self.handles[j];
         let vacant = Handle {
             gen: h.gen + 1,
             seq: h.seq + 1,
@@ -519,11 +524,11 @@ impl St {
             Some(i) => {
                 h.gen = self.handles[i].gen;
                 h.seq = self.handles[i].seq;
-                self.handles[i] = h;
+                *self.handles[i] = h;
                 i
             }
             None => {
-                self.handles.push(h);
+                self.handles.push(Box::new(h));
                 self.handles.len() - 1
             }
         }
@@ -878,7 +883,7 @@ impl Inner {
                 ),
                 None => format!("restored from the agents store {selector} (idle)"),
             };
-            st.handles.push(h);
+            st.handles.push(Box::new(h));
             st.trace(i, line);
         }
         self.notify(st);
@@ -1036,7 +1041,11 @@ impl Inner {
             return;
         }
         let items: Vec<InboxItem> = st.handles[i].inbox.drain(..).collect();
-        let input = format!("{}{}", prompt.unwrap_or_default(), drain_block(&items));
+        // The prompt itself, moved, when nothing was waiting in the inbox.
+        let mut input = prompt.unwrap_or_default();
+        if !items.is_empty() {
+            input.push_str(&drain_block(&items));
+        }
         st.handles[i].drained = items;
         self.start(st, i, input, None, why);
     }
@@ -1176,7 +1185,12 @@ impl Inner {
         self.check_tools(&def)?;
         let ph = &mut st.handles[p];
         ph.spawned += 1;
-        let id = format!("{}/{}.{}", ph.id, def.name, ph.spawned);
+        // Made to size (`format!` guesses from its literals and grows).
+        let mut id = String::with_capacity(ph.id.len() + def.name.len() + 22);
+        let _ = std::fmt::Write::write_fmt(
+            &mut id,
+            format_args!("{}/{}.{}", ph.id, def.name, ph.spawned),
+        );
         let now = self.clock.now_ms();
         let wall = match (
             eff.max_wall_ms.map(|w| now.saturating_add(w)),

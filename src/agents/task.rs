@@ -69,7 +69,10 @@ fn call(inner: &Inner, team: &[String], args: &Value, ctx: &ExecContext) -> Tool
             team.join(", ")
         ));
     }
-    let key = format!("{agent}:{prompt}");
+    let mut key = String::with_capacity(agent.len() + 1 + prompt.len());
+    key.push_str(agent);
+    key.push(':');
+    key.push_str(prompt);
     let mut st = inner.lock();
     let Some(parent) = ctx
         .run_tag

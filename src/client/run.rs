@@ -812,7 +812,11 @@ fn run_bounded<C: Send, T: Send>(
     use std::sync::{Mutex, PoisonError};
     let n = items.len();
     let items: Vec<Mutex<Option<C>>> = items.into_iter().map(|c| Mutex::new(Some(c))).collect();
-    let outcomes: Vec<Mutex<Option<Result<T>>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    // One lock for every outcome, held only to put one in: a lock per
+    // slot would make each slot the larger, and four of a turn's calls
+    // past 1 KiB, a request from glibc's large bins that first
+    // consolidates its fast bins. The slots become the answer in place.
+    let outcomes: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..n).map(|_| None).collect());
     let next = AtomicUsize::new(0);
     let worker = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -834,7 +838,7 @@ fn run_bounded<C: Send, T: Send>(
                     ),
                 ))
             });
-        *outcomes[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
+        outcomes.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(outcome);
     };
     // The other workers on the pooled threads (no thread start per call
     // once the pool has threads waiting), this thread the first of them.
@@ -881,16 +885,16 @@ fn run_bounded<C: Send, T: Send>(
         worker();
     });
     outcomes
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
         .into_iter()
         .map(|slot| {
-            slot.into_inner()
-                .unwrap_or_else(PoisonError::into_inner)
-                .unwrap_or_else(|| {
-                    Err(Error::new(
-                        ErrorCode::Internal,
-                        "internal error: a tool call was never run".to_string(),
-                    ))
-                })
+            slot.unwrap_or_else(|| {
+                Err(Error::new(
+                    ErrorCode::Internal,
+                    "internal error: a tool call was never run".to_string(),
+                ))
+            })
         })
         .collect()
 }
