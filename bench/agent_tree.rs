@@ -52,18 +52,29 @@ fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
     Value::Object(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
+/// A `task` call's arguments.
+#[derive(serde::Serialize)]
+struct Args<'a> {
+    agent: &'a str,
+    prompt: &'a str,
+}
+
 fn message(model: &str, tools: usize) -> Value {
     let task = |agent: &str, prompt: String| {
-        let arguments = object([("agent", agent.into()), ("prompt", prompt.as_str().into())]);
+        // The arguments' JSON text written at once, as a provider's
+        // encoder would (building a `Value` to print it would make an
+        // object, its keys and values, and grow the text as it prints).
+        let arguments = serde_json::to_string(&Args {
+            agent,
+            prompt: &prompt,
+        })
+        .unwrap_or_default();
         object([
             ("id", prompt.replace(' ', "-").into()),
             ("type", "function".into()),
             (
                 "function",
-                object([
-                    ("name", "task".into()),
-                    ("arguments", arguments.to_string().into()),
-                ]),
+                object([("name", "task".into()), ("arguments", arguments.into())]),
             ),
         ])
     };
@@ -97,7 +108,7 @@ impl Provider for Model {
             .body
             .messages
             .iter()
-            .filter(|m| m["role"] == "tool")
+            .filter(|m| toolnexus::json::field(m, "role").and_then(Value::as_str) == Some("tool"))
             .count();
         let msg = message(model, tools);
         let finish = if msg.get("tool_calls").is_some() {
