@@ -47,6 +47,8 @@ const MAX_HEADERS: usize = 128;
 
 /// The most read from the socket at once.
 const READ_CHUNK: usize = 64 * 1024;
+/// What the first read of a response asks for.
+const FIRST_READ: usize = 4 * 1024;
 
 /// Interim (1xx) responses skipped before the answer is given up on.
 const MAX_INTERIM: usize = 16;
@@ -433,6 +435,7 @@ fn talk(
     let mut reader = Reader {
         conn,
         buf: Vec::with_capacity(16 * 1024),
+        window: FIRST_READ,
         pos: 0,
         deadline,
     };
@@ -455,6 +458,8 @@ struct Reader<'c> {
     conn: &'c mut Conn,
     /// Bytes read; `pos` is where the unparsed ones start.
     buf: Vec<u8>,
+    /// How many bytes the next read asks for (see [`Reader::fill`]).
+    window: usize,
     pos: usize,
     deadline: Option<Instant>,
 }
@@ -480,18 +485,23 @@ impl Reader<'_> {
     /// Reads more bytes; `Ok(false)` at the end of the stream.
     fn fill(&mut self) -> Result<bool, Stop> {
         loop {
-            if self.buf.len() == self.buf.capacity() {
-                self.buf.reserve(self.buf.len().max(READ_CHUNK));
-            }
             // Only the window read into is zeroed, not all the spare
-            // capacity of a large buffer on every read.
+            // capacity of a large buffer on every read; and the window
+            // starts small (a whole answer of most calls, its head with
+            // it) and doubles each time a read fills it, up to READ_CHUNK.
             let start = self.buf.len();
-            let window = (self.buf.capacity() - start).min(READ_CHUNK);
+            let window = self.window;
+            if self.buf.capacity() - start < window {
+                self.buf.reserve(window);
+            }
             self.buf.resize(start + window, 0);
             let read = self.conn.stream.read(&mut self.buf[start..]);
             match read {
                 Ok(n) => {
                     self.buf.truncate(start + n);
+                    if n == window {
+                        self.window = (window * 2).min(READ_CHUNK);
+                    }
                     return Ok(n > 0);
                 }
                 Err(e) => {
