@@ -104,11 +104,10 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for KnownIds<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::relay::tests::recording;
     use super::*;
-    use crate::tool::Relay;
     use serde_json::{json, Value};
     use std::collections::VecDeque;
-    use std::sync::PoisonError;
 
     /// A transport whose server says `lines`, in order, then nothing.
     struct Script(VecDeque<ServerJsonRpcMessage>);
@@ -150,13 +149,7 @@ mod tests {
                 "params": {"level": "info", "data": "done"}})),
             message(json!({"jsonrpc": "2.0", "id": 5, "result": {"content": []}})),
         ]));
-        let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
-        let log = Arc::clone(&seen);
-        let relay = Relay::new(Arc::new(move |m: &str, p: Value| {
-            log.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((m.to_string(), p));
-        }));
+        let (relay, seen) = recording();
         let relays = Arc::new(Relays::default());
         let guard = relays.enter(&relay);
         guard.watch(&json!("tn-5"));

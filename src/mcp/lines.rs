@@ -232,10 +232,9 @@ impl Transport<RoleClient> for ClientLineTransport {
 
 #[cfg(test)]
 mod tests {
+    use super::super::relay::tests::{recording, Seen};
     use super::*;
-    use crate::tool::Relay;
-    use serde_json::{json, Value};
-    use std::sync::{Mutex as StdMutex, PoisonError};
+    use serde_json::json;
 
     /// A proxied call's server sends its progress and a log line, then its
     /// answer. By the time the transport hands over the answer, both have
@@ -255,21 +254,13 @@ mod tests {
             let Ok(spawned) = super::super::stdio::spawn("lines-test", &command, &[], None) else {
                 panic!("sh did not start");
             };
-            let seen: Arc<StdMutex<Vec<(String, Value)>>> = Arc::default();
-            let log = Arc::clone(&seen);
-            let relay = Relay::new(Arc::new(move |m: &str, p: Value| {
-                log.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push((m.to_string(), p));
-            }));
+            let (relay, seen) = recording();
             let relays = Arc::new(Relays::default());
             let guard = relays.enter(&relay);
             guard.watch(&json!("tn-5"));
             let mut transport = ClientLineTransport::new(spawned.stdout, spawned.stdin)
                 .with_notes(Arc::clone(&relays));
-            let got = |seen: &Arc<StdMutex<Vec<(String, Value)>>>| {
-                seen.lock().map(|v| v.clone()).unwrap_or_default()
-            };
+            let got = |seen: &Seen| seen.lock().map(|v| v.clone()).unwrap_or_default();
             let first = transport.receive().await;
             assert!(matches!(first, Some(JsonRpcMessage::Notification(_))));
             assert_eq!(

@@ -259,13 +259,15 @@ impl Drop for RelayGuard<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+    /// What a [`recording`] relay heard: each method and its params.
+    pub(crate) type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
-    fn recording() -> (Relay, Seen) {
+    /// A relay that keeps what it hears (also for the transports' tests).
+    pub(crate) fn recording() -> (Relay, Seen) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
         let relay = Relay::new(Arc::new(move |m: &str, p: Value| {
