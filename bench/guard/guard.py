@@ -45,6 +45,12 @@ tolerance. The symbol order is stale when more than 5% of the names it lists
 are missing from the library, or more than 5% of the library functions the
 overhead scenario executes are not listed (bench/gen_symbol_order.sh
 regenerates it).
+
+Two start-up checks (bench/README.md, "Cold start without libgcc_s"): the
+shared library does not load libgcc_s.so.1 (link/cc-order links the unwinder
+in) when the C compiler has libgcc_eh.a, and the cold start runs no CPU
+feature probe of std's (`detect_and_initialize`, about ten CPUID traps on a
+virtual machine).
 """
 import concurrent.futures
 import functools
@@ -299,6 +305,24 @@ def executed_in_lib(cg_file):
     return gen_symbol_order.executed(cg_file, "libtoolnexus")
 
 
+def start_up_failures(lib, executed):
+    """What a host's process start pays that the library can spare it: the
+    libgcc_s.so.1 it would load (when libgcc_eh.a is there to link in), and
+    a CPU feature probe in the cold start (`executed`: the functions a cold
+    run executed in the library)."""
+    out = []
+    eh = sh(["cc", "-print-file-name=libgcc_eh.a"], stdout=subprocess.PIPE).stdout.decode().strip()
+    dynamic = sh(["readelf", "-d", lib], stdout=subprocess.PIPE).stdout.decode()
+    if os.path.isabs(eh) and os.path.isfile(eh) and "[libgcc_s.so" in dynamic:
+        out.append("start-up: the library needs libgcc_s.so.1 although libgcc_eh.a is there "
+                   "(link/cc-order links the unwinder in)")
+    probes = sorted(n for n in executed if "detect_and_initialize" in n)
+    if probes:
+        out.append(f"start-up: the cold start probes the CPU's features ({probes[0]}): "
+                   "a start path uses the memchr crate where crate::sys::bytes would do")
+    return out
+
+
 def measure(w, only=None):
     """Every wanted row, its workloads two (or as many as there are cores)
     at a time: instruction counts do not depend on what else runs, and the
@@ -356,6 +380,7 @@ def measure(w, only=None):
 
     def cold():
         rows["cold_start"], _ = callgrind(w, "cold", [w.path("bench_cold"), os.path.join(ROOT, "examples/skills")])
+        notes.extend(start_up_failures(w.lib, executed_in_lib(w.path("cg.cold"))))
 
     def agents():
         a, _ = callgrind(w, "agents.a", [w.path("guard_host"), "agents", "60"])

@@ -10,9 +10,9 @@ use std::sync::Arc;
 /// holds a raw NUL; should one appear anyway it is replaced rather than
 /// truncated.
 pub(crate) fn into_c_string(text: Vec<u8>) -> *mut c_char {
-    // `memchr` scans a 1 MiB `read` result several times faster than the
-    // check inside `CString::new`.
-    let c = if memchr::memchr(0, &text).is_none() {
+    // The C library's `memchr` scans a 1 MiB `read` result several times
+    // faster than the check inside `CString::new`.
+    let c = if crate::sys::bytes::find(0, &text).is_none() {
         // SAFETY: just checked that `text` holds no NUL byte.
         unsafe { CString::from_vec_unchecked(text) }
     } else {

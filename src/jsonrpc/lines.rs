@@ -108,7 +108,7 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 }
             }
             let available = &self.buf[self.pos..];
-            let newline = memchr::memchr(b'\n', available);
+            let newline = crate::sys::bytes::find(b'\n', available);
             let used = newline.map_or(available.len(), |i| i + 1);
             let body = &available[..newline.unwrap_or(available.len())];
             if !self.skipping {

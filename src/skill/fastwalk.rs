@@ -152,7 +152,7 @@ fn list(st: &mut State, fd: &OwnedFd, depth: usize) -> Result<(), End> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
     let mut pos = base;
     while pos < end {
-        let nul = pos + memchr::memchr(0, &st.names[pos..end]).unwrap_or(end - pos - 1);
+        let nul = pos + crate::sys::bytes::find(0, &st.names[pos..end]).unwrap_or(end - pos - 1);
         let child = match CStr::from_bytes_with_nul(&st.names[pos..=nul]) {
             Ok(name) => rustix::fs::openat(fd, name, flags, Mode::empty()).ok(),
             Err(_) => None,

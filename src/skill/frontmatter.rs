@@ -66,7 +66,7 @@ pub enum FrontMatter {
 /// The text with `\r\n` and lone `\r` made `\n` (what the Python port's
 /// universal-newline read does before its regex sees the text).
 fn normalize_newlines(text: &str) -> Cow<'_, str> {
-    if memchr::memchr(b'\r', text.as_bytes()).is_none() {
+    if crate::sys::bytes::find(b'\r', text.as_bytes()).is_none() {
         return Cow::Borrowed(text);
     }
     Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))

@@ -290,7 +290,7 @@ fn discover(root: &Path, stop: &(dyn Fn() -> bool + Sync)) -> Vec<PathBuf> {
             let bytes = p.as_os_str().as_encoded_bytes();
             let rel = bytes.get(skip..).unwrap_or_default();
             let rel = rel.strip_prefix(b"/").unwrap_or(rel);
-            (1 + memchr::memchr_iter(b'/', rel).count(), p)
+            (1 + crate::sys::bytes::count(b'/', rel), p)
         })
         .collect();
     keyed.sort_by(|(da, a), (db, b)| {

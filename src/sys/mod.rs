@@ -9,7 +9,10 @@
 //! - `scope.rs`    borrowing jobs on the pooled threads, waited for as
 //!   `std::thread::scope` waits for its threads
 //! - `text.rs`     a `str` cut between ASCII bytes with no out-of-line check
+//! - `bytes.rs`    one byte found with the C library's `memchr` (no CPU
+//!   feature probe on first use)
 
+pub(crate) mod bytes;
 pub(crate) mod prefetch;
 pub(crate) mod scope;
 pub(crate) mod signal;
