@@ -284,14 +284,32 @@ where
 /// A job for [`run_pooled`].
 pub type PooledJob = Box<dyn FnOnce() + Send + 'static>;
 
-/// The pooled threads waiting for a job: each one's id and where its next
-/// job goes.
-static IDLE: std::sync::Mutex<Vec<(u64, std::sync::mpsc::Sender<PooledJob>)>> =
-    std::sync::Mutex::new(Vec::new());
-static NEXT_POOLED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// One pooled thread waiting for a job: where its next job is put, and the
+/// thread to unpark once it is there.
+///
+/// The hand-over is a slot and `unpark` (a futex wake only when the thread
+/// is asleep), not a channel: with std's channel the sender held the
+/// channel's own lock while it woke the thread, and a thread just about to
+/// wait then slept on that lock and was woken a second time (0.87 extra
+/// context switches per agent tree, `bench/README.md`).
+struct Waiting {
+    job: std::sync::Mutex<Option<PooledJob>>,
+    thread: std::thread::Thread,
+}
 
-fn idle_threads() -> std::sync::MutexGuard<'static, Vec<(u64, std::sync::mpsc::Sender<PooledJob>)>>
-{
+impl Waiting {
+    fn take(&self) -> Option<PooledJob> {
+        self.job
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// The pooled threads waiting for a job, the last to finish one last.
+static IDLE: std::sync::Mutex<Vec<std::sync::Arc<Waiting>>> = std::sync::Mutex::new(Vec::new());
+
+fn idle_threads() -> std::sync::MutexGuard<'static, Vec<std::sync::Arc<Waiting>>> {
     IDLE.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -309,23 +327,20 @@ fn idle_threads() -> std::sync::MutexGuard<'static, Vec<(u64, std::sync::mpsc::S
 // pool's threads, still waiting at a host's exit, by these two frames.
 #[inline(never)]
 pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
-    let mut job = job;
-    loop {
-        let Some((_, tx)) = idle_threads().pop() else {
-            break;
-        };
-        match tx.send(job) {
-            Ok(()) => return Ok(()),
-            // Its thread is gone (it cannot be, short of an abort): the job
-            // comes back; try the next.
-            Err(std::sync::mpsc::SendError(back)) => job = back,
-        }
+    // Popped under the lock: no other job can be put in its slot, and the
+    // thread, which takes itself off the list under the same lock before it
+    // gives up waiting, goes on waiting for this one.
+    let waiting = idle_threads().pop();
+    if let Some(w) = waiting {
+        *w.job
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(job);
+        w.thread.unpark();
+        return Ok(());
     }
-    let (tx, rx) = std::sync::mpsc::channel::<PooledJob>();
-    let id = NEXT_POOLED.fetch_add(1, Ordering::Relaxed);
     std::thread::Builder::new()
         .name(name.into())
-        .spawn(move || pooled_worker(id, tx, &rx, job))
+        .spawn(move || pooled_worker(job))
         .map(drop)
 }
 
@@ -353,13 +368,12 @@ pub fn pooled_threads_waiting() -> usize {
 }
 
 #[inline(never)]
-fn pooled_worker(
-    id: u64,
-    tx: std::sync::mpsc::Sender<PooledJob>,
-    rx: &std::sync::mpsc::Receiver<PooledJob>,
-    first: PooledJob,
-) {
+fn pooled_worker(first: PooledJob) {
     block_sigpipe_for_good();
+    let me = std::sync::Arc::new(Waiting {
+        job: std::sync::Mutex::new(None),
+        thread: std::thread::current(),
+    });
     let mut job = first;
     loop {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
@@ -368,23 +382,34 @@ fn pooled_worker(
             if idle.len() >= crate::limits::POOLED_THREADS_IDLE {
                 return;
             }
-            idle.push((id, tx.clone()));
+            idle.push(std::sync::Arc::clone(&me));
         }
-        job = match rx.recv_timeout(crate::limits::POOLED_THREAD_IDLE) {
-            Ok(next) => next,
-            Err(_) => {
-                let mut idle = idle_threads();
-                if let Some(at) = idle.iter().position(|(i, _)| *i == id) {
-                    idle.swap_remove(at);
-                    return;
-                }
-                drop(idle);
-                // Taken just as the wait ended: its job is on the way.
-                match rx.recv() {
-                    Ok(next) => next,
-                    Err(_) => return,
-                }
+        let until = std::time::Instant::now() + crate::limits::POOLED_THREAD_IDLE;
+        job = loop {
+            // `park` may return with no job (a spurious wake-up, or the
+            // unpark of a job already taken): the slot is what counts.
+            if let Some(next) = me.take() {
+                break next;
             }
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if !left.is_zero() {
+                std::thread::park_timeout(left);
+                continue;
+            }
+            let mut idle = idle_threads();
+            if let Some(at) = idle.iter().position(|w| std::sync::Arc::ptr_eq(w, &me)) {
+                idle.swap_remove(at);
+                return;
+            }
+            drop(idle);
+            // Taken off the list just as the wait ended: its job is on the
+            // way.
+            break loop {
+                if let Some(next) = me.take() {
+                    break next;
+                }
+                std::thread::park();
+            };
         };
     }
 }
