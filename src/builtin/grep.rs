@@ -117,7 +117,7 @@ fn is_text(path: &str) -> bool {
             Err(_) => return false,
         };
         let len = carry + n;
-        if memchr::memchr(0, &buf[carry..len]).is_some() {
+        if crate::sys::bytes::find(0, &buf[carry..len]).is_some() {
             return false;
         }
         carry = match std::str::from_utf8(&buf[..len]) {

@@ -1164,7 +1164,7 @@ fn unescape<'a>(bump: &'a Bump, body: &str) -> Option<&'a str> {
     // Every escape is longer than what it stands for.
     let mut out = BString::with_capacity_in(body.len(), bump);
     let (mut start, mut i) = (0, 0);
-    while let Some(at) = memchr::memchr(b'\\', &bytes[i..]) {
+    while let Some(at) = crate::sys::bytes::find(b'\\', &bytes[i..]) {
         i += at;
         out.push_str(body.get(start..i)?);
         let c = match *bytes.get(i + 1)? {

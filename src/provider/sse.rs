@@ -117,7 +117,7 @@ impl SseParser {
         if line[0] == b':' {
             return Ok(());
         }
-        let (name, value) = match memchr::memchr(b':', line) {
+        let (name, value) = match crate::sys::bytes::find(b':', line) {
             Some(i) => {
                 let v = &line[i + 1..];
                 (&line[..i], v.strip_prefix(b" ").unwrap_or(v))

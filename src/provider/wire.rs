@@ -434,7 +434,7 @@ fn talk(
     }
     let mut reader = Reader {
         conn,
-        buf: Vec::with_capacity(16 * 1024),
+        buf: Vec::with_capacity(FIRST_READ),
         window: FIRST_READ,
         pos: 0,
         deadline,
