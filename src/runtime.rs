@@ -306,7 +306,8 @@ impl Waiting {
     }
 }
 
-/// The pooled threads waiting for a job, the last to finish one last.
+/// The pooled threads waiting for a job; [`run_pooled`] hands the next job
+/// to the one pushed last.
 static IDLE: std::sync::Mutex<Vec<std::sync::Arc<Waiting>>> = std::sync::Mutex::new(Vec::new());
 
 fn idle_threads() -> std::sync::MutexGuard<'static, Vec<std::sync::Arc<Waiting>>> {
@@ -403,13 +404,8 @@ fn pooled_worker(first: PooledJob) {
             }
             drop(idle);
             // Taken off the list just as the wait ended: its job is on the
-            // way.
-            break loop {
-                if let Some(next) = me.take() {
-                    break next;
-                }
-                std::thread::park();
-            };
+            // way, and its `unpark` ends this wait.
+            std::thread::park();
         };
     }
 }
