@@ -164,6 +164,50 @@ fn dropping_the_source_ends_every_child() {
 }
 
 #[test]
+fn each_stdio_server_is_started_once_and_one_that_cannot_start_is_named() {
+    // The build starts stdio servers' processes before their connect tasks
+    // run; each must still start exactly once, and a command that does not
+    // exist fails its server only, with the reason.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let log = dir.path().join("starts");
+    let logged = |name: &str| {
+        let line = format!(
+            "echo {name} >> '{}'; exec python3 '{}'",
+            log.to_string_lossy(),
+            server_script("odd_tools.py")
+        );
+        json!({"command": ["sh", "-c", line], "timeout": 20000})
+    };
+    let source = connect(json!({"mcpServers": {
+        "a": logged("a"),
+        "b": logged("b"),
+        "missing": {"command": ["/nonexistent/toolnexus-server"], "timeout": 20000},
+        "off": {"command": ["/nonexistent/never-run"], "enabled": false},
+    }}));
+    assert_eq!(status(&source, "a"), "connected", "{:?}", source.errors);
+    assert_eq!(status(&source, "b"), "connected", "{:?}", source.errors);
+    assert_eq!(status(&source, "off"), "disabled");
+    assert_eq!(status(&source, "missing"), "failed");
+    let why = source
+        .errors
+        .iter()
+        .find(|(s, _)| s == "missing")
+        .map(|(_, m)| m.as_str())
+        .unwrap_or("");
+    assert!(
+        why.contains("missing") && why.contains("cannot start '/nonexistent/toolnexus-server'"),
+        "{why}"
+    );
+    let mut starts: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    starts.sort();
+    assert_eq!(starts, ["a", "b"]);
+}
+
+#[test]
 fn a_failed_connect_leaves_no_process_behind() {
     // The server is killed when its initialize deadline passes.
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));

@@ -33,7 +33,7 @@ async fn open(direct: bool, timeout_ms: u64) -> Session {
 /// [`open`] with `extra` keys in the server's entry.
 async fn open_with(direct: bool, timeout_ms: u64, extra: Value) -> Session {
     let cfg = script_config_with("d", "direct_server.py", timeout_ms, extra);
-    let (mut session, tools) = connect(&cfg, &PhaseCell::new())
+    let (mut session, tools) = connect(&cfg, &PhaseCell::new(), None)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(tools.len(), 12, "{tools:?}");
@@ -360,7 +360,7 @@ fn a_call_cancelled_while_its_request_waits_on_a_full_pipe_is_followed_by_its_ca
     runtime::block_on(async {
         for go_direct in [true, false] {
             let cfg = script_config("t", "cancel_tally.py", 20000);
-            let (mut s, _) = connect(&cfg, &PhaseCell::new())
+            let (mut s, _) = connect(&cfg, &PhaseCell::new(), None)
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
             assert!(s.direct.is_some(), "a 2024-11-05 stdio session goes direct");

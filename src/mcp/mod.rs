@@ -283,7 +283,8 @@ async fn connect_all(
         .zip(&phases)
         .map(|(cfg, phase)| {
             let (cfg, phase) = (cfg.clone(), phase.clone());
-            tokio::spawn(async move { connect_one(&cfg, &phase).await })
+            let started = session::start_process(&cfg, &phase);
+            tokio::spawn(async move { connect_one(&cfg, &phase, started).await })
         })
         .collect();
     let Some(outcomes) = gather(config, &mut attempts, cancel).await else {
@@ -430,8 +431,9 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
             .servers
             .iter()
             .map(|cfg| {
-                let cfg = cfg.clone();
-                tokio::spawn(async move { connect_one(&cfg, &PhaseCell::new()).await })
+                let (cfg, phase) = (cfg.clone(), PhaseCell::new());
+                let started = session::start_process(&cfg, &phase);
+                tokio::spawn(async move { connect_one(&cfg, &phase, started).await })
             })
             .collect();
         let mut inv = Inventory::default();
@@ -461,14 +463,17 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
     })
 }
 
-async fn connect_one(cfg: &ServerConfig, phase: &PhaseCell) -> Outcome {
+async fn connect_one(cfg: &ServerConfig, phase: &PhaseCell, started: session::Started) -> Outcome {
     if !cfg.enabled {
         return Outcome::Disabled;
     }
     // The time the host spends in an OAuth `authorize` is not counted.
     let connected = phase
         .clock()
-        .bound(cfg.timeout + SERVER_SLACK, session::connect(cfg, phase))
+        .bound(
+            cfg.timeout + SERVER_SLACK,
+            session::connect(cfg, phase, started),
+        )
         .await;
     match connected {
         Some(Ok((session, tools))) => Outcome::Connected(Box::new(session), tools),

@@ -32,7 +32,7 @@ async fn open(direct: bool, extra: Value) -> Session {
     let cfg = json!({"mcpServers": {"p": entry}});
     let mut parsed = super::super::parse_config(&cfg).unwrap_or_else(|e| panic!("{e:?}"));
     let cfg = parsed.servers.remove(0);
-    let (mut session, _) = connect(&cfg, &PhaseCell::new())
+    let (mut session, _) = connect(&cfg, &PhaseCell::new(), None)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(

@@ -200,12 +200,38 @@ impl Side {
     }
 }
 
+/// A stdio server's process, started by [`start_process`] before the task
+/// that connects to it runs.
+pub type Started = Option<Result<stdio::Spawned, Fault>>;
+
+/// Starts an enabled stdio server's process now, on the calling thread
+/// (inside the runtime): its start-up then overlaps whatever comes before
+/// its connect task runs (on a toolkit's first build, the runtime's worker
+/// thread starting) instead of following it. `None` for any other server;
+/// [`connect`] starts those itself.
+pub fn start_process(cfg: &ServerConfig, phase: &PhaseCell) -> Started {
+    let ServerTransport::Stdio { command, env, cwd } = &cfg.transport else {
+        return None;
+    };
+    if !cfg.enabled {
+        return None;
+    }
+    phase.set("connect");
+    let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref());
+    if let Ok(s) = &spawned {
+        phase.track(&s.child);
+    }
+    Some(spawned)
+}
+
 /// Connects one server and lists its tools. The caller bounds the whole
 /// attempt by `timeout + SERVER_SLACK`; each phase here is bounded by
-/// `timeout`. Errors are complete status messages.
+/// `timeout`. Errors are complete status messages. `started` is the
+/// server's process when [`start_process`] started it already.
 pub async fn connect(
     cfg: &ServerConfig,
     phase: &PhaseCell,
+    started: Started,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
     let secrets = match &cfg.transport {
         ServerTransport::Remote { secrets, .. } => &secrets.0,
@@ -218,7 +244,7 @@ pub async fn connect(
         relays: Arc::default(),
         stopped: CancellationToken::new(),
     };
-    connect_inner(cfg, phase, secrets, side)
+    connect_inner(cfg, phase, secrets, side, started)
         .await
         .map_err(|e| secrets.redact(&e).into_owned())
 }
@@ -228,6 +254,7 @@ async fn connect_inner(
     phase: &PhaseCell,
     secrets: &crate::env::Secrets,
     side: Side,
+    started: Started,
 ) -> Result<(Session, Vec<RemoteTool>), String> {
     let fail = |phase: &str, detail: Fault| failure(&cfg.name, phase, detail);
     let (service, child, requests, direct, auth) = match &cfg.transport {
@@ -235,10 +262,18 @@ async fn connect_inner(
             return Err(fail("connect", Fault::InvalidConfig(msg.clone())));
         }
         ServerTransport::Stdio { command, env, cwd } => {
-            phase.set("connect");
-            let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref())
-                .map_err(|d| fail("connect", d))?;
-            phase.track(&spawned.child);
+            let spawned = match started {
+                Some(started) => started,
+                None => {
+                    phase.set("connect");
+                    let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref());
+                    if let Ok(s) = &spawned {
+                        phase.track(&s.child);
+                    }
+                    spawned
+                }
+            }
+            .map_err(|d| fail("connect", d))?;
             phase.set("initialize");
             let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin)
                 .with_call_tokens(cfg.reset_timeout_on_progress)
