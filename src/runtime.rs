@@ -43,7 +43,7 @@ use crate::sys::signal as sig;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use tokio::runtime::{Builder, Runtime};
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -293,7 +293,7 @@ pub type PooledJob = Box<dyn FnOnce() + Send + 'static>;
 /// wait then slept on that lock and was woken a second time (0.87 extra
 /// context switches per agent tree, `bench/README.md`).
 struct Waiting {
-    job: std::sync::Mutex<Option<PooledJob>>,
+    job: Mutex<Option<PooledJob>>,
     thread: std::thread::Thread,
 }
 
@@ -301,18 +301,17 @@ impl Waiting {
     fn take(&self) -> Option<PooledJob> {
         self.job
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .take()
     }
 }
 
 /// The pooled threads waiting for a job; [`run_pooled`] hands the next job
 /// to the one pushed last.
-static IDLE: std::sync::Mutex<Vec<std::sync::Arc<Waiting>>> = std::sync::Mutex::new(Vec::new());
+static IDLE: Mutex<Vec<Arc<Waiting>>> = Mutex::new(Vec::new());
 
-fn idle_threads() -> std::sync::MutexGuard<'static, Vec<std::sync::Arc<Waiting>>> {
-    IDLE.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+fn idle_threads() -> MutexGuard<'static, Vec<Arc<Waiting>>> {
+    IDLE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Runs `job` on a thread of the library's own (SIGPIPE blocked, as every
@@ -333,9 +332,7 @@ pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
     // gives up waiting, goes on waiting for this one.
     let waiting = idle_threads().pop();
     if let Some(w) = waiting {
-        *w.job
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(job);
+        *w.job.lock().unwrap_or_else(PoisonError::into_inner) = Some(job);
         w.thread.unpark();
         return Ok(());
     }
@@ -371,8 +368,8 @@ pub fn pooled_threads_waiting() -> usize {
 #[inline(never)]
 fn pooled_worker(first: PooledJob) {
     block_sigpipe_for_good();
-    let me = std::sync::Arc::new(Waiting {
-        job: std::sync::Mutex::new(None),
+    let me = Arc::new(Waiting {
+        job: Mutex::new(None),
         thread: std::thread::current(),
     });
     let mut job = first;
@@ -383,7 +380,7 @@ fn pooled_worker(first: PooledJob) {
             if idle.len() >= crate::limits::POOLED_THREADS_IDLE {
                 return;
             }
-            idle.push(std::sync::Arc::clone(&me));
+            idle.push(Arc::clone(&me));
         }
         let until = std::time::Instant::now() + crate::limits::POOLED_THREAD_IDLE;
         job = loop {
@@ -398,7 +395,7 @@ fn pooled_worker(first: PooledJob) {
                 continue;
             }
             let mut idle = idle_threads();
-            if let Some(at) = idle.iter().position(|w| std::sync::Arc::ptr_eq(w, &me)) {
+            if let Some(at) = idle.iter().position(|w| Arc::ptr_eq(w, &me)) {
                 idle.swap_remove(at);
                 return;
             }
