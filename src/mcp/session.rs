@@ -210,18 +210,27 @@ pub type Started = Option<Result<stdio::Spawned, Fault>>;
 /// thread starting) instead of following it. `None` for any other server;
 /// [`connect`] starts those itself.
 pub fn start_process(cfg: &ServerConfig, phase: &PhaseCell) -> Started {
-    let ServerTransport::Stdio { command, env, cwd } = &cfg.transport else {
-        return None;
-    };
-    if !cfg.enabled {
-        return None;
+    match &cfg.transport {
+        ServerTransport::Stdio { command, env, cwd } if cfg.enabled => {
+            Some(spawn_tracked(cfg, command, env, cwd.as_deref(), phase))
+        }
+        _ => None,
     }
+}
+
+/// Starts a stdio server's process, its exit watch kept in `phase` (a
+/// cancelled build reaps it from there).
+fn spawn_tracked(
+    cfg: &ServerConfig,
+    command: &[String],
+    env: &[(String, String)],
+    cwd: Option<&str>,
+    phase: &PhaseCell,
+) -> Result<stdio::Spawned, Fault> {
     phase.set("connect");
-    let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref());
-    if let Ok(s) = &spawned {
-        phase.track(&s.child);
-    }
-    Some(spawned)
+    let spawned = stdio::spawn(&cfg.name, command, env, cwd)?;
+    phase.track(&spawned.child);
+    Ok(spawned)
 }
 
 /// Connects one server and lists its tools. The caller bounds the whole
@@ -262,18 +271,9 @@ async fn connect_inner(
             return Err(fail("connect", Fault::InvalidConfig(msg.clone())));
         }
         ServerTransport::Stdio { command, env, cwd } => {
-            let spawned = match started {
-                Some(started) => started,
-                None => {
-                    phase.set("connect");
-                    let spawned = stdio::spawn(&cfg.name, command, env, cwd.as_deref());
-                    if let Ok(s) = &spawned {
-                        phase.track(&s.child);
-                    }
-                    spawned
-                }
-            }
-            .map_err(|d| fail("connect", d))?;
+            let spawned = started
+                .unwrap_or_else(|| spawn_tracked(cfg, command, env, cwd.as_deref(), phase))
+                .map_err(|d| fail("connect", d))?;
             phase.set("initialize");
             let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin)
                 .with_call_tokens(cfg.reset_timeout_on_progress)
