@@ -81,6 +81,25 @@ fn bash_background_job_does_not_outlive_the_command() {
     assert!(is_dead(read_pid(&format!("{root}/child.pid"))), "no orphan");
 }
 
+/// When a call returns, nothing of its group runs any more: not "soon",
+/// already (a server's stop counts on it). A background job with its own
+/// output closes no pipe of ours as it dies, so only the group tells.
+#[test]
+fn bash_background_job_is_gone_when_the_call_returns() {
+    let (_d, root) = root();
+    for round in 0..10 {
+        let cmd = "sleep 30 >/dev/null 2>&1 & echo $!";
+        let r = call("bash", json!({"command": cmd, "workdir": root}));
+        assert!(!r.is_error, "{}", r.output);
+        let pid: i32 = r.output.trim().parse().expect("a pid");
+        let state = process_state(pid);
+        assert!(
+            matches!(state, None | Some('Z') | Some('X')),
+            "round {round}: the background job is still in state {state:?}"
+        );
+    }
+}
+
 #[test]
 fn bash_host_timeout_applies_when_shorter() {
     let ctx = ExecContext {

@@ -53,6 +53,10 @@ pub const KILL_GRACE: Duration = Duration::from_millis(2000);
 /// is far above what a model reads usefully and far below what hurts a host.
 pub const OUTPUT_CAP: usize = 1024 * 1024;
 
+/// How long a call waits, after its group's SIGKILL, for the processes of
+/// the group to have exited (only one stuck in the kernel takes longer).
+const KILLED_GRACE: Duration = Duration::from_secs(1);
+
 /// How long to wait for the pipes to close once the group is dead. Only a
 /// process that left the group (setsid) can hold them longer; its output is
 /// then cut off rather than hanging the call.
@@ -182,6 +186,7 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
     // (background jobs, a command that ignored SIGTERM).
     let _ = killpg(pid, Signal::SIGKILL);
     let status = child.wait();
+    wait_until_killed(pid, Instant::now() + KILLED_GRACE);
     let mut output = stdout.finish("stdout");
     output.push_str(&stderr.finish("stderr"));
 
@@ -294,6 +299,26 @@ fn wait_until_gone(
             return;
         }
         thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// After the group's SIGKILL and the shell's reaping: returns once no
+/// process of group `pgid` runs any more, or at `deadline`. A SIGKILL is
+/// delivered, not done: a killed process goes on running until it is
+/// scheduled to exit, and its pipes close before it turns into a zombie, so
+/// neither the shell's end nor the pipes' says the rest of the group is
+/// gone. Where nothing holds the group id any more (the usual case: no
+/// background job), one signal-0 probe says so.
+fn wait_until_killed(pgid: Pid, deadline: Instant) {
+    // While a process (even a zombie) has the group id, the kernel gives
+    // the number to no new process, so the probe answers for this group
+    // (once the group is empty it can name a newer one, and this waits at
+    // most until `deadline`; it signals nothing).
+    while killpg(pgid, None).is_ok() {
+        if group_has_running_member(pgid) != Some(true) || Instant::now() >= deadline {
+            return;
+        }
+        thread::sleep(Duration::from_millis(2));
     }
 }
 
