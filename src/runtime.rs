@@ -24,7 +24,8 @@
 //!   exec, so MCP servers and bash commands are started with SIGPIPE
 //!   unblocked on the starting thread for the length of the spawn
 //!   (`spawn_with_sigpipe_unblocked`), which also lets std use
-//!   `posix_spawn` rather than fork.
+//!   `posix_spawn` rather than fork; a thread that blocks more (a host's)
+//!   has the child clear its mask before exec instead (`spawn_child`).
 //! - **Host threads** enter the runtime only through [`block_on`], which
 //!   blocks SIGPIPE for exactly the duration of the call and restores the
 //!   host's own mask on the way out (also on unwind). A SIGPIPE that became
@@ -220,6 +221,57 @@ impl Drop for SigpipeGuard {
     }
 }
 
+/// A command the library starts a process with: std's (bash) or tokio's
+/// (MCP servers, ACP agents).
+pub(crate) trait Spawn {
+    /// What a successful start returns.
+    type Child;
+    /// The std command underneath, for the pre-exec step.
+    fn std_command(&mut self) -> &mut std::process::Command;
+    /// Starts the process.
+    fn start(&mut self) -> std::io::Result<Self::Child>;
+}
+
+impl Spawn for std::process::Command {
+    type Child = std::process::Child;
+    fn std_command(&mut self) -> &mut std::process::Command {
+        self
+    }
+    fn start(&mut self) -> std::io::Result<Self::Child> {
+        self.spawn()
+    }
+}
+
+impl Spawn for tokio::process::Command {
+    type Child = tokio::process::Child;
+    fn std_command(&mut self) -> &mut std::process::Command {
+        self.as_std_mut()
+    }
+    fn start(&mut self) -> std::io::Result<Self::Child> {
+        self.spawn()
+    }
+}
+
+/// Starts `cmd`'s process with no signal blocked, whatever the calling
+/// thread blocks. A child inherits its parent thread's signal mask across
+/// exec, and std does not reset it: an MCP server started from a host
+/// thread that blocks SIGTERM (a host that takes its signals on one thread
+/// blocks them on every other) ignored the SIGTERM of a close and lasted
+/// until the SIGKILL. Go's and libuv's process starts clear the mask the
+/// same way. Where the thread blocks only SIGPIPE (the runtime's threads)
+/// or nothing, the mask is cleared without a pre-exec step
+/// ([`spawn_with_sigpipe_unblocked`]), so std keeps `posix_spawn`; anywhere
+/// else a pre-exec step clears it in the child (a fork), and the host's
+/// mask is never changed, not even for a moment: a process-directed signal
+/// the host keeps for another thread could otherwise land on this one.
+pub(crate) fn spawn_child<C: Spawn>(cmd: &mut C) -> std::io::Result<C::Child> {
+    if sig::blocks_more_than_sigpipe() {
+        sig::clear_mask_in_child(cmd.std_command());
+        return cmd.start();
+    }
+    spawn_with_sigpipe_unblocked(|| cmd.start())
+}
+
 /// Runs `spawn` (a `Command::spawn`) with SIGPIPE unblocked on the calling
 /// thread when it was blocked there (a runtime thread), and blocked again
 /// afterwards, also on unwind. A child inherits its parent thread's signal
@@ -230,7 +282,7 @@ impl Drop for SigpipeGuard {
 /// instead of fork + exec. A SIGPIPE already pending on this thread was
 /// raised by one of our writes (SIGPIPE is blocked here): it is taken
 /// first, so unblocking cannot deliver it.
-pub(crate) fn spawn_with_sigpipe_unblocked<R>(spawn: impl FnOnce() -> R) -> R {
+fn spawn_with_sigpipe_unblocked<R>(spawn: impl FnOnce() -> R) -> R {
     let blocked = SigSet::thread_get_mask().is_ok_and(|m| m.contains(Signal::SIGPIPE));
     if !blocked {
         return spawn();
@@ -411,17 +463,45 @@ fn pooled_worker(first: PooledJob) {
 mod tests {
     use super::*;
 
-    /// The signal mask `sh` reports for itself (its SigBlk line), started
-    /// from the calling thread through [`spawn_with_sigpipe_unblocked`].
+    /// The signal mask a child reports for itself (the SigBlk line of its
+    /// /proc status), started from the calling thread through
+    /// [`spawn_child`]. `grep` itself, not through a shell: dash clears its
+    /// own mask as it starts and would hide what it inherited.
     fn child_mask() -> u64 {
-        let mut cmd = std::process::Command::new("sh");
-        cmd.args(["-c", "grep '^SigBlk:' /proc/self/status"])
+        let mut cmd = std::process::Command::new("grep");
+        cmd.args(["^SigBlk:", "/proc/self/status"])
             .stdout(std::process::Stdio::piped());
-        let child = spawn_with_sigpipe_unblocked(|| cmd.spawn()).expect("sh starts");
-        let out = child.wait_with_output().expect("sh ends");
+        let child = spawn_child(&mut cmd).expect("grep starts");
+        let out = child.wait_with_output().expect("grep ends");
         let text = String::from_utf8(out.stdout).expect("utf-8");
         let hex = text.trim().trim_start_matches("SigBlk:").trim();
         u64::from_str_radix(hex, 16).expect("a hex mask")
+    }
+
+    /// A host thread that blocks signals it takes on another thread (here
+    /// SIGTERM, SIGUSR1 and a real-time signal besides SIGPIPE) starts
+    /// children that block none of them, and keeps its own mask.
+    #[test]
+    fn a_child_started_from_a_thread_that_blocks_signals_inherits_none() {
+        std::thread::spawn(|| {
+            let rt = nix::libc::SIGRTMIN() + 2;
+            let mut set = SigSet::empty();
+            set.add(Signal::SIGTERM);
+            set.add(Signal::SIGUSR1);
+            set.add(Signal::SIGPIPE);
+            set.thread_block().expect("block");
+            sig::block_raw_for_test(rt);
+            let before = sig::thread_mask_bits_for_test();
+            assert_eq!(child_mask(), 0, "the child blocks nothing");
+            assert_eq!(
+                sig::thread_mask_bits_for_test(),
+                before,
+                "the thread's own mask is unchanged"
+            );
+            assert_ne!(before & (1u64 << (rt - 1)), 0);
+        })
+        .join()
+        .expect("the thread ends");
     }
 
     #[test]

@@ -208,6 +208,38 @@ fn each_stdio_server_is_started_once_and_one_that_cannot_start_is_named() {
 }
 
 #[test]
+fn a_server_started_from_a_thread_that_blocks_signals_inherits_none() {
+    // A host that takes its signals on one thread blocks them on the others;
+    // a server started from such a thread must still hear a close's SIGTERM.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let out = dir.path().join("sigblk");
+    let probe = format!(
+        "import os\nline = [l for l in open('/proc/self/status') if l.startswith('SigBlk:')][0]\n\
+         open({:?}, 'w').write(line.split()[1])\nos.execvp('python3', ['python3', {:?}])",
+        out.to_string_lossy(),
+        server_script("odd_tools.py")
+    );
+    let mask = std::thread::spawn(move || {
+        let mut set = nix::sys::signal::SigSet::empty();
+        set.add(nix::sys::signal::Signal::SIGTERM);
+        set.add(nix::sys::signal::Signal::SIGUSR1);
+        set.thread_block().unwrap_or_else(|e| panic!("block: {e}"));
+        let source = connect(json!({"mcpServers": {
+            "probe": {"command": ["python3", "-c", probe], "timeout": 20000}
+        }}));
+        assert_eq!(status(&source, "probe"), "connected", "{:?}", source.errors);
+        std::fs::read_to_string(&out).unwrap_or_default()
+    })
+    .join()
+    .unwrap_or_else(|_| panic!("the building thread panicked"));
+    assert_eq!(
+        u64::from_str_radix(mask.trim(), 16).ok(),
+        Some(0),
+        "the server started with signals blocked: {mask:?}"
+    );
+}
+
+#[test]
 fn a_failed_connect_leaves_no_process_behind() {
     // The server is killed when its initialize deadline passes.
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));

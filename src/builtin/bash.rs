@@ -149,9 +149,9 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
         }
         cmd.current_dir(dir);
     }
-    // On a runtime thread SIGPIPE is blocked for the library's sake, not the
-    // command's: the command does not inherit that.
-    let spawned = crate::runtime::spawn_with_sigpipe_unblocked(|| cmd.spawn());
+    // The command starts with no signal blocked, whatever this thread (a
+    // runtime thread, a host's) blocks.
+    let spawned = crate::runtime::spawn_child(&mut cmd);
     // Our copy of the status pipe's writing end goes now, or reading it
     // would never end.
     let reporter = reporter.map(|(read, _write)| read);

@@ -104,9 +104,10 @@ pub fn spawn(
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    // Spawned from a runtime thread, where SIGPIPE is blocked: the child
-    // must not inherit that.
-    let mut child = crate::runtime::spawn_with_sigpipe_unblocked(|| cmd.spawn())
+    // Started from a runtime thread (SIGPIPE blocked) or the host's building
+    // thread (whatever the host blocks): the server inherits none of it, so
+    // a close's SIGTERM reaches it.
+    let mut child = crate::runtime::spawn_child(&mut cmd)
         .map_err(|e| Fault::SpawnFailed(format!("cannot start '{program}': {e}")))?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

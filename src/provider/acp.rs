@@ -455,7 +455,7 @@ impl AcpSession {
             .stderr(Stdio::null())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = runtime::spawn_with_sigpipe_unblocked(|| cmd.spawn()).map_err(|e| {
+        let mut child = runtime::spawn_child(&mut cmd).map_err(|e| {
             Error::new(
                 ErrorCode::ProviderError,
                 format!("acp: cannot start '{}': {e}", options.command),

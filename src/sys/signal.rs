@@ -2,8 +2,8 @@
 //! rest of the crate stays free of `unsafe`: asking whether SIGPIPE is
 //! pending on the calling thread (`sigpending`), taking one pending SIGPIPE
 //! without waiting (`sigtimedwait` with a zero timeout), reading the
-//! host's SIGCHLD disposition, and the pre-exec step of bash's status
-//! reporter.
+//! host's SIGCHLD disposition, the pre-exec step that starts a child with
+//! no signal blocked, and the pre-exec step of bash's status reporter.
 //!
 //! The policies that use them are in `crate::runtime` (SIGPIPE) and
 //! `crate::builtin::bash` (SIGCHLD).
@@ -60,6 +60,45 @@ pub(crate) fn take_pending_sigpipe() {
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// Whether the calling thread blocks a signal other than SIGPIPE (real-time
+/// signals included). False when the question fails.
+pub(crate) fn blocks_more_than_sigpipe() -> bool {
+    // SAFETY: a NULL new set only reads the thread's mask into `mask`, a
+    // sigset_t we own; sigdelset and sigismember read and write only it.
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        if libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) != 0 {
+            return false;
+        }
+        libc::sigdelset(&mut mask, libc::SIGPIPE);
+        (1..=libc::SIGRTMAX()).any(|n| libc::sigismember(&mask, n) == 1)
+    }
+}
+
+/// Makes the child `cmd` starts unblock every signal between fork and exec,
+/// so the program starts with an empty signal mask whatever the starting
+/// thread blocks (a host that routes its signals to one thread blocks them
+/// everywhere else). The host's own mask is never touched.
+pub(crate) fn clear_mask_in_child(cmd: &mut Command) {
+    // SAFETY: sigset_t is plain data, fully initialised by sigemptyset.
+    let empty = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        set
+    };
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only sigprocmask (async-signal-safe) on a set it owns; it neither
+    // allocates nor takes a lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Whether the kernel reaps this process's children by itself (SIGCHLD set
@@ -167,5 +206,30 @@ unsafe fn close_all_but(keep: libc::c_int) {
                 }
             }
         }
+    }
+}
+
+/// Blocks signal `n` (any number, real-time ones too) on the calling thread.
+#[cfg(test)]
+pub(crate) fn block_raw_for_test(n: i32) {
+    // SAFETY: a set we own, initialised by sigemptyset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, n);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// The calling thread's mask as /proc shows it: bit n-1 for signal n.
+#[cfg(test)]
+pub(crate) fn thread_mask_bits_for_test() -> u64 {
+    // SAFETY: a NULL new set only reads the mask into a set we own.
+    unsafe {
+        let mut mask: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask);
+        (1..=64)
+            .filter(|n| libc::sigismember(&mask, *n) == 1)
+            .fold(0u64, |bits, n| bits | 1u64 << (n - 1))
     }
 }
