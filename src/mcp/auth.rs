@@ -1992,12 +1992,12 @@ pub fn browser(event: &Value, stop: &CancelToken) -> Result<String, String> {
         "toolnexus: MCP server \"{server}\" needs an authorization; open this URL in a browser:\n  {url}"
     );
     for opener in ["xdg-open", "open"] {
-        let spawned = std::process::Command::new(opener)
-            .arg(url)
+        let mut cmd = std::process::Command::new(opener);
+        cmd.arg(url)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
+            .stderr(std::process::Stdio::null());
+        let spawned = crate::runtime::spawn_child(&mut cmd);
         if let Ok(mut child) = spawned {
             // Reaped on a thread of its own: the opener returns at once.
             std::thread::spawn(move || child.wait());
