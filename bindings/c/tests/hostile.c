@@ -15,6 +15,7 @@
 #endif
 #include "toolnexus.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +207,33 @@ static void probe_sigchld_ignored(void) {
     if (now.sa_handler != SIG_IGN) FAIL("sigchld: the host's SIG_IGN was replaced");
 }
 
+/* ---- a host thread that blocks signals it takes on another thread ---- */
+
+/* The host blocks SIGTERM and SIGUSR1 on its thread, as a host that takes
+ * its signals on one thread does on every other. A command started from it
+ * blocks none of them: the shell here is grep itself, reading its own mask
+ * (a shell would clear its own mask and hide what it inherited). The host's
+ * mask is the same afterwards. */
+static void probe_blocked_signals(void) {
+    sigset_t block, before, after;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &block, &before);
+    pthread_sigmask(SIG_BLOCK, NULL, &before);
+    tn_toolkit *tk = build("{\"builtins\":{\"shell\":[\"grep\",\"^SigBlk:\"],"
+                           "\"tools\":{\"read\":false}}}");
+    if (tk != NULL) {
+        expect_bash(tk, "blocked signals", "{\"command\":\"/proc/self/status\"}",
+                    "{\"output\":\"SigBlk:\\t0000000000000000\\n\",\"isError\":false}");
+        tn_toolkit_free(tk);
+    }
+    pthread_sigmask(SIG_BLOCK, NULL, &after);
+    if (sigismember(&after, SIGTERM) != 1 || sigismember(&after, SIGUSR1) != 1)
+        FAIL("blocked signals: the host thread's mask was changed");
+    pthread_sigmask(SIG_UNBLOCK, &block, NULL);
+}
+
 /* ---- when a host tool's user_data_free runs ---- */
 
 static int freed_a, freed_b, freed_c;
@@ -261,6 +289,7 @@ static const struct probe probes[] = {
     {"bash_output", probe_bash_output},
     {"bash_timeout", probe_bash_timeout},
     {"user_data_free", probe_user_data_free},
+    {"blocked_signals", probe_blocked_signals},
     /* Last: ignoring SIGCHLD is process-wide, and the probes above start
      * MCP servers whose reaping it would disturb. */
     {"sigchld_ignored", probe_sigchld_ignored},
