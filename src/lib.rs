@@ -17,7 +17,7 @@
 //! them all. `tests/layers.rs` reads the lines below and checks every
 //! reference in `src/` against them (a room listed before it exists is fine).
 //!
-//! - floor 1: error, log, env, json, limits, cancel, sys, runtime, net, answer, style, test_json, quiet_panic
+//! - floor 1: error, log, env, json, limits, cancel, sys, runtime, process, net, answer, style, test_json, quiet_panic
 //! - floor 2: tool, parts, adapter, store
 //! - floor 3: provider, jsonrpc
 //! - floor 4: skill, builtin, http_tool, relay_tool, native, mcp, config, source, a2a_tool
@@ -50,6 +50,7 @@ pub mod mcp_server;
 pub mod native;
 pub mod net;
 pub mod parts;
+pub(crate) mod process;
 pub mod provider;
 pub mod relay_tool;
 pub mod runtime;

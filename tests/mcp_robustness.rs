@@ -135,11 +135,9 @@ fn no_process_survives_closing_even_one_ignoring_eof_and_sigterm() {
     assert!(pids.iter().all(|p| alive(*p)));
 
     source.sessions.close();
-    assert!(
-        all_dead_soon(&pids),
-        "still alive: {:?}",
-        pids.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
-    );
+    // Gone when close returns, not soon after: a host may check at once.
+    let running: Vec<&u32> = pids.iter().filter(|p| alive(**p)).collect();
+    assert!(running.is_empty(), "still running after close: {running:?}");
     // Tools of a closed session answer at once with an error.
     let r = call(&source, "plain_ping", json!({}));
     assert!(r.is_error);

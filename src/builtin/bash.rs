@@ -22,6 +22,7 @@
 //!   status into a pipe we read.
 
 use super::args;
+use crate::process;
 use crate::sys::signal as sig;
 use crate::tool::{ExecContext, ToolResult};
 use nix::errno::Errno;
@@ -52,10 +53,6 @@ pub const KILL_GRACE: Duration = Duration::from_millis(2000);
 /// the last half of this many bytes. Upstream 0.21 keeps everything; 1 MiB
 /// is far above what a model reads usefully and far below what hurts a host.
 pub const OUTPUT_CAP: usize = 1024 * 1024;
-
-/// How long a call waits, after its group's SIGKILL, for the processes of
-/// the group to have exited (only one stuck in the kernel takes longer).
-const KILLED_GRACE: Duration = Duration::from_secs(1);
 
 /// How long to wait for the pipes to close once the group is dead. Only a
 /// process that left the group (setsid) can hold them longer; its output is
@@ -186,7 +183,9 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
     // (background jobs, a command that ignored SIGTERM).
     let _ = killpg(pid, Signal::SIGKILL);
     let status = child.wait();
-    wait_until_killed(pid, Instant::now() + KILLED_GRACE);
+    // Nothing of the group runs when the call returns (a server's stop
+    // counts on it).
+    process::wait_until_killed(pid, Instant::now() + process::KILLED_GRACE);
     let mut output = stdout.finish("stdout");
     output.push_str(&stderr.finish("stderr"));
 
@@ -291,7 +290,7 @@ fn wait_until_gone(
         return;
     }
     while Instant::now() < deadline {
-        let gone = match group_has_running_member(pgid) {
+        let gone = match process::group_has_running_member(pgid) {
             Some(running) => !running,
             None => stdout.is_done() && stderr.is_done(),
         };
@@ -300,55 +299,6 @@ fn wait_until_gone(
         }
         thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// After the group's SIGKILL and the shell's reaping: returns once no
-/// process of group `pgid` runs any more, or at `deadline`. A SIGKILL is
-/// delivered, not done: a killed process goes on running until it is
-/// scheduled to exit, and its pipes close before it turns into a zombie, so
-/// neither the shell's end nor the pipes' says the rest of the group is
-/// gone. Where nothing holds the group id any more (the usual case: no
-/// background job), one signal-0 probe says so.
-fn wait_until_killed(pgid: Pid, deadline: Instant) {
-    // While a process (even a zombie) has the group id, the kernel gives
-    // the number to no new process, so the probe answers for this group
-    // (once the group is empty it can name a newer one, and this waits at
-    // most until `deadline`; it signals nothing).
-    while killpg(pgid, None).is_ok() {
-        if group_has_running_member(pgid) != Some(true) || Instant::now() >= deadline {
-            return;
-        }
-        thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// Whether a process of group `pgid` still runs (zombies do not count), by
-/// /proc; None where /proc cannot be read.
-fn group_has_running_member(pgid: Pid) -> Option<bool> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let want = pgid.as_raw().to_string();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid pgrp ...": comm may hold anything, so the
-        // fields start after the last ')'.
-        let Some((_, fields)) = stat.rsplit_once(") ") else {
-            continue;
-        };
-        let mut f = fields.split(' ');
-        let state = f.next();
-        let pgrp = f.nth(1);
-        if pgrp == Some(want.as_str()) && !matches!(state, Some("Z") | Some("X")) {
-            return Some(true);
-        }
-    }
-    Some(false)
 }
 
 /// Signals once `pid` has exited, without reaping it (WNOWAIT), so the caller

@@ -258,7 +258,8 @@ impl ChildProc {
 
     /// Ends the process tree after stdin has been closed by the transport:
     /// a grace period, SIGTERM to the group, another grace period, SIGKILL
-    /// to the group. Anything the server left in its group is ended too.
+    /// to the group. Anything the server left in its group is ended too, and
+    /// has exited when this returns (at most `process::KILLED_GRACE` more).
     pub async fn terminate(&self) {
         if self.ended.swap(true, Ordering::SeqCst) {
             return;
@@ -270,6 +271,8 @@ impl ChildProc {
         }
         let _ = killpg(self.pgid, Signal::SIGKILL);
         let _ = self.exit_status_within(GRACE).await;
+        // Closed means gone: the rest of the group too, not just the server.
+        crate::process::killed(self.pgid).await;
     }
 }
 

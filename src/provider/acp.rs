@@ -713,6 +713,8 @@ impl AcpSession {
                 if !reaped(&mut exit).await {
                     let _ = killpg(pgid, Signal::SIGKILL);
                     let _ = reaped(&mut exit).await;
+                    // Closed means gone: the agent's whole group.
+                    crate::process::killed(pgid).await;
                 }
             }
         });

@@ -1,0 +1,75 @@
+//! The end of a process group the library started (a bash command's, an
+//! MCP server's, an ACP agent's): after the group's SIGKILL and the reaping
+//! of its leader, the wait until nothing of it runs any more.
+//!
+//! A SIGKILL is delivered, not done: a killed process goes on running until
+//! it is scheduled to exit, and it closes its pipes before it turns into a
+//! zombie, so neither its leader's end nor the pipes' says that the rest of
+//! the group is gone. A caller that returns "closed" or "done" waits for
+//! the group itself (bounded by [`KILLED_GRACE`]); where nothing holds the
+//! group id any more (the usual case) one signal-0 probe says so.
+
+use nix::sys::signal::killpg;
+use nix::unistd::Pid;
+use std::time::{Duration, Instant};
+
+/// How long a caller waits, after a group's SIGKILL, for its processes to
+/// have exited (only one stuck in the kernel takes longer).
+pub(crate) const KILLED_GRACE: Duration = Duration::from_secs(1);
+
+/// How often the wait looks again.
+const POLL: Duration = Duration::from_millis(2);
+
+/// Whether a process of group `pgid` still runs (zombies do not count), by
+/// /proc; None where /proc cannot be read.
+pub(crate) fn group_has_running_member(pgid: Pid) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let want = pgid.as_raw().to_string();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold anything, so the
+        // fields start after the last ')'.
+        let Some((_, fields)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let mut f = fields.split(' ');
+        let state = f.next();
+        let pgrp = f.nth(1);
+        if pgrp == Some(want.as_str()) && !matches!(state, Some("Z") | Some("X")) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// Whether something of group `pgid` still runs, once its leader is reaped
+/// (or is a zombie). While a process (even a zombie) has the group id, the
+/// kernel gives the number to no new process, so the probe answers for this
+/// group; once the group is empty it can name a newer one, and a wait on
+/// this then lasts at most its deadline (nothing here signals).
+fn still_runs(pgid: Pid) -> bool {
+    killpg(pgid, None).is_ok() && group_has_running_member(pgid) == Some(true)
+}
+
+/// Returns once nothing of group `pgid` runs any more, or at `deadline`.
+/// For a caller after the group's SIGKILL.
+pub(crate) fn wait_until_killed(pgid: Pid, deadline: Instant) {
+    while still_runs(pgid) && Instant::now() < deadline {
+        std::thread::sleep(POLL);
+    }
+}
+
+/// [`wait_until_killed`] inside the runtime, at most [`KILLED_GRACE`].
+pub(crate) async fn killed(pgid: Pid) {
+    let deadline = Instant::now() + KILLED_GRACE;
+    while still_runs(pgid) && Instant::now() < deadline {
+        tokio::time::sleep(POLL).await;
+    }
+}
