@@ -44,8 +44,9 @@ note() { # suite run log: the failing tests' names from a runner's log
   names=$(grep -E '^test .* FAILED$|^--- FAIL: |^FAILED ' "$3" \
     | sed -E 's/^test (.*) \.\.\. FAILED$/\1/; s/^--- FAIL: ([^ ]*).*/\1/; s/^FAILED ([^ ]*).*/\1/' \
     | sort -u | tr '\n' ' ')
-  echo "flake: $1 run $2: ${names:-(no test named; see the log below)}"
-  [ -n "$names" ] || tail -n 40 "$3"
+  echo "flake: $1 run $2: ${names:-(no test named)}"
+  # The log goes with the work folder: what the failure said is kept here.
+  tail -n 60 "$3"
   failures=$((failures + 1))
 }
 for i in $(seq "$runs"); do
