@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// How long a caller waits, after a group's SIGKILL, for its processes to
 /// have exited (only one stuck in the kernel takes longer).
-pub(crate) const KILLED_GRACE: Duration = Duration::from_secs(1);
+const KILLED_GRACE: Duration = Duration::from_secs(1);
 
 /// How often the wait looks again.
 const POLL: Duration = Duration::from_millis(2);
@@ -58,9 +58,10 @@ fn still_runs(pgid: Pid) -> bool {
     killpg(pgid, None).is_ok() && group_has_running_member(pgid) == Some(true)
 }
 
-/// Returns once nothing of group `pgid` runs any more, or at `deadline`.
-/// For a caller after the group's SIGKILL.
-pub(crate) fn wait_until_killed(pgid: Pid, deadline: Instant) {
+/// Returns once nothing of group `pgid` runs any more, or after
+/// [`KILLED_GRACE`]. For a caller after the group's SIGKILL.
+pub(crate) fn wait_until_killed(pgid: Pid) {
+    let deadline = Instant::now() + KILLED_GRACE;
     while still_runs(pgid) && Instant::now() < deadline {
         std::thread::sleep(POLL);
     }

@@ -185,7 +185,7 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
     let status = child.wait();
     // Nothing of the group runs when the call returns (a server's stop
     // counts on it).
-    process::wait_until_killed(pid, Instant::now() + process::KILLED_GRACE);
+    process::wait_until_killed(pid);
     let mut output = stdout.finish("stdout");
     output.push_str(&stderr.finish("stderr"));
 

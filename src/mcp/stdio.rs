@@ -259,7 +259,7 @@ impl ChildProc {
     /// Ends the process tree after stdin has been closed by the transport:
     /// a grace period, SIGTERM to the group, another grace period, SIGKILL
     /// to the group. Anything the server left in its group is ended too, and
-    /// has exited when this returns (at most `process::KILLED_GRACE` more).
+    /// has exited when this returns (waited for at most 1 s more).
     pub async fn terminate(&self) {
         if self.ended.swap(true, Ordering::SeqCst) {
             return;
