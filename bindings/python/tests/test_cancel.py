@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from parity import REPO, tn  # noqa: E402  (the package, installed or from src)
-from proc_helpers import hung_up, running, wait_for  # noqa: E402
+from proc_helpers import GONE_WITHIN, hung_up, running, state, wait_for  # noqa: E402
 
 # Far below every "would have finished" time used here (30 s commands, a 20 s
 # MCP timeout, a 10 s HTTP answer): a call that took longer ran its tool out.
@@ -87,7 +87,7 @@ def test_cancel_ends_bash_and_everything_it_started(tk, tmp_path, command, names
     assert pids is not None
     for pid in pids:
         # A grandchild re-parented to init may take a moment to be reaped.
-        assert wait_for(lambda: not running(pid), 2.0), f"process {pid} is still running"
+        assert wait_for(lambda: not running(pid), GONE_WITHIN), f"process {pid} is still running ({state(pid)})"
     assert tk.execute("bash", {"command": "echo again"}).output == "again\n"
 
 
@@ -98,7 +98,7 @@ def test_timeout_ends_bash_too(tk, tmp_path):
     assert r.is_error and "command timed out after 300ms" in r.output, r
     pids = read_pids(tmp_path, ["sh"])
     if pids:
-        assert wait_for(lambda: not running(pids[0]), 2.0)
+        assert wait_for(lambda: not running(pids[0]), GONE_WITHIN), state(pids[0])
 
 
 def test_a_token_triggered_before_the_call_stops_it_at_once(tk, tmp_path):

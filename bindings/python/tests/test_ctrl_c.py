@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from parity import REPO, tn  # noqa: E402  (the package, installed or from src)
-from proc_helpers import hung_up, running, wait_for  # noqa: E402
+from proc_helpers import GONE_WITHIN, hung_up, running, state, wait_for  # noqa: E402
 
 # Far below the time the interrupted calls would otherwise take (30 s
 # commands and servers, a 20 s MCP timeout, a 10 s provider answer).
@@ -69,7 +69,7 @@ def test_ctrl_c_ends_a_bash_call_and_its_background_job(ctrl_c, tmp_path):
         assert time.monotonic() - start < PROMPTLY
         for pid in (read_pid(sh), read_pid(job)):
             assert pid is not None
-            assert wait_for(lambda: not running(pid), 2.0), f"process {pid} is still running"
+            assert wait_for(lambda: not running(pid), GONE_WITHIN), f"process {pid} is still running ({state(pid)})"
         assert tk.execute("bash", {"command": "echo again"}).output == "again\n"
 
 
@@ -100,7 +100,7 @@ def test_ctrl_c_ends_a_build_stuck_on_an_mcp_server(ctrl_c, tmp_path):
     assert time.monotonic() - start < PROMPTLY
     pid = read_pid(pidfile)
     assert pid is not None
-    assert wait_for(lambda: not running(pid), 2.0), f"the server {pid} is still running"
+    assert wait_for(lambda: not running(pid), GONE_WITHIN), f"the server {pid} is still running ({state(pid)})"
     with tn.Toolkit({"builtins": False, "skills": [{"name": "s", "content": "c"}]}) as tk:
         assert tk.render("toolNames") == ["skill"]
 
