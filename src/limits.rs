@@ -58,6 +58,21 @@ pub const POOLED_THREAD_IDLE: std::time::Duration = std::time::Duration::from_se
 /// finishes its job ends.
 pub const POOLED_THREADS_IDLE: usize = 64;
 
+/// How long a turn's first helper for its other tool calls waits before a
+/// pooled thread takes it (`runtime::run_pooled_later`): calls that end
+/// sooner all run on the turn's own thread, one after another, and no
+/// thread is woken for them; a call that waits longer than this (or that
+/// blocks in the library's I/O, which hands the helper over at once) has
+/// its siblings running beside it from then on. A wake-up of a thread on
+/// another core costs more CPU than a quick call does (bench/README.md).
+pub const HELPER_DELAY: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// How long the thread that hands over delayed helpers goes on looking
+/// every [`HELPER_DELAY`] after the last one was handed to it, before it
+/// ends: turns that follow each other closely then hand theirs over
+/// without waking it.
+pub const HELPER_WATCH_LINGER: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// How many sub-agent turns one thread runs inside each other: a `task`
 /// call runs the child's turn on its own thread (which would only wait for
 /// it otherwise) while fewer than this many are already running there; a

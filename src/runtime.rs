@@ -110,6 +110,7 @@ pub fn get() -> &'static Runtime {
 /// thread meanwhile (see the module docs). Must not be called from a thread
 /// of the runtime itself; library code that is already async awaits instead.
 pub fn block_on<F: Future>(fut: F) -> F::Output {
+    hand_over_held();
     let _guard = SigpipeGuard::enter();
     get().block_on(fut)
 }
@@ -394,6 +395,160 @@ pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
         .map(drop)
 }
 
+/// A job for [`run_pooled_later`], until a thread hands it to the pool or
+/// finds it no longer wanted.
+struct Delayed {
+    job: Mutex<Option<PooledJob>>,
+    due: std::time::Instant,
+    name: &'static str,
+    wanted: Box<dyn Fn() -> bool + Send + Sync>,
+}
+
+impl Delayed {
+    fn pending(&self) -> bool {
+        self.job
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+            && (self.wanted)()
+    }
+
+    /// Hands the job to the pool if nothing did yet and it is still
+    /// wanted; drops it otherwise.
+    fn hand_over(&self) {
+        let job = self
+            .job
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(job) = job {
+            if (self.wanted)() {
+                let _ = run_pooled(self.name, job);
+            }
+        }
+    }
+}
+
+/// The delayed jobs waiting for their moment, and whether a thread watches
+/// them (`watch_delayed`) and when a job was last added.
+struct Watch {
+    delayed: Vec<Arc<Delayed>>,
+    watched: bool,
+    last: Option<std::time::Instant>,
+}
+
+static WATCH: Mutex<Watch> = Mutex::new(Watch {
+    delayed: Vec::new(),
+    watched: false,
+    last: None,
+});
+
+fn watch() -> MutexGuard<'static, Watch> {
+    WATCH.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+thread_local! {
+    /// The delayed jobs this thread handed over and may still be waiting
+    /// for: [`block_on`] hands them to the pool at once, since a thread
+    /// that waits on I/O should not hold its helpers back meanwhile.
+    static HELD: std::cell::RefCell<Vec<Arc<Delayed>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Like [`run_pooled`], but only once
+/// [`HELPER_DELAY`](crate::limits::HELPER_DELAY) has passed, and only if
+/// `wanted()` still holds then; sooner when this thread enters
+/// [`block_on`] meanwhile. Work that ends before then costs no thread a
+/// wake-up. Whoever gives up on the job makes `wanted()` false; the job is
+/// then dropped unrun.
+///
+/// One pooled thread watches the delayed jobs while there are any,
+/// sleeping until the next is due, and goes on looking every
+/// `HELPER_DELAY` for [`HELPER_WATCH_LINGER`](crate::limits::HELPER_WATCH_LINGER)
+/// after the last was added, so jobs that follow each other closely wake
+/// nobody; then it ends, and the next job starts it again.
+pub(crate) fn run_pooled_later(
+    name: &'static str,
+    job: PooledJob,
+    wanted: impl Fn() -> bool + Send + Sync + 'static,
+) {
+    let now = std::time::Instant::now();
+    let delayed = Arc::new(Delayed {
+        job: Mutex::new(Some(job)),
+        due: now + crate::limits::HELPER_DELAY,
+        name,
+        wanted: Box::new(wanted),
+    });
+    let _ = HELD.try_with(|held| {
+        let mut held = held.borrow_mut();
+        held.retain(|d| d.pending());
+        held.push(Arc::clone(&delayed));
+    });
+    let start = {
+        let mut w = watch();
+        w.delayed.push(Arc::clone(&delayed));
+        w.last = Some(now);
+        !std::mem::replace(&mut w.watched, true)
+    };
+    if start && run_pooled("tn-watch", Box::new(watch_delayed)).is_err() {
+        // No thread to watch: nothing would hand it over later.
+        watch().watched = false;
+        delayed.hand_over();
+    }
+}
+
+/// The delayed jobs this thread handed over, handed to the pool now.
+fn hand_over_held() {
+    let held = HELD
+        .try_with(|held| std::mem::take(&mut *held.borrow_mut()))
+        .unwrap_or_default();
+    for d in held {
+        d.hand_over();
+    }
+}
+
+/// The watching thread of [`run_pooled_later`].
+fn watch_delayed() {
+    let mut due = Vec::new();
+    loop {
+        let sleep = {
+            let mut w = watch();
+            let now = std::time::Instant::now();
+            let mut next: Option<std::time::Instant> = None;
+            w.delayed.retain(|d| {
+                if !d.pending() {
+                    return false;
+                }
+                if d.due <= now {
+                    due.push(Arc::clone(d));
+                    return false;
+                }
+                next = Some(next.map_or(d.due, |t| t.min(d.due)));
+                true
+            });
+            match next {
+                Some(at) => Some(at - now),
+                None if w
+                    .last
+                    .is_some_and(|l| now - l < crate::limits::HELPER_WATCH_LINGER) =>
+                {
+                    Some(crate::limits::HELPER_DELAY)
+                }
+                None => {
+                    w.watched = false;
+                    None
+                }
+            }
+        };
+        for d in due.drain(..) {
+            d.hand_over();
+        }
+        match sleep {
+            Some(d) => std::thread::sleep(d),
+            None => return,
+        }
+    }
+}
+
 /// Runs `here` on this thread with a scope whose jobs run on the pooled
 /// threads ([`run_pooled`], named `name` when one is started), and returns
 /// once every job a thread started has ended, so the jobs may borrow from
@@ -401,13 +556,19 @@ pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
 /// job. A job no thread has started by the time `here` ends is dropped
 /// unrun, as is one whose thread cannot be started: jobs handed over here
 /// must be helpers of work `here` also does itself (see
-/// [`crate::sys::scope`]). A panic in a job ends that job only.
+/// [`crate::sys::scope`]). A job handed over with `spawn_later` goes to
+/// the pool through [`run_pooled_later`]. A panic in a job ends that job
+/// only.
 pub(crate) fn run_scoped<'env, R>(
-    name: &'env str,
+    name: &'static str,
     here: impl for<'scope> FnOnce(&'scope crate::sys::scope::Scope<'scope, 'env>) -> R,
 ) -> R {
-    let spawn = move |job: crate::sys::scope::StaticJob| {
-        let _ = run_pooled(name, job);
+    let spawn = move |job: crate::sys::scope::StaticJob,
+                      later: Option<crate::sys::scope::Pending>| match later {
+        None => {
+            let _ = run_pooled(name, job);
+        }
+        Some(pending) => run_pooled_later(name, job, move || pending.get()),
     };
     crate::sys::scope::scoped(spawn, here)
 }
@@ -554,5 +715,77 @@ mod tests {
         });
         rx.recv_timeout(std::time::Duration::from_secs(20))
             .expect("the wait on the worker ended");
+    }
+
+    /// Counts its own drop: whether a job was dropped, run or not.
+    struct Dropped(Arc<AtomicUsize>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn until(what: &str, done: impl Fn() -> bool) {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !done() {
+            assert!(std::time::Instant::now() < end, "{what} within 20 s");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_delayed_job_runs_on_a_pooled_thread_no_sooner_than_its_delay() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handed = std::time::Instant::now();
+        run_pooled_later(
+            "tn-test",
+            Box::new(move || {
+                let _ = tx.send((std::time::Instant::now(), std::thread::current().id()));
+            }),
+            || true,
+        );
+        let (ran, on) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the delayed job ran");
+        assert_ne!(on, std::thread::current().id());
+        assert!(
+            ran - handed >= crate::limits::HELPER_DELAY,
+            "ran {:?} after it was handed over",
+            ran - handed
+        );
+    }
+
+    #[test]
+    fn a_delayed_job_no_longer_wanted_is_dropped_unrun() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let (r, d) = (Arc::clone(&ran), Dropped(Arc::clone(&dropped)));
+        // Handed over from a thread of its own, which ends: only the
+        // watching thread can hand it over or drop it.
+        std::thread::spawn(move || {
+            let job = Box::new(move || {
+                let _d = d;
+                r.fetch_add(1, Ordering::SeqCst);
+            });
+            run_pooled_later("tn-test", job, || false);
+        })
+        .join()
+        .expect("thread");
+        until("the job dropped", || dropped.load(Ordering::SeqCst) == 1);
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_thread_that_blocks_on_io_hands_its_delayed_jobs_over_at_once() {
+        // Not wanted: handing it over drops it, there and then, so the
+        // drop shows that `block_on` handed it over (the watching thread
+        // lets go of its own reference only).
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = Dropped(Arc::clone(&dropped));
+        run_pooled_later("tn-test", Box::new(move || drop(d)), || false);
+        assert_eq!(dropped.load(Ordering::SeqCst), 0, "held until then");
+        block_on(async {});
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        assert!(HELD.with(|held| held.borrow().is_empty()));
     }
 }

@@ -843,12 +843,14 @@ fn run_bounded<C: Send, T: Send>(
     // The other workers on the pooled threads (no thread start per call
     // once the pool has threads waiting), this thread the first of them.
     // Helpers are handed over as they are needed: this thread hands the
-    // first before it starts, and each helper, as it starts, hands two
-    // more while calls are still waiting to be taken. Calls that end at
-    // once are all done here before a helper wakes (and a helper not
-    // started by then is taken back, not waited for); calls that block
-    // reach every worker within a few thread wake-ups (the doubling's
-    // depth: 8 for 256 workers).
+    // first before it starts, to start only after `limits::HELPER_DELAY`
+    // (or as soon as this thread blocks on the library's I/O), and each
+    // helper, as it starts, hands two more at once while calls are still
+    // waiting to be taken. Calls that end sooner are all done here, one
+    // after another, and no thread is woken for them (the helper is taken
+    // back, not waited for); calls that block reach every worker within
+    // the delay and a few thread wake-ups (the doubling's depth: 8 for 256
+    // workers).
     let helpers = workers.clamp(1, n.max(1)) - 1;
     let handed = AtomicUsize::new(0);
     struct Crew<'w, W> {
@@ -861,17 +863,23 @@ fn run_bounded<C: Send, T: Send>(
     fn hand<'scope, 'env, W: Fn() + Sync>(
         scope: &'scope crate::sys::scope::Scope<'scope, 'env>,
         crew: &'scope Crew<'scope, W>,
+        later: bool,
     ) {
         if crew.next.load(Ordering::Relaxed) >= crew.n
             || crew.handed.fetch_add(1, Ordering::Relaxed) >= crew.helpers
         {
             return;
         }
-        scope.spawn(Box::new(move || {
-            hand(scope, crew);
-            hand(scope, crew);
+        let helper = Box::new(move || {
+            hand(scope, crew, false);
+            hand(scope, crew, false);
             (crew.worker)();
-        }));
+        });
+        if later {
+            scope.spawn_later(helper);
+        } else {
+            scope.spawn(helper);
+        }
     }
     let crew = Crew {
         worker: &worker,
@@ -881,7 +889,7 @@ fn run_bounded<C: Send, T: Send>(
         n,
     };
     crate::runtime::run_scoped("tn-tools", |scope| {
-        hand(scope, &crew);
+        hand(scope, &crew, true);
         worker();
     });
     outcomes
@@ -1111,6 +1119,45 @@ mod tests {
             assert_eq!(item as usize, i);
             assert_eq!(seen, 8, "item {i} never saw all eight running at once");
         }
+    }
+
+    #[test]
+    fn a_blocked_first_call_gets_a_helper_for_the_next_after_the_delay() {
+        // The first call waits (not on the library's I/O) until the second
+        // has started: only a helper, started after `HELPER_DELAY`, can
+        // start it.
+        use std::sync::{Condvar, Mutex};
+        use std::time::{Duration, Instant};
+        let begun = Instant::now();
+        let second: (Mutex<Option<Instant>>, Condvar) = (Mutex::new(None), Condvar::new());
+        let me = std::thread::current().id();
+        let out = run_bounded(vec![0u32, 1], 2, |i| {
+            let (at, cv) = &second;
+            if i == 1 {
+                *at.lock().expect("lock") = Some(Instant::now());
+                cv.notify_all();
+                return Ok((std::thread::current().id(), None));
+            }
+            let mut seen = at.lock().expect("lock");
+            let until = Instant::now() + Duration::from_secs(20);
+            while seen.is_none() && Instant::now() < until {
+                seen = cv
+                    .wait_timeout(seen, Duration::from_millis(50))
+                    .expect("wait")
+                    .0;
+            }
+            Ok((std::thread::current().id(), *seen))
+        });
+        let (first_on, seen) = out[0].as_ref().expect("first");
+        let (second_on, _) = out[1].as_ref().expect("second");
+        assert_eq!(*first_on, me);
+        assert_ne!(*second_on, me, "the second call ran on a helper");
+        let started = seen.expect("the second call started while the first waited");
+        assert!(
+            started - begun >= crate::limits::HELPER_DELAY,
+            "the helper started {:?} after the calls began",
+            started - begun
+        );
     }
 
     #[test]

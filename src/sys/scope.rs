@@ -21,6 +21,22 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 /// What a spawner receives: it must run the job or drop it.
 pub(crate) type StaticJob = Box<dyn FnOnce() + Send + 'static>;
 
+/// Given to the spawner with a job handed over by [`Scope::spawn_later`]:
+/// tells whether the job still waits for a thread (neither started nor
+/// taken back), so a spawner that starts it later can drop it instead.
+pub(crate) struct Pending(Arc<Slot>);
+
+impl Pending {
+    /// Whether the job still waits for a thread.
+    pub(crate) fn get(&self) -> bool {
+        self.0
+            .job
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+}
+
 /// How many handed-over jobs have neither run nor been dropped, and
 /// whether the scope's owner sleeps until none is left: the last job
 /// wakes it only then (a wake-up with no one to wake is a system call for
@@ -114,7 +130,7 @@ impl Drop for Runner {
 /// Where jobs that may borrow for `'env` are handed over, inside
 /// [`scoped`]. Jobs may hand over more jobs through it.
 pub(crate) struct Scope<'scope, 'env: 'scope> {
-    spawn: Box<dyn Fn(StaticJob) + Sync + 'env>,
+    spawn: Box<dyn Fn(StaticJob, Option<Pending>) + Sync + 'env>,
     latch: Arc<Latch>,
     slots: Mutex<Vec<Arc<Slot>>>,
     // Invariant in both, as `std::thread::Scope`.
@@ -127,6 +143,17 @@ impl<'scope> Scope<'scope, '_> {
     /// dropped unrun: by the spawner, or by the scope when no thread has
     /// taken it by the time the caller's own work ends.
     pub(crate) fn spawn(&'scope self, job: Box<dyn FnOnce() + Send + 'scope>) {
+        self.hand(job, false);
+    }
+
+    /// [`Scope::spawn`], for a job the spawner may start later (it gets a
+    /// [`Pending`] with it): a helper the caller's own work may well make
+    /// unneeded before it would start.
+    pub(crate) fn spawn_later(&'scope self, job: Box<dyn FnOnce() + Send + 'scope>) {
+        self.hand(job, true);
+    }
+
+    fn hand(&'scope self, job: Box<dyn FnOnce() + Send + 'scope>, later: bool) {
         self.latch.add();
         // SAFETY: only the lifetime changes (the same trait object, the
         // same layout). The job cannot outlive what it borrows: `scoped`
@@ -144,8 +171,9 @@ impl<'scope> Scope<'scope, '_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Arc::clone(&slot));
+        let pending = later.then(|| Pending(Arc::clone(&slot)));
         let runner = Runner(slot);
-        (self.spawn)(Box::new(move || runner.0.take(true)));
+        (self.spawn)(Box::new(move || runner.0.take(true)), pending);
     }
 
     /// Takes back every job no thread has started and drops it unrun.
@@ -163,7 +191,7 @@ impl<'scope> Scope<'scope, '_> {
 /// other job has run, and gives `here`'s result (or goes on up with its
 /// panic). A spawner that neither runs nor drops a job hangs this call.
 pub(crate) fn scoped<'env, R>(
-    spawn: impl Fn(StaticJob) + Sync + 'env,
+    spawn: impl Fn(StaticJob, Option<Pending>) + Sync + 'env,
     here: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
 ) -> R {
     let scope = Scope {
@@ -196,7 +224,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    fn on_a_thread(job: StaticJob) {
+    fn on_a_thread(job: StaticJob, _later: Option<Pending>) {
         std::thread::spawn(move || {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
         });
@@ -256,7 +284,7 @@ mod tests {
         // A spawner that keeps the jobs: no thread takes them before the
         // caller's work ends.
         let kept: Mutex<Vec<StaticJob>> = Mutex::new(Vec::new());
-        let keep = |job: StaticJob| kept.lock().expect("lock").push(job);
+        let keep = |job: StaticJob, _later: Option<Pending>| kept.lock().expect("lock").push(job);
         let ran = AtomicUsize::new(0);
         let dropped = Arc::new(AtomicUsize::new(0));
         struct Counted(Arc<AtomicUsize>);
@@ -286,6 +314,48 @@ mod tests {
     }
 
     #[test]
+    fn a_job_handed_over_for_later_says_whether_it_still_waits() {
+        // The spawner keeps each job with what it says of itself, as a
+        // spawner that starts jobs later does.
+        type Kept = (StaticJob, Option<Pending>);
+        let kept: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+        let keep = |job: StaticJob, later: Option<Pending>| {
+            kept.lock().expect("lock").push((job, later));
+        };
+        let ran = AtomicUsize::new(0);
+        scoped(keep, |scope| {
+            let ran = &ran;
+            scope.spawn(Box::new(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            }));
+            scope.spawn_later(Box::new(move || {
+                ran.fetch_add(10, Ordering::SeqCst);
+            }));
+            scope.spawn_later(Box::new(move || {
+                ran.fetch_add(100, Ordering::SeqCst);
+            }));
+            let mut kept = kept.lock().expect("lock");
+            assert!(kept[0].1.is_none(), "a job for now comes with nothing");
+            assert!(kept[1].1.as_ref().is_some_and(Pending::get));
+            // The second is started (here, as a thread would): it no
+            // longer waits, and the third still does.
+            let (job, pending) = kept.remove(1);
+            job();
+            assert!(!pending.expect("later").get());
+            assert!(kept[1].1.as_ref().is_some_and(Pending::get));
+        });
+        assert_eq!(ran.load(Ordering::SeqCst), 10);
+        // Taken back when the work here ended: nothing waits any more.
+        for (job, pending) in kept.lock().expect("lock").drain(..) {
+            if let Some(p) = pending {
+                assert!(!p.get());
+            }
+            job();
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 10);
+    }
+
+    #[test]
     fn a_panicking_job_is_counted_done_and_the_others_still_run() {
         let seen = AtomicUsize::new(0);
         let running = AtomicUsize::new(0);
@@ -308,7 +378,7 @@ mod tests {
     #[test]
     fn jobs_the_spawner_drops_unrun_do_not_hold_it_up() {
         let ran = AtomicUsize::new(0);
-        let dropped = |job: StaticJob| drop(job);
+        let dropped = |job: StaticJob, _later: Option<Pending>| drop(job);
         let out = scoped(dropped, |scope| {
             for _ in 0..3 {
                 let ran = &ran;
