@@ -346,16 +346,32 @@ pub type PooledJob = Box<dyn FnOnce() + Send + 'static>;
 /// wait then slept on that lock and was woken a second time (0.87 extra
 /// context switches per agent tree, `bench/README.md`).
 struct Waiting {
-    job: Mutex<Option<PooledJob>>,
+    job: JobSlot,
     thread: std::thread::Thread,
 }
 
-impl Waiting {
+/// A job waiting to be taken, by whichever thread comes first.
+struct JobSlot(Mutex<Option<PooledJob>>);
+
+impl JobSlot {
+    fn new(job: Option<PooledJob>) -> JobSlot {
+        JobSlot(Mutex::new(job))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<PooledJob>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn put(&self, job: PooledJob) {
+        *self.lock() = Some(job);
+    }
+
     fn take(&self) -> Option<PooledJob> {
-        self.job
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        self.lock().take()
+    }
+
+    fn is_full(&self) -> bool {
+        self.lock().is_some()
     }
 }
 
@@ -385,7 +401,7 @@ pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
     // gives up waiting, goes on waiting for this one.
     let waiting = idle_threads().pop();
     if let Some(w) = waiting {
-        *w.job.lock().unwrap_or_else(PoisonError::into_inner) = Some(job);
+        w.job.put(job);
         w.thread.unpark();
         return Ok(());
     }
@@ -398,7 +414,7 @@ pub fn run_pooled(name: &str, job: PooledJob) -> std::io::Result<()> {
 /// A job for [`run_pooled_later`], until a thread hands it to the pool or
 /// finds it no longer wanted.
 struct Delayed {
-    job: Mutex<Option<PooledJob>>,
+    job: JobSlot,
     due: std::time::Instant,
     name: &'static str,
     wanted: Box<dyn Fn() -> bool + Send + Sync>,
@@ -406,25 +422,15 @@ struct Delayed {
 
 impl Delayed {
     fn pending(&self) -> bool {
-        self.job
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
-            && (self.wanted)()
+        self.job.is_full() && (self.wanted)()
     }
 
     /// Hands the job to the pool if nothing did yet and it is still
     /// wanted; drops it otherwise.
     fn hand_over(&self) {
-        let job = self
-            .job
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(job) = job {
-            if (self.wanted)() {
-                let _ = run_pooled(self.name, job);
-            }
+        let job = self.job.take();
+        if let Some(job) = job.filter(|_| (self.wanted)()) {
+            let _ = run_pooled(self.name, job);
         }
     }
 }
@@ -473,7 +479,7 @@ pub(crate) fn run_pooled_later(
 ) {
     let now = std::time::Instant::now();
     let delayed = Arc::new(Delayed {
-        job: Mutex::new(Some(job)),
+        job: JobSlot::new(Some(job)),
         due: now + crate::limits::HELPER_DELAY,
         name,
         wanted: Box::new(wanted),
@@ -582,7 +588,7 @@ pub fn pooled_threads_waiting() -> usize {
 fn pooled_worker(first: PooledJob) {
     block_sigpipe_for_good();
     let me = Arc::new(Waiting {
-        job: Mutex::new(None),
+        job: JobSlot::new(None),
         thread: std::thread::current(),
     });
     let mut job = first;
@@ -599,7 +605,7 @@ fn pooled_worker(first: PooledJob) {
         job = loop {
             // `park` may return with no job (a spurious wake-up, or the
             // unpark of a job already taken): the slot is what counts.
-            if let Some(next) = me.take() {
+            if let Some(next) = me.job.take() {
                 break next;
             }
             let left = until.saturating_duration_since(std::time::Instant::now());
