@@ -613,7 +613,7 @@ pub fn message_text(line: &[u8]) -> Option<&[u8]> {
 /// anything else (dropped unanswered, see `mcp/lines.rs`).
 pub fn read_server_message(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     let line = message_text(line)?;
-    call_result_message(line).or_else(|| serde_json::from_slice(line).ok())
+    response_message(line).or_else(|| serde_json::from_slice(line).ok())
 }
 
 /// The envelope of a server's message, read in one pass with the result
@@ -633,6 +633,63 @@ struct Envelope<R> {
 /// typed, whatever else it holds).
 fn kept_as_json(result: &Map<String, Value>) -> bool {
     result.contains_key("content") && !result.contains_key("protocolVersion")
+}
+
+/// A response whose result is typed, read without the message-shape
+/// layers of rmcp's parse (its buffered copy of the whole line, the shape
+/// check, the flattened response), and a tools/call answer kept as JSON
+/// ([`call_result_message`]); `None` for anything else, for the full parse.
+///
+/// The typed path takes only what rmcp's parse takes the same way: an
+/// envelope of exactly `jsonrpc` 2.0, an `id` and a non-null `result` (no
+/// other member, not even a `null` `method` or `error`, none repeated), and
+/// the result read as the same untagged [`ServerResult`] from its own text,
+/// where rmcp reads it from its buffered copy of that text.
+fn response_message(line: &[u8]) -> Option<ServerJsonRpcMessage> {
+    if let Ok(ResponseOnly {
+        id: Some(id),
+        result: Some(result),
+        ..
+    }) = serde_json::from_slice::<ResponseOnly>(line)
+    {
+        if let Ok(keys) = serde_json::from_str::<ResultKeys>(result.get()) {
+            if !keys.content || keys.protocol_version {
+                let result = serde_json::from_str::<ServerResult>(result.get()).ok()?;
+                return Some(ServerJsonRpcMessage::response(result, id));
+            }
+        }
+    }
+    call_result_message(line)
+}
+
+/// A message that is only a response: `jsonrpc`, `id` and `result`, the
+/// result as its text.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResponseOnly<'a> {
+    #[allow(dead_code)]
+    jsonrpc: JsonRpcVersion2_0,
+    id: Option<RequestId>,
+    #[serde(borrow)]
+    result: Option<&'a serde_json::value::RawValue>,
+}
+
+/// Which of the two members that decide [`kept_as_json`] a result has.
+#[derive(serde::Deserialize)]
+struct ResultKeys {
+    #[serde(default, deserialize_with = "member_present")]
+    content: bool,
+    #[serde(
+        default,
+        rename = "protocolVersion",
+        deserialize_with = "member_present"
+    )]
+    protocol_version: bool,
+}
+
+/// `true` for a member that is there, whatever its value (`null` too).
+fn member_present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    <serde::de::IgnoredAny as serde::Deserialize>::deserialize(d).map(|_| true)
 }
 
 /// A tools/call answer (a result with `content`) as a custom result that

@@ -1232,3 +1232,111 @@ fn a_kept_result_line_is_the_typed_answers_bytes() {
         }
     }
 }
+
+/// A result of a typed kind (initialize, tools/list, discover, resources,
+/// empty, ...), sometimes with a member repeated, escaped, null or holding a
+/// generated value.
+fn generated_typed_result(gen: &mut Gen) -> Vec<u8> {
+    let bases: &[&[u8]] = &[
+        br#""protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"}"#,
+        br#""protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"},"instructions":"i""#,
+        br#""tools":[{"name":"get_weather","description":"d","inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}]"#,
+        br#""tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","description":null,"inputSchema":{}}],"nextCursor":"c""#,
+        br#""tools":[{"name":7,"inputSchema":{"type":"object"}}]"#,
+        br#""tools":[{"name":"a"}]"#,
+        br#""tools":[]"#,
+        br#""supportedVersions":["2026-07-28"],"capabilities":{},"serverInfo":{"name":"s","version":"1"}"#,
+        br#""resources":[{"uri":"u","name":"n"}]"#,
+        br#""prompts":[]"#,
+        br#""completion":{"values":[]}"#,
+        br#""content":[],"protocolVersion":"2025-06-18""#,
+        br#""_meta":{"k":1}"#,
+        br#""#,
+    ];
+    let mut fields = vec![gen.pick(bases).to_vec()];
+    for _ in 0..gen.below(3) {
+        let field = match gen.below(9) {
+            0 => [&br#""protocolVersion":"#[..], &gen.value(1)].concat(),
+            1 => [&br#""tools":"#[..], &gen.value(2)].concat(),
+            2 => br#""\u0074ools":[]"#.to_vec(),
+            3 => br#""serverInfo":{"name":"\ud800","version":"1"}"#.to_vec(),
+            4 => br#""extra":[1e400]"#.to_vec(),
+            5 => [&br#""_meta":"#[..], &gen.value(1)].concat(),
+            6 => br#""nextCursor":null"#.to_vec(),
+            7 => br#""capabilities":{"tools":{},"tools":{}}"#.to_vec(),
+            _ => [&br#""x":"#[..], &gen.value(2)].concat(),
+        };
+        let at = gen.below(fields.len() + 1);
+        fields.insert(at, field);
+    }
+    fields.retain(|f| !f.is_empty());
+    match gen.below(16) {
+        0 => gen.value(1),
+        1 => b"null".to_vec(),
+        _ => [b"{".to_vec(), fields.join(&b","[..]), b"}".to_vec()].concat(),
+    }
+}
+
+#[test]
+fn typed_results_read_in_one_pass_end_as_rmcps_full_parse() {
+    // read_server_message types a plain response's result from its own
+    // text; what it makes of any line must be what rmcp's parse of the
+    // whole line makes (a tools/call answer kept as JSON aside).
+    let mut gen = Gen(0x2545_F491_4F6C_DD1D);
+    let envelopes: &[&[u8]] = &[
+        br#"{"jsonrpc":"2.0","id":1,"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":"s","result":R}"#,
+        br#"{"result":R,"id":2,"jsonrpc":"2.0"}"#,
+        br#"{"\u006Asonrpc":"2.0","\u0069d":3,"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1,"result":R,"error":null}"#,
+        br#"{"jsonrpc":"2.0","id":1,"method":null,"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping","result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1,"extra":[1e400],"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1,"extra":"\ud800","result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1,"extra":0,"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1,"result":R,"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1,"id":1,"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":null,"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1.5,"result":R}"#,
+        br#"{"jsonrpc":"2.0","result":R}"#,
+        br#"{"jsonrpc":"1.0","id":1,"result":R}"#,
+        br#"{"jsonrpc":"2.0","id":1,"result":R} "#,
+        br#"{"jsonrpc":"2.0","id":1,"result":R}x"#,
+    ];
+    let (mut typed, mut wrong) = (0, Vec::new());
+    for _ in 0..10_000 {
+        let result = generated_typed_result(&mut gen);
+        let mut line = Vec::new();
+        for (i, piece) in gen.pick(envelopes).split(|&b| b == b'R').enumerate() {
+            if i > 0 {
+                line.extend_from_slice(&result);
+            }
+            line.extend_from_slice(piece);
+        }
+        let ours = read_server_message(&line);
+        let theirs = serde_json::from_slice::<ServerJsonRpcMessage>(&line).ok();
+        let kept = matches!(
+            &ours,
+            Some(JsonRpcMessage::Response(r)) if matches!(r.result, ServerResult::CustomResult(_))
+        ) && line.windows(9).any(|w| w == b"\"content\"");
+        if kept {
+            continue;
+        }
+        if matches!(&ours, Some(JsonRpcMessage::Response(_))) {
+            typed += 1;
+        }
+        if format!("{ours:?}") != format!("{theirs:?}") {
+            wrong.push(format!(
+                "{}\n  ours {ours:?}\n  rmcp {theirs:?}",
+                String::from_utf8_lossy(&line)
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of 10,000 differ:\n{}",
+        wrong.len(),
+        wrong[..wrong.len().min(6)].join("\n")
+    );
+    assert!(typed > 2_000, "only {typed} typed responses generated");
+}
