@@ -806,6 +806,27 @@ async fn request(
     cancel: Option<&CancelToken>,
     relay: Option<&RelayGuard<'_>>,
 ) -> Result<Value, Fault> {
+    result_json(request_result(peer, method, params, timing, cancel, relay).await?)
+}
+
+/// A result as plain JSON: a tools/call answer as it came
+/// (`lines::fast_call_result`), any typed one written back.
+fn result_json(result: ServerResult) -> Result<Value, Fault> {
+    match result {
+        ServerResult::CustomResult(custom) => Ok(custom.0),
+        other => serde_json::to_value(&other).map_err(|e| Fault::Malformed(Some(e.to_string()))),
+    }
+}
+
+/// [`request`], the result as rmcp typed it.
+async fn request_result(
+    peer: &Peer<RoleClient>,
+    method: &str,
+    params: Option<Value>,
+    timing: Option<Timing>,
+    cancel: Option<&CancelToken>,
+    relay: Option<&RelayGuard<'_>>,
+) -> Result<ServerResult, Fault> {
     let mut options = PeerRequestOptions::no_options();
     if let Some(t) = timing {
         // rmcp restarts the timeout on each progress for its token, and
@@ -825,7 +846,7 @@ async fn request(
     }
     let id = handle.id.clone();
     let waited = handle.await_response();
-    let result: ServerResult = match cancel {
+    match cancel {
         None => waited.await,
         Some(cancel) => tokio::select! {
             r = waited => r,
@@ -848,12 +869,7 @@ async fn request(
             Fault::total_timeout(timeout)
         }
         (e, _) => describe_service_error(&e),
-    })?;
-    match result {
-        // A tools/call answer as it came (`lines::fast_call_result`).
-        ServerResult::CustomResult(custom) => Ok(custom.0),
-        other => serde_json::to_value(&other).map_err(|e| Fault::Malformed(Some(e.to_string()))),
-    }
+    })
 }
 
 /// The backstop of a tools/call on rmcp's path: `timeout` and a slack past
@@ -913,24 +929,46 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, Fault> {
     let mut cursor: Option<String> = None;
     loop {
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let page = request(peer, "tools/list", params, None, None, None).await?;
-        let Some(list) = page.get("tools").and_then(Value::as_array) else {
-            return Err(Fault::Malformed(Some(
-                "the tools/list result has no tools array".into(),
-            )));
+        let next = match request_result(peer, "tools/list", params, None, None, None).await? {
+            // Read as the JSON it writes back would be, without writing it.
+            ServerResult::ListToolsResult(page) => {
+                tools.extend(page.tools.iter().map(typed_remote_tool));
+                page.next_cursor
+            }
+            other => {
+                let page = result_json(other)?;
+                let Some(list) = page.get("tools").and_then(Value::as_array) else {
+                    return Err(Fault::Malformed(Some(
+                        "the tools/list result has no tools array".into(),
+                    )));
+                };
+                tools.extend(list.iter().filter_map(remote_tool));
+                match page.get("nextCursor") {
+                    Some(Value::String(next)) => Some(next.clone()),
+                    _ => None,
+                }
+            }
         };
-        tools.extend(list.iter().filter_map(remote_tool));
-        match page.get("nextCursor") {
-            Some(Value::String(next)) if !next.is_empty() => {
+        match next {
+            Some(next) if !next.is_empty() => {
                 if !seen.insert(next.clone()) {
                     return Err(Fault::Malformed(Some(format!(
                         "tools/list repeated the cursor \"{next}\""
                     ))));
                 }
-                cursor = Some(next.clone());
+                cursor = Some(next);
             }
             _ => return Ok(tools),
         }
+    }
+}
+
+/// [`remote_tool`] of a tool rmcp typed: what it reads of the tool's JSON.
+fn typed_remote_tool(t: &rmcp::model::Tool) -> RemoteTool {
+    RemoteTool {
+        name: t.name.to_string(),
+        description: t.description.as_deref().unwrap_or_default().to_string(),
+        input_schema: Value::Object(t.input_schema.as_ref().clone()),
     }
 }
 
@@ -1212,3 +1250,43 @@ mod direct_tests;
 #[cfg(test)]
 #[path = "progress_tests.rs"]
 mod progress_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typed_tools_list_page_reads_as_the_json_it_writes_back() {
+        // list_tools reads a typed page's tools directly; the tools must be
+        // what reading the page's JSON (the path of any other result) gives.
+        let pages = [
+            json!({"tools": [
+                {"name": "a", "inputSchema": {"type": "object"}},
+                {"name": "b", "description": null, "inputSchema": {}},
+                {"name": "c", "title": "C", "description": "does c\u{2028}",
+                 "inputSchema": {"type": "object", "properties": {"n": {"type": "number", "maximum": 1.5e300}}, "required": ["n"]},
+                 "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true},
+                 "_meta": {"k": [1, -0, 12345678901234567890u64]}},
+                {"name": "\u{e9}\u{1F600}", "description": "", "inputSchema": {"a": null, "b": [true, {}]}}
+            ], "nextCursor": "n"}),
+            json!({"tools": []}),
+        ];
+        for page in pages {
+            let Ok(ServerResult::ListToolsResult(typed)) =
+                serde_json::from_value::<ServerResult>(page.clone())
+            else {
+                panic!("not typed as a tools/list page: {page}");
+            };
+            let from_json: Vec<RemoteTool> =
+                result_json(ServerResult::ListToolsResult(typed.clone())).unwrap()["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(remote_tool)
+                    .collect();
+            let direct: Vec<RemoteTool> = typed.tools.iter().map(typed_remote_tool).collect();
+            assert_eq!(direct, from_json, "{page}");
+            assert_eq!(direct.len(), page["tools"].as_array().unwrap().len());
+        }
+    }
+}
