@@ -30,6 +30,7 @@ use rmcp::service::{
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{IntoTransport, StreamableHttpClientTransport};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -932,7 +933,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, Fault> {
         let next = match request_result(peer, "tools/list", params, None, None, None).await? {
             // Read as the JSON it writes back would be, without writing it.
             ServerResult::ListToolsResult(page) => {
-                tools.extend(page.tools.iter().map(typed_remote_tool));
+                tools.extend(page.tools.into_iter().map(typed_remote_tool));
                 page.next_cursor
             }
             other => {
@@ -964,11 +965,11 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, Fault> {
 }
 
 /// [`remote_tool`] of a tool rmcp typed: what it reads of the tool's JSON.
-fn typed_remote_tool(t: &rmcp::model::Tool) -> RemoteTool {
+fn typed_remote_tool(t: rmcp::model::Tool) -> RemoteTool {
     RemoteTool {
-        name: t.name.to_string(),
-        description: t.description.as_deref().unwrap_or_default().to_string(),
-        input_schema: Value::Object(t.input_schema.as_ref().clone()),
+        name: t.name.into_owned(),
+        description: t.description.map(Cow::into_owned).unwrap_or_default(),
+        input_schema: Value::Object(Arc::unwrap_or_clone(t.input_schema)),
     }
 }
 
@@ -1284,7 +1285,7 @@ mod tests {
                     .iter()
                     .filter_map(remote_tool)
                     .collect();
-            let direct: Vec<RemoteTool> = typed.tools.iter().map(typed_remote_tool).collect();
+            let direct: Vec<RemoteTool> = typed.tools.into_iter().map(typed_remote_tool).collect();
             assert_eq!(direct, from_json, "{page}");
             assert_eq!(direct.len(), page["tools"].as_array().unwrap().len());
         }
