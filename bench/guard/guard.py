@@ -38,6 +38,11 @@ of the release build:
   agent_turn          the agent runtime per turn of one model call on an
                       in-process model (guard_host.c agents; 60 minus 10
                       turns, over 50)
+  loop_init           the overhead scenario's init: tn_toolkit_build with its
+                      stdio MCP server (start, initialize, tools/list) and
+                      tn_client_new, with the render and frees that check
+                      and end it (guard_host.c init; 6 minus 1 inits, over 5:
+                      the first init's one-time work cancels out)
 
 and one memory row, `loop_peak_rss_kb`: the peak resident set of the
 overhead scenario's process (20 runs), the smallest of three, with its own
@@ -382,6 +387,13 @@ def measure(w, only=None):
         rows["cold_start"], _ = callgrind(w, "cold", [w.path("bench_cold"), os.path.join(ROOT, "examples/skills")])
         notes.extend(start_up_failures(w.lib, executed_in_lib(w.path("cg.cold"))))
 
+    def init():
+        # tn_client_new does not connect: any provider URL will do.
+        argv = [w.path("guard_host"), "init", w.path("mcp_server"), "http://127.0.0.1:9"]
+        a, _ = callgrind(w, "init.a", argv + ["6"])
+        b, _ = callgrind(w, "init.b", argv + ["1"])
+        rows["loop_init"] = per(a, b, 5)
+
     def agents():
         a, _ = callgrind(w, "agents.a", [w.path("guard_host"), "agents", "60"])
         b, _ = callgrind(w, "agents.b", [w.path("guard_host"), "agents", "10"])
@@ -398,7 +410,8 @@ def measure(w, only=None):
     for row, job in [("serve_stdio_read", served), ("translate_conversion", translate),
                      ("translate_gemini_request", functools.partial(translate_style, "gemini")),
                      ("translate_responses_request", functools.partial(translate_style, "responses")),
-                     ("agent_turn", agents), ("build_1000_skills", skills), ("first_render_1000", render),
+                     ("agent_turn", agents), ("loop_init", init), ("build_1000_skills", skills),
+                     ("first_render_1000", render),
                      ("execute_skill", execute), ("cold_start", cold)]:
         if want(row):
             jobs.append(job)

@@ -11,6 +11,14 @@
  *                                 N turns of one model call each (the whole
  *                                 process is counted; two N cancel out
  *                                 start-up)
+ *   guard_host init MCP URL N     N times: tn_toolkit_build with the stdio
+ *                                 MCP server MCP (start, initialize,
+ *                                 tools/list), tn_client_new for the
+ *                                 provider at URL, its tools rendered,
+ *                                 both freed (the whole
+ *                                 process is counted; two N cancel out
+ *                                 start-up and the first init's one-time
+ *                                 work)
  *
  * Every mode checks the answers it gets and exits non-zero when one is
  * wrong, so a guard row never counts a failing path.
@@ -125,10 +133,39 @@ static int agents(int n) {
     return 0;
 }
 
+static int init(const char *mcp, const char *url, int n) {
+    char tk_json[4096], client_json[1024];
+    snprintf(tk_json, sizeof tk_json,
+             "{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"bench\":{\"type\":\"local\",\"command\":[\"%s\"],"
+             "\"enabled\":true,\"timeout\":30000}}}}",
+             mcp);
+    snprintf(client_json, sizeof client_json,
+             "{\"baseUrl\":\"%s\",\"style\":\"openai\",\"model\":\"mock-model\",\"apiKey\":\"sk-mock\"}", url);
+    for (int i = 0; i < n; i++) {
+        tn_toolkit *tk = build(tk_json);
+        tn_client *client = NULL;
+        char *err = NULL;
+        if (tn_client_new(client_json, &client, &err) != TN_OK) {
+            fprintf(stderr, "client: %s\n", err ? err : "?");
+            return 1;
+        }
+        char *tools = NULL;
+        if (tn_render(tk, "openai", &tools) != TN_OK || !tools || !strstr(tools, "bench_get_weather")) {
+            fprintf(stderr, "init: the MCP server's tools are missing: %s\n", tools ? tools : "?");
+            return 1;
+        }
+        tn_string_free(tools);
+        tn_client_free(client);
+        tn_toolkit_free(tk);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "render") == 0) return render(atoi(argv[2]));
     if (argc == 4 && strcmp(argv[1], "exec") == 0) return exec_skill(argv[2], atoi(argv[3]));
     if (argc == 3 && strcmp(argv[1], "agents") == 0) return agents(atoi(argv[2]));
-    fprintf(stderr, "usage: %s render N | exec SKILLS N | agents N\n", argv[0]);
+    if (argc == 5 && strcmp(argv[1], "init") == 0) return init(argv[2], argv[3], atoi(argv[4]));
+    fprintf(stderr, "usage: %s render N | exec SKILLS N | agents N | init MCP URL N\n", argv[0]);
     return 2;
 }
