@@ -100,12 +100,7 @@ int main(int argc, char **argv) {
     }
 
     char tk_json[4096], client_json[1024];
-    snprintf(tk_json, sizeof tk_json,
-             "{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"bench\":{\"type\":\"local\",\"command\":[\"%s\"],"
-             "\"enabled\":true,\"timeout\":30000}}}}",
-             mcp);
-    snprintf(client_json, sizeof client_json,
-             "{\"baseUrl\":\"%s\",\"style\":\"openai\",\"model\":\"mock-model\",\"apiKey\":\"sk-mock\"}", url);
+    overhead_configs(mcp, url, tk_json, sizeof tk_json, client_json, sizeof client_json);
 
     tn_toolkit *tk = NULL;
     tn_client *client = NULL;

@@ -24,6 +24,7 @@
  * wrong, so a guard row never counts a failing path.
  */
 #include "toolnexus.h"
+#include "../c/bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,12 +136,7 @@ static int agents(int n) {
 
 static int init(const char *mcp, const char *url, int n) {
     char tk_json[4096], client_json[1024];
-    snprintf(tk_json, sizeof tk_json,
-             "{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"bench\":{\"type\":\"local\",\"command\":[\"%s\"],"
-             "\"enabled\":true,\"timeout\":30000}}}}",
-             mcp);
-    snprintf(client_json, sizeof client_json,
-             "{\"baseUrl\":\"%s\",\"style\":\"openai\",\"model\":\"mock-model\",\"apiKey\":\"sk-mock\"}", url);
+    overhead_configs(mcp, url, tk_json, sizeof tk_json, client_json, sizeof client_json);
     for (int i = 0; i < n; i++) {
         tn_toolkit *tk = build(tk_json);
         tn_client *client = NULL;
