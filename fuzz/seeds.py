@@ -114,7 +114,7 @@ def main():
     seeds = {t: set() for t in
              ["toolkit_build", "render", "execute", "translate", "helper", "frontmatter",
               "sse_assemble", "served_request", "client_answer",
-              "gemini_schema", "a2a_serve", "a2a_client", "oauth"]}
+              "gemini_schema", "a2a_serve", "a2a_client", "oauth", "mcp_answer"]}
     everything = [c for n in sorted(os.listdir(VECTORS)) if n.endswith(".json")
                   for c in cases(n)]
     for c in everything:
@@ -211,6 +211,23 @@ def main():
             if isinstance(v, dict) and any(k in v for k in ("type", "properties", "$ref", "$defs",
                                                           "anyOf", "oneOf", "allOf")):
                 seeds["gemini_schema"].add(enc(v))
+    # A server's lines as the MCP client reads them: answers to initialize,
+    # tools/list and tools/call, errors, notifications and requests.
+    for line in [
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"s","version":"1"}}}',
+        b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"get_weather","description":"d","inputSchema":{"type":"object","properties":{"city":{"type":"string"}}}}],"nextCursor":"c"}}',
+        b'{"jsonrpc":"2.0","id":1000000000,"result":{"content":[{"type":"text","text":"Paris: sunny"}],"isError":false}}',
+        b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}],"structuredContent":{"k":1}}}',
+        b'{"jsonrpc":"2.0","id":2,"result":{}}',
+        b'{"jsonrpc":"2.0","id":"s","result":{"resources":[{"uri":"u","name":"n"}]}}',
+        b'{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"bad","data":{"k":1}}}',
+        b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}',
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1,"total":2}}',
+        b'{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}}',
+        b'{"jsonrpc":"2.0","id":0,"result":{"supportedVersions":["2026-07-28"],"capabilities":{},"serverInfo":{"name":"s","version":"1"}}}',
+    ]:
+        seeds["mcp_answer"].add(line)
+
     # The served A2A agent: the requests its tests send, on each header.
     bodies = [v for v in json_literals("tests/a2a_serve.rs", "src/a2a/mod.rs", "src/a2a/profile.rs")
               if isinstance(v, dict) and "method" in v]

@@ -6,7 +6,7 @@
 #
 # Targets: toolkit_build render execute translate helper frontmatter
 # sse_assemble served_request client_answer gemini_schema a2a_serve
-# a2a_client oauth (all when none is named). Needs the nightly toolchain and cargo-fuzz
+# a2a_client oauth mcp_answer (all when none is named). Needs the nightly toolchain and cargo-fuzz
 # (`cargo install cargo-fuzz`). A crash stops the run; libFuzzer writes the
 # input under fuzz/artifacts/<target>/ and prints how to replay it
 # (`cargo +nightly fuzz run <target> fuzz/artifacts/<target>/crash-...`).
@@ -20,7 +20,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(toolkit_build render execute translate helper frontmatter
                                     sse_assemble served_request client_answer
-                                    gemini_schema a2a_serve a2a_client oauth)
+                                    gemini_schema a2a_serve a2a_client oauth mcp_answer)
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
   echo "fuzz: no nightly toolchain (rustup toolchain install nightly)" >&2
