@@ -281,11 +281,7 @@ async fn connect_all(
         .servers
         .iter()
         .zip(&phases)
-        .map(|(cfg, phase)| {
-            let (cfg, phase) = (cfg.clone(), phase.clone());
-            let started = session::start_process(&cfg, &phase);
-            tokio::spawn(async move { connect_one(&cfg, &phase, started).await })
-        })
+        .map(|(cfg, phase)| spawn_connect(cfg, phase))
         .collect();
     let Some(outcomes) = gather(config, &mut attempts, cancel).await else {
         abandon(attempts, &phases).await;
@@ -430,11 +426,7 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
         let attempts: Vec<_> = config
             .servers
             .iter()
-            .map(|cfg| {
-                let (cfg, phase) = (cfg.clone(), PhaseCell::new());
-                let started = session::start_process(&cfg, &phase);
-                tokio::spawn(async move { connect_one(&cfg, &phase, started).await })
-            })
+            .map(|cfg| spawn_connect(cfg, &PhaseCell::new()))
             .collect();
         let mut inv = Inventory::default();
         for (cfg, attempt) in config.servers.iter().zip(attempts) {
@@ -461,6 +453,17 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
         }
         inv
     })
+}
+
+/// Starts a stdio server's process now ([`session::start_process`]) and
+/// its connect in a task of its own. The connect's future (tens of KB) is
+/// made on the heap inside its task, not on the calling thread's stack and
+/// moved from there: a host thread with a 64 KiB stack can build
+/// (bindings/c/tests/hostile.c, `small_stack`).
+fn spawn_connect(cfg: &ServerConfig, phase: &PhaseCell) -> JoinHandle<Outcome> {
+    let (cfg, phase) = (cfg.clone(), phase.clone());
+    let started = session::start_process(&cfg, &phase);
+    tokio::spawn(async move { Box::pin(connect_one(&cfg, &phase, started)).await })
 }
 
 async fn connect_one(cfg: &ServerConfig, phase: &PhaseCell, started: session::Started) -> Outcome {
