@@ -635,10 +635,11 @@ fn kept_as_json(result: &Map<String, Value>) -> bool {
     result.contains_key("content") && !result.contains_key("protocolVersion")
 }
 
-/// A response whose result is typed, read without the message-shape
-/// layers of rmcp's parse (its buffered copy of the whole line, the shape
-/// check, the flattened response), and a tools/call answer kept as JSON
-/// ([`call_result_message`]); `None` for anything else, for the full parse.
+/// A response read without the message-shape layers of rmcp's parse (its
+/// buffered copy of the whole line, the shape check, the flattened
+/// response): a typed result, or a tools/call answer kept as JSON (as
+/// [`call_result_message`] keeps it); `None` for anything else, for the
+/// full parse.
 ///
 /// The typed path takes only what rmcp's parse takes the same way: an
 /// envelope of exactly `jsonrpc` 2.0, an `id` and a non-null `result` (no
@@ -653,10 +654,14 @@ fn response_message(line: &[u8]) -> Option<ServerJsonRpcMessage> {
     }) = serde_json::from_slice::<ResponseOnly>(line)
     {
         if let Ok(keys) = serde_json::from_str::<ResultKeys>(result.get()) {
-            if !keys.content || keys.protocol_version {
-                let result = serde_json::from_str::<ServerResult>(result.get()).ok()?;
-                return Some(ServerJsonRpcMessage::response(result, id));
-            }
+            let result = if keys.content && !keys.protocol_version {
+                // Kept as it came, read once (not the whole line again).
+                let kept = serde_json::from_str::<Map<String, Value>>(result.get()).ok()?;
+                ServerResult::CustomResult(CustomResult::new(Value::Object(kept)))
+            } else {
+                serde_json::from_str::<ServerResult>(result.get()).ok()?
+            };
+            return Some(ServerJsonRpcMessage::response(result, id));
         }
     }
     call_result_message(line)
