@@ -798,18 +798,6 @@ pub(super) fn describe_service_error(e: &ServiceError) -> Fault {
     }
 }
 
-/// One raw request: `method` with `params`, the result as plain JSON.
-async fn request(
-    peer: &Peer<RoleClient>,
-    method: &str,
-    params: Option<Value>,
-    timing: Option<Timing>,
-    cancel: Option<&CancelToken>,
-    relay: Option<&RelayGuard<'_>>,
-) -> Result<Value, Fault> {
-    result_json(request_result(peer, method, params, timing, cancel, relay).await?)
-}
-
 /// A result as plain JSON: a tools/call answer as it came
 /// (`lines::fast_call_result`), any typed one written back.
 fn result_json(result: ServerResult) -> Result<Value, Fault> {
@@ -819,8 +807,9 @@ fn result_json(result: ServerResult) -> Result<Value, Fault> {
     }
 }
 
-/// [`request`], the result as rmcp typed it.
-async fn request_result(
+/// One raw request: `method` with `params`, the result as rmcp typed it
+/// ([`result_json`] makes it plain JSON).
+async fn request(
     peer: &Peer<RoleClient>,
     method: &str,
     params: Option<Value>,
@@ -930,7 +919,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<RemoteTool>, Fault> {
     let mut cursor: Option<String> = None;
     loop {
         let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-        let next = match request_result(peer, "tools/list", params, None, None, None).await? {
+        let next = match request(peer, "tools/list", params, None, None, None).await? {
             // Read as the JSON it writes back would be, without writing it.
             ServerResult::ListToolsResult(page) => {
                 tools.extend(page.tools.into_iter().map(typed_remote_tool));
@@ -1146,6 +1135,7 @@ impl Session {
                         relayed.as_ref(),
                     ))
                     .await
+                    .and_then(result_json)
                     .map(|result| self.shaped(&result, relay))
                 }
             }
