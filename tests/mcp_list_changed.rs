@@ -107,7 +107,9 @@ impl Live {
 
     /// The first event that `matches`, once it came.
     fn event(&self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
-        wait_until(what, || self.events().into_iter().find(|e| matches(e)))
+        wait_until(what, PATIENCE, || {
+            self.events().into_iter().find(|e| matches(e))
+        })
     }
 
     /// How many tools/list requests the server answered so far.
@@ -121,18 +123,6 @@ impl Live {
 
 fn status_of(tk: &Toolkit) -> Value {
     serde_json::from_str(&tk.render("status").unwrap_or_default()).unwrap_or_default()
-}
-
-/// `probe`'s value once it has one, within [`PATIENCE`].
-fn wait_until<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "never came: {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
 }
 
 fn names(v: &Value) -> Vec<String> {
@@ -261,7 +251,7 @@ fn a_failed_refresh_keeps_the_tools_and_says_so() {
         "broken true"
     );
     l.call("live_add", json!({"name": "hidden"}));
-    let error = wait_until("the refresh failure in the status", || {
+    let error = wait_until("the refresh failure in the status", PATIENCE, || {
         let status = status_of(&l.tk);
         status["errors"]["live"].as_str().map(String::from)
     });
@@ -844,7 +834,7 @@ fn an_rmcp_server_of_2026_is_heard_on_its_listen_stream() {
         _http: None,
     };
     // The listen stream is open before the change, or the change is lost.
-    wait_until("the toolkit's listen stream", || {
+    wait_until("the toolkit's listen stream", PATIENCE, || {
         (server.listens.lock().map(|n| *n).unwrap_or(0) >= 1).then_some(())
     });
     assert!(!l.has("live_late"), "{:?}", l.tk.tool_names());

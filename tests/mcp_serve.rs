@@ -62,18 +62,18 @@ fn serve_http(tk: &Arc<Toolkit>, mcp: Value) -> Served {
     Served { server, calls }
 }
 
-/// The calls the served gateway reported, once there are `n` (or after a
-/// bounded wait). A call whose client vanished is reported when it ends,
-/// which no answer to anyone orders against the test's next step.
+/// The calls the served gateway reported, once there are `n` (within 15
+/// s). A call whose client vanished is reported when it ends, which no
+/// answer to anyone orders against the test's next step.
 fn calls_once(s: &Served, n: usize) -> Vec<CallEvent> {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    loop {
-        let calls = s.calls.lock().map(|c| c.clone()).unwrap_or_default();
-        if calls.len() >= n || std::time::Instant::now() >= until {
-            return calls;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until(
+        "the served calls' reports",
+        std::time::Duration::from_secs(15),
+        || {
+            let calls = s.calls.lock().map(|c| c.clone()).unwrap_or_default();
+            (calls.len() >= n).then_some(calls)
+        },
+    )
 }
 
 fn url(s: &Served) -> &str {

@@ -292,3 +292,16 @@ impl Drop for HttpGateway {
         let _ = self.child.wait();
     }
 }
+
+/// `probe`'s value once it has one, within `patience` (a test failure
+/// naming `what` after that).
+pub fn wait_until<T>(what: &str, patience: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + patience;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "never came: {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
