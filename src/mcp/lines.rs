@@ -251,7 +251,8 @@ mod tests {
         let script = format!("printf '%s\\n' '{}'; cat >/dev/null", lines.join("' '"));
         crate::runtime::get().block_on(async move {
             let command = vec!["sh".to_string(), "-c".to_string(), script];
-            let Ok(spawned) = super::super::stdio::spawn("lines-test", &command, &[], None) else {
+            let started = super::super::stdio::start(&command, &[], None);
+            let Ok(spawned) = started.and_then(|s| s.adopt("lines-test")) else {
                 panic!("sh did not start");
             };
             let (relay, seen) = recording();

@@ -231,7 +231,8 @@ pub fn connect_cancellable(
     if cancel.is_some_and(CancelToken::is_cancelled) {
         return None;
     }
-    block_on_anywhere(connect_all(config, cancel, on_change))
+    let started = prestart_all(config);
+    block_on_anywhere(connect_all(config, started, cancel, on_change))
 }
 
 /// The longest tool name served (what OpenAI's API takes).
@@ -271,8 +272,17 @@ fn free_name(name: &str, tools: &[Tool]) -> String {
 /// How long a cancelled connect waits for a killed child to be reaped.
 const REAP_LIMIT: Duration = Duration::from_secs(2);
 
+/// Every enabled stdio server's process started on the calling thread, in
+/// config order, before the runtime is entered ([`session::prestart`]):
+/// on a toolkit's first build the servers start while the runtime's worker
+/// thread does, instead of after it.
+fn prestart_all(config: &McpConfig) -> Vec<session::Prestarted> {
+    config.servers.iter().map(session::prestart).collect()
+}
+
 async fn connect_all(
     config: &McpConfig,
+    started: Vec<session::Prestarted>,
     cancel: Option<&CancelToken>,
     on_change: Option<ToolsChanged>,
 ) -> Option<McpSource> {
@@ -281,7 +291,8 @@ async fn connect_all(
         .servers
         .iter()
         .zip(&phases)
-        .map(|(cfg, phase)| spawn_connect(cfg, phase))
+        .zip(started)
+        .map(|((cfg, phase), pre)| spawn_connect(cfg, phase, pre))
         .collect();
     let Some(outcomes) = gather(config, &mut attempts, cancel).await else {
         abandon(attempts, &phases).await;
@@ -422,11 +433,13 @@ impl Inventory {
 /// server that fails is a `failed` status with its message, never an error
 /// for the whole call.
 pub fn list_tools(config: &McpConfig) -> Inventory {
+    let started = prestart_all(config);
     block_on_anywhere(async {
         let attempts: Vec<_> = config
             .servers
             .iter()
-            .map(|cfg| spawn_connect(cfg, &PhaseCell::new()))
+            .zip(started)
+            .map(|(cfg, pre)| spawn_connect(cfg, &PhaseCell::new(), pre))
             .collect();
         let mut inv = Inventory::default();
         for (cfg, attempt) in config.servers.iter().zip(attempts) {
@@ -455,14 +468,18 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
     })
 }
 
-/// Starts a stdio server's process now ([`session::start_process`]) and
-/// its connect in a task of its own. The connect's future (tens of KB) is
+/// Starts a stdio server's process now, or adopts the one `pre` started
+/// ([`session::start_process`]), and its connect in a task of its own. The connect's future (tens of KB) is
 /// made on the heap inside its task, not on the calling thread's stack and
 /// moved from there: a host thread with a 64 KiB stack can build
 /// (bindings/c/tests/hostile.c, `small_stack`).
-fn spawn_connect(cfg: &ServerConfig, phase: &PhaseCell) -> JoinHandle<Outcome> {
+fn spawn_connect(
+    cfg: &ServerConfig,
+    phase: &PhaseCell,
+    pre: session::Prestarted,
+) -> JoinHandle<Outcome> {
     let (cfg, phase) = (cfg.clone(), phase.clone());
-    let started = session::start_process(&cfg, &phase);
+    let started = session::start_process(&cfg, &phase, pre);
     tokio::spawn(async move { Box::pin(connect_one(&cfg, &phase, started)).await })
 }
 

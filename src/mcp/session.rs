@@ -205,22 +205,54 @@ impl Side {
 /// that connects to it runs.
 pub type Started = Option<Result<stdio::Spawned, Fault>>;
 
-/// Starts an enabled stdio server's process now, on the calling thread
-/// (inside the runtime): its start-up then overlaps whatever comes before
-/// its connect task runs (on a toolkit's first build, the runtime's worker
-/// thread starting) instead of following it. `None` for any other server;
-/// [`connect`] starts those itself.
-pub fn start_process(cfg: &ServerConfig, phase: &PhaseCell) -> Started {
+/// A stdio server's process started by [`prestart`], before the runtime.
+pub type Prestarted = Option<Result<stdio::Started, Fault>>;
+
+/// Starts an enabled stdio server's process on the calling thread, before
+/// the runtime is touched (a toolkit's first build starts the runtime's
+/// worker thread next, while the server starts). `None` for any other
+/// server. [`start_process`] hands it to the runtime.
+pub fn prestart(cfg: &ServerConfig) -> Prestarted {
     match &cfg.transport {
         ServerTransport::Stdio { command, env, cwd } if cfg.enabled => {
-            Some(spawn_tracked(cfg, command, env, cwd.as_deref(), phase))
+            Some(stdio::start(command, env, cwd.as_deref()))
         }
         _ => None,
     }
 }
 
-/// Starts a stdio server's process, its exit watch kept in `phase` (a
-/// cancelled build reaps it from there).
+/// Starts an enabled stdio server's process now, on the calling thread
+/// (inside the runtime), or adopts the one [`prestart`] started: its
+/// start-up then overlaps whatever comes before its connect task runs (on a
+/// toolkit's first build, the runtime's worker thread starting) instead of
+/// following it. `None` for any other server; [`connect`] starts those
+/// itself.
+pub fn start_process(cfg: &ServerConfig, phase: &PhaseCell, pre: Prestarted) -> Started {
+    let started = match (pre, &cfg.transport) {
+        (Some(pre), _) => pre,
+        (None, ServerTransport::Stdio { command, env, cwd }) if cfg.enabled => {
+            phase.set("connect");
+            stdio::start(command, env, cwd.as_deref())
+        }
+        (None, _) => return None,
+    };
+    Some(adopt_tracked(cfg, started, phase))
+}
+
+/// Hands a started process to the runtime, its exit watch kept in `phase`
+/// (a cancelled build reaps it from there).
+fn adopt_tracked(
+    cfg: &ServerConfig,
+    started: Result<stdio::Started, Fault>,
+    phase: &PhaseCell,
+) -> Result<stdio::Spawned, Fault> {
+    phase.set("connect");
+    let spawned = started?.adopt(&cfg.name)?;
+    phase.track(&spawned.child);
+    Ok(spawned)
+}
+
+/// Starts a stdio server's process, its exit watch kept in `phase`.
 fn spawn_tracked(
     cfg: &ServerConfig,
     command: &[String],
@@ -228,10 +260,7 @@ fn spawn_tracked(
     cwd: Option<&str>,
     phase: &PhaseCell,
 ) -> Result<stdio::Spawned, Fault> {
-    phase.set("connect");
-    let spawned = stdio::spawn(&cfg.name, command, env, cwd)?;
-    phase.track(&spawned.child);
-    Ok(spawned)
+    adopt_tracked(cfg, stdio::start(command, env, cwd), phase)
 }
 
 /// Connects one server and lists its tools. The caller bounds the whole

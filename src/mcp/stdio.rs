@@ -10,6 +10,12 @@
 //! (`super::lines`), stdin through [`PipeStdin`], which turns a write into a server that closed its
 //! stdin into a plain `broken pipe` error (never a SIGPIPE: see
 //! `crate::runtime`).
+//!
+//! A server starts in two steps: [`start`] runs std's `Command` on the
+//! calling thread without the runtime (a toolkit's first build starts its
+//! servers before the runtime's worker thread, so each server's own
+//! start-up overlaps the runtime's), and [`Started::adopt`] then hands the
+//! pipes to the runtime and watches the child's exit on its pidfd.
 
 use super::fault::Fault;
 use nix::sys::signal::{killpg, Signal};
@@ -21,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWrite};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
 /// How long a child gets to exit on its own after stdin closes, and again
@@ -82,59 +88,169 @@ impl AsyncWrite for PipeStdin {
     }
 }
 
-/// Starts `command` with piped stdio in a new process group. Must run inside
-/// the runtime (it starts the exit watcher and the stderr drain).
-pub fn spawn(
-    server: &str,
+/// A server's process started outside the runtime ([`start`]): the child and
+/// its three pipes as std gave them, until [`Started::adopt`] hands them to
+/// the runtime. Dropped unadopted, it kills the process group and reaps the
+/// child.
+pub struct Started {
+    child: Option<std::process::Child>,
+    pgid: Pid,
+}
+
+/// Starts `command` with piped stdio in a new process group, on the calling
+/// thread and without the runtime: a toolkit's first build starts its
+/// servers before the runtime's worker thread, so a server's own start-up
+/// (its loader, its libc) overlaps the runtime's instead of following it.
+pub fn start(
     command: &[String],
     env: &[(String, String)],
     cwd: Option<&str>,
-) -> Result<Spawned, Fault> {
+) -> Result<Started, Fault> {
     let Some((program, args)) = command.split_first() else {
         return Err(Fault::SpawnFailed("the server has no command".into()));
     };
-    let mut cmd = Command::new(program);
+    let mut cmd = std::process::Command::new(program);
     cmd.args(args)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
     // Started from a runtime thread (SIGPIPE blocked) or the host's building
     // thread (whatever the host blocks): the server inherits none of it, so
     // a close's SIGTERM reaches it.
-    let mut child = crate::runtime::spawn_child(&mut cmd)
+    let child = crate::runtime::spawn_child(&mut cmd)
         .map_err(|e| Fault::SpawnFailed(format!("cannot start '{program}': {e}")))?;
-    let (Some(stdin), Some(stdout), Some(stderr)) =
-        (child.stdin.take(), child.stdout.take(), child.stderr.take())
-    else {
-        return Err(Fault::SpawnFailed("the child's pipes are missing".into()));
+    let Some(pgid) = i32::try_from(child.id()).ok().map(Pid::from_raw) else {
+        return Err(Fault::SpawnFailed("the child's id is out of range".into()));
     };
-    let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
-        return Err(Fault::SpawnFailed("the child exited at once".into()));
-    };
-    tokio::spawn(drain(stderr, server.to_string()));
-    let (tx, rx) = watch::channel(None);
-    tokio::spawn(async move {
-        // The watcher owns the child: it reaps it (no zombie) and publishes
-        // the status. If the runtime shuts down first, kill_on_drop fires.
-        if let Ok(status) = child.wait().await {
-            let _ = tx.send(Some(status));
-        }
-    });
-    Ok(Spawned {
-        child: ChildProc {
-            pgid: Pid::from_raw(pid),
-            exit: rx,
-            ended: AtomicBool::new(false),
-        },
-        stdout,
-        stdin: PipeStdin(stdin),
+    Ok(Started {
+        child: Some(child),
+        pgid,
     })
+}
+
+impl Started {
+    /// Hands the process to the runtime (must run inside it): its pipes
+    /// become the runtime's, its stderr is drained and its exit watched.
+    pub fn adopt(mut self, server: &str) -> Result<Spawned, Fault> {
+        let Some(mut child) = self.child.take() else {
+            return Err(Fault::SpawnFailed(
+                "the child was already handed over".into(),
+            ));
+        };
+        let pgid = self.pgid;
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        // `self` is spent: from here a failure ends the child through the
+        // watcher (or its guard), not through `Started`'s drop.
+        let reaper = Reaper(Some(child));
+        let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+            return Err(Fault::SpawnFailed("the child's pipes are missing".into()));
+        };
+        let piped = (
+            ChildStdin::from_std(stdin),
+            ChildStdout::from_std(stdout),
+            ChildStderr::from_std(stderr),
+        );
+        let (Ok(stdin), Ok(stdout), Ok(stderr)) = piped else {
+            return Err(Fault::SpawnFailed(
+                "the child's pipes cannot be registered".into(),
+            ));
+        };
+        tokio::spawn(drain(stderr, server.to_string()));
+        let (tx, rx) = watch::channel(None);
+        tokio::spawn(async move {
+            // The watcher owns the child: it reaps it (no zombie) and
+            // publishes the status. Dropped before that (the runtime going
+            // away), its reaper kills the child.
+            if let Some(status) = reaper.exited().await {
+                let _ = tx.send(Some(status));
+            }
+        });
+        Ok(Spawned {
+            child: ChildProc {
+                pgid,
+                exit: rx,
+                ended: AtomicBool::new(false),
+            },
+            stdout,
+            stdin: PipeStdin(stdin),
+        })
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        // Never adopted (a panic between start and adopt): end the group and
+        // reap the child, which SIGKILL ends at once.
+        if let Some(mut child) = self.child.take() {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A started child until it is reaped; dropped before that, it kills it
+/// (what tokio's `kill_on_drop` did for the child it owned).
+struct Reaper(Option<std::process::Child>);
+
+impl Reaper {
+    /// Waits for the child's exit and reaps it: on its pidfd, read through
+    /// the runtime's reactor, or where the kernel has no pidfd (before 5.3)
+    /// on a thread of the blocking pool. `None` if it cannot be waited on.
+    async fn exited(self) -> Option<ExitStatus> {
+        let pidfd = self.0.as_ref().and_then(crate::sys::pidfd::exit_fd);
+        self.exited_on(pidfd).await
+    }
+
+    /// [`Reaper::exited`] on the pidfd given, or on the blocking pool
+    /// without one.
+    async fn exited_on(
+        mut self,
+        pidfd: Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+    ) -> Option<ExitStatus> {
+        let status = match pidfd {
+            Some(fd) => loop {
+                match self.0.as_mut()?.try_wait() {
+                    Ok(Some(status)) => break Some(status),
+                    Ok(None) => {}
+                    Err(_) => {
+                        // Not ours to wait on (a host that ignores SIGCHLD
+                        // has the kernel reap it): nothing left to kill.
+                        self.0 = None;
+                        break None;
+                    }
+                }
+                match fd.readable().await {
+                    Ok(mut ready) => ready.clear_ready(),
+                    Err(_) => break None,
+                }
+            },
+            None => {
+                let mut child = self.0.take()?;
+                tokio::task::spawn_blocking(move || child.wait().ok())
+                    .await
+                    .ok()
+                    .flatten()
+            }
+        };
+        if status.is_some() {
+            self.0 = None;
+        }
+        status
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.try_wait();
+        }
+    }
 }
 
 /// Reads the child's stderr continuously, so it can never block on a full
@@ -142,7 +258,7 @@ pub fn spawn(
 /// info) when one wants it; otherwise the bytes are dropped unlooked-at. A
 /// line is cut at [`STDERR_LINE_MAX`] bytes, so a server that floods stderr
 /// without a newline costs bounded memory.
-async fn drain(mut stderr: tokio::process::ChildStderr, server: String) {
+async fn drain(mut stderr: ChildStderr, server: String) {
     use crate::log::{emit, enabled, Level};
     // Read into spare capacity: a zeroed buffer would touch its four pages
     // for every server, chatty or not.
@@ -283,5 +399,70 @@ impl Drop for ChildProc {
         if !self.ended.swap(true, Ordering::SeqCst) {
             let _ = killpg(self.pgid, Signal::SIGKILL);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn sh(script: &str) -> Vec<String> {
+        vec!["sh".into(), "-c".into(), script.into()]
+    }
+
+    /// Whether a process with this id exists (a zombie counts).
+    fn exists(pid: u32) -> bool {
+        let pid = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
+        nix::sys::signal::kill(pid, None).is_ok()
+    }
+
+    #[test]
+    fn a_child_s_exit_status_is_read_from_its_pidfd_and_without_one() {
+        crate::runtime::get().block_on(async {
+            for pidfd in [true, false] {
+                let Ok(mut started) = start(&sh("exit 3"), &[], None) else {
+                    panic!("sh did not start");
+                };
+                let reaper = Reaper(started.child.take());
+                let pid = reaper.0.as_ref().map_or(0, std::process::Child::id);
+                let fd = if pidfd {
+                    reaper.0.as_ref().and_then(crate::sys::pidfd::exit_fd)
+                } else {
+                    None
+                };
+                assert_eq!(pidfd, fd.is_some(), "pidfd_open works here (Linux 5.3+)");
+                let status = reaper.exited_on(fd).await;
+                assert_eq!(status.and_then(|s| s.code()), Some(3), "pidfd: {pidfd}");
+                assert!(!exists(pid), "the child was reaped (pidfd: {pidfd})");
+            }
+        });
+    }
+
+    #[test]
+    fn a_process_never_handed_to_the_runtime_is_killed_and_reaped() {
+        let Ok(started) = start(&sh("sleep 30"), &[], None) else {
+            panic!("sh did not start");
+        };
+        let pid = started.child.as_ref().map(|c| c.id()).unwrap_or(0);
+        assert!(exists(pid));
+        drop(started);
+        assert!(!exists(pid), "killed and reaped on drop");
+    }
+
+    #[test]
+    fn an_adopted_process_reports_its_exit_through_the_watch() {
+        crate::runtime::get().block_on(async {
+            let Ok(spawned) = start(&sh("exec 0<&-; kill -TERM $$"), &[], None)
+                .and_then(|s| s.adopt("stdio-test"))
+            else {
+                panic!("sh did not start");
+            };
+            let status = spawned
+                .child
+                .exit_status_within(Duration::from_secs(10))
+                .await;
+            assert_eq!(status.and_then(|s| s.signal()), Some(15));
+        });
     }
 }

@@ -11,8 +11,11 @@
 //! - `text.rs`     a `str` cut between ASCII bytes with no out-of-line check
 //! - `bytes.rs`    one byte found with the C library's `memchr` (no CPU
 //!   feature probe on first use)
+//! - `pidfd.rs`    a child's exit as a readable pidfd in the runtime's
+//!   reactor
 
 pub(crate) mod bytes;
+pub(crate) mod pidfd;
 pub(crate) mod prefetch;
 pub(crate) mod scope;
 pub(crate) mod signal;
