@@ -79,9 +79,15 @@ pub(crate) enum Failure {
 /// Sends `prepared` (following redirects) and reads the body, all within
 /// `timeout`, on the shared runtime; a triggered `cancel` drops the request
 /// at once. Safe to call from any thread.
+///
+/// The request's future and the connection's are boxed: they run on the
+/// caller's thread, and left inline their state (tens of KB, TLS included)
+/// was laid out again in each poll frame that built or moved it. A call
+/// needed more than 96 KiB of a host thread's stack that way, and now works
+/// on 48 KiB (`bindings/c/tests/hostile.c`, `small_stack`).
 pub(crate) fn run(prepared: Prepared, timeout: Duration, cancel: Option<&CancelToken>) -> Outcome {
-    block_on(async move {
-        let sent = tokio::time::timeout(timeout, send(prepared));
+    block_on(Box::pin(async move {
+        let sent = tokio::time::timeout(timeout, Box::pin(send(prepared)));
         let outcome = match cancel {
             None => sent.await,
             Some(cancel) => tokio::select! {
@@ -90,7 +96,7 @@ pub(crate) fn run(prepared: Prepared, timeout: Duration, cancel: Option<&CancelT
             },
         };
         outcome.unwrap_or(Outcome::Failed(Failure::Timeout))
-    })
+    }))
 }
 
 /// `runtime::wait_anywhere` (from a host thread, a task on the shared
@@ -385,7 +391,7 @@ async fn round_trip(
     let outgoing = Outgoing::new(method, url, headers, body)?;
     let mut conn = match checkout(&key) {
         Some(c) => c,
-        None => connect(url).await?,
+        None => Box::pin(connect(url)).await?,
     };
     match exchange(&mut conn, outgoing.request()).await {
         Ok(r) => {
@@ -393,7 +399,7 @@ async fn round_trip(
             Ok(r)
         }
         Err(e) if conn.reused && stale(&e, method) => {
-            let mut fresh = connect(url).await?;
+            let mut fresh = Box::pin(connect(url)).await?;
             let r = exchange(&mut fresh, outgoing.request())
                 .await
                 .map_err(failure_of)?;

@@ -32,6 +32,8 @@ static long failures;
         fputc('\n', stderr);                                                 \
     } while (0)
 
+#include "mini_http.h"
+
 static int builds(void) {
     const char *s = getenv("TN_HOSTILE_BUILDS");
     int n = s ? atoi(s) : 40;
@@ -281,10 +283,12 @@ static void probe_user_data_free(void) {
 /* ---- a host thread with a small stack ---- */
 
 /* Build with a stdio MCP server (the official SDK's), call one of its tools
- * and free, all on the thread the host gave: the library's futures live on
- * the heap, not on that thread's stack (a connect's is tens of KB). */
+ * and free, all on the thread the host gave; then the same with an HTTP tool
+ * against a local server. The library's futures live on the heap, not on
+ * that thread's stack (a connect's is tens of KB; an HTTP tool's call needed
+ * more than 96 KiB of it until its request future was boxed). */
 static void *small_stack_body(void *arg) {
-    (void)arg;
+    const struct server *srv = arg;
     const char *config = "{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"sdk\":"
                          "{\"command\":[\"python3\",\"tests/mcp_servers/sdk_server.py\",\"stdio\"],"
                          "\"timeout\":30000}}}}";
@@ -296,19 +300,36 @@ static void *small_stack_body(void *arg) {
         FAIL("small_stack: got %s", out);
     tn_string_free(out);
     tn_toolkit_free(tk);
+
+    char http[256];
+    snprintf(http, sizeof http,
+             "{\"builtins\":false,\"httpTools\":[{\"name\":\"ok_http\",\"url\":\"http://127.0.0.1:%d/ok\"}]}",
+             srv->port);
+    tk = build(http);
+    if (tk == NULL) return NULL;
+    out = execute(tk, "ok_http", "{}", NULL);
+    if (out != NULL && strstr(out, "fine") == NULL) FAIL("small_stack: the HTTP tool got %s", out);
+    tn_string_free(out);
+    tn_toolkit_free(tk);
     return NULL;
 }
 
 static void probe_small_stack(void) {
+    struct server srv;
+    if (server_start(&srv) != 0) {
+        FAIL("small_stack: no HTTP server");
+        return;
+    }
     pthread_attr_t attr;
     pthread_t thread;
     pthread_attr_init(&attr);
     /* 64 KiB: one stdio build needed more than that from this thread until
      * the connect future moved into its task (bench/README.md, stop 58). */
     pthread_attr_setstacksize(&attr, 64 * 1024);
-    if (pthread_create(&thread, &attr, small_stack_body, NULL) != 0) FAIL("small_stack: no thread");
+    if (pthread_create(&thread, &attr, small_stack_body, &srv) != 0) FAIL("small_stack: no thread");
     else pthread_join(thread, NULL);
     pthread_attr_destroy(&attr);
+    server_stop(&srv);
 }
 
 struct probe {
