@@ -469,10 +469,10 @@ pub fn list_tools(config: &McpConfig) -> Inventory {
 }
 
 /// Starts a stdio server's process now, or adopts the one `pre` started
-/// ([`session::start_process`]), and its connect in a task of its own. The connect's future (tens of KB) is
-/// made on the heap inside its task, not on the calling thread's stack and
-/// moved from there: a host thread with a 64 KiB stack can build
-/// (bindings/c/tests/hostile.c, `small_stack`).
+/// ([`session::start_process`]), and its connect in a task of its own. The
+/// connect's future (tens of KB) is made on the heap inside its task, not on
+/// the calling thread's stack and moved from there: a host thread with a
+/// 64 KiB stack can build (bindings/c/tests/hostile.c, `small_stack`).
 fn spawn_connect(
     cfg: &ServerConfig,
     phase: &PhaseCell,

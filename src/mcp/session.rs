@@ -228,14 +228,7 @@ pub fn prestart(cfg: &ServerConfig) -> Prestarted {
 /// following it. `None` for any other server; [`connect`] starts those
 /// itself.
 pub fn start_process(cfg: &ServerConfig, phase: &PhaseCell, pre: Prestarted) -> Started {
-    let started = match (pre, &cfg.transport) {
-        (Some(pre), _) => pre,
-        (None, ServerTransport::Stdio { command, env, cwd }) if cfg.enabled => {
-            phase.set("connect");
-            stdio::start(command, env, cwd.as_deref())
-        }
-        (None, _) => return None,
-    };
+    let started = pre.or_else(|| prestart(cfg))?;
     Some(adopt_tracked(cfg, started, phase))
 }
 
@@ -250,17 +243,6 @@ fn adopt_tracked(
     let spawned = started?.adopt(&cfg.name)?;
     phase.track(&spawned.child);
     Ok(spawned)
-}
-
-/// Starts a stdio server's process, its exit watch kept in `phase`.
-fn spawn_tracked(
-    cfg: &ServerConfig,
-    command: &[String],
-    env: &[(String, String)],
-    cwd: Option<&str>,
-    phase: &PhaseCell,
-) -> Result<stdio::Spawned, Fault> {
-    adopt_tracked(cfg, stdio::start(command, env, cwd), phase)
 }
 
 /// Connects one server and lists its tools. The caller bounds the whole
@@ -302,7 +284,9 @@ async fn connect_inner(
         }
         ServerTransport::Stdio { command, env, cwd } => {
             let spawned = started
-                .unwrap_or_else(|| spawn_tracked(cfg, command, env, cwd.as_deref(), phase))
+                .unwrap_or_else(|| {
+                    adopt_tracked(cfg, stdio::start(command, env, cwd.as_deref()), phase)
+                })
                 .map_err(|d| fail("connect", d))?;
             phase.set("initialize");
             let transport = lines::ClientLineTransport::new(spawned.stdout, spawned.stdin)

@@ -91,11 +91,8 @@ impl AsyncWrite for PipeStdin {
 /// A server's process started outside the runtime ([`start`]): the child and
 /// its three pipes as std gave them, until [`Started::adopt`] hands them to
 /// the runtime. Dropped unadopted, it kills the process group and reaps the
-/// child.
-pub struct Started {
-    child: Option<std::process::Child>,
-    pgid: Pid,
-}
+/// child (its [`Reaper`]).
+pub struct Started(Reaper);
 
 /// Starts `command` with piped stdio in a new process group, on the calling
 /// thread and without the runtime: a toolkit's first build starts its
@@ -127,26 +124,24 @@ pub fn start(
     let Some(pgid) = i32::try_from(child.id()).ok().map(Pid::from_raw) else {
         return Err(Fault::SpawnFailed("the child's id is out of range".into()));
     };
-    Ok(Started {
+    Ok(Started(Reaper {
         child: Some(child),
         pgid,
-    })
+    }))
 }
 
 impl Started {
     /// Hands the process to the runtime (must run inside it): its pipes
     /// become the runtime's, its stderr is drained and its exit watched.
-    pub fn adopt(mut self, server: &str) -> Result<Spawned, Fault> {
-        let Some(mut child) = self.child.take() else {
-            return Err(Fault::SpawnFailed(
-                "the child was already handed over".into(),
-            ));
+    pub fn adopt(self, server: &str) -> Result<Spawned, Fault> {
+        // From here a failure ends the child through the reaper's drop; once
+        // the watcher holds it, through the watcher.
+        let Started(mut reaper) = self;
+        let pgid = reaper.pgid;
+        let pipes = match reaper.child.as_mut() {
+            Some(c) => (c.stdin.take(), c.stdout.take(), c.stderr.take()),
+            None => (None, None, None),
         };
-        let pgid = self.pgid;
-        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-        // `self` is spent: from here a failure ends the child through the
-        // watcher (or its guard), not through `Started`'s drop.
-        let reaper = Reaper(Some(child));
         let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
             return Err(Fault::SpawnFailed("the child's pipes are missing".into()));
         };
@@ -165,7 +160,7 @@ impl Started {
         tokio::spawn(async move {
             // The watcher owns the child: it reaps it (no zombie) and
             // publishes the status. Dropped before that (the runtime going
-            // away), its reaper kills the child.
+            // away), its reaper kills the group and reaps the child.
             if let Some(status) = reaper.exited().await {
                 let _ = tx.send(Some(status));
             }
@@ -182,27 +177,20 @@ impl Started {
     }
 }
 
-impl Drop for Started {
-    fn drop(&mut self) {
-        // Never adopted (a panic between start and adopt): end the group and
-        // reap the child, which SIGKILL ends at once.
-        if let Some(mut child) = self.child.take() {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
-            let _ = child.wait();
-        }
-    }
+/// A started child until it is reaped: dropped before that (never adopted,
+/// or its watcher gone with the runtime), it kills the child's process group
+/// and reaps the child, which SIGKILL ends at once.
+struct Reaper {
+    child: Option<std::process::Child>,
+    pgid: Pid,
 }
-
-/// A started child until it is reaped; dropped before that, it kills it
-/// (what tokio's `kill_on_drop` did for the child it owned).
-struct Reaper(Option<std::process::Child>);
 
 impl Reaper {
     /// Waits for the child's exit and reaps it: on its pidfd, read through
     /// the runtime's reactor, or where the kernel has no pidfd (before 5.3)
     /// on a thread of the blocking pool. `None` if it cannot be waited on.
     async fn exited(self) -> Option<ExitStatus> {
-        let pidfd = self.0.as_ref().and_then(crate::sys::pidfd::exit_fd);
+        let pidfd = self.child.as_ref().and_then(crate::sys::pidfd::exit_fd);
         self.exited_on(pidfd).await
     }
 
@@ -214,13 +202,13 @@ impl Reaper {
     ) -> Option<ExitStatus> {
         let status = match pidfd {
             Some(fd) => loop {
-                match self.0.as_mut()?.try_wait() {
+                match self.child.as_mut()?.try_wait() {
                     Ok(Some(status)) => break Some(status),
                     Ok(None) => {}
                     Err(_) => {
                         // Not ours to wait on (a host that ignores SIGCHLD
                         // has the kernel reap it): nothing left to kill.
-                        self.0 = None;
+                        self.child = None;
                         break None;
                     }
                 }
@@ -230,7 +218,7 @@ impl Reaper {
                 }
             },
             None => {
-                let mut child = self.0.take()?;
+                let mut child = self.child.take()?;
                 tokio::task::spawn_blocking(move || child.wait().ok())
                     .await
                     .ok()
@@ -238,7 +226,7 @@ impl Reaper {
             }
         };
         if status.is_some() {
-            self.0 = None;
+            self.child = None;
         }
         status
     }
@@ -246,9 +234,9 @@ impl Reaper {
 
 impl Drop for Reaper {
     fn drop(&mut self) {
-        if let Some(child) = self.0.as_mut() {
-            let _ = child.kill();
-            let _ = child.try_wait();
+        if let Some(mut child) = self.child.take() {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+            let _ = child.wait();
         }
     }
 }
@@ -421,13 +409,12 @@ mod tests {
     fn a_child_s_exit_status_is_read_from_its_pidfd_and_without_one() {
         crate::runtime::get().block_on(async {
             for pidfd in [true, false] {
-                let Ok(mut started) = start(&sh("exit 3"), &[], None) else {
+                let Ok(Started(reaper)) = start(&sh("exit 3"), &[], None) else {
                     panic!("sh did not start");
                 };
-                let reaper = Reaper(started.child.take());
-                let pid = reaper.0.as_ref().map_or(0, std::process::Child::id);
+                let pid = reaper.child.as_ref().map_or(0, std::process::Child::id);
                 let fd = if pidfd {
-                    reaper.0.as_ref().and_then(crate::sys::pidfd::exit_fd)
+                    reaper.child.as_ref().and_then(crate::sys::pidfd::exit_fd)
                 } else {
                     None
                 };
@@ -444,7 +431,7 @@ mod tests {
         let Ok(started) = start(&sh("sleep 30"), &[], None) else {
             panic!("sh did not start");
         };
-        let pid = started.child.as_ref().map(|c| c.id()).unwrap_or(0);
+        let pid = started.0.child.as_ref().map_or(0, std::process::Child::id);
         assert!(exists(pid));
         drop(started);
         assert!(!exists(pid), "killed and reaped on drop");
