@@ -8,10 +8,73 @@
 //! the group is gone. A caller that returns "closed" or "done" waits for
 //! the group itself (bounded by [`KILLED_GRACE`]); where nothing holds the
 //! group id any more (the usual case) one signal-0 probe says so.
+//!
+//! Also the one handle on such a process until it is reaped ([`Child`]),
+//! whichever way it was started.
 
-use nix::sys::signal::killpg;
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
+use std::io;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
+
+/// A process the library started, until it is reaped: as std started it, or
+/// as `sys::spawn` did (from a thread that blocks signals), known by its pid.
+pub(crate) enum Child {
+    Std(std::process::Child),
+    Spawned(Pid),
+}
+
+impl Child {
+    /// Its process id.
+    pub(crate) fn id(&self) -> u32 {
+        match self {
+            Child::Std(c) => c.id(),
+            Child::Spawned(pid) => pid.as_raw().unsigned_abs(),
+        }
+    }
+
+    /// SIGKILL to the process itself.
+    pub(crate) fn kill(&mut self) -> io::Result<()> {
+        match self {
+            Child::Std(c) => c.kill(),
+            Child::Spawned(pid) => Ok(kill(*pid, Signal::SIGKILL)?),
+        }
+    }
+
+    /// Reaps it if it has exited.
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        match self {
+            Child::Std(c) => c.try_wait(),
+            Child::Spawned(pid) => reap(*pid, rustix::process::WaitOptions::NOHANG),
+        }
+    }
+
+    /// Waits for its exit and reaps it.
+    pub(crate) fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Child::Std(c) => c.wait(),
+            Child::Spawned(pid) => loop {
+                match reap(*pid, rustix::process::WaitOptions::empty()) {
+                    Ok(Some(status)) => break Ok(status),
+                    Ok(None) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            },
+        }
+    }
+}
+
+/// `waitpid` on `pid` with `options`: its status once it has exited.
+fn reap(pid: Pid, options: rustix::process::WaitOptions) -> io::Result<Option<ExitStatus>> {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(pid) = rustix::process::Pid::from_raw(pid.as_raw()) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    Ok(rustix::process::waitpid(Some(pid), options)?
+        .map(|(_, status)| ExitStatus::from_raw(status.as_raw())))
+}
 
 /// How long a caller waits, after a group's SIGKILL, for its processes to
 /// have exited (only one stuck in the kernel takes longer).

@@ -36,7 +36,7 @@ use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
@@ -147,12 +147,38 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
         cmd.current_dir(dir);
     }
     // The command starts with no signal blocked, whatever this thread (a
-    // runtime thread, a host's) blocks.
-    let spawned = crate::runtime::spawn_child(&mut cmd);
+    // runtime thread, a host's) blocks: from a thread that blocks more than
+    // SIGPIPE, by `posix_spawn` with the mask cleared in the child (std would
+    // fork the whole host for that); else by std. The status reporter needs
+    // std's pre-exec step, so a host that ignores SIGCHLD keeps std's way.
+    let spawned = if reporter.is_none() && sig::blocks_more_than_sigpipe() {
+        let mut words = prefix.to_vec();
+        words.push(command.to_string());
+        let spec = crate::sys::spawn::Spec {
+            program,
+            args: &words,
+            env: &[],
+            cwd: workdir.as_deref(),
+            stdin: crate::sys::spawn::Stdin::Null,
+        };
+        crate::sys::spawn::spawn(&spec).map(|p| {
+            let (out, err) = (p.stdout.into(), p.stderr.into());
+            (
+                process::Child::Spawned(Pid::from_raw(p.pid)),
+                Some(out),
+                Some(err),
+            )
+        })
+    } else {
+        crate::runtime::spawn_child(&mut cmd).map(|mut c| {
+            let (out, err) = (c.stdout.take(), c.stderr.take());
+            (process::Child::Std(c), out, err)
+        })
+    };
     // Our copy of the status pipe's writing end goes now, or reading it
     // would never end.
     let reporter = reporter.map(|(read, _write)| read);
-    let mut child = match spawned {
+    let (mut child, out, err): (_, Option<ChildStdout>, Option<ChildStderr>) = match spawned {
         Ok(c) => c,
         Err(e) => return ToolResult::error(format!("bash: cannot start {program}: {e}")),
     };
@@ -162,8 +188,8 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
         return ToolResult::error("bash: the shell's process id is out of range");
     };
     let pid = Pid::from_raw(raw_pid);
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
+    let stdout = drain(out);
+    let stderr = drain(err);
 
     let Some(exited) = wait_for_exit(pid) else {
         let _ = killpg(pid, Signal::SIGKILL);
@@ -503,6 +529,57 @@ mod tests {
         let (head, tail) = text.split_once(&marker).expect("the marker");
         assert_eq!(head.as_bytes(), &bytes[..half]);
         assert_eq!(tail.as_bytes(), &bytes[total - half..]);
+    }
+
+    /// `f` on a new thread that blocks SIGTERM and SIGUSR1, as a host that
+    /// takes its signals on one thread blocks them on the others.
+    fn on_a_blocking_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::spawn(move || {
+            let mut set = nix::sys::signal::SigSet::empty();
+            set.add(Signal::SIGTERM);
+            set.add(Signal::SIGUSR1);
+            set.thread_block()
+                .expect("the test thread blocks its signals");
+            assert!(sig::blocks_more_than_sigpipe());
+            f()
+        })
+        .join()
+        .expect("the blocking thread")
+    }
+
+    #[test]
+    fn a_command_from_a_thread_that_blocks_signals_blocks_none() {
+        let ctx = ExecContext::default();
+        let dir = std::env::temp_dir().canonicalize().expect("temp dir");
+        let dir = dir.to_str().expect("a UTF-8 temp dir").to_string();
+        let (mask, ended, slow) = on_a_blocking_thread(move || {
+            // grep as the shell (a shell may clear its own mask).
+            let grep = ["grep".to_string(), "^SigBlk:".to_string()];
+            let mask = run(
+                &serde_json::json!({"command": "/proc/self/status"}),
+                &ctx,
+                &grep,
+            );
+            let sh = ["sh".to_string(), "-c".to_string()];
+            let args =
+                serde_json::json!({"command": "pwd; read x || echo eof; exit 3", "workdir": dir});
+            let ended = run(&args, &ctx, &sh);
+            let slow = run(
+                &serde_json::json!({"command": "sleep 5", "timeout": 200}),
+                &ctx,
+                &sh,
+            );
+            (mask, ended, slow)
+        });
+        assert_eq!(mask.output, "SigBlk:\t0000000000000000\n");
+        assert!(!mask.is_error);
+        let dir = std::env::temp_dir().canonicalize().expect("temp dir");
+        let want = format!("{}\neof\nexit code 3", dir.display());
+        assert_eq!(
+            (ended.output.as_str(), ended.is_error),
+            (want.as_str(), true)
+        );
+        assert_eq!(slow.output, "command timed out after 200ms");
     }
 
     #[test]

@@ -11,13 +11,15 @@
 //! stdin into a plain `broken pipe` error (never a SIGPIPE: see
 //! `crate::runtime`).
 //!
-//! A server starts in two steps: [`start`] runs std's `Command` on the
-//! calling thread without the runtime (a toolkit's first build starts its
-//! servers before the runtime's worker thread, so each server's own
-//! start-up overlaps the runtime's), and [`Started::adopt`] then hands the
-//! pipes to the runtime and watches the child's exit on its pidfd.
+//! A server starts in two steps. [`start`] starts the process on the
+//! calling thread without the runtime, with std's `Command` or, from a
+//! thread that blocks signals, `sys::spawn`; a toolkit's first build starts
+//! its servers before the runtime's worker thread, so each server's own
+//! start-up overlaps the runtime's. [`Started::adopt`] then hands the pipes
+//! to the runtime and watches the child's exit on its pidfd.
 
 use super::fault::Fault;
+use crate::process::Child;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::io;
@@ -89,15 +91,29 @@ impl AsyncWrite for PipeStdin {
 }
 
 /// A server's process started outside the runtime ([`start`]): the child and
-/// its three pipes as std gave them, until [`Started::adopt`] hands them to
-/// the runtime. Dropped unadopted, it kills the process group and reaps the
-/// child (its [`Reaper`]).
-pub struct Started(Reaper);
+/// its three pipes, until [`Started::adopt`] hands them to the runtime.
+/// Dropped unadopted, it kills the process group and reaps the child (its
+/// [`Reaper`]).
+pub struct Started {
+    reaper: Reaper,
+    pipes: (
+        std::process::ChildStdin,
+        std::process::ChildStdout,
+        std::process::ChildStderr,
+    ),
+}
 
 /// Starts `command` with piped stdio in a new process group, on the calling
 /// thread and without the runtime: a toolkit's first build starts its
 /// servers before the runtime's worker thread, so a server's own start-up
 /// (its loader, its libc) overlaps the runtime's instead of following it.
+///
+/// The server inherits no blocked signal, so a close's SIGTERM reaches it.
+/// From a thread that blocks only SIGPIPE (the runtime's) or nothing, std
+/// starts it (`posix_spawn`); from one that blocks more (a host that takes
+/// its signals on one thread), `sys::spawn` does, with the mask cleared by
+/// `posix_spawn` itself: std would need a pre-exec step for that, and so a
+/// fork of the whole host.
 pub fn start(
     command: &[String],
     env: &[(String, String)],
@@ -106,6 +122,29 @@ pub fn start(
     let Some((program, args)) = command.split_first() else {
         return Err(Fault::SpawnFailed("the server has no command".into()));
     };
+    let cannot = |e: io::Error| Fault::SpawnFailed(format!("cannot start '{program}': {e}"));
+    if crate::sys::signal::blocks_more_than_sigpipe() {
+        let spec = crate::sys::spawn::Spec {
+            program,
+            args,
+            env,
+            cwd,
+            stdin: crate::sys::spawn::Stdin::Piped,
+        };
+        let p = crate::sys::spawn::spawn(&spec).map_err(cannot)?;
+        let pgid = Pid::from_raw(p.pid);
+        let reaper = Reaper {
+            child: Some(Child::Spawned(pgid)),
+            pgid,
+        };
+        let Some(stdin) = p.stdin else {
+            return Err(Fault::SpawnFailed("the child's pipes are missing".into()));
+        };
+        return Ok(Started {
+            reaper,
+            pipes: (stdin.into(), p.stdout.into(), p.stderr.into()),
+        });
+    }
     let mut cmd = std::process::Command::new(program);
     cmd.args(args)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -116,18 +155,22 @@ pub fn start(
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
-    // Started from a runtime thread (SIGPIPE blocked) or the host's building
-    // thread (whatever the host blocks): the server inherits none of it, so
-    // a close's SIGTERM reaches it.
-    let child = crate::runtime::spawn_child(&mut cmd)
-        .map_err(|e| Fault::SpawnFailed(format!("cannot start '{program}': {e}")))?;
+    let mut child = crate::runtime::spawn_child(&mut cmd).map_err(cannot)?;
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let Some(pgid) = i32::try_from(child.id()).ok().map(Pid::from_raw) else {
         return Err(Fault::SpawnFailed("the child's id is out of range".into()));
     };
-    Ok(Started(Reaper {
-        child: Some(child),
+    let reaper = Reaper {
+        child: Some(Child::Std(child)),
         pgid,
-    }))
+    };
+    let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+        return Err(Fault::SpawnFailed("the child's pipes are missing".into()));
+    };
+    Ok(Started {
+        reaper,
+        pipes: (stdin, stdout, stderr),
+    })
 }
 
 impl Started {
@@ -136,15 +179,11 @@ impl Started {
     pub fn adopt(self, server: &str) -> Result<Spawned, Fault> {
         // From here a failure ends the child through the reaper's drop; once
         // the watcher holds it, through the watcher.
-        let Started(mut reaper) = self;
+        let Started {
+            reaper,
+            pipes: (stdin, stdout, stderr),
+        } = self;
         let pgid = reaper.pgid;
-        let pipes = match reaper.child.as_mut() {
-            Some(c) => (c.stdin.take(), c.stdout.take(), c.stderr.take()),
-            None => (None, None, None),
-        };
-        let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
-            return Err(Fault::SpawnFailed("the child's pipes are missing".into()));
-        };
         let piped = (
             ChildStdin::from_std(stdin),
             ChildStdout::from_std(stdout),
@@ -181,7 +220,7 @@ impl Started {
 /// or its watcher gone with the runtime), it kills the child's process group
 /// and reaps the child, which SIGKILL ends at once.
 struct Reaper {
-    child: Option<std::process::Child>,
+    child: Option<Child>,
     pgid: Pid,
 }
 
@@ -190,7 +229,10 @@ impl Reaper {
     /// the runtime's reactor, or where the kernel has no pidfd (before 5.3)
     /// on a thread of the blocking pool. `None` if it cannot be waited on.
     async fn exited(self) -> Option<ExitStatus> {
-        let pidfd = self.child.as_ref().and_then(crate::sys::pidfd::exit_fd);
+        let pidfd = self
+            .child
+            .as_ref()
+            .and_then(|c| crate::sys::pidfd::exit_fd(c.id()));
         self.exited_on(pidfd).await
     }
 
@@ -409,12 +451,12 @@ mod tests {
     fn a_child_s_exit_status_is_read_from_its_pidfd_and_without_one() {
         crate::runtime::get().block_on(async {
             for pidfd in [true, false] {
-                let Ok(Started(reaper)) = start(&sh("exit 3"), &[], None) else {
+                let Ok(Started { reaper, .. }) = start(&sh("exit 3"), &[], None) else {
                     panic!("sh did not start");
                 };
-                let pid = reaper.child.as_ref().map_or(0, std::process::Child::id);
+                let pid = reaper.child.as_ref().map_or(0, Child::id);
                 let fd = if pidfd {
-                    reaper.child.as_ref().and_then(crate::sys::pidfd::exit_fd)
+                    crate::sys::pidfd::exit_fd(pid)
                 } else {
                     None
                 };
@@ -426,12 +468,156 @@ mod tests {
         });
     }
 
+    /// [`start`] on a new thread that blocks SIGTERM and SIGUSR1, as a host
+    /// that takes its signals on one thread blocks them on the others.
+    fn start_blocking_signals(
+        command: &[String],
+        env: &[(String, String)],
+        cwd: Option<&str>,
+    ) -> Result<Started, Fault> {
+        use nix::sys::signal::SigSet;
+        let (command, env, cwd) = (command.to_vec(), env.to_vec(), cwd.map(String::from));
+        std::thread::spawn(move || {
+            let mut set = SigSet::empty();
+            set.add(Signal::SIGTERM);
+            set.add(Signal::SIGUSR1);
+            set.thread_block()
+                .expect("the test thread blocks its signals");
+            assert!(crate::sys::signal::blocks_more_than_sigpipe());
+            start(&command, &env, cwd.as_deref())
+        })
+        .join()
+        .expect("the starting thread")
+    }
+
+    /// The first line of `/proc/self/status` that starts with `field`, as
+    /// the child printed it, parsed as hex.
+    fn status_mask(out: &str, field: &str) -> u64 {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(field))
+            .unwrap_or_default();
+        let hex = line.split_whitespace().nth(1).unwrap_or("ffff");
+        u64::from_str_radix(hex, 16).unwrap_or(u64::MAX)
+    }
+
+    /// What `command`, started from a thread that blocks signals, wrote to
+    /// its stdout; it must start through `sys::spawn` and exit 0.
+    fn output_blocking_signals(
+        command: &[String],
+        env: &[(String, String)],
+        cwd: Option<&str>,
+    ) -> (String, u32) {
+        use std::io::Read;
+        let started = start_blocking_signals(command, env, cwd).expect("the command starts");
+        assert!(matches!(started.reaper.child, Some(Child::Spawned(_))));
+        let pid = started.reaper.child.as_ref().map_or(0, Child::id);
+        let Started {
+            reaper,
+            pipes: (stdin, mut stdout, _stderr),
+        } = started;
+        drop(stdin);
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).expect("the child's output");
+        crate::runtime::get().block_on(async {
+            let status = reaper.exited().await;
+            assert_eq!(status.and_then(|s| s.code()), Some(0), "{out}");
+        });
+        assert!(!exists(pid), "reaped");
+        (out, pid)
+    }
+
+    #[test]
+    fn a_server_started_from_a_thread_that_blocks_signals_blocks_none() {
+        // grep itself, not through sh: a shell may clear its own mask.
+        let grep = ["grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"].map(String::from);
+        let (out, _) = output_blocking_signals(&grep, &[], None);
+        // SIGTERM (bit 15) and SIGUSR1 (bit 10) blocked here, none there.
+        assert_eq!(status_mask(&out, "SigBlk:"), 0, "{out}");
+        // The test harness ignores SIGPIPE; the child has it at its default.
+        assert_eq!(
+            status_mask(&out, "SigIgn:") & (1 << (libc_sigpipe() - 1)),
+            0,
+            "{out}"
+        );
+
+        let script =
+            "echo \"x=$TN_SPAWN_X\"; pwd; echo \"pgrp=$(cut -d' ' -f5 /proc/$$/stat) pid=$$\"";
+        let dir = std::env::temp_dir().canonicalize().expect("temp dir");
+        let dir = dir.to_str().expect("a UTF-8 temp dir");
+        let env = [("TN_SPAWN_X".to_string(), "set on top".to_string())];
+        let (out, pid) = output_blocking_signals(&sh(script), &env, Some(dir));
+        assert!(out.contains("x=set on top\n"), "{out}");
+        assert!(out.contains(&format!("\n{dir}\n")), "{out}");
+        assert!(
+            out.contains(&format!("pgrp={pid} pid={pid}")),
+            "its own group: {out}"
+        );
+    }
+
+    fn libc_sigpipe() -> i32 {
+        Signal::SIGPIPE as i32
+    }
+
+    #[test]
+    fn a_server_started_from_a_blocking_thread_is_reaped_with_or_without_a_pidfd() {
+        crate::runtime::get().block_on(async {
+            for pidfd in [true, false] {
+                let started = start_blocking_signals(&sh("exit 3"), &[], None).expect("sh starts");
+                let Started { reaper, .. } = started;
+                let pid = reaper.child.as_ref().map_or(0, Child::id);
+                let fd = if pidfd {
+                    crate::sys::pidfd::exit_fd(pid)
+                } else {
+                    None
+                };
+                let status = reaper.exited_on(fd).await;
+                assert_eq!(status.and_then(|s| s.code()), Some(3), "pidfd: {pidfd}");
+                assert!(!exists(pid), "the child was reaped (pidfd: {pidfd})");
+            }
+        });
+        let started = start_blocking_signals(&sh("sleep 30"), &[], None).expect("sh starts");
+        let pid = started.reaper.child.as_ref().map_or(0, Child::id);
+        assert!(exists(pid));
+        drop(started);
+        assert!(!exists(pid), "killed and reaped on drop");
+    }
+
+    #[test]
+    fn a_missing_program_fails_alike_from_either_kind_of_thread() {
+        let command = vec!["tn-no-such-program-anywhere".to_string()];
+        let plain = start(&command, &[], None).err().map(|f| f.to_string());
+        let blocked = start_blocking_signals(&command, &[], None)
+            .err()
+            .map(|f| f.to_string());
+        assert!(
+            plain
+                .as_deref()
+                .is_some_and(|m| m.contains("No such file or directory")),
+            "{plain:?}"
+        );
+        assert_eq!(plain, blocked);
+        let missing_dir = start_blocking_signals(&sh("true"), &[], Some("/tn/no/such/dir"));
+        let plain_dir = start(&sh("true"), &[], Some("/tn/no/such/dir"));
+        let (blocked, plain) = (
+            missing_dir.err().map(|f| f.to_string()),
+            plain_dir.err().map(|f| f.to_string()),
+        );
+        assert!(
+            plain
+                .as_deref()
+                .is_some_and(|m| m.contains("No such file or directory")),
+            "{plain:?}"
+        );
+        assert_eq!(blocked, plain);
+    }
+
     #[test]
     fn a_process_never_handed_to_the_runtime_is_killed_and_reaped() {
         let Ok(started) = start(&sh("sleep 30"), &[], None) else {
             panic!("sh did not start");
         };
-        let pid = started.0.child.as_ref().map_or(0, std::process::Child::id);
+        let pid = started.reaper.child.as_ref().map_or(0, Child::id);
         assert!(exists(pid));
         drop(started);
         assert!(!exists(pid), "killed and reaped on drop");

@@ -13,11 +13,14 @@
 //!   feature probe on first use)
 //! - `pidfd.rs`    a child's exit as a readable pidfd in the runtime's
 //!   reactor
+//! - `spawn.rs`    a process started with `posix_spawn` and an empty signal
+//!   mask, for a thread that blocks signals (no fork of the host)
 
 pub(crate) mod bytes;
 pub(crate) mod pidfd;
 pub(crate) mod prefetch;
 pub(crate) mod scope;
 pub(crate) mod signal;
+pub(crate) mod spawn;
 pub(crate) mod sse2;
 pub(crate) mod text;

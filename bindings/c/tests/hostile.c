@@ -231,6 +231,17 @@ static void probe_blocked_signals(void) {
                     "{\"output\":\"SigBlk:\\t0000000000000000\\n\",\"isError\":false}");
         tn_toolkit_free(tk);
     }
+    /* A stdio MCP server started from this thread: grep itself (a shell may
+     * clear its own mask), which exits 0 when it blocks nothing (started by
+     * posix_spawn with its mask cleared, no fork of this process) and 1
+     * otherwise; the status names the exit. */
+    tk = build("{\"builtins\":false,\"mcpConfig\":{\"mcpServers\":{\"mask\":{\"command\":"
+               "[\"grep\",\"-q\",\"^SigBlk:[[:space:]]*0*$\",\"/proc/self/status\"],"
+               "\"timeout\":5000}}}}");
+    if (tk != NULL) {
+        expect_status(tk, "blocked signals, MCP server", "peer-exited (status 0)");
+        tn_toolkit_free(tk);
+    }
     pthread_sigmask(SIG_BLOCK, NULL, &after);
     if (sigismember(&after, SIGTERM) != 1 || sigismember(&after, SIGUSR1) != 1)
         FAIL("blocked signals: the host thread's mask was changed");
