@@ -265,6 +265,9 @@ impl Spawn for tokio::process::Command {
 /// else a pre-exec step clears it in the child (a fork), and the host's
 /// mask is never changed, not even for a moment: a process-directed signal
 /// the host keeps for another thread could otherwise land on this one.
+/// Stdio MCP servers and bash commands started from such a thread do not
+/// come here: `sys::spawn` starts them with `posix_spawn`, which clears the
+/// mask in the child without forking the host.
 pub(crate) fn spawn_child<C: Spawn>(cmd: &mut C) -> std::io::Result<C::Child> {
     if sig::blocks_more_than_sigpipe() {
         sig::clear_mask_in_child(cmd.std_command());
