@@ -20,8 +20,14 @@ use std::time::{Duration, Instant};
 
 /// A process the library started, until it is reaped: as std started it, or
 /// as `sys::spawn` did (from a thread that blocks signals), known by its pid.
+///
+/// std's child is boxed: unboxed, this enum's tag would sit in a niche of
+/// std's own fields, and after std's fork path (bash's status reporter)
+/// valgrind reports the tag's test as a jump on uninitialised bytes (the
+/// optimised test reads the bytes around the niche). A box's tag is its
+/// pointer, always written.
 pub(crate) enum Child {
-    Std(std::process::Child),
+    Std(Box<std::process::Child>),
     Spawned(Pid),
 }
 

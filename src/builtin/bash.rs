@@ -172,7 +172,7 @@ pub fn run(args: &Value, ctx: &ExecContext, shell: &[String]) -> ToolResult {
     } else {
         crate::runtime::spawn_child(&mut cmd).map(|mut c| {
             let (out, err) = (c.stdout.take(), c.stderr.take());
-            (process::Child::Std(c), out, err)
+            (process::Child::Std(Box::new(c)), out, err)
         })
     };
     // Our copy of the status pipe's writing end goes now, or reading it

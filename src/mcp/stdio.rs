@@ -161,7 +161,7 @@ pub fn start(
         return Err(Fault::SpawnFailed("the child's id is out of range".into()));
     };
     let reaper = Reaper {
-        child: Some(Child::Std(child)),
+        child: Some(Child::Std(Box::new(child))),
         pgid,
     };
     let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
